@@ -1,0 +1,88 @@
+#include "cpu_features.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#define NF_X86 1
+#endif
+
+namespace nf {
+namespace {
+
+#ifdef NF_X86
+uint64_t xgetbv0() {
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+#endif
+
+Isa probe() {
+#ifdef NF_X86
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::scalar;
+  bool osxsave = c & (1u << 27), fma = c & (1u << 12), avx = c & (1u << 28);
+  if (!osxsave || !avx) return Isa::scalar;
+  uint64_t xcr0 = xgetbv0();
+  bool ymm_os = (xcr0 & 0x6) == 0x6, zmm_os = (xcr0 & 0xe6) == 0xe6;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return Isa::scalar;
+  bool avx2 = b & (1u << 5);
+  bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31));  // F DQ BW VL
+  if (avx512 && avx2 && fma && zmm_os) return Isa::avx512;
+  if (avx2 && fma && ymm_os) return Isa::avx2;
+#endif
+  return Isa::scalar;
+}
+
+Isa initial_isa() {
+  Isa best = detected_isa();
+  const char* env = std::getenv("NF_ISA");
+  Isa forced;
+  if (env && *env && parse_isa(env, &forced) && static_cast<int>(forced) <= static_cast<int>(best)) return forced;
+  return best;
+}
+
+std::atomic<int>& active() {
+  static std::atomic<int> isa{static_cast<int>(initial_isa())};
+  return isa;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+bool parse_isa(const std::string& name, Isa* out) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (name == isa_name(i)) {
+      *out = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+Isa detected_isa() {
+  static const Isa isa = probe();
+  return isa;
+}
+
+Isa active_isa() { return static_cast<Isa>(active().load(std::memory_order_relaxed)); }
+
+Status set_active_isa(Isa isa) {
+  NF_CHECK(static_cast<int>(isa) <= static_cast<int>(detected_isa()), "set_isa",
+           std::string("this CPU cannot run the ") + isa_name(isa) + " kernels (best available: " +
+               isa_name(detected_isa()) + ")");
+  active().store(static_cast<int>(isa), std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+}  // namespace nf

@@ -1,0 +1,32 @@
+// The one thread pool every CPU kernel uses. Sized to the machine (std::thread::hardware_concurrency)
+// unless NF_NUM_THREADS says otherwise; set_num_threads changes it at run time.
+//
+// parallel_for(n, f) calls f(begin, end) over disjoint chunks covering [0, n), on the pool's
+// workers and the calling thread, and returns when all chunks are done. Chunks are claimed
+// dynamically, so uneven work balances. A parallel_for issued from inside a worker, or while
+// another thread holds the pool, runs inline on the caller: nesting and concurrent callers are safe.
+#pragma once
+#include <cstdint>
+
+namespace nf {
+
+int num_threads();
+void set_num_threads(int n);  // n < 1 means "the machine's core count"
+
+using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
+void parallel_for_raw(int64_t n, int64_t grain, RangeFn fn, void* ctx);
+
+// grain: the smallest chunk worth handing to a thread (1 for coarse items such as GEMM tiles).
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& f) {
+  parallel_for_raw(
+      n, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<F*>(ctx))(b, e); },
+      const_cast<void*>(static_cast<const void*>(&f)));
+}
+
+template <class F>
+void parallel_for(int64_t n, F&& f) {
+  parallel_for(n, 1, static_cast<F&&>(f));
+}
+
+}  // namespace nf

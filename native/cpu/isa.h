@@ -1,0 +1,37 @@
+// Selects the instruction set for the rest of this translation unit. Include it in a kernel .cpp
+// AFTER every other header (standard headers and project headers keep the default target, so
+// inline functions the linker may merge across variants never contain AVX-512 instructions),
+// then open `namespace nf::cpu::NF_ISA_NS { ... }`, then include simd.h inside it.
+//   NF_ISA 0: scalar (baseline x86-64 / any CPU)   namespace scalar
+//   NF_ISA 1: AVX2 + FMA (Haswell, Zen 1+)          namespace avx2
+//   NF_ISA 2: AVX-512 F/DQ/BW/VL (Skylake-X, Zen 4) namespace avx512
+#include <cmath>
+#include <cstdint>
+
+#ifndef NF_ISA
+#error "NF_ISA must be defined by the build (0 scalar, 1 avx2, 2 avx512)"
+#endif
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define NF_X86 1
+#include <immintrin.h>
+#else
+#define NF_X86 0
+#endif
+
+#if NF_ISA == 2
+#define NF_ISA_NS avx512
+#if NF_X86
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c,bmi,bmi2")
+// GCC 12's own _mm512_extract*/_mm256_undefined_* trip -Wmaybe-uninitialized (GCC PR 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#elif NF_ISA == 1
+#define NF_ISA_NS avx2
+#if NF_X86
+#pragma GCC target("avx2,fma,f16c,bmi,bmi2")
+#endif
+#else
+#define NF_ISA_NS scalar
+#define NF_ISA_PRIMARY 1  // this pass also compiles the public, dispatching entry points
+#endif

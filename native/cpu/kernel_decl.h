@@ -1,0 +1,24 @@
+// Declaring and dispatching ISA-variant kernels.
+//
+// Every kernel .cpp in native/cpu/ is compiled three times, with NF_ISA = 0 (scalar), 1 (AVX2+FMA)
+// and 2 (AVX-512), into namespaces nf::cpu::scalar, nf::cpu::avx2 and nf::cpu::avx512 (see isa.h).
+// A family header declares its variant functions once with NF_KERNEL_DECL, and its public entry
+// point (compiled only in the scalar pass, guarded by NF_ISA_PRIMARY) checks dims and calls the
+// active variant with NF_DISPATCH.
+#pragma once
+#include "../core/cpu_features.h"
+#include "../core/status.h"
+
+#define NF_KERNEL_DECL(...)          \
+  namespace scalar { __VA_ARGS__; }  \
+  namespace avx2 { __VA_ARGS__; }    \
+  namespace avx512 { __VA_ARGS__; }
+
+#define NF_DISPATCH(fn, ...)                                   \
+  do {                                                         \
+    switch (::nf::active_isa()) {                              \
+      case ::nf::Isa::avx512: avx512::fn(__VA_ARGS__); break;  \
+      case ::nf::Isa::avx2: avx2::fn(__VA_ARGS__); break;      \
+      default: scalar::fn(__VA_ARGS__); break;                 \
+    }                                                          \
+  } while (0)

@@ -1,0 +1,53 @@
+// Reference LayerNorm: plain scalar loops, double accumulators, templated on the storage type so
+// tests can run it in float64. The math is in ../layernorm.cpp's header and torch's nn.LayerNorm.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+namespace nf::ref {
+
+template <class T>
+void layernorm_forward(T* out, T* sum, T* mean, T* rstd, const T* x, const T* residual, const T* gamma,
+                       const T* beta, int64_t rows, int64_t D, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * D;
+    if (residual) {
+      for (int64_t i = 0; i < D; ++i) sum[r * D + i] = xr[i] + residual[r * D + i];
+      xr = sum + r * D;
+    }
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < D; ++i) m += xr[i];
+    m /= D;
+    for (int64_t i = 0; i < D; ++i) v += (xr[i] - m) * (xr[i] - m);
+    double rs = 1.0 / std::sqrt(v / D + eps);
+    mean[r] = static_cast<T>(m);
+    rstd[r] = static_cast<T>(rs);
+    for (int64_t i = 0; i < D; ++i) out[r * D + i] = static_cast<T>((xr[i] - m) * rs * gamma[i] + beta[i]);
+  }
+}
+
+template <class T>
+void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dout, const T* dadd, const T* x, const T* mean,
+                        const T* rstd, const T* gamma, int64_t rows, int64_t D) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * D;
+    const T* g = dout + r * D;
+    double m = mean[r], rs = rstd[r], a1 = 0, a2 = 0;
+    for (int64_t i = 0; i < D; ++i) {
+      double xh = (xr[i] - m) * rs;
+      a1 += double(g[i]) * gamma[i];
+      a2 += double(g[i]) * gamma[i] * xh;
+      dgamma[i] += static_cast<T>(double(g[i]) * xh);
+      dbeta[i] += g[i];
+    }
+    a1 /= D;
+    a2 /= D;
+    for (int64_t i = 0; i < D; ++i) {
+      double xh = (xr[i] - m) * rs;
+      double v = rs * (double(g[i]) * gamma[i] - a1 - xh * a2);
+      dx[r * D + i] = static_cast<T>(dadd ? v + dadd[r * D + i] : v);
+    }
+  }
+}
+
+}  // namespace nf::ref

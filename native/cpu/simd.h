@@ -1,0 +1,164 @@
+// A small vector vocabulary shared by the kernels, so each kernel is written once and compiled
+// for every ISA: `vf` holds W floats (16 for AVX-512, 8 for AVX2, 1 for scalar). Include inside
+// `namespace nf::cpu::NF_ISA_NS` after isa.h. Loads and stores are unaligned-safe; the *_n forms
+// handle a tail of n < W elements (zero-filled on load). Transcendentals are polynomial:
+// vexp (~2 ulp, 0 below -87.3), verf (|error| < 2e-7, Abramowitz & Stegun 7.1.26), vtanh.
+#pragma once
+
+#if NF_ISA == 2 && NF_X86
+using vf = __m512;
+constexpr int W = 16;
+inline vf vzero() { return _mm512_setzero_ps(); }
+inline vf vset1(float x) { return _mm512_set1_ps(x); }
+inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
+inline __mmask16 tail_mask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+inline vf vload_n(const float* p, int n) { return _mm512_maskz_loadu_ps(tail_mask(n), p); }
+inline void vstore_n(float* p, vf v, int n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
+inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+inline vf vdiv(vf a, vf b) { return _mm512_div_ps(a, b); }
+inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
+inline vf vmin(vf a, vf b) { return _mm512_min_ps(a, b); }
+inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }   // a*b + c
+inline vf vfnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); } // c - a*b
+inline vf vabs(vf a) { return _mm512_abs_ps(a); }
+inline vf vsqrt(vf a) { return _mm512_sqrt_ps(a); }
+inline vf vround(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline float vsum(vf a) {
+  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+inline float vhmax(vf a) {
+  __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+// where(c > 0) a else b, and where(c < d) a else b
+inline vf vselect_pos(vf c, vf a, vf b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(c, vzero(), _CMP_GT_OQ), b, a); }
+inline vf vselect_lt(vf c, vf d, vf a, vf b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(c, d, _CMP_LT_OQ), b, a); }
+inline vf vcopysign(vf mag, vf sgn) {
+  const __m512i m = _mm512_set1_epi32(0x7fffffff);
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(m, _mm512_castps_si512(mag), _mm512_castps_si512(sgn), 0xd8));
+}
+inline vf vpow2i(vf n) {  // 2^n for integral n in [-126, 127]
+  __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(i, 23));
+}
+#elif NF_ISA == 1 && NF_X86
+using vf = __m256;
+constexpr int W = 8;
+inline vf vzero() { return _mm256_setzero_ps(); }
+inline vf vset1(float x) { return _mm256_set1_ps(x); }
+inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
+inline __m256i tail_mask(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline vf vload_n(const float* p, int n) { return _mm256_maskload_ps(p, tail_mask(n)); }
+inline void vstore_n(float* p, vf v, int n) { _mm256_maskstore_ps(p, tail_mask(n), v); }
+inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
+inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+inline vf vdiv(vf a, vf b) { return _mm256_div_ps(a, b); }
+inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
+inline vf vmin(vf a, vf b) { return _mm256_min_ps(a, b); }
+inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+inline vf vfnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+inline vf vabs(vf a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+inline vf vsqrt(vf a) { return _mm256_sqrt_ps(a); }
+inline vf vround(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline float vsum(vf a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline float vhmax(vf a) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline vf vselect_pos(vf c, vf a, vf b) { return _mm256_blendv_ps(b, a, _mm256_cmp_ps(c, vzero(), _CMP_GT_OQ)); }
+inline vf vselect_lt(vf c, vf d, vf a, vf b) { return _mm256_blendv_ps(b, a, _mm256_cmp_ps(c, d, _CMP_LT_OQ)); }
+inline vf vcopysign(vf mag, vf sgn) {
+  const vf s = _mm256_set1_ps(-0.0f);
+  return _mm256_or_ps(_mm256_andnot_ps(s, mag), _mm256_and_ps(s, sgn));
+}
+inline vf vpow2i(vf n) {
+  __m256i i = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(i, 23));
+}
+#else
+using vf = float;
+constexpr int W = 1;
+inline vf vzero() { return 0.0f; }
+inline vf vset1(float x) { return x; }
+inline vf vload(const float* p) { return *p; }
+inline void vstore(float* p, vf v) { *p = v; }
+inline vf vload_n(const float* p, int n) { return n > 0 ? *p : 0.0f; }
+inline void vstore_n(float* p, vf v, int n) { if (n > 0) *p = v; }
+inline vf vadd(vf a, vf b) { return a + b; }
+inline vf vsub(vf a, vf b) { return a - b; }
+inline vf vmul(vf a, vf b) { return a * b; }
+inline vf vdiv(vf a, vf b) { return a / b; }
+inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+inline vf vmin(vf a, vf b) { return a < b ? a : b; }
+inline vf vfma(vf a, vf b, vf c) { return std::fma(a, b, c); }
+inline vf vfnma(vf a, vf b, vf c) { return std::fma(-a, b, c); }
+inline vf vabs(vf a) { return std::fabs(a); }
+inline vf vsqrt(vf a) { return std::sqrt(a); }
+inline vf vround(vf a) { return std::nearbyint(a); }
+inline float vsum(vf a) { return a; }
+inline float vhmax(vf a) { return a; }
+inline vf vselect_pos(vf c, vf a, vf b) { return c > 0.0f ? a : b; }
+inline vf vselect_lt(vf c, vf d, vf a, vf b) { return c < d ? a : b; }
+inline vf vcopysign(vf mag, vf sgn) { return std::copysign(mag, sgn); }
+inline vf vpow2i(vf n) { return std::ldexp(1.0f, static_cast<int>(n)); }
+#endif
+
+// e^x. Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial for e^r.
+inline vf vexp(vf x) {
+  const vf hi = vset1(88.3762626647949f), lo = vset1(-87.3365447504f);
+  vf xc = vmin(x, hi);
+  vf n = vround(vmul(xc, vset1(1.44269504088896341f)));
+  n = vmax(n, vset1(-126.0f));
+  vf r = vfnma(n, vset1(0.693359375f), xc);
+  r = vfnma(n, vset1(-2.12194440e-4f), r);
+  vf p = vset1(1.9875691500e-4f);
+  p = vfma(p, r, vset1(1.3981999507e-3f));
+  p = vfma(p, r, vset1(8.3334519073e-3f));
+  p = vfma(p, r, vset1(4.1665795894e-2f));
+  p = vfma(p, r, vset1(1.6666665459e-1f));
+  p = vfma(p, r, vset1(5.0000001201e-1f));
+  p = vfma(p, vmul(r, r), vadd(r, vset1(1.0f)));
+  vf y = vmul(p, vpow2i(n));
+  return vselect_lt(x, lo, vzero(), y);  // underflow (and -inf) -> 0
+}
+
+// erf(x), Abramowitz & Stegun 7.1.26: |error| < 1.5e-7.
+inline vf verf(vf x) {
+  vf ax = vabs(x);
+  vf t = vdiv(vset1(1.0f), vfma(vset1(0.3275911f), ax, vset1(1.0f)));
+  vf p = vset1(1.061405429f);
+  p = vfma(p, t, vset1(-1.453152027f));
+  p = vfma(p, t, vset1(1.421413741f));
+  p = vfma(p, t, vset1(-0.284496736f));
+  p = vfma(p, t, vset1(0.254829592f));
+  p = vmul(p, t);
+  vf e = vexp(vmul(vmul(ax, ax), vset1(-1.0f)));
+  vf y = vfnma(p, e, vset1(1.0f));
+  return vcopysign(y, x);
+}
+
+// tanh(x) = sign(x) (1 - 2 / (e^{2|x|} + 1)).
+inline vf vtanh(vf x) {
+  vf e = vexp(vmul(vmin(vabs(x), vset1(44.0f)), vset1(2.0f)));
+  vf y = vsub(vset1(1.0f), vdiv(vset1(2.0f), vadd(e, vset1(1.0f))));
+  return vcopysign(y, x);
+}

@@ -1,0 +1,167 @@
+#include "args.h"
+
+#include <cmath>
+
+namespace nf::napi {
+namespace {
+
+const char* typed_name(napi_typedarray_type t) {
+  switch (t) {
+    case napi_float32_array: return "Float32Array";
+    case napi_float64_array: return "Float64Array";
+    case napi_int32_array: return "Int32Array";
+    case napi_uint8_array: return "Uint8Array";
+    case napi_int8_array: return "Int8Array";
+    case napi_uint8_clamped_array: return "Uint8ClampedArray";
+    case napi_int16_array: return "Int16Array";
+    case napi_uint16_array: return "Uint16Array";
+    case napi_uint32_array: return "Uint32Array";
+    case napi_bigint64_array: return "BigInt64Array";
+    case napi_biguint64_array: return "BigUint64Array";
+    default: return "TypedArray";
+  }
+}
+
+std::string describe(const Napi::Value& v) {
+  if (v.IsUndefined()) return "undefined";
+  if (v.IsNull()) return "null";
+  if (v.IsTypedArray()) {
+    Napi::TypedArray t = v.As<Napi::TypedArray>();
+    return std::string(typed_name(t.TypedArrayType())) + " of length " + std::to_string(t.ElementLength());
+  }
+  if (v.IsArray()) return "Array";
+  if (v.IsNumber()) return "number " + std::to_string(v.As<Napi::Number>().DoubleValue());
+  if (v.IsString()) return "string";
+  if (v.IsBoolean()) return "boolean";
+  if (v.IsFunction()) return "function";
+  return "object";
+}
+
+}  // namespace
+
+[[noreturn]] void throw_error(Napi::Env env, const char* code, const std::string& message) {
+  Napi::Error e = Napi::Error::New(env, message);
+  e.Set("code", Napi::String::New(env, code));
+  throw e;
+}
+
+Args::Args(const Napi::CallbackInfo& info, const char* op) : env_(info.Env()), op_(op) {
+  if (info.Length() < 1 || !info[0].IsObject() || info[0].IsArray())
+    throw_error(env_, "ERR_NF_INVALID_ARG",
+                std::string(op) + ": expected one options object but received " +
+                    (info.Length() < 1 ? std::string("nothing") : describe(info[0])));
+  obj_ = info[0].As<Napi::Object>();
+}
+
+void Args::fail(const std::string& message) const {
+  throw_error(env_, "ERR_NF_INVALID_ARG", std::string(op_) + ": " + message);
+}
+
+Napi::Value Args::field(const char* name) const { return obj_.Get(name); }
+
+int64_t Args::dim(const char* name, int64_t min, int64_t max) {
+  Napi::Value v = field(name);
+  if (!v.IsNumber()) fail(std::string("expected an integer for ") + name + " but received " + describe(v));
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d) || d != std::floor(d) || d < double(min) || d > double(max))
+    fail(std::string("expected an integer in [") + std::to_string(min) + ", " + std::to_string(max) + "] for " +
+         name + " but received " + describe(v));
+  return static_cast<int64_t>(d);
+}
+
+int64_t Args::integer(const char* name, int64_t def, int64_t min, int64_t max) {
+  Napi::Value v = field(name);
+  if (v.IsUndefined() || v.IsNull()) return def;
+  return dim(name, min, max);
+}
+
+double Args::number(const char* name, double def, double min, double max) {
+  Napi::Value v = field(name);
+  if (v.IsUndefined() || v.IsNull()) return def;
+  if (!v.IsNumber()) fail(std::string("expected a number for ") + name + " but received " + describe(v));
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d) || d < min || d > max)
+    fail(std::string("expected a finite number in [") + std::to_string(min) + ", " + std::to_string(max) +
+         "] for " + name + " but received " + describe(v));
+  return d;
+}
+
+bool Args::flag(const char* name, bool def) {
+  Napi::Value v = field(name);
+  if (v.IsUndefined() || v.IsNull()) return def;
+  if (!v.IsBoolean()) fail(std::string("expected a boolean for ") + name + " but received " + describe(v));
+  return v.As<Napi::Boolean>().Value();
+}
+
+std::string Args::text(const char* name, const std::string& def) {
+  Napi::Value v = field(name);
+  if (v.IsUndefined() || v.IsNull()) return def;
+  if (!v.IsString()) fail(std::string("expected a string for ") + name + " but received " + describe(v));
+  return v.As<Napi::String>().Utf8Value();
+}
+
+bool Args::is_f64(const char* name) {
+  Napi::Value v = field(name);
+  return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_float64_array;
+}
+
+void* Args::typed(const char* name, int64_t len, napi_typedarray_type type, bool optional) {
+  Napi::Value v = field(name);
+  if (optional && (v.IsUndefined() || v.IsNull())) return nullptr;
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != type ||
+      static_cast<int64_t>(v.As<Napi::TypedArray>().ElementLength()) != len)
+    fail(std::string("expected a ") + typed_name(type) + " of length " + std::to_string(len) + " for " + name +
+         " but received " + describe(v));
+  Napi::TypedArray t = v.As<Napi::TypedArray>();
+  Napi::ArrayBuffer buf = t.ArrayBuffer();
+  if (buf.Data() == nullptr && len > 0) fail(std::string(name) + " is detached (a disposed tensor?)");
+  return static_cast<uint8_t*>(buf.Data()) + t.ByteOffset();
+}
+
+template <>
+float* Args::floats<float>(const char* name, int64_t len) {
+  return static_cast<float*>(typed(name, len, napi_float32_array, false));
+}
+template <>
+double* Args::floats<double>(const char* name, int64_t len) {
+  return static_cast<double*>(typed(name, len, napi_float64_array, false));
+}
+template <>
+float* Args::floats_opt<float>(const char* name, int64_t len) {
+  return static_cast<float*>(typed(name, len, napi_float32_array, true));
+}
+template <>
+double* Args::floats_opt<double>(const char* name, int64_t len) {
+  return static_cast<double*>(typed(name, len, napi_float64_array, true));
+}
+int32_t* Args::ints(const char* name, int64_t len) {
+  return static_cast<int32_t*>(typed(name, len, napi_int32_array, false));
+}
+int32_t* Args::ints_opt(const char* name, int64_t len) {
+  return static_cast<int32_t*>(typed(name, len, napi_int32_array, true));
+}
+uint8_t* Args::bools(const char* name, int64_t len) {
+  return static_cast<uint8_t*>(typed(name, len, napi_uint8_array, false));
+}
+uint8_t* Args::bools_opt(const char* name, int64_t len) {
+  return static_cast<uint8_t*>(typed(name, len, napi_uint8_array, true));
+}
+
+void check(Napi::Env env, const Status& s) {
+  if (!s.ok()) throw_error(env, "ERR_NF_KERNEL", s.op + ": " + s.message);
+}
+
+void register_op(Napi::Env env, Napi::Object exports, const char* name, Parser parse) {
+  std::string op(name);
+  exports.Set(name, Napi::Function::New(
+                        env,
+                        [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
+                          Args args(info, op.c_str());
+                          Job job = parse(args);
+                          check(info.Env(), job());
+                          return info.Env().Undefined();
+                        },
+                        name));
+}
+
+}  // namespace nf::napi

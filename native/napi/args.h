@@ -1,0 +1,70 @@
+// Reading one op's arguments. Every binding op takes a single options object whose fields are
+// named like the kernel's parameters; Args reads and validates each field by name, so a bad
+// argument becomes a JS Error (code ERR_NF_INVALID_ARG) that names the op and the argument.
+// Float tensors are Float32Array (the fast kernels) or Float64Array (the float64 reference
+// twins); one call uses one precision throughout.
+#pragma once
+#include <napi.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../core/status.h"
+
+namespace nf::napi {
+
+class Args {
+ public:
+  Args(const Napi::CallbackInfo& info, const char* op);
+
+  Napi::Env env() const { return env_; }
+  const char* op() const { return op_; }
+
+  // A required integer in [min, max].
+  int64_t dim(const char* name, int64_t min = 1, int64_t max = (int64_t(1) << 40));
+  // An optional integer in [min, max] (default when absent).
+  int64_t integer(const char* name, int64_t def, int64_t min, int64_t max);
+  // An optional finite number (default when absent), checked to lie in [min, max].
+  double number(const char* name, double def, double min = -1e300, double max = 1e300);
+  bool flag(const char* name, bool def);
+  std::string text(const char* name, const std::string& def);
+
+  // True when the float tensors of this call are Float64Array (decided by field `name`).
+  bool is_f64(const char* name);
+
+  // Typed arrays of exactly `len` elements. The *_opt forms return nullptr for null/undefined.
+  template <class T>
+  T* floats(const char* name, int64_t len);
+  template <class T>
+  T* floats_opt(const char* name, int64_t len);
+  int32_t* ints(const char* name, int64_t len);
+  int32_t* ints_opt(const char* name, int64_t len);
+  uint8_t* bools(const char* name, int64_t len);
+  uint8_t* bools_opt(const char* name, int64_t len);
+
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  Napi::Value field(const char* name) const;
+  void* typed(const char* name, int64_t len, napi_typedarray_type type, bool optional);
+
+  Napi::Env env_;
+  const char* op_;
+  Napi::Object obj_;
+};
+
+// Throws a JS Error (code ERR_NF_KERNEL) when a kernel reports a failure.
+void check(Napi::Env env, const Status& s);
+
+// Registers `name` on exports: a function taking one options object, whose `parse` reads and
+// validates the arguments and returns the work to run (which reports a Status).
+using Job = std::function<Status()>;
+using Parser = Job (*)(Args&);
+void register_op(Napi::Env env, Napi::Object exports, const char* name, Parser parse);
+
+// Throws a JS Error with `code`; for binding helpers outside Args.
+[[noreturn]] void throw_error(Napi::Env env, const char* code, const std::string& message);
+
+}  // namespace nf::napi

@@ -1,0 +1,84 @@
+// Core binding: ISA selection, thread count, and 64-byte aligned native allocations handed to JS
+// as ArrayBuffers (the GC is told about their size and frees them through a finalizer).
+#include <napi.h>
+
+#include <cstring>
+#include <string>
+
+#include "../core/allocator.h"
+#include "../core/cpu_features.h"
+#include "../core/threadpool.h"
+#include "args.h"
+#include "registry.h"
+
+namespace nf::napi {
+namespace {
+
+Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("active", isa_name(active_isa()));
+  o.Set("detected", isa_name(detected_isa()));
+  Napi::Array avail = Napi::Array::New(env);
+  for (int i = 0; i <= static_cast<int>(detected_isa()); ++i) avail.Set(i, isa_name(static_cast<Isa>(i)));
+  o.Set("available", avail);
+  o.Set("compiled", Napi::Array::New(env));
+  Napi::Array compiled = o.Get("compiled").As<Napi::Array>();
+  for (int i = 0; i <= 2; ++i) compiled.Set(i, isa_name(static_cast<Isa>(i)));
+  return o;
+}
+
+Napi::Value SetIsa(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Isa isa;
+  if (info.Length() < 1 || !info[0].IsString() || !parse_isa(info[0].As<Napi::String>().Utf8Value(), &isa))
+    throw_error(env, "ERR_NF_INVALID_ARG", "setIsa: expected 'scalar', 'avx2' or 'avx512' for isa");
+  check(env, set_active_isa(isa));
+  return env.Undefined();
+}
+
+Napi::Value NumThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), num_threads()); }
+
+Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber())
+    throw_error(env, "ERR_NF_INVALID_ARG", "setNumThreads: expected an integer for n");
+  double n = info[0].As<Napi::Number>().DoubleValue();
+  if (!(n >= 0 && n <= 256) || n != static_cast<int>(n))
+    throw_error(env, "ERR_NF_INVALID_ARG", "setNumThreads: expected an integer in [0, 256] for n (0 = all cores)");
+  set_num_threads(static_cast<int>(n));
+  return env.Undefined();
+}
+
+// allocate(byteLength): a zero-filled, 64-byte aligned ArrayBuffer owned by native memory.
+Napi::Value Allocate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  double n = info.Length() >= 1 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+  if (!(n >= 0 && n <= 1e13) || n != static_cast<double>(static_cast<int64_t>(n)))
+    throw_error(env, "ERR_NF_INVALID_ARG", "allocate: expected a non-negative integer for byteLength");
+  size_t bytes = static_cast<size_t>(n);
+  void* p = aligned_alloc64(bytes);
+  if (!p) throw_error(env, "ERR_NF_OUT_OF_MEMORY", "allocate: out of memory for " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, bytes);
+  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(bytes));
+  return Napi::ArrayBuffer::New(
+      env, p, bytes,
+      [](Napi::Env env, void* data, size_t* size) {
+        Napi::MemoryManagement::AdjustExternalMemory(env, -static_cast<int64_t>(*size));
+        aligned_free(data);
+        delete size;
+      },
+      new size_t(bytes));
+}
+
+}  // namespace
+
+NF_REGISTER_OPS(core) {
+  exports.Set("isaInfo", Napi::Function::New(env, IsaInfo, "isaInfo"));
+  exports.Set("setIsa", Napi::Function::New(env, SetIsa, "setIsa"));
+  exports.Set("numThreads", Napi::Function::New(env, NumThreads, "numThreads"));
+  exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
+  exports.Set("allocate", Napi::Function::New(env, Allocate, "allocate"));
+}
+
+}  // namespace nf::napi

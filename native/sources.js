@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+// The one list of native sources, read by both binding.gyp (node-gyp, what `npm install` runs)
+// and CMakeLists.txt (cmake-js), so the two builds never drift apart.
+//   node native/sources.js kernels  -> native/cpu/*.cpp  (compiled once per ISA: scalar, avx2, avx512)
+//   node native/sources.js common   -> native/core/*.cpp native/napi/*.cpp (compiled once)
+// Paths are relative to the repository root, separated by spaces (gyp's <!@ and CMake's
+// separate_arguments both split on them; no source path contains a space).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+const root = path.resolve(__dirname, '..');
+const cppIn = (dir) =>
+  fs.readdirSync(path.join(root, dir))
+    .filter((f) => f.endsWith('.cpp'))
+    .sort()
+    .map((f) => `${dir}/${f}`);
+
+const lists = {
+  kernels: () => cppIn('native/cpu'),
+  common: () => [...cppIn('native/core'), ...cppIn('native/napi')],
+};
+
+const which = process.argv[2];
+if (!lists[which]) {
+  console.error(`usage: node native/sources.js ${Object.keys(lists).join('|')}`);
+  process.exit(2);
+}
+process.stdout.write(lists[which]().join(' '));
