@@ -13,20 +13,9 @@
 
 namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
+#include "activation_inl.h"
 
 namespace {
-
-inline float apply_act(float v, Act act) {
-  switch (act) {
-    case Act::relu: return v > 0.0f ? v : 0.0f;
-    case Act::gelu: return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
-    case Act::gelu_tanh: {
-      float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
-      return 0.5f * v * (1.0f + std::tanh(u));
-    }
-    default: return v;
-  }
-}
 
 // One [rows of C] x [all N] strip for a single batch entry: straightforward vectorised loop over
 // N with K outer. Placeholder until the packed micro-kernel lands.
@@ -53,9 +42,10 @@ void gemm_rows(float* C, float* preact, const float* A, const float* B, const fl
       float v = d.alpha * acc[n];
       if (d.beta != 0.0f) v += d.beta * c[n];
       if (bias) v += bias[n];
-      if (preact) preact[m * d.ldc + n] = v;
-      c[n] = apply_act(v, d.act);
+      acc[n] = v;
     }
+    if (preact) std::memcpy(preact + m * d.ldc, acc, sizeof(float) * d.N);
+    act_forward_n(c, acc, d.N, d.act);
   }
 }
 

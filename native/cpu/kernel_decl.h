@@ -5,6 +5,9 @@
 // A family header declares its variant functions once with NF_KERNEL_DECL, and its public entry
 // point (compiled only in the scalar pass, guarded by NF_ISA_PRIMARY) checks dims and calls the
 // active variant with NF_DISPATCH.
+//
+// Inside variant code, call other variants qualified, e.g. `NF_ISA_NS::gemm(...)`: argument-
+// dependent lookup would otherwise also find the public nf::cpu::gemm and make the call ambiguous.
 #pragma once
 #include "../core/cpu_features.h"
 #include "../core/status.h"

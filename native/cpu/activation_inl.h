@@ -1,0 +1,58 @@
+// Activation functions on vectors, shared by the GEMM epilogue and the feed-forward backward.
+// Include inside `namespace nf::cpu::NF_ISA_NS` after simd.h.
+//   relu(x) = max(x, 0)                        relu'(x) = [x > 0]
+//   gelu(x) = x Φ(x) = ½ x (1 + erf(x/√2))      gelu'(x) = Φ(x) + x φ(x), φ(x) = e^{-x²/2}/√(2π)
+//   gelu_tanh(x) = ½ x (1 + tanh(u)), u = √(2/π) (x + 0.044715 x³)
+//   gelu_tanh'(x) = ½ (1 + tanh u) + ½ x (1 − tanh² u) √(2/π) (1 + 3·0.044715 x²)
+#pragma once
+
+inline vf act_forward(vf x, Act act) {
+  switch (act) {
+    case Act::relu: return vmax(x, vzero());
+    case Act::gelu: return vmul(vmul(vset1(0.5f), x), vadd(vset1(1.0f), verf(vmul(x, vset1(0.70710678118654752f)))));
+    case Act::gelu_tanh: {
+      vf x3 = vmul(vmul(x, x), x);
+      vf u = vmul(vset1(0.79788456080286536f), vfma(vset1(0.044715f), x3, x));
+      return vmul(vmul(vset1(0.5f), x), vadd(vset1(1.0f), vtanh(u)));
+    }
+    default: return x;
+  }
+}
+
+// d act(x) / dx
+inline vf act_derivative(vf x, Act act) {
+  switch (act) {
+    case Act::relu: return vselect_pos(x, vset1(1.0f), vzero());
+    case Act::gelu: {
+      vf cdf = vmul(vset1(0.5f), vadd(vset1(1.0f), verf(vmul(x, vset1(0.70710678118654752f)))));
+      vf pdf = vmul(vset1(0.39894228040143268f), vexp(vmul(vmul(x, x), vset1(-0.5f))));
+      return vfma(x, pdf, cdf);
+    }
+    case Act::gelu_tanh: {
+      vf x2 = vmul(x, x);
+      vf u = vmul(vset1(0.79788456080286536f), vmul(x, vfma(vset1(0.044715f), x2, vset1(1.0f))));
+      vf t = vtanh(u);
+      vf du = vmul(vset1(0.79788456080286536f), vfma(vset1(3.0f * 0.044715f), x2, vset1(1.0f)));
+      vf sech2 = vfnma(t, t, vset1(1.0f));
+      return vfma(vmul(vset1(0.5f), x), vmul(sech2, du), vmul(vset1(0.5f), vadd(vset1(1.0f), t)));
+    }
+    default: return vset1(1.0f);
+  }
+}
+
+// y[i] = act(x[i]) over n values (x and y may alias).
+inline void act_forward_n(float* y, const float* x, int64_t n, Act act) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vstore(y + i, act_forward(vload(x + i), act));
+  if (i < n) vstore_n(y + i, act_forward(vload_n(x + i, int(n - i)), act), int(n - i));
+}
+
+// dx[i] = dy[i] * act'(x[i]) over n values (dx may alias dy).
+inline void act_backward_n(float* dx, const float* dy, const float* x, int64_t n, Act act) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vstore(dx + i, vmul(vload(dy + i), act_derivative(vload(x + i), act)));
+  if (i < n) {
+    int r = int(n - i);
+    vstore_n(dx + i, vmul(vload_n(dy + i, r), act_derivative(vload_n(x + i, r), act)), r);
+  }
+}

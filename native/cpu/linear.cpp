@@ -1,0 +1,88 @@
+// Linear layer, forward and backward, on top of the GEMM.
+// Math: y = act(x Wᵀ + b); dx = dy W; dW += dyᵀ x; db += Σ_rows dy.
+// Layout: x [rows, in], W [out, in], b [out], y/dy [rows, out], all row-major.
+// Dimension key: rows = B*T, in/out = feature widths.
+#include "linear.h"
+
+#include <algorithm>
+
+#include "../core/threadpool.h"
+#include "isa.h"
+
+namespace nf::cpu::NF_ISA_NS {
+#include "simd.h"
+
+void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, const LinearDims& d,
+                    Act act) {
+  GemmDims g;
+  g.M = d.rows, g.N = d.out, g.K = d.in;
+  g.transB = true;
+  g.lda = d.in, g.ldb = d.in, g.ldc = d.out;
+  g.act = act;
+  NF_ISA_NS::gemm(y, preact, x, W, b, g);
+}
+
+void bias_grad(float* db, const float* dy, int64_t rows, int64_t n) {
+  // Threads own column blocks; each sums its block down all rows with vector accumulators.
+  constexpr int64_t kBlock = 4 * W;
+  parallel_for((n + kBlock - 1) / kBlock, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      int64_t c0 = blk * kBlock, c1 = std::min(n, c0 + kBlock);
+      for (int64_t c = c0; c < c1; c += W) {
+        int w = static_cast<int>(std::min<int64_t>(W, c1 - c));
+        vf acc = vzero();
+        for (int64_t r = 0; r < rows; ++r) acc = vadd(acc, vload_n(dy + r * n + c, w));
+        vstore_n(db + c, vadd(acc, vload_n(db + c, w)), w);
+      }
+    }
+  });
+}
+
+void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
+                     const LinearDims& d) {
+  if (dx) {  // dx[rows,in] = dy[rows,out] W[out,in]
+    GemmDims g;
+    g.M = d.rows, g.N = d.in, g.K = d.out;
+    g.lda = d.out, g.ldb = d.in, g.ldc = d.in;
+    NF_ISA_NS::gemm(dx, nullptr, dy, W, nullptr, g);
+  }
+  {  // dW[out,in] += dyᵀ[out,rows] x[rows,in]
+    GemmDims g;
+    g.M = d.out, g.N = d.in, g.K = d.rows;
+    g.transA = true;
+    g.lda = d.out, g.ldb = d.in, g.ldc = d.in;
+    g.beta = 1.0f;
+    NF_ISA_NS::gemm(dW, nullptr, dy, x, nullptr, g);
+  }
+  if (db) NF_ISA_NS::bias_grad(db, dy, d.rows, d.out);
+}
+
+}  // namespace nf::cpu::NF_ISA_NS
+
+#ifdef NF_ISA_PRIMARY
+namespace nf::cpu {
+
+static Status linear_check(const char* op, const LinearDims& d) {
+  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
+  NF_CHECK(d.in >= 1 && d.out >= 1, op, "in and out features must be at least 1");
+  return Status::Ok();
+}
+
+Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
+                      Act act) {
+  NF_TRY(linear_check("linear_forward", d));
+  if (d.rows == 0) return Status::Ok();
+  NF_DISPATCH(linear_forward, y, preact, x, W, b, d, act);
+  return Status::Ok();
+}
+
+Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
+                       LinearDims d) {
+  NF_TRY(linear_check("linear_backward", d));
+  if (d.rows == 0) return Status::Ok();
+  NF_DISPATCH(linear_backward, dx, dW, db, dy, x, W, d);
+  return Status::Ok();
+}
+
+}  // namespace nf::cpu
+#endif

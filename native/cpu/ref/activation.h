@@ -1,0 +1,30 @@
+// Reference activations in double precision (torch's nn.GELU / GELU(approximate='tanh') / ReLU).
+#pragma once
+#include <cmath>
+
+namespace nf::ref {
+
+enum class RefAct : int { none = 0, relu = 1, gelu = 2, gelu_tanh = 3 };  // same numbering as cpu::Act
+
+inline double act_forward(double x, int act) {
+  switch (static_cast<RefAct>(act)) {
+    case RefAct::relu: return x > 0 ? x : 0;
+    case RefAct::gelu: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case RefAct::gelu_tanh: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    default: return x;
+  }
+}
+
+inline double act_derivative(double x, int act) {
+  switch (static_cast<RefAct>(act)) {
+    case RefAct::relu: return x > 0 ? 1 : 0;
+    case RefAct::gelu: return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    case RefAct::gelu_tanh: {
+      double k = std::sqrt(2 / M_PI), u = k * (x + 0.044715 * x * x * x), t = std::tanh(u);
+      return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+    }
+    default: return 1;
+  }
+}
+
+}  // namespace nf::ref
