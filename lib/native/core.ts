@@ -12,4 +12,6 @@ export interface CoreOps {
   setNumThreads(n: number): void;
   /** A zero-filled, 64-byte aligned ArrayBuffer in native memory, freed by the GC. */
   allocate(byteLength: number): ArrayBuffer;
+  /** Frees a buffer from `allocate` now (detaching it); later releases are no-ops. */
+  release(buffer: ArrayBuffer): void;
 }

@@ -3,7 +3,9 @@
 #include <napi.h>
 
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "../core/allocator.h"
 #include "../core/cpu_features.h"
@@ -50,6 +52,24 @@ Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// A native allocation handed to JS as an ArrayBuffer. `release` frees the memory at once; the
+// ArrayBuffer's GC finalizer frees it otherwise, and deletes this record in both cases.
+struct Allocation {
+  void* data;
+  size_t bytes;
+  bool freed = false;
+};
+
+std::mutex live_mutex;
+std::unordered_map<void*, Allocation*> live;  // allocations not yet released, by data pointer
+
+void free_allocation(Napi::Env env, Allocation* a) {
+  if (a->freed) return;
+  Napi::MemoryManagement::AdjustExternalMemory(env, -static_cast<int64_t>(a->bytes));
+  aligned_free(a->data);
+  a->freed = true;
+}
+
 // allocate(byteLength): a zero-filled, 64-byte aligned ArrayBuffer owned by native memory.
 Napi::Value Allocate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -61,14 +81,44 @@ Napi::Value Allocate(const Napi::CallbackInfo& info) {
   if (!p) throw_error(env, "ERR_NF_OUT_OF_MEMORY", "allocate: out of memory for " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, bytes);
   Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(bytes));
+  auto* a = new Allocation{p, bytes};
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live[p] = a;
+  }
   return Napi::ArrayBuffer::New(
       env, p, bytes,
-      [](Napi::Env env, void* data, size_t* size) {
-        Napi::MemoryManagement::AdjustExternalMemory(env, -static_cast<int64_t>(*size));
-        aligned_free(data);
-        delete size;
+      [](Napi::Env env, void* data, Allocation* a) {
+        {
+          std::lock_guard<std::mutex> lock(live_mutex);
+          if (!a->freed) live.erase(data);
+        }
+        free_allocation(env, a);
+        delete a;
       },
-      new size_t(bytes));
+      a);
+}
+
+// release(arrayBuffer): frees a buffer made by allocate now rather than at the next GC, and
+// detaches it so every view of it has length 0. Releasing twice, or a plain JS buffer, only detaches.
+Napi::Value Release(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsArrayBuffer())
+    throw_error(env, "ERR_NF_INVALID_ARG", "release: expected an ArrayBuffer for buffer");
+  Napi::ArrayBuffer buf = info[0].As<Napi::ArrayBuffer>();
+  if (buf.IsDetached()) return env.Undefined();
+  Allocation* a = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    auto it = live.find(buf.Data());
+    if (it != live.end()) {
+      a = it->second;
+      live.erase(it);
+    }
+  }
+  buf.Detach();
+  if (a) free_allocation(env, a);
+  return env.Undefined();
 }
 
 }  // namespace
@@ -79,6 +129,7 @@ NF_REGISTER_OPS(core) {
   exports.Set("numThreads", Napi::Function::New(env, NumThreads, "numThreads"));
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
   exports.Set("allocate", Napi::Function::New(env, Allocate, "allocate"));
+  exports.Set("release", Napi::Function::New(env, Release, "release"));
 }
 
 }  // namespace nf::napi

@@ -1,0 +1,40 @@
+/** Errors thrown by nodeformer carry a stable `code`. */
+export type ErrorCode =
+  | 'ERR_NF_INVALID_ARG' // wrong type, rank, shape, dtype or value of an argument
+  | 'ERR_NF_DISPOSED' // a disposed tensor or module was used
+  | 'ERR_NF_STATE_DICT' // a state dict with missing, unexpected or mis-shaped entries
+  | 'ERR_NF_FORMAT' // a malformed weights file
+  | 'ERR_NF_NOT_FINITE' // NaN or Inf found by checkFinite
+  | 'ERR_NF_STATE' // a call out of order, e.g. backward before forward
+  | 'ERR_NF_KERNEL' // a native kernel reported a failure
+  | 'ERR_NF_OUT_OF_MEMORY';
+
+/** The error type of the library: a message naming the argument, and a stable `code`. */
+export class NodeformerError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = 'NodeformerError';
+    this.code = code;
+  }
+}
+
+/** Describes a value for an error message: "Float32Array of length 3", "number 2.5", "Tensor float32 [2, 3]". */
+export function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (v === undefined) return 'undefined';
+  if (ArrayBuffer.isView(v)) return `${v.constructor.name} of length ${(v as unknown as ArrayLike<number>).length}`;
+  if (Array.isArray(v)) return `Array of length ${v.length}`;
+  if (typeof v === 'object') {
+    const o = v as { shape?: unknown; dtype?: unknown; constructor?: { name?: string } };
+    if (Array.isArray(o.shape) && typeof o.dtype === 'string') return `Tensor ${o.dtype} [${o.shape.join(', ')}]`;
+    return o.constructor?.name ?? 'object';
+  }
+  if (typeof v === 'string') return `string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
+  return `${typeof v} ${String(v)}`;
+}
+
+/** Throws ERR_NF_INVALID_ARG: "Expected <expected> for <name> but received <actual>". */
+export function invalidArg(name: string, expected: string, actual: unknown): never {
+  throw new NodeformerError('ERR_NF_INVALID_ARG', `Expected ${expected} for ${name} but received ${describe(actual)}`);
+}

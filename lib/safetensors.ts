@@ -1,0 +1,238 @@
+/**
+ * safetensors files (https://github.com/huggingface/safetensors): an 8-byte little-endian header
+ * length, a JSON header {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {..}},
+ * then the raw little-endian data. The parser checks everything before trusting it (sizes,
+ * offsets inside the file and not overlapping, dtype × shape = byte range, unique names), so a
+ * truncated or hostile file is an ERR_NF_FORMAT error, never a crash or a partial load.
+ */
+import * as fs from 'node:fs';
+
+import { invalidArg, NodeformerError } from './errors';
+import { Tensor } from './tensor';
+
+/** Element types of the format that this library reads. */
+export type SafetensorsDType = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'U8' | 'BOOL';
+const ITEM_BYTES: Record<SafetensorsDType, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, U8: 1, BOOL: 1 };
+
+/** One entry as stored: F64 stays a Float64Array, F16/BF16 become Float32Array, I64 becomes Int32Array. */
+export interface RawEntry {
+  dtype: SafetensorsDType;
+  shape: number[];
+  data: Float64Array | Float32Array | Int32Array | Uint8Array;
+}
+
+export interface ParsedSafetensors {
+  entries: Record<string, RawEntry>;
+  metadata: Record<string, string>;
+}
+
+const MAX_HEADER = 100 * 1024 * 1024;
+
+function formatError(message: string): never {
+  throw new NodeformerError('ERR_NF_FORMAT', `safetensors: ${message}`);
+}
+
+function halfToFloat(h: number): number {
+  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
+  if (e === 0) return s * f * 2 ** -24;
+  if (e === 31) return f ? NaN : s * Infinity;
+  return s * (1 + f / 1024) * 2 ** (e - 15);
+}
+
+function decode(dtype: SafetensorsDType, bytes: Uint8Array, count: number, name: string): RawEntry['data'] {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  switch (dtype) {
+    case 'F64': {
+      const out = new Float64Array(count);
+      for (let i = 0; i < count; i++) out[i] = dv.getFloat64(i * 8, true);
+      return out;
+    }
+    case 'F32': {
+      const out = new Float32Array(count);
+      for (let i = 0; i < count; i++) out[i] = dv.getFloat32(i * 4, true);
+      return out;
+    }
+    case 'F16': {
+      const out = new Float32Array(count);
+      for (let i = 0; i < count; i++) out[i] = halfToFloat(dv.getUint16(i * 2, true));
+      return out;
+    }
+    case 'BF16': {
+      const out = new Float32Array(count);
+      const u = new Uint32Array(out.buffer);
+      for (let i = 0; i < count; i++) u[i] = dv.getUint16(i * 2, true) << 16;
+      return out;
+    }
+    case 'I64': {
+      const out = new Int32Array(count);
+      for (let i = 0; i < count; i++) {
+        const v = dv.getBigInt64(i * 8, true);
+        if (v < -2147483648n || v > 2147483647n) formatError(`${name}: int64 value ${v} does not fit int32`);
+        out[i] = Number(v);
+      }
+      return out;
+    }
+    case 'I32': {
+      const out = new Int32Array(count);
+      for (let i = 0; i < count; i++) out[i] = dv.getInt32(i * 4, true);
+      return out;
+    }
+    default:
+      return bytes.slice();
+  }
+}
+
+/** Finds a key that occurs twice among the top-level keys of a JSON object text (JSON.parse keeps the last silently). */
+function duplicateTopLevelKey(json: string): string | null {
+  const seen = new Set<string>();
+  let depth = 0;
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (j < json.length && json[j] !== '"') j += json[j] === '\\' ? 2 : 1;
+      if (depth === 1) {
+        let k = j + 1;
+        while (k < json.length && /\s/.test(json[k])) k++;
+        if (json[k] === ':') {
+          const key = JSON.parse(json.slice(i, j + 1)) as string;
+          if (seen.has(key)) return key;
+          seen.add(key);
+        }
+      }
+      i = j;
+    } else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') depth--;
+  }
+  return null;
+}
+
+/** Parses and validates a whole safetensors file held in memory. */
+export function parseSafetensors(bytes: Uint8Array): ParsedSafetensors {
+  if (!(bytes instanceof Uint8Array)) invalidArg('bytes', 'a Uint8Array', bytes);
+  if (bytes.length < 8) formatError(`file of ${bytes.length} bytes is too short for the 8-byte header length`);
+  const headerLen = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
+  if (headerLen > BigInt(Math.min(MAX_HEADER, bytes.length - 8)))
+    formatError(`header length ${headerLen} exceeds the file (${bytes.length} bytes) or the ${MAX_HEADER}-byte limit`);
+  const n = Number(headerLen);
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(8, 8 + n));
+  let header: unknown;
+  try {
+    header = JSON.parse(text);
+  } catch (e) {
+    formatError(`header is not valid JSON (${(e as Error).message})`);
+  }
+  if (header === null || typeof header !== 'object' || Array.isArray(header)) formatError('header is not a JSON object');
+  const dup = duplicateTopLevelKey(text);
+  if (dup !== null) formatError(`duplicate tensor name ${JSON.stringify(dup)}`);
+  const data = bytes.subarray(8 + n);
+  const entries: Record<string, RawEntry> = {};
+  let metadata: Record<string, string> = {};
+  const ranges: [number, number, string][] = [];
+  for (const [name, info] of Object.entries(header as Record<string, unknown>)) {
+    if (name === '__metadata__') {
+      if (info === null || typeof info !== 'object' || Array.isArray(info) ||
+          Object.values(info).some((v) => typeof v !== 'string'))
+        formatError('__metadata__ must be an object of strings');
+      metadata = info as Record<string, string>;
+      continue;
+    }
+    const e = info as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+    if (e === null || typeof e !== 'object') formatError(`${name}: entry is not an object`);
+    if (typeof e.dtype !== 'string' || !(e.dtype in ITEM_BYTES)) formatError(`${name}: unsupported dtype ${JSON.stringify(e.dtype)}`);
+    const dtype = e.dtype as SafetensorsDType;
+    if (!Array.isArray(e.shape) || e.shape.some((d) => !Number.isSafeInteger(d) || d < 0))
+      formatError(`${name}: shape must be an array of non-negative integers`);
+    const shape = e.shape as number[];
+    const offs = e.data_offsets;
+    if (!Array.isArray(offs) || offs.length !== 2 || offs.some((d) => !Number.isSafeInteger(d) || d < 0))
+      formatError(`${name}: data_offsets must be two non-negative integers`);
+    const [begin, end] = offs as number[];
+    if (begin > end || end > data.length)
+      formatError(`${name}: data_offsets [${begin}, ${end}] fall outside the ${data.length} data bytes`);
+    const count = shape.reduce((a, b) => a * b, 1);
+    if (count * ITEM_BYTES[dtype] !== end - begin)
+      formatError(`${name}: ${dtype} [${shape.join(', ')}] needs ${count * ITEM_BYTES[dtype]} bytes but data_offsets cover ${end - begin}`);
+    ranges.push([begin, end, name]);
+    entries[name] = { dtype, shape, data: decode(dtype, data.subarray(begin, end), count, name) };
+  }
+  ranges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  for (let i = 1; i < ranges.length; i++)
+    if (ranges[i][0] < ranges[i - 1][1]) formatError(`${ranges[i - 1][2]} and ${ranges[i][2]} overlap`);
+  return { entries, metadata };
+}
+
+function readFile(path: string): Uint8Array {
+  if (typeof path !== 'string' || path.length === 0) invalidArg('path', 'a file path string', path);
+  try {
+    return fs.readFileSync(path);
+  } catch (e) {
+    throw new NodeformerError('ERR_NF_INVALID_ARG', `Cannot read ${path}: ${(e as Error).message}`);
+  }
+}
+
+/** The metadata strings of a safetensors file (its "__metadata__"). */
+export function readSafetensorsMetadata(path: string): Record<string, string> {
+  return parseSafetensors(readFile(path)).metadata;
+}
+
+/** Converts parsed entries to tensors: floats to float32, integers to int32, U8/BOOL to bool. */
+export function entriesToTensors(entries: Record<string, RawEntry>): Record<string, Tensor> {
+  const out: Record<string, Tensor> = {};
+  for (const [name, e] of Object.entries(entries)) {
+    const d = e.data;
+    out[name] = Tensor.from(d instanceof Float64Array ? Float32Array.from(d) : d, e.shape);
+  }
+  return out;
+}
+
+/** Loads every tensor of a safetensors file (F64/F16/BF16 become float32, I64 becomes int32). */
+export function loadSafetensors(path: string): Record<string, Tensor> {
+  return entriesToTensors(parseSafetensors(readFile(path)).entries);
+}
+
+const DTYPE_OF: Record<string, SafetensorsDType> = { float32: 'F32', int32: 'I32', bool: 'BOOL' };
+
+/** Serialises tensors (and string metadata) to safetensors bytes, names sorted, 8-byte aligned header. */
+export function serializeSafetensors(record: Record<string, Tensor>, metadata: Record<string, string> = {}): Uint8Array {
+  const header: Record<string, unknown> = {};
+  const names = Object.keys(record).sort();
+  let offset = 0;
+  for (const name of names) {
+    const t = record[name];
+    if (!(t instanceof Tensor) || t.disposed) invalidArg(`record[${JSON.stringify(name)}]`, 'a live Tensor', t);
+    header[name] = { dtype: DTYPE_OF[t.dtype], shape: [...t.shape], data_offsets: [offset, offset + t.data.byteLength] };
+    offset += t.data.byteLength;
+  }
+  if (Object.keys(metadata).length) {
+    for (const [k, v] of Object.entries(metadata)) if (typeof v !== 'string') invalidArg(`metadata.${k}`, 'a string', v);
+    header.__metadata__ = metadata;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - ((Buffer.byteLength(json) + 8) % 8)) % 8);
+  const headerBytes = Buffer.from(json, 'utf8');
+  const out = new Uint8Array(8 + headerBytes.length + offset);
+  new DataView(out.buffer).setBigUint64(0, BigInt(headerBytes.length), true);
+  out.set(headerBytes, 8);
+  let pos = 8 + headerBytes.length;
+  for (const name of names) {
+    const d = record[name].data;
+    out.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength), pos);
+    pos += d.byteLength;
+  }
+  return out;
+}
+
+/** Writes tensors to a safetensors file atomically (a temporary file renamed over the target). */
+export function saveSafetensors(path: string, record: Record<string, Tensor>, metadata: Record<string, string> = {}): void {
+  if (typeof path !== 'string' || path.length === 0) invalidArg('path', 'a file path string', path);
+  const bytes = serializeSafetensors(record, metadata);
+  const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
+  try {
+    fs.writeFileSync(tmp, bytes);
+    fs.renameSync(tmp, path);
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    throw new NodeformerError('ERR_NF_INVALID_ARG', `Cannot write ${path}: ${(e as Error).message}`);
+  }
+}
