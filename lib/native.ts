@@ -9,8 +9,17 @@ import * as path from 'node:path';
 import type { CoreOps } from './native/core';
 import type { LayerNormOps } from './native/layernorm';
 
+/**
+ * Every op `name` also exists as `nameAsync`: the same validation on the calling thread, the work
+ * on a worker thread, a Promise that settles when it is done (the arrays must stay untouched
+ * until then).
+ */
+export type WithAsync<T> = T & {
+  [K in keyof T as `${string & K}Async`]: T[K] extends (a: infer A) => void ? (a: A) => Promise<void> : never;
+};
+
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
-export type NativeBinding = CoreOps & LayerNormOps;
+export type NativeBinding = CoreOps & WithAsync<LayerNormOps>;
 
 function packageRoot(start: string): string {
   let dir = start;

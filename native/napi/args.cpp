@@ -1,6 +1,8 @@
 #include "args.h"
 
 #include <cmath>
+#include <cstdio>
+#include <exception>
 
 namespace nf::napi {
 namespace {
@@ -30,7 +32,11 @@ std::string describe(const Napi::Value& v) {
     return std::string(typed_name(t.TypedArrayType())) + " of length " + std::to_string(t.ElementLength());
   }
   if (v.IsArray()) return "Array";
-  if (v.IsNumber()) return "number " + std::to_string(v.As<Napi::Number>().DoubleValue());
+  if (v.IsNumber()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.10g", v.As<Napi::Number>().DoubleValue());
+    return std::string("number ") + buf;
+  }
   if (v.IsString()) return "string";
   if (v.IsBoolean()) return "boolean";
   if (v.IsFunction()) return "function";
@@ -115,6 +121,7 @@ void* Args::typed(const char* name, int64_t len, napi_typedarray_type type, bool
   Napi::TypedArray t = v.As<Napi::TypedArray>();
   Napi::ArrayBuffer buf = t.ArrayBuffer();
   if (buf.Data() == nullptr && len > 0) fail(std::string(name) + " is detached (a disposed tensor?)");
+  arrays_.push_back(v);
   return static_cast<uint8_t*>(buf.Data()) + t.ByteOffset();
 }
 
@@ -151,6 +158,44 @@ void check(Napi::Env env, const Status& s) {
   if (!s.ok()) throw_error(env, "ERR_NF_KERNEL", s.op + ": " + s.message);
 }
 
+namespace {
+
+// Runs one op's job on a libuv worker thread and settles a Promise with its Status.
+class OpWorker : public Napi::AsyncWorker {
+ public:
+  OpWorker(Napi::Env env, Job job, const std::vector<Napi::Value>& arrays)
+      : Napi::AsyncWorker(env, "nodeformer:op"), job_(std::move(job)), deferred_(Napi::Promise::Deferred::New(env)) {
+    for (const Napi::Value& a : arrays) keep_.push_back(Napi::Persistent(a.As<Napi::Object>()));
+  }
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      status_ = job_();
+    } catch (const std::exception& e) {
+      status_ = Status::Error("async op", e.what());
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (status_.ok()) {
+      deferred_.Resolve(env.Undefined());
+      return;
+    }
+    Napi::Error e = Napi::Error::New(env, status_.op + ": " + status_.message);
+    e.Set("code", Napi::String::New(env, "ERR_NF_KERNEL"));
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  Job job_;
+  Status status_;
+  Napi::Promise::Deferred deferred_;
+  std::vector<Napi::ObjectReference> keep_;
+};
+
+}  // namespace
+
 void register_op(Napi::Env env, Napi::Object exports, const char* name, Parser parse) {
   std::string op(name);
   exports.Set(name, Napi::Function::New(
@@ -162,6 +207,24 @@ void register_op(Napi::Env env, Napi::Object exports, const char* name, Parser p
                           return info.Env().Undefined();
                         },
                         name));
+  std::string async_name = op + "Async";
+  exports.Set(async_name, Napi::Function::New(
+                              env,
+                              [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
+                                try {
+                                  Args args(info, op.c_str());
+                                  Job job = parse(args);
+                                  auto* worker = new OpWorker(info.Env(), std::move(job), args.arrays());
+                                  Napi::Promise p = worker->promise();
+                                  worker->Queue();
+                                  return p;
+                                } catch (const Napi::Error& e) {  // invalid arguments reject the Promise
+                                  auto d = Napi::Promise::Deferred::New(info.Env());
+                                  d.Reject(e.Value());
+                                  return d.Promise();
+                                }
+                              },
+                              async_name));
 }
 
 }  // namespace nf::napi

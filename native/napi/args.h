@@ -46,6 +46,9 @@ class Args {
 
   [[noreturn]] void fail(const std::string& message) const;
 
+  // The typed arrays this call read: an async call keeps them alive until it settles.
+  const std::vector<Napi::Value>& arrays() const { return arrays_; }
+
  private:
   Napi::Value field(const char* name) const;
   void* typed(const char* name, int64_t len, napi_typedarray_type type, bool optional);
@@ -53,13 +56,17 @@ class Args {
   Napi::Env env_;
   const char* op_;
   Napi::Object obj_;
+  std::vector<Napi::Value> arrays_;
 };
 
 // Throws a JS Error (code ERR_NF_KERNEL) when a kernel reports a failure.
 void check(Napi::Env env, const Status& s);
 
 // Registers `name` on exports: a function taking one options object, whose `parse` reads and
-// validates the arguments and returns the work to run (which reports a Status).
+// validates the arguments and returns the work to run (which reports a Status). Also registers
+// `nameAsync`, which validates the same way on the calling thread, runs the work on a libuv
+// worker thread (touching no JS there) and returns a Promise; the arrays it uses are kept alive
+// until the Promise settles, and must not be modified meanwhile.
 using Job = std::function<Status()>;
 using Parser = Job (*)(Args&);
 void register_op(Napi::Env env, Napi::Object exports, const char* name, Parser parse);

@@ -1,0 +1,49 @@
+/** Small helpers shared by the layer modules. */
+import { invalidArg } from '../errors';
+import { Tensor } from '../tensor';
+
+/** Checks a config field is a positive integer. */
+export function positiveInt(name: string, v: unknown): number {
+  if (!Number.isInteger(v) || (v as number) < 1) invalidArg(name, 'a positive integer', v);
+  return v as number;
+}
+
+/** Checks a config field is a probability in [0, 1). */
+export function probability(name: string, v: unknown): number {
+  if (typeof v !== 'number' || !(v >= 0 && v < 1)) invalidArg(name, 'a number in [0, 1)', v);
+  return v;
+}
+
+/** Checks a config field is a finite positive number. */
+export function positive(name: string, v: unknown): number {
+  if (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v)) invalidArg(name, 'a finite positive number', v);
+  return v;
+}
+
+/** Checks a config field is one of `options`. */
+export function oneOf<T extends string>(name: string, v: unknown, options: readonly T[]): T {
+  if (!options.includes(v as T)) invalidArg(name, options.map((o) => `'${o}'`).join(' | '), v);
+  return v as T;
+}
+
+/** Checks a config field is a boolean. */
+export function bool(name: string, v: unknown): boolean {
+  if (typeof v !== 'boolean') invalidArg(name, 'a boolean', v);
+  return v;
+}
+
+/** Checks the seed: an integer in [0, 2^53). */
+export function seedOf(v: unknown): number {
+  if (!Number.isSafeInteger(v) || (v as number) < 0) invalidArg('seed', 'a non-negative integer', v);
+  return v as number;
+}
+
+/** A float32 tensor with the shape of `like` but last dimension `last`. */
+export function zerosLike(like: Tensor, last = like.shape[like.shape.length - 1]): Tensor<'float32'> {
+  return Tensor.zeros([...like.shape.slice(0, -1), last], 'float32');
+}
+
+/** Disposes every tensor given (nulls skipped). */
+export function disposeAll(...ts: (Tensor | null | undefined)[]): void {
+  for (const t of ts) t?.dispose();
+}

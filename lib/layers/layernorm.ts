@@ -1,0 +1,50 @@
+import { requireSaved, rowsOf, Module, Parameter } from '../module';
+import { constant } from '../init';
+import { native } from '../native';
+import { checkTensor, Tensor } from '../tensor';
+import { positive, positiveInt, zerosLike } from './common';
+
+export interface LayerNormConfig {
+  /** Normalised width (the last dimension). */
+  dModel: number;
+  /** Added to the variance (default 1e-5, as torch.nn.LayerNorm). */
+  eps?: number;
+}
+
+/** LayerNorm over the last dimension: y = (x − mean) / sqrt(var + eps) · weight + bias. Parameters: weight [D], bias [D]. */
+export class LayerNorm extends Module {
+  readonly config: Required<LayerNormConfig>;
+  readonly weight: Parameter;
+  readonly bias: Parameter;
+  private saved: { x: Tensor<'float32'>; mean: Float32Array; rstd: Float32Array } | null = null;
+
+  constructor(config: LayerNormConfig) {
+    super();
+    const dModel = positiveInt('config.dModel', config?.dModel);
+    this.config = { dModel, eps: positive('config.eps', config.eps ?? 1e-5) };
+    this.weight = this.addParameter('weight', [dModel], constant(dModel, 1));
+    this.bias = this.addParameter('bias', [dModel], constant(dModel, 0));
+  }
+
+  /** x [..., D] → y [..., D]. */
+  forward(x: Tensor): Tensor<'float32'> {
+    const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
+    const out = zerosLike(x);
+    const mean = new Float32Array(rows), rstd = new Float32Array(rows);
+    native.layernormForward({ rows, D, eps: this.config.eps, out: out.data, mean, rstd, x: x.data as Float32Array,
+      gamma: this.weight.data, beta: this.bias.data });
+    this.saved = { x: x as Tensor<'float32'>, mean, rstd };
+    return out;
+  }
+
+  /** dy [..., D] → dx [..., D]; accumulates weight.grad and bias.grad. */
+  backward(dy: Tensor): Tensor<'float32'> {
+    const s = requireSaved(this.saved, 'LayerNorm');
+    checkTensor('dy', dy, 'float32', s.x.shape);
+    const dx = zerosLike(s.x);
+    native.layernormBackward({ rows: s.mean.length, D: this.config.dModel, dx: dx.data, dgamma: this.weight.gradData(),
+      dbeta: this.bias.gradData(), dout: dy.data as Float32Array, x: s.x.data, mean: s.mean, rstd: s.rstd,
+      gamma: this.weight.data });
+    return dx;
+  }
+}
