@@ -7,7 +7,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import type { CoreOps } from './native/core';
+import type { FeedForwardOps } from './native/feedforward';
 import type { LayerNormOps } from './native/layernorm';
+import type { PatchEmbedOps } from './native/patch_embed';
 
 /**
  * Every op `name` also exists as `nameAsync`: the same validation on the calling thread, the work
@@ -19,7 +21,7 @@ export type WithAsync<T> = T & {
 };
 
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
-export type NativeBinding = CoreOps & WithAsync<LayerNormOps>;
+export type NativeBinding = CoreOps & WithAsync<LayerNormOps & FeedForwardOps & PatchEmbedOps>;
 
 function packageRoot(start: string): string {
   let dir = start;

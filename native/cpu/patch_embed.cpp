@@ -1,0 +1,108 @@
+// Patch embedding, forward and backward: im2col (one gather pass) + one Linear GEMM.
+// Math: patch n = (gy, gx) of image b is the vector p[(c*P + py)*P + px] = img[b, c, gy*P + py, gx*P + px]
+//   (the flattening of weight [D, C, P, P]); out[b, n] = weight p + bias, i.e. Conv2d(kernel P,
+//   stride P) flattened to [B, N, D]. Backward: dweight += doutᵀ patches; dbias += Σ dout;
+//   dpatches = dout weight, scattered back to the pixels they came from (the patches tile the
+//   image exactly, so every pixel is written once).
+// Layout: images/dimages [B, C, H, W] (NCHW); patches [B*N, K] (row b*N + gy*Gw + gx); out/dout
+//   [B, N, D]; weight [D, K]; bias [D]. The patch matrix is not saved: forward gathers it into the
+//   calling thread's scratch slot 2, backward gathers it again (and keeps dpatches in slot 3).
+// Dimension key: B images, C channels, H x W pixels, P patch side, Gh = H/P, Gw = W/P, N = Gh*Gw,
+//   K = C*P*P, D embedding width.
+#include "patch_embed.h"
+
+#include <cstring>
+#include <string>
+
+#include "../core/allocator.h"
+#include "../core/threadpool.h"
+#include "linear.h"
+#include "isa.h"
+
+namespace nf::cpu::NF_ISA_NS {
+#include "simd.h"
+
+namespace {
+
+// Calls copy(pat, img) for every run of P pixels: patches + pat (P consecutive columns of one
+// patch row) and images + img (P consecutive pixels of one image row) hold the same values.
+// Threads split the rows of patches (b, gy).
+template <class Copy>
+void for_each_run(const PatchEmbedDims& d, Copy copy) {
+  const int64_t P = d.P, Gh = d.H / P, Gw = d.W / P, K = d.C * P * P;
+  parallel_for(d.B * Gh, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {  // t = b*Gh + gy, so patch row (t*Gw + gx) = b*N + gy*Gw + gx
+      const int64_t b = t / Gh, gy = t % Gh;
+      for (int64_t c = 0; c < d.C; ++c)
+        for (int64_t py = 0; py < P; ++py) {
+          const int64_t img = ((b * d.C + c) * d.H + gy * P + py) * d.W;
+          for (int64_t gx = 0; gx < Gw; ++gx) copy((t * Gw + gx) * K + (c * P + py) * P, img + gx * P);
+        }
+    }
+  });
+}
+
+float* patch_matrix(int slot, const PatchEmbedDims& d) {
+  return static_cast<float*>(thread_scratch(slot, sizeof(float) * d.B * d.C * d.H * d.W));
+}
+
+float* gather_patches(const float* images, const PatchEmbedDims& d) {
+  float* patches = patch_matrix(2, d);
+  const size_t run = sizeof(float) * d.P;
+  for_each_run(d, [&](int64_t pat, int64_t img) { std::memcpy(patches + pat, images + img, run); });
+  return patches;
+}
+
+LinearDims linear_dims(const PatchEmbedDims& d) { return {d.B * (d.H / d.P) * (d.W / d.P), d.C * d.P * d.P, d.D}; }
+
+}  // namespace
+
+void patch_embed_forward(float* out, const float* images, const float* weight, const float* bias,
+                         const PatchEmbedDims& d) {
+  NF_ISA_NS::linear_forward(out, nullptr, gather_patches(images, d), weight, bias, linear_dims(d), Act::none);
+}
+
+void patch_embed_backward(float* dimages, float* dweight, float* dbias, const float* dout, const float* images,
+                          const float* weight, const PatchEmbedDims& d) {
+  float* dpatches = dimages ? patch_matrix(3, d) : nullptr;
+  NF_ISA_NS::linear_backward(dpatches, dweight, dbias, dout, gather_patches(images, d), weight, linear_dims(d));
+  if (!dimages) return;
+  const size_t run = sizeof(float) * d.P;
+  for_each_run(d, [&](int64_t pat, int64_t img) { std::memcpy(dimages + img, dpatches + pat, run); });
+}
+
+}  // namespace nf::cpu::NF_ISA_NS
+
+#ifdef NF_ISA_PRIMARY
+namespace nf::cpu {
+
+static Status patch_embed_check(const char* op, const PatchEmbedDims& d, bool image_grad) {
+  NF_CHECK(d.B >= 0, op, "B must be non-negative");
+  NF_CHECK(d.C >= 1 && d.H >= 1 && d.W >= 1 && d.P >= 1 && d.D >= 1, op, "C, H, W, P and D must be at least 1");
+  NF_CHECK(d.H % d.P == 0 && d.W % d.P == 0, op,
+           "H (" + std::to_string(d.H) + ") and W (" + std::to_string(d.W) + ") must be multiples of P (" +
+               std::to_string(d.P) + ")");
+  const size_t bytes = sizeof(float) * d.B * d.C * d.H * d.W;
+  NF_CHECK(d.B == 0 || thread_scratch(2, bytes), op, "out of memory for the patch matrix");
+  NF_CHECK(d.B == 0 || !image_grad || thread_scratch(3, bytes), op, "out of memory for the patch gradients");
+  return Status::Ok();
+}
+
+Status patch_embed_forward(float* out, const float* images, const float* weight, const float* bias,
+                           PatchEmbedDims d) {
+  NF_TRY(patch_embed_check("patch_embed_forward", d, false));
+  if (d.B == 0) return Status::Ok();
+  NF_DISPATCH(patch_embed_forward, out, images, weight, bias, d);
+  return Status::Ok();
+}
+
+Status patch_embed_backward(float* dimages, float* dweight, float* dbias, const float* dout, const float* images,
+                            const float* weight, PatchEmbedDims d) {
+  NF_TRY(patch_embed_check("patch_embed_backward", d, dimages != nullptr));
+  if (d.B == 0) return Status::Ok();
+  NF_DISPATCH(patch_embed_backward, dimages, dweight, dbias, dout, images, weight, d);
+  return Status::Ok();
+}
+
+}  // namespace nf::cpu
+#endif
