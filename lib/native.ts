@@ -7,8 +7,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import type { CoreOps } from './native/core';
+import type { AttentionOps } from './native/attention';
+import type { ElementwiseOps } from './native/elementwise';
+import type { EmbeddingOps } from './native/embedding';
 import type { FeedForwardOps } from './native/feedforward';
 import type { LayerNormOps } from './native/layernorm';
+import type { LinearOps } from './native/linear';
+import type { LossOps } from './native/loss';
+import type { OptimOps } from './native/optim';
 import type { PatchEmbedOps } from './native/patch_embed';
 
 /**
@@ -21,7 +27,8 @@ export type WithAsync<T> = T & {
 };
 
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
-export type NativeBinding = CoreOps & WithAsync<LayerNormOps & FeedForwardOps & PatchEmbedOps>;
+export type NativeBinding = CoreOps &
+  WithAsync<LayerNormOps & LinearOps & AttentionOps & FeedForwardOps & PatchEmbedOps & EmbeddingOps & ElementwiseOps & LossOps & OptimOps>;
 
 function packageRoot(start: string): string {
   let dir = start;
