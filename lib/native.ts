@@ -6,11 +6,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import type { AttentionOps } from './native/attention';
 import type { CoreOps } from './native/core';
 import type { LayerNormOps } from './native/layernorm';
 
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
-export type NativeBinding = CoreOps & LayerNormOps;
+export type NativeBinding = CoreOps & LayerNormOps & AttentionOps;
 
 function packageRoot(start: string): string {
   let dir = start;
