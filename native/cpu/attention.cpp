@@ -1,0 +1,429 @@
+// Multi-head attention, forward and backward: QKV projection, a FlashAttention-2 style core, and
+// the output projection.
+// Math (per batch b and head h; scale = 1/sqrt(Dh)):
+//   S = scale Q Kᵀ with blocked pairs set to -inf; P = softmax over each row of S (a row whose keys
+//   are all blocked gives P = 0); O = (P ∘ Z) V, Z the dropout mask scaled by 1/(1-p);
+//   out = proj(O of all heads side by side) = O Wprojᵀ + bproj.
+//   Backward: Di = rowsum(dO ∘ O); dV = (P ∘ Z)ᵀ dO; dP = (dO Vᵀ) ∘ Z; dS = P ∘ (dP − Di);
+//   dQ = scale dS K; dK = scale dSᵀ Q.
+// Core: forward tasks are (b, h, block of kBQ queries). Keys are visited in tiles of kBK with an
+// online softmax (running row max m and sum l, the output rescaled when m grows), so no Tq x Tk
+// matrix ever exists; lse = m + log l is saved and backward recomputes P = exp(S − lse) tile by
+// tile. Backward tasks are (b, h): key tiles outer (so a task owns its dK, dV rows), query tiles
+// inner (dQ rows accumulate). Causal tiles wholly above the diagonal are skipped. Every tile
+// product is one micro-kernel, O += P V on rows (tile_accumulate), with K and V tiles transposed
+// into scratch so keys lie along the vector lanes.
+// Layout: Q, K, V are read in place from the projection buffers with row strides (self-attention
+// qkv [B, T, 3D] = Q | K | V per token; cross-attention q [B, Tq, D] and kv [B, Tk, 2D] = K | V;
+// heads interleaved along D, [B, T, H, Dh]); O is ctx [B, Tq, D]; lse [B, H, Tq]; weights
+// [B, H, Tq, Tk]. Dropout element ((b*H + h)*Tq + i)*Tk + j of the Philox stream (seed, offset).
+// Dimension key: B batch, Tq/Tk query/key lengths, D model width, H heads, Dh = D/H head width.
+#include "attention.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "../core/allocator.h"
+#include "../core/philox.h"
+#include "../core/threadpool.h"
+#include "linear.h"
+#include "isa.h"
+
+namespace nf::cpu::NF_ISA_NS {
+#include "simd.h"
+
+namespace {
+
+constexpr int kBQ = 32;          // queries per tile
+constexpr int kBK = 64;          // keys per tile, a multiple of every W
+constexpr int kNV = kBK / W;     // vectors per score-tile row
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Per-thread scratch (slot 3) of the core, in floats.
+int64_t forward_scratch_floats(int64_t Dh) { return Dh * kBK + kBQ * kBK + kBK + 2 * kBQ; }
+int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) { return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq; }
+// The backward's gradient buffer for the projections' outputs (slot 2 of the calling thread):
+// self-attention dqkv [B, T, 3D]; cross-attention dq [B, Tq, D] then dkv [B, Tk, 2D].
+int64_t grad_floats(const AttentionDims& d) { return (d.B * d.Tq + 2 * d.B * d.Tk) * d.D; }
+
+float dot(const float* a, const float* b, int64_t n) {
+  vf acc = vzero();
+  int64_t i = 0;
+  for (; i + W <= n; i += W) acc = vfma(vload(a + i), vload(b + i), acc);
+  if (i < n) acc = vfma(vload_n(a + i, int(n - i)), vload_n(b + i, int(n - i)), acc);
+  return vsum(acc);
+}
+
+void scale_row(float* x, int64_t n, float s) {
+  const vf vs = vset1(s);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vstore(x + i, vmul(vload(x + i), vs));
+  if (i < n) vstore_n(x + i, vmul(vload_n(x + i, int(n - i)), vs), int(n - i));
+}
+
+// dst[c*ldd + r] = scale src[r*lds + c] for r < rows, c < cols; each dst row is zero-filled from
+// rows to ldd.
+void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t cols, float scale) {
+  for (int64_t c = 0; c < cols; ++c) {
+    float* t = dst + c * ldd;
+    for (int64_t r = 0; r < rows; ++r) t[r] = scale * src[r * lds + c];
+    std::memset(t + rows, 0, sizeof(float) * (ldd - rows));
+  }
+}
+
+// O[r*ldo + 0:n] += Σ_{c < cols} P(r, c) V[c*ldv + 0:n] for r < R, P(r, c) = P[r*prs + c*pcs]
+// (so P may be read transposed). R rows at once share each load of V (R x 2 vector accumulators).
+template <int R>
+void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int cols, const float* V,
+                     int64_t ldv, int64_t n) {
+  int64_t d = 0;
+  for (; d + 2 * W <= n; d += 2 * W) {
+    vf a[R][2];
+    for (int r = 0; r < R; ++r) {
+      a[r][0] = vload(O + r * ldo + d);
+      a[r][1] = vload(O + r * ldo + d + W);
+    }
+    for (int c = 0; c < cols; ++c) {
+      const vf v0 = vload(V + c * ldv + d), v1 = vload(V + c * ldv + d + W);
+      for (int r = 0; r < R; ++r) {
+        const vf p = vset1(P[r * prs + c * pcs]);
+        a[r][0] = vfma(p, v0, a[r][0]);
+        a[r][1] = vfma(p, v1, a[r][1]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      vstore(O + r * ldo + d, a[r][0]);
+      vstore(O + r * ldo + d + W, a[r][1]);
+    }
+  }
+  for (; d < n; d += W) {
+    const int w = int(std::min<int64_t>(W, n - d));
+    vf a[R];
+    for (int r = 0; r < R; ++r) a[r] = vload_n(O + r * ldo + d, w);
+    for (int c = 0; c < cols; ++c) {
+      const vf v = vload_n(V + c * ldv + d, w);
+      for (int r = 0; r < R; ++r) a[r] = vfma(vset1(P[r * prs + c * pcs]), v, a[r]);
+    }
+    for (int r = 0; r < R; ++r) vstore_n(O + r * ldo + d, a[r], w);
+  }
+}
+
+// O[r*ldo + 0:n] += Σ_{c < cols} P[r*prs + c*pcs] V[c*ldv + 0:n] for r < rows: the one
+// micro-kernel of every product in the core.
+void tile_accumulate(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int rows, int cols,
+                     const float* V, int64_t ldv, int64_t n) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) accumulate_rows<4>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
+  for (; r < rows; ++r) accumulate_rows<1>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
+}
+
+// S[r, 0:kBK] = Σ_d A[r*lda + d] Bt[d, 0:kBK] for r < rows: rows of A against a transposed tile
+// Bt [Dh, kBK] (keys along the vector lanes).
+void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* Bt, int64_t Dh) {
+  std::memset(S, 0, sizeof(float) * rows * kBK);
+  tile_accumulate(S, kBK, A, lda, 1, rows, int(Dh), Bt, kBK, kBK);
+}
+
+// Scores of queries i0 .. i0+nq-1 against the key tile Kt (keys j0 .. j0+nk-1, transposed and
+// scaled): S[r, c] = scale q·k, or -inf where the pair is blocked and in the padding columns c >= nk.
+void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, const AttentionMasks& m,
+                   const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk) {
+  tile_scores(S, qrows, ldq, nq, Kt, d.Dh);
+  for (int r = 0; r < nq; ++r) {
+    const int64_t i = i0 + r;
+    const uint8_t* kp = m.key_padding ? m.key_padding + b * d.Tk + j0 : nullptr;
+    const uint8_t* am = m.attn ? m.attn + ((m.attn_batched ? b * d.Tq : 0) + i) * d.Tk + j0 : nullptr;
+    const int64_t open = m.causal ? std::clamp<int64_t>(i - j0 + 1, 0, nk) : nk;  // keys not after i
+    float* s = S + r * kBK;
+    std::fill(s + open, s + kBK, kNegInf);
+    for (int64_t c = 0; c < open; ++c)
+      if ((kp && kp[c]) || (am && am[c])) s[c] = kNegInf;
+  }
+}
+
+// z[c] = 1/(1-p) where dropout keeps element base + c of the stream, else 0, for c < n (the rule
+// of nf::dropout_keep, one Philox block per 4 elements); z[n..kBK) = 0.
+void dropout_row(float* z, const AttentionDropout& dr, uint64_t base, int n) {
+  const float keep_scale = 1.0f / (1.0f - dr.p);
+  for (int c = 0; c < n;) {
+    const uint64_t e = base + c;
+    const PhiloxBlock blk = philox4x32_10(e >> 2, dr.offset, dr.seed);
+    for (unsigned lane = e & 3; lane < 4 && c < n; ++lane, ++c)
+      z[c] = philox_bits_to_uniform(blk.v[lane]) >= dr.p ? keep_scale : 0.0f;
+  }
+  std::fill(z + n, z + kBK, 0.0f);
+}
+
+// Forward of queries i0 .. i0+nq-1 of head (b, h).
+void forward_block(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
+                   const AttentionMasks& m, const AttentionCoreDims& d, int64_t b, int64_t h, int64_t i0, int nq,
+                   float* scratch) {
+  const int64_t Dh = d.Dh, Tk = d.Tk;
+  float* Kt = scratch;            // [Dh, kBK] the key tile, transposed and scaled
+  float* S = Kt + Dh * kBK;       // [kBQ, kBK] scores, then weights
+  float* z = S + kBQ * kBK;       // [kBK] dropout factors of one row
+  float* mrow = z + kBK;          // [kBQ] running max
+  float* lrow = mrow + kBQ;       // [kBQ] running sum, then lse
+  const float* qb = q + b * d.q.batch + h * d.q.head + i0 * d.q.row;
+  const float* kb = k + b * d.k.batch + h * d.k.head;
+  const float* vb = v + b * d.v.batch + h * d.v.head;
+  float* ob = o + b * d.o.batch + h * d.o.head + i0 * d.o.row;
+  const int64_t row0 = (b * d.H + h) * d.Tq + i0;  // this block's first row of lse / weights
+  const bool drop = d.dropout.p > 0.0f;
+  // Causal: keys after the block's last query are blocked for all of its queries.
+  const int64_t jend = m.causal ? std::min(Tk, i0 + nq) : Tk;
+
+  for (int r = 0; r < nq; ++r) {
+    std::memset(ob + r * d.o.row, 0, sizeof(float) * Dh);
+    mrow[r] = kNegInf;
+    lrow[r] = 0.0f;
+  }
+  for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
+    const int nk = int(std::min<int64_t>(kBK, Tk - j0));
+    transpose(Kt, kBK, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale);
+    masked_scores(S, qb, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
+    for (int r = 0; r < nq; ++r) {
+      float* s = S + r * kBK;
+      vf vmx = vset1(kNegInf);
+      for (int c = 0; c < kNV; ++c) vmx = vmax(vmx, vload(s + c * W));
+      const float m_new = std::max(mrow[r], vhmax(vmx));
+      if (m_new == kNegInf) {  // every key so far is blocked: nothing to add
+        std::memset(s, 0, sizeof(float) * kBK);
+        continue;
+      }
+      const float alpha = std::exp(mrow[r] - m_new);
+      const vf vm = vset1(m_new);
+      vf sum = vzero();
+      for (int c = 0; c < kNV; ++c) {
+        const vf p = vexp(vsub(vload(s + c * W), vm));
+        vstore(s + c * W, p);
+        sum = vadd(sum, p);
+      }
+      lrow[r] = lrow[r] * alpha + vsum(sum);
+      mrow[r] = m_new;
+      if (alpha != 1.0f) scale_row(ob + r * d.o.row, Dh, alpha);
+      if (drop) {
+        dropout_row(z, d.dropout, uint64_t((row0 + r) * Tk + j0), nk);
+        for (int c = 0; c < kNV; ++c) vstore(s + c * W, vmul(vload(s + c * W), vload(z + c * W)));
+      }
+    }
+    tile_accumulate(ob, d.o.row, S, kBK, 1, nq, nk, vb + j0 * d.v.row, d.v.row, Dh);
+  }
+  for (int r = 0; r < nq; ++r) {  // normalise; a fully blocked row keeps O = 0 and gets lse = -inf
+    if (lrow[r] > 0.0f) {
+      scale_row(ob + r * d.o.row, Dh, 1.0f / lrow[r]);
+      lrow[r] = mrow[r] + std::log(lrow[r]);
+    } else {
+      lrow[r] = kNegInf;
+    }
+    if (lse) lse[row0 + r] = lrow[r];
+  }
+  if (!weights) return;
+  // The (pre-dropout) weights exp(S − lse), recomputed tile by tile.
+  float* wb = weights + row0 * Tk;
+  std::memset(wb, 0, sizeof(float) * nq * Tk);
+  for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
+    const int nk = int(std::min<int64_t>(kBK, Tk - j0));
+    transpose(Kt, kBK, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale);
+    masked_scores(S, qb, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
+    for (int r = 0; r < nq; ++r) {
+      if (lrow[r] == kNegInf) continue;
+      float* s = S + r * kBK;
+      const vf vl = vset1(lrow[r]);
+      for (int c = 0; c < kNV; ++c) vstore(s + c * W, vexp(vsub(vload(s + c * W), vl)));
+      std::memcpy(wb + r * Tk + j0, s, sizeof(float) * nk);
+    }
+  }
+}
+
+// Backward of head (b, h): overwrites its rows of dq, dk, dv.
+void backward_head(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                   const float* v, const float* o, const float* lse, const AttentionMasks& m,
+                   const AttentionCoreDims& d, int64_t b, int64_t h, float* scratch) {
+  const int64_t Dh = d.Dh, Tq = d.Tq, Tk = d.Tk;
+  float* Kt = scratch;            // [Dh, kBK] key tile, transposed and scaled
+  float* Vt = Kt + Dh * kBK;      // [Dh, kBK] value tile, transposed
+  float* S = Vt + Dh * kBK;       // [kBQ, kBK] scores, then scale dS
+  float* dP = S + kBQ * kBK;      // [kBQ, kBK] dO Vᵀ, then P ∘ Z
+  float* z = dP + kBQ * kBK;      // [kBK] dropout factors of one row
+  float* Di = z + kBK;            // [Tq] rowsum(dO ∘ O)
+  const int64_t qo = b * d.q.batch + h * d.q.head, ko = b * d.k.batch + h * d.k.head;
+  const int64_t vo = b * d.v.batch + h * d.v.head, oo = b * d.o.batch + h * d.o.head;
+  const float* lb = lse + (b * d.H + h) * Tq;
+  const bool drop = d.dropout.p > 0.0f;
+  const vf ones = vset1(1.0f), vscale = vset1(d.scale);
+
+  for (int64_t i = 0; i < Tq; ++i) {
+    Di[i] = dot(dout + oo + i * d.o.row, o + oo + i * d.o.row, Dh);
+    std::memset(dq + qo + i * d.q.row, 0, sizeof(float) * Dh);
+  }
+  for (int64_t j = 0; j < Tk; ++j) {
+    std::memset(dk + ko + j * d.k.row, 0, sizeof(float) * Dh);
+    std::memset(dv + vo + j * d.v.row, 0, sizeof(float) * Dh);
+  }
+  for (int64_t j0 = 0; j0 < Tk; j0 += kBK) {
+    const int nk = int(std::min<int64_t>(kBK, Tk - j0));
+    const float* kj = k + ko + j0 * d.k.row;
+    float* dkj = dk + ko + j0 * d.k.row;
+    float* dvj = dv + vo + j0 * d.v.row;
+    transpose(Kt, kBK, kj, d.k.row, nk, Dh, d.scale);
+    transpose(Vt, kBK, v + vo + j0 * d.v.row, d.v.row, nk, Dh, 1.0f);
+    // Causal: query blocks ending before key j0 see none of this tile.
+    for (int64_t i0 = m.causal ? j0 / kBQ * kBQ : 0; i0 < Tq; i0 += kBQ) {
+      const int nq = int(std::min<int64_t>(kBQ, Tq - i0));
+      const float* qi = q + qo + i0 * d.q.row;
+      const float* doi = dout + oo + i0 * d.o.row;
+      masked_scores(S, qi, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
+      tile_scores(dP, doi, d.o.row, nq, Vt, Dh);
+      for (int r = 0; r < nq; ++r) {
+        float* s = S + r * kBK;
+        float* dp = dP + r * kBK;
+        const float L = lb[i0 + r];
+        if (L == kNegInf) {  // fully blocked row: no gradient
+          std::memset(s, 0, sizeof(float) * kBK);
+          std::memset(dp, 0, sizeof(float) * kBK);
+          continue;
+        }
+        if (drop) dropout_row(z, d.dropout, uint64_t(((b * d.H + h) * Tq + i0 + r) * Tk + j0), nk);
+        const vf vl = vset1(L), vd = vset1(Di[i0 + r]);
+        for (int c = 0; c < kNV; ++c) {
+          const vf p = vexp(vsub(vload(s + c * W), vl));
+          const vf zc = drop ? vload(z + c * W) : ones;
+          const vf g = vmul(zc, vload(dp + c * W));  // dL/dP
+          vstore(s + c * W, vmul(vmul(p, vsub(g, vd)), vscale));  // scale dS
+          vstore(dp + c * W, vmul(p, zc));
+        }
+      }
+      tile_accumulate(dvj, d.v.row, dP, 1, kBK, nk, nq, doi, d.o.row, Dh);  // dV += (P∘Z)ᵀ dO
+      tile_accumulate(dkj, d.k.row, S, 1, kBK, nk, nq, qi, d.q.row, Dh);    // dK += scale dSᵀ Q
+      tile_accumulate(dq + qo + i0 * d.q.row, d.q.row, S, kBK, 1, nq, nk, kj, d.k.row, Dh);  // dQ += scale dS K
+    }
+  }
+}
+
+// The core's view of the layer's buffers (see the header comment).
+AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
+  AttentionCoreDims c;
+  c.B = d.B, c.H = d.H, c.Tq = d.Tq, c.Tk = d.Tk, c.Dh = d.D / d.H;
+  const int64_t qw = cross ? d.D : 3 * d.D, kw = cross ? 2 * d.D : 3 * d.D;  // row widths
+  c.q = {d.Tq * qw, qw, c.Dh};
+  c.k = c.v = {d.Tk * kw, kw, c.Dh};
+  c.o = {d.Tq * d.D, d.D, c.Dh};
+  c.scale = 1.0f / std::sqrt(static_cast<float>(c.Dh));
+  c.dropout = d.dropout;
+  return c;
+}
+
+}  // namespace
+
+void attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
+                            const AttentionMasks& masks, const AttentionCoreDims& d) {
+  const int64_t nqb = (d.Tq + kBQ - 1) / kBQ;
+  parallel_for(d.B * d.H * nqb, [&](int64_t t0, int64_t t1) {
+    float* scratch = static_cast<float*>(thread_scratch(3, sizeof(float) * forward_scratch_floats(d.Dh)));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t bh = t / nqb, i0 = t % nqb * kBQ;
+      forward_block(o, lse, weights, q, k, v, masks, d, bh / d.H, bh % d.H, i0,
+                    int(std::min<int64_t>(kBQ, d.Tq - i0)), scratch);
+    }
+  });
+}
+
+void attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                             const float* v, const float* o, const float* lse, const AttentionMasks& masks,
+                             const AttentionCoreDims& d) {
+  parallel_for(d.B * d.H, [&](int64_t t0, int64_t t1) {
+    float* scratch = static_cast<float*>(thread_scratch(3, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
+    for (int64_t t = t0; t < t1; ++t)
+      backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch);
+  });
+}
+
+void attention_forward(float* out, float* weights, float* qkv, float* q, float* kv, float* ctx, float* lse,
+                       const float* x, const float* memory, const AttentionMasks& masks, const float* Wqkv,
+                       const float* bqkv, const float* Wproj, const float* bproj, const AttentionDims& d) {
+  const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
+  const bool cross = memory != nullptr;
+  if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1)
+    NF_ISA_NS::linear_forward(q, nullptr, x, Wqkv, bqkv, {rq, D, D}, Act::none);
+    NF_ISA_NS::linear_forward(kv, nullptr, memory, Wqkv + D * D, bqkv ? bqkv + D : nullptr, {rk, D, 2 * D},
+                              Act::none);
+  } else {
+    NF_ISA_NS::linear_forward(qkv, nullptr, x, Wqkv, bqkv, {rq, D, 3 * D}, Act::none);
+  }
+  const float* Q = cross ? q : qkv;
+  const float* K = cross ? kv : qkv + D;
+  NF_ISA_NS::attention_core_forward(ctx, lse, weights, Q, K, K + D, masks, core_dims(d, cross));
+  NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {rq, D, D}, Act::none);
+}
+
+void attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, float* dWproj, float* dbproj,
+                        const float* dout, const float* qkv, const float* q, const float* kv, const float* ctx,
+                        const float* lse, const float* x, const float* memory, const AttentionMasks& masks,
+                        const float* Wqkv, const float* Wproj, const AttentionDims& d) {
+  const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
+  const bool cross = memory != nullptr;
+  // dctx = dout Wproj lives in dx until the input projections' backward overwrites it.
+  float* dctx = dx;
+  NF_ISA_NS::linear_backward(dctx, dWproj, dbproj, dout, ctx, Wproj, {rq, D, D});
+  // Gradients of the projections' outputs, laid out like the saved buffers.
+  float* grad = static_cast<float*>(thread_scratch(2, sizeof(float) * grad_floats(d)));
+  const float* Q = cross ? q : qkv;
+  const float* K = cross ? kv : qkv + D;
+  float* dK = cross ? grad + rq * D : grad + D;
+  NF_ISA_NS::attention_core_backward(grad, dK, dK + D, dctx, Q, K, K + D, ctx, lse, masks, core_dims(d, cross));
+  if (cross) {
+    NF_ISA_NS::linear_backward(dx, dWqkv, dbqkv, grad, x, Wqkv, {rq, D, D});
+    NF_ISA_NS::linear_backward(dmemory, dWqkv + D * D, dbqkv ? dbqkv + D : nullptr, grad + rq * D, memory,
+                               Wqkv + D * D, {rk, D, 2 * D});
+  } else {
+    NF_ISA_NS::linear_backward(dx, dWqkv, dbqkv, grad, x, Wqkv, {rq, D, 3 * D});
+  }
+}
+
+}  // namespace nf::cpu::NF_ISA_NS
+
+#ifdef NF_ISA_PRIMARY
+namespace nf::cpu {
+
+static Status attention_check(const char* op, const AttentionDims& d, bool cross, const void* qkv, const void* q,
+                              const void* kv) {
+  NF_CHECK(d.B >= 1 && d.Tq >= 1 && d.Tk >= 1 && d.D >= 1 && d.H >= 1, op, "B, Tq, Tk, D and H must be at least 1");
+  NF_CHECK(d.D % d.H == 0, op, "D must be divisible by H");
+  NF_CHECK(d.dropout.p >= 0.0f && d.dropout.p < 1.0f, op, "dropout p must be in [0, 1)");
+  if (cross) {
+    NF_CHECK(q && kv && !qkv, op, "cross-attention saves q and kv (and no qkv)");
+  } else {
+    NF_CHECK(qkv && !q && !kv, op, "self-attention saves qkv (and no q, kv)");
+    NF_CHECK(d.Tk == d.Tq, op, "self-attention needs Tk == Tq");
+  }
+  return Status::Ok();
+}
+
+Status attention_forward(float* out, float* weights, float* qkv, float* q, float* kv, float* ctx, float* lse,
+                         const float* x, const float* memory, const AttentionMasks& masks, const float* Wqkv,
+                         const float* bqkv, const float* Wproj, const float* bproj, AttentionDims d) {
+  NF_TRY(attention_check("attention_forward", d, memory != nullptr, qkv, q, kv));
+  NF_CHECK(thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H)), "attention_forward",
+           "out of memory for the attention tiles");
+  NF_DISPATCH(attention_forward, out, weights, qkv, q, kv, ctx, lse, x, memory, masks, Wqkv, bqkv, Wproj, bproj, d);
+  return Status::Ok();
+}
+
+Status attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, float* dWproj, float* dbproj,
+                          const float* dout, const float* qkv, const float* q, const float* kv, const float* ctx,
+                          const float* lse, const float* x, const float* memory, const AttentionMasks& masks,
+                          const float* Wqkv, const float* Wproj, AttentionDims d) {
+  NF_TRY(attention_check("attention_backward", d, memory != nullptr, qkv, q, kv));
+  NF_CHECK(memory || !dmemory, "attention_backward", "dmemory is only for cross-attention");
+  NF_CHECK(thread_scratch(2, sizeof(float) * scalar::grad_floats(d)) &&
+               thread_scratch(3, sizeof(float) * scalar::backward_scratch_floats(d.D / d.H, d.Tq)),
+           "attention_backward", "out of memory for the attention gradients");
+  NF_DISPATCH(attention_backward, dx, dmemory, dWqkv, dbqkv, dWproj, dbproj, dout, qkv, q, kv, ctx, lse, x, memory,
+              masks, Wqkv, Wproj, d);
+  return Status::Ok();
+}
+
+}  // namespace nf::cpu
+#endif

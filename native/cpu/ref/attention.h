@@ -1,0 +1,168 @@
+// Reference multi-head attention: torch_reference.py's MultiHeadAttention done the straightforward
+// way, a full Tq x Tk softmax per head, double accumulators, templated on the storage type. Same
+// arguments and saved buffers as ../attention.h (qkv [B, T, 3D] for self-attention, q [B, Tq, D]
+// and kv [B, Tk, 2D] for cross-attention; ctx [B, Tq, D]; lse [B, H, Tq]). Dropout draws the same
+// Philox elements as the fast kernel (index ((b*H + h)*Tq + i)*Tk + j), so the two agree for any p.
+// The backward recomputes the softmax from Q and K (it does not use lse).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "../../core/philox.h"
+#include "linear.h"
+
+namespace nf::ref {
+
+struct AttentionSpec {
+  int64_t B = 0, Tq = 0, Tk = 0, D = 0, H = 0;
+  bool causal = false;                   // blocks j > i
+  const uint8_t* key_padding = nullptr;  // [B, Tk], nonzero = blocked
+  const uint8_t* attn_mask = nullptr;    // [Tq, Tk], or [B, Tq, Tk] when attn_batched; nonzero = blocked
+  bool attn_batched = false;
+  float dropout_p = 0.0f;
+  uint64_t seed = 0, offset = 0;
+
+  int64_t Dh() const { return D / H; }
+  bool blocked(int64_t b, int64_t i, int64_t j) const {
+    return (causal && j > i) || (key_padding && key_padding[b * Tk + j]) ||
+           (attn_mask && attn_mask[((attn_batched ? b * Tq : 0) + i) * Tk + j]);
+  }
+  // The dropout factor Z of weight (b, h, i, j): 1/(1-p) when kept, else 0.
+  double keep(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    uint64_t index = uint64_t(((b * H + h) * Tq + i) * Tk + j);
+    return dropout_keep(seed, offset, index, dropout_p) ? 1.0 / (1.0 - double(dropout_p)) : 0.0;
+  }
+};
+
+namespace detail {
+
+// Dh-wide rows of Q, K, V of head (b, h) inside the projection buffers (qkv non-null: self-
+// attention; else q and kv). V rows sit D after K rows, with K's row stride.
+template <class P>
+struct HeadRows {
+  P q, k, v;
+  int64_t qs, ks;  // row strides
+};
+
+template <class P>
+HeadRows<P> head_rows(const AttentionSpec& s, P qkv, P q, P kv, int64_t b, int64_t h) {
+  const int64_t D = s.D, off = h * s.Dh();
+  if (qkv) {
+    P base = qkv + b * s.Tq * 3 * D + off;
+    return {base, base + D, base + 2 * D, 3 * D, 3 * D};
+  }
+  P kb = kv + b * s.Tk * 2 * D + off;
+  return {q + b * s.Tq * D + off, kb, kb + D, D, 2 * D};
+}
+
+// P [Tq, Tk] = softmax over the unblocked keys of scale q_i·k_j; lse [Tq] = log Σ exp(score).
+// A row whose keys are all blocked gets P = 0 and lse = -inf.
+template <class T>
+void softmax_rows(double* P, double* lse, const AttentionSpec& s, const HeadRows<const T*>& r, int64_t b) {
+  const double scale = 1.0 / std::sqrt(double(s.Dh())), ninf = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < s.Tq; ++i) {
+    double* p = P + i * s.Tk;
+    double m = ninf;
+    for (int64_t j = 0; j < s.Tk; ++j) {
+      double dot = 0;
+      for (int64_t d = 0; d < s.Dh(); ++d) dot += double(r.q[i * r.qs + d]) * double(r.k[j * r.ks + d]);
+      p[j] = s.blocked(b, i, j) ? ninf : scale * dot;
+      m = std::max(m, p[j]);
+    }
+    if (m == ninf) {
+      for (int64_t j = 0; j < s.Tk; ++j) p[j] = 0;
+      lse[i] = ninf;
+      continue;
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < s.Tk; ++j) sum += (p[j] = std::exp(p[j] - m));
+    for (int64_t j = 0; j < s.Tk; ++j) p[j] /= sum;
+    lse[i] = m + std::log(sum);
+  }
+}
+
+}  // namespace detail
+
+template <class T>
+void attention_forward(T* out, T* weights, T* qkv, T* q, T* kv, T* ctx, T* lse, const T* x, const T* memory,
+                       const AttentionSpec& s, const T* Wqkv, const T* bqkv, const T* Wproj, const T* bproj) {
+  const int64_t D = s.D, Dh = s.Dh(), Tq = s.Tq, Tk = s.Tk;
+  if (memory) {
+    linear_forward(q, x, Wqkv, bqkv, s.B * Tq, D, D);
+    linear_forward(kv, memory, Wqkv + D * D, bqkv ? bqkv + D : nullptr, s.B * Tk, D, 2 * D);
+  } else {
+    linear_forward(qkv, x, Wqkv, bqkv, s.B * Tq, D, 3 * D);
+  }
+  std::vector<double> P(Tq * Tk), L(Tq), Z(Tk);
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h) {
+      const auto r = detail::head_rows<const T*>(s, qkv, q, kv, b, h);
+      detail::softmax_rows<T>(P.data(), L.data(), s, r, b);
+      const int64_t row0 = (b * s.H + h) * Tq;
+      for (int64_t i = 0; i < Tq; ++i) {
+        lse[row0 + i] = static_cast<T>(L[i]);
+        if (weights)
+          for (int64_t j = 0; j < Tk; ++j) weights[(row0 + i) * Tk + j] = static_cast<T>(P[i * Tk + j]);
+        for (int64_t j = 0; j < Tk; ++j) Z[j] = s.keep(b, h, i, j);
+        for (int64_t d = 0; d < Dh; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < Tk; ++j) acc += P[i * Tk + j] * Z[j] * double(r.v[j * r.ks + d]);
+          ctx[(b * Tq + i) * D + h * Dh + d] = static_cast<T>(acc);
+        }
+      }
+    }
+  linear_forward(out, ctx, Wproj, bproj, s.B * Tq, D, D);
+}
+
+template <class T>
+void attention_backward(T* dx, T* dmemory, T* dWqkv, T* dbqkv, T* dWproj, T* dbproj, const T* dout, const T* qkv,
+                        const T* q, const T* kv, const T* ctx, const T* lse, const T* x, const T* memory,
+                        const AttentionSpec& s, const T* Wqkv, const T* Wproj) {
+  const int64_t D = s.D, Dh = s.Dh(), Tq = s.Tq, Tk = s.Tk, rq = s.B * Tq, rk = s.B * Tk;
+  const double scale = 1.0 / std::sqrt(double(Dh));
+  std::vector<T> dctx(rq * D);
+  linear_backward(dctx.data(), dWproj, dbproj, dout, ctx, Wproj, rq, D, D);
+  // Gradients of the projections' outputs, laid out like the saved buffers.
+  std::vector<T> grad((rq + 2 * rk) * D, T(0));
+  T* gqkv = memory ? nullptr : grad.data();
+  T* gq = memory ? grad.data() : nullptr;
+  T* gkv = memory ? grad.data() + rq * D : nullptr;
+  std::vector<double> P(Tq * Tk), L(Tq), g(Tk);
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h) {
+      const auto r = detail::head_rows<const T*>(s, qkv, q, kv, b, h);
+      const auto dr = detail::head_rows<T*>(s, gqkv, gq, gkv, b, h);
+      detail::softmax_rows<T>(P.data(), L.data(), s, r, b);
+      for (int64_t i = 0; i < Tq; ++i) {
+        const T* dO = dctx.data() + (b * Tq + i) * D + h * Dh;
+        const double* p = P.data() + i * Tk;
+        double Di = 0;  // Σ_j P_ij dL/dP_ij
+        for (int64_t j = 0; j < Tk; ++j) {
+          double dov = 0;
+          for (int64_t d = 0; d < Dh; ++d) dov += double(dO[d]) * double(r.v[j * r.ks + d]);
+          const double z = s.keep(b, h, i, j);
+          g[j] = z * dov;
+          Di += p[j] * g[j];
+          for (int64_t d = 0; d < Dh; ++d) dr.v[j * dr.ks + d] += static_cast<T>(p[j] * z * double(dO[d]));
+        }
+        for (int64_t j = 0; j < Tk; ++j) {
+          const double ds = p[j] * (g[j] - Di) * scale;
+          for (int64_t d = 0; d < Dh; ++d) {
+            dr.q[i * dr.qs + d] += static_cast<T>(ds * double(r.k[j * r.ks + d]));
+            dr.k[j * dr.ks + d] += static_cast<T>(ds * double(r.q[i * r.qs + d]));
+          }
+        }
+      }
+    }
+  if (memory) {
+    linear_backward(dx, dWqkv, dbqkv, gq, x, Wqkv, rq, D, D);
+    linear_backward(dmemory, dWqkv + D * D, dbqkv ? dbqkv + D : nullptr, gkv, memory, Wqkv + D * D, rk, D, 2 * D);
+  } else {
+    linear_backward(dx, dWqkv, dbqkv, gqkv, x, Wqkv, rq, D, 3 * D);
+  }
+}
+
+}  // namespace nf::ref

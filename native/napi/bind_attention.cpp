@@ -1,0 +1,128 @@
+// Binding for multi-head attention: attentionForward / attentionBackward (fields documented in
+// lib/native/attention.ts). Self-attention when `memory` is absent, cross-attention otherwise.
+// Float32Array arguments run the ISA-dispatched kernels; Float64Array arguments run the float64
+// reference twin.
+#include <type_traits>
+
+#include "../cpu/attention.h"
+#include "../cpu/ref/attention.h"
+#include "args.h"
+#include "registry.h"
+
+namespace nf::napi {
+namespace {
+
+// What both ops read: dims, memory (cross-attention), masks and dropout.
+template <class T>
+struct Common {
+  cpu::AttentionDims d;
+  cpu::AttentionMasks m;
+  const T* memory = nullptr;
+
+  ref::AttentionSpec spec() const {
+    return {d.B, d.Tq, d.Tk, d.D, d.H, m.causal, m.key_padding, m.attn, m.attn_batched,
+            d.dropout.p, d.dropout.seed, d.dropout.offset};
+  }
+};
+
+template <class T>
+Common<T> parse_common(Args& a) {
+  Common<T> c;
+  cpu::AttentionDims& d = c.d;
+  d.B = a.dim("B"), d.Tq = a.dim("Tq"), d.Tk = a.integer("Tk", d.Tq, 1, int64_t(1) << 40);
+  d.D = a.dim("D"), d.H = a.dim("H");
+  if (d.D % d.H != 0)
+    a.fail("D (" + std::to_string(d.D) + ") must be divisible by H (" + std::to_string(d.H) + ")");
+  c.memory = a.floats_opt<T>("memory", d.B * d.Tk * d.D);
+  if (!c.memory && d.Tk != d.Tq)
+    a.fail("self-attention (no memory) needs Tk == Tq, but Tk = " + std::to_string(d.Tk) + " and Tq = " +
+           std::to_string(d.Tq));
+  c.m.causal = a.flag("causal", false);
+  c.m.key_padding = a.bools_opt("keyPaddingMask", d.B * d.Tk);
+  // attnMask is [Tq, Tk] or [B, Tq, Tk]: Args checks one exact length, so try the shared shape first.
+  try {
+    c.m.attn = a.bools_opt("attnMask", d.Tq * d.Tk);
+  } catch (const Napi::Error&) {
+    c.m.attn = a.bools("attnMask", d.B * d.Tq * d.Tk);
+    c.m.attn_batched = true;
+  }
+  const double p = a.number("dropoutP", 0.0, 0.0, 1.0);
+  if (p >= 1.0) a.fail("expected dropoutP in [0, 1) but received 1");
+  d.dropout.p = static_cast<float>(p);
+  d.dropout.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, (int64_t(1) << 53) - 1));
+  d.dropout.offset = static_cast<uint64_t>(a.integer("offset", 0, 0, (int64_t(1) << 53) - 1));
+  return c;
+}
+
+template <class T>
+Job attention_forward(Args& a) {
+  const Common<T> c = parse_common<T>(a);
+  const cpu::AttentionDims& d = c.d;
+  const int64_t nq = d.B * d.Tq * d.D, nk = d.B * d.Tk * d.D;
+  T* out = a.floats<T>("out", nq);
+  T* weights = a.floats_opt<T>("weights", d.B * d.H * d.Tq * d.Tk);
+  T* qkv = c.memory ? nullptr : a.floats<T>("qkv", 3 * nq);
+  T* q = c.memory ? a.floats<T>("q", nq) : nullptr;
+  T* kv = c.memory ? a.floats<T>("kv", 2 * nk) : nullptr;
+  T* ctx = a.floats<T>("ctx", nq);
+  T* lse = a.floats<T>("lse", d.B * d.H * d.Tq);
+  const T* x = a.floats<T>("x", nq);
+  const T* Wqkv = a.floats<T>("qkvWeight", 3 * d.D * d.D);
+  const T* bqkv = a.floats_opt<T>("qkvBias", 3 * d.D);
+  const T* Wproj = a.floats<T>("projWeight", d.D * d.D);
+  const T* bproj = a.floats_opt<T>("projBias", d.D);
+  return [=]() -> Status {
+    if constexpr (std::is_same_v<T, double>) {
+      ref::attention_forward(out, weights, qkv, q, kv, ctx, lse, x, c.memory, c.spec(), Wqkv, bqkv, Wproj, bproj);
+      return Status::Ok();
+    } else {
+      return cpu::attention_forward(out, weights, qkv, q, kv, ctx, lse, x, c.memory, c.m, Wqkv, bqkv, Wproj, bproj,
+                                    d);
+    }
+  };
+}
+
+template <class T>
+Job attention_backward(Args& a) {
+  const Common<T> c = parse_common<T>(a);
+  const cpu::AttentionDims& d = c.d;
+  const int64_t nq = d.B * d.Tq * d.D, nk = d.B * d.Tk * d.D;
+  T* dx = a.floats<T>("dx", nq);
+  T* dmemory = a.floats_opt<T>("dMemory", nk);
+  if (dmemory && !c.memory) a.fail("dMemory is only for cross-attention (with memory)");
+  T* dWqkv = a.floats<T>("dQkvWeight", 3 * d.D * d.D);
+  T* dbqkv = a.floats_opt<T>("dQkvBias", 3 * d.D);
+  T* dWproj = a.floats<T>("dProjWeight", d.D * d.D);
+  T* dbproj = a.floats_opt<T>("dProjBias", d.D);
+  const T* dout = a.floats<T>("dout", nq);
+  const T* qkv = c.memory ? nullptr : a.floats<T>("qkv", 3 * nq);
+  const T* q = c.memory ? a.floats<T>("q", nq) : nullptr;
+  const T* kv = c.memory ? a.floats<T>("kv", 2 * nk) : nullptr;
+  const T* ctx = a.floats<T>("ctx", nq);
+  const T* lse = a.floats<T>("lse", d.B * d.H * d.Tq);
+  const T* x = a.floats<T>("x", nq);
+  const T* Wqkv = a.floats<T>("qkvWeight", 3 * d.D * d.D);
+  const T* Wproj = a.floats<T>("projWeight", d.D * d.D);
+  return [=]() -> Status {
+    if constexpr (std::is_same_v<T, double>) {
+      ref::attention_backward(dx, dmemory, dWqkv, dbqkv, dWproj, dbproj, dout, qkv, q, kv, ctx, lse, x, c.memory,
+                              c.spec(), Wqkv, Wproj);
+      return Status::Ok();
+    } else {
+      return cpu::attention_backward(dx, dmemory, dWqkv, dbqkv, dWproj, dbproj, dout, qkv, q, kv, ctx, lse, x,
+                                     c.memory, c.m, Wqkv, Wproj, d);
+    }
+  };
+}
+
+Job parse_forward(Args& a) { return a.is_f64("x") ? attention_forward<double>(a) : attention_forward<float>(a); }
+Job parse_backward(Args& a) { return a.is_f64("x") ? attention_backward<double>(a) : attention_backward<float>(a); }
+
+}  // namespace
+
+NF_REGISTER_OPS(attention) {
+  register_op(env, exports, "attentionForward", parse_forward);
+  register_op(env, exports, "attentionBackward", parse_backward);
+}
+
+}  // namespace nf::napi
