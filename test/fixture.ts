@@ -13,6 +13,8 @@ export interface Fixture {
   config: Record<string, unknown>;
   forward: Record<string, unknown>;
   training: Record<string, unknown> | null;
+  /** every __metadata__ string as stored */
+  metaRaw: Record<string, string>;
   /** parameters by state-dict name (float32) */
   params: Record<string, Float32Array>;
   entries: Record<string, RawEntry>;
@@ -45,6 +47,7 @@ export function loadFixture(name: string): Fixture {
     config: JSON.parse(metadata.config ?? '{}'),
     forward,
     training: metadata.training ? JSON.parse(metadata.training) : null,
+    metaRaw: metadata,
     params,
     entries,
     input,

@@ -37,14 +37,33 @@ export class LayerNorm extends Module {
     return out;
   }
 
-  /** dy [..., D] → dx [..., D]; accumulates weight.grad and bias.grad. */
-  backward(dy: Tensor): Tensor<'float32'> {
+  /**
+   * y = LN(x + residual), the fused residual add of a post-LN block; backward then returns the
+   * gradient of the sum, which is both dx and d(residual).
+   */
+  forwardResidual(x: Tensor, residual: Tensor): Tensor<'float32'> {
+    const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
+    checkTensor('residual', residual, 'float32', x.shape);
+    const out = zerosLike(x), sum = zerosLike(x);
+    const mean = new Float32Array(rows), rstd = new Float32Array(rows);
+    native.layernormForward({ rows, D, eps: this.config.eps, out: out.data, sum: sum.data, mean, rstd,
+      x: x.data as Float32Array, residual: residual.data as Float32Array, gamma: this.weight.data, beta: this.bias.data });
+    this.saved = { x: sum, mean, rstd };
+    return out;
+  }
+
+  /**
+   * dy [..., D] → dx [..., D]; accumulates weight.grad and bias.grad. `dadd`, when given, is a
+   * gradient reaching the same input along another path (a residual branch): it is added to dx.
+   */
+  backward(dy: Tensor, dadd?: Tensor): Tensor<'float32'> {
     const s = requireSaved(this.saved, 'LayerNorm');
     checkTensor('dy', dy, 'float32', s.x.shape);
+    if (dadd !== undefined) checkTensor('dadd', dadd, 'float32', s.x.shape);
     const dx = zerosLike(s.x);
     native.layernormBackward({ rows: s.mean.length, D: this.config.dModel, dx: dx.data, dgamma: this.weight.gradData(),
-      dbeta: this.bias.gradData(), dout: dy.data as Float32Array, x: s.x.data, mean: s.mean, rstd: s.rstd,
-      gamma: this.weight.data });
+      dbeta: this.bias.gradData(), dout: dy.data as Float32Array, dadd: (dadd?.data as Float32Array) ?? null,
+      x: s.x.data, mean: s.mean, rstd: s.rstd, gamma: this.weight.data });
     return dx;
   }
 }

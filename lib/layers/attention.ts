@@ -1,0 +1,124 @@
+import { invalidArg } from '../errors';
+import { requireSaved, Module } from '../module';
+import { native } from '../native';
+import { Random } from '../random';
+import { checkTensor, Tensor } from '../tensor';
+import { bool, positiveInt, probability, seedOf } from './common';
+import { Linear } from './linear';
+
+export interface MultiHeadAttentionConfig {
+  dModel: number;
+  /** Heads; dModel must be divisible by numHeads. */
+  numHeads: number;
+  /** Biases on the projections (default true). */
+  bias?: boolean;
+  /** Dropout on the attention weights in training mode (default 0). */
+  dropout?: number;
+  seed?: number;
+}
+
+/** Options of MultiHeadAttention.forward. Masks are bool tensors, true = blocked (PyTorch's meaning). */
+export interface AttentionOptions {
+  /** Keys and values come from memory [B, Tk, D] (cross-attention) instead of x. */
+  memory?: Tensor;
+  /** [Tq, Tk] or [B, Tq, Tk]. */
+  attnMask?: Tensor;
+  /** [B, Tk]: true marks padding keys. */
+  keyPaddingMask?: Tensor;
+  /** Blocks key j for query i when j > i. */
+  causal?: boolean;
+  /** Also return the attention weights [B, H, Tq, Tk] (before dropout). */
+  needWeights?: boolean;
+}
+
+interface Saved {
+  x: Tensor<'float32'>;
+  memory: Tensor<'float32'> | null;
+  dims: { B: number; Tq: number; Tk: number; D: number; H: number };
+  masks: { causal: boolean; keyPaddingMask: Uint8Array | null; attnMask: Uint8Array | null };
+  drop: { dropoutP: number; seed: number; offset: number };
+  buffers: { qkv: Float32Array | null; q: Float32Array | null; kv: Float32Array | null; ctx: Float32Array; lse: Float32Array };
+}
+
+/**
+ * Multi-head scaled dot-product attention, self or cross. Parameters: qkv.weight [3D, D] (rows:
+ * queries, keys, values — torch.nn.MultiheadAttention's in_proj_weight), qkv.bias [3D],
+ * proj.weight [D, D], proj.bias [D]. A query row whose keys are all blocked outputs 0.
+ */
+export class MultiHeadAttention extends Module {
+  readonly config: Required<MultiHeadAttentionConfig>;
+  readonly qkv: Linear;
+  readonly proj: Linear;
+  private readonly dropRng: Random;
+  private saved: Saved | null = null;
+
+  constructor(config: MultiHeadAttentionConfig) {
+    super();
+    const dModel = positiveInt('config.dModel', config?.dModel);
+    const numHeads = positiveInt('config.numHeads', config.numHeads);
+    if (dModel % numHeads !== 0) invalidArg('config.numHeads', `a divisor of dModel (${dModel})`, numHeads);
+    this.config = {
+      dModel, numHeads, bias: bool('config.bias', config.bias ?? true),
+      dropout: probability('config.dropout', config.dropout ?? 0), seed: seedOf(config.seed ?? 0),
+    };
+    const rng = new Random(this.config.seed);
+    this.qkv = this.addModule('qkv', new Linear({ inFeatures: dModel, outFeatures: 3 * dModel, bias: this.config.bias, seed: rng.seed() }));
+    this.proj = this.addModule('proj', new Linear({ inFeatures: dModel, outFeatures: dModel, bias: this.config.bias, seed: rng.seed() }));
+    this.dropRng = new Random(rng.seed());
+  }
+
+  /** x [B, Tq, D] → [B, Tq, D]; with needWeights, {output, weights [B, H, Tq, Tk]}. */
+  forward(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Tensor<'float32'>;
+  forward(x: Tensor, options: AttentionOptions & { needWeights: true }): { output: Tensor<'float32'>; weights: Tensor<'float32'> };
+  forward(x: Tensor, options: AttentionOptions = {}): Tensor<'float32'> | { output: Tensor<'float32'>; weights: Tensor<'float32'> } {
+    const D = this.config.dModel, H = this.config.numHeads;
+    const xt = checkTensor('x', x, 'float32', [null, null, D]);
+    const [B, Tq] = xt.shape;
+    const memory = options.memory === undefined ? null : checkTensor('options.memory', options.memory, 'float32', [B, null, D]);
+    const Tk = memory ? memory.shape[1] : Tq;
+    const keyPaddingMask = options.keyPaddingMask === undefined ? null
+      : checkTensor('options.keyPaddingMask', options.keyPaddingMask, 'bool', [B, Tk]).data;
+    let attnMask: Uint8Array | null = null;
+    if (options.attnMask !== undefined) {
+      const m = checkTensor('options.attnMask', options.attnMask, 'bool');
+      const ok = (m.shape.length === 2 && m.shape[0] === Tq && m.shape[1] === Tk) ||
+        (m.shape.length === 3 && m.shape[0] === B && m.shape[1] === Tq && m.shape[2] === Tk);
+      if (!ok) invalidArg('options.attnMask', `a bool Tensor of shape [${Tq}, ${Tk}] or [${B}, ${Tq}, ${Tk}]`, m);
+      attnMask = m.data;
+    }
+    const causal = bool('options.causal', options.causal ?? false);
+    const needWeights = bool('options.needWeights', options.needWeights ?? false);
+    const p = this.training ? this.config.dropout : 0;
+    const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
+    const buffers = {
+      qkv: memory ? null : new Float32Array(B * Tq * 3 * D),
+      q: memory ? new Float32Array(B * Tq * D) : null,
+      kv: memory ? new Float32Array(B * Tk * 2 * D) : null,
+      ctx: new Float32Array(B * Tq * D),
+      lse: new Float32Array(B * H * Tq),
+    };
+    const out = Tensor.zeros([B, Tq, D]);
+    const weights = needWeights ? Tensor.zeros([B, H, Tq, Tk]) : null;
+    const dims = { B, Tq, Tk, D, H };
+    const masks = { causal, keyPaddingMask, attnMask };
+    native.attentionForward({ ...dims, ...masks, ...drop, ...buffers, memory: memory?.data ?? null, out: out.data,
+      weights: weights?.data ?? null, x: xt.data, qkvWeight: this.qkv.weight.data, qkvBias: this.qkv.bias?.data ?? null,
+      projWeight: this.proj.weight.data, projBias: this.proj.bias?.data ?? null });
+    this.saved = { x: xt, memory, dims, masks, drop, buffers };
+    return weights ? { output: out, weights } : out;
+  }
+
+  /** dy [B, Tq, D] → dx (self-attention) or {dx, dMemory} (cross-attention); accumulates the parameter gradients. */
+  backward(dy: Tensor): Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> } {
+    const s = requireSaved(this.saved, 'MultiHeadAttention');
+    const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
+    const dx = Tensor.zeros(s.x.shape);
+    const dMemory = s.memory ? Tensor.zeros(s.memory.shape) : null;
+    native.attentionBackward({ ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.data ?? null,
+      dx: dx.data, dMemory: dMemory?.data ?? null,
+      dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
+      dProjWeight: this.proj.weight.gradData(), dProjBias: this.proj.bias?.gradData() ?? null,
+      dout: dyt.data, x: s.x.data, qkvWeight: this.qkv.weight.data, projWeight: this.proj.weight.data });
+    return dMemory ? { dx, dMemory } : dx;
+  }
+}

@@ -1,0 +1,73 @@
+import { requireSaved, rowsOf, Module } from '../module';
+import { native } from '../native';
+import type { FeedForwardActivation } from '../native/feedforward';
+import { Random } from '../random';
+import { checkTensor, Tensor } from '../tensor';
+import { oneOf, positiveInt, probability, seedOf, zerosLike } from './common';
+import { Linear } from './linear';
+
+export type Activation = FeedForwardActivation;
+export const ACTIVATIONS: readonly Activation[] = ['gelu', 'gelu_tanh', 'relu'];
+
+export interface FeedForwardConfig {
+  dModel: number;
+  /** Hidden width. */
+  dFF: number;
+  /** 'gelu' (erf, default), 'gelu_tanh' or 'relu'. */
+  activation?: Activation;
+  /** Dropout on the hidden activation in training mode (default 0). */
+  dropout?: number;
+  seed?: number;
+}
+
+/** y = fc2(dropout(act(fc1(x)))). Parameters: fc1.weight [F, D], fc1.bias [F], fc2.weight [D, F], fc2.bias [D]. */
+export class FeedForward extends Module {
+  readonly config: Required<FeedForwardConfig>;
+  readonly fc1: Linear;
+  readonly fc2: Linear;
+  private readonly dropRng: Random;
+  private saved: { x: Tensor<'float32'>; h: Float32Array; a: Float32Array; seed: number; p: number } | null = null;
+
+  constructor(config: FeedForwardConfig) {
+    super();
+    const dModel = positiveInt('config.dModel', config?.dModel);
+    const dFF = positiveInt('config.dFF', config.dFF);
+    this.config = {
+      dModel, dFF, activation: oneOf('config.activation', config.activation ?? 'gelu', ACTIVATIONS),
+      dropout: probability('config.dropout', config.dropout ?? 0), seed: seedOf(config.seed ?? 0),
+    };
+    const rng = new Random(this.config.seed);
+    this.fc1 = this.addModule('fc1', new Linear({ inFeatures: dModel, outFeatures: dFF, seed: rng.seed() }));
+    this.fc2 = this.addModule('fc2', new Linear({ inFeatures: dFF, outFeatures: dModel, seed: rng.seed() }));
+    this.dropRng = new Random(rng.seed());
+  }
+
+  private dims(rows: number, p: number, seed: number) {
+    return { rows, D: this.config.dModel, F: this.config.dFF, activation: this.config.activation, dropout: p, seed, offset: 0 };
+  }
+
+  /** x [..., D] → y [..., D]. */
+  forward(x: Tensor): Tensor<'float32'> {
+    const [rows] = rowsOf('x', x, this.config.dModel, 1);
+    const p = this.training ? this.config.dropout : 0;
+    const seed = p > 0 ? this.dropRng.seed() : 0;
+    const y = zerosLike(x);
+    const h = new Float32Array(rows * this.config.dFF), a = new Float32Array(rows * this.config.dFF);
+    native.feedforwardForward({ ...this.dims(rows, p, seed), y: y.data, h, a, x: x.data as Float32Array,
+      W1: this.fc1.weight.data, b1: this.fc1.bias!.data, W2: this.fc2.weight.data, b2: this.fc2.bias!.data });
+    this.saved = { x: x as Tensor<'float32'>, h, a, seed, p };
+    return y;
+  }
+
+  /** dy [..., D] → dx [..., D]; accumulates the parameter gradients. */
+  backward(dy: Tensor): Tensor<'float32'> {
+    const s = requireSaved(this.saved, 'FeedForward');
+    const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
+    const dx = zerosLike(s.x);
+    native.feedforwardBackward({ ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.data,
+      dW1: this.fc1.weight.gradData(), db1: this.fc1.bias!.gradData(), dW2: this.fc2.weight.gradData(),
+      db2: this.fc2.bias!.gradData(), dy: dyt.data, x: s.x.data, h: s.h, a: s.a,
+      W1: this.fc1.weight.data, W2: this.fc2.weight.data });
+    return dx;
+  }
+}

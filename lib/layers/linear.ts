@@ -1,0 +1,54 @@
+import { uniformFanIn } from '../init';
+import { requireSaved, rowsOf, Module, Parameter } from '../module';
+import { native } from '../native';
+import { Random } from '../random';
+import { checkTensor, Tensor } from '../tensor';
+import { bool, positiveInt, seedOf, zerosLike } from './common';
+
+export interface LinearConfig {
+  inFeatures: number;
+  outFeatures: number;
+  /** Whether to add a learned bias (default true). */
+  bias?: boolean;
+  /** Seed of the initialisation (default 0). */
+  seed?: number;
+}
+
+/** y = x Wᵀ + b. Parameters: weight [out, in], bias [out] (torch.nn.Linear's layout and initialisation). */
+export class Linear extends Module {
+  readonly config: Required<LinearConfig>;
+  readonly weight: Parameter;
+  readonly bias: Parameter | null;
+  private saved: Tensor<'float32'> | null = null;
+
+  constructor(config: LinearConfig) {
+    super();
+    const inFeatures = positiveInt('config.inFeatures', config?.inFeatures);
+    const outFeatures = positiveInt('config.outFeatures', config.outFeatures);
+    this.config = { inFeatures, outFeatures, bias: bool('config.bias', config.bias ?? true), seed: seedOf(config.seed ?? 0) };
+    const rng = new Random(this.config.seed);
+    this.weight = this.addParameter('weight', [outFeatures, inFeatures], uniformFanIn(rng, outFeatures * inFeatures, inFeatures));
+    this.bias = this.config.bias ? this.addParameter('bias', [outFeatures], uniformFanIn(rng, outFeatures, inFeatures)) : null;
+  }
+
+  /** x [..., in] → y [..., out]. */
+  forward(x: Tensor): Tensor<'float32'> {
+    const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
+    const y = zerosLike(x, this.config.outFeatures);
+    native.linearForward({ y: y.data, x: x.data as Float32Array, W: this.weight.data, b: this.bias?.data ?? null, rows,
+      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
+    this.saved = x as Tensor<'float32'>;
+    return y;
+  }
+
+  /** dy [..., out] → dx [..., in]; accumulates weight.grad (and bias.grad). */
+  backward(dy: Tensor): Tensor<'float32'> {
+    const x = requireSaved(this.saved, 'Linear');
+    checkTensor('dy', dy, 'float32', [...x.shape.slice(0, -1), this.config.outFeatures]);
+    const dx = zerosLike(x);
+    native.linearBackward({ dx: dx.data, dW: this.weight.gradData(), db: this.bias?.gradData() ?? null,
+      dy: dy.data as Float32Array, x: x.data, W: this.weight.data, rows: x.size / this.config.inFeatures,
+      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
+    return dx;
+  }
+}

@@ -1,0 +1,70 @@
+import { invalidArg } from '../errors';
+import { uniformFanIn } from '../init';
+import { requireSaved, Module, Parameter } from '../module';
+import { native } from '../native';
+import { Random } from '../random';
+import { checkTensor, Tensor } from '../tensor';
+import { positiveInt, seedOf } from './common';
+
+export interface PatchEmbeddingConfig {
+  /** Image height and width (square). */
+  imgSize: number;
+  patchSize: number;
+  inChannels: number;
+  dModel: number;
+  seed?: number;
+}
+
+/**
+ * A patchSize × patchSize convolution with stride patchSize, flattened to tokens: images
+ * [B, C, H, W] (NCHW) → [B, N, D] with N = (H/P)(W/P) in row-major patch order.
+ * Parameters: proj.weight [D, C, P, P], proj.bias [D] (torch.nn.Conv2d's layout and initialisation).
+ */
+export class PatchEmbedding extends Module {
+  readonly config: Required<PatchEmbeddingConfig>;
+  readonly weight: Parameter;
+  readonly bias: Parameter;
+  /** Patches per image at imgSize. */
+  readonly numPatches: number;
+  private saved: { images: Tensor<'float32'>; dims: { B: number; C: number; H: number; W: number; P: number; D: number } } | null = null;
+
+  constructor(config: PatchEmbeddingConfig) {
+    super();
+    const imgSize = positiveInt('config.imgSize', config?.imgSize);
+    const patchSize = positiveInt('config.patchSize', config.patchSize);
+    const inChannels = positiveInt('config.inChannels', config.inChannels);
+    const dModel = positiveInt('config.dModel', config.dModel);
+    if (imgSize % patchSize !== 0) invalidArg('config.patchSize', `a divisor of imgSize (${imgSize})`, patchSize);
+    this.config = { imgSize, patchSize, inChannels, dModel, seed: seedOf(config.seed ?? 0) };
+    this.numPatches = (imgSize / patchSize) ** 2;
+    const rng = new Random(this.config.seed);
+    const fanIn = inChannels * patchSize * patchSize;
+    this.weight = this.addParameter('proj.weight', [dModel, inChannels, patchSize, patchSize], uniformFanIn(rng, dModel * fanIn, fanIn));
+    this.bias = this.addParameter('proj.bias', [dModel], uniformFanIn(rng, dModel, fanIn));
+  }
+
+  /** images [B, C, H, W] → tokens [B, N, D]; H and W must be multiples of patchSize. */
+  forward(images: Tensor): Tensor<'float32'> {
+    const { inChannels: C, patchSize: P, dModel: D } = this.config;
+    const x = checkTensor('images', images, 'float32', [null, C, null, null]);
+    const [B, , H, W] = x.shape;
+    if (H % P !== 0 || W % P !== 0)
+      invalidArg('images', `a float32 Tensor [B, ${C}, H, W] with H and W multiples of the patch size ${P}`, x);
+    const out = Tensor.zeros([B, (H / P) * (W / P), D]);
+    const dims = { B, C, H, W, P, D };
+    native.patchEmbedForward({ ...dims, out: out.data, images: x.data, weight: this.weight.data, bias: this.bias.data });
+    this.saved = { images: x, dims };
+    return out;
+  }
+
+  /** dy [B, N, D] → d(images) [B, C, H, W]; accumulates proj.weight.grad and proj.bias.grad. */
+  backward(dy: Tensor): Tensor<'float32'> {
+    const s = requireSaved(this.saved, 'PatchEmbedding');
+    const { B, H, W, P, D } = s.dims;
+    const dyt = checkTensor('dy', dy, 'float32', [B, (H / P) * (W / P), D]);
+    const dimages = Tensor.zeros(s.images.shape);
+    native.patchEmbedBackward({ ...s.dims, dimages: dimages.data, dweight: this.weight.gradData(),
+      dbias: this.bias.gradData(), dout: dyt.data, images: s.images.data, weight: this.weight.data });
+    return dimages;
+  }
+}

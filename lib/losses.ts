@@ -1,0 +1,43 @@
+/** Training losses; each returns the mean loss and its gradient with respect to the prediction. */
+import { invalidArg } from './errors';
+import { native } from './native';
+import { checkTensor, Tensor } from './tensor';
+
+/**
+ * Softmax cross-entropy, PyTorch's F.cross_entropy (mean over targets that are not ignoreIndex):
+ * logits [..., V], targets int32 [...] (the logits' shape without V). With labelSmoothing ε the
+ * target distribution is (1 − ε) one-hot + ε / V. Returns the loss (NaN if every target is ignored)
+ * and grad = d loss / d logits.
+ */
+export function crossEntropy(
+  logits: Tensor, targets: Tensor, options: { labelSmoothing?: number; ignoreIndex?: number } = {},
+): { loss: number; grad: Tensor<'float32'> } {
+  const l = checkTensor('logits', logits, 'float32');
+  if (l.shape.length < 1) invalidArg('logits', 'a float32 Tensor [..., V]', l);
+  const V = l.shape[l.shape.length - 1], N = l.size / V;
+  const t = checkTensor('targets', targets, 'int32', l.shape.slice(0, -1));
+  const labelSmoothing = options.labelSmoothing ?? 0;
+  if (typeof labelSmoothing !== 'number' || !(labelSmoothing >= 0 && labelSmoothing <= 1))
+    invalidArg('options.labelSmoothing', 'a number in [0, 1]', labelSmoothing);
+  const ignoreIndex = options.ignoreIndex ?? -100;
+  if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
+  const loss = new Float32Array(1), grad = Tensor.zeros(l.shape);
+  native.crossEntropy({ N, V, labelSmoothing, ignoreIndex, loss, dlogits: grad.data, logits: l.data, targets: t.data });
+  return { loss: loss[0], grad };
+}
+
+/**
+ * Mean squared error between pred and target (same shape). With `mask` (bool, pred's shape
+ * without the last dimension; true = counts) only the selected rows are scored, as the masked
+ * autoencoder scores masked patches. Returns the loss and grad = d loss / d pred.
+ */
+export function mse(pred: Tensor, target: Tensor, options: { mask?: Tensor } = {}): { loss: number; grad: Tensor<'float32'> } {
+  const p = checkTensor('pred', pred, 'float32');
+  const t = checkTensor('target', target, 'float32', p.shape);
+  const cols = p.shape.length ? p.shape[p.shape.length - 1] : 1;
+  const rows = cols === 0 ? 0 : p.size / cols;
+  const mask = options.mask === undefined ? null : checkTensor('options.mask', options.mask, 'bool', p.shape.slice(0, -1)).data;
+  const loss = new Float32Array(1), grad = Tensor.zeros(p.shape);
+  native.mse({ rows, cols, loss, dpred: grad.data, pred: p.data, target: t.data, mask });
+  return { loss: loss[0], grad };
+}

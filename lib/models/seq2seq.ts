@@ -1,0 +1,254 @@
+import { invalidArg } from '../errors';
+import { DecoderBlock, EncoderBlock } from '../layers/blocks';
+import { bool, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
+import { accumulate, DropoutSite } from '../layers/dropout';
+import { ACTIVATIONS, type Activation } from '../layers/feedforward';
+import { LayerNorm } from '../layers/layernorm';
+import { Linear } from '../layers/linear';
+import { requireSaved, Module, Parameter } from '../module';
+import { native } from '../native';
+import { Random } from '../random';
+import { checkTensor, Tensor } from '../tensor';
+
+/** Options shared by Encoder, Decoder and Transformer (defaults: Vaswani et al.'s base model). */
+export interface SequenceConfig {
+  /** Width (default 512). */
+  dModel?: number;
+  /** Heads (default 8). */
+  numHeads?: number;
+  /** Feed-forward width (default 2048). */
+  dFF?: number;
+  /** Blocks (default 6). */
+  depth?: number;
+  /** Dropout on embeddings, attention, feed-forward and residual branches (default 0). */
+  dropout?: number;
+  /** Pre-LN (true; adds a final norm) or post-LN (false, default). */
+  normFirst?: boolean;
+  /** Feed-forward activation (default 'relu'). */
+  activation?: Activation;
+  /** 'sinusoidal' (default, no parameters) or 'learned' (pos_embed [1, maxLen, D]). */
+  positional?: 'sinusoidal' | 'learned';
+  /** Multiply token embeddings by sqrt(dModel) (default false). */
+  scaleEmbedding?: boolean;
+  /** LayerNorm eps (default 1e-5). */
+  eps?: number;
+  /** Initialisation and dropout seed (default 0). */
+  seed?: number;
+}
+
+export interface TokenModelConfig extends SequenceConfig {
+  vocabSize: number;
+  /** Longest sequence (positions). */
+  maxLen: number;
+}
+
+function sequenceConfig(c: SequenceConfig) {
+  return {
+    dModel: positiveInt('config.dModel', c.dModel ?? 512),
+    numHeads: positiveInt('config.numHeads', c.numHeads ?? 8),
+    dFF: positiveInt('config.dFF', c.dFF ?? 2048),
+    depth: positiveInt('config.depth', c.depth ?? 6),
+    dropout: probability('config.dropout', c.dropout ?? 0),
+    normFirst: bool('config.normFirst', c.normFirst ?? false),
+    activation: oneOf('config.activation', c.activation ?? 'relu', ACTIVATIONS),
+    positional: oneOf('config.positional', c.positional ?? 'sinusoidal', ['sinusoidal', 'learned'] as const),
+    scaleEmbedding: bool('config.scaleEmbedding', c.scaleEmbedding ?? false),
+    eps: positive('config.eps', c.eps ?? 1e-5),
+    seed: seedOf(c.seed ?? 0),
+  };
+}
+
+/** Checks an int32 token tensor [B, T] with 1 <= T <= maxLen. */
+function checkTokens(name: string, t: unknown, maxLen: number): Tensor<'int32'> {
+  const x = checkTensor(name, t, 'int32', [null, null]);
+  if (x.shape[1] < 1 || x.shape[1] > maxLen) invalidArg(name, `an int32 Tensor [B, T] with 1 <= T <= maxLen (${maxLen})`, x);
+  return x;
+}
+
+/**
+ * What Encoder and Decoder share: the token embedding (embed.weight [V, D]), the positions
+ * (sinusoidal, or learned pos_embed [1, maxLen, D]), embedding dropout and the optional final norm.
+ */
+abstract class TokenModel extends Module {
+  readonly config: ReturnType<typeof sequenceConfig> & { vocabSize: number; maxLen: number };
+  readonly embedWeight: Parameter;
+  readonly pos_embed: Parameter | null;
+  protected readonly rng: Random;
+  private readonly pe: Float32Array | null;
+  private readonly drop: DropoutSite;
+  private savedTokens: Tensor<'int32'> | null = null;
+
+  constructor(config: TokenModelConfig) {
+    super();
+    const base = sequenceConfig(config ?? {});
+    const c = (this.config = { ...base, vocabSize: positiveInt('config.vocabSize', config.vocabSize),
+      maxLen: positiveInt('config.maxLen', config.maxLen) });
+    this.rng = new Random(c.seed);
+    this.embedWeight = this.addParameter('embed.weight', [c.vocabSize, c.dModel], this.rng.normalArray(c.vocabSize * c.dModel, 1));
+    if (c.positional === 'learned') {
+      this.pos_embed = this.addParameter('pos_embed', [1, c.maxLen, c.dModel], this.rng.normalArray(c.maxLen * c.dModel, 0.02));
+      this.pe = null;
+    } else {
+      this.pos_embed = null;
+      this.pe = new Float32Array(c.maxLen * c.dModel);
+      native.sinusoidalEncoding({ len: c.maxLen, D: c.dModel, out: this.pe });
+    }
+    this.drop = new DropoutSite(c.dropout, this.rng.seed());
+  }
+
+  /** Registers the final norm (pre-LN only); called by subclasses after their blocks, for parameter order. */
+  protected finalNorm(): LayerNorm | null {
+    const c = this.config;
+    return c.normFirst ? this.addModule('norm', new LayerNorm({ dModel: c.dModel, eps: c.eps })) : null;
+  }
+
+  private embedDims(tokens: Tensor<'int32'>) {
+    const c = this.config;
+    return { B: tokens.shape[0], T: tokens.shape[1], V: c.vocabSize, D: c.dModel, maxLen: c.maxLen,
+      scale: c.scaleEmbedding ? Math.sqrt(c.dModel) : 1 };
+  }
+
+  /** drop(embed(tokens) · scale + positions[:T]) → [B, T, D]. */
+  protected embed(tokens: Tensor<'int32'>): Tensor<'float32'> {
+    const dims = this.embedDims(tokens);
+    const x = Tensor.zeros([dims.B, dims.T, dims.D]);
+    native.embeddingForward({ ...dims, out: x.data, ids: tokens.data, table: this.embedWeight.data,
+      pos: this.pos_embed?.data ?? this.pe });
+    this.drop.forwardInPlace(x, this.training);
+    this.savedTokens = tokens;
+    return x;
+  }
+
+  /** Accumulates embed.weight.grad (and pos_embed.grad) from d(embedded) [B, T, D]. */
+  protected embedBackward(d: Tensor<'float32'>): void {
+    const tokens = requireSaved(this.savedTokens, this.constructor.name);
+    native.embeddingBackward({ ...this.embedDims(tokens), dtable: this.embedWeight.gradData(),
+      dpos: this.pos_embed?.gradData() ?? null, dout: this.drop.backward(d).data, ids: tokens.data });
+  }
+
+  protected blockArgs() {
+    const c = this.config;
+    return { dModel: c.dModel, numHeads: c.numHeads, dFF: c.dFF, normFirst: c.normFirst, activation: c.activation,
+      dropout: c.dropout, eps: c.eps, seed: this.rng.seed() };
+  }
+}
+
+/** Transformer encoder over tokens: embed, positions, EncoderBlocks, norm (pre-LN only). */
+export class Encoder extends TokenModel {
+  readonly blocks: EncoderBlock[];
+  readonly norm: LayerNorm | null;
+
+  constructor(config: TokenModelConfig) {
+    super(config);
+    this.blocks = Array.from({ length: this.config.depth }, (_, i) => this.addModule(`blocks.${i}`, new EncoderBlock(this.blockArgs())));
+    this.norm = this.finalNorm();
+  }
+
+  /** tokens [B, T] int32 → [B, T, D]. keyPaddingMask [B, T] bool, true = padding. */
+  forward(tokens: Tensor, options: { keyPaddingMask?: Tensor } = {}): Tensor<'float32'> {
+    let x = this.embed(checkTokens('tokens', tokens, this.config.maxLen));
+    for (const blk of this.blocks) x = blk.forward(x, { keyPaddingMask: options.keyPaddingMask });
+    return this.norm ? this.norm.forward(x) : x;
+  }
+
+  /** dy [B, T, D]: accumulates the parameter gradients (tokens have no gradient). */
+  backward(dy: Tensor): void {
+    let d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
+    if (this.norm) d = this.norm.backward(d);
+    for (let i = this.blocks.length - 1; i >= 0; i--) d = this.blocks[i].backward(d);
+    this.embedBackward(d);
+  }
+}
+
+/** Options of Decoder.forward: bool padding masks, true = padding. */
+export interface DecoderOptions {
+  tgtKeyPaddingMask?: Tensor;
+  memoryKeyPaddingMask?: Tensor;
+}
+
+/** Transformer decoder over tokens: embed, positions, causal DecoderBlocks, norm (pre-LN only), head [V, D] → logits. */
+export class Decoder extends TokenModel {
+  readonly blocks: DecoderBlock[];
+  readonly norm: LayerNorm | null;
+  readonly head: Linear;
+
+  constructor(config: TokenModelConfig) {
+    super(config);
+    this.blocks = Array.from({ length: this.config.depth }, (_, i) => this.addModule(`blocks.${i}`, new DecoderBlock(this.blockArgs())));
+    this.norm = this.finalNorm();
+    this.head = this.addModule('head', new Linear({ inFeatures: this.config.dModel, outFeatures: this.config.vocabSize, seed: this.rng.seed() }));
+  }
+
+  /** tokens [B, T] int32, memory [B, Tm, D] → logits [B, T, V]. */
+  forward(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Tensor<'float32'> {
+    let x = this.embed(checkTokens('tokens', tokens, this.config.maxLen));
+    const opts = { causal: true, tgtKeyPaddingMask: options.tgtKeyPaddingMask, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
+    for (const blk of this.blocks) x = blk.forward(x, memory, opts);
+    if (this.norm) x = this.norm.forward(x);
+    return this.head.forward(x);
+  }
+
+  /** dLogits [B, T, V] → d(memory) [B, Tm, D]; accumulates the parameter gradients. */
+  backward(dLogits: Tensor): Tensor<'float32'> {
+    let d = this.head.backward(dLogits);
+    if (this.norm) d = this.norm.backward(d);
+    let dMemory: Tensor<'float32'> | null = null;
+    for (let i = this.blocks.length - 1; i >= 0; i--) {
+      const r = this.blocks[i].backward(d);
+      d = r.dx;
+      dMemory = dMemory ? accumulate(dMemory, r.dMemory) : r.dMemory;
+    }
+    this.embedBackward(d);
+    return dMemory!;
+  }
+}
+
+export interface TransformerConfig extends SequenceConfig {
+  srcVocab: number;
+  tgtVocab: number;
+  maxLen: number;
+  /** The padding token id on both sides (default 0). */
+  padIdx?: number;
+}
+
+/** A bool mask [B, T]: true where tokens == padIdx. */
+export function paddingMask(tokens: Tensor<'int32'>, padIdx: number): Tensor<'bool'> {
+  const m = Tensor.zeros(tokens.shape, 'bool');
+  const t = tokens.data, d = m.data;
+  for (let i = 0; i < t.length; i++) d[i] = t[i] === padIdx ? 1 : 0;
+  return m;
+}
+
+/** The sequence-to-sequence Transformer of Vaswani et al.: encoder.*, decoder.*; padding masks from padIdx. */
+export class Transformer extends Module {
+  readonly config: Required<Omit<TransformerConfig, keyof SequenceConfig>> & ReturnType<typeof sequenceConfig>;
+  readonly encoder: Encoder;
+  readonly decoder: Decoder;
+
+  constructor(config: TransformerConfig) {
+    super();
+    const base = sequenceConfig(config ?? {});
+    const padIdx = config.padIdx ?? 0;
+    if (!Number.isInteger(padIdx)) invalidArg('config.padIdx', 'an integer', padIdx);
+    this.config = { ...base, srcVocab: positiveInt('config.srcVocab', config.srcVocab),
+      tgtVocab: positiveInt('config.tgtVocab', config.tgtVocab), maxLen: positiveInt('config.maxLen', config.maxLen), padIdx };
+    const rng = new Random(base.seed);
+    const shared = { ...base, maxLen: this.config.maxLen };
+    this.encoder = this.addModule('encoder', new Encoder({ ...shared, vocabSize: this.config.srcVocab, seed: rng.seed() }));
+    this.decoder = this.addModule('decoder', new Decoder({ ...shared, vocabSize: this.config.tgtVocab, seed: rng.seed() }));
+  }
+
+  /** src [B, S], tgt [B, T] int32 → logits [B, T, tgtVocab]. */
+  forward(src: Tensor, tgt: Tensor): Tensor<'float32'> {
+    const s = checkTokens('src', src, this.config.maxLen), t = checkTokens('tgt', tgt, this.config.maxLen);
+    if (s.shape[0] !== t.shape[0]) invalidArg('tgt', `an int32 Tensor with batch ${s.shape[0]} (as src)`, t);
+    const srcPad = paddingMask(s, this.config.padIdx), tgtPad = paddingMask(t, this.config.padIdx);
+    const memory = this.encoder.forward(s, { keyPaddingMask: srcPad });
+    return this.decoder.forward(t, memory, { tgtKeyPaddingMask: tgtPad, memoryKeyPaddingMask: srcPad });
+  }
+
+  /** dLogits [B, T, tgtVocab]: accumulates every parameter gradient. */
+  backward(dLogits: Tensor): void {
+    this.encoder.backward(this.decoder.backward(dLogits));
+  }
+}

@@ -1,0 +1,274 @@
+import { invalidArg } from '../errors';
+import { DecoderBlock, EncoderBlock } from '../layers/blocks';
+import { oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
+import { DropoutSite } from '../layers/dropout';
+import { ACTIVATIONS, type Activation } from '../layers/feedforward';
+import { LayerNorm } from '../layers/layernorm';
+import { Linear } from '../layers/linear';
+import { PatchEmbedding } from '../layers/patch_embedding';
+import { requireSaved, Module, Parameter } from '../module';
+import { native } from '../native';
+import { Random } from '../random';
+import { checkTensor, Tensor } from '../tensor';
+
+export interface ViTConfig {
+  /** Image height and width (default 32). */
+  imgSize?: number;
+  /** Patch size (default 4). */
+  patchSize?: number;
+  /** Image channels (default 3). */
+  inChannels?: number;
+  /** Width (default 128). */
+  dModel?: number;
+  /** Heads (default 4). */
+  numHeads?: number;
+  /** Feed-forward width (default 512). */
+  dFF?: number;
+  /** Blocks (default 4). */
+  depth?: number;
+  /** Dropout (default 0). */
+  dropout?: number;
+  /** LayerNorm eps (default 1e-5). */
+  eps?: number;
+  /** Feed-forward activation (default 'gelu'). */
+  activation?: Activation;
+  /** Initialisation and dropout seed (default 0). */
+  seed?: number;
+}
+
+function vitConfig(c: ViTConfig) {
+  const config = {
+    imgSize: positiveInt('config.imgSize', c?.imgSize ?? 32),
+    patchSize: positiveInt('config.patchSize', c.patchSize ?? 4),
+    inChannels: positiveInt('config.inChannels', c.inChannels ?? 3),
+    dModel: positiveInt('config.dModel', c.dModel ?? 128),
+    numHeads: positiveInt('config.numHeads', c.numHeads ?? 4),
+    dFF: positiveInt('config.dFF', c.dFF ?? 512),
+    depth: positiveInt('config.depth', c.depth ?? 4),
+    dropout: probability('config.dropout', c.dropout ?? 0),
+    eps: positive('config.eps', c.eps ?? 1e-5),
+    activation: oneOf('config.activation', c.activation ?? 'gelu', ACTIVATIONS),
+    seed: seedOf(c.seed ?? 0),
+  };
+  if (config.imgSize % config.patchSize !== 0)
+    invalidArg('config.patchSize', `a divisor of imgSize (${config.imgSize})`, config.patchSize);
+  return config;
+}
+
+function blockArgs(c: ReturnType<typeof vitConfig>, seed: number) {
+  return { dModel: c.dModel, numHeads: c.numHeads, dFF: c.dFF, normFirst: true, activation: c.activation,
+    dropout: c.dropout, eps: c.eps, seed };
+}
+
+/**
+ * The ViT encoder: patch embedding, CLS token, learned positions, pre-LN blocks, final norm:
+ * images [B, C, H, W] → tokens [B, N+1, D]. Parameter names are timm's: patch_embed.proj.*,
+ * cls_token [1, 1, D], pos_embed [1, N+1, D], blocks.{i}.*, norm.*.
+ */
+export class ViTEncoder extends Module {
+  readonly config: ReturnType<typeof vitConfig>;
+  readonly patch_embed: PatchEmbedding;
+  readonly cls_token: Parameter;
+  readonly pos_embed: Parameter;
+  readonly blocks: EncoderBlock[];
+  readonly norm: LayerNorm;
+  private readonly drop: DropoutSite;
+  private batch = 0;
+
+  constructor(config: ViTConfig = {}) {
+    super();
+    const c = (this.config = vitConfig(config));
+    const rng = new Random(c.seed);
+    this.patch_embed = this.addModule('patch_embed', new PatchEmbedding({ imgSize: c.imgSize, patchSize: c.patchSize,
+      inChannels: c.inChannels, dModel: c.dModel, seed: rng.seed() }));
+    const n = this.patch_embed.numPatches;
+    this.cls_token = this.addParameter('cls_token', [1, 1, c.dModel], rng.normalArray(c.dModel, 0.02));
+    this.pos_embed = this.addParameter('pos_embed', [1, n + 1, c.dModel], rng.normalArray((n + 1) * c.dModel, 0.02));
+    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new EncoderBlock(blockArgs(c, rng.seed()))));
+    this.norm = this.addModule('norm', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
+    this.drop = new DropoutSite(c.dropout, rng.seed());
+  }
+
+  /** images [B, C, imgSize, imgSize] → tokens [B, N+1, D] (token 0 is CLS). */
+  forward(images: Tensor, options: { needWeights?: boolean } = {}): Tensor<'float32'> {
+    const { inChannels: C, imgSize: S, dModel: D } = this.config;
+    const x = checkTensor('images', images, 'float32', [null, C, S, S]);
+    const B = x.shape[0], N = this.patch_embed.numPatches;
+    const patches = this.patch_embed.forward(x);
+    let h = Tensor.zeros([B, N + 1, D]);
+    native.clsPosForward({ B, N, D, out: h.data, cls: this.cls_token.data, patches: patches.data, pos: this.pos_embed.data });
+    patches.dispose();
+    this.drop.forwardInPlace(h, this.training);
+    for (const blk of this.blocks) h = blk.forward(h, { needWeights: options.needWeights });
+    this.batch = B;
+    return this.norm.forward(h);
+  }
+
+  /** d(tokens) [B, N+1, D] → d(images); accumulates the parameter gradients. */
+  backward(dy: Tensor): Tensor<'float32'> {
+    const B = requireSaved(this.batch || null, 'ViTEncoder'), N = this.patch_embed.numPatches, D = this.config.dModel;
+    let d = this.norm.backward(checkTensor('dy', dy, 'float32', [B, N + 1, D]));
+    for (let i = this.blocks.length - 1; i >= 0; i--) d = this.blocks[i].backward(d);
+    d = this.drop.backward(d);
+    const dpatches = Tensor.zeros([B, N, D]);
+    native.clsPosBackward({ B, N, D, dcls: this.cls_token.gradData(), dpatches: dpatches.data, dpos: this.pos_embed.gradData(), dout: d.data });
+    return this.patch_embed.backward(dpatches);
+  }
+
+  /** The attention weights [B, H, N+1, N+1] of every block for `images` (a forward in eval semantics). */
+  attentionMaps(images: Tensor): Tensor<'float32'>[] {
+    const mode = this.training;
+    this.eval();
+    try {
+      this.forward(images, { needWeights: true }).dispose();
+      return this.blocks.map((b) => b.lastWeights!);
+    } finally {
+      this.train(mode);
+    }
+  }
+}
+
+export interface ViTClassifierConfig extends ViTConfig {
+  /** Classes (default 10). */
+  numClasses?: number;
+}
+
+/** ViT classifier: logits = head(norm(encoder(images))[:, 0]); parameters as ViTEncoder plus head.* [classes, D]. */
+export class ViTClassifier extends ViTEncoder {
+  readonly numClasses: number;
+  readonly head: Linear;
+
+  constructor(config: ViTClassifierConfig = {}) {
+    super(config);
+    this.numClasses = positiveInt('config.numClasses', config.numClasses ?? 10);
+    this.head = this.addModule('head', new Linear({ inFeatures: this.config.dModel, outFeatures: this.numClasses,
+      seed: new Random(this.config.seed + 1).seed() }));
+  }
+
+  /** images [B, C, H, W] → logits [B, numClasses]. */
+  override forward(images: Tensor, options: { needWeights?: boolean } = {}): Tensor<'float32'> {
+    const tokens = super.forward(images, options);
+    const [B, T, D] = tokens.shape;
+    const cls = Tensor.zeros([B, D]);
+    for (let b = 0; b < B; b++) cls.data.set(tokens.data.subarray(b * T * D, b * T * D + D), b * D);
+    tokens.dispose();
+    return this.head.forward(cls);
+  }
+
+  /** dLogits [B, numClasses] → d(images); accumulates the parameter gradients. */
+  override backward(dLogits: Tensor): Tensor<'float32'> {
+    const dcls = this.head.backward(dLogits);
+    const [B, D] = dcls.shape, T = this.patch_embed.numPatches + 1;
+    const dtokens = Tensor.zeros([B, T, D]);
+    for (let b = 0; b < B; b++) dtokens.data.set(dcls.data.subarray(b * D, (b + 1) * D), b * T * D);
+    return super.backward(dtokens);
+  }
+}
+
+/** [B, C, H, W] → [B, N, P·P·C], channel-last within each patch (index (py·P + px)·C + c), row-major patches. */
+export function patchify(images: Tensor, patchSize: number): Tensor<'float32'> {
+  const x = checkTensor('images', images, 'float32', [null, null, null, null]);
+  const [B, C, H, W] = x.shape, P = positiveInt('patchSize', patchSize);
+  if (H % P || W % P) invalidArg('images', `H and W multiples of patchSize ${P}`, x);
+  const gh = H / P, gw = W / P, out = Tensor.zeros([B, gh * gw, P * P * C]);
+  const src = x.data, dst = out.data;
+  let i = 0;
+  for (let b = 0; b < B; b++)
+    for (let gy = 0; gy < gh; gy++)
+      for (let gx = 0; gx < gw; gx++)
+        for (let py = 0; py < P; py++)
+          for (let px = 0; px < P; px++)
+            for (let c = 0; c < C; c++) dst[i++] = src[((b * C + c) * H + gy * P + py) * W + gx * P + px];
+  return out;
+}
+
+/** The inverse of patchify for square images: [B, N, P·P·C] → [B, C, imgSize, imgSize]. */
+export function unpatchify(patches: Tensor, imgSize: number, patchSize: number, channels: number): Tensor<'float32'> {
+  const P = positiveInt('patchSize', patchSize), S = positiveInt('imgSize', imgSize), C = positiveInt('channels', channels);
+  if (S % P) invalidArg('patchSize', `a divisor of imgSize (${S})`, P);
+  const g = S / P;
+  const x = checkTensor('patches', patches, 'float32', [null, g * g, P * P * C]);
+  const B = x.shape[0], out = Tensor.zeros([B, C, S, S]);
+  const src = x.data, dst = out.data;
+  let i = 0;
+  for (let b = 0; b < B; b++)
+    for (let gy = 0; gy < g; gy++)
+      for (let gx = 0; gx < g; gx++)
+        for (let py = 0; py < P; py++)
+          for (let px = 0; px < P; px++)
+            for (let c = 0; c < C; c++) dst[((b * C + c) * S + gy * P + py) * S + gx * P + px] = src[i++];
+  return out;
+}
+
+/** Options of ViTDecoder.forward. */
+export interface ViTDecoderOptions {
+  /** Causal self-attention over patches (autoregressive) instead of none (parallel reconstruction). */
+  causal?: boolean;
+  /** [B, Tm] bool, true = padding in memory. */
+  memoryKeyPaddingMask?: Tensor;
+}
+
+/**
+ * ViT decoder: every patch position starts from mask_token + pos_embed, pre-LN DecoderBlocks
+ * cross-attend to the encoder output `memory`, then norm and pred map tokens to patch pixels.
+ * Parameters: mask_token [1, 1, D], pos_embed [1, N, D], blocks.{i}.*, norm.*, pred.* [P·P·C, D].
+ */
+export class ViTDecoder extends Module {
+  readonly config: ReturnType<typeof vitConfig>;
+  readonly numPatches: number;
+  readonly mask_token: Parameter;
+  readonly pos_embed: Parameter;
+  readonly blocks: DecoderBlock[];
+  readonly norm: LayerNorm;
+  readonly pred: Linear;
+  /** The normalised tokens [B, N, D] of the last forward (the reference's first output). */
+  tokens: Tensor<'float32'> | null = null;
+  private batch = 0;
+
+  constructor(config: ViTConfig = {}) {
+    super();
+    const c = (this.config = vitConfig(config));
+    const rng = new Random(c.seed);
+    const n = (this.numPatches = (c.imgSize / c.patchSize) ** 2);
+    this.mask_token = this.addParameter('mask_token', [1, 1, c.dModel], new Float32Array(c.dModel));
+    this.pos_embed = this.addParameter('pos_embed', [1, n, c.dModel], rng.normalArray(n * c.dModel, 0.02));
+    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new DecoderBlock(blockArgs(c, rng.seed()))));
+    this.norm = this.addModule('norm', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
+    const pixels = c.patchSize * c.patchSize * c.inChannels;
+    this.pred = this.addModule('pred', new Linear({ inFeatures: c.dModel, outFeatures: pixels, seed: rng.seed() }));
+  }
+
+  /** memory [B, Tm, D] → patches [B, N, P·P·C] (channel-last within a patch; see unpatchify). */
+  forward(memory: Tensor, options: ViTDecoderOptions = {}): Tensor<'float32'> {
+    const D = this.config.dModel, N = this.numPatches;
+    const mem = checkTensor('memory', memory, 'float32', [null, null, D]);
+    const B = mem.shape[0];
+    let h = Tensor.zeros([B, N, D]);
+    native.tokenPosForward({ B, N, D, out: h.data, token: this.mask_token.data, pos: this.pos_embed.data });
+    const opts = { causal: options.causal ?? false, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
+    for (const blk of this.blocks) h = blk.forward(h, mem, opts);
+    this.tokens = this.norm.forward(h);
+    this.batch = B;
+    return this.pred.forward(this.tokens);
+  }
+
+  /**
+   * dPatches [B, N, P·P·C] (and optionally dTokens [B, N, D] for the normalised tokens) →
+   * d(memory) [B, Tm, D]; accumulates the parameter gradients.
+   */
+  backward(dPatches: Tensor, dTokens?: Tensor): Tensor<'float32'> {
+    const B = requireSaved(this.batch || null, 'ViTDecoder'), N = this.numPatches, D = this.config.dModel;
+    const dt = this.pred.backward(dPatches);
+    if (dTokens !== undefined) native.accumulate({ n: dt.size, y: dt.data, x: checkTensor('dTokens', dTokens, 'float32', [B, N, D]).data });
+    let d = this.norm.backward(dt);
+    let dMemory: Tensor<'float32'> | null = null;
+    for (let i = this.blocks.length - 1; i >= 0; i--) {
+      const r = this.blocks[i].backward(d);
+      d = r.dx;
+      if (dMemory) native.accumulate({ n: dMemory.size, y: dMemory.data, x: r.dMemory.data });
+      else dMemory = r.dMemory;
+    }
+    native.tokenPosBackward({ B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: d.data });
+    return dMemory!;
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * Optimizers over a model's parameters (PyTorch's AdamW and SGD, same formulas and defaults),
+ * updating each parameter from its `grad` in native code, and gradient-norm clipping.
+ */
+import { invalidArg, NodeformerError } from './errors';
+import type { Parameter } from './module';
+import { native } from './native';
+
+function checkParams(params: unknown): Parameter[] {
+  if (!Array.isArray(params) || params.length === 0 || params.some((p) => !p || typeof p.gradData !== 'function'))
+    invalidArg('params', 'a non-empty array of Parameters (model.parameters())', params);
+  return params as Parameter[];
+}
+
+function num(name: string, v: unknown, min: number, max = Infinity): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) invalidArg(name, `a number in [${min}, ${max}]`, v);
+  return v;
+}
+
+/** The resumable state of an optimizer: its options and each parameter's step count and buffers. */
+export interface OptimizerState {
+  options: Record<string, unknown>;
+  state: { step: number; buffers: Float32Array[] }[];
+}
+
+abstract class Optimizer<O extends object> {
+  readonly params: Parameter[];
+  /** Options in force; change `options.lr` to schedule the learning rate. */
+  options: O;
+  protected steps: number[];
+  protected buffers: Float32Array[][];
+
+  constructor(params: Parameter[], options: O, buffersPerParam: number) {
+    this.params = checkParams(params);
+    this.options = options;
+    this.steps = this.params.map(() => 0);
+    this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => new Float32Array(p.size)));
+  }
+
+  /** Sets every parameter gradient to zero. */
+  zeroGrad(): void {
+    for (const p of this.params) p.grad?.data.fill(0);
+  }
+
+  /** One update of every parameter that has a gradient. */
+  step(): void {
+    this.params.forEach((p, i) => {
+      if (!p.grad) return;
+      if (p.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `optimizer parameter ${i} has been disposed`);
+      this.steps[i] += 1;
+      this.update(p, p.grad.data, this.buffers[i], this.steps[i]);
+    });
+  }
+
+  protected abstract update(p: Parameter, grad: Float32Array, buffers: Float32Array[], step: number): void;
+
+  /** A copy of the options, step counts and buffers (for checkpoints). */
+  stateDict(): OptimizerState {
+    return { options: { ...this.options } as Record<string, unknown>, state: this.params.map((_, i) => ({ step: this.steps[i], buffers: this.buffers[i].map((b) => b.slice()) })) };
+  }
+
+  /** Restores a stateDict() of an optimizer over parameters of the same sizes (validated first). */
+  loadStateDict(s: OptimizerState): void {
+    if (!s || !Array.isArray(s.state) || s.state.length !== this.params.length)
+      invalidArg('state', `an optimizer state for ${this.params.length} parameters`, s);
+    s.state.forEach((e, i) => {
+      if (!Number.isInteger(e?.step) || e.step < 0 || !Array.isArray(e.buffers) || e.buffers.length !== this.buffers[i].length ||
+          e.buffers.some((b) => !(b instanceof Float32Array) || b.length !== this.params[i].size))
+        invalidArg(`state.state[${i}]`, `a step count and ${this.buffers[i].length} Float32Array(s) of ${this.params[i].size} values`, e);
+    });
+    this.options = { ...this.options, ...(s.options as O) };
+    s.state.forEach((e, i) => {
+      this.steps[i] = e.step;
+      e.buffers.forEach((b, j) => this.buffers[i][j].set(b));
+    });
+  }
+}
+
+export interface AdamWOptions {
+  /** Learning rate (default 1e-3). */
+  lr?: number;
+  /** Decay rates of the moment estimates (default [0.9, 0.999]). */
+  betas?: [number, number];
+  /** Added to the denominator (default 1e-8). */
+  eps?: number;
+  /** Decoupled weight decay (default 1e-2), applied to every parameter as torch.optim.AdamW. */
+  weightDecay?: number;
+}
+
+/** torch.optim.AdamW: decoupled weight decay, bias-corrected moments. */
+export class AdamW extends Optimizer<Required<AdamWOptions>> {
+  constructor(params: Parameter[], options: AdamWOptions = {}) {
+    const betas = options.betas ?? [0.9, 0.999];
+    if (!Array.isArray(betas) || betas.length !== 2) invalidArg('options.betas', 'two numbers in [0, 1)', betas);
+    super(params, {
+      lr: num('options.lr', options.lr ?? 1e-3, 0),
+      betas: [num('options.betas[0]', betas[0], 0, 0.999999999), num('options.betas[1]', betas[1], 0, 0.999999999)],
+      eps: num('options.eps', options.eps ?? 1e-8, 0),
+      weightDecay: num('options.weightDecay', options.weightDecay ?? 1e-2, 0),
+    }, 2);
+  }
+
+  protected update(p: Parameter, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number): void {
+    const o = this.options;
+    native.adamwStep({ n: p.size, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
+      param: p.data, grad, expAvg, expAvgSq });
+  }
+}
+
+export interface SGDOptions {
+  /** Learning rate (default 1e-3). */
+  lr?: number;
+  /** Momentum factor (default 0). */
+  momentum?: number;
+  /** Dampening of the momentum (default 0). */
+  dampening?: number;
+  /** L2 penalty added to the gradient (default 0). */
+  weightDecay?: number;
+  /** Nesterov momentum (default false). */
+  nesterov?: boolean;
+}
+
+/** torch.optim.SGD with momentum, dampening, weight decay and Nesterov momentum. */
+export class SGD extends Optimizer<Required<SGDOptions>> {
+  constructor(params: Parameter[], options: SGDOptions = {}) {
+    super(params, {
+      lr: num('options.lr', options.lr ?? 1e-3, 0),
+      momentum: num('options.momentum', options.momentum ?? 0, 0),
+      dampening: num('options.dampening', options.dampening ?? 0, 0, 1),
+      weightDecay: num('options.weightDecay', options.weightDecay ?? 0, 0),
+      nesterov: options.nesterov ?? false,
+    }, 1);
+    if (this.options.nesterov && (this.options.momentum <= 0 || this.options.dampening !== 0))
+      invalidArg('options.nesterov', 'false unless momentum > 0 and dampening = 0 (as torch)', true);
+  }
+
+  protected update(p: Parameter, grad: Float32Array, [momentumBuf]: Float32Array[], step: number): void {
+    const o = this.options;
+    native.sgdStep({ n: p.size, step, lr: o.lr, momentum: o.momentum, dampening: o.dampening, weightDecay: o.weightDecay,
+      nesterov: o.nesterov, param: p.data, grad, momentumBuf: o.momentum !== 0 ? momentumBuf : null });
+  }
+}
+
+/**
+ * torch.nn.utils.clip_grad_norm_: scales every gradient by maxNorm / (total + 1e-6) when the
+ * total L2 norm over all of them exceeds maxNorm. Returns the total norm before clipping.
+ */
+export function clipGradNorm(params: Parameter[], maxNorm: number): number {
+  const ps = checkParams(params).filter((p) => p.grad);
+  num('maxNorm', maxNorm, 0);
+  const out = new Float32Array(1);
+  let sum = 0;
+  for (const p of ps) {
+    native.sumSquares({ n: p.size, out, x: p.grad!.data });
+    sum += out[0];
+  }
+  const total = Math.sqrt(sum);
+  const coef = maxNorm / (total + 1e-6);
+  if (coef < 1) for (const p of ps) native.scale({ n: p.size, x: p.grad!.data, s: coef });
+  return total;
+}
