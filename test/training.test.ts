@@ -110,3 +110,34 @@ describe('fromTorchTransformer', () => {
     expect(relErr(x.toArray(), fx.f64('output.y'))).toBeLessThan(1e-5);
   });
 });
+
+describe('Transformer.generate', () => {
+  it('with the key/value cache returns the same tokens as recomputing the prefix', () => {
+    const fx = loadFixture('transformer');
+    const m = new Transformer(fx.config as { srcVocab: number; tgtVocab: number; maxLen: number });
+    m.loadStateDict(fx.params);
+    const src = fx.input('src');
+    const cached = m.generate(src, { bos: 1, eos: 2 });
+    const full = m.generate(src, { bos: 1, eos: 2, useCache: false });
+    expect(cached.shape).toEqual(full.shape);
+    expect(Array.from(cached.toArray())).toEqual(Array.from(full.toArray()));
+    expect(cached.shape[1]).toBeGreaterThan(2);
+    // Greedy means each token is the argmax of the full forward on the prefix before it.
+    const B = cached.shape[0], L = cached.shape[1], V = m.config.tgtVocab;
+    const logits = m.forward(src, Tensor.from(cached.toArray().slice(), [B, L])).toArray();
+    const ids = cached.toArray();
+    for (let b = 0; b < B; b++)
+      for (let t = 0; t + 1 < L; t++) {
+        if (ids[b * L + t] === 2 || ids[b * L + t] === 0) break;
+        const row = logits.subarray((b * L + t) * V, (b * L + t + 1) * V);
+        expect(ids[b * L + t + 1]).toBe(row.indexOf(Math.max(...row)));
+      }
+  });
+
+  it('rejects bad options', () => {
+    const m = new Transformer({ srcVocab: 5, tgtVocab: 5, maxLen: 4, dModel: 8, numHeads: 2, dFF: 8, depth: 1 });
+    const src = Tensor.from(Int32Array.from([1, 2, 3]), [1, 3]);
+    expect(() => m.generate(src, { maxLen: 9 })).toThrow(/for options.maxLen/);
+    expect(() => m.generate(src, { eos: 7 })).toThrow(/for options.eos/);
+  });
+});

@@ -121,4 +121,38 @@ export class MultiHeadAttention extends Module {
       dout: dyt.data, x: s.x.data, qkvWeight: this.qkv.weight.data, projWeight: this.proj.weight.data });
     return dMemory ? { dx, dMemory } : dx;
   }
+
+  /**
+   * Incremental self-attention for decoding (inference only): x [B, 1, D] is the new position t;
+   * its keys and values are written into `cache` [B, maxT, 2D] and it attends to positions 0..t.
+   */
+  decodeSelf(x: Tensor<'float32'>, cache: Float32Array, t: number, maxT: number): Tensor<'float32'> {
+    const B = x.shape[0], D = this.config.dModel;
+    const out = Tensor.zeros([B, 1, D]);
+    native.attentionDecode({ B, D, H: this.config.numHeads, out: out.data, x: x.data, cache, t, maxT, ...this.weights() });
+    return out;
+  }
+
+  /** The keys and values [B, Tm, 2D] of `memory` for cross-attention decoding (computed once per sequence). */
+  memoryKV(memory: Tensor<'float32'>): Float32Array {
+    const D = this.config.dModel, rows = memory.size / D;
+    const kv = new Float32Array(rows * 2 * D);
+    native.linearForward({ rows, inFeatures: D, outFeatures: 2 * D, y: kv, x: memory.data,
+      W: this.qkv.weight.data.subarray(D * D), b: this.qkv.bias?.data.subarray(D) ?? null });
+    return kv;
+  }
+
+  /** Incremental cross-attention for decoding: x [B, 1, D] attends to memoryKV(memory) [B, Tk, 2D]. */
+  decodeCross(x: Tensor<'float32'>, kv: Float32Array, Tk: number, keyPaddingMask?: Tensor<'bool'>): Tensor<'float32'> {
+    const B = x.shape[0], D = this.config.dModel;
+    const out = Tensor.zeros([B, 1, D]);
+    native.attentionDecode({ B, D, H: this.config.numHeads, out: out.data, x: x.data, kv, Tk,
+      keyPaddingMask: keyPaddingMask?.data ?? null, ...this.weights() });
+    return out;
+  }
+
+  private weights() {
+    return { qkvWeight: this.qkv.weight.data, qkvBias: this.qkv.bias?.data ?? null,
+      projWeight: this.proj.weight.data, projBias: this.proj.bias?.data ?? null };
+  }
 }

@@ -202,4 +202,37 @@ export class DecoderBlock extends Module {
     const dx = accumulate(this.attn.backward(d1.backward(ds1)) as Tensor<'float32'>, ds1);
     return { dx, dMemory: c.dMemory };
   }
+
+  /** The per-sequence state of incremental decoding against `memory` (see decodeStep). */
+  startDecoding(memory: Tensor<'float32'>, maxT: number, memoryKeyPaddingMask?: Tensor<'bool'>): DecoderState {
+    const [B, Tk] = memory.shape;
+    return { cache: new Float32Array(B * maxT * 2 * this.config.dModel), kv: this.cross_attn.memoryKV(memory), Tk, maxT,
+      memoryKeyPaddingMask };
+  }
+
+  /**
+   * One decoding step (inference): x [B, 1, D] at position t → [B, 1, D], with causal
+   * self-attention over the cached positions 0..t. Equals row t of forward() on the prefix.
+   */
+  decodeStep(x: Tensor<'float32'>, t: number, s: DecoderState): Tensor<'float32'> {
+    const self = (h: Tensor<'float32'>) => this.attn.decodeSelf(h, s.cache, t, s.maxT);
+    const cross = (h: Tensor<'float32'>) => this.cross_attn.decodeCross(h, s.kv, s.Tk, s.memoryKeyPaddingMask);
+    if (this.config.normFirst) {
+      const x1 = accumulate(self(this.norm1.forward(x)), x);
+      const x2 = accumulate(cross(this.norm2.forward(x1)), x1);
+      return accumulate(this.mlp.forward(this.norm3.forward(x2)), x2);
+    }
+    const x1 = this.norm1.forwardResidual(self(x), x);
+    const x2 = this.norm2.forwardResidual(cross(x1), x1);
+    return this.norm3.forwardResidual(this.mlp.forward(x2), x2);
+  }
+}
+
+/** A DecoderBlock's incremental-decoding state: its self-attention K|V cache and the memory's K|V. */
+export interface DecoderState {
+  cache: Float32Array;
+  kv: Float32Array;
+  Tk: number;
+  maxT: number;
+  memoryKeyPaddingMask?: Tensor<'bool'>;
 }

@@ -1,5 +1,5 @@
 import { invalidArg } from '../errors';
-import { DecoderBlock, EncoderBlock } from '../layers/blocks';
+import { DecoderBlock, EncoderBlock, type DecoderState } from '../layers/blocks';
 import { bool, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
@@ -126,6 +126,20 @@ abstract class TokenModel extends Module {
       dpos: this.pos_embed?.gradData() ?? null, dout: this.drop.backward(d).data, ids: tokens.data });
   }
 
+  /** Embeds one token per sequence at position t (inference): tokens [B] → [B, 1, D]. */
+  protected embedAt(tokens: Int32Array, t: number): Tensor<'float32'> {
+    const c = this.config, D = c.dModel, B = tokens.length;
+    const scale = c.scaleEmbedding ? Math.sqrt(D) : 1;
+    const table = this.embedWeight.data, pos = this.pos_embed?.data ?? this.pe!;
+    const x = Tensor.zeros([B, 1, D]);
+    for (let b = 0; b < B; b++) {
+      const id = tokens[b];
+      if (!(id >= 0 && id < c.vocabSize)) invalidArg(`tokens[${b}]`, `a token id in [0, ${c.vocabSize})`, id);
+      for (let d = 0; d < D; d++) x.data[b * D + d] = table[id * D + d] * scale + pos[t * D + d];
+    }
+    return x;
+  }
+
   protected blockArgs() {
     const c = this.config;
     return { dModel: c.dModel, numHeads: c.numHeads, dFF: c.dFF, normFirst: c.normFirst, activation: c.activation,
@@ -201,6 +215,47 @@ export class Decoder extends TokenModel {
     this.embedBackward(d);
     return dMemory!;
   }
+
+  /** Per-block decoding state for incremental decoding against `memory` (inference). */
+  startDecoding(memory: Tensor<'float32'>, maxT: number, memoryKeyPaddingMask?: Tensor<'bool'>): DecoderState[] {
+    return this.blocks.map((b) => b.startDecoding(memory, maxT, memoryKeyPaddingMask));
+  }
+
+  /**
+   * One decoding step with the key/value caches: the token of each sequence at position t
+   * (tokens [B]) → logits [B, 1, V], equal to position t of forward() on the whole prefix.
+   */
+  decodeStep(tokens: Int32Array, t: number, states: DecoderState[]): Tensor<'float32'> {
+    let x = this.embedAt(tokens, t);
+    this.blocks.forEach((blk, i) => (x = blk.decodeStep(x, t, states[i])));
+    if (this.norm) x = this.norm.forward(x);
+    return this.head.forward(x);
+  }
+}
+
+/** Options of Transformer.generate. */
+export interface GenerateOptions {
+  /** Longest output, the start token included (default: the model's maxLen). */
+  maxLen?: number;
+  /** Start token (default 1). */
+  bos?: number;
+  /** End token: a sequence stops after it; finished sequences are padded with padIdx (default 2). */
+  eos?: number;
+  /** Use the key/value caches (default true); false recomputes the whole prefix at every step. */
+  useCache?: boolean;
+}
+
+function argmaxRows(logits: Float32Array, rows: number, V: number, rowStride: number, offset: number): Int32Array {
+  const out = new Int32Array(rows);
+  for (let b = 0; b < rows; b++) {
+    let best = 0, bestV = -Infinity;
+    for (let v = 0; v < V; v++) {
+      const x = logits[b * rowStride + offset + v];
+      if (x > bestV) (bestV = x), (best = v);
+    }
+    out[b] = best;
+  }
+  return out;
 }
 
 export interface TransformerConfig extends SequenceConfig {
@@ -250,5 +305,57 @@ export class Transformer extends Module {
   /** dLogits [B, T, tgtVocab]: accumulates every parameter gradient. */
   backward(dLogits: Tensor): void {
     this.encoder.backward(this.decoder.backward(dLogits));
+  }
+
+  /**
+   * Greedy decoding: starting from `bos`, appends the most likely next token until every
+   * sequence has produced `eos` or maxLen tokens exist. With the key/value caches (default) each
+   * new token costs O(T) attention instead of re-running the prefix. Runs in eval mode.
+   * Returns int32 [B, L] (L <= maxLen), bos first, padIdx after a sequence's eos.
+   */
+  generate(src: Tensor, options: GenerateOptions = {}): Tensor<'int32'> {
+    const s = checkTokens('src', src, this.config.maxLen);
+    const maxLen = options.maxLen ?? this.config.maxLen;
+    if (!Number.isInteger(maxLen) || maxLen < 1 || maxLen > this.config.maxLen)
+      invalidArg('options.maxLen', `an integer in [1, ${this.config.maxLen}]`, maxLen);
+    const bos = options.bos ?? 1, eos = options.eos ?? 2, pad = this.config.padIdx, V = this.config.tgtVocab;
+    for (const [k, v] of [['options.bos', bos], ['options.eos', eos]] as const)
+      if (!Number.isInteger(v) || v < 0 || v >= V) invalidArg(k, `a token id in [0, ${V})`, v);
+    const mode = this.training;
+    this.eval();
+    try {
+      const B = s.shape[0];
+      const srcPad = paddingMask(s, pad);
+      const memory = this.encoder.forward(s, { keyPaddingMask: srcPad });
+      const states = options.useCache === false ? null : this.decoder.startDecoding(memory, maxLen, srcPad);
+      const out = new Int32Array(B * maxLen).fill(pad);
+      const done = new Uint8Array(B);
+      let current: Int32Array = new Int32Array(B).fill(bos);
+      let L = 1;
+      for (let b = 0; b < B; b++) out[b * maxLen] = bos;
+      for (let t = 0; t + 1 < maxLen && done.some((d) => !d); t++) {
+        let next: Int32Array;
+        if (states) {
+          next = argmaxRows(this.decoder.decodeStep(current, t, states).data, B, V, V, 0);
+        } else {
+          const prefix = new Int32Array(B * (t + 1));
+          for (let b = 0; b < B; b++) prefix.set(out.subarray(b * maxLen, b * maxLen + t + 1), b * (t + 1));
+          const logits = this.decoder.forward(Tensor.from(prefix, [B, t + 1]), memory, { memoryKeyPaddingMask: srcPad });
+          next = argmaxRows(logits.data, B, V, (t + 1) * V, t * V);
+        }
+        for (let b = 0; b < B; b++) {
+          if (done[b]) next[b] = pad;
+          else if (next[b] === eos) done[b] = 1;
+          out[b * maxLen + t + 1] = next[b];
+        }
+        current = next;
+        L = t + 2;
+      }
+      const result = new Int32Array(B * L);
+      for (let b = 0; b < B; b++) result.set(out.subarray(b * maxLen, b * maxLen + L), b * L);
+      return Tensor.from(result, [B, L]);
+    } finally {
+      this.train(mode);
+    }
   }
 }

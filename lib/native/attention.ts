@@ -59,4 +59,15 @@ export interface AttentionOps {
     dQkvWeight: FloatArray; dQkvBias?: FloatArray | null; dProjWeight: FloatArray; dProjBias?: FloatArray | null;
     dout: FloatArray; x: FloatArray; qkvWeight: FloatArray; projWeight: FloatArray;
   }): void;
+  /**
+   * One step of incremental decoding with a key/value cache (float32 only, no dropout): the query
+   * row x [B, D] is projected and attends to either (self-attention) `cache` [B, maxT, 2D], after
+   * this step's K|V are written into row `t` (keys 0..t), or (cross-attention) `kv` [B, Tk, 2D],
+   * the memory's precomputed K|V (rows D..3D-1 of qkvWeight applied to memory) with an optional
+   * keyPaddingMask [B, Tk]. out [B, D] = the attention layer's output for that row.
+   */
+  attentionDecode(a: {
+    B: number; D: number; H: number; out: Float32Array; x: Float32Array;
+    qkvWeight: Float32Array; qkvBias?: Float32Array | null; projWeight: Float32Array; projBias?: Float32Array | null;
+  } & ({ cache: Float32Array; t: number; maxT: number } | { kv: Float32Array; Tk: number; keyPaddingMask?: Uint8Array | null })): void;
 }

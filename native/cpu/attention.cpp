@@ -358,6 +358,38 @@ void attention_forward(float* out, float* weights, float* qkv, float* q, float* 
   NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {rq, D, D}, Act::none);
 }
 
+void attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding,
+                      const float* Wqkv, const float* bqkv, const float* Wproj, const float* bproj,
+                      const AttentionDecodeDims& d) {
+  const int64_t B = d.B, D = d.D;
+  // The projected query (self-attention: q | k | v) [B, 3D], then the context [B, D].
+  float* proj_in = static_cast<float*>(thread_scratch(2, sizeof(float) * B * 4 * D));
+  float* ctx = proj_in + B * 3 * D;
+  AttentionCoreDims c;
+  c.B = B, c.H = d.H, c.Tq = 1, c.Dh = D / d.H;
+  c.scale = 1.0f / std::sqrt(static_cast<float>(c.Dh));
+  c.o = {D, D, c.Dh};
+  AttentionMasks masks;
+  const float* K = kv;
+  if (cache) {
+    NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, 3 * D}, Act::none);
+    for (int64_t b = 0; b < B; ++b)
+      std::memcpy(cache + (b * d.max_t + d.t) * 2 * D, proj_in + b * 3 * D + D, sizeof(float) * 2 * D);
+    c.Tk = d.t + 1;
+    c.q = {3 * D, 3 * D, c.Dh};
+    c.k = c.v = {d.max_t * 2 * D, 2 * D, c.Dh};
+    K = cache;
+  } else {
+    NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, D}, Act::none);
+    c.Tk = d.Tk;
+    c.q = {D, D, c.Dh};
+    c.k = c.v = {d.Tk * 2 * D, 2 * D, c.Dh};
+    masks.key_padding = key_padding;
+  }
+  NF_ISA_NS::attention_core_forward(ctx, nullptr, nullptr, proj_in, K, K + D, masks, c);
+  NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {B, D, D}, Act::none);
+}
+
 void attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, float* dWproj, float* dbproj,
                         const float* dout, const float* qkv, const float* q, const float* kv, const float* ctx,
                         const float* lse, const float* x, const float* memory, const AttentionMasks& masks,
@@ -408,6 +440,21 @@ Status attention_forward(float* out, float* weights, float* qkv, float* q, float
   NF_CHECK(thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H)), "attention_forward",
            "out of memory for the attention tiles");
   NF_DISPATCH(attention_forward, out, weights, qkv, q, kv, ctx, lse, x, memory, masks, Wqkv, bqkv, Wproj, bproj, d);
+  return Status::Ok();
+}
+
+Status attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding,
+                        const float* Wqkv, const float* bqkv, const float* Wproj, const float* bproj,
+                        AttentionDecodeDims d) {
+  const char* op = "attention_decode";
+  NF_CHECK(d.B >= 1 && d.D >= 1 && d.H >= 1 && d.D % d.H == 0, op, "B, D, H must be positive with D divisible by H");
+  NF_CHECK((cache != nullptr) != (kv != nullptr), op, "exactly one of cache (self-attention) and kv (cross-attention)");
+  if (cache) NF_CHECK(d.t >= 0 && d.t < d.max_t, op, "t must be in [0, max_t)");
+  else NF_CHECK(d.Tk >= 1, op, "Tk must be at least 1");
+  NF_CHECK(thread_scratch(2, sizeof(float) * d.B * 4 * d.D) &&
+               thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H)),
+           op, "out of memory for the decode buffers");
+  NF_DISPATCH(attention_decode, out, cache, kv, x, key_padding, Wqkv, bqkv, Wproj, bproj, d);
   return Status::Ok();
 }
 

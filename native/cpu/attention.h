@@ -63,6 +63,22 @@ Status attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv,
                           const float* lse, const float* x, const float* memory, const AttentionMasks& masks,
                           const float* Wqkv, const float* Wproj, AttentionDims d);
 
+// One step of incremental decoding (greedy generation with a key/value cache): the new query
+// row x [B, 1, D] is projected and attends to
+//   self-attention (cache non-null): the K|V cache [B, max_t, 2D], after this step's own K|V
+//     are written into row t, so keys 0..t (Tk = t + 1) are attended; kv must be null;
+//   cross-attention (kv non-null): the memory's precomputed K|V [B, Tk, 2D] (rows D..3D-1 of
+//     Wqkv applied to memory), with key_padding [B, Tk] (optional).
+// out [B, 1, D] = proj(attention). No dropout (inference).
+struct AttentionDecodeDims {
+  int64_t B = 0, D = 0, H = 0;
+  int64_t t = 0, max_t = 0;  // self-attention: the cache row to fill, and the cache's capacity
+  int64_t Tk = 0;            // cross-attention: memory length
+};
+Status attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding,
+                        const float* Wqkv, const float* bqkv, const float* Wproj, const float* bproj,
+                        AttentionDecodeDims d);
+
 // The core alone. Forward writes o (and lse [B, H, Tq], weights [B, H, Tq, Tk] when non-null).
 // Backward overwrites dq, dk, dv from dout (layout of o), the forward's o and lse.
 NF_KERNEL_DECL(void attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k,
@@ -71,6 +87,9 @@ NF_KERNEL_DECL(void attention_core_forward(float* o, float* lse, float* weights,
 NF_KERNEL_DECL(void attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                                             const float* k, const float* v, const float* o, const float* lse,
                                             const AttentionMasks& masks, const AttentionCoreDims& d))
+NF_KERNEL_DECL(void attention_decode(float* out, float* cache, const float* kv, const float* x,
+                                     const uint8_t* key_padding, const float* Wqkv, const float* bqkv,
+                                     const float* Wproj, const float* bproj, const AttentionDecodeDims& d))
 NF_KERNEL_DECL(void attention_forward(float* out, float* weights, float* qkv, float* q, float* kv, float* ctx,
                                       float* lse, const float* x, const float* memory, const AttentionMasks& masks,
                                       const float* Wqkv, const float* bqkv, const float* Wproj, const float* bproj,

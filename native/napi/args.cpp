@@ -111,6 +111,21 @@ bool Args::is_f64(const char* name) {
   return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_float64_array;
 }
 
+int64_t Args::length(const char* name) {
+  Napi::Value v = field(name);
+  return v.IsTypedArray() ? static_cast<int64_t>(v.As<Napi::TypedArray>().ElementLength()) : -1;
+}
+
+int64_t Args::count(std::initializer_list<int64_t> dims) {
+  constexpr int64_t kMax = int64_t(1) << 40;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && n > kMax / d)) fail("the dims describe more than 2^40 elements");
+    n *= d;
+  }
+  return n;
+}
+
 void* Args::typed(const char* name, int64_t len, napi_typedarray_type type, bool optional) {
   Napi::Value v = field(name);
   if (optional && (v.IsUndefined() || v.IsNull())) return nullptr;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ class Args {
 
   // True when the float tensors of this call are Float64Array (decided by field `name`).
   bool is_f64(const char* name);
+  // The element count of typed array `name`, or -1 when the field is not a typed array.
+  int64_t length(const char* name);
+  // The product of dims, failing with a clear error past 2^40 elements (so lengths never overflow).
+  int64_t count(std::initializer_list<int64_t> dims);
 
   // Typed arrays of exactly `len` elements. The *_opt forms return nullptr for null/undefined.
   template <class T>

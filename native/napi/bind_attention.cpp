@@ -39,13 +39,9 @@ Common<T> parse_common(Args& a) {
            std::to_string(d.Tq));
   c.m.causal = a.flag("causal", false);
   c.m.key_padding = a.bools_opt("keyPaddingMask", d.B * d.Tk);
-  // attnMask is [Tq, Tk] or [B, Tq, Tk]: Args checks one exact length, so try the shared shape first.
-  try {
-    c.m.attn = a.bools_opt("attnMask", d.Tq * d.Tk);
-  } catch (const Napi::Error&) {
-    c.m.attn = a.bools("attnMask", d.B * d.Tq * d.Tk);
-    c.m.attn_batched = true;
-  }
+  // attnMask is [Tq, Tk] (shared by the batch) or [B, Tq, Tk]; its length tells which.
+  c.m.attn_batched = d.B > 1 && a.length("attnMask") == a.count({d.B, d.Tq, d.Tk});
+  c.m.attn = a.bools_opt("attnMask", c.m.attn_batched ? a.count({d.B, d.Tq, d.Tk}) : a.count({d.Tq, d.Tk}));
   const double p = a.number("dropoutP", 0.0, 0.0, 1.0);
   if (p >= 1.0) a.fail("expected dropoutP in [0, 1) but received 1");
   d.dropout.p = static_cast<float>(p);
@@ -120,7 +116,36 @@ Job parse_backward(Args& a) { return a.is_f64("x") ? attention_backward<double>(
 
 }  // namespace
 
+// attentionDecode: one incremental-decoding step (float32 only; its reference is the full
+// forward, which the generate tests compare against).
+Job parse_decode(Args& a) {
+  cpu::AttentionDecodeDims d;
+  d.B = a.dim("B"), d.D = a.dim("D"), d.H = a.dim("H");
+  if (d.D % d.H != 0) a.fail("D (" + std::to_string(d.D) + ") must be divisible by H (" + std::to_string(d.H) + ")");
+  const bool self = a.length("cache") >= 0;
+  if (self == (a.length("kv") >= 0)) a.fail("expected exactly one of cache (self-attention) and kv (cross-attention)");
+  float* cache = nullptr;
+  const float* kv = nullptr;
+  const uint8_t* key_padding = nullptr;
+  if (self) {
+    d.max_t = a.dim("maxT"), d.t = a.dim("t", 0, d.max_t - 1);
+    cache = a.floats<float>("cache", a.count({d.B, d.max_t, 2, d.D}));
+  } else {
+    d.Tk = a.dim("Tk");
+    kv = a.floats<float>("kv", a.count({d.B, d.Tk, 2, d.D}));
+    key_padding = a.bools_opt("keyPaddingMask", a.count({d.B, d.Tk}));
+  }
+  float* out = a.floats<float>("out", a.count({d.B, d.D}));
+  const float* x = a.floats<float>("x", a.count({d.B, d.D}));
+  const float* Wqkv = a.floats<float>("qkvWeight", a.count({3, d.D, d.D}));
+  const float* bqkv = a.floats_opt<float>("qkvBias", a.count({3, d.D}));
+  const float* Wproj = a.floats<float>("projWeight", a.count({d.D, d.D}));
+  const float* bproj = a.floats_opt<float>("projBias", d.D);
+  return [=]() { return cpu::attention_decode(out, cache, kv, x, key_padding, Wqkv, bqkv, Wproj, bproj, d); };
+}
+
 NF_REGISTER_OPS(attention) {
+  register_op(env, exports, "attentionDecode", parse_decode);
   register_op(env, exports, "attentionForward", parse_forward);
   register_op(env, exports, "attentionBackward", parse_backward);
 }
