@@ -8,9 +8,11 @@ import * as path from 'node:path';
 
 import type { CoreOps } from './native/core';
 import type { LayerNormOps } from './native/layernorm';
+import type { LossOps } from './native/loss';
+import type { OptimOps } from './native/optim';
 
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
-export type NativeBinding = CoreOps & LayerNormOps;
+export type NativeBinding = CoreOps & LayerNormOps & LossOps & OptimOps;
 
 function packageRoot(start: string): string {
   let dir = start;
