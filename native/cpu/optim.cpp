@@ -1,0 +1,189 @@
+// Optimizer steps and gradient-norm reductions on flat float buffers.
+// AdamW (torch.optim.AdamW, decoupled weight decay), element by element in torch's order, with
+// the scalars formed in double and rounded to float once, as torch does:
+//   p *= 1 − lr·wd
+//   m = lerp(m, g, w), w = 1 − β1: fma(w, g − m, m) for w < 0.5, else fma(w − 1, g − m, g)
+//   v = v·β2;  v = v + ((1 − β2)·g)·g
+//   denom = sqrt(v) / sqrt(1 − β2^t) + eps;  p = p + (−lr / (1 − β1^t))·m / denom
+// SGD (torch.optim.SGD): d = fma(p, wd, g); buf = d at step 1, else buf = fma(d, 1 − dampening,
+//   buf·momentum); d = fma(buf, momentum, d) (nesterov) or buf; p = fma(d, −lr, p).
+// sum_squares: Σ x², float vector sums flushed into double every 1024 elements, fixed chunks of
+//   16K elements summed in order (independent of the thread count). clip_grad_norm composes it
+//   with scale, like torch.nn.utils.clip_grad_norm_.
+// Layout: every buffer is n contiguous floats. Dimension key: n = elements of one parameter tensor.
+#include "optim.h"
+
+#include <algorithm>
+
+#include "../core/allocator.h"
+#include "../core/threadpool.h"
+#include "isa.h"
+
+namespace nf::cpu::NF_ISA_NS {
+#include "simd.h"
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;  // elements: the smallest piece of an elementwise loop worth a thread
+constexpr int64_t kChunk = 1 << 14;  // elements per partial sum of sum_squares
+constexpr int64_t kBlock = 1024;     // float vector sums are flushed into a double every kBlock elements
+
+// len (1..W) elements at p: a full vector, or a zero-filled partial one at the end of a buffer.
+vf load_part(const float* p, int len) { return len == W ? vload(p) : vload_n(p, len); }
+void store_part(float* p, vf v, int len) {
+  if (len == W) vstore(p, v);
+  else vstore_n(p, v, len);
+}
+
+// Calls body(i, len) on the blocks [i, i + len) of W elements covering [0, n) (the last may be
+// shorter), threaded.
+template <class F>
+void for_blocks(int64_t n, F&& body) {
+  parallel_for((n + W - 1) / W, kGrain / W, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) body(b * W, static_cast<int>(std::min<int64_t>(W, n - b * W)));
+  });
+}
+
+int64_t chunk_count(int64_t n) { return (n + kChunk - 1) / kChunk; }
+
+double sum_squares_serial(const float* x, int64_t n) {
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    vf s = vzero();
+    for (int64_t i = b; i < std::min(n, b + kBlock); i += W) {
+      vf v = load_part(x + i, static_cast<int>(std::min<int64_t>(W, n - i)));
+      s = vfma(v, v, s);
+    }
+    total += vsum(s);
+  }
+  return total;
+}
+
+}  // namespace
+
+void adamw_step(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
+                const AdamWParams& p) {
+  const double t = static_cast<double>(p.step);
+  const double bc1 = 1 - std::pow(p.beta1, t), bc2 = 1 - std::pow(p.beta2, t);
+  const float w = static_cast<float>(1 - p.beta1);
+  const bool small = w < 0.5f;  // torch's lerp picks its formula by the weight
+  const vf coeff = vset1(small ? w : w - 1.0f);
+  const vf decay = vset1(static_cast<float>(1 - p.lr * p.weight_decay));
+  const vf b2 = vset1(static_cast<float>(p.beta2)), a2 = vset1(static_cast<float>(1 - p.beta2));
+  const vf bc2_sqrt = vset1(static_cast<float>(std::sqrt(bc2))), eps = vset1(static_cast<float>(p.eps));
+  const vf neg_step = vset1(static_cast<float>(-(p.lr / bc1)));
+  for_blocks(n, [&](int64_t i, int len) {
+    const vf g = load_part(grad + i, len);
+    vf x = vmul(load_part(param + i, len), decay);
+    vf m = load_part(exp_avg + i, len);
+    m = vfma(coeff, vsub(g, m), small ? m : g);
+    vf v = vmul(load_part(exp_avg_sq + i, len), b2);
+    v = vadd(v, vmul(vmul(a2, g), g));
+    const vf denom = vadd(vdiv(vsqrt(v), bc2_sqrt), eps);
+    x = vadd(x, vdiv(vmul(neg_step, m), denom));
+    store_part(param + i, x, len);
+    store_part(exp_avg + i, m, len);
+    store_part(exp_avg_sq + i, v, len);
+  });
+}
+
+void sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n, const SgdParams& p) {
+  const bool first = p.step == 1, has_momentum = p.momentum != 0;
+  const vf wd = vset1(static_cast<float>(p.weight_decay)), mom = vset1(static_cast<float>(p.momentum));
+  const vf damp = vset1(static_cast<float>(1 - p.dampening)), neg_lr = vset1(static_cast<float>(-p.lr));
+  for_blocks(n, [&](int64_t i, int len) {
+    vf x = load_part(param + i, len);
+    vf d = load_part(grad + i, len);
+    if (p.weight_decay != 0) d = vfma(x, wd, d);
+    if (has_momentum) {
+      vf buf = first ? d : vfma(d, damp, vmul(load_part(momentum_buf + i, len), mom));
+      store_part(momentum_buf + i, buf, len);
+      d = p.nesterov ? vfma(buf, mom, d) : buf;
+    }
+    store_part(param + i, vfma(d, neg_lr, x), len);
+  });
+}
+
+void sum_squares(double* out, const float* x, int64_t n) {
+  const int64_t nchunks = chunk_count(n);
+  double* partial = static_cast<double*>(thread_scratch(2, sizeof(double) * nchunks));
+  parallel_for(nchunks, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) partial[c] = sum_squares_serial(x + c * kChunk, std::min(kChunk, n - c * kChunk));
+  });
+  double total = 0;
+  for (int64_t c = 0; c < nchunks; ++c) total += partial[c];
+  *out = total;
+}
+
+void scale(float* x, int64_t n, float s) {
+  const vf vs = vset1(s);
+  for_blocks(n, [&](int64_t i, int len) { store_part(x + i, vmul(load_part(x + i, len), vs), len); });
+}
+
+}  // namespace nf::cpu::NF_ISA_NS
+
+#ifdef NF_ISA_PRIMARY
+namespace nf::cpu {
+
+Status adamw_step(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
+                  const AdamWParams& p) {
+  const char* op = "adamw_step";
+  NF_CHECK(n >= 0, op, "n must be non-negative");
+  NF_CHECK(p.lr >= 0, op, "lr must be non-negative");
+  NF_CHECK(p.beta1 >= 0 && p.beta1 < 1 && p.beta2 >= 0 && p.beta2 < 1, op, "betas must lie in [0, 1)");
+  NF_CHECK(p.eps >= 0, op, "eps must be non-negative");
+  NF_CHECK(p.weight_decay >= 0, op, "weight_decay must be non-negative");
+  NF_CHECK(p.step >= 1, op, "step must be at least 1 (it is 1-based)");
+  NF_DISPATCH(adamw_step, param, exp_avg, exp_avg_sq, grad, n, p);
+  return Status::Ok();
+}
+
+Status sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n, const SgdParams& p) {
+  const char* op = "sgd_step";
+  NF_CHECK(n >= 0, op, "n must be non-negative");
+  NF_CHECK(p.lr >= 0, op, "lr must be non-negative");
+  NF_CHECK(p.momentum >= 0, op, "momentum must be non-negative");
+  NF_CHECK(p.weight_decay >= 0, op, "weight_decay must be non-negative");
+  NF_CHECK(!p.nesterov || (p.momentum > 0 && p.dampening == 0), op,
+           "nesterov momentum requires a momentum and zero dampening");
+  NF_CHECK(p.momentum == 0 || momentum_buf, op, "momentum needs a momentum_buf");
+  NF_CHECK(p.step >= 1, op, "step must be at least 1 (it is 1-based)");
+  NF_DISPATCH(sgd_step, param, momentum_buf, grad, n, p);
+  return Status::Ok();
+}
+
+// Σ x² in double, through the active variant. Its scratch is allocated here so a failure is a
+// Status (at least one double: thread_scratch returns null for 0 bytes on a slot never used before).
+static Status dispatch_sum_squares(double* out, const float* x, int64_t n, const char* op) {
+  NF_CHECK(n >= 0, op, "n must be non-negative");
+  NF_CHECK(thread_scratch(2, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(n))), op,
+           "out of memory for the partial sums");
+  NF_DISPATCH(sum_squares, out, x, n);
+  return Status::Ok();
+}
+
+Status sum_squares(float* out, const float* x, int64_t n) {
+  double s;
+  NF_TRY(dispatch_sum_squares(&s, x, n, "sum_squares"));
+  *out = static_cast<float>(s);
+  return Status::Ok();
+}
+
+Status scale(float* x, int64_t n, float s) {
+  NF_CHECK(n >= 0, "scale", "n must be non-negative");
+  NF_DISPATCH(scale, x, n, s);
+  return Status::Ok();
+}
+
+Status clip_grad_norm(float* total_norm, float* grad, int64_t n, double max_norm) {
+  NF_CHECK(max_norm >= 0 && std::isfinite(max_norm), "clip_grad_norm", "max_norm must be finite and non-negative");
+  double s;
+  NF_TRY(dispatch_sum_squares(&s, grad, n, "clip_grad_norm"));
+  const double total = std::sqrt(s), coef = max_norm / (total + 1e-6);
+  if (!(coef >= 1)) NF_DISPATCH(scale, grad, n, static_cast<float>(coef));  // a NaN norm scales by NaN, as torch
+  *total_norm = static_cast<float>(total);
+  return Status::Ok();
+}
+
+}  // namespace nf::cpu
+#endif
