@@ -26,7 +26,7 @@ thread_local Scratch tls_scratch;
 void* thread_scratch(int slot, size_t bytes) {
   if (slot < 0 || slot >= kScratchSlots) return nullptr;
   Scratch& s = tls_scratch;
-  if (s.size[slot] < bytes) {
+  if (s.size[slot] < bytes || !s.ptr[slot]) {
     aligned_free(s.ptr[slot]);
     s.ptr[slot] = aligned_alloc64(bytes);
     s.size[slot] = s.ptr[slot] ? bytes : 0;
