@@ -123,7 +123,7 @@ describe('ViT', () => {
     expectParamGrads('ViTClassifier', m, fx);
     const maps = m.attentionMaps(fx.input('images'));
     expect(maps.length).toBe(2);
-    expect(maps[0].shape).toEqual([2, 4, 17, 17]);
+    expect(maps[0].shape).toEqual([fx.input('images').shape[0], 4, 17, 17]);
   });
 
   it.each(['vit_decoder_causal', 'vit_decoder_parallel'])('%s', (name) => {
