@@ -8,9 +8,10 @@ import * as path from 'node:path';
 
 import type { CoreOps } from './native/core';
 import type { LayerNormOps } from './native/layernorm';
+import type { LinearOps } from './native/linear';
 
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
-export type NativeBinding = CoreOps & LayerNormOps;
+export type NativeBinding = CoreOps & LayerNormOps & LinearOps;
 
 function packageRoot(start: string): string {
   let dir = start;

@@ -7,29 +7,41 @@
 
 namespace nf::ref {
 
+// The general form: row strides lda/ldb/ldc and batch strides sA/sB/sC, in elements, as
+// cpu::GemmDims (preact is laid out like C).
 template <class T>
-void gemm(T* C, T* preact, const T* A, const T* B, const T* bias, int64_t M, int64_t N, int64_t K, bool transA,
-          bool transB, double alpha, double beta, int act, int64_t batch = 1) {
+void gemm_strided(T* C, T* preact, const T* A, const T* B, const T* bias, int64_t M, int64_t N, int64_t K,
+                  bool transA, bool transB, double alpha, double beta, int act, int64_t batch, int64_t lda,
+                  int64_t ldb, int64_t ldc, int64_t sA, int64_t sB, int64_t sC) {
   for (int64_t b = 0; b < batch; ++b) {
-    const T* Ab = A + b * M * K;
-    const T* Bb = B + b * K * N;
-    T* Cb = C + b * M * N;
+    const T* Ab = A + b * sA;
+    const T* Bb = B + b * sB;
+    T* Cb = C + b * sC;
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
         double s = 0;
         for (int64_t k = 0; k < K; ++k)
-          s += double(transA ? Ab[k * M + m] : Ab[m * K + k]) * double(transB ? Bb[n * K + k] : Bb[k * N + n]);
-        double v = alpha * s + (beta != 0 ? beta * double(Cb[m * N + n]) : 0.0) + (bias ? double(bias[n]) : 0.0);
-        if (preact) preact[b * M * N + m * N + n] = static_cast<T>(v);
-        Cb[m * N + n] = static_cast<T>(act_forward(v, act));
+          s += double(transA ? Ab[k * lda + m] : Ab[m * lda + k]) * double(transB ? Bb[n * ldb + k] : Bb[k * ldb + n]);
+        double v = alpha * s + (beta != 0 ? beta * double(Cb[m * ldc + n]) : 0.0) + (bias ? double(bias[n]) : 0.0);
+        if (preact) preact[b * sC + m * ldc + n] = static_cast<T>(v);
+        Cb[m * ldc + n] = static_cast<T>(act_forward(v, act));
       }
   }
 }
 
-// y[rows,out] = x[rows,in] W[out,in]^T + b[out]
+// Packed operands: A [batch, M, K] (or [batch, K, M] when transA), B [batch, K, N] (or [batch, N, K]).
 template <class T>
-void linear_forward(T* y, const T* x, const T* W, const T* b, int64_t rows, int64_t in, int64_t out) {
-  gemm<T>(y, nullptr, x, W, b, rows, out, in, false, true, 1.0, 0.0, 0);
+void gemm(T* C, T* preact, const T* A, const T* B, const T* bias, int64_t M, int64_t N, int64_t K, bool transA,
+          bool transB, double alpha, double beta, int act, int64_t batch = 1) {
+  gemm_strided(C, preact, A, B, bias, M, N, K, transA, transB, alpha, beta, act, batch, transA ? M : K,
+               transB ? K : N, N, M * K, K * N, M * N);
+}
+
+// y[rows,out] = act(x[rows,in] W[out,in]^T + b[out]); preact (optional) gets the value before act
+template <class T>
+void linear_forward(T* y, const T* x, const T* W, const T* b, int64_t rows, int64_t in, int64_t out, int act = 0,
+                    T* preact = nullptr) {
+  gemm<T>(y, preact, x, W, b, rows, out, in, false, true, 1.0, 0.0, act);
 }
 
 // dx = dy W (overwritten, optional); dW += dy^T x; db += Σ_rows dy (optional)
