@@ -51,34 +51,39 @@ constexpr int64_t kMaxPanelFloats = int64_t(1) << 20;  // packed B panel (K x nc
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-// How a call is cut into blocks: kc x (mc rows) x (nc columns), nKC x nIC x nJC of them.
+// How a call is cut into blocks: K into nKC blocks of kc; the MR-row panels of M into nIC row
+// blocks and the NR-column panels of N into nJC column blocks, as evenly as whole panels allow.
 struct Plan {
-  int64_t kc, nKC, mc, nIC, nc, nJC;
-  // Packing scratch: the B panel (K x nc, padded), then one A block (mc x kc, padded). Never
-  // empty, so that thread_scratch never sees a request for 0 bytes.
-  int64_t panel_floats(int64_t K) const { return round_up(round_up(nc, NR) * K, 16); }
-  size_t scratch_bytes(int64_t K) const { return sizeof(float) * (panel_floats(K) + round_up(mc, MR) * kc + 16); }
+  int64_t kc, nKC, nIC, nJC;
+  int64_t row_panels, col_panels;  // ceil(M / MR), ceil(N / NR)
+  int64_t row(int64_t ic) const { return ic * row_panels / nIC * MR; }  // first row of block ic
+  int64_t col(int64_t jc) const { return jc * col_panels / nJC * NR; }  // first column of block jc
+  // Packing scratch: the B panel (K x the widest column block), then one A block (the tallest row
+  // block x kc). Never empty, so that thread_scratch never sees a request for 0 bytes.
+  int64_t panel_floats(int64_t K) const { return round_up(ceil_div(col_panels, nJC) * NR * K, 16); }
+  size_t scratch_bytes(int64_t K) const {
+    return sizeof(float) * (panel_floats(K) + ceil_div(row_panels, nIC) * MR * kc + 16);
+  }
 };
 
 Plan make_plan(const GemmDims& d) {
   Plan p;
   p.nKC = std::max<int64_t>(1, ceil_div(d.K, KC));
   p.kc = ceil_div(d.K, p.nKC);
+  p.row_panels = ceil_div(d.M, MR);
+  p.col_panels = ceil_div(d.N, NR);
   // Column blocks as wide as the packed-panel budget allows; row blocks of about MC.
-  int64_t nc_max = std::max<int64_t>(NR, kMaxPanelFloats / std::max<int64_t>(1, d.K) / NR * NR);
-  int64_t nJC = ceil_div(d.N, nc_max), nIC = ceil_div(d.M, MC);
+  const int64_t panels_max = std::max<int64_t>(1, kMaxPanelFloats / (NR * std::max<int64_t>(1, d.K)));
+  p.nJC = ceil_div(p.col_panels, panels_max);
+  p.nIC = ceil_div(d.M, MC);
   // Few macro-tiles: make their count a multiple of the thread count, so that every thread gets
   // an equal share, by splitting M further, then N.
-  const int64_t threads = num_threads(), tiles = d.batch * nJC * nIC;
+  const int64_t threads = num_threads(), tiles = d.batch * p.nJC * p.nIC;
   if (tiles < 4 * threads) {
     const int64_t want = round_up(tiles, threads);
-    nIC = std::min(ceil_div(d.M, MR), ceil_div(want, d.batch * nJC));
-    if (d.batch * nJC * nIC < want) nJC = std::min(ceil_div(d.N, NR), ceil_div(want, d.batch * nIC));
+    p.nIC = std::min(p.row_panels, ceil_div(want, d.batch * p.nJC));
+    if (d.batch * p.nJC * p.nIC < want) p.nJC = std::min(p.col_panels, ceil_div(want, d.batch * p.nIC));
   }
-  p.mc = round_up(ceil_div(d.M, nIC), MR);
-  p.nIC = ceil_div(d.M, p.mc);
-  p.nc = round_up(ceil_div(d.N, nJC), NR);
-  p.nJC = ceil_div(d.N, p.nc);
   return p;
 }
 
@@ -182,11 +187,11 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
   }
 }
 
-// One macro-tile: rows [i0, i0+mc) x columns [j0, j0+nc) of C, all of K; bp holds the packed
-// op(B) panel of these columns, ap room for one packed A block.
+// One macro-tile: rows [i0, i1) x columns [j0, j1) of C, all of K; bp holds the packed op(B)
+// panel of these columns, ap room for one packed A block.
 void macro_tile(float* C, float* preact, const float* A, const float* bp, float* ap, const float* bias,
-                const GemmDims& d, const Plan& p, int64_t i0, int64_t j0) {
-  const int64_t mc = std::min(p.mc, d.M - i0), nc = std::min(p.nc, d.N - j0);
+                const GemmDims& d, const Plan& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const int64_t mc = i1 - i0, nc = j1 - j0;
   for (int64_t pc = 0; pc < p.nKC; ++pc) {
     const int64_t k0 = pc * p.kc, kc = std::min(p.kc, d.K - k0);
     const bool first = pc == 0, last = pc == p.nKC - 1;
@@ -225,14 +230,15 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
     int64_t packed = -1;  // which (batch, jc) the panel in bp holds
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / (p.nJC * p.nIC), jc = t / p.nIC % p.nJC, ic = t % p.nIC;
-      const int64_t key = b * p.nJC + jc;
-      if (key != packed) {
-        const float* Bb = B + b * d.strideB + (d.transB ? jc * p.nc * d.ldb : jc * p.nc);
-        pack_panels<NR>(bp, Bb, d.ldb, !d.transB, std::min(p.nc, d.N - jc * p.nc), d.K);
-        packed = key;
+      const int64_t i0 = p.row(ic), i1 = std::min(d.M, p.row(ic + 1));
+      const int64_t j0 = p.col(jc), j1 = std::min(d.N, p.col(jc + 1));
+      if (b * p.nJC + jc != packed) {
+        const float* Bb = B + b * d.strideB + (d.transB ? j0 * d.ldb : j0);
+        pack_panels<NR>(bp, Bb, d.ldb, !d.transB, j1 - j0, d.K);
+        packed = b * p.nJC + jc;
       }
       macro_tile(C + b * d.strideC, preact ? preact + b * d.strideC : nullptr, A + b * d.strideA, bp, ap, bias, d,
-                 p, ic * p.mc, jc * p.nc);
+                 p, i0, i1, j0, j1);
     }
   });
 }
