@@ -1,7 +1,19 @@
 // GEMM kernels. C[M,N] = act(alpha * op(A)[M,K] op(B)[K,N] + beta * C + bias[N]).
-// Layout: row-major with leading dimensions; see gemm.h for the dimension key.
-// Structure: (to be tuned in the speed issue) B is packed into NR-wide column panels, the
-// micro-kernel keeps an MR x NR tile of C in registers, threads split the M x N tile grid.
+// Layout: row-major with leading dimensions; see gemm.h for the dimension key (M, N, K).
+//
+// Structure (BLIS / GotoBLAS): op(B) is packed into NR-column micro-panels ([K][NR] each, all of K,
+// so one packing serves every row block), op(A) into MR-row micro-panels ([kc][MR] each) one
+// mc x kc block at a time; transA/transB are resolved while packing and edges are zero-padded,
+// so the micro-kernel always sees the same layout and always computes a full MR x NR tile, kept
+// in registers across the kc loop. The tile is stored through the epilogue: alpha, beta (first
+// k block only; later blocks accumulate), and on the last k block the bias, the preact copy and
+// the activation (act_forward_n on the freshly stored, L1-hot rows).
+//   Cache blocking: the B micro-panel (kc x NR) stays in L1 while the kernel walks the A block
+//   (mc x kc, in L2); the packed B panel (K x nc) lives in L2/L3.
+// Threads: one parallel_for over macro-tiles (batch entry, column block jc, row block ic), ic
+// fastest, in contiguous chunks, so a thread packs a B panel once per chunk and reuses it for
+// every row block it owns. Inside a parallel region it runs on the calling thread alone.
+// Scratch: slot 0 of the running thread holds the packed B panel followed by the packed A block.
 #include "gemm.h"
 
 #include <algorithm>
@@ -17,49 +29,216 @@ namespace nf::cpu::NF_ISA_NS {
 
 namespace {
 
-// One [rows of C] x [all N] strip for a single batch entry: straightforward vectorised loop over
-// N with K outer. Placeholder until the packed micro-kernel lands.
-void gemm_rows(float* C, float* preact, const float* A, const float* B, const float* bias,
-               const GemmDims& d, int64_t m0, int64_t m1, float* brow) {
-  for (int64_t m = m0; m < m1; ++m) {
-    float* c = C + m * d.ldc;
-    float* acc = brow;  // N floats
-    std::memset(acc, 0, sizeof(float) * d.N);
-    for (int64_t k = 0; k < d.K; ++k) {
-      float a = d.transA ? A[k * d.lda + m] : A[m * d.lda + k];
-      if (a == 0.0f) continue;
-      vf va = vset1(a);
-      if (!d.transB) {
-        const float* b = B + k * d.ldb;
-        int64_t n = 0;
-        for (; n + W <= d.N; n += W) vstore(acc + n, vfma(va, vload(b + n), vload(acc + n)));
-        for (; n < d.N; ++n) acc[n] += a * b[n];
-      } else {
-        for (int64_t n = 0; n < d.N; ++n) acc[n] += a * B[n * d.ldb + k];
+// Register tile MR x NR (NV vectors of W floats per row) and cache blocks, per ISA.
+//   AVX-512: 12 x 32 = 24 zmm accumulators, 2 B vectors, 1 broadcast.
+//   AVX2:     6 x 16 = 12 ymm accumulators, 2 B vectors, 1 broadcast.
+//   scalar:   4 x 4 floats.
+// KC keeps the B micro-panel (KC x NR floats) within about half of a 32 KiB L1d; MC x KC is the
+// A block resident in L2 (512 KiB on Zen 3, 1 MiB on Zen 4).
+#if NF_ISA == 2
+constexpr int MR = 12, NV = 2;
+constexpr int64_t KC = 192, MC = 240;
+#elif NF_ISA == 1
+constexpr int MR = 6, NV = 2;
+constexpr int64_t KC = 256, MC = 144;
+#else
+constexpr int MR = 4, NV = 4;
+constexpr int64_t KC = 256, MC = 128;
+#endif
+constexpr int NR = NV * W;
+constexpr int64_t kMaxPanelFloats = int64_t(1) << 20;  // packed B panel (K x nc): about 4 MiB
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// How a call is cut into blocks: K into nKC blocks of kc; the MR-row panels of M into nIC row
+// blocks and the NR-column panels of N into nJC column blocks, as evenly as whole panels allow.
+struct Plan {
+  int64_t kc, nKC, nIC, nJC;
+  int64_t row_panels, col_panels;  // ceil(M / MR), ceil(N / NR)
+  int64_t row(int64_t ic) const { return ic * row_panels / nIC * MR; }  // first row of block ic
+  int64_t col(int64_t jc) const { return jc * col_panels / nJC * NR; }  // first column of block jc
+  // Packing scratch: the B panel (K x the widest column block), then one A block (the tallest row
+  // block x kc). Never empty, so that thread_scratch never sees a request for 0 bytes.
+  int64_t panel_floats(int64_t K) const { return round_up(ceil_div(col_panels, nJC) * NR * K, 16); }
+  size_t scratch_bytes(int64_t K) const {
+    return sizeof(float) * (panel_floats(K) + ceil_div(row_panels, nIC) * MR * kc + 16);
+  }
+};
+
+Plan make_plan(const GemmDims& d) {
+  Plan p;
+  p.nKC = std::max<int64_t>(1, ceil_div(d.K, KC));
+  p.kc = ceil_div(d.K, p.nKC);
+  p.row_panels = ceil_div(d.M, MR);
+  p.col_panels = ceil_div(d.N, NR);
+  // Column blocks as wide as the packed-panel budget allows; row blocks of about MC.
+  const int64_t panels_max = std::max<int64_t>(1, kMaxPanelFloats / (NR * std::max<int64_t>(1, d.K)));
+  p.nJC = ceil_div(p.col_panels, panels_max);
+  p.nIC = ceil_div(d.M, MC);
+  // Few macro-tiles: make their count a multiple of the thread count, so that every thread gets
+  // an equal share, by splitting M further, then N.
+  const int64_t threads = num_threads(), tiles = d.batch * p.nJC * p.nIC;
+  if (tiles < 4 * threads) {
+    const int64_t want = round_up(tiles, threads);
+    p.nIC = std::min(p.row_panels, ceil_div(want, d.batch * p.nJC));
+    if (d.batch * p.nJC * p.nIC < want) p.nJC = std::min(p.col_panels, ceil_div(want, d.batch * p.nIC));
+  }
+  return p;
+}
+
+// Packs rows [0, n) x depth [0, kc) of an operand into P-row panels, each [kc][P] (rows past n
+// zeroed). Element (i, k) of the operand is src[k * ld + i] when k_major, else src[i * ld + k]:
+// op(A) is k-major when transA, op(B)ᵀ when B is not transposed.
+template <int P>
+void pack_panels(float* dst, const float* src, int64_t ld, bool k_major, int64_t n, int64_t kc) {
+  if (k_major) {  // one contiguous source row per k feeds every panel
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* s = src + k * ld;
+      float* d = dst + k * P;
+      int64_t i = 0;
+      for (; i + P <= n; i += P, d += kc * P) std::memcpy(d, s + i, sizeof(float) * P);
+      if (i < n) {
+        std::memcpy(d, s + i, sizeof(float) * (n - i));
+        std::memset(d + (n - i), 0, sizeof(float) * (P - (n - i)));
       }
     }
-    for (int64_t n = 0; n < d.N; ++n) {
-      float v = d.alpha * acc[n];
-      if (d.beta != 0.0f) v += d.beta * c[n];
-      if (bias) v += bias[n];
-      acc[n] = v;
+    return;
+  }
+  for (int64_t i = 0; i < n; i += P, dst += kc * P) {  // P source rows per panel, contiguous in k
+    const float* s = src + i * ld;
+    if (i + P > n) {
+      for (int64_t k = 0; k < kc; ++k)
+        for (int r = 0; r < P; ++r) dst[k * P + r] = i + r < n ? s[r * ld + k] : 0.0f;
+      continue;
     }
-    if (preact) std::memcpy(preact + m * d.ldc, acc, sizeof(float) * d.N);
-    act_forward_n(c, acc, d.N, d.act);
+    const bool prefetch = i + 2 * P <= n;  // the next panel's rows, while this one is copied
+    for (int64_t kb = 0; kb < kc; kb += 16) {
+      if (prefetch)
+        for (int r = 0; r < P; ++r) __builtin_prefetch(s + (P + r) * ld + kb);
+      for (int64_t k = kb; k < std::min(kc, kb + 16); ++k) {
+#pragma GCC unroll 16
+        for (int r = 0; r < P; ++r) dst[k * P + r] = s[r * ld + k];
+      }
+    }
+  }
+}
+
+// What the store of one tile does besides writing alpha * acc.
+struct Epilogue {
+  float alpha, beta;    // beta: the weight of the old C (0: C is not read)
+  const float* bias;    // added on the last k block, else null
+  float* preact;        // row-major like C (ldc), written on the last k block, else null
+  Act act;              // applied on the last k block, else Act::none
+  int64_t ldc;
+};
+
+// One MR x NR tile: acc = ap[kc][MR] * bp[kc][NR], then C[0:mr, 0:nr] = epilogue(acc).
+void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, int nr, const Epilogue& e) {
+  vf acc[MR][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = vzero();
+    if (r < mr) {  // the tile of C, on its way to L1 while the k loop runs
+      __builtin_prefetch(C + r * e.ldc, 1);
+      __builtin_prefetch(C + r * e.ldc + NR - 1, 1);
+    }
+  }
+  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += NR) {
+    vf b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) b[v] = vload(bp + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const vf a = vset1(ap[r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = vfma(a, b[v], acc[r][v]);
+    }
+  }
+
+  const vf alpha = vset1(e.alpha), beta = vset1(e.beta);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    if (r >= mr) break;
+    float* c = C + r * e.ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const int n = nr - v * W;
+      if (n <= 0) break;
+      vf x = vmul(alpha, acc[r][v]);
+      if (n >= W) {
+        if (e.beta != 0.0f) x = vfma(beta, vload(c + v * W), x);
+        if (e.bias) x = vadd(x, vload(e.bias + v * W));
+        vstore(c + v * W, x);
+      } else {
+        if (e.beta != 0.0f) x = vfma(beta, vload_n(c + v * W, n), x);
+        if (e.bias) x = vadd(x, vload_n(e.bias + v * W, n));
+        vstore_n(c + v * W, x, n);
+      }
+    }
+  }
+  if (e.preact || e.act != Act::none) {
+    for (int r = 0; r < mr; ++r) {
+      float* c = C + r * e.ldc;
+      if (e.preact) std::memcpy(e.preact + r * e.ldc, c, sizeof(float) * nr);
+      if (e.act != Act::none) act_forward_n(c, c, nr, e.act);
+    }
+  }
+}
+
+// One macro-tile: rows [i0, i1) x columns [j0, j1) of C, all of K; bp holds the packed op(B)
+// panel of these columns, ap room for one packed A block.
+void macro_tile(float* C, float* preact, const float* A, const float* bp, float* ap, const float* bias,
+                const GemmDims& d, const Plan& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const int64_t mc = i1 - i0, nc = j1 - j0;
+  for (int64_t pc = 0; pc < p.nKC; ++pc) {
+    const int64_t k0 = pc * p.kc, kc = std::min(p.kc, d.K - k0);
+    const bool first = pc == 0, last = pc == p.nKC - 1;
+    pack_panels<MR>(ap, d.transA ? A + k0 * d.lda + i0 : A + i0 * d.lda + k0, d.lda, d.transA, mc, kc);
+    for (int64_t j = 0; j < nc; j += NR) {
+      Epilogue e{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
+                 last && preact ? preact + i0 * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc};
+      const float* bpj = bp + ((j / NR) * d.K + k0) * NR;
+      const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
+      for (int64_t i = 0; i < mc; i += MR) {
+        micro_tile(kc, ap + (i / MR) * kc * MR, bpj, C + (i0 + i) * d.ldc + j0 + j,
+                   static_cast<int>(std::min<int64_t>(MR, mc - i)), nr, e);
+        if (e.preact) e.preact += MR * d.ldc;
+      }
+    }
   }
 }
 
 }  // namespace
 
+void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) {
+  const Plan p = make_plan(d);
+  *bytes = p.scratch_bytes(d.K);
+}
+
 void gemm(float* C, float* preact, const float* A, const float* B, const float* bias, const GemmDims& d) {
-  int64_t row_blocks = (d.M + 7) / 8;
-  parallel_for(d.batch * row_blocks, [&](int64_t t0, int64_t t1) {
-    float* brow = static_cast<float*>(thread_scratch(0, sizeof(float) * d.N));
+  if (d.M == 0 || d.N == 0) return;
+  const Plan p = make_plan(d);
+  const int64_t tiles = d.batch * p.nJC * p.nIC;
+  // One chunk per thread: each packs a B panel once per column block it meets.
+  const int64_t grain = ceil_div(tiles, num_threads());
+  parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
+    float* bp = static_cast<float*>(thread_scratch(0, p.scratch_bytes(d.K)));
+    if (!bp) return;  // unreachable for the calling thread: the public entry reserved this
+    float* ap = bp + p.panel_floats(d.K);
+    int64_t packed = -1;  // which (batch, jc) the panel in bp holds
     for (int64_t t = t0; t < t1; ++t) {
-      int64_t b = t / row_blocks, rb = t % row_blocks;
-      int64_t m0 = rb * 8, m1 = std::min(d.M, m0 + 8);
-      gemm_rows(C + b * d.strideC, preact ? preact + b * d.strideC : nullptr, A + b * d.strideA,
-                B + b * d.strideB, bias, d, m0, m1, brow);
+      const int64_t b = t / (p.nJC * p.nIC), jc = t / p.nIC % p.nJC, ic = t % p.nIC;
+      const int64_t i0 = p.row(ic), i1 = std::min(d.M, p.row(ic + 1));
+      const int64_t j0 = p.col(jc), j1 = std::min(d.N, p.col(jc + 1));
+      if (b * p.nJC + jc != packed) {
+        const float* Bb = B + b * d.strideB + (d.transB ? j0 * d.ldb : j0);
+        pack_panels<NR>(bp, Bb, d.ldb, !d.transB, j1 - j0, d.K);
+        packed = b * p.nJC + jc;
+      }
+      macro_tile(C + b * d.strideC, preact ? preact + b * d.strideC : nullptr, A + b * d.strideA, bp, ap, bias, d,
+                 p, i0, i1, j0, j1);
     }
   });
 }
@@ -68,6 +247,9 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
 
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
+
+// The packing scratch one thread needs for a call (per ISA; defined above).
+NF_KERNEL_DECL(void gemm_scratch_bytes(const GemmDims& d, size_t* bytes))
 
 Status gemm_check(GemmDims* d) {
   NF_CHECK(d->M >= 0 && d->N >= 0 && d->K >= 0, "gemm", "M, N and K must be non-negative");
@@ -84,6 +266,9 @@ Status gemm_check(GemmDims* d) {
 Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d) {
   NF_TRY(gemm_check(&d));
   if (d.M == 0 || d.N == 0) return Status::Ok();
+  size_t bytes = 0;
+  NF_DISPATCH(gemm_scratch_bytes, d, &bytes);
+  NF_CHECK(thread_scratch(0, bytes), "gemm", "out of memory for the packing buffers");
   NF_DISPATCH(gemm, C, preact, A, B, bias, d);
   return Status::Ok();
 }

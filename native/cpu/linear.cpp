@@ -23,17 +23,26 @@ void linear_forward(float* y, float* preact, const float* x, const float* W, con
 }
 
 void bias_grad(float* db, const float* dy, int64_t rows, int64_t n) {
-  // Threads own column blocks; each sums its block down all rows with vector accumulators.
-  constexpr int64_t kBlock = 4 * W;
+  // Threads own column blocks of 4 vectors, summed down all rows in registers (contiguous reads).
+  constexpr int kVecs = 4;
+  constexpr int64_t kBlock = kVecs * W;
   parallel_for((n + kBlock - 1) / kBlock, [&](int64_t b0, int64_t b1) {
     for (int64_t blk = b0; blk < b1; ++blk) {
-      int64_t c0 = blk * kBlock, c1 = std::min(n, c0 + kBlock);
-      for (int64_t c = c0; c < c1; c += W) {
-        int w = static_cast<int>(std::min<int64_t>(W, c1 - c));
-        vf acc = vzero();
-        for (int64_t r = 0; r < rows; ++r) acc = vadd(acc, vload_n(dy + r * n + c, w));
-        vstore_n(db + c, vadd(acc, vload_n(db + c, w)), w);
+      const int64_t c0 = blk * kBlock;
+      int width[kVecs];
+      for (int v = 0; v < kVecs; ++v) width[v] = static_cast<int>(std::clamp<int64_t>(n - c0 - v * W, 0, W));
+      vf acc[kVecs];
+      for (int v = 0; v < kVecs; ++v) acc[v] = vzero();
+      const float* row = dy + c0;
+      if (width[kVecs - 1] == W) {
+        for (int64_t r = 0; r < rows; ++r, row += n)
+          for (int v = 0; v < kVecs; ++v) acc[v] = vadd(acc[v], vload(row + v * W));
+      } else {
+        for (int64_t r = 0; r < rows; ++r, row += n)
+          for (int v = 0; v < kVecs; ++v) acc[v] = vadd(acc[v], vload_n(row + v * W, width[v]));
       }
+      for (int v = 0; v < kVecs; ++v)
+        if (width[v] > 0) vstore_n(db + c0 + v * W, vadd(acc[v], vload_n(db + c0 + v * W, width[v])), width[v]);
     }
   });
 }
