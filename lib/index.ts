@@ -12,7 +12,7 @@ export { Tensor } from './tensor';
 export type { DType } from './tensor';
 export { Module, Parameter } from './module';
 export type { ProgramArgs, ProgramResult, StateDict } from './module';
-export { Lane, op, runAsync, runSync } from './program';
+export { op, runAsync, runSync } from './program';
 export type { OpArgs, OpName, OpRequest, Program } from './program';
 export { Scope } from './scope';
 
