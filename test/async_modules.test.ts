@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 
 import {
   AdamW, Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, LayerNorm, Linear, loadSafetensors, loadSafetensorsAsync,
-  mseOps, MultiHeadAttention, native, PatchEmbedding, saveSafetensors, SGD, Tensor, trainStep, trainStepAsync,
-  Transformer, ViTClassifier, ViTDecoder, type Module,
+  Module, mseOps, MultiHeadAttention, native, op, PatchEmbedding, saveSafetensors, SGD, Tensor, trainStep, trainStepAsync,
+  Transformer, ViTClassifier, ViTDecoder, type Program,
 } from '../lib';
 import { Random } from '../lib/random';
 
@@ -73,6 +73,29 @@ describe('forwardAsync and backwardAsync', () => {
       expect(arrays(await call('backwardAsync')(b, [dy]))).toEqual(arrays(call('backward')(a, [dy])));
       expect(grads(b)).toEqual(grads(a));
     }
+  });
+
+  it('a custom module written once as a program gets both forms', async () => {
+    /** y = inner(x) / 2. */
+    class Halved extends Module {
+      readonly inner = this.addModule('inner', new Linear({ inFeatures: 4, outFeatures: 3, seed: 1 }));
+      *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
+        const y = yield* this.inner.forwardOps(x);
+        yield* op('scale', { n: y.size, x: y.data, s: 0.5 });
+        return y;
+      }
+      *backwardOps(dy: Tensor<'float32'>): Program<Tensor<'float32'>> {
+        const d = Tensor.from(dy.data, dy.shape);
+        yield* op('scale', { n: d.size, x: d.data, s: 0.5 });
+        const dx = yield* this.inner.backwardOps(d);
+        d.dispose();
+        return dx;
+      }
+    }
+    const a = new Halved(), b = new Halved(), x = randn([2, 4]), dy = randn([2, 3]) as Tensor<'float32'>;
+    expect(Array.from((await b.forwardAsync(x)).toArray())).toEqual(Array.from(a.forward(x).toArray()));
+    expect(Array.from((await b.backwardAsync(dy)).toArray())).toEqual(Array.from(a.backward(dy).toArray()));
+    expect(grads(b)).toEqual(grads(a));
   });
 
   it('Transformer.generateAsync returns what generate returns', async () => {
