@@ -11,14 +11,17 @@ export type { ErrorCode } from './errors';
 export { Tensor } from './tensor';
 export type { DType } from './tensor';
 export { Module, Parameter } from './module';
-export type { StateDict } from './module';
+export type { ProgramArgs, ProgramResult, StateDict } from './module';
+export { op, runAsync, runSync } from './program';
+export type { OpArgs, OpName, OpRequest, Program } from './program';
+export { Scope } from './scope';
 
 export { Linear } from './layers/linear';
 export type { LinearConfig } from './layers/linear';
 export { LayerNorm } from './layers/layernorm';
 export type { LayerNormConfig } from './layers/layernorm';
 export { MultiHeadAttention } from './layers/attention';
-export type { AttentionOptions, MultiHeadAttentionConfig } from './layers/attention';
+export type { AttentionOptions, AttentionWithWeights, MultiHeadAttentionConfig } from './layers/attention';
 export { FeedForward } from './layers/feedforward';
 export type { Activation, FeedForwardConfig } from './layers/feedforward';
 export { PatchEmbedding } from './layers/patch_embedding';
@@ -28,12 +31,21 @@ export type { BlockConfig, DecoderBlockOptions, EncoderBlockOptions } from './la
 export { patchify, unpatchify, ViTClassifier, ViTDecoder, ViTEncoder } from './models/vit';
 export type { ViTClassifierConfig, ViTConfig, ViTDecoderOptions } from './models/vit';
 export { Decoder, Encoder, paddingMask, Transformer } from './models/seq2seq';
-export type { DecoderOptions, SequenceConfig, TokenModelConfig, TransformerConfig } from './models/seq2seq';
+export type { DecoderOptions, GenerateOptions, SequenceConfig, TokenModelConfig, TransformerConfig } from './models/seq2seq';
 
-export { crossEntropy, mse } from './losses';
-export { AdamW, clipGradNorm, SGD } from './optim';
+export { crossEntropy, crossEntropyOps, mse, mseOps } from './losses';
+export type { CrossEntropyOptions, LossResult } from './losses';
+export { AdamW, clipGradNorm, clipGradNormOps, Optimizer, SGD } from './optim';
 export type { AdamWOptions, OptimizerState, SGDOptions } from './optim';
-export { cosineWithWarmup, inverseSqrtWarmup } from './schedule';
-export type { Schedule } from './schedule';
-export { loadSafetensors, parseSafetensors, readSafetensorsMetadata, saveSafetensors, serializeSafetensors } from './safetensors';
+export { trainStep, trainStepAsync, trainStepOps } from './train';
+export type { LossFn, TrainInputs, TrainStepOptions } from './train';
+export { cosineWithWarmup, inverseSqrtWarmup, scheduleFromConfig } from './schedule';
+export type { Schedule, ScheduleConfig } from './schedule';
+export {
+  loadSafetensors, loadSafetensorsAsync, parseSafetensors, readSafetensorsMetadata, saveSafetensors, serializeSafetensors,
+} from './safetensors';
+export {
+  loadCheckpoint, loadCheckpointAsync, parseCheckpoint, resume, resumeAsync, saveCheckpoint, saveCheckpointAsync,
+} from './checkpoint';
+export type { Checkpoint, CheckpointState, RandomState, ResumeResult, ResumeTarget } from './checkpoint';
 export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert';

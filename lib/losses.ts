@@ -1,7 +1,13 @@
 /** Training losses; each returns the mean loss and its gradient with respect to the prediction. */
 import { invalidArg } from './errors';
-import { native } from './native';
+import { op, runSync, type Program } from './program';
 import { checkTensor, Tensor } from './tensor';
+
+/** A loss value and its gradient with respect to the prediction. */
+export interface LossResult {
+  loss: number;
+  grad: Tensor<'float32'>;
+}
 
 /**
  * Softmax cross-entropy, PyTorch's F.cross_entropy (mean over targets that are not ignoreIndex):
@@ -9,9 +15,19 @@ import { checkTensor, Tensor } from './tensor';
  * target distribution is (1 − ε) one-hot + ε / V. Returns the loss (NaN if every target is ignored)
  * and grad = d loss / d logits.
  */
-export function crossEntropy(
-  logits: Tensor, targets: Tensor, options: { labelSmoothing?: number; ignoreIndex?: number } = {},
-): { loss: number; grad: Tensor<'float32'> } {
+export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): LossResult {
+  return runSync(crossEntropyOps(logits, targets, options));
+}
+
+export interface CrossEntropyOptions {
+  /** ε in [0, 1] (default 0). */
+  labelSmoothing?: number;
+  /** Targets equal to this are left out of the mean (default −100). */
+  ignoreIndex?: number;
+}
+
+/** The program of crossEntropy (for trainStepAsync and custom steps). */
+export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): Program<LossResult> {
   const l = checkTensor('logits', logits, 'float32');
   if (l.shape.length < 1) invalidArg('logits', 'a float32 Tensor [..., V]', l);
   const V = l.shape[l.shape.length - 1], N = l.size / V;
@@ -22,7 +38,7 @@ export function crossEntropy(
   const ignoreIndex = options.ignoreIndex ?? -100;
   if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
   const loss = new Float32Array(1), grad = Tensor.zeros(l.shape);
-  native.crossEntropy({ N, V, labelSmoothing, ignoreIndex, loss, dlogits: grad.data, logits: l.data, targets: t.data });
+  yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss, dlogits: grad.data, logits: l.data, targets: t.data });
   return { loss: loss[0], grad };
 }
 
@@ -31,13 +47,18 @@ export function crossEntropy(
  * without the last dimension; true = counts) only the selected rows are scored, as the masked
  * autoencoder scores masked patches. Returns the loss and grad = d loss / d pred.
  */
-export function mse(pred: Tensor, target: Tensor, options: { mask?: Tensor } = {}): { loss: number; grad: Tensor<'float32'> } {
+export function mse(pred: Tensor, target: Tensor, options: { mask?: Tensor } = {}): LossResult {
+  return runSync(mseOps(pred, target, options));
+}
+
+/** The program of mse. */
+export function* mseOps(pred: Tensor, target: Tensor, options: { mask?: Tensor } = {}): Program<LossResult> {
   const p = checkTensor('pred', pred, 'float32');
   const t = checkTensor('target', target, 'float32', p.shape);
   const cols = p.shape.length ? p.shape[p.shape.length - 1] : 1;
   const rows = cols === 0 ? 0 : p.size / cols;
   const mask = options.mask === undefined ? null : checkTensor('options.mask', options.mask, 'bool', p.shape.slice(0, -1)).data;
   const loss = new Float32Array(1), grad = Tensor.zeros(p.shape);
-  native.mse({ rows, cols, loss, dpred: grad.data, pred: p.data, target: t.data, mask });
+  yield* op('mse', { rows, cols, loss, dpred: grad.data, pred: p.data, target: t.data, mask });
   return { loss: loss[0], grad };
 }

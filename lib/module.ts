@@ -1,11 +1,23 @@
 /**
  * Module: the base of every layer and model. It owns named parameters and child modules (so
  * names compose as "blocks.0.attn.qkv.weight", the keys of stateDict()), the train/eval mode,
- * and gradient bookkeeping. Subclasses implement forward() and backward(); a forward call saves
- * what its backward needs on the module, so backward follows the forward it belongs to.
+ * gradient bookkeeping, the random streams of dropout, and the intermediates of the last forward.
+ * Subclasses write forward and backward once, as programs of native ops (forwardOps and
+ * backwardOps, see lib/program.ts); the base class runs them synchronously (forward, backward)
+ * or on worker threads (forwardAsync, backwardAsync). A forward saves what its backward needs on
+ * the module, so backward follows the forward it belongs to.
  */
 import { invalidArg, NodeformerError } from './errors';
+import { Lane, runSync, type Program } from './program';
+import type { Random } from './random';
+import { Scope } from './scope';
 import { checkTensor, shapeSize, Tensor } from './tensor';
+
+/** The argument list of a program-returning method. */
+export type ProgramArgs<F> = F extends (...args: infer A) => Program<unknown> ? A : never;
+/** The result of a program-returning method. */
+export type ProgramResult<F> = F extends (...args: never[]) => Program<infer R> ? R : never;
+type AnyProgramFn = (...args: unknown[]) => Program<unknown>;
 
 /** A trainable tensor; `grad` is allocated (zero) by the first backward that reaches it. */
 export class Parameter extends Tensor<'float32'> {
@@ -40,11 +52,59 @@ export abstract class Module {
   private mode = true;
   private readonly params = new Map<string, Parameter>();
   private readonly children = new Map<string, Module>();
+  private readonly rngs = new Map<string, Random>();
+  private lane = new Lane();
+  /**
+   * Tensors this module made in its last forward for its backward (saved activations,
+   * intermediates passed between children): freed when the next forward starts and by dispose().
+   */
+  protected readonly activations = new Scope();
 
-  /** Runs the module. */
-  abstract forward(...args: never[]): unknown;
-  /** Back-propagates the gradient of the last forward's output; accumulates into param.grad. */
-  abstract backward(gradOutput: never): unknown;
+  /** The forward pass as a program of native ops; forward and forwardAsync run it. */
+  abstract forwardOps(...args: never[]): Program<unknown>;
+  /** The backward pass as a program of native ops; backward and backwardAsync run it. */
+  abstract backwardOps(...args: never[]): Program<unknown>;
+
+  /** Runs the module on the calling thread (arguments and result: see the module's forwardOps). */
+  forward<M extends Module>(this: M, ...args: ProgramArgs<M['forwardOps']>): ProgramResult<M['forwardOps']> {
+    return this.runOps('forward', (this.forwardOps as AnyProgramFn)(...args)) as ProgramResult<M['forwardOps']>;
+  }
+
+  /**
+   * Back-propagates the gradient of the last forward's output on the calling thread; accumulates
+   * into param.grad and returns the input gradient (see the module's backwardOps).
+   */
+  backward<M extends Module>(this: M, ...args: ProgramArgs<M['backwardOps']>): ProgramResult<M['backwardOps']> {
+    return this.runOps('backward', (this.backwardOps as AnyProgramFn)(...args)) as ProgramResult<M['backwardOps']>;
+  }
+
+  /**
+   * forward with every op on a worker thread: the event loop stays free. Calls on one model (this
+   * module and everything in its tree) run one after the other in call order; different models
+   * run concurrently. Tensors passed in must stay undisposed until the Promise settles.
+   */
+  forwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['forwardOps']>): Promise<ProgramResult<M['forwardOps']>> {
+    return this.enqueueOps(() => (this.forwardOps as AnyProgramFn)(...args)) as Promise<ProgramResult<M['forwardOps']>>;
+  }
+
+  /** backward with every op on a worker thread, queued behind this model's other calls (see forwardAsync). */
+  backwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['backwardOps']>): Promise<ProgramResult<M['backwardOps']>> {
+    return this.enqueueOps(() => (this.backwardOps as AnyProgramFn)(...args)) as Promise<ProgramResult<M['backwardOps']>>;
+  }
+
+  /**
+   * Runs a program over this model on the calling thread. Throws ERR_NF_STATE while asynchronous
+   * calls on the model are pending (they would interleave with it).
+   */
+  runOps<T>(what: string, program: Program<T>): T {
+    this.lane.checkIdle(`${this.constructor.name}.${what}`);
+    return runSync(program);
+  }
+
+  /** Queues a program over this model behind its other asynchronous calls and runs it on worker threads. */
+  enqueueOps<T>(program: () => Program<T>): Promise<T> {
+    return this.lane.enqueue(program);
+  }
 
   /** Whether the module is in training mode (dropout active). */
   get training(): boolean {
@@ -69,9 +129,35 @@ export abstract class Module {
     return p;
   }
 
+  /** Registers a child; it joins this module's queue of asynchronous calls. */
   protected addModule<M extends Module>(name: string, module: M): M {
     this.children.set(name, module);
+    module.joinLane(this.lane);
     return module;
+  }
+
+  private joinLane(lane: Lane): void {
+    this.lane = lane;
+    for (const c of this.children.values()) c.joinLane(lane);
+  }
+
+  /** Registers a random stream used at run time (dropout), so checkpoints can save and restore it. */
+  protected addRng(name: string, rng: Random): Random {
+    this.rngs.set(name, rng);
+    return rng;
+  }
+
+  /** [name, random stream] pairs of this module and its children, depth first. */
+  namedRngs(prefix = ''): [string, Random][] {
+    const out: [string, Random][] = [];
+    for (const [n, r] of this.rngs) out.push([prefix + n, r]);
+    for (const [n, c] of this.children) out.push(...c.namedRngs(`${prefix}${n}.`));
+    return out;
+  }
+
+  /** This module and its descendants, depth first. */
+  modules(): Module[] {
+    return [this, ...[...this.children.values()].flatMap((c) => c.modules())];
   }
 
   /** [name, parameter] pairs, depth first in registration order. */
@@ -132,9 +218,19 @@ export abstract class Module {
     for (const p of this.parameters()) p.grad?.data.fill(0);
   }
 
-  /** Frees every parameter and gradient; the module cannot be used afterwards. */
+  /**
+   * Frees the native memory of every parameter, gradient and saved activation in the tree; the
+   * module cannot be used afterwards. Throws ERR_NF_STATE (freeing nothing) while asynchronous
+   * calls on the model are pending.
+   */
   dispose(): void {
+    this.lane.checkIdle(`${this.constructor.name}.dispose`);
+    for (const m of this.modules()) m.activations.close();
     for (const p of this.parameters()) p.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 }
 

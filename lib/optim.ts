@@ -4,7 +4,8 @@
  */
 import { invalidArg, NodeformerError } from './errors';
 import type { Parameter } from './module';
-import { native } from './native';
+import { Lane, op, runSync, type Program } from './program';
+import { Tensor } from './tensor';
 
 function checkParams(params: unknown): Parameter[] {
   if (!Array.isArray(params) || params.length === 0 || params.some((p) => !p || typeof p.gradData !== 'function'))
@@ -23,18 +24,20 @@ export interface OptimizerState {
   state: { step: number; buffers: Float32Array[] }[];
 }
 
-abstract class Optimizer<O extends object> {
+/** The base of AdamW and SGD: per-parameter step counts and state buffers in native memory. */
+export abstract class Optimizer<O extends object = object> {
   readonly params: Parameter[];
   /** Options in force; change `options.lr` to schedule the learning rate. */
   options: O;
   protected steps: number[];
-  protected buffers: Float32Array[][];
+  protected buffers: Tensor<'float32'>[][];
+  private readonly lane = new Lane();
 
   constructor(params: Parameter[], options: O, buffersPerParam: number) {
     this.params = checkParams(params);
     this.options = options;
     this.steps = this.params.map(() => 0);
-    this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => new Float32Array(p.size)));
+    this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => Tensor.zeros([p.size])));
   }
 
   /** Sets every parameter gradient to zero. */
@@ -44,23 +47,39 @@ abstract class Optimizer<O extends object> {
 
   /** One update of every parameter that has a gradient. */
   step(): void {
-    this.params.forEach((p, i) => {
-      if (!p.grad) return;
-      if (p.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `optimizer parameter ${i} has been disposed`);
-      this.steps[i] += 1;
-      this.update(p, p.grad.data, this.buffers[i], this.steps[i]);
-    });
+    this.lane.checkIdle(`${this.constructor.name}.step`);
+    runSync(this.stepOps());
   }
 
-  protected abstract update(p: Parameter, grad: Float32Array, buffers: Float32Array[], step: number): void;
+  /**
+   * step() with the updates on worker threads; calls on one optimizer run in order. (To step
+   * right after a model's asynchronous backward, use trainStepAsync, which queues both together.)
+   */
+  stepAsync(): Promise<void> {
+    return this.lane.enqueue(() => this.stepOps());
+  }
+
+  /** The program of step(). */
+  *stepOps(): Program<void> {
+    for (let i = 0; i < this.params.length; i++) {
+      const p = this.params[i];
+      if (!p.grad) continue;
+      if (p.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `optimizer parameter ${i} has been disposed`);
+      this.steps[i] += 1;
+      yield* this.update(p, p.grad.data, this.buffers[i].map((b) => b.data), this.steps[i]);
+    }
+  }
+
+  protected abstract update(p: Parameter, grad: Float32Array, buffers: Float32Array[], step: number): Program<void>;
 
   /** A copy of the options, step counts and buffers (for checkpoints). */
   stateDict(): OptimizerState {
-    return { options: { ...this.options } as Record<string, unknown>, state: this.params.map((_, i) => ({ step: this.steps[i], buffers: this.buffers[i].map((b) => b.slice()) })) };
+    return { options: { ...this.options } as Record<string, unknown>, state: this.params.map((_, i) => ({ step: this.steps[i], buffers: this.buffers[i].map((b) => b.toArray()) })) };
   }
 
   /** Restores a stateDict() of an optimizer over parameters of the same sizes (validated first). */
   loadStateDict(s: OptimizerState): void {
+    this.lane.checkIdle(`${this.constructor.name}.loadStateDict`);
     if (!s || !Array.isArray(s.state) || s.state.length !== this.params.length)
       invalidArg('state', `an optimizer state for ${this.params.length} parameters`, s);
     s.state.forEach((e, i) => {
@@ -71,8 +90,21 @@ abstract class Optimizer<O extends object> {
     this.options = { ...this.options, ...(s.options as O) };
     s.state.forEach((e, i) => {
       this.steps[i] = e.step;
-      e.buffers.forEach((b, j) => this.buffers[i][j].set(b));
+      e.buffers.forEach((b, j) => this.buffers[i][j].data.set(b));
     });
+  }
+
+  /**
+   * Frees the optimizer's state buffers (native memory); the optimizer cannot step afterwards.
+   * Throws ERR_NF_STATE while a stepAsync is pending.
+   */
+  dispose(): void {
+    this.lane.checkIdle(`${this.constructor.name}.dispose`);
+    for (const bs of this.buffers) for (const b of bs) b.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 }
 
@@ -100,9 +132,9 @@ export class AdamW extends Optimizer<Required<AdamWOptions>> {
     }, 2);
   }
 
-  protected update(p: Parameter, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number): void {
+  protected *update(p: Parameter, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number): Program<void> {
     const o = this.options;
-    native.adamwStep({ n: p.size, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
+    yield* op('adamwStep', { n: p.size, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
       param: p.data, grad, expAvg, expAvgSq });
   }
 }
@@ -134,9 +166,9 @@ export class SGD extends Optimizer<Required<SGDOptions>> {
       invalidArg('options.nesterov', 'false unless momentum > 0 and dampening = 0 (as torch)', true);
   }
 
-  protected update(p: Parameter, grad: Float32Array, [momentumBuf]: Float32Array[], step: number): void {
+  protected *update(p: Parameter, grad: Float32Array, [momentumBuf]: Float32Array[], step: number): Program<void> {
     const o = this.options;
-    native.sgdStep({ n: p.size, step, lr: o.lr, momentum: o.momentum, dampening: o.dampening, weightDecay: o.weightDecay,
+    yield* op('sgdStep', { n: p.size, step, lr: o.lr, momentum: o.momentum, dampening: o.dampening, weightDecay: o.weightDecay,
       nesterov: o.nesterov, param: p.data, grad, momentumBuf: o.momentum !== 0 ? momentumBuf : null });
   }
 }
@@ -146,16 +178,21 @@ export class SGD extends Optimizer<Required<SGDOptions>> {
  * total L2 norm over all of them exceeds maxNorm. Returns the total norm before clipping.
  */
 export function clipGradNorm(params: Parameter[], maxNorm: number): number {
+  return runSync(clipGradNormOps(params, maxNorm));
+}
+
+/** The program of clipGradNorm. */
+export function* clipGradNormOps(params: Parameter[], maxNorm: number): Program<number> {
   const ps = checkParams(params).filter((p) => p.grad);
   num('maxNorm', maxNorm, 0);
   const out = new Float32Array(1);
   let sum = 0;
   for (const p of ps) {
-    native.sumSquares({ n: p.size, out, x: p.grad!.data });
+    yield* op('sumSquares', { n: p.size, out, x: p.grad!.data });
     sum += out[0];
   }
   const total = Math.sqrt(sum);
   const coef = maxNorm / (total + 1e-6);
-  if (coef < 1) for (const p of ps) native.scale({ n: p.size, x: p.grad!.data, s: coef });
+  if (coef < 1) for (const p of ps) yield* op('scale', { n: p.size, x: p.grad!.data, s: coef });
   return total;
 }

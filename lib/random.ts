@@ -1,3 +1,5 @@
+import { invalidArg } from './errors';
+
 /**
  * Seeded random numbers for initialisation and dropout seeds: xoshiro128** (uniform) with
  * Box-Muller normals. Same seed, same numbers, on every platform.
@@ -63,6 +65,21 @@ export class Random {
     const out = new Float32Array(n);
     for (let i = 0; i < n; i++) out[i] = this.normal() * std;
     return out;
+  }
+
+  /** The generator's state (for checkpoints): four 32-bit words and the spare normal (or null). */
+  getState(): { s: number[]; spare: number | null } {
+    return { s: Array.from(this.s), spare: this.spare };
+  }
+
+  /** Restores a getState() result. */
+  setState(state: { s: number[]; spare: number | null }): void {
+    const ok = state && Array.isArray(state.s) && state.s.length === 4 &&
+      state.s.every((w) => Number.isInteger(w) && w >= 0 && w <= 0xffffffff) &&
+      (state.spare === null || typeof state.spare === 'number');
+    if (!ok) invalidArg('state', 'a Random state {s: four 32-bit words, spare: number | null}', state);
+    this.s.set(state.s);
+    this.spare = state.spare;
   }
 
   /** A 53-bit integer seed for a sub-stream (e.g. one module's dropout). */

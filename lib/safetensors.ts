@@ -7,6 +7,7 @@
  */
 import * as fs from 'node:fs';
 
+import { writeFileAtomic } from './atomic';
 import { invalidArg, NodeformerError } from './errors';
 import { Tensor } from './tensor';
 
@@ -162,12 +163,31 @@ export function parseSafetensors(bytes: Uint8Array): ParsedSafetensors {
   return { entries, metadata };
 }
 
-function readFile(path: string): Uint8Array {
+function checkPath(path: unknown): asserts path is string {
   if (typeof path !== 'string' || path.length === 0) invalidArg('path', 'a file path string', path);
+}
+
+function readError(path: string, e: unknown): NodeformerError {
+  return new NodeformerError('ERR_NF_INVALID_ARG', `Cannot read ${path}: ${(e as Error).message}`);
+}
+
+/** Reads a whole file; a failure is ERR_NF_INVALID_ARG naming the path. */
+export function readFile(path: string): Uint8Array {
+  checkPath(path);
   try {
     return fs.readFileSync(path);
   } catch (e) {
-    throw new NodeformerError('ERR_NF_INVALID_ARG', `Cannot read ${path}: ${(e as Error).message}`);
+    throw readError(path, e);
+  }
+}
+
+/** readFile off the main thread. */
+export async function readFileAsync(path: string): Promise<Uint8Array> {
+  checkPath(path);
+  try {
+    return await fs.promises.readFile(path);
+  } catch (e) {
+    throw readError(path, e);
   }
 }
 
@@ -189,6 +209,11 @@ export function entriesToTensors(entries: Record<string, RawEntry>): Record<stri
 /** Loads every tensor of a safetensors file (F64/F16/BF16 become float32, I64 becomes int32). */
 export function loadSafetensors(path: string): Record<string, Tensor> {
   return entriesToTensors(parseSafetensors(readFile(path)).entries);
+}
+
+/** loadSafetensors with the file read off the main thread (fs.promises); parsing runs when the bytes are in. */
+export async function loadSafetensorsAsync(path: string): Promise<Record<string, Tensor>> {
+  return entriesToTensors(parseSafetensors(await readFileAsync(path)).entries);
 }
 
 const DTYPE_OF: Record<string, SafetensorsDType> = { float32: 'F32', int32: 'I32', bool: 'BOOL' };
@@ -223,16 +248,8 @@ export function serializeSafetensors(record: Record<string, Tensor>, metadata: R
   return out;
 }
 
-/** Writes tensors to a safetensors file atomically (a temporary file renamed over the target). */
+/** Writes tensors to a safetensors file atomically (a temporary file flushed and renamed over the target; see lib/atomic.ts). */
 export function saveSafetensors(path: string, record: Record<string, Tensor>, metadata: Record<string, string> = {}): void {
-  if (typeof path !== 'string' || path.length === 0) invalidArg('path', 'a file path string', path);
-  const bytes = serializeSafetensors(record, metadata);
-  const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
-  try {
-    fs.writeFileSync(tmp, bytes);
-    fs.renameSync(tmp, path);
-  } catch (e) {
-    fs.rmSync(tmp, { force: true });
-    throw new NodeformerError('ERR_NF_INVALID_ARG', `Cannot write ${path}: ${(e as Error).message}`);
-  }
+  checkPath(path);
+  writeFileAtomic(path, serializeSafetensors(record, metadata));
 }

@@ -4,8 +4,13 @@
  */
 import { invalidArg } from './errors';
 
-/** A learning rate as a function of the 1-based step. */
-export type Schedule = (step: number) => number;
+/** What a schedule was made from: its kind and options (checkpoints store it; scheduleFromConfig rebuilds it). */
+export type ScheduleConfig =
+  | { kind: 'cosineWithWarmup'; options: { lr: number; warmupSteps: number; totalSteps: number; minLr?: number } }
+  | { kind: 'inverseSqrtWarmup'; options: { dModel: number; warmupSteps: number; factor?: number } };
+
+/** A learning rate as a function of the 1-based step; the library's schedules also carry their config. */
+export type Schedule = ((step: number) => number) & { readonly config?: ScheduleConfig };
 
 function check(name: string, v: number, min: number) {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min) invalidArg(name, `a finite number >= ${min}`, v);
@@ -23,11 +28,12 @@ export function cosineWithWarmup(options: { lr: number; warmupSteps: number; tot
   check('totalSteps', totalSteps, 1);
   check('minLr', minLr, 0);
   if (warmupSteps > totalSteps) invalidArg('warmupSteps', `at most totalSteps (${totalSteps})`, warmupSteps);
-  return (step) => {
+  const config: ScheduleConfig = { kind: 'cosineWithWarmup', options: { lr, warmupSteps, totalSteps, minLr } };
+  return Object.assign((step: number) => {
     if (step <= warmupSteps) return (lr * step) / Math.max(1, warmupSteps);
     const progress = Math.min(1, (step - warmupSteps) / Math.max(1, totalSteps - warmupSteps));
     return minLr + 0.5 * (lr - minLr) * (1 + Math.cos(Math.PI * progress));
-  };
+  }, { config });
 }
 
 /**
@@ -40,8 +46,16 @@ export function inverseSqrtWarmup(options: { dModel: number; warmupSteps: number
   check('dModel', dModel, 1);
   check('warmupSteps', warmupSteps, 1);
   check('factor', factor, 0);
-  return (step) => {
+  const config: ScheduleConfig = { kind: 'inverseSqrtWarmup', options: { dModel, warmupSteps, factor } };
+  return Object.assign((step: number) => {
     const s = Math.max(1, step);
     return factor * dModel ** -0.5 * Math.min(s ** -0.5, s * warmupSteps ** -1.5);
-  };
+  }, { config });
+}
+
+/** Rebuilds a schedule from its config (e.g. the one a checkpoint stored). */
+export function scheduleFromConfig(config: ScheduleConfig): Schedule {
+  if (config?.kind === 'cosineWithWarmup') return cosineWithWarmup(config.options);
+  if (config?.kind === 'inverseSqrtWarmup') return inverseSqrtWarmup(config.options);
+  return invalidArg('config', "a schedule config of kind 'cosineWithWarmup' or 'inverseSqrtWarmup'", config);
 }

@@ -1,6 +1,6 @@
 import { invalidArg } from '../errors';
 import { requireSaved, Module } from '../module';
-import { native } from '../native';
+import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
 import { bool, positiveInt, probability, seedOf } from './common';
@@ -29,6 +29,12 @@ export interface AttentionOptions {
   causal?: boolean;
   /** Also return the attention weights [B, H, Tq, Tk] (before dropout). */
   needWeights?: boolean;
+}
+
+/** The result of forward with needWeights. */
+export interface AttentionWithWeights {
+  output: Tensor<'float32'>;
+  weights: Tensor<'float32'>;
 }
 
 interface Saved {
@@ -64,13 +70,28 @@ export class MultiHeadAttention extends Module {
     const rng = new Random(this.config.seed);
     this.qkv = this.addModule('qkv', new Linear({ inFeatures: dModel, outFeatures: 3 * dModel, bias: this.config.bias, seed: rng.seed() }));
     this.proj = this.addModule('proj', new Linear({ inFeatures: dModel, outFeatures: dModel, bias: this.config.bias, seed: rng.seed() }));
-    this.dropRng = new Random(rng.seed());
+    this.dropRng = this.addRng('dropout', new Random(rng.seed()));
   }
 
   /** x [B, Tq, D] → [B, Tq, D]; with needWeights, {output, weights [B, H, Tq, Tk]}. */
-  forward(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Tensor<'float32'>;
-  forward(x: Tensor, options: AttentionOptions & { needWeights: true }): { output: Tensor<'float32'>; weights: Tensor<'float32'> };
-  forward(x: Tensor, options: AttentionOptions = {}): Tensor<'float32'> | { output: Tensor<'float32'>; weights: Tensor<'float32'> } {
+  override forward(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Tensor<'float32'>;
+  override forward(x: Tensor, options: AttentionOptions & { needWeights: true }): AttentionWithWeights;
+  override forward(x: Tensor, options: AttentionOptions = {}): Tensor<'float32'> | AttentionWithWeights {
+    return this.runOps('forward', this.forwardOps(x, options));
+  }
+
+  /** forward on worker threads (see Module.forwardAsync). */
+  override forwardAsync(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Promise<Tensor<'float32'>>;
+  override forwardAsync(x: Tensor, options: AttentionOptions & { needWeights: true }): Promise<AttentionWithWeights>;
+  override forwardAsync(x: Tensor, options: AttentionOptions = {}): Promise<Tensor<'float32'> | AttentionWithWeights> {
+    return this.enqueueOps(() => this.forwardOps(x, options));
+  }
+
+  /** The program of forward. */
+  forwardOps(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Program<Tensor<'float32'>>;
+  forwardOps(x: Tensor, options: AttentionOptions & { needWeights: true }): Program<AttentionWithWeights>;
+  forwardOps(x: Tensor, options?: AttentionOptions): Program<Tensor<'float32'> | AttentionWithWeights>;
+  *forwardOps(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
     const D = this.config.dModel, H = this.config.numHeads;
     const xt = checkTensor('x', x, 'float32', [null, null, D]);
     const [B, Tq] = xt.shape;
@@ -90,18 +111,20 @@ export class MultiHeadAttention extends Module {
     const needWeights = bool('options.needWeights', options.needWeights ?? false);
     const p = this.training ? this.config.dropout : 0;
     const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
+    this.activations.close();
+    const saved = (n: number) => this.activations.add(Tensor.zeros([n])).data;
     const buffers = {
-      qkv: memory ? null : new Float32Array(B * Tq * 3 * D),
-      q: memory ? new Float32Array(B * Tq * D) : null,
-      kv: memory ? new Float32Array(B * Tk * 2 * D) : null,
-      ctx: new Float32Array(B * Tq * D),
-      lse: new Float32Array(B * H * Tq),
+      qkv: memory ? null : saved(B * Tq * 3 * D),
+      q: memory ? saved(B * Tq * D) : null,
+      kv: memory ? saved(B * Tk * 2 * D) : null,
+      ctx: saved(B * Tq * D),
+      lse: saved(B * H * Tq),
     };
     const out = Tensor.zeros([B, Tq, D]);
     const weights = needWeights ? Tensor.zeros([B, H, Tq, Tk]) : null;
     const dims = { B, Tq, Tk, D, H };
     const masks = { causal, keyPaddingMask, attnMask };
-    native.attentionForward({ ...dims, ...masks, ...drop, ...buffers, memory: memory?.data ?? null, out: out.data,
+    yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, memory: memory?.data ?? null, out: out.data,
       weights: weights?.data ?? null, x: xt.data, qkvWeight: this.qkv.weight.data, qkvBias: this.qkv.bias?.data ?? null,
       projWeight: this.proj.weight.data, projBias: this.proj.bias?.data ?? null });
     this.saved = { x: xt, memory, dims, masks, drop, buffers };
@@ -109,12 +132,12 @@ export class MultiHeadAttention extends Module {
   }
 
   /** dy [B, Tq, D] → dx (self-attention) or {dx, dMemory} (cross-attention); accumulates the parameter gradients. */
-  backward(dy: Tensor): Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> } {
+  *backwardOps(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
     const dx = Tensor.zeros(s.x.shape);
     const dMemory = s.memory ? Tensor.zeros(s.memory.shape) : null;
-    native.attentionBackward({ ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.data ?? null,
+    yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.data ?? null,
       dx: dx.data, dMemory: dMemory?.data ?? null,
       dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
       dProjWeight: this.proj.weight.gradData(), dProjBias: this.proj.bias?.gradData() ?? null,
@@ -126,27 +149,27 @@ export class MultiHeadAttention extends Module {
    * Incremental self-attention for decoding (inference only): x [B, 1, D] is the new position t;
    * its keys and values are written into `cache` [B, maxT, 2D] and it attends to positions 0..t.
    */
-  decodeSelf(x: Tensor<'float32'>, cache: Float32Array, t: number, maxT: number): Tensor<'float32'> {
+  *decodeSelf(x: Tensor<'float32'>, cache: Float32Array, t: number, maxT: number): Program<Tensor<'float32'>> {
     const B = x.shape[0], D = this.config.dModel;
     const out = Tensor.zeros([B, 1, D]);
-    native.attentionDecode({ B, D, H: this.config.numHeads, out: out.data, x: x.data, cache, t, maxT, ...this.weights() });
+    yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.data, x: x.data, cache, t, maxT, ...this.weights() });
     return out;
   }
 
   /** The keys and values [B, Tm, 2D] of `memory` for cross-attention decoding (computed once per sequence). */
-  memoryKV(memory: Tensor<'float32'>): Float32Array {
+  *memoryKV(memory: Tensor<'float32'>): Program<Float32Array> {
     const D = this.config.dModel, rows = memory.size / D;
     const kv = new Float32Array(rows * 2 * D);
-    native.linearForward({ rows, inFeatures: D, outFeatures: 2 * D, y: kv, x: memory.data,
+    yield* op('linearForward', { rows, inFeatures: D, outFeatures: 2 * D, y: kv, x: memory.data,
       W: this.qkv.weight.data.subarray(D * D), b: this.qkv.bias?.data.subarray(D) ?? null });
     return kv;
   }
 
   /** Incremental cross-attention for decoding: x [B, 1, D] attends to memoryKV(memory) [B, Tk, 2D]. */
-  decodeCross(x: Tensor<'float32'>, kv: Float32Array, Tk: number, keyPaddingMask?: Tensor<'bool'>): Tensor<'float32'> {
+  *decodeCross(x: Tensor<'float32'>, kv: Float32Array, Tk: number, keyPaddingMask?: Tensor<'bool'>): Program<Tensor<'float32'>> {
     const B = x.shape[0], D = this.config.dModel;
     const out = Tensor.zeros([B, 1, D]);
-    native.attentionDecode({ B, D, H: this.config.numHeads, out: out.data, x: x.data, kv, Tk,
+    yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.data, x: x.data, kv, Tk,
       keyPaddingMask: keyPaddingMask?.data ?? null, ...this.weights() });
     return out;
   }

@@ -1,5 +1,7 @@
 import { Module } from '../module';
+import type { Program } from '../program';
 import { Random } from '../random';
+import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
 import { bool, oneOf, positive, positiveInt, probability, seedOf } from './common';
 import { accumulate, DropoutSite } from './dropout';
@@ -68,50 +70,60 @@ export class EncoderBlock extends Module {
     this.attn = this.addModule('attn', new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() }));
     this.norm2 = this.addModule('norm2', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.mlp = this.addModule('mlp', new FeedForward({ dModel: c.dModel, dFF: c.dFF, activation: c.activation, dropout: c.dropout, seed: rng.seed() }));
-    this.drop1 = new DropoutSite(c.dropout, rng.seed());
-    this.drop2 = new DropoutSite(c.dropout, rng.seed());
+    this.drop1 = new DropoutSite(c.dropout, this.addRng('drop1', new Random(rng.seed())));
+    this.drop2 = new DropoutSite(c.dropout, this.addRng('drop2', new Random(rng.seed())));
   }
 
-  private attend(x: Tensor, o: EncoderBlockOptions): Tensor<'float32'> {
+  private *attend(x: Tensor, o: EncoderBlockOptions): Program<Tensor<'float32'>> {
     const opts = { attnMask: o.attnMask, keyPaddingMask: o.keyPaddingMask, causal: o.causal };
-    if (!o.needWeights) return this.attn.forward(x, opts);
-    const { output, weights } = this.attn.forward(x, { ...opts, needWeights: true });
+    if (!o.needWeights) return yield* this.attn.forwardOps(x, opts);
+    const { output, weights } = yield* this.attn.forwardOps(x, { ...opts, needWeights: true });
     this.lastWeights = weights;
     return output;
   }
 
   /** x [B, T, D] → [B, T, D]. */
-  forward(x: Tensor, options: EncoderBlockOptions = {}): Tensor<'float32'> {
+  *forwardOps(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const xt = checkTensor('x', x, 'float32', [null, null, this.config.dModel]);
-    const t = this.training;
+    const t = this.training, keep = this.activations;
+    keep.close();
     if (this.config.normFirst) {
-      const a = this.attend(this.norm1.forward(xt), options);
-      this.drop1.forwardInPlace(a, t);
-      const x1 = accumulate(a, xt);
-      const m = this.mlp.forward(this.norm2.forward(x1));
-      this.drop2.forwardInPlace(m, t);
-      return accumulate(m, x1);
+      const a = keep.add(yield* this.attend(keep.add(yield* this.norm1.forwardOps(xt)), options));
+      yield* this.drop1.forwardInPlace(a, t);
+      const x1 = yield* accumulate(a, xt);
+      const m = yield* this.mlp.forwardOps(keep.add(yield* this.norm2.forwardOps(x1)));
+      yield* this.drop2.forwardInPlace(m, t);
+      return yield* accumulate(m, x1);
     }
-    const a = this.attend(xt, options);
-    this.drop1.forwardInPlace(a, t);
-    const x1 = this.norm1.forwardResidual(a, xt);
-    const m = this.mlp.forward(x1);
-    this.drop2.forwardInPlace(m, t);
-    return this.norm2.forwardResidual(m, x1);
+    const a = yield* this.attend(xt, options);
+    yield* this.drop1.forwardInPlace(a, t);
+    const x1 = keep.add(yield* this.norm1.forwardResidual(a, xt));
+    a.dispose(); // norm1 keeps the sum it normalised; backward needs nothing else of a
+    const m = yield* this.mlp.forwardOps(x1);
+    yield* this.drop2.forwardInPlace(m, t);
+    const y = yield* this.norm2.forwardResidual(m, x1);
+    m.dispose();
+    return y;
   }
 
   /** dy [B, T, D] → dx [B, T, D]; accumulates the parameter gradients. */
-  backward(dy: Tensor): Tensor<'float32'> {
+  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
+    const tmp = new Scope(d);
+    let dx: Tensor<'float32'>;
     if (this.config.normFirst) {
-      const dx1 = this.norm2.backward(this.mlp.backward(this.drop2.backward(d)), d);
-      const dh = this.attn.backward(this.drop1.backward(dx1)) as Tensor<'float32'>;
-      return this.norm1.backward(dh, dx1);
+      const dm = tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* this.drop2.backward(d))));
+      const dx1 = tmp.add(yield* this.norm2.backwardOps(dm, d));
+      const dh = tmp.add((yield* this.attn.backwardOps(tmp.add(yield* this.drop1.backward(dx1)))) as Tensor<'float32'>);
+      dx = yield* this.norm1.backwardOps(dh, dx1);
+    } else {
+      const ds2 = tmp.add(yield* this.norm2.backwardOps(d));
+      const dx1 = yield* accumulate(tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* this.drop2.backward(ds2)))), ds2);
+      const ds1 = tmp.add(yield* this.norm1.backwardOps(dx1));
+      dx = yield* accumulate((yield* this.attn.backwardOps(tmp.add(yield* this.drop1.backward(ds1)))) as Tensor<'float32'>, ds1);
     }
-    const ds2 = this.norm2.backward(d);
-    const dx1 = accumulate(this.mlp.backward(this.drop2.backward(ds2)), ds2);
-    const ds1 = this.norm1.backward(dx1);
-    return accumulate(this.attn.backward(this.drop1.backward(ds1)) as Tensor<'float32'>, ds1);
+    tmp.close(dx);
+    return dx;
   }
 }
 
@@ -148,65 +160,82 @@ export class DecoderBlock extends Module {
     this.cross_attn = this.addModule('cross_attn', attn());
     this.norm3 = this.addModule('norm3', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.mlp = this.addModule('mlp', new FeedForward({ dModel: c.dModel, dFF: c.dFF, activation: c.activation, dropout: c.dropout, seed: rng.seed() }));
-    this.drops = [0, 1, 2].map(() => new DropoutSite(c.dropout, rng.seed()));
+    this.drops = [1, 2, 3].map((i) => new DropoutSite(c.dropout, this.addRng(`drop${i}`, new Random(rng.seed()))));
   }
 
   /** x [B, T, D], memory [B, Tm, D] → [B, T, D]. */
-  forward(x: Tensor, memory: Tensor, options: DecoderBlockOptions = {}): Tensor<'float32'> {
+  *forwardOps(x: Tensor, memory: Tensor, options: DecoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel;
     const xt = checkTensor('x', x, 'float32', [null, null, D]);
     const mem = checkTensor('memory', memory, 'float32', [xt.shape[0], null, D]);
     const sa = { causal: options.causal ?? true, keyPaddingMask: options.tgtKeyPaddingMask };
     const ca = { memory: mem, keyPaddingMask: options.memoryKeyPaddingMask };
     const [d1, d2, d3] = this.drops;
-    const t = this.training;
+    const t = this.training, keep = this.activations;
+    keep.close();
     if (this.config.normFirst) {
-      const a = this.attn.forward(this.norm1.forward(xt), sa);
-      d1.forwardInPlace(a, t);
-      const x1 = accumulate(a, xt);
-      const c = this.cross_attn.forward(this.norm2.forward(x1), ca);
-      d2.forwardInPlace(c, t);
-      const x2 = accumulate(c, x1);
-      const m = this.mlp.forward(this.norm3.forward(x2));
-      d3.forwardInPlace(m, t);
-      return accumulate(m, x2);
+      const a = keep.add(yield* this.attn.forwardOps(keep.add(yield* this.norm1.forwardOps(xt)), sa));
+      yield* d1.forwardInPlace(a, t);
+      const x1 = yield* accumulate(a, xt);
+      const c = keep.add(yield* this.cross_attn.forwardOps(keep.add(yield* this.norm2.forwardOps(x1)), ca));
+      yield* d2.forwardInPlace(c, t);
+      const x2 = yield* accumulate(c, x1);
+      const m = yield* this.mlp.forwardOps(keep.add(yield* this.norm3.forwardOps(x2)));
+      yield* d3.forwardInPlace(m, t);
+      return yield* accumulate(m, x2);
     }
-    const a = this.attn.forward(xt, sa);
-    d1.forwardInPlace(a, t);
-    const x1 = this.norm1.forwardResidual(a, xt);
-    const c = this.cross_attn.forward(x1, ca);
-    d2.forwardInPlace(c, t);
-    const x2 = this.norm2.forwardResidual(c, x1);
-    const m = this.mlp.forward(x2);
-    d3.forwardInPlace(m, t);
-    return this.norm3.forwardResidual(m, x2);
+    // Post-LN: each norm keeps the sum it normalised, so the branch outputs are freed at once.
+    const a = yield* this.attn.forwardOps(xt, sa);
+    yield* d1.forwardInPlace(a, t);
+    const x1 = keep.add(yield* this.norm1.forwardResidual(a, xt));
+    a.dispose();
+    const c = yield* this.cross_attn.forwardOps(x1, ca);
+    yield* d2.forwardInPlace(c, t);
+    const x2 = keep.add(yield* this.norm2.forwardResidual(c, x1));
+    c.dispose();
+    const m = yield* this.mlp.forwardOps(x2);
+    yield* d3.forwardInPlace(m, t);
+    const y = yield* this.norm3.forwardResidual(m, x2);
+    m.dispose();
+    return y;
   }
 
   /** dy [B, T, D] → {dx [B, T, D], dMemory [B, Tm, D]}; accumulates the parameter gradients. */
-  backward(dy: Tensor): { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> } {
+  *backwardOps(dy: Tensor): Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const [d1, d2, d3] = this.drops;
-    const cross = (g: Tensor<'float32'>) => this.cross_attn.backward(d2.backward(g)) as { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> };
+    const tmp = new Scope(d);
+    const cross = function* (self: DecoderBlock, g: Tensor<'float32'>): Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
+      const r = (yield* self.cross_attn.backwardOps(tmp.add(yield* d2.backward(g)))) as { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> };
+      tmp.add(r.dx);
+      return r;
+    };
+    let dx: Tensor<'float32'>, dMemory: Tensor<'float32'>;
     if (this.config.normFirst) {
-      const dx2 = this.norm3.backward(this.mlp.backward(d3.backward(d)), d);
-      const c = cross(dx2);
-      const dx1 = this.norm2.backward(c.dx, dx2);
-      const dh = this.attn.backward(d1.backward(dx1)) as Tensor<'float32'>;
-      return { dx: this.norm1.backward(dh, dx1), dMemory: c.dMemory };
+      const dm = tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* d3.backward(d))));
+      const dx2 = tmp.add(yield* this.norm3.backwardOps(dm, d));
+      const c = yield* cross(this, dx2);
+      const dx1 = tmp.add(yield* this.norm2.backwardOps(c.dx, dx2));
+      const dh = tmp.add((yield* this.attn.backwardOps(tmp.add(yield* d1.backward(dx1)))) as Tensor<'float32'>);
+      dx = yield* this.norm1.backwardOps(dh, dx1);
+      dMemory = c.dMemory;
+    } else {
+      const ds3 = tmp.add(yield* this.norm3.backwardOps(d));
+      const dx2 = yield* accumulate(tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* d3.backward(ds3)))), ds3);
+      const ds2 = tmp.add(yield* this.norm2.backwardOps(dx2));
+      const c = yield* cross(this, ds2);
+      const ds1 = tmp.add(yield* this.norm1.backwardOps(yield* accumulate(c.dx, ds2)));
+      dx = yield* accumulate((yield* this.attn.backwardOps(tmp.add(yield* d1.backward(ds1)))) as Tensor<'float32'>, ds1);
+      dMemory = c.dMemory;
     }
-    const ds3 = this.norm3.backward(d);
-    const dx2 = accumulate(this.mlp.backward(d3.backward(ds3)), ds3);
-    const ds2 = this.norm2.backward(dx2);
-    const c = cross(ds2);
-    const ds1 = this.norm1.backward(accumulate(c.dx, ds2));
-    const dx = accumulate(this.attn.backward(d1.backward(ds1)) as Tensor<'float32'>, ds1);
-    return { dx, dMemory: c.dMemory };
+    tmp.close(dx, dMemory);
+    return { dx, dMemory };
   }
 
   /** The per-sequence state of incremental decoding against `memory` (see decodeStep). */
-  startDecoding(memory: Tensor<'float32'>, maxT: number, memoryKeyPaddingMask?: Tensor<'bool'>): DecoderState {
+  *startDecoding(memory: Tensor<'float32'>, maxT: number, memoryKeyPaddingMask?: Tensor<'bool'>): Program<DecoderState> {
     const [B, Tk] = memory.shape;
-    return { cache: new Float32Array(B * maxT * 2 * this.config.dModel), kv: this.cross_attn.memoryKV(memory), Tk, maxT,
+    return { cache: new Float32Array(B * maxT * 2 * this.config.dModel), kv: yield* this.cross_attn.memoryKV(memory), Tk, maxT,
       memoryKeyPaddingMask };
   }
 
@@ -214,17 +243,22 @@ export class DecoderBlock extends Module {
    * One decoding step (inference): x [B, 1, D] at position t → [B, 1, D], with causal
    * self-attention over the cached positions 0..t. Equals row t of forward() on the prefix.
    */
-  decodeStep(x: Tensor<'float32'>, t: number, s: DecoderState): Tensor<'float32'> {
+  *decodeStep(x: Tensor<'float32'>, t: number, s: DecoderState): Program<Tensor<'float32'>> {
+    const tmp = new Scope(x);
     const self = (h: Tensor<'float32'>) => this.attn.decodeSelf(h, s.cache, t, s.maxT);
     const cross = (h: Tensor<'float32'>) => this.cross_attn.decodeCross(h, s.kv, s.Tk, s.memoryKeyPaddingMask);
+    let y: Tensor<'float32'>;
     if (this.config.normFirst) {
-      const x1 = accumulate(self(this.norm1.forward(x)), x);
-      const x2 = accumulate(cross(this.norm2.forward(x1)), x1);
-      return accumulate(this.mlp.forward(this.norm3.forward(x2)), x2);
+      const x1 = yield* accumulate(tmp.add(yield* self(tmp.add(yield* this.norm1.forwardOps(x)))), x);
+      const x2 = yield* accumulate(tmp.add(yield* cross(tmp.add(yield* this.norm2.forwardOps(x1)))), x1);
+      y = yield* accumulate(yield* this.mlp.forwardOps(tmp.add(yield* this.norm3.forwardOps(x2))), x2);
+    } else {
+      const x1 = tmp.add(yield* this.norm1.forwardResidual(tmp.add(yield* self(x)), x));
+      const x2 = tmp.add(yield* this.norm2.forwardResidual(tmp.add(yield* cross(x1)), x1));
+      y = yield* this.norm3.forwardResidual(tmp.add(yield* this.mlp.forwardOps(x2)), x2);
     }
-    const x1 = this.norm1.forwardResidual(self(x), x);
-    const x2 = this.norm2.forwardResidual(cross(x1), x1);
-    return this.norm3.forwardResidual(this.mlp.forward(x2), x2);
+    tmp.close(y);
+    return y;
   }
 }
 

@@ -1,6 +1,6 @@
 import { requireSaved, rowsOf, Module } from '../module';
-import { native } from '../native';
 import type { FeedForwardActivation } from '../native/feedforward';
+import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
 import { oneOf, positiveInt, probability, seedOf, zerosLike } from './common';
@@ -39,7 +39,7 @@ export class FeedForward extends Module {
     const rng = new Random(this.config.seed);
     this.fc1 = this.addModule('fc1', new Linear({ inFeatures: dModel, outFeatures: dFF, seed: rng.seed() }));
     this.fc2 = this.addModule('fc2', new Linear({ inFeatures: dFF, outFeatures: dModel, seed: rng.seed() }));
-    this.dropRng = new Random(rng.seed());
+    this.dropRng = this.addRng('dropout', new Random(rng.seed()));
   }
 
   private dims(rows: number, p: number, seed: number) {
@@ -47,24 +47,26 @@ export class FeedForward extends Module {
   }
 
   /** x [..., D] → y [..., D]. */
-  forward(x: Tensor): Tensor<'float32'> {
+  *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.dModel, 1);
     const p = this.training ? this.config.dropout : 0;
     const seed = p > 0 ? this.dropRng.seed() : 0;
+    this.activations.close();
     const y = zerosLike(x);
-    const h = new Float32Array(rows * this.config.dFF), a = new Float32Array(rows * this.config.dFF);
-    native.feedforwardForward({ ...this.dims(rows, p, seed), y: y.data, h, a, x: x.data as Float32Array,
+    const h = this.activations.add(Tensor.zeros([rows * this.config.dFF])).data;
+    const a = this.activations.add(Tensor.zeros([rows * this.config.dFF])).data;
+    yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.data, h, a, x: x.data as Float32Array,
       W1: this.fc1.weight.data, b1: this.fc1.bias!.data, W2: this.fc2.weight.data, b2: this.fc2.bias!.data });
     this.saved = { x: x as Tensor<'float32'>, h, a, seed, p };
     return y;
   }
 
   /** dy [..., D] → dx [..., D]; accumulates the parameter gradients. */
-  backward(dy: Tensor): Tensor<'float32'> {
+  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'FeedForward');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
     const dx = zerosLike(s.x);
-    native.feedforwardBackward({ ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.data,
+    yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.data,
       dW1: this.fc1.weight.gradData(), db1: this.fc1.bias!.gradData(), dW2: this.fc2.weight.gradData(),
       db2: this.fc2.bias!.gradData(), dy: dyt.data, x: s.x.data, h: s.h, a: s.a,
       W1: this.fc1.weight.data, W2: this.fc2.weight.data });

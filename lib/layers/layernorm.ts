@@ -1,6 +1,6 @@
 import { requireSaved, rowsOf, Module, Parameter } from '../module';
 import { constant } from '../init';
-import { native } from '../native';
+import { op, type Program } from '../program';
 import { checkTensor, Tensor } from '../tensor';
 import { positive, positiveInt, zerosLike } from './common';
 
@@ -27,11 +27,12 @@ export class LayerNorm extends Module {
   }
 
   /** x [..., D] → y [..., D]. */
-  forward(x: Tensor): Tensor<'float32'> {
+  *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
     const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
+    this.activations.close();
     const out = zerosLike(x);
     const mean = new Float32Array(rows), rstd = new Float32Array(rows);
-    native.layernormForward({ rows, D, eps: this.config.eps, out: out.data, mean, rstd, x: x.data as Float32Array,
+    yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.data, mean, rstd, x: x.data as Float32Array,
       gamma: this.weight.data, beta: this.bias.data });
     this.saved = { x: x as Tensor<'float32'>, mean, rstd };
     return out;
@@ -41,12 +42,13 @@ export class LayerNorm extends Module {
    * y = LN(x + residual), the fused residual add of a post-LN block; backward then returns the
    * gradient of the sum, which is both dx and d(residual).
    */
-  forwardResidual(x: Tensor, residual: Tensor): Tensor<'float32'> {
+  *forwardResidual(x: Tensor, residual: Tensor): Program<Tensor<'float32'>> {
     const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
     checkTensor('residual', residual, 'float32', x.shape);
-    const out = zerosLike(x), sum = zerosLike(x);
+    this.activations.close();
+    const out = zerosLike(x), sum = this.activations.add(zerosLike(x));
     const mean = new Float32Array(rows), rstd = new Float32Array(rows);
-    native.layernormForward({ rows, D, eps: this.config.eps, out: out.data, sum: sum.data, mean, rstd,
+    yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.data, sum: sum.data, mean, rstd,
       x: x.data as Float32Array, residual: residual.data as Float32Array, gamma: this.weight.data, beta: this.bias.data });
     this.saved = { x: sum, mean, rstd };
     return out;
@@ -56,12 +58,12 @@ export class LayerNorm extends Module {
    * dy [..., D] → dx [..., D]; accumulates weight.grad and bias.grad. `dadd`, when given, is a
    * gradient reaching the same input along another path (a residual branch): it is added to dx.
    */
-  backward(dy: Tensor, dadd?: Tensor): Tensor<'float32'> {
+  *backwardOps(dy: Tensor, dadd?: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'LayerNorm');
     checkTensor('dy', dy, 'float32', s.x.shape);
     if (dadd !== undefined) checkTensor('dadd', dadd, 'float32', s.x.shape);
     const dx = zerosLike(s.x);
-    native.layernormBackward({ rows: s.mean.length, D: this.config.dModel, dx: dx.data, dgamma: this.weight.gradData(),
+    yield* op('layernormBackward', { rows: s.mean.length, D: this.config.dModel, dx: dx.data, dgamma: this.weight.gradData(),
       dbeta: this.bias.gradData(), dout: dy.data as Float32Array, dadd: (dadd?.data as Float32Array) ?? null,
       x: s.x.data, mean: s.mean, rstd: s.rstd, gamma: this.weight.data });
     return dx;

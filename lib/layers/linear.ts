@@ -1,6 +1,6 @@
 import { uniformFanIn } from '../init';
 import { requireSaved, rowsOf, Module, Parameter } from '../module';
-import { native } from '../native';
+import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
 import { bool, positiveInt, seedOf, zerosLike } from './common';
@@ -32,21 +32,21 @@ export class Linear extends Module {
   }
 
   /** x [..., in] → y [..., out]. */
-  forward(x: Tensor): Tensor<'float32'> {
+  *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
     const y = zerosLike(x, this.config.outFeatures);
-    native.linearForward({ y: y.data, x: x.data as Float32Array, W: this.weight.data, b: this.bias?.data ?? null, rows,
+    yield* op('linearForward', { y: y.data, x: x.data as Float32Array, W: this.weight.data, b: this.bias?.data ?? null, rows,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
     this.saved = x as Tensor<'float32'>;
     return y;
   }
 
   /** dy [..., out] → dx [..., in]; accumulates weight.grad (and bias.grad). */
-  backward(dy: Tensor): Tensor<'float32'> {
+  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
     const x = requireSaved(this.saved, 'Linear');
     checkTensor('dy', dy, 'float32', [...x.shape.slice(0, -1), this.config.outFeatures]);
     const dx = zerosLike(x);
-    native.linearBackward({ dx: dx.data, dW: this.weight.gradData(), db: this.bias?.gradData() ?? null,
+    yield* op('linearBackward', { dx: dx.data, dW: this.weight.gradData(), db: this.bias?.gradData() ?? null,
       dy: dy.data as Float32Array, x: x.data, W: this.weight.data, rows: x.size / this.config.inFeatures,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
     return dx;

@@ -1,7 +1,7 @@
 import { invalidArg } from '../errors';
 import { uniformFanIn } from '../init';
 import { requireSaved, Module, Parameter } from '../module';
-import { native } from '../native';
+import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
 import { positiveInt, seedOf } from './common';
@@ -44,7 +44,7 @@ export class PatchEmbedding extends Module {
   }
 
   /** images [B, C, H, W] → tokens [B, N, D]; H and W must be multiples of patchSize. */
-  forward(images: Tensor): Tensor<'float32'> {
+  *forwardOps(images: Tensor): Program<Tensor<'float32'>> {
     const { inChannels: C, patchSize: P, dModel: D } = this.config;
     const x = checkTensor('images', images, 'float32', [null, C, null, null]);
     const [B, , H, W] = x.shape;
@@ -52,18 +52,18 @@ export class PatchEmbedding extends Module {
       invalidArg('images', `a float32 Tensor [B, ${C}, H, W] with H and W multiples of the patch size ${P}`, x);
     const out = Tensor.zeros([B, (H / P) * (W / P), D]);
     const dims = { B, C, H, W, P, D };
-    native.patchEmbedForward({ ...dims, out: out.data, images: x.data, weight: this.weight.data, bias: this.bias.data });
+    yield* op('patchEmbedForward', { ...dims, out: out.data, images: x.data, weight: this.weight.data, bias: this.bias.data });
     this.saved = { images: x, dims };
     return out;
   }
 
   /** dy [B, N, D] → d(images) [B, C, H, W]; accumulates proj.weight.grad and proj.bias.grad. */
-  backward(dy: Tensor): Tensor<'float32'> {
+  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'PatchEmbedding');
     const { B, H, W, P, D } = s.dims;
     const dyt = checkTensor('dy', dy, 'float32', [B, (H / P) * (W / P), D]);
     const dimages = Tensor.zeros(s.images.shape);
-    native.patchEmbedBackward({ ...s.dims, dimages: dimages.data, dweight: this.weight.gradData(),
+    yield* op('patchEmbedBackward', { ...s.dims, dimages: dimages.data, dweight: this.weight.gradData(),
       dbias: this.bias.gradData(), dout: dyt.data, images: s.images.data, weight: this.weight.data });
     return dimages;
   }

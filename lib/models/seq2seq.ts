@@ -1,13 +1,15 @@
 import { invalidArg } from '../errors';
 import { DecoderBlock, EncoderBlock, type DecoderState } from '../layers/blocks';
-import { bool, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
+import { bool, disposeAll, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Linear } from '../layers/linear';
 import { requireSaved, Module, Parameter } from '../module';
 import { native } from '../native';
+import { op, type Program } from '../program';
 import { Random } from '../random';
+import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
 
 /** Options shared by Encoder, Decoder and Transformer (defaults: Vaswani et al.'s base model). */
@@ -93,7 +95,7 @@ abstract class TokenModel extends Module {
       this.pe = new Float32Array(c.maxLen * c.dModel);
       native.sinusoidalEncoding({ len: c.maxLen, D: c.dModel, out: this.pe });
     }
-    this.drop = new DropoutSite(c.dropout, this.rng.seed());
+    this.drop = new DropoutSite(c.dropout, this.addRng('drop', new Random(this.rng.seed())));
   }
 
   /** Registers the final norm (pre-LN only); called by subclasses after their blocks, for parameter order. */
@@ -109,21 +111,23 @@ abstract class TokenModel extends Module {
   }
 
   /** drop(embed(tokens) · scale + positions[:T]) → [B, T, D]. */
-  protected embed(tokens: Tensor<'int32'>): Tensor<'float32'> {
+  protected *embed(tokens: Tensor<'int32'>): Program<Tensor<'float32'>> {
     const dims = this.embedDims(tokens);
     const x = Tensor.zeros([dims.B, dims.T, dims.D]);
-    native.embeddingForward({ ...dims, out: x.data, ids: tokens.data, table: this.embedWeight.data,
+    yield* op('embeddingForward', { ...dims, out: x.data, ids: tokens.data, table: this.embedWeight.data,
       pos: this.pos_embed?.data ?? this.pe });
-    this.drop.forwardInPlace(x, this.training);
+    yield* this.drop.forwardInPlace(x, this.training);
     this.savedTokens = tokens;
     return x;
   }
 
   /** Accumulates embed.weight.grad (and pos_embed.grad) from d(embedded) [B, T, D]. */
-  protected embedBackward(d: Tensor<'float32'>): void {
+  protected *embedBackward(d: Tensor<'float32'>): Program<void> {
     const tokens = requireSaved(this.savedTokens, this.constructor.name);
-    native.embeddingBackward({ ...this.embedDims(tokens), dtable: this.embedWeight.gradData(),
-      dpos: this.pos_embed?.gradData() ?? null, dout: this.drop.backward(d).data, ids: tokens.data });
+    const dd = yield* this.drop.backward(d);
+    yield* op('embeddingBackward', { ...this.embedDims(tokens), dtable: this.embedWeight.gradData(),
+      dpos: this.pos_embed?.gradData() ?? null, dout: dd.data, ids: tokens.data });
+    if (dd !== d) dd.dispose();
   }
 
   /** Embeds one token per sequence at position t (inference): tokens [B] → [B, 1, D]. */
@@ -159,18 +163,22 @@ export class Encoder extends TokenModel {
   }
 
   /** tokens [B, T] int32 → [B, T, D]. keyPaddingMask [B, T] bool, true = padding. */
-  forward(tokens: Tensor, options: { keyPaddingMask?: Tensor } = {}): Tensor<'float32'> {
-    let x = this.embed(checkTokens('tokens', tokens, this.config.maxLen));
-    for (const blk of this.blocks) x = blk.forward(x, { keyPaddingMask: options.keyPaddingMask });
-    return this.norm ? this.norm.forward(x) : x;
+  *forwardOps(tokens: Tensor, options: { keyPaddingMask?: Tensor } = {}): Program<Tensor<'float32'>> {
+    const tok = checkTokens('tokens', tokens, this.config.maxLen), keep = this.activations;
+    keep.close();
+    let x = yield* this.embed(tok);
+    for (const blk of this.blocks) x = yield* blk.forwardOps(keep.add(x), { keyPaddingMask: options.keyPaddingMask });
+    return this.norm ? yield* this.norm.forwardOps(keep.add(x)) : x;
   }
 
   /** dy [B, T, D]: accumulates the parameter gradients (tokens have no gradient). */
-  backward(dy: Tensor): void {
+  *backwardOps(dy: Tensor): Program<void> {
     let d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
-    if (this.norm) d = this.norm.backward(d);
-    for (let i = this.blocks.length - 1; i >= 0; i--) d = this.blocks[i].backward(d);
-    this.embedBackward(d);
+    const tmp = new Scope(d);
+    if (this.norm) d = tmp.add(yield* this.norm.backwardOps(d));
+    for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.add(yield* this.blocks[i].backwardOps(d));
+    yield* this.embedBackward(d);
+    tmp.close();
   }
 }
 
@@ -194,42 +202,52 @@ export class Decoder extends TokenModel {
   }
 
   /** tokens [B, T] int32, memory [B, Tm, D] → logits [B, T, V]. */
-  forward(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Tensor<'float32'> {
-    let x = this.embed(checkTokens('tokens', tokens, this.config.maxLen));
+  *forwardOps(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Program<Tensor<'float32'>> {
+    const tok = checkTokens('tokens', tokens, this.config.maxLen), keep = this.activations;
+    keep.close();
+    let x = yield* this.embed(tok);
     const opts = { causal: true, tgtKeyPaddingMask: options.tgtKeyPaddingMask, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
-    for (const blk of this.blocks) x = blk.forward(x, memory, opts);
-    if (this.norm) x = this.norm.forward(x);
-    return this.head.forward(x);
+    for (const blk of this.blocks) x = yield* blk.forwardOps(keep.add(x), memory, opts);
+    if (this.norm) x = yield* this.norm.forwardOps(keep.add(x));
+    return yield* this.head.forwardOps(keep.add(x));
   }
 
   /** dLogits [B, T, V] → d(memory) [B, Tm, D]; accumulates the parameter gradients. */
-  backward(dLogits: Tensor): Tensor<'float32'> {
-    let d = this.head.backward(dLogits);
-    if (this.norm) d = this.norm.backward(d);
+  *backwardOps(dLogits: Tensor): Program<Tensor<'float32'>> {
+    const tmp = new Scope();
+    let d = tmp.add(yield* this.head.backwardOps(dLogits));
+    if (this.norm) d = tmp.add(yield* this.norm.backwardOps(d));
     let dMemory: Tensor<'float32'> | null = null;
     for (let i = this.blocks.length - 1; i >= 0; i--) {
-      const r = this.blocks[i].backward(d);
-      d = r.dx;
-      dMemory = dMemory ? accumulate(dMemory, r.dMemory) : r.dMemory;
+      const r = yield* this.blocks[i].backwardOps(d);
+      d = tmp.add(r.dx);
+      if (dMemory) yield* accumulate(dMemory, tmp.add(r.dMemory));
+      else dMemory = r.dMemory;
     }
-    this.embedBackward(d);
+    yield* this.embedBackward(d);
+    tmp.close();
     return dMemory!;
   }
 
   /** Per-block decoding state for incremental decoding against `memory` (inference). */
-  startDecoding(memory: Tensor<'float32'>, maxT: number, memoryKeyPaddingMask?: Tensor<'bool'>): DecoderState[] {
-    return this.blocks.map((b) => b.startDecoding(memory, maxT, memoryKeyPaddingMask));
+  *startDecoding(memory: Tensor<'float32'>, maxT: number, memoryKeyPaddingMask?: Tensor<'bool'>): Program<DecoderState[]> {
+    const states: DecoderState[] = [];
+    for (const b of this.blocks) states.push(yield* b.startDecoding(memory, maxT, memoryKeyPaddingMask));
+    return states;
   }
 
   /**
    * One decoding step with the key/value caches: the token of each sequence at position t
    * (tokens [B]) → logits [B, 1, V], equal to position t of forward() on the whole prefix.
    */
-  decodeStep(tokens: Int32Array, t: number, states: DecoderState[]): Tensor<'float32'> {
+  *decodeStep(tokens: Int32Array, t: number, states: DecoderState[]): Program<Tensor<'float32'>> {
+    const tmp = new Scope();
     let x = this.embedAt(tokens, t);
-    this.blocks.forEach((blk, i) => (x = blk.decodeStep(x, t, states[i])));
-    if (this.norm) x = this.norm.forward(x);
-    return this.head.forward(x);
+    for (let i = 0; i < this.blocks.length; i++) x = yield* this.blocks[i].decodeStep(tmp.add(x), t, states[i]);
+    if (this.norm) x = yield* this.norm.forwardOps(tmp.add(x));
+    const logits = yield* this.head.forwardOps(tmp.add(x));
+    tmp.close();
+    return logits;
   }
 }
 
@@ -294,17 +312,21 @@ export class Transformer extends Module {
   }
 
   /** src [B, S], tgt [B, T] int32 → logits [B, T, tgtVocab]. */
-  forward(src: Tensor, tgt: Tensor): Tensor<'float32'> {
+  *forwardOps(src: Tensor, tgt: Tensor): Program<Tensor<'float32'>> {
     const s = checkTokens('src', src, this.config.maxLen), t = checkTokens('tgt', tgt, this.config.maxLen);
     if (s.shape[0] !== t.shape[0]) invalidArg('tgt', `an int32 Tensor with batch ${s.shape[0]} (as src)`, t);
-    const srcPad = paddingMask(s, this.config.padIdx), tgtPad = paddingMask(t, this.config.padIdx);
-    const memory = this.encoder.forward(s, { keyPaddingMask: srcPad });
-    return this.decoder.forward(t, memory, { tgtKeyPaddingMask: tgtPad, memoryKeyPaddingMask: srcPad });
+    const keep = this.activations;
+    keep.close();
+    const srcPad = keep.add(paddingMask(s, this.config.padIdx)), tgtPad = keep.add(paddingMask(t, this.config.padIdx));
+    const memory = keep.add(yield* this.encoder.forwardOps(s, { keyPaddingMask: srcPad }));
+    return yield* this.decoder.forwardOps(t, memory, { tgtKeyPaddingMask: tgtPad, memoryKeyPaddingMask: srcPad });
   }
 
   /** dLogits [B, T, tgtVocab]: accumulates every parameter gradient. */
-  backward(dLogits: Tensor): void {
-    this.encoder.backward(this.decoder.backward(dLogits));
+  *backwardOps(dLogits: Tensor): Program<void> {
+    const dMemory = yield* this.decoder.backwardOps(dLogits);
+    yield* this.encoder.backwardOps(dMemory);
+    dMemory.dispose();
   }
 
   /**
@@ -314,6 +336,16 @@ export class Transformer extends Module {
    * Returns int32 [B, L] (L <= maxLen), bos first, padIdx after a sequence's eos.
    */
   generate(src: Tensor, options: GenerateOptions = {}): Tensor<'int32'> {
+    return this.runOps('generate', this.generateOps(src, options));
+  }
+
+  /** generate with every op on a worker thread, queued behind this model's other calls (see forwardAsync). */
+  generateAsync(src: Tensor, options: GenerateOptions = {}): Promise<Tensor<'int32'>> {
+    return this.enqueueOps(() => this.generateOps(src, options));
+  }
+
+  /** The program of generate. */
+  *generateOps(src: Tensor, options: GenerateOptions = {}): Program<Tensor<'int32'>> {
     const s = checkTokens('src', src, this.config.maxLen);
     const maxLen = options.maxLen ?? this.config.maxLen;
     if (!Number.isInteger(maxLen) || maxLen < 1 || maxLen > this.config.maxLen)
@@ -323,11 +355,12 @@ export class Transformer extends Module {
       if (!Number.isInteger(v) || v < 0 || v >= V) invalidArg(k, `a token id in [0, ${V})`, v);
     const mode = this.training;
     this.eval();
+    const tmp = new Scope();
     try {
       const B = s.shape[0];
-      const srcPad = paddingMask(s, pad);
-      const memory = this.encoder.forward(s, { keyPaddingMask: srcPad });
-      const states = options.useCache === false ? null : this.decoder.startDecoding(memory, maxLen, srcPad);
+      const srcPad = tmp.add(paddingMask(s, pad));
+      const memory = tmp.add(yield* this.encoder.forwardOps(s, { keyPaddingMask: srcPad }));
+      const states = options.useCache === false ? null : yield* this.decoder.startDecoding(memory, maxLen, srcPad);
       const out = new Int32Array(B * maxLen).fill(pad);
       const done = new Uint8Array(B);
       let current: Int32Array = new Int32Array(B).fill(bos);
@@ -336,12 +369,16 @@ export class Transformer extends Module {
       for (let t = 0; t + 1 < maxLen && done.some((d) => !d); t++) {
         let next: Int32Array;
         if (states) {
-          next = argmaxRows(this.decoder.decodeStep(current, t, states).data, B, V, V, 0);
+          const logits = yield* this.decoder.decodeStep(current, t, states);
+          next = argmaxRows(logits.data, B, V, V, 0);
+          logits.dispose();
         } else {
           const prefix = new Int32Array(B * (t + 1));
           for (let b = 0; b < B; b++) prefix.set(out.subarray(b * maxLen, b * maxLen + t + 1), b * (t + 1));
-          const logits = this.decoder.forward(Tensor.from(prefix, [B, t + 1]), memory, { memoryKeyPaddingMask: srcPad });
+          const tokens = Tensor.from(prefix, [B, t + 1]);
+          const logits = yield* this.decoder.forwardOps(tokens, memory, { memoryKeyPaddingMask: srcPad });
           next = argmaxRows(logits.data, B, V, (t + 1) * V, t * V);
+          disposeAll(logits, tokens);
         }
         for (let b = 0; b < B; b++) {
           if (done[b]) next[b] = pad;
@@ -355,6 +392,7 @@ export class Transformer extends Module {
       for (let b = 0; b < B; b++) result.set(out.subarray(b * maxLen, b * maxLen + L), b * L);
       return Tensor.from(result, [B, L]);
     } finally {
+      tmp.close();
       this.train(mode);
     }
   }

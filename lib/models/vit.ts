@@ -1,14 +1,15 @@
 import { invalidArg } from '../errors';
 import { DecoderBlock, EncoderBlock } from '../layers/blocks';
 import { oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
-import { DropoutSite } from '../layers/dropout';
+import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Linear } from '../layers/linear';
 import { PatchEmbedding } from '../layers/patch_embedding';
 import { requireSaved, Module, Parameter } from '../module';
-import { native } from '../native';
+import { op, type Program } from '../program';
 import { Random } from '../random';
+import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
 
 export interface ViTConfig {
@@ -86,41 +87,49 @@ export class ViTEncoder extends Module {
     this.pos_embed = this.addParameter('pos_embed', [1, n + 1, c.dModel], rng.normalArray((n + 1) * c.dModel, 0.02));
     this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new EncoderBlock(blockArgs(c, rng.seed()))));
     this.norm = this.addModule('norm', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
-    this.drop = new DropoutSite(c.dropout, rng.seed());
+    this.drop = new DropoutSite(c.dropout, this.addRng('drop', new Random(rng.seed())));
   }
 
   /** images [B, C, imgSize, imgSize] → tokens [B, N+1, D] (token 0 is CLS). */
-  forward(images: Tensor, options: { needWeights?: boolean } = {}): Tensor<'float32'> {
+  *forwardOps(images: Tensor, options: { needWeights?: boolean } = {}): Program<Tensor<'float32'>> {
     const { inChannels: C, imgSize: S, dModel: D } = this.config;
     const x = checkTensor('images', images, 'float32', [null, C, S, S]);
-    const B = x.shape[0], N = this.patch_embed.numPatches;
-    const patches = this.patch_embed.forward(x);
+    const B = x.shape[0], N = this.patch_embed.numPatches, keep = this.activations;
+    keep.close();
+    const patches = yield* this.patch_embed.forwardOps(x);
     let h = Tensor.zeros([B, N + 1, D]);
-    native.clsPosForward({ B, N, D, out: h.data, cls: this.cls_token.data, patches: patches.data, pos: this.pos_embed.data });
+    yield* op('clsPosForward', { B, N, D, out: h.data, cls: this.cls_token.data, patches: patches.data, pos: this.pos_embed.data });
     patches.dispose();
-    this.drop.forwardInPlace(h, this.training);
-    for (const blk of this.blocks) h = blk.forward(h, { needWeights: options.needWeights });
+    yield* this.drop.forwardInPlace(h, this.training);
+    for (const blk of this.blocks) h = yield* blk.forwardOps(keep.add(h), { needWeights: options.needWeights });
     this.batch = B;
-    return this.norm.forward(h);
+    return yield* this.norm.forwardOps(keep.add(h));
   }
 
   /** d(tokens) [B, N+1, D] → d(images); accumulates the parameter gradients. */
-  backward(dy: Tensor): Tensor<'float32'> {
+  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
     const B = requireSaved(this.batch || null, 'ViTEncoder'), N = this.patch_embed.numPatches, D = this.config.dModel;
-    let d = this.norm.backward(checkTensor('dy', dy, 'float32', [B, N + 1, D]));
-    for (let i = this.blocks.length - 1; i >= 0; i--) d = this.blocks[i].backward(d);
-    d = this.drop.backward(d);
-    const dpatches = Tensor.zeros([B, N, D]);
-    native.clsPosBackward({ B, N, D, dcls: this.cls_token.gradData(), dpatches: dpatches.data, dpos: this.pos_embed.gradData(), dout: d.data });
-    return this.patch_embed.backward(dpatches);
+    const tmp = new Scope();
+    let d = tmp.add(yield* this.norm.backwardOps(checkTensor('dy', dy, 'float32', [B, N + 1, D])));
+    for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.add(yield* this.blocks[i].backwardOps(d));
+    d = tmp.add(yield* this.drop.backward(d));
+    const dpatches = tmp.add(Tensor.zeros([B, N, D]));
+    yield* op('clsPosBackward', { B, N, D, dcls: this.cls_token.gradData(), dpatches: dpatches.data, dpos: this.pos_embed.gradData(), dout: d.data });
+    const dimages = yield* this.patch_embed.backwardOps(dpatches);
+    tmp.close();
+    return dimages;
   }
 
   /** The attention weights [B, H, N+1, N+1] of every block for `images` (a forward in eval semantics). */
   attentionMaps(images: Tensor): Tensor<'float32'>[] {
+    return this.runOps('attentionMaps', this.attentionMapsOps(images));
+  }
+
+  private *attentionMapsOps(images: Tensor): Program<Tensor<'float32'>[]> {
     const mode = this.training;
     this.eval();
     try {
-      this.forward(images, { needWeights: true }).dispose();
+      (yield* this.forwardOps(images, { needWeights: true })).dispose();
       return this.blocks.map((b) => b.lastWeights!);
     } finally {
       this.train(mode);
@@ -146,22 +155,25 @@ export class ViTClassifier extends ViTEncoder {
   }
 
   /** images [B, C, H, W] → logits [B, numClasses]. */
-  override forward(images: Tensor, options: { needWeights?: boolean } = {}): Tensor<'float32'> {
-    const tokens = super.forward(images, options);
+  override *forwardOps(images: Tensor, options: { needWeights?: boolean } = {}): Program<Tensor<'float32'>> {
+    const tokens = yield* super.forwardOps(images, options);
     const [B, T, D] = tokens.shape;
-    const cls = Tensor.zeros([B, D]);
+    const cls = this.activations.add(Tensor.zeros([B, D]));
     for (let b = 0; b < B; b++) cls.data.set(tokens.data.subarray(b * T * D, b * T * D + D), b * D);
     tokens.dispose();
-    return this.head.forward(cls);
+    return yield* this.head.forwardOps(cls);
   }
 
   /** dLogits [B, numClasses] → d(images); accumulates the parameter gradients. */
-  override backward(dLogits: Tensor): Tensor<'float32'> {
-    const dcls = this.head.backward(dLogits);
+  override *backwardOps(dLogits: Tensor): Program<Tensor<'float32'>> {
+    const dcls = yield* this.head.backwardOps(dLogits);
     const [B, D] = dcls.shape, T = this.patch_embed.numPatches + 1;
     const dtokens = Tensor.zeros([B, T, D]);
     for (let b = 0; b < B; b++) dtokens.data.set(dcls.data.subarray(b * D, (b + 1) * D), b * T * D);
-    return super.backward(dtokens);
+    dcls.dispose();
+    const dimages = yield* super.backwardOps(dtokens);
+    dtokens.dispose();
+    return dimages;
   }
 }
 
@@ -221,7 +233,7 @@ export class ViTDecoder extends Module {
   readonly blocks: DecoderBlock[];
   readonly norm: LayerNorm;
   readonly pred: Linear;
-  /** The normalised tokens [B, N, D] of the last forward (the reference's first output). */
+  /** The normalised tokens [B, N, D] of the last forward (the reference's first output); freed by the next forward. */
   tokens: Tensor<'float32'> | null = null;
   private batch = 0;
 
@@ -239,36 +251,39 @@ export class ViTDecoder extends Module {
   }
 
   /** memory [B, Tm, D] → patches [B, N, P·P·C] (channel-last within a patch; see unpatchify). */
-  forward(memory: Tensor, options: ViTDecoderOptions = {}): Tensor<'float32'> {
+  *forwardOps(memory: Tensor, options: ViTDecoderOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel, N = this.numPatches;
     const mem = checkTensor('memory', memory, 'float32', [null, null, D]);
-    const B = mem.shape[0];
+    const B = mem.shape[0], keep = this.activations;
+    keep.close();
     let h = Tensor.zeros([B, N, D]);
-    native.tokenPosForward({ B, N, D, out: h.data, token: this.mask_token.data, pos: this.pos_embed.data });
+    yield* op('tokenPosForward', { B, N, D, out: h.data, token: this.mask_token.data, pos: this.pos_embed.data });
     const opts = { causal: options.causal ?? false, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
-    for (const blk of this.blocks) h = blk.forward(h, mem, opts);
-    this.tokens = this.norm.forward(h);
+    for (const blk of this.blocks) h = yield* blk.forwardOps(keep.add(h), mem, opts);
+    this.tokens = keep.add(yield* this.norm.forwardOps(keep.add(h)));
     this.batch = B;
-    return this.pred.forward(this.tokens);
+    return yield* this.pred.forwardOps(this.tokens);
   }
 
   /**
    * dPatches [B, N, P·P·C] (and optionally dTokens [B, N, D] for the normalised tokens) →
    * d(memory) [B, Tm, D]; accumulates the parameter gradients.
    */
-  backward(dPatches: Tensor, dTokens?: Tensor): Tensor<'float32'> {
+  *backwardOps(dPatches: Tensor, dTokens?: Tensor): Program<Tensor<'float32'>> {
     const B = requireSaved(this.batch || null, 'ViTDecoder'), N = this.numPatches, D = this.config.dModel;
-    const dt = this.pred.backward(dPatches);
-    if (dTokens !== undefined) native.accumulate({ n: dt.size, y: dt.data, x: checkTensor('dTokens', dTokens, 'float32', [B, N, D]).data });
-    let d = this.norm.backward(dt);
+    const tmp = new Scope();
+    const dt = tmp.add(yield* this.pred.backwardOps(dPatches));
+    if (dTokens !== undefined) yield* accumulate(dt, checkTensor('dTokens', dTokens, 'float32', [B, N, D]));
+    let d = tmp.add(yield* this.norm.backwardOps(dt));
     let dMemory: Tensor<'float32'> | null = null;
     for (let i = this.blocks.length - 1; i >= 0; i--) {
-      const r = this.blocks[i].backward(d);
-      d = r.dx;
-      if (dMemory) native.accumulate({ n: dMemory.size, y: dMemory.data, x: r.dMemory.data });
+      const r = yield* this.blocks[i].backwardOps(d);
+      d = tmp.add(r.dx);
+      if (dMemory) yield* accumulate(dMemory, tmp.add(r.dMemory));
       else dMemory = r.dMemory;
     }
-    native.tokenPosBackward({ B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: d.data });
+    yield* op('tokenPosBackward', { B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: d.data });
+    tmp.close();
     return dMemory!;
   }
 }

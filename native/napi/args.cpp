@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <exception>
 
+#include "allocations.h"
+
 namespace nf::napi {
 namespace {
 
@@ -175,13 +177,21 @@ void check(Napi::Env env, const Status& s) {
 
 namespace {
 
-// Runs one op's job on a libuv worker thread and settles a Promise with its Status.
+// Runs one op's job on a libuv worker thread and settles a Promise with its Status. The typed
+// arrays stay referenced (no GC) and their native allocations pinned (release() defers the free)
+// until the op has settled.
 class OpWorker : public Napi::AsyncWorker {
  public:
   OpWorker(Napi::Env env, Job job, const std::vector<Napi::Value>& arrays)
       : Napi::AsyncWorker(env, "nodeformer:op"), job_(std::move(job)), deferred_(Napi::Promise::Deferred::New(env)) {
-    for (const Napi::Value& a : arrays) keep_.push_back(Napi::Persistent(a.As<Napi::Object>()));
+    std::vector<void*> data;
+    for (const Napi::Value& a : arrays) {
+      keep_.push_back(Napi::Persistent(a.As<Napi::Object>()));
+      data.push_back(a.As<Napi::TypedArray>().ArrayBuffer().Data());
+    }
+    pinned_ = pin(data);
   }
+  ~OpWorker() override { unpin(Env(), pinned_); }
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
@@ -193,6 +203,7 @@ class OpWorker : public Napi::AsyncWorker {
   }
   void OnOK() override {
     Napi::Env env = Env();
+    unpin(env, pinned_);
     if (status_.ok()) {
       deferred_.Resolve(env.Undefined());
       return;
@@ -207,6 +218,7 @@ class OpWorker : public Napi::AsyncWorker {
   Status status_;
   Napi::Promise::Deferred deferred_;
   std::vector<Napi::ObjectReference> keep_;
+  std::vector<Allocation*> pinned_;
 };
 
 }  // namespace

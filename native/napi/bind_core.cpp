@@ -2,14 +2,11 @@
 // as ArrayBuffers (the GC is told about their size and frees them through a finalizer).
 #include <napi.h>
 
-#include <cstring>
-#include <mutex>
-#include <string>
-#include <unordered_map>
+#include <cstdint>
 
-#include "../core/allocator.h"
 #include "../core/cpu_features.h"
 #include "../core/threadpool.h"
+#include "allocations.h"
 #include "args.h"
 #include "registry.h"
 
@@ -52,72 +49,23 @@ Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// A native allocation handed to JS as an ArrayBuffer. `release` frees the memory at once; the
-// ArrayBuffer's GC finalizer frees it otherwise, and deletes this record in both cases.
-struct Allocation {
-  void* data;
-  size_t bytes;
-  bool freed = false;
-};
-
-std::mutex live_mutex;
-std::unordered_map<void*, Allocation*> live;  // allocations not yet released, by data pointer
-
-void free_allocation(Napi::Env env, Allocation* a) {
-  if (a->freed) return;
-  Napi::MemoryManagement::AdjustExternalMemory(env, -static_cast<int64_t>(a->bytes));
-  aligned_free(a->data);
-  a->freed = true;
-}
-
 // allocate(byteLength): a zero-filled, 64-byte aligned ArrayBuffer owned by native memory.
 Napi::Value Allocate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   double n = info.Length() >= 1 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
   if (!(n >= 0 && n <= 1e13) || n != static_cast<double>(static_cast<int64_t>(n)))
     throw_error(env, "ERR_NF_INVALID_ARG", "allocate: expected a non-negative integer for byteLength");
-  size_t bytes = static_cast<size_t>(n);
-  void* p = aligned_alloc64(bytes);
-  if (!p) throw_error(env, "ERR_NF_OUT_OF_MEMORY", "allocate: out of memory for " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, bytes);
-  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(bytes));
-  auto* a = new Allocation{p, bytes};
-  {
-    std::lock_guard<std::mutex> lock(live_mutex);
-    live[p] = a;
-  }
-  return Napi::ArrayBuffer::New(
-      env, p, bytes,
-      [](Napi::Env env, void* data, Allocation* a) {
-        {
-          std::lock_guard<std::mutex> lock(live_mutex);
-          if (!a->freed) live.erase(data);
-        }
-        free_allocation(env, a);
-        delete a;
-      },
-      a);
+  return allocate_buffer(env, static_cast<size_t>(n));
 }
 
-// release(arrayBuffer): frees a buffer made by allocate now rather than at the next GC, and
-// detaches it so every view of it has length 0. Releasing twice, or a plain JS buffer, only detaches.
+// release(arrayBuffer): frees a buffer made by allocate now rather than at the next GC (or, while
+// an async op uses it, when that op settles), and detaches it so every view of it has length 0.
+// Releasing twice, or a plain JS buffer, only detaches.
 Napi::Value Release(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsArrayBuffer())
     throw_error(env, "ERR_NF_INVALID_ARG", "release: expected an ArrayBuffer for buffer");
-  Napi::ArrayBuffer buf = info[0].As<Napi::ArrayBuffer>();
-  if (buf.IsDetached()) return env.Undefined();
-  Allocation* a = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(live_mutex);
-    auto it = live.find(buf.Data());
-    if (it != live.end()) {
-      a = it->second;
-      live.erase(it);
-    }
-  }
-  buf.Detach();
-  if (a) free_allocation(env, a);
+  release_buffer(env, info[0].As<Napi::ArrayBuffer>());
   return env.Undefined();
 }
 

@@ -1,0 +1,85 @@
+/**
+ * One training step as one program: zero the gradients, forward, loss, backward, optional
+ * gradient clipping, optimizer step. trainStep runs it on the calling thread; trainStepAsync runs
+ * every op on worker threads, queued behind the model's other asynchronous calls, so a training
+ * loop leaves the event loop free.
+ */
+import { invalidArg } from './errors';
+import { crossEntropyOps, type LossResult } from './losses';
+import type { Module, ProgramArgs } from './module';
+import { clipGradNormOps, type Optimizer } from './optim';
+import type { Program } from './program';
+import { Scope } from './scope';
+import { Tensor } from './tensor';
+
+/**
+ * A loss over the model output and the targets. It may return {loss, grad} directly (it then runs
+ * on the calling thread) or a program of native ops such as crossEntropyOps or mseOps (its ops then
+ * run where the step runs).
+ */
+export type LossFn = (output: Tensor<'float32'>, targets: Tensor) => LossResult | Program<LossResult>;
+
+export interface TrainStepOptions {
+  /** The loss (default: crossEntropy over the last dimension, for classifier and Transformer logits). */
+  loss?: LossFn;
+  /** Clip the total gradient norm to this before the update (default: no clipping). */
+  maxGradNorm?: number;
+}
+
+/** The model's forward arguments: one tensor, or the argument list of its forward (e.g. [src, tgt]). */
+export type TrainInputs<M extends Module> = Tensor | ProgramArgs<M['forwardOps']>;
+
+function isProgram(v: unknown): v is Program<LossResult> {
+  return typeof v === 'object' && v !== null && typeof (v as Program<LossResult>).next === 'function' &&
+    typeof (v as Program<LossResult>).throw === 'function';
+}
+
+type AnyProgramFn = (...args: unknown[]) => Program<unknown>;
+
+/** The program of one training step; returns the loss. */
+export function* trainStepOps<M extends Module>(
+  model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
+): Program<number> {
+  const args: unknown[] = inputs instanceof Tensor ? [inputs] : (inputs as unknown[]);
+  if (!Array.isArray(args)) invalidArg('inputs', 'a Tensor or an array of forward arguments', inputs);
+  const lossFn = options.loss ?? crossEntropyOps;
+  if (typeof lossFn !== 'function') invalidArg('options.loss', 'a function (output, targets) => {loss, grad}', lossFn);
+  const tmp = new Scope(...args.filter((a): a is Tensor => a instanceof Tensor), targets);
+  try {
+    optimizer.zeroGrad();
+    const output = yield* (model.forwardOps as AnyProgramFn).apply(model, args);
+    if (!(output instanceof Tensor) || output.dtype !== 'float32')
+      invalidArg('the model output', 'a float32 Tensor (write a custom step for models that return objects)', output);
+    tmp.add(output);
+    const r = lossFn(output as Tensor<'float32'>, targets);
+    const { loss, grad } = isProgram(r) ? yield* r : r;
+    tmp.add(grad);
+    yield* (model.backwardOps as AnyProgramFn).call(model, grad);
+    if (options.maxGradNorm !== undefined) yield* clipGradNormOps(optimizer.params, options.maxGradNorm);
+    yield* optimizer.stepOps();
+    return loss;
+  } finally {
+    tmp.close();
+  }
+}
+
+/**
+ * One training step on the calling thread: zeroGrad, forward(inputs), loss(output, targets)
+ * (crossEntropy by default), backward, optional clipping, optimizer.step(). Returns the loss.
+ */
+export function trainStep<M extends Module>(
+  model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
+): number {
+  return model.runOps('trainStep', trainStepOps(model, optimizer, inputs, targets, options));
+}
+
+/**
+ * trainStep with every op on a worker thread, queued behind the model's other asynchronous calls:
+ * the event loop stays responsive while the model trains. Resolves with the loss. The inputs and
+ * targets must stay undisposed until it settles.
+ */
+export function trainStepAsync<M extends Module>(
+  model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
+): Promise<number> {
+  return model.enqueueOps(() => trainStepOps(model, optimizer, inputs, targets, options));
+}

@@ -1,0 +1,32 @@
+// The registry of native allocations handed to JS as ArrayBuffers (core.allocate), and the pins
+// that keep them alive while asynchronous ops use them. All functions run on the JS thread of the
+// environment that made the allocation (allocate, release, GC finalizers, async completions).
+//
+// An allocation is freed when JS releases it (release()) or when its ArrayBuffer is collected,
+// unless an asynchronous op still reads or writes it: then the free waits until the last such op
+// has settled. So disposing a tensor while an op on it is in flight is never a use-after-free.
+#pragma once
+#include <napi.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace nf::napi {
+
+struct Allocation;
+
+// A zero-filled, 64-byte aligned ArrayBuffer of `bytes` in native memory (the GC is told its size).
+// Throws ERR_NF_OUT_OF_MEMORY when the allocation fails.
+Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes);
+
+// Detaches `buffer` and frees its memory now, or when the async ops pinning it settle.
+// A buffer not made by allocate_buffer is only detached.
+void release_buffer(Napi::Env env, Napi::ArrayBuffer buffer);
+
+// Pins the allocations behind these buffer data pointers (pointers from elsewhere are skipped).
+std::vector<Allocation*> pin(const std::vector<void*>& data);
+
+// Drops pins taken by pin(); frees what was released or collected in the meantime.
+void unpin(Napi::Env env, std::vector<Allocation*>& pinned);
+
+}  // namespace nf::napi

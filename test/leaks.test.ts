@@ -1,0 +1,49 @@
+/**
+ * No leaks: 2,000 training steps and 5,000 inference calls of a small model (half synchronous,
+ * half asynchronous; half the outputs disposed, half left to the GC) grow the RSS of a fresh
+ * process by less than 5% after warm-up; and native memory is freed explicitly, without waiting
+ * for the GC: a training step frees the previous step's activations, dispose() frees the rest.
+ */
+import { execFileSync } from 'node:child_process';
+
+import { describe, expect, it } from 'vitest';
+
+import { AdamW, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../lib';
+import { bundle, bundleEnv } from './support/bundle';
+
+describe('leaks', () => {
+  it('steps free the previous activations and dispose() frees the rest, without the GC', async () => {
+    // process.memoryUsage().external counts native allocations (the addon reports them to V8).
+    const external = () => process.memoryUsage().external;
+    const start = external();
+    const m = new ViTClassifier({ imgSize: 16, patchSize: 4, inChannels: 1, numClasses: 4, dModel: 64, numHeads: 4, dFF: 256, depth: 2 });
+    const opt = new AdamW(m.parameters());
+    const x = Tensor.zeros([16, 1, 16, 16]), y = Tensor.zeros([16], 'int32');
+    trainStep(m, opt, x, y);
+    const oneStep = external() - start;
+    for (let i = 0; i < 5; i++) trainStep(m, opt, x, y);
+    for (let i = 0; i < 5; i++) await trainStepAsync(m, opt, x, y);
+    const growth = external() - start - oneStep;
+    m.dispose();
+    opt.dispose();
+    const left = external() - start;
+    console.log(`native memory: ${(oneStep / 1024).toFixed(0)} KiB after one step, ${(growth / 1024).toFixed(0)} KiB more after ` +
+      `10 more, ${(left / 1024).toFixed(0)} KiB left after dispose()`);
+    // Only small JS-heap arrays (LayerNorm statistics, loss values) wait for the GC. With the
+    // intermediates left to the GC instead (Scope.close a no-op), this measured 2.7 MiB more after
+    // the 10 steps and 5.5 MiB left after dispose().
+    expect(growth).toBeLessThan(1024 * 1024);
+    expect(left - (x.data.byteLength + y.data.byteLength)).toBeLessThan(512 * 1024);
+  });
+
+  it('RSS grows < 5% over 2,000 training steps and 5,000 inference calls after warm-up', () => {
+    const file = bundle('test/support/leak_loop.ts');
+    const out = execFileSync(process.execPath, ['--expose-gc', file, '2000', '5000', '300'], { env: bundleEnv(), encoding: 'utf8' });
+    const r = JSON.parse(out.trim().split('\n').pop()!) as { before: number; after: number; peak: number; growth: number; seconds: number; lastLoss: number };
+    const mb = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+    console.log(`RSS after warm-up ${mb(r.before)}, after the loop ${mb(r.after)} (growth ${(100 * r.growth).toFixed(2)}%), ` +
+      `peak ${mb(r.peak)}; ${r.seconds.toFixed(1)} s; last loss ${r.lastLoss.toFixed(4)}`);
+    expect(Number.isFinite(r.lastLoss)).toBe(true);
+    expect(r.growth).toBeLessThan(0.05);
+  });
+});
