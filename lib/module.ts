@@ -5,6 +5,7 @@
  * what its backward needs on the module, so backward follows the forward it belongs to.
  */
 import { invalidArg, NodeformerError } from './errors';
+import { assertFinite, assertFiniteIn, checkFiniteEnabled, parameterNames } from './finite';
 import { checkTensor, shapeSize, Tensor } from './tensor';
 
 /** A trainable tensor; `grad` is allocated (zero) by the first backward that reaches it. */
@@ -36,10 +37,26 @@ export class Parameter extends Tensor<'float32'> {
 /** A state dict: parameter name → tensor (or a Float32Array holding the values in row-major order). */
 export type StateDict = Record<string, Tensor | Float32Array>;
 
+type Method = (...args: never[]) => unknown;
+
+/** How many guarded module calls are running (checkFinite scans the parameters at depth 0 only). */
+let guardDepth = 0;
+
 export abstract class Module {
   private mode = true;
   private readonly params = new Map<string, Parameter>();
   private readonly children = new Map<string, Module>();
+  /** The module that registered this one with addModule, and this one's name there. */
+  private owner: { module: Module; name: string } | null = null;
+  private released = false;
+
+  constructor() {
+    // Every call of the subclass's forward and backward passes through guard(): the check that
+    // the module is still alive, and the checkFinite scans (lib/finite.ts) when that mode is on.
+    const self = this as unknown as Record<'forward' | 'backward', Method>;
+    for (const method of ['forward', 'backward'] as const)
+      Object.defineProperty(this, method, { value: this.guard(method, self[method]), writable: true, configurable: true });
+  }
 
   /** Runs the module. */
   abstract forward(...args: never[]): unknown;
@@ -71,7 +88,53 @@ export abstract class Module {
 
   protected addModule<M extends Module>(name: string, module: M): M {
     this.children.set(name, module);
+    (module as Module).owner = { module: this, name };
     return module;
+  }
+
+  /** Where this module sits in its model, for messages: "ViTClassifier.blocks.0.attn" (the root's class name, then names). */
+  get modulePath(): string {
+    return this.owner ? `${this.owner.module.modulePath}.${this.owner.name}` : this.constructor.name;
+  }
+
+  /** Whether dispose() was called (on this module or on a module containing it). */
+  get disposed(): boolean {
+    return this.released;
+  }
+
+  /**
+   * Wraps forward or backward. Every call checks the module was not disposed; under checkFinite
+   * the outermost call (the model's, not its layers') also scans every parameter of the model
+   * before a forward and every gradient after a backward, and each call scans its own inputs and
+   * outputs, so the first non-finite tensor is named wherever it appears.
+   */
+  private guard(method: 'forward' | 'backward', fn: Method): Method {
+    const names = parameterNames(fn);
+    return (...args: never[]) => {
+      const where = `${this.modulePath}.${method}`;
+      if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${where} called after dispose()`);
+      for (const [name, p] of this.params)
+        if (p.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `${where}: parameter ${this.modulePath}.${name} has been disposed`);
+      if (!checkFiniteEnabled()) return fn.apply(this, args);
+      const outermost = guardDepth === 0;
+      const prefix = `${this.modulePath}.`;
+      args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
+      if (outermost && method === 'forward') for (const [name, p] of this.namedParameters()) assertFinite(`parameter ${prefix}${name}`, p);
+      guardDepth++;
+      let out: unknown;
+      try {
+        out = fn.apply(this, args);
+      } finally {
+        guardDepth--;
+      }
+      const after = (value: unknown) => {
+        assertFiniteIn(`the output of ${where}`, value);
+        if (outermost && method === 'backward')
+          for (const [name, p] of this.namedParameters()) if (p.grad) assertFinite(`gradient ${prefix}${name}.grad`, p.grad);
+        return value;
+      };
+      return out instanceof Promise ? out.then(after) : after(out);
+    };
   }
 
   /** [name, parameter] pairs, depth first in registration order. */
@@ -97,8 +160,11 @@ export abstract class Module {
    * throws ERR_NF_STATE_DICT listing all of them and leaves the module unchanged.
    */
   loadStateDict(record: StateDict, options: { strict?: boolean } = {}): void {
-    const strict = options.strict ?? true;
+    if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.loadStateDict called after dispose()`);
     if (record === null || typeof record !== 'object') invalidArg('record', 'an object of tensors', record);
+    if (options === null || typeof options !== 'object') invalidArg('options', 'an object', options);
+    const strict = options.strict ?? true;
+    if (typeof strict !== 'boolean') invalidArg('options.strict', 'a boolean', strict);
     const own = new Map(this.namedParameters());
     const problems: string[] = [];
     const plan: [Parameter, Float32Array][] = [];
@@ -132,9 +198,11 @@ export abstract class Module {
     for (const p of this.parameters()) p.grad?.data.fill(0);
   }
 
-  /** Frees every parameter and gradient; the module cannot be used afterwards. */
+  /** Frees every parameter and gradient; afterwards forward, backward and loadStateDict throw ERR_NF_DISPOSED. Idempotent. */
   dispose(): void {
-    for (const p of this.parameters()) p.dispose();
+    this.released = true;
+    for (const c of this.children.values()) c.dispose();
+    for (const p of this.params.values()) p.dispose();
   }
 }
 

@@ -1,4 +1,4 @@
-import { invalidArg } from '../errors';
+import { invalidArg, objectArg } from '../errors';
 import { requireSaved, Module } from '../module';
 import { native } from '../native';
 import { Random } from '../random';
@@ -73,6 +73,7 @@ export class MultiHeadAttention extends Module {
   forward(x: Tensor, options: AttentionOptions = {}): Tensor<'float32'> | { output: Tensor<'float32'>; weights: Tensor<'float32'> } {
     const D = this.config.dModel, H = this.config.numHeads;
     const xt = checkTensor('x', x, 'float32', [null, null, D]);
+    options = objectArg('options', options);
     const [B, Tq] = xt.shape;
     const memory = options.memory === undefined ? null : checkTensor('options.memory', options.memory, 'float32', [B, null, D]);
     const Tk = memory ? memory.shape[1] : Tq;

@@ -1,3 +1,4 @@
+import { objectArg } from '../errors';
 import { Module } from '../module';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
@@ -83,6 +84,7 @@ export class EncoderBlock extends Module {
   /** x [B, T, D] → [B, T, D]. */
   forward(x: Tensor, options: EncoderBlockOptions = {}): Tensor<'float32'> {
     const xt = checkTensor('x', x, 'float32', [null, null, this.config.dModel]);
+    options = objectArg('options', options);
     const t = this.training;
     if (this.config.normFirst) {
       const a = this.attend(this.norm1.forward(xt), options);
@@ -156,6 +158,10 @@ export class DecoderBlock extends Module {
     const D = this.config.dModel;
     const xt = checkTensor('x', x, 'float32', [null, null, D]);
     const mem = checkTensor('memory', memory, 'float32', [xt.shape[0], null, D]);
+    options = objectArg('options', options);
+    const [B, T] = xt.shape, Tm = mem.shape[1];
+    if (options.tgtKeyPaddingMask !== undefined) checkTensor('options.tgtKeyPaddingMask', options.tgtKeyPaddingMask, 'bool', [B, T]);
+    if (options.memoryKeyPaddingMask !== undefined) checkTensor('options.memoryKeyPaddingMask', options.memoryKeyPaddingMask, 'bool', [B, Tm]);
     const sa = { causal: options.causal ?? true, keyPaddingMask: options.tgtKeyPaddingMask };
     const ca = { memory: mem, keyPaddingMask: options.memoryKeyPaddingMask };
     const [d1, d2, d3] = this.drops;

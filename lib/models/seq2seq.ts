@@ -1,4 +1,4 @@
-import { invalidArg } from '../errors';
+import { invalidArg, NodeformerError, objectArg } from '../errors';
 import { DecoderBlock, EncoderBlock, type DecoderState } from '../layers/blocks';
 import { bool, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
@@ -58,10 +58,15 @@ function sequenceConfig(c: SequenceConfig) {
   };
 }
 
-/** Checks an int32 token tensor [B, T] with 1 <= T <= maxLen. */
-function checkTokens(name: string, t: unknown, maxLen: number): Tensor<'int32'> {
+/** Checks an int32 token tensor [B, T] with 1 <= T <= maxLen and every id in [0, vocab). */
+function checkTokens(name: string, t: unknown, maxLen: number, vocab: number): Tensor<'int32'> {
   const x = checkTensor(name, t, 'int32', [null, null]);
   if (x.shape[1] < 1 || x.shape[1] > maxLen) invalidArg(name, `an int32 Tensor [B, T] with 1 <= T <= maxLen (${maxLen})`, x);
+  const ids = x.data, T = x.shape[1];
+  for (let i = 0; i < ids.length; i++)
+    if (!(ids[i] >= 0 && ids[i] < vocab))
+      throw new NodeformerError('ERR_NF_INVALID_ARG',
+        `Expected token ids in [0, ${vocab}) for ${name} but received ${ids[i]} at [${Math.floor(i / T)}, ${i % T}]`);
   return x;
 }
 
@@ -78,9 +83,10 @@ abstract class TokenModel extends Module {
   private readonly drop: DropoutSite;
   private savedTokens: Tensor<'int32'> | null = null;
 
-  constructor(config: TokenModelConfig) {
+  constructor(raw: TokenModelConfig) {
     super();
-    const base = sequenceConfig(config ?? {});
+    const config = objectArg('config', raw);
+    const base = sequenceConfig(config);
     const c = (this.config = { ...base, vocabSize: positiveInt('config.vocabSize', config.vocabSize),
       maxLen: positiveInt('config.maxLen', config.maxLen) });
     this.rng = new Random(c.seed);
@@ -160,7 +166,8 @@ export class Encoder extends TokenModel {
 
   /** tokens [B, T] int32 → [B, T, D]. keyPaddingMask [B, T] bool, true = padding. */
   forward(tokens: Tensor, options: { keyPaddingMask?: Tensor } = {}): Tensor<'float32'> {
-    let x = this.embed(checkTokens('tokens', tokens, this.config.maxLen));
+    let x = this.embed(checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize));
+    options = objectArg('options', options);
     for (const blk of this.blocks) x = blk.forward(x, { keyPaddingMask: options.keyPaddingMask });
     return this.norm ? this.norm.forward(x) : x;
   }
@@ -195,7 +202,8 @@ export class Decoder extends TokenModel {
 
   /** tokens [B, T] int32, memory [B, Tm, D] → logits [B, T, V]. */
   forward(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Tensor<'float32'> {
-    let x = this.embed(checkTokens('tokens', tokens, this.config.maxLen));
+    let x = this.embed(checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize));
+    options = objectArg('options', options);
     const opts = { causal: true, tgtKeyPaddingMask: options.tgtKeyPaddingMask, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
     for (const blk of this.blocks) x = blk.forward(x, memory, opts);
     if (this.norm) x = this.norm.forward(x);
@@ -268,6 +276,8 @@ export interface TransformerConfig extends SequenceConfig {
 
 /** A bool mask [B, T]: true where tokens == padIdx. */
 export function paddingMask(tokens: Tensor<'int32'>, padIdx: number): Tensor<'bool'> {
+  checkTensor('tokens', tokens, 'int32');
+  if (!Number.isInteger(padIdx)) invalidArg('padIdx', 'an integer', padIdx);
   const m = Tensor.zeros(tokens.shape, 'bool');
   const t = tokens.data, d = m.data;
   for (let i = 0; i < t.length; i++) d[i] = t[i] === padIdx ? 1 : 0;
@@ -280,9 +290,10 @@ export class Transformer extends Module {
   readonly encoder: Encoder;
   readonly decoder: Decoder;
 
-  constructor(config: TransformerConfig) {
+  constructor(raw: TransformerConfig) {
     super();
-    const base = sequenceConfig(config ?? {});
+    const config = objectArg('config', raw);
+    const base = sequenceConfig(config);
     const padIdx = config.padIdx ?? 0;
     if (!Number.isInteger(padIdx)) invalidArg('config.padIdx', 'an integer', padIdx);
     this.config = { ...base, srcVocab: positiveInt('config.srcVocab', config.srcVocab),
@@ -295,7 +306,8 @@ export class Transformer extends Module {
 
   /** src [B, S], tgt [B, T] int32 → logits [B, T, tgtVocab]. */
   forward(src: Tensor, tgt: Tensor): Tensor<'float32'> {
-    const s = checkTokens('src', src, this.config.maxLen), t = checkTokens('tgt', tgt, this.config.maxLen);
+    const s = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
+    const t = checkTokens('tgt', tgt, this.config.maxLen, this.config.tgtVocab);
     if (s.shape[0] !== t.shape[0]) invalidArg('tgt', `an int32 Tensor with batch ${s.shape[0]} (as src)`, t);
     const srcPad = paddingMask(s, this.config.padIdx), tgtPad = paddingMask(t, this.config.padIdx);
     const memory = this.encoder.forward(s, { keyPaddingMask: srcPad });
@@ -314,20 +326,22 @@ export class Transformer extends Module {
    * Returns int32 [B, L] (L <= maxLen), bos first, padIdx after a sequence's eos.
    */
   generate(src: Tensor, options: GenerateOptions = {}): Tensor<'int32'> {
-    const s = checkTokens('src', src, this.config.maxLen);
+    const s = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
+    options = objectArg('options', options);
     const maxLen = options.maxLen ?? this.config.maxLen;
     if (!Number.isInteger(maxLen) || maxLen < 1 || maxLen > this.config.maxLen)
       invalidArg('options.maxLen', `an integer in [1, ${this.config.maxLen}]`, maxLen);
     const bos = options.bos ?? 1, eos = options.eos ?? 2, pad = this.config.padIdx, V = this.config.tgtVocab;
     for (const [k, v] of [['options.bos', bos], ['options.eos', eos]] as const)
       if (!Number.isInteger(v) || v < 0 || v >= V) invalidArg(k, `a token id in [0, ${V})`, v);
+    const useCache = bool('options.useCache', options.useCache ?? true);
     const mode = this.training;
     this.eval();
     try {
       const B = s.shape[0];
       const srcPad = paddingMask(s, pad);
       const memory = this.encoder.forward(s, { keyPaddingMask: srcPad });
-      const states = options.useCache === false ? null : this.decoder.startDecoding(memory, maxLen, srcPad);
+      const states = useCache ? this.decoder.startDecoding(memory, maxLen, srcPad) : null;
       const out = new Int32Array(B * maxLen).fill(pad);
       const done = new Uint8Array(B);
       let current: Int32Array = new Int32Array(B).fill(bos);

@@ -1,4 +1,4 @@
-import { invalidArg } from '../errors';
+import { invalidArg, objectArg } from '../errors';
 import { DecoderBlock, EncoderBlock } from '../layers/blocks';
 import { oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { DropoutSite } from '../layers/dropout';
@@ -36,9 +36,10 @@ export interface ViTConfig {
   seed?: number;
 }
 
-function vitConfig(c: ViTConfig) {
+function vitConfig(raw: ViTConfig) {
+  const c = objectArg('config', raw);
   const config = {
-    imgSize: positiveInt('config.imgSize', c?.imgSize ?? 32),
+    imgSize: positiveInt('config.imgSize', c.imgSize ?? 32),
     patchSize: positiveInt('config.patchSize', c.patchSize ?? 4),
     inChannels: positiveInt('config.inChannels', c.inChannels ?? 3),
     dModel: positiveInt('config.dModel', c.dModel ?? 128),
@@ -93,6 +94,7 @@ export class ViTEncoder extends Module {
   forward(images: Tensor, options: { needWeights?: boolean } = {}): Tensor<'float32'> {
     const { inChannels: C, imgSize: S, dModel: D } = this.config;
     const x = checkTensor('images', images, 'float32', [null, C, S, S]);
+    options = objectArg('options', options);
     const B = x.shape[0], N = this.patch_embed.numPatches;
     const patches = this.patch_embed.forward(x);
     let h = Tensor.zeros([B, N + 1, D]);
@@ -242,6 +244,7 @@ export class ViTDecoder extends Module {
   forward(memory: Tensor, options: ViTDecoderOptions = {}): Tensor<'float32'> {
     const D = this.config.dModel, N = this.numPatches;
     const mem = checkTensor('memory', memory, 'float32', [null, null, D]);
+    options = objectArg('options', options);
     const B = mem.shape[0];
     let h = Tensor.zeros([B, N, D]);
     native.tokenPosForward({ B, N, D, out: h.data, token: this.mask_token.data, pos: this.pos_embed.data });
