@@ -111,30 +111,34 @@ export abstract class Module {
   private guard(method: 'forward' | 'backward', fn: Method): Method {
     const names = parameterNames(fn);
     return (...args: never[]) => {
-      const where = `${this.modulePath}.${method}`;
-      if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${where} called after dispose()`);
+      if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method} called after dispose()`);
       for (const [name, p] of this.params)
-        if (p.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `${where}: parameter ${this.modulePath}.${name} has been disposed`);
-      if (!checkFiniteEnabled()) return fn.apply(this, args);
-      const outermost = guardDepth === 0;
-      const prefix = `${this.modulePath}.`;
-      args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
-      if (outermost && method === 'forward') for (const [name, p] of this.namedParameters()) assertFinite(`parameter ${prefix}${name}`, p);
-      guardDepth++;
-      let out: unknown;
-      try {
-        out = fn.apply(this, args);
-      } finally {
-        guardDepth--;
-      }
-      const after = (value: unknown) => {
-        assertFiniteIn(`the output of ${where}`, value);
-        if (outermost && method === 'backward')
-          for (const [name, p] of this.namedParameters()) if (p.grad) assertFinite(`gradient ${prefix}${name}.grad`, p.grad);
-        return value;
-      };
-      return out instanceof Promise ? out.then(after) : after(out);
+        if (p.disposed)
+          throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method}: parameter ${this.modulePath}.${name} has been disposed`);
+      return checkFiniteEnabled() ? this.checkedCall(method, fn, names, args) : fn.apply(this, args);
     };
+  }
+
+  /** A forward or backward call under checkFinite (see guard). */
+  private checkedCall(method: 'forward' | 'backward', fn: Method, names: string[], args: never[]): unknown {
+    const where = `${this.modulePath}.${method}`, prefix = `${this.modulePath}.`;
+    const outermost = guardDepth === 0;
+    args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
+    if (outermost && method === 'forward') for (const [name, p] of this.namedParameters()) assertFinite(`parameter ${prefix}${name}`, p);
+    guardDepth++;
+    let out: unknown;
+    try {
+      out = fn.apply(this, args);
+    } finally {
+      guardDepth--;
+    }
+    const after = (value: unknown) => {
+      assertFiniteIn(`the output of ${where}`, value);
+      if (outermost && method === 'backward')
+        for (const [name, p] of this.namedParameters()) if (p.grad) assertFinite(`gradient ${prefix}${name}.grad`, p.grad);
+      return value;
+    };
+    return out instanceof Promise ? out.then(after) : after(out);
   }
 
   /** [name, parameter] pairs, depth first in registration order. */
@@ -169,6 +173,7 @@ export abstract class Module {
     const problems: string[] = [];
     const plan: [Parameter, Float32Array][] = [];
     for (const [name, p] of own) {
+      if (p.disposed) problems.push(`${name}: the parameter has been disposed`);
       const v = record[name];
       if (v === undefined) {
         if (strict) problems.push(`missing ${name} [${p.shape.join(', ')}]`);

@@ -60,7 +60,7 @@ const bad = {
   'huge-shape': file(json({ a: f32([2 ** 40, 2 ** 40], 0, 4) }), new Uint8Array(4)),
   'offsets-past-end': file(json({ a: f32([4], 0, 16) }), new Uint8Array(8)),
   'offsets-reversed': file(json({ a: f32([0], 8, 4) }), new Uint8Array(8)),
-  'offsets-beyond-2^53': file('{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,9007199254740993]}}', new Uint8Array(4)),
+  'offsets-beyond-2p53': file('{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,9007199254740993]}}', new Uint8Array(4)),
   'size-mismatch': file(json({ a: f32([3], 0, 8) }), new Uint8Array(8)),
   'overlap': file(json({ a: f32([2], 0, 8), b: f32([2], 4, 12) }), new Uint8Array(12)),
   'same-bytes-many-times': file(json(Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`t${i}`, f32([256], 0, 1024)]))), new Uint8Array(1024)),

@@ -279,6 +279,14 @@ function optionCases(c: Catalogue): void {
   c.add('new ViTClassifier({ imgSize: 10, patchSize: 4 })', 'ERR_NF_INVALID_ARG', arg('config.patchSize'), () => new ViTClassifier({ ...vitCfg, imgSize: 10 }));
   c.add('new EncoderBlock({ normFirst: 1 })', 'ERR_NF_INVALID_ARG', arg('config.normFirst'), () => new EncoderBlock({ dModel: D, numHeads: H, dFF: F, normFirst: 1 as never }));
 
+  // One parameter disposed by hand: forward names it, and loading a state dict changes nothing.
+  const half = new Linear({ inFeatures: 2, outFeatures: 2 });
+  half.weight.dispose();
+  const bias = half.bias!.toArray();
+  c.add('Linear.forward with its weight disposed', 'ERR_NF_DISPOSED', /parameter Linear\.weight has been disposed/, () => half.forward(fl([1, 2])));
+  c.add('Linear.loadStateDict with its weight disposed', 'ERR_NF_STATE_DICT', /weight: the parameter has been disposed/,
+    () => half.loadStateDict({ weight: fl([2, 2]), bias: fl([2]) }), () => expect(Array.from(half.bias!.toArray())).toEqual(Array.from(bias)));
+
   // checkFinite names a non-finite output produced from finite inputs.
   const ln = new LayerNorm({ dModel: 4 });
   c.add('LayerNorm.forward overflowing to a non-finite output under checkFinite', 'ERR_NF_NOT_FINITE', /the output of LayerNorm\.forward/,
