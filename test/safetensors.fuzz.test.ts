@@ -1,7 +1,7 @@
 /**
  * Fuzzing the safetensors parser with fast-check. The property, for any input: parseSafetensors
- * either returns entries whose data agree with their shapes, or throws NodeformerError
- * ERR_NF_FORMAT — never another error, never a crash. Inputs: random bytes, headers built from
+ * either returns one entry per tensor of the header, each with data agreeing with its shape, or
+ * throws NodeformerError ERR_NF_FORMAT — never another error, never a crash. Inputs: random bytes, headers built from
  * hostile pieces (odd names, dtypes, shapes, offsets and header lengths), and byte-level
  * mutations (flips, truncation, insertion) of valid files, which unmutated must round-trip.
  *
@@ -37,6 +37,10 @@ function outcome(bytes: Uint8Array): 'ok' | 'rejected' {
     if (e instanceof NodeformerError && e.code === 'ERR_NF_FORMAT') return 'rejected';
     throw e;
   }
+  // Every tensor named in the header is an entry (none silently dropped, e.g. one named "__proto__").
+  const headerLength = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true));
+  const names = Object.keys(JSON.parse(Buffer.from(bytes.subarray(8, 8 + headerLength)).toString('utf8'))).filter((k) => k !== '__metadata__');
+  if (Object.keys(parsed.entries).sort().join('\0') !== names.sort().join('\0')) throw new Error(`entries ${Object.keys(parsed.entries)} for header names ${names}`);
   for (const [name, e] of Object.entries(parsed.entries)) {
     const count = e.shape.reduce((a, b) => a * b, 1);
     if (e.data.length !== count) throw new Error(`entry ${JSON.stringify(name)}: ${e.data.length} values for shape [${e.shape}]`);
