@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'ERR_NF_NOT_FINITE' // NaN or Inf found by checkFinite
   | 'ERR_NF_STATE' // a call out of order, e.g. backward before forward
   | 'ERR_NF_KERNEL' // a native kernel reported a failure
+  | 'ERR_NF_LOAD' // no native addon could be loaded (the message lists what was tried)
   | 'ERR_NF_OUT_OF_MEMORY';
 
 /** The error type of the library: a message naming the argument, and a stable `code`. */
@@ -32,6 +33,13 @@ export function describe(v: unknown): string {
   }
   if (typeof v === 'string') return `string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
   return `${typeof v} ${String(v)}`;
+}
+
+/** Checks an options or config argument: undefined means none ({}); null, arrays and non-objects are errors. */
+export function objectArg<T extends object>(name: string, v: T | null | undefined): T {
+  if (v === undefined) return {} as T;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) invalidArg(name, 'an options object', v);
+  return v;
 }
 
 /** Throws ERR_NF_INVALID_ARG: "Expected <expected> for <name> but received <actual>". */

@@ -2,11 +2,12 @@
  * nodeformer: a Transformer engine for Node.js — modules that run forward and backward in native
  * (AVX2/AVX-512) kernels, losses, optimizers, schedules and safetensors checkpoints.
  */
-export { native } from './native';
+export { native, nativeAddonPath } from './native';
 export type { NativeBinding } from './native';
 export type { Isa } from './native/core';
 
 export { NodeformerError } from './errors';
+export { assertFinite, checkFiniteEnabled, setCheckFinite } from './finite';
 export type { ErrorCode } from './errors';
 export { Tensor } from './tensor';
 export type { DType } from './tensor';

@@ -1,5 +1,5 @@
 /** Training losses; each returns the mean loss and its gradient with respect to the prediction. */
-import { invalidArg } from './errors';
+import { invalidArg, objectArg } from './errors';
 import { op, runSync, type Program } from './program';
 import { checkTensor, Tensor } from './tensor';
 
@@ -29,13 +29,12 @@ export interface CrossEntropyOptions {
 /** The program of crossEntropy (for trainStepAsync and custom steps). */
 export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): Program<LossResult> {
   const l = checkTensor('logits', logits, 'float32');
-  if (l.shape.length < 1) invalidArg('logits', 'a float32 Tensor [..., V]', l);
+  if (l.shape.length < 1 || l.shape[l.shape.length - 1] < 1) invalidArg('logits', 'a float32 Tensor [..., V] with V >= 1', l);
   const V = l.shape[l.shape.length - 1], N = l.size / V;
   const t = checkTensor('targets', targets, 'int32', l.shape.slice(0, -1));
-  const labelSmoothing = options.labelSmoothing ?? 0;
+  const { labelSmoothing = 0, ignoreIndex = -100 } = objectArg('options', options);
   if (typeof labelSmoothing !== 'number' || !(labelSmoothing >= 0 && labelSmoothing <= 1))
     invalidArg('options.labelSmoothing', 'a number in [0, 1]', labelSmoothing);
-  const ignoreIndex = options.ignoreIndex ?? -100;
   if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
   const loss = new Float32Array(1), grad = Tensor.zeros(l.shape);
   yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss, dlogits: grad.data, logits: l.data, targets: t.data });
@@ -57,7 +56,8 @@ export function* mseOps(pred: Tensor, target: Tensor, options: { mask?: Tensor }
   const t = checkTensor('target', target, 'float32', p.shape);
   const cols = p.shape.length ? p.shape[p.shape.length - 1] : 1;
   const rows = cols === 0 ? 0 : p.size / cols;
-  const mask = options.mask === undefined ? null : checkTensor('options.mask', options.mask, 'bool', p.shape.slice(0, -1)).data;
+  const { mask: m } = objectArg('options', options);
+  const mask = m === undefined ? null : checkTensor('options.mask', m, 'bool', p.shape.slice(0, -1)).data;
   const loss = new Float32Array(1), grad = Tensor.zeros(p.shape);
   yield* op('mse', { rows, cols, loss, dpred: grad.data, pred: p.data, target: t.data, mask });
   return { loss: loss[0], grad };

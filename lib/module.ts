@@ -11,6 +11,7 @@ import { invalidArg, NodeformerError } from './errors';
 import { Lane, runSync, type Program } from './program';
 import type { Random } from './random';
 import { Scope } from './scope';
+import { assertFinite, assertFiniteIn, checkFiniteEnabled, parameterNames } from './finite';
 import { checkTensor, shapeSize, Tensor } from './tensor';
 
 /** The argument list of a program-returning method. */
@@ -48,6 +49,11 @@ export class Parameter extends Tensor<'float32'> {
 /** A state dict: parameter name → tensor (or a Float32Array holding the values in row-major order). */
 export type StateDict = Record<string, Tensor | Float32Array>;
 
+type Method = (...args: never[]) => unknown;
+
+/** How many guarded module calls are running (checkFinite scans the parameters at depth 0 only). */
+let guardDepth = 0;
+
 export abstract class Module {
   private mode = true;
   private readonly params = new Map<string, Parameter>();
@@ -59,6 +65,17 @@ export abstract class Module {
    * intermediates passed between children): freed when the next forward starts and by dispose().
    */
   protected readonly activations = new Scope();
+  /** The module that registered this one with addModule, and this one's name there. */
+  private owner: { module: Module; name: string } | null = null;
+  private released = false;
+
+  constructor() {
+    // Every call of the subclass's forward and backward passes through guard(): the check that
+    // the module is still alive, and the checkFinite scans (lib/finite.ts) when that mode is on.
+    const self = this as unknown as Record<'forward' | 'backward', Method>;
+    for (const method of ['forward', 'backward'] as const)
+      Object.defineProperty(this, method, { value: this.guard(method, self[method]), writable: true, configurable: true });
+  }
 
   /** The forward pass as a program of native ops; forward and forwardAsync run it. */
   abstract forwardOps(...args: never[]): Program<unknown>;
@@ -132,6 +149,7 @@ export abstract class Module {
   /** Registers a child; it joins this module's queue of asynchronous calls. */
   protected addModule<M extends Module>(name: string, module: M): M {
     this.children.set(name, module);
+    (module as Module).owner = { module: this, name };
     module.joinLane(this.lane);
     return module;
   }
@@ -160,6 +178,55 @@ export abstract class Module {
     return [this, ...[...this.children.values()].flatMap((c) => c.modules())];
   }
 
+  /** Where this module sits in its model, for messages: "ViTClassifier.blocks.0.attn" (the root's class name, then names). */
+  get modulePath(): string {
+    return this.owner ? `${this.owner.module.modulePath}.${this.owner.name}` : this.constructor.name;
+  }
+
+  /** Whether dispose() was called (on this module or on a module containing it). */
+  get disposed(): boolean {
+    return this.released;
+  }
+
+  /**
+   * Wraps forward or backward. Every call checks the module was not disposed; under checkFinite
+   * the outermost call (the model's, not its layers') also scans every parameter of the model
+   * before a forward and every gradient after a backward, and each call scans its own inputs and
+   * outputs, so the first non-finite tensor is named wherever it appears.
+   */
+  private guard(method: 'forward' | 'backward', fn: Method): Method {
+    const names = parameterNames(fn);
+    return (...args: never[]) => {
+      if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method} called after dispose()`);
+      for (const [name, p] of this.params)
+        if (p.disposed)
+          throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method}: parameter ${this.modulePath}.${name} has been disposed`);
+      return checkFiniteEnabled() ? this.checkedCall(method, fn, names, args) : fn.apply(this, args);
+    };
+  }
+
+  /** A forward or backward call under checkFinite (see guard). */
+  private checkedCall(method: 'forward' | 'backward', fn: Method, names: string[], args: never[]): unknown {
+    const where = `${this.modulePath}.${method}`, prefix = `${this.modulePath}.`;
+    const outermost = guardDepth === 0;
+    args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
+    if (outermost && method === 'forward') for (const [name, p] of this.namedParameters()) assertFinite(`parameter ${prefix}${name}`, p);
+    guardDepth++;
+    let out: unknown;
+    try {
+      out = fn.apply(this, args);
+    } finally {
+      guardDepth--;
+    }
+    const after = (value: unknown) => {
+      assertFiniteIn(`the output of ${where}`, value);
+      if (outermost && method === 'backward')
+        for (const [name, p] of this.namedParameters()) if (p.grad) assertFinite(`gradient ${prefix}${name}.grad`, p.grad);
+      return value;
+    };
+    return out instanceof Promise ? out.then(after) : after(out);
+  }
+
   /** [name, parameter] pairs, depth first in registration order. */
   namedParameters(prefix = ''): [string, Parameter][] {
     const out: [string, Parameter][] = [];
@@ -183,12 +250,16 @@ export abstract class Module {
    * throws ERR_NF_STATE_DICT listing all of them and leaves the module unchanged.
    */
   loadStateDict(record: StateDict, options: { strict?: boolean } = {}): void {
-    const strict = options.strict ?? true;
+    if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.loadStateDict called after dispose()`);
     if (record === null || typeof record !== 'object') invalidArg('record', 'an object of tensors', record);
+    if (options === null || typeof options !== 'object') invalidArg('options', 'an object', options);
+    const strict = options.strict ?? true;
+    if (typeof strict !== 'boolean') invalidArg('options.strict', 'a boolean', strict);
     const own = new Map(this.namedParameters());
     const problems: string[] = [];
     const plan: [Parameter, Float32Array][] = [];
     for (const [name, p] of own) {
+      if (p.disposed) problems.push(`${name}: the parameter has been disposed`);
       const v = record[name];
       if (v === undefined) {
         if (strict) problems.push(`missing ${name} [${p.shape.join(', ')}]`);
@@ -225,6 +296,7 @@ export abstract class Module {
    */
   dispose(): void {
     this.lane.checkIdle(`${this.constructor.name}.dispose`);
+    for (const m of this.modules()) m.released = true;
     for (const m of this.modules()) m.activations.close();
     for (const p of this.parameters()) p.dispose();
   }

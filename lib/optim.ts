@@ -2,7 +2,7 @@
  * Optimizers over a model's parameters (PyTorch's AdamW and SGD, same formulas and defaults),
  * updating each parameter from its `grad` in native code, and gradient-norm clipping.
  */
-import { invalidArg, NodeformerError } from './errors';
+import { invalidArg, NodeformerError, objectArg } from './errors';
 import type { Parameter } from './module';
 import { Lane, op, runSync, type Program } from './program';
 import { Tensor } from './tensor';
@@ -63,8 +63,8 @@ export abstract class Optimizer<O extends object = object> {
   *stepOps(): Program<void> {
     for (let i = 0; i < this.params.length; i++) {
       const p = this.params[i];
-      if (!p.grad) continue;
       if (p.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `optimizer parameter ${i} has been disposed`);
+      if (!p.grad) continue;
       this.steps[i] += 1;
       yield* this.update(p, p.grad.data, this.buffers[i].map((b) => b.data), this.steps[i]);
     }
@@ -77,17 +77,21 @@ export abstract class Optimizer<O extends object = object> {
     return { options: { ...this.options } as Record<string, unknown>, state: this.params.map((_, i) => ({ step: this.steps[i], buffers: this.buffers[i].map((b) => b.toArray()) })) };
   }
 
+  /** Checks the options of the optimizer (names prefixed with `prefix`), returning them complete. */
+  protected abstract checkOptions(options: Partial<O>, prefix: string): O;
+
   /** Restores a stateDict() of an optimizer over parameters of the same sizes (validated first). */
   loadStateDict(s: OptimizerState): void {
     this.lane.checkIdle(`${this.constructor.name}.loadStateDict`);
     if (!s || !Array.isArray(s.state) || s.state.length !== this.params.length)
       invalidArg('state', `an optimizer state for ${this.params.length} parameters`, s);
+    const options = this.checkOptions({ ...this.options, ...objectArg('state.options', s.options as Partial<O>) }, 'state.options');
     s.state.forEach((e, i) => {
       if (!Number.isInteger(e?.step) || e.step < 0 || !Array.isArray(e.buffers) || e.buffers.length !== this.buffers[i].length ||
           e.buffers.some((b) => !(b instanceof Float32Array) || b.length !== this.params[i].size))
         invalidArg(`state.state[${i}]`, `a step count and ${this.buffers[i].length} Float32Array(s) of ${this.params[i].size} values`, e);
     });
-    this.options = { ...this.options, ...(s.options as O) };
+    this.options = options;
     s.state.forEach((e, i) => {
       this.steps[i] = e.step;
       e.buffers.forEach((b, j) => this.buffers[i][j].data.set(b));
@@ -119,17 +123,25 @@ export interface AdamWOptions {
   weightDecay?: number;
 }
 
+function adamwOptions(o: AdamWOptions, prefix: string): Required<AdamWOptions> {
+  const betas = o.betas ?? [0.9, 0.999];
+  if (!Array.isArray(betas) || betas.length !== 2) invalidArg(`${prefix}.betas`, 'two numbers in [0, 1)', betas);
+  return {
+    lr: num(`${prefix}.lr`, o.lr ?? 1e-3, 0),
+    betas: [num(`${prefix}.betas[0]`, betas[0], 0, 0.999999999), num(`${prefix}.betas[1]`, betas[1], 0, 0.999999999)],
+    eps: num(`${prefix}.eps`, o.eps ?? 1e-8, 0),
+    weightDecay: num(`${prefix}.weightDecay`, o.weightDecay ?? 1e-2, 0),
+  };
+}
+
 /** torch.optim.AdamW: decoupled weight decay, bias-corrected moments. */
 export class AdamW extends Optimizer<Required<AdamWOptions>> {
   constructor(params: Parameter[], options: AdamWOptions = {}) {
-    const betas = options.betas ?? [0.9, 0.999];
-    if (!Array.isArray(betas) || betas.length !== 2) invalidArg('options.betas', 'two numbers in [0, 1)', betas);
-    super(params, {
-      lr: num('options.lr', options.lr ?? 1e-3, 0),
-      betas: [num('options.betas[0]', betas[0], 0, 0.999999999), num('options.betas[1]', betas[1], 0, 0.999999999)],
-      eps: num('options.eps', options.eps ?? 1e-8, 0),
-      weightDecay: num('options.weightDecay', options.weightDecay ?? 1e-2, 0),
-    }, 2);
+    super(params, adamwOptions(objectArg('options', options), 'options'), 2);
+  }
+
+  protected checkOptions(options: AdamWOptions, prefix: string): Required<AdamWOptions> {
+    return adamwOptions(options, prefix);
   }
 
   protected *update(p: Parameter, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number): Program<void> {
@@ -152,18 +164,28 @@ export interface SGDOptions {
   nesterov?: boolean;
 }
 
+function sgdOptions(o: SGDOptions, prefix: string): Required<SGDOptions> {
+  const checked = {
+    lr: num(`${prefix}.lr`, o.lr ?? 1e-3, 0),
+    momentum: num(`${prefix}.momentum`, o.momentum ?? 0, 0),
+    dampening: num(`${prefix}.dampening`, o.dampening ?? 0, 0, 1),
+    weightDecay: num(`${prefix}.weightDecay`, o.weightDecay ?? 0, 0),
+    nesterov: o.nesterov ?? false,
+  };
+  if (typeof checked.nesterov !== 'boolean') invalidArg(`${prefix}.nesterov`, 'a boolean', checked.nesterov);
+  if (checked.nesterov && (checked.momentum <= 0 || checked.dampening !== 0))
+    invalidArg(`${prefix}.nesterov`, 'false unless momentum > 0 and dampening = 0 (as torch)', true);
+  return checked;
+}
+
 /** torch.optim.SGD with momentum, dampening, weight decay and Nesterov momentum. */
 export class SGD extends Optimizer<Required<SGDOptions>> {
   constructor(params: Parameter[], options: SGDOptions = {}) {
-    super(params, {
-      lr: num('options.lr', options.lr ?? 1e-3, 0),
-      momentum: num('options.momentum', options.momentum ?? 0, 0),
-      dampening: num('options.dampening', options.dampening ?? 0, 0, 1),
-      weightDecay: num('options.weightDecay', options.weightDecay ?? 0, 0),
-      nesterov: options.nesterov ?? false,
-    }, 1);
-    if (this.options.nesterov && (this.options.momentum <= 0 || this.options.dampening !== 0))
-      invalidArg('options.nesterov', 'false unless momentum > 0 and dampening = 0 (as torch)', true);
+    super(params, sgdOptions(objectArg('options', options), 'options'), 1);
+  }
+
+  protected checkOptions(options: SGDOptions, prefix: string): Required<SGDOptions> {
+    return sgdOptions(options, prefix);
   }
 
   protected *update(p: Parameter, grad: Float32Array, [momentumBuf]: Float32Array[], step: number): Program<void> {

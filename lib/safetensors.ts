@@ -68,7 +68,7 @@ function decode(dtype: SafetensorsDType, bytes: Uint8Array, count: number, name:
       const out = new Int32Array(count);
       for (let i = 0; i < count; i++) {
         const v = dv.getBigInt64(i * 8, true);
-        if (v < -2147483648n || v > 2147483647n) formatError(`${name}: int64 value ${v} does not fit int32`);
+        if (v < -2147483648n || v > 2147483647n) formatError(`${JSON.stringify(name)}: int64 value ${v} does not fit int32`);
         out[i] = Number(v);
       }
       return out;
@@ -108,7 +108,40 @@ function duplicateTopLevelKey(json: string): string | null {
   return null;
 }
 
-/** Parses and validates a whole safetensors file held in memory. */
+/** An entry checked against the file, not yet decoded. */
+interface Planned {
+  name: string;
+  dtype: SafetensorsDType;
+  shape: number[];
+  begin: number;
+  end: number;
+}
+
+/** Checks one header entry against the `dataBytes` of the data section. */
+function planEntry(name: string, info: unknown, dataBytes: number): Planned {
+  const at = JSON.stringify(name);
+  if (info === null || typeof info !== 'object' || Array.isArray(info)) formatError(`${at}: entry is not an object`);
+  const e = info as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+  if (typeof e.dtype !== 'string' || !Object.hasOwn(ITEM_BYTES, e.dtype)) formatError(`${at}: unsupported dtype ${JSON.stringify(e.dtype)}`);
+  const dtype = e.dtype as SafetensorsDType;
+  if (!Array.isArray(e.shape) || e.shape.some((d) => !Number.isSafeInteger(d) || d < 0))
+    formatError(`${at}: shape must be an array of non-negative integers`);
+  const shape = e.shape as number[];
+  const offs = e.data_offsets;
+  if (!Array.isArray(offs) || offs.length !== 2 || offs.some((d) => !Number.isSafeInteger(d) || d < 0))
+    formatError(`${at}: data_offsets must be two non-negative integers`);
+  const [begin, end] = offs as number[];
+  if (begin > end || end > dataBytes) formatError(`${at}: data_offsets [${begin}, ${end}] fall outside the ${dataBytes} data bytes`);
+  const bytes = shape.reduce((a, b) => a * b, 1) * ITEM_BYTES[dtype];
+  if (bytes !== end - begin)
+    formatError(`${at}: ${dtype} [${shape.join(', ')}] needs ${bytes} bytes but data_offsets cover ${end - begin}`);
+  return { name, dtype, shape, begin, end };
+}
+
+/**
+ * Parses and validates a whole safetensors file held in memory. Every entry is checked (and
+ * overlaps ruled out) before any is decoded, so a hostile file costs no more than its own size.
+ */
 export function parseSafetensors(bytes: Uint8Array): ParsedSafetensors {
   if (!(bytes instanceof Uint8Array)) invalidArg('bytes', 'a Uint8Array', bytes);
   if (bytes.length < 8) formatError(`file of ${bytes.length} bytes is too short for the 8-byte header length`);
@@ -116,7 +149,12 @@ export function parseSafetensors(bytes: Uint8Array): ParsedSafetensors {
   if (headerLen > BigInt(Math.min(MAX_HEADER, bytes.length - 8)))
     formatError(`header length ${headerLen} exceeds the file (${bytes.length} bytes) or the ${MAX_HEADER}-byte limit`);
   const n = Number(headerLen);
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(8, 8 + n));
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + n));
+  } catch {
+    formatError('header is not valid UTF-8');
+  }
   let header: unknown;
   try {
     header = JSON.parse(text);
@@ -127,39 +165,28 @@ export function parseSafetensors(bytes: Uint8Array): ParsedSafetensors {
   const dup = duplicateTopLevelKey(text);
   if (dup !== null) formatError(`duplicate tensor name ${JSON.stringify(dup)}`);
   const data = bytes.subarray(8 + n);
-  const entries: Record<string, RawEntry> = {};
   let metadata: Record<string, string> = {};
-  const ranges: [number, number, string][] = [];
+  const plan: Planned[] = [];
   for (const [name, info] of Object.entries(header as Record<string, unknown>)) {
-    if (name === '__metadata__') {
-      if (info === null || typeof info !== 'object' || Array.isArray(info) ||
-          Object.values(info).some((v) => typeof v !== 'string'))
-        formatError('__metadata__ must be an object of strings');
+    if (name !== '__metadata__') {
+      plan.push(planEntry(name, info, data.length));
+    } else if (info === null || typeof info !== 'object' || Array.isArray(info) || Object.values(info).some((v) => typeof v !== 'string')) {
+      formatError('__metadata__ must be an object of strings');
+    } else {
       metadata = info as Record<string, string>;
-      continue;
     }
-    const e = info as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
-    if (e === null || typeof e !== 'object') formatError(`${name}: entry is not an object`);
-    if (typeof e.dtype !== 'string' || !(e.dtype in ITEM_BYTES)) formatError(`${name}: unsupported dtype ${JSON.stringify(e.dtype)}`);
-    const dtype = e.dtype as SafetensorsDType;
-    if (!Array.isArray(e.shape) || e.shape.some((d) => !Number.isSafeInteger(d) || d < 0))
-      formatError(`${name}: shape must be an array of non-negative integers`);
-    const shape = e.shape as number[];
-    const offs = e.data_offsets;
-    if (!Array.isArray(offs) || offs.length !== 2 || offs.some((d) => !Number.isSafeInteger(d) || d < 0))
-      formatError(`${name}: data_offsets must be two non-negative integers`);
-    const [begin, end] = offs as number[];
-    if (begin > end || end > data.length)
-      formatError(`${name}: data_offsets [${begin}, ${end}] fall outside the ${data.length} data bytes`);
-    const count = shape.reduce((a, b) => a * b, 1);
-    if (count * ITEM_BYTES[dtype] !== end - begin)
-      formatError(`${name}: ${dtype} [${shape.join(', ')}] needs ${count * ITEM_BYTES[dtype]} bytes but data_offsets cover ${end - begin}`);
-    ranges.push([begin, end, name]);
-    entries[name] = { dtype, shape, data: decode(dtype, data.subarray(begin, end), count, name) };
   }
-  ranges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  // Two entries overlap when they share a byte (empty entries share none).
+  const ranges = plan.filter((p) => p.end > p.begin).sort((a, b) => a.begin - b.begin);
   for (let i = 1; i < ranges.length; i++)
-    if (ranges[i][0] < ranges[i - 1][1]) formatError(`${ranges[i - 1][2]} and ${ranges[i][2]} overlap`);
+    if (ranges[i].begin < ranges[i - 1].end)
+      formatError(`${JSON.stringify(ranges[i - 1].name)} and ${JSON.stringify(ranges[i].name)} overlap`);
+  // A null-prototype record, so a tensor named "__proto__" is an entry like any other.
+  const entries: Record<string, RawEntry> = Object.create(null);
+  for (const p of plan) {
+    const count = p.shape.reduce((a, b) => a * b, 1);
+    entries[p.name] = { dtype: p.dtype, shape: p.shape, data: decode(p.dtype, data.subarray(p.begin, p.end), count, p.name) };
+  }
   return { entries, metadata };
 }
 
@@ -168,7 +195,7 @@ function checkPath(path: unknown): asserts path is string {
 }
 
 function readError(path: string, e: unknown): NodeformerError {
-  return new NodeformerError('ERR_NF_INVALID_ARG', `Cannot read ${path}: ${(e as Error).message}`);
+  return new NodeformerError('ERR_NF_INVALID_ARG', `Cannot read path ${JSON.stringify(path)}: ${(e as Error).message}`);
 }
 
 /** Reads a whole file; a failure is ERR_NF_INVALID_ARG naming the path. */
@@ -198,10 +225,15 @@ export function readSafetensorsMetadata(path: string): Record<string, string> {
 
 /** Converts parsed entries to tensors: floats to float32, integers to int32, U8/BOOL to bool. */
 export function entriesToTensors(entries: Record<string, RawEntry>): Record<string, Tensor> {
-  const out: Record<string, Tensor> = {};
-  for (const [name, e] of Object.entries(entries)) {
-    const d = e.data;
-    out[name] = Tensor.from(d instanceof Float64Array ? Float32Array.from(d) : d, e.shape);
+  const out: Record<string, Tensor> = Object.create(null);
+  try {
+    for (const [name, e] of Object.entries(entries)) {
+      const d = e.data;
+      out[name] = Tensor.from(d instanceof Float64Array ? Float32Array.from(d) : d, e.shape);
+    }
+  } catch (err) {
+    for (const t of Object.values(out)) t.dispose();  // no half-made record (out of memory) is left behind
+    throw err;
   }
   return out;
 }
@@ -220,12 +252,16 @@ const DTYPE_OF: Record<string, SafetensorsDType> = { float32: 'F32', int32: 'I32
 
 /** Serialises tensors (and string metadata) to safetensors bytes, names sorted, 8-byte aligned header. */
 export function serializeSafetensors(record: Record<string, Tensor>, metadata: Record<string, string> = {}): Uint8Array {
-  const header: Record<string, unknown> = {};
+  if (record === null || typeof record !== 'object') invalidArg('record', 'an object of tensors', record);
+  if (metadata === null || typeof metadata !== 'object') invalidArg('metadata', 'an object of strings', metadata);
+  const header: Record<string, unknown> = Object.create(null);
   const names = Object.keys(record).sort();
   let offset = 0;
   for (const name of names) {
     const t = record[name];
-    if (!(t instanceof Tensor) || t.disposed) invalidArg(`record[${JSON.stringify(name)}]`, 'a live Tensor', t);
+    if (name === '__metadata__') invalidArg('record', 'tensor names other than "__metadata__" (the format reserves it)', record);
+    if (!(t instanceof Tensor)) invalidArg(`record[${JSON.stringify(name)}]`, 'a Tensor', t);
+    if (t.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `record[${JSON.stringify(name)}] is a disposed tensor`);
     header[name] = { dtype: DTYPE_OF[t.dtype], shape: [...t.shape], data_offsets: [offset, offset + t.data.byteLength] };
     offset += t.data.byteLength;
   }

@@ -2,7 +2,7 @@
  * Learning-rate schedules: functions of the 1-based step number, applied by setting
  * `optimizer.lr = schedule(step)` before `optimizer.step()` (or with `optimizer.setSchedule`).
  */
-import { invalidArg } from './errors';
+import { invalidArg, objectArg } from './errors';
 
 /** What a schedule was made from: its kind and options (checkpoints store it; scheduleFromConfig rebuilds it). */
 export type ScheduleConfig =
@@ -21,8 +21,7 @@ function check(name: string, v: number, min: number) {
  * (held at `minLr` afterwards).
  */
 export function cosineWithWarmup(options: { lr: number; warmupSteps: number; totalSteps: number; minLr?: number }): Schedule {
-  const { lr, warmupSteps, totalSteps } = options;
-  const minLr = options.minLr ?? 0;
+  const { lr, warmupSteps, totalSteps, minLr = 0 } = objectArg('options', options);
   check('lr', lr, 0);
   check('warmupSteps', warmupSteps, 0);
   check('totalSteps', totalSteps, 1);
@@ -30,6 +29,7 @@ export function cosineWithWarmup(options: { lr: number; warmupSteps: number; tot
   if (warmupSteps > totalSteps) invalidArg('warmupSteps', `at most totalSteps (${totalSteps})`, warmupSteps);
   const config: ScheduleConfig = { kind: 'cosineWithWarmup', options: { lr, warmupSteps, totalSteps, minLr } };
   return Object.assign((step: number) => {
+    check('step', step, 0);
     if (step <= warmupSteps) return (lr * step) / Math.max(1, warmupSteps);
     const progress = Math.min(1, (step - warmupSteps) / Math.max(1, totalSteps - warmupSteps));
     return minLr + 0.5 * (lr - minLr) * (1 + Math.cos(Math.PI * progress));
@@ -41,13 +41,13 @@ export function cosineWithWarmup(options: { lr: number; warmupSteps: number; tot
  * linear warmup, then decay with the inverse square root of the step.
  */
 export function inverseSqrtWarmup(options: { dModel: number; warmupSteps: number; factor?: number }): Schedule {
-  const { dModel, warmupSteps } = options;
-  const factor = options.factor ?? 1;
+  const { dModel, warmupSteps, factor = 1 } = objectArg('options', options);
   check('dModel', dModel, 1);
   check('warmupSteps', warmupSteps, 1);
   check('factor', factor, 0);
   const config: ScheduleConfig = { kind: 'inverseSqrtWarmup', options: { dModel, warmupSteps, factor } };
   return Object.assign((step: number) => {
+    check('step', step, 0);
     const s = Math.max(1, step);
     return factor * dModel ** -0.5 * Math.min(s ** -0.5, s * warmupSteps ** -1.5);
   }, { config });

@@ -24,11 +24,16 @@ function view(buffer: ArrayBuffer, dtype: DType, length: number): AnyData {
   return new Uint8Array(buffer, 0, length);
 }
 
-/** Checks a shape: an array of non-negative integers. Returns its element count. */
+/** The most elements a tensor may have, as the native ops (Args::count): 2^40. */
+const MAX_ELEMENTS = 2 ** 40;
+
+/** Checks a shape: an array of non-negative integers, at most 2^40 elements in all. Returns its element count. */
 export function shapeSize(shape: readonly number[], name = 'shape'): number {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0))
     invalidArg(name, 'an array of non-negative integers', shape);
-  return shape.reduce((a, b) => a * b, 1);
+  const size = shape.reduce((a, b) => a * b, 1);
+  if (size > MAX_ELEMENTS) invalidArg(name, `a shape of at most 2^40 elements (this one has ${size})`, shape);
+  return size;
 }
 
 export class Tensor<D extends DType = DType> {
@@ -68,7 +73,7 @@ export class Tensor<D extends DType = DType> {
   /** A zero-filled tensor. */
   static zeros<D extends DType = 'float32'>(shape: readonly number[], dtype?: D): Tensor<D> {
     const dt = (dtype ?? 'float32') as D;
-    if (!(dt in BYTES)) invalidArg('dtype', "'float32', 'int32' or 'bool'", dtype);
+    if (!Object.hasOwn(BYTES, dt)) invalidArg('dtype', "'float32', 'int32' or 'bool'", dtype);
     return new Tensor(dt, shape, shapeSize(shape));
   }
 

@@ -1,4 +1,4 @@
-import { invalidArg } from '../errors';
+import { invalidArg, objectArg } from '../errors';
 import { requireSaved, Module } from '../module';
 import { op, type Program } from '../program';
 import { Random } from '../random';
@@ -94,6 +94,7 @@ export class MultiHeadAttention extends Module {
   *forwardOps(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
     const D = this.config.dModel, H = this.config.numHeads;
     const xt = checkTensor('x', x, 'float32', [null, null, D]);
+    options = objectArg('options', options);
     const [B, Tq] = xt.shape;
     const memory = options.memory === undefined ? null : checkTensor('options.memory', options.memory, 'float32', [B, null, D]);
     const Tk = memory ? memory.shape[1] : Tq;

@@ -1,3 +1,4 @@
+import { objectArg } from '../errors';
 import { Module } from '../module';
 import type { Program } from '../program';
 import { Random } from '../random';
@@ -85,6 +86,7 @@ export class EncoderBlock extends Module {
   /** x [B, T, D] → [B, T, D]. */
   *forwardOps(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const xt = checkTensor('x', x, 'float32', [null, null, this.config.dModel]);
+    options = objectArg('options', options);
     const t = this.training, keep = this.activations;
     keep.close();
     if (this.config.normFirst) {
@@ -168,6 +170,10 @@ export class DecoderBlock extends Module {
     const D = this.config.dModel;
     const xt = checkTensor('x', x, 'float32', [null, null, D]);
     const mem = checkTensor('memory', memory, 'float32', [xt.shape[0], null, D]);
+    options = objectArg('options', options);
+    const [B, T] = xt.shape, Tm = mem.shape[1];
+    if (options.tgtKeyPaddingMask !== undefined) checkTensor('options.tgtKeyPaddingMask', options.tgtKeyPaddingMask, 'bool', [B, T]);
+    if (options.memoryKeyPaddingMask !== undefined) checkTensor('options.memoryKeyPaddingMask', options.memoryKeyPaddingMask, 'bool', [B, Tm]);
     const sa = { causal: options.causal ?? true, keyPaddingMask: options.tgtKeyPaddingMask };
     const ca = { memory: mem, keyPaddingMask: options.memoryKeyPaddingMask };
     const [d1, d2, d3] = this.drops;

@@ -1,4 +1,4 @@
-import { invalidArg } from '../errors';
+import { invalidArg, NodeformerError, objectArg } from '../errors';
 import { DecoderBlock, EncoderBlock, type DecoderState } from '../layers/blocks';
 import { bool, disposeAll, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
@@ -60,10 +60,15 @@ function sequenceConfig(c: SequenceConfig) {
   };
 }
 
-/** Checks an int32 token tensor [B, T] with 1 <= T <= maxLen. */
-function checkTokens(name: string, t: unknown, maxLen: number): Tensor<'int32'> {
+/** Checks an int32 token tensor [B, T] with 1 <= T <= maxLen and every id in [0, vocab). */
+function checkTokens(name: string, t: unknown, maxLen: number, vocab: number): Tensor<'int32'> {
   const x = checkTensor(name, t, 'int32', [null, null]);
   if (x.shape[1] < 1 || x.shape[1] > maxLen) invalidArg(name, `an int32 Tensor [B, T] with 1 <= T <= maxLen (${maxLen})`, x);
+  const ids = x.data, T = x.shape[1];
+  for (let i = 0; i < ids.length; i++)
+    if (!(ids[i] >= 0 && ids[i] < vocab))
+      throw new NodeformerError('ERR_NF_INVALID_ARG',
+        `Expected token ids in [0, ${vocab}) for ${name} but received ${ids[i]} at [${Math.floor(i / T)}, ${i % T}]`);
   return x;
 }
 
@@ -80,9 +85,10 @@ abstract class TokenModel extends Module {
   private readonly drop: DropoutSite;
   private savedTokens: Tensor<'int32'> | null = null;
 
-  constructor(config: TokenModelConfig) {
+  constructor(raw: TokenModelConfig) {
     super();
-    const base = sequenceConfig(config ?? {});
+    const config = objectArg('config', raw);
+    const base = sequenceConfig(config);
     const c = (this.config = { ...base, vocabSize: positiveInt('config.vocabSize', config.vocabSize),
       maxLen: positiveInt('config.maxLen', config.maxLen) });
     this.rng = new Random(c.seed);
@@ -164,8 +170,9 @@ export class Encoder extends TokenModel {
 
   /** tokens [B, T] int32 → [B, T, D]. keyPaddingMask [B, T] bool, true = padding. */
   *forwardOps(tokens: Tensor, options: { keyPaddingMask?: Tensor } = {}): Program<Tensor<'float32'>> {
-    const tok = checkTokens('tokens', tokens, this.config.maxLen), keep = this.activations;
+    const tok = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
     keep.close();
+    options = objectArg('options', options);
     let x = yield* this.embed(tok);
     for (const blk of this.blocks) x = yield* blk.forwardOps(keep.add(x), { keyPaddingMask: options.keyPaddingMask });
     return this.norm ? yield* this.norm.forwardOps(keep.add(x)) : x;
@@ -203,8 +210,9 @@ export class Decoder extends TokenModel {
 
   /** tokens [B, T] int32, memory [B, Tm, D] → logits [B, T, V]. */
   *forwardOps(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Program<Tensor<'float32'>> {
-    const tok = checkTokens('tokens', tokens, this.config.maxLen), keep = this.activations;
+    const tok = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
     keep.close();
+    options = objectArg('options', options);
     let x = yield* this.embed(tok);
     const opts = { causal: true, tgtKeyPaddingMask: options.tgtKeyPaddingMask, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
     for (const blk of this.blocks) x = yield* blk.forwardOps(keep.add(x), memory, opts);
@@ -286,6 +294,8 @@ export interface TransformerConfig extends SequenceConfig {
 
 /** A bool mask [B, T]: true where tokens == padIdx. */
 export function paddingMask(tokens: Tensor<'int32'>, padIdx: number): Tensor<'bool'> {
+  checkTensor('tokens', tokens, 'int32');
+  if (!Number.isInteger(padIdx)) invalidArg('padIdx', 'an integer', padIdx);
   const m = Tensor.zeros(tokens.shape, 'bool');
   const t = tokens.data, d = m.data;
   for (let i = 0; i < t.length; i++) d[i] = t[i] === padIdx ? 1 : 0;
@@ -298,9 +308,10 @@ export class Transformer extends Module {
   readonly encoder: Encoder;
   readonly decoder: Decoder;
 
-  constructor(config: TransformerConfig) {
+  constructor(raw: TransformerConfig) {
     super();
-    const base = sequenceConfig(config ?? {});
+    const config = objectArg('config', raw);
+    const base = sequenceConfig(config);
     const padIdx = config.padIdx ?? 0;
     if (!Number.isInteger(padIdx)) invalidArg('config.padIdx', 'an integer', padIdx);
     this.config = { ...base, srcVocab: positiveInt('config.srcVocab', config.srcVocab),
@@ -313,7 +324,8 @@ export class Transformer extends Module {
 
   /** src [B, S], tgt [B, T] int32 → logits [B, T, tgtVocab]. */
   *forwardOps(src: Tensor, tgt: Tensor): Program<Tensor<'float32'>> {
-    const s = checkTokens('src', src, this.config.maxLen), t = checkTokens('tgt', tgt, this.config.maxLen);
+    const s = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
+    const t = checkTokens('tgt', tgt, this.config.maxLen, this.config.tgtVocab);
     if (s.shape[0] !== t.shape[0]) invalidArg('tgt', `an int32 Tensor with batch ${s.shape[0]} (as src)`, t);
     const keep = this.activations;
     keep.close();
@@ -346,13 +358,15 @@ export class Transformer extends Module {
 
   /** The program of generate. */
   *generateOps(src: Tensor, options: GenerateOptions = {}): Program<Tensor<'int32'>> {
-    const s = checkTokens('src', src, this.config.maxLen);
+    const s = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
+    options = objectArg('options', options);
     const maxLen = options.maxLen ?? this.config.maxLen;
     if (!Number.isInteger(maxLen) || maxLen < 1 || maxLen > this.config.maxLen)
       invalidArg('options.maxLen', `an integer in [1, ${this.config.maxLen}]`, maxLen);
     const bos = options.bos ?? 1, eos = options.eos ?? 2, pad = this.config.padIdx, V = this.config.tgtVocab;
     for (const [k, v] of [['options.bos', bos], ['options.eos', eos]] as const)
       if (!Number.isInteger(v) || v < 0 || v >= V) invalidArg(k, `a token id in [0, ${V})`, v);
+    const useCache = bool('options.useCache', options.useCache ?? true);
     const mode = this.training;
     this.eval();
     const tmp = new Scope();
@@ -360,7 +374,7 @@ export class Transformer extends Module {
       const B = s.shape[0];
       const srcPad = tmp.add(paddingMask(s, pad));
       const memory = tmp.add(yield* this.encoder.forwardOps(s, { keyPaddingMask: srcPad }));
-      const states = options.useCache === false ? null : yield* this.decoder.startDecoding(memory, maxLen, srcPad);
+      const states = !useCache ? null : yield* this.decoder.startDecoding(memory, maxLen, srcPad);
       const out = new Int32Array(B * maxLen).fill(pad);
       const done = new Uint8Array(B);
       let current: Int32Array = new Int32Array(B).fill(bos);

@@ -1,4 +1,4 @@
-import { invalidArg } from '../errors';
+import { invalidArg, objectArg } from '../errors';
 import { DecoderBlock, EncoderBlock } from '../layers/blocks';
 import { oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
@@ -37,9 +37,10 @@ export interface ViTConfig {
   seed?: number;
 }
 
-function vitConfig(c: ViTConfig) {
+function vitConfig(raw: ViTConfig) {
+  const c = objectArg('config', raw);
   const config = {
-    imgSize: positiveInt('config.imgSize', c?.imgSize ?? 32),
+    imgSize: positiveInt('config.imgSize', c.imgSize ?? 32),
     patchSize: positiveInt('config.patchSize', c.patchSize ?? 4),
     inChannels: positiveInt('config.inChannels', c.inChannels ?? 3),
     dModel: positiveInt('config.dModel', c.dModel ?? 128),
@@ -94,6 +95,7 @@ export class ViTEncoder extends Module {
   *forwardOps(images: Tensor, options: { needWeights?: boolean } = {}): Program<Tensor<'float32'>> {
     const { inChannels: C, imgSize: S, dModel: D } = this.config;
     const x = checkTensor('images', images, 'float32', [null, C, S, S]);
+    options = objectArg('options', options);
     const B = x.shape[0], N = this.patch_embed.numPatches, keep = this.activations;
     keep.close();
     const patches = yield* this.patch_embed.forwardOps(x);
@@ -254,6 +256,7 @@ export class ViTDecoder extends Module {
   *forwardOps(memory: Tensor, options: ViTDecoderOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel, N = this.numPatches;
     const mem = checkTensor('memory', memory, 'float32', [null, null, D]);
+    options = objectArg('options', options);
     const B = mem.shape[0], keep = this.activations;
     keep.close();
     let h = Tensor.zeros([B, N, D]);

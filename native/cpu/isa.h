@@ -5,6 +5,19 @@
 //   NF_ISA 0: scalar (baseline x86-64 / any CPU)   namespace scalar
 //   NF_ISA 1: AVX2 + FMA (Haswell, Zen 1+)          namespace avx2
 //   NF_ISA 2: AVX-512 F/DQ/BW/VL (Skylake-X, Zen 4) namespace avx512
+//
+// Why one binary (a prebuild made on any machine) never runs AVX-512 code on a CPU without it:
+// - Every object is compiled with the baseline x86-64 flags (binding.gyp, CMakeLists.txt: no
+//   -march, no -mavx*); only the code after this header's `#pragma GCC target` in an NF_ISA 2
+//   translation unit, all inside namespace nf::cpu::avx512, may use AVX-512 instructions. The
+//   headers included before the pragma keep the baseline target, so inline and template code the
+//   linker merges across variants is baseline code (test/loader.test.ts disassembles the addon and
+//   checks that every EVEX/zmm/mask-register instruction lies in a function of nf::cpu::avx512).
+// - The avx512 functions are reached only through NF_DISPATCH (kernel_decl.h) or an explicit
+//   switch on active_isa(), and active_isa() can only hold a variant that detected_isa() allows:
+//   CPUID leaf 7 must report AVX-512 F, DQ, BW and VL, and XGETBV must show the OS saves the
+//   opmask and ZMM state (native/core/cpu_features.cpp); NF_ISA and setIsa() can only lower it.
+// So the AVX-512 kernels ship in every build and simply stay unused on AVX2 or older CPUs.
 #include <cmath>
 #include <cstdint>
 

@@ -121,9 +121,15 @@ int64_t Args::length(const char* name) {
 int64_t Args::count(std::initializer_list<int64_t> dims) {
   constexpr int64_t kMax = int64_t(1) << 40;
   int64_t n = 1;
+  bool over = false;
   for (int64_t d : dims) {
-    if (d < 0 || (d > 0 && n > kMax / d)) fail("the dims describe more than 2^40 elements");
-    n *= d;
+    if (d < 0 || (d > 0 && n > kMax / d)) over = true;
+    else n *= d;
+  }
+  if (over) {
+    std::string list;
+    for (int64_t d : dims) list += (list.empty() ? "" : " x ") + std::to_string(d);
+    fail("expected dims describing at most 2^40 elements but received " + list);
   }
   return n;
 }

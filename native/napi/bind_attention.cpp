@@ -33,12 +33,12 @@ Common<T> parse_common(Args& a) {
   d.D = a.dim("D"), d.H = a.dim("H");
   if (d.D % d.H != 0)
     a.fail("D (" + std::to_string(d.D) + ") must be divisible by H (" + std::to_string(d.H) + ")");
-  c.memory = a.floats_opt<T>("memory", d.B * d.Tk * d.D);
+  c.memory = a.floats_opt<T>("memory", a.count({d.B, d.Tk, d.D}));
   if (!c.memory && d.Tk != d.Tq)
     a.fail("self-attention (no memory) needs Tk == Tq, but Tk = " + std::to_string(d.Tk) + " and Tq = " +
            std::to_string(d.Tq));
   c.m.causal = a.flag("causal", false);
-  c.m.key_padding = a.bools_opt("keyPaddingMask", d.B * d.Tk);
+  c.m.key_padding = a.bools_opt("keyPaddingMask", a.count({d.B, d.Tk}));
   // attnMask is [Tq, Tk] (shared by the batch) or [B, Tq, Tk]; its length tells which.
   c.m.attn_batched = d.B > 1 && a.length("attnMask") == a.count({d.B, d.Tq, d.Tk});
   c.m.attn = a.bools_opt("attnMask", c.m.attn_batched ? a.count({d.B, d.Tq, d.Tk}) : a.count({d.Tq, d.Tk}));
@@ -50,22 +50,32 @@ Common<T> parse_common(Args& a) {
   return c;
 }
 
+// The array lengths both ops check, each through Args::count so no product overflows.
+struct Lengths {
+  int64_t q, k, qkv, kv, lse, wqkv, wproj;
+};
+
+Lengths lengths(Args& a, const cpu::AttentionDims& d) {
+  return {a.count({d.B, d.Tq, d.D}), a.count({d.B, d.Tk, d.D}), a.count({3, d.B, d.Tq, d.D}),
+          a.count({2, d.B, d.Tk, d.D}), a.count({d.B, d.H, d.Tq}), a.count({3, d.D, d.D}), a.count({d.D, d.D})};
+}
+
 template <class T>
 Job attention_forward(Args& a) {
   const Common<T> c = parse_common<T>(a);
   const cpu::AttentionDims& d = c.d;
-  const int64_t nq = d.B * d.Tq * d.D, nk = d.B * d.Tk * d.D;
-  T* out = a.floats<T>("out", nq);
-  T* weights = a.floats_opt<T>("weights", d.B * d.H * d.Tq * d.Tk);
-  T* qkv = c.memory ? nullptr : a.floats<T>("qkv", 3 * nq);
-  T* q = c.memory ? a.floats<T>("q", nq) : nullptr;
-  T* kv = c.memory ? a.floats<T>("kv", 2 * nk) : nullptr;
-  T* ctx = a.floats<T>("ctx", nq);
-  T* lse = a.floats<T>("lse", d.B * d.H * d.Tq);
-  const T* x = a.floats<T>("x", nq);
-  const T* Wqkv = a.floats<T>("qkvWeight", 3 * d.D * d.D);
-  const T* bqkv = a.floats_opt<T>("qkvBias", 3 * d.D);
-  const T* Wproj = a.floats<T>("projWeight", d.D * d.D);
+  const Lengths n = lengths(a, d);
+  T* out = a.floats<T>("out", n.q);
+  T* weights = a.floats_opt<T>("weights", a.count({d.B, d.H, d.Tq, d.Tk}));
+  T* qkv = c.memory ? nullptr : a.floats<T>("qkv", n.qkv);
+  T* q = c.memory ? a.floats<T>("q", n.q) : nullptr;
+  T* kv = c.memory ? a.floats<T>("kv", n.kv) : nullptr;
+  T* ctx = a.floats<T>("ctx", n.q);
+  T* lse = a.floats<T>("lse", n.lse);
+  const T* x = a.floats<T>("x", n.q);
+  const T* Wqkv = a.floats<T>("qkvWeight", n.wqkv);
+  const T* bqkv = a.floats_opt<T>("qkvBias", a.count({3, d.D}));
+  const T* Wproj = a.floats<T>("projWeight", n.wproj);
   const T* bproj = a.floats_opt<T>("projBias", d.D);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
@@ -82,23 +92,23 @@ template <class T>
 Job attention_backward(Args& a) {
   const Common<T> c = parse_common<T>(a);
   const cpu::AttentionDims& d = c.d;
-  const int64_t nq = d.B * d.Tq * d.D, nk = d.B * d.Tk * d.D;
-  T* dx = a.floats<T>("dx", nq);
-  T* dmemory = a.floats_opt<T>("dMemory", nk);
+  const Lengths n = lengths(a, d);
+  T* dx = a.floats<T>("dx", n.q);
+  T* dmemory = a.floats_opt<T>("dMemory", n.k);
   if (dmemory && !c.memory) a.fail("dMemory is only for cross-attention (with memory)");
-  T* dWqkv = a.floats<T>("dQkvWeight", 3 * d.D * d.D);
-  T* dbqkv = a.floats_opt<T>("dQkvBias", 3 * d.D);
-  T* dWproj = a.floats<T>("dProjWeight", d.D * d.D);
+  T* dWqkv = a.floats<T>("dQkvWeight", n.wqkv);
+  T* dbqkv = a.floats_opt<T>("dQkvBias", a.count({3, d.D}));
+  T* dWproj = a.floats<T>("dProjWeight", n.wproj);
   T* dbproj = a.floats_opt<T>("dProjBias", d.D);
-  const T* dout = a.floats<T>("dout", nq);
-  const T* qkv = c.memory ? nullptr : a.floats<T>("qkv", 3 * nq);
-  const T* q = c.memory ? a.floats<T>("q", nq) : nullptr;
-  const T* kv = c.memory ? a.floats<T>("kv", 2 * nk) : nullptr;
-  const T* ctx = a.floats<T>("ctx", nq);
-  const T* lse = a.floats<T>("lse", d.B * d.H * d.Tq);
-  const T* x = a.floats<T>("x", nq);
-  const T* Wqkv = a.floats<T>("qkvWeight", 3 * d.D * d.D);
-  const T* Wproj = a.floats<T>("projWeight", d.D * d.D);
+  const T* dout = a.floats<T>("dout", n.q);
+  const T* qkv = c.memory ? nullptr : a.floats<T>("qkv", n.qkv);
+  const T* q = c.memory ? a.floats<T>("q", n.q) : nullptr;
+  const T* kv = c.memory ? a.floats<T>("kv", n.kv) : nullptr;
+  const T* ctx = a.floats<T>("ctx", n.q);
+  const T* lse = a.floats<T>("lse", n.lse);
+  const T* x = a.floats<T>("x", n.q);
+  const T* Wqkv = a.floats<T>("qkvWeight", n.wqkv);
+  const T* Wproj = a.floats<T>("projWeight", n.wproj);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
       ref::attention_backward(dx, dmemory, dWqkv, dbqkv, dWproj, dbproj, dout, qkv, q, kv, ctx, lse, x, c.memory,

@@ -33,7 +33,7 @@ EmbeddingArgs embedding_args(Args& a) {
 
 // Every id in [0, V), checked before anything runs; the error names the first bad position.
 const int32_t* token_ids(Args& a, const cpu::EmbeddingDims& d) {
-  const int32_t* ids = a.ints("ids", d.B * d.T);
+  const int32_t* ids = a.ints("ids", a.count({d.B, d.T}));
   Status s = cpu::embedding_check_ids(a.op(), ids, d);
   if (!s.ok()) a.fail(s.message);
   return ids;
@@ -43,10 +43,10 @@ template <class T>
 Job embedding_forward(Args& a) {
   EmbeddingArgs e = embedding_args(a);
   const cpu::EmbeddingDims d = e.d;
-  T* out = a.floats<T>("out", d.B * d.T * d.D);
+  T* out = a.floats<T>("out", a.count({d.B, d.T, d.D}));
   const int32_t* ids = token_ids(a, d);
-  const T* table = a.floats<T>("table", d.V * d.D);
-  const T* pos = a.floats_opt<T>("pos", e.maxLen * d.D);
+  const T* table = a.floats<T>("table", a.count({d.V, d.D}));
+  const T* pos = a.floats_opt<T>("pos", a.count({e.maxLen, d.D}));
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
       ref::embedding_forward(out, ids, table, pos, d.B, d.T, d.D, e.scale);
@@ -61,9 +61,9 @@ template <class T>
 Job embedding_backward(Args& a) {
   EmbeddingArgs e = embedding_args(a);
   const cpu::EmbeddingDims d = e.d;
-  T* dtable = a.floats<T>("dtable", d.V * d.D);
-  T* dpos = a.floats_opt<T>("dpos", e.maxLen * d.D);
-  const T* dout = a.floats<T>("dout", d.B * d.T * d.D);
+  T* dtable = a.floats<T>("dtable", a.count({d.V, d.D}));
+  T* dpos = a.floats_opt<T>("dpos", a.count({e.maxLen, d.D}));
+  const T* dout = a.floats<T>("dout", a.count({d.B, d.T, d.D}));
   const int32_t* ids = token_ids(a, d);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
@@ -78,7 +78,7 @@ Job embedding_backward(Args& a) {
 template <class T>
 Job sinusoidal_encoding(Args& a) {
   int64_t len = a.dim("len", 0), D = a.dim("D");
-  T* out = a.floats<T>("out", len * D);
+  T* out = a.floats<T>("out", a.count({len, D}));
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
       ref::sinusoidal_encoding(out, len, D);
@@ -97,13 +97,24 @@ cpu::TokenPosDims token_pos_dims(Args& a) {
   return d;
 }
 
+// The lengths of the ViT token starts, all counted before any array is read: tokens [B, N, D]
+// (patches, the token-pos output), with CLS [B, N+1, D], positions [N, D] and [N+1, D].
+struct TokenPosLengths {
+  int64_t tokens, with_cls, pos, pos_cls;
+};
+
+TokenPosLengths token_pos_lengths(Args& a, const cpu::TokenPosDims& d) {
+  return {a.count({d.B, d.N, d.D}), a.count({d.B, d.N + 1, d.D}), a.count({d.N, d.D}), a.count({d.N + 1, d.D})};
+}
+
 template <class T>
 Job cls_pos_forward(Args& a) {
   const cpu::TokenPosDims d = token_pos_dims(a);
-  T* out = a.floats<T>("out", d.B * (d.N + 1) * d.D);
+  const TokenPosLengths n = token_pos_lengths(a, d);
+  T* out = a.floats<T>("out", n.with_cls);
   const T* cls = a.floats<T>("cls", d.D);
-  const T* patches = a.floats<T>("patches", d.B * d.N * d.D);
-  const T* pos = a.floats<T>("pos", (d.N + 1) * d.D);
+  const T* patches = a.floats<T>("patches", n.tokens);
+  const T* pos = a.floats<T>("pos", n.pos_cls);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
       ref::cls_pos_forward(out, cls, patches, pos, d.B, d.N, d.D);
@@ -117,10 +128,11 @@ Job cls_pos_forward(Args& a) {
 template <class T>
 Job cls_pos_backward(Args& a) {
   const cpu::TokenPosDims d = token_pos_dims(a);
+  const TokenPosLengths n = token_pos_lengths(a, d);
   T* dcls = a.floats<T>("dcls", d.D);
-  T* dpatches = a.floats<T>("dpatches", d.B * d.N * d.D);
-  T* dpos = a.floats<T>("dpos", (d.N + 1) * d.D);
-  const T* dout = a.floats<T>("dout", d.B * (d.N + 1) * d.D);
+  T* dpatches = a.floats<T>("dpatches", n.tokens);
+  T* dpos = a.floats<T>("dpos", n.pos_cls);
+  const T* dout = a.floats<T>("dout", n.with_cls);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
       ref::cls_pos_backward(dcls, dpatches, dpos, dout, d.B, d.N, d.D);
@@ -134,9 +146,10 @@ Job cls_pos_backward(Args& a) {
 template <class T>
 Job token_pos_forward(Args& a) {
   const cpu::TokenPosDims d = token_pos_dims(a);
-  T* out = a.floats<T>("out", d.B * d.N * d.D);
+  const TokenPosLengths n = token_pos_lengths(a, d);
+  T* out = a.floats<T>("out", n.tokens);
   const T* token = a.floats<T>("token", d.D);
-  const T* pos = a.floats<T>("pos", d.N * d.D);
+  const T* pos = a.floats<T>("pos", n.pos);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
       ref::token_pos_forward(out, token, pos, d.B, d.N, d.D);
@@ -150,9 +163,10 @@ Job token_pos_forward(Args& a) {
 template <class T>
 Job token_pos_backward(Args& a) {
   const cpu::TokenPosDims d = token_pos_dims(a);
+  const TokenPosLengths n = token_pos_lengths(a, d);
   T* dtoken = a.floats<T>("dtoken", d.D);
-  T* dpos = a.floats<T>("dpos", d.N * d.D);
-  const T* dout = a.floats<T>("dout", d.B * d.N * d.D);
+  T* dpos = a.floats<T>("dpos", n.pos);
+  const T* dout = a.floats<T>("dout", n.tokens);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
       ref::token_pos_backward(dtoken, dpos, dout, d.B, d.N, d.D);

@@ -12,7 +12,9 @@ namespace nf::napi {
 namespace {
 
 constexpr int64_t kMaxSafeInteger = (int64_t(1) << 53) - 1;
-constexpr int64_t kMaxWidth = int64_t(1) << 20;  // bounds D and F so no length product overflows
+// A plausibility bound on the widths D and F (rejected naming the dim); the array lengths go
+// through Args::count, which rules out overflow whatever the dims.
+constexpr int64_t kMaxWidth = int64_t(1) << 20;
 
 cpu::FeedForwardDims read_dims(Args& args) {
   cpu::FeedForwardDims d;
@@ -34,13 +36,14 @@ template <class T>
 Job feedforward_forward(Args& args) {
   const cpu::FeedForwardDims d = read_dims(args);
   const int64_t rows = d.rows, D = d.D, F = d.F;
-  T* y = args.floats<T>("y", rows * D);
-  T* h = args.floats_opt<T>("h", rows * F);
-  T* a = args.floats<T>("a", rows * F);
-  const T* x = args.floats<T>("x", rows * D);
-  const T* W1 = args.floats<T>("W1", F * D);
+  const int64_t nx = args.count({rows, D}), nh = args.count({rows, F}), nw = args.count({F, D});
+  T* y = args.floats<T>("y", nx);
+  T* h = args.floats_opt<T>("h", nh);
+  T* a = args.floats<T>("a", nh);
+  const T* x = args.floats<T>("x", nx);
+  const T* W1 = args.floats<T>("W1", nw);
   const T* b1 = args.floats<T>("b1", F);
-  const T* W2 = args.floats<T>("W2", D * F);
+  const T* W2 = args.floats<T>("W2", nw);
   const T* b2 = args.floats<T>("b2", D);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
@@ -57,17 +60,18 @@ template <class T>
 Job feedforward_backward(Args& args) {
   const cpu::FeedForwardDims d = read_dims(args);
   const int64_t rows = d.rows, D = d.D, F = d.F;
-  T* dx = args.floats<T>("dx", rows * D);
-  T* dW1 = args.floats<T>("dW1", F * D);
+  const int64_t nx = args.count({rows, D}), nh = args.count({rows, F}), nw = args.count({F, D});
+  T* dx = args.floats<T>("dx", nx);
+  T* dW1 = args.floats<T>("dW1", nw);
   T* db1 = args.floats<T>("db1", F);
-  T* dW2 = args.floats<T>("dW2", D * F);
+  T* dW2 = args.floats<T>("dW2", nw);
   T* db2 = args.floats<T>("db2", D);
-  const T* dy = args.floats<T>("dy", rows * D);
-  const T* x = args.floats<T>("x", rows * D);
-  const T* h = args.floats<T>("h", rows * F);
-  const T* a = args.floats<T>("a", rows * F);
-  const T* W1 = args.floats<T>("W1", F * D);
-  const T* W2 = args.floats<T>("W2", D * F);
+  const T* dy = args.floats<T>("dy", nx);
+  const T* x = args.floats<T>("x", nx);
+  const T* h = args.floats<T>("h", nh);
+  const T* a = args.floats<T>("a", nh);
+  const T* W1 = args.floats<T>("W1", nw);
+  const T* W2 = args.floats<T>("W2", nw);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
       ref::feedforward_backward(dx, dW1, db1, dW2, db2, dy, x, h, a, W1, W2, rows, D, F,

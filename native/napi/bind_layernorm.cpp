@@ -13,13 +13,14 @@ namespace {
 template <class T>
 Job layernorm_forward(Args& a) {
   int64_t rows = a.dim("rows", 0), D = a.dim("D");
+  const int64_t n = a.count({rows, D});
   double eps = a.number("eps", 1e-5, 1e-30, 1.0);
-  T* out = a.floats<T>("out", rows * D);
+  T* out = a.floats<T>("out", n);
   T* mean = a.floats<T>("mean", rows);
   T* rstd = a.floats<T>("rstd", rows);
-  const T* x = a.floats<T>("x", rows * D);
-  const T* residual = a.floats_opt<T>("residual", rows * D);
-  T* sum = residual ? a.floats<T>("sum", rows * D) : nullptr;
+  const T* x = a.floats<T>("x", n);
+  const T* residual = a.floats_opt<T>("residual", n);
+  T* sum = residual ? a.floats<T>("sum", n) : nullptr;
   const T* gamma = a.floats<T>("gamma", D);
   const T* beta = a.floats<T>("beta", D);
   return [=]() -> Status {
@@ -36,12 +37,13 @@ Job layernorm_forward(Args& a) {
 template <class T>
 Job layernorm_backward(Args& a) {
   int64_t rows = a.dim("rows", 0), D = a.dim("D");
-  T* dx = a.floats<T>("dx", rows * D);
+  const int64_t n = a.count({rows, D});
+  T* dx = a.floats<T>("dx", n);
   T* dgamma = a.floats<T>("dgamma", D);
   T* dbeta = a.floats<T>("dbeta", D);
-  const T* dout = a.floats<T>("dout", rows * D);
-  const T* dadd = a.floats_opt<T>("dadd", rows * D);
-  const T* x = a.floats<T>("x", rows * D);
+  const T* dout = a.floats<T>("dout", n);
+  const T* dadd = a.floats_opt<T>("dadd", n);
+  const T* x = a.floats<T>("x", n);
   const T* mean = a.floats<T>("mean", rows);
   const T* rstd = a.floats<T>("rstd", rows);
   const T* gamma = a.floats<T>("gamma", D);

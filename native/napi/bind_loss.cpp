@@ -18,13 +18,16 @@ Job cross_entropy(Args& a) {
   d.label_smoothing = a.number("labelSmoothing", 0.0, 0.0, 1.0);
   d.ignore_index = static_cast<int32_t>(a.integer("ignoreIndex", -100, INT32_MIN, INT32_MAX));
   d.grad_scale = a.number("gradScale", 1.0);
+  const int64_t n = a.count({d.N, d.V});
   T* loss = a.floats<T>("loss", 1);
-  T* dlogits = a.floats_opt<T>("dlogits", d.N * d.V);
-  const T* logits = a.floats<T>("logits", d.N * d.V);
+  T* dlogits = a.floats_opt<T>("dlogits", n);
+  const T* logits = a.floats<T>("logits", n);
   const int32_t* targets = a.ints("targets", d.N);
+  // Checked here, before any work, so a bad target is an invalid argument naming its row.
+  const Status valid = cpu::cross_entropy_check_targets(targets, d);
+  if (!valid.ok()) a.fail(valid.message);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
-      NF_TRY(cpu::cross_entropy_check_targets(targets, d));
       ref::cross_entropy(loss, dlogits, logits, targets, d.N, d.V, d.label_smoothing, d.ignore_index, d.grad_scale);
       return Status::Ok();
     } else {
@@ -39,10 +42,11 @@ Job mse(Args& a) {
   d.rows = a.dim("rows", 0);
   d.cols = a.dim("cols");
   d.grad_scale = a.number("gradScale", 1.0);
+  const int64_t n = a.count({d.rows, d.cols});
   T* loss = a.floats<T>("loss", 1);
-  T* dpred = a.floats_opt<T>("dpred", d.rows * d.cols);
-  const T* pred = a.floats<T>("pred", d.rows * d.cols);
-  const T* target = a.floats<T>("target", d.rows * d.cols);
+  T* dpred = a.floats_opt<T>("dpred", n);
+  const T* pred = a.floats<T>("pred", n);
+  const T* target = a.floats<T>("target", n);
   const uint8_t* mask = a.bools_opt("mask", d.rows);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {

@@ -11,7 +11,8 @@
 namespace nf::napi {
 namespace {
 
-// Bounds on each dim, so that no length product (B*C*H*W, B*N*D, D*C*P*P) overflows.
+// Plausibility bounds on each dim, so an absurd image size is rejected naming the dim; the array
+// lengths below go through Args::count, which rules out overflow whatever the dims.
 constexpr int64_t kMaxBatch = int64_t(1) << 16, kMaxChannels = int64_t(1) << 12, kMaxSide = int64_t(1) << 14,
                   kMaxWidth = int64_t(1) << 16;
 
@@ -29,14 +30,23 @@ cpu::PatchEmbedDims read_dims(Args& args) {
   return d;
 }
 
-int64_t num_patches(const cpu::PatchEmbedDims& d) { return (d.H / d.P) * (d.W / d.P); }
+// The array lengths: out/dout [B, N, D], images [B, C, H, W], weight [D, C, P, P].
+struct Lengths {
+  int64_t out, images, weight;
+};
+
+Lengths lengths(Args& args, const cpu::PatchEmbedDims& d) {
+  return {args.count({d.B, d.H / d.P, d.W / d.P, d.D}), args.count({d.B, d.C, d.H, d.W}),
+          args.count({d.D, d.C, d.P, d.P})};
+}
 
 template <class T>
 Job patch_embed_forward(Args& args) {
   const cpu::PatchEmbedDims d = read_dims(args);
-  T* out = args.floats<T>("out", d.B * num_patches(d) * d.D);
-  const T* images = args.floats<T>("images", d.B * d.C * d.H * d.W);
-  const T* weight = args.floats<T>("weight", d.D * d.C * d.P * d.P);
+  const Lengths n = lengths(args, d);
+  T* out = args.floats<T>("out", n.out);
+  const T* images = args.floats<T>("images", n.images);
+  const T* weight = args.floats<T>("weight", n.weight);
   const T* bias = args.floats<T>("bias", d.D);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
@@ -51,12 +61,13 @@ Job patch_embed_forward(Args& args) {
 template <class T>
 Job patch_embed_backward(Args& args) {
   const cpu::PatchEmbedDims d = read_dims(args);
-  T* dimages = args.floats_opt<T>("dimages", d.B * d.C * d.H * d.W);
-  T* dweight = args.floats<T>("dweight", d.D * d.C * d.P * d.P);
+  const Lengths n = lengths(args, d);
+  T* dimages = args.floats_opt<T>("dimages", n.images);
+  T* dweight = args.floats<T>("dweight", n.weight);
   T* dbias = args.floats<T>("dbias", d.D);
-  const T* dout = args.floats<T>("dout", d.B * num_patches(d) * d.D);
-  const T* images = args.floats<T>("images", d.B * d.C * d.H * d.W);
-  const T* weight = args.floats<T>("weight", d.D * d.C * d.P * d.P);
+  const T* dout = args.floats<T>("dout", n.out);
+  const T* images = args.floats<T>("images", n.images);
+  const T* weight = args.floats<T>("weight", n.weight);
   return [=]() -> Status {
     if constexpr (std::is_same_v<T, double>) {
       ref::patch_embed_backward(dimages, dweight, dbias, dout, images, weight, d.B, d.C, d.H, d.W, d.P, d.D);

@@ -1,0 +1,114 @@
+/**
+ * Loading the addon: a binary that cannot be loaded is explained (which files were tried and why
+ * each failed), and one binary is safe on every x86-64 CPU — AVX-512 instructions appear only in
+ * the nf::cpu::avx512 kernels, which run only when CPUID says the CPU has AVX-512.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { describe, expect, it, vi } from 'vitest';
+
+import { native, nativeAddonPath } from '../lib/native';
+
+async function loadWith(env: Record<string, string>): Promise<Error & { code?: string }> {
+  for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
+  vi.resetModules();
+  try {
+    await import('../lib/native');
+  } catch (e) {
+    return e as Error;
+  } finally {
+    vi.unstubAllEnvs();
+  }
+  throw new Error('the addon loaded');
+}
+
+describe('loader', () => {
+  it('reports where the addon came from', () => {
+    expect(nativeAddonPath).toMatch(/\.node$/);
+    expect(fs.existsSync(nativeAddonPath)).toBe(true);
+  });
+
+  it('explains a binary that cannot be loaded, naming it and the loader error', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-load-'));
+    const bogus = path.join(dir, 'nodeformer.node');
+    fs.writeFileSync(bogus, 'this is not a shared library');
+    const e = await loadWith({ NF_ADDON_PATH: bogus });
+    expect(e.code).toBe('ERR_NF_LOAD');
+    expect(e.message).toContain(`Tried NF_ADDON_PATH:\n  - ${bogus}: `);
+    expect(e.message).toMatch(/invalid ELF header|file too short|not a valid/);
+    expect(e.message).toMatch(/Unset NF_ADDON_PATH/);
+  });
+
+  it('explains a missing file', async () => {
+    const e = await loadWith({ NF_ADDON_PATH: path.join(os.tmpdir(), 'nf-no-such-dir', 'x.node') });
+    expect(e.code).toBe('ERR_NF_LOAD');
+    expect(e.message).toMatch(/x\.node: .*(Cannot find module|no such file)/i);
+  });
+});
+
+describe('one binary for every x86-64 CPU', () => {
+  const info = native.isaInfo();
+  const x86 = process.arch === 'x64';
+
+  it('never selects a kernel variant the CPU lacks, whatever NF_ISA asks for', () => {
+    for (const want of ['scalar', 'avx2', 'avx512'] as const) {
+      const active = execFileSync(process.execPath, ['-p', `require(${JSON.stringify(nativeAddonPath)}).isaInfo().active`],
+        { env: { ...process.env, NF_ISA: want }, encoding: 'utf8' }).trim();
+      const order = ['scalar', 'avx2', 'avx512'];
+      expect(order.indexOf(active)).toBeLessThanOrEqual(order.indexOf(info.detected));
+      expect(active).toBe(order.indexOf(want) <= order.indexOf(info.detected) ? want : info.detected);
+    }
+    if (info.detected !== 'avx512') expect(() => native.setIsa('avx512')).toThrow(/cannot run the avx512 kernels/);
+    expect(info.compiled).toEqual(['scalar', 'avx2', 'avx512']);
+  });
+
+  // objdump (binutils) comes with the compiler that builds the addon; the check reads the binary itself.
+  const objdump = x86 && (() => {
+    try {
+      execFileSync('objdump', ['--version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+
+  /**
+   * What to disassemble: the loaded addon when it has its symbol table; a stripped one (the
+   * prebuild, which `npm run prebuild` moves out of build/Release) through the object files it was
+   * linked from, which keep their symbols.
+   */
+  function binaries(): string[] {
+    if (!/no symbols/.test(execFileSync('objdump', ['-t', nativeAddonPath], { encoding: 'utf8', maxBuffer: 1 << 28 })))
+      return [nativeAddonPath];
+    const objects = path.resolve(__dirname, '..', 'build', 'Release', 'obj.target');
+    return fs.readdirSync(objects, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.o')).map((f) => path.join(objects, f));
+  }
+
+  it.runIf(objdump)('has AVX-512 instructions only inside nf::cpu::avx512 code', () => {
+    const files = binaries();
+    expect(files.length).toBeGreaterThan(0);
+    const dump = execFileSync('objdump', ['-d', '-C', ...files], { encoding: 'utf8', maxBuffer: 1 << 30 });
+    const offenders = new Set<string>();
+    let fn = '', evexFns = 0;
+    for (const line of dump.split('\n')) {
+      const head = /^[0-9a-f]+ <(.*)>:$/.exec(line);
+      if (/file format/.test(line)) fn = '';
+      if (head) {
+        fn = head[1];
+        continue;
+      }
+      // An instruction line: "  addr:\tbytes\tmnemonic operands". EVEX (AVX-512) encodings start with 0x62.
+      const m = /^\s+[0-9a-f]+:\t([0-9a-f ]+)\t(.*)$/.exec(line);
+      if (!m) continue;
+      const evex = /^(6[67] )?62 /.test(m[1]) || /%zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2\d|3[01])\b/.test(m[2]);
+      if (!evex) continue;
+      if (fn.includes('avx512')) evexFns++;
+      else offenders.add(fn);
+    }
+    expect([...offenders]).toEqual([]);
+    expect(evexFns).toBeGreaterThan(0); // the AVX-512 kernels are there
+  });
+});
