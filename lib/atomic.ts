@@ -16,7 +16,7 @@ function tempName(path: string): string {
 }
 
 function writeError(path: string, e: unknown): NodeformerError {
-  return new NodeformerError('ERR_NF_INVALID_ARG', `Cannot write ${path}: ${(e as Error).message}`);
+  return new NodeformerError('ERR_NF_INVALID_ARG', `Cannot write path ${JSON.stringify(path)}: ${(e as Error).message}`);
 }
 
 function checkPath(path: unknown): asserts path is string {

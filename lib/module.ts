@@ -75,6 +75,22 @@ export abstract class Module {
     const self = this as unknown as Record<'forward' | 'backward', Method>;
     for (const method of ['forward', 'backward'] as const)
       Object.defineProperty(this, method, { value: this.guard(method, self[method]), writable: true, configurable: true });
+    // Layers inside a model run through their programs (yield*), not forward(): under checkFinite
+    // each program also scans its inputs and its result, so the first bad layer is named.
+    for (const method of ['forward', 'backward'] as const) {
+      const ops = (this as unknown as Record<string, ((...a: never[]) => Program<unknown>) | undefined>)[`${method}Ops`];
+      if (typeof ops !== 'function') continue;
+      const names = parameterNames(ops);
+      const checked = function* (this: Module, ...args: never[]): Program<unknown> {
+        if (!checkFiniteEnabled()) return yield* ops.apply(this, args);
+        const where = `${this.modulePath}.${method}`;
+        args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
+        const out = yield* ops.apply(this, args);
+        assertFiniteIn(`the output of ${where}`, out);
+        return out;
+      };
+      Object.defineProperty(this, `${method}Ops`, { value: checked, writable: true, configurable: true });
+    }
   }
 
   /** The forward pass as a program of native ops; forward and forwardAsync run it. */
@@ -195,7 +211,8 @@ export abstract class Module {
    * outputs, so the first non-finite tensor is named wherever it appears.
    */
   private guard(method: 'forward' | 'backward', fn: Method): Method {
-    const names = parameterNames(fn);
+    const ops = (this as unknown as Record<string, Method | undefined>)[`${method}Ops`];
+    const names = parameterNames(ops ?? fn);
     return (...args: never[]) => {
       if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method} called after dispose()`);
       for (const [name, p] of this.params)

@@ -12,9 +12,9 @@ import { Random } from '../lib/random';
 
 describe('event loop', () => {
   it('p99 delay under 20 ms while trainStepAsync runs a model whose synchronous step takes > 20 ms', async () => {
-    const model = new ViTClassifier({ imgSize: 32, patchSize: 4, inChannels: 3, numClasses: 10, dModel: 64, numHeads: 4, dFF: 256, depth: 2, seed: 1 });
+    const model = new ViTClassifier({ imgSize: 32, patchSize: 4, inChannels: 3, numClasses: 10, dModel: 128, numHeads: 4, dFF: 512, depth: 4, seed: 1 });
     const opt = new AdamW(model.parameters(), { lr: 1e-4 });
-    const rng = new Random(2), B = 8;
+    const rng = new Random(2), B = 16;
     const images = Tensor.from(rng.normalArray(B * 3 * 32 * 32, 1), [B, 3, 32, 32]);
     const labels = Tensor.from(Int32Array.from({ length: B }, (_, i) => i % 10), [B]);
 
