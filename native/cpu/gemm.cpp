@@ -1,19 +1,20 @@
 // GEMM kernels. C[M,N] = act(alpha * op(A)[M,K] op(B)[K,N] + beta * C + bias[N]).
 // Layout: row-major with leading dimensions; see gemm.h for the dimension key (M, N, K).
 //
-// Structure (BLIS / GotoBLAS): op(B) is packed into NR-column micro-panels ([K][NR] each, all of K,
-// so one packing serves every row block), op(A) into MR-row micro-panels ([kc][MR] each) one
-// mc x kc block at a time; transA/transB are resolved while packing and edges are zero-padded,
-// so the micro-kernel always sees the same layout and always computes a full MR x NR tile, kept
-// in registers across the kc loop. The tile is stored through the epilogue: alpha, beta (first
-// k block only; later blocks accumulate), and on the last k block the bias, the preact copy and
-// the activation (act_forward_n on the freshly stored, L1-hot rows).
-//   Cache blocking: the B micro-panel (kc x NR) stays in L1 while the kernel walks the A block
-//   (mc x kc, in L2); the packed B panel (K x nc) lives in L2/L3.
-// Threads: one parallel_for over macro-tiles (batch entry, column block jc, row block ic), ic
-// fastest, in contiguous chunks, so a thread packs a B panel once per chunk and reuses it for
-// every row block it owns. Inside a parallel region it runs on the calling thread alone.
-// Scratch: slot 0 of the running thread holds the packed B panel followed by the packed A block.
+// Structure (BLIS / GotoBLAS): K is cut into blocks of kc, M into row blocks (about mc rows) and
+// N into column blocks (nc columns). Per k block, op(B) is packed into NR-column micro-panels
+// ([kc][NR] each) and op(A) into MR-row micro-panels ([kc][MR] each); transA/transB are resolved
+// while packing and edges are zero-padded, so the micro-kernel always sees the same layout and
+// always computes a full MR x NR tile, kept in registers across the k loop. The tile is stored
+// through the epilogue: alpha, beta (first k block only; later blocks accumulate), and on the
+// last k block the bias, the preact copy and the activation (act_forward_n on the freshly
+// stored, L1-hot rows).
+//   Cache blocking: the B micro-panel (kc x NR) stays in L1 while the kernel walks the packed A
+//   block (mc x kc, in L2); the packed B block (kc x nc) lives in L2/L3.
+// Threads: one parallel_for over macro-tiles (batch entry, column block, row block), row block
+// fastest, one contiguous chunk per thread, so that a thread packs each B block once for all the
+// row blocks it owns. Inside a parallel region it runs on the calling thread alone.
+// Scratch: slot 0 of the running thread holds the packed B block followed by the packed A block.
 #include "gemm.h"
 
 #include <algorithm>
