@@ -40,5 +40,6 @@ for (const s of shapes) {
     best = Math.min(best, (performance.now() - t0) / n);
   }
   const gflops = (2 * s.M * s.N * s.K) / (best * 1e6);
-  console.log(`${s.name.padEnd(18)} M=${s.M} N=${s.N} K=${s.K}`.padEnd(50) + `${gflops.toFixed(1).padStart(7)} GFLOP/s`);
+  const label = `${s.name.padEnd(18)} M=${s.M} N=${s.N} K=${s.K}`;
+  console.log(`${label.padEnd(50)}${gflops.toFixed(1).padStart(7)} GFLOP/s`);
 }

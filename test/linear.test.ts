@@ -107,7 +107,8 @@ describe('linear reference', () => {
   it('does nothing for rows = 0', () => {
     const e = new Float32Array(0), dW = new Float32Array(6).fill(1), db = new Float32Array(2).fill(1);
     native.linearForward({ rows: 0, inFeatures: 3, outFeatures: 2, y: e, x: e, W: new Float32Array(6) });
-    native.linearBackward({ rows: 0, inFeatures: 3, outFeatures: 2, dx: e, dW, db, dy: e, x: e, W: new Float32Array(6) });
+    native.linearBackward({ rows: 0, inFeatures: 3, outFeatures: 2, dx: e, dW, db, dy: e, x: e,
+      W: new Float32Array(6) });
     expect([...dW, ...db]).toEqual(Array(8).fill(1));
   });
 
@@ -116,17 +117,20 @@ describe('linear reference', () => {
       W: new Float32Array(12) };
     expect(() => native.linearForward({ ...fwd, W: new Float32Array(11) })).toThrow(/linearForward: .*length 12 for W/);
     expect(() => native.linearForward({ ...fwd, b: new Float32Array(3) })).toThrow(/length 4 for b/);
-    expect(() => native.linearForward({ ...fwd, preact: new Float64Array(8) })).toThrow(/Float32Array of length 8 for preact/);
+    expect(() => native.linearForward({ ...fwd, preact: new Float64Array(8) }))
+      .toThrow(/Float32Array of length 8 for preact/);
     expect(() => native.linearForward({ ...fwd, inFeatures: 0 })).toThrow(/for inFeatures/);
     expect(() => native.linearForward({ ...fwd, rows: -2 })).toThrow(/for rows/);
     expect(() => native.linearForward({ ...fwd, act: 'swish' as Activation })).toThrow(/for act/);
     const bwd = { rows: 2, inFeatures: 3, outFeatures: 4, dx: new Float32Array(6), dW: new Float32Array(12),
       dy: new Float32Array(8), x: new Float32Array(6), W: new Float32Array(12) };
-    expect(() => native.linearBackward({ ...bwd, dx: new Float32Array(5) })).toThrow(/linearBackward: .*length 6 for dx/);
+    expect(() => native.linearBackward({ ...bwd, dx: new Float32Array(5) }))
+      .toThrow(/linearBackward: .*length 6 for dx/);
     expect(() => native.linearBackward({ ...bwd, db: new Float32Array(5) })).toThrow(/length 4 for db/);
     expect(() => native.linearBackward({ ...bwd, dy: new Float64Array(8) })).toThrow(/Float32Array of length 8 for dy/);
     expect(() => native.linearBackward({ ...bwd, outFeatures: 2.5 })).toThrow(/for outFeatures/);
-    expect(() => native.linearBackward({ ...bwd, dW: null as unknown as Float32Array })).toThrow(/for dW but received null/);
+    expect(() => native.linearBackward({ ...bwd, dW: null as unknown as Float32Array }))
+      .toThrow(/for dW but received null/);
     // @ts-expect-error: deliberately wrong call
     expect(() => native.linearBackward()).toThrow(/expected one options object/);
   });

@@ -1,19 +1,20 @@
 // GEMM kernels. C[M,N] = act(alpha * op(A)[M,K] op(B)[K,N] + beta * C + bias[N]).
 // Layout: row-major with leading dimensions; see gemm.h for the dimension key (M, N, K).
 //
-// Structure (BLIS / GotoBLAS): op(B) is packed into NR-column micro-panels ([K][NR] each, all of K,
-// so one packing serves every row block), op(A) into MR-row micro-panels ([kc][MR] each) one
-// mc x kc block at a time; transA/transB are resolved while packing and edges are zero-padded,
-// so the micro-kernel always sees the same layout and always computes a full MR x NR tile, kept
-// in registers across the kc loop. The tile is stored through the epilogue: alpha, beta (first
-// k block only; later blocks accumulate), and on the last k block the bias, the preact copy and
-// the activation (act_forward_n on the freshly stored, L1-hot rows).
-//   Cache blocking: the B micro-panel (kc x NR) stays in L1 while the kernel walks the A block
-//   (mc x kc, in L2); the packed B panel (K x nc) lives in L2/L3.
-// Threads: one parallel_for over macro-tiles (batch entry, column block jc, row block ic), ic
-// fastest, in contiguous chunks, so a thread packs a B panel once per chunk and reuses it for
-// every row block it owns. Inside a parallel region it runs on the calling thread alone.
-// Scratch: slot 0 of the running thread holds the packed B panel followed by the packed A block.
+// Structure (BLIS / GotoBLAS): K is cut into blocks of kc, M into row blocks (about mc rows) and
+// N into column blocks (nc columns). Per k block, op(B) is packed into NR-column micro-panels
+// ([kc][NR] each) and op(A) into MR-row micro-panels ([kc][MR] each); transA/transB are resolved
+// while packing and edges are zero-padded, so the micro-kernel always sees the same layout and
+// always computes a full MR x NR tile, kept in registers across the k loop. The tile is stored
+// through the epilogue: alpha, beta (first k block only; later blocks accumulate), and on the
+// last k block the bias, the preact copy and the activation (act_forward_n on the freshly
+// stored, L1-hot rows).
+//   Cache blocking: the B micro-panel (kc x NR) stays in L1 while the kernel walks the packed A
+//   block (mc x kc, in L2); the packed B block (kc x nc) lives in L2/L3.
+// Threads: one parallel_for over macro-tiles (batch entry, column block, row block), row block
+// fastest, one contiguous chunk per thread, so that a thread packs each B block once for all the
+// row blocks it owns. Inside a parallel region it runs on the calling thread alone.
+// Scratch: slot 0 of the running thread holds the packed B block followed by the packed A block.
 #include "gemm.h"
 
 #include <algorithm>
@@ -46,7 +47,7 @@ constexpr int MR = 4, NV = 4;
 constexpr int64_t KC = 256, MC = 128;
 #endif
 constexpr int NR = NV * W;
-constexpr int64_t kMaxPanelFloats = int64_t(1) << 20;  // packed B panel (K x nc): about 4 MiB
+constexpr int64_t kMaxBlockFloats = int64_t(1) << 20;  // packed B block (kc x nc): at most 4 MiB
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
@@ -58,12 +59,10 @@ struct Plan {
   int64_t row_panels, col_panels;  // ceil(M / MR), ceil(N / NR)
   int64_t row(int64_t ic) const { return ic * row_panels / nIC * MR; }  // first row of block ic
   int64_t col(int64_t jc) const { return jc * col_panels / nJC * NR; }  // first column of block jc
-  // Packing scratch: the B panel (K x the widest column block), then one A block (the tallest row
-  // block x kc). Never empty, so that thread_scratch never sees a request for 0 bytes.
-  int64_t panel_floats(int64_t K) const { return round_up(ceil_div(col_panels, nJC) * NR * K, 16); }
-  size_t scratch_bytes(int64_t K) const {
-    return sizeof(float) * (panel_floats(K) + ceil_div(row_panels, nIC) * MR * kc + 16);
-  }
+  // Packing scratch: one B block (kc x the widest column block), then one A block (the tallest
+  // row block x kc). Never empty, so that thread_scratch never sees a request for 0 bytes.
+  int64_t b_block_floats() const { return round_up(ceil_div(col_panels, nJC) * NR * kc, 16); }
+  size_t scratch_bytes() const { return sizeof(float) * (b_block_floats() + ceil_div(row_panels, nIC) * MR * kc + 16); }
 };
 
 Plan make_plan(const GemmDims& d) {
@@ -72,17 +71,20 @@ Plan make_plan(const GemmDims& d) {
   p.kc = ceil_div(d.K, p.nKC);
   p.row_panels = ceil_div(d.M, MR);
   p.col_panels = ceil_div(d.N, NR);
-  // Column blocks as wide as the packed-panel budget allows; row blocks of about MC.
-  const int64_t panels_max = std::max<int64_t>(1, kMaxPanelFloats / (NR * std::max<int64_t>(1, d.K)));
-  p.nJC = ceil_div(p.col_panels, panels_max);
+  // Column blocks as wide as the B block budget allows; row blocks of about MC.
+  p.nJC = ceil_div(p.col_panels, std::max<int64_t>(1, kMaxBlockFloats / (NR * std::max<int64_t>(1, p.kc))));
   p.nIC = ceil_div(d.M, MC);
   // Few macro-tiles: make their count a multiple of the thread count, so that every thread gets
-  // an equal share, by splitting M further, then N.
-  const int64_t threads = num_threads(), tiles = d.batch * p.nJC * p.nIC;
+  // an equal share, by splitting the longer of M and N further (each thread packs all of the
+  // other operand), then the shorter.
+  const int64_t threads = num_threads(), tiles = d.batch * p.nJC * p.nIC, want = round_up(tiles, threads);
   if (tiles < 4 * threads) {
-    const int64_t want = round_up(tiles, threads);
-    p.nIC = std::min(p.row_panels, ceil_div(want, d.batch * p.nJC));
-    if (d.batch * p.nJC * p.nIC < want) p.nJC = std::min(p.col_panels, ceil_div(want, d.batch * p.nIC));
+    auto split = [&](int64_t& n, int64_t panels, int64_t other) {
+      n = std::max(n, std::min(panels, ceil_div(want, d.batch * other)));
+    };
+    if (d.M >= d.N) split(p.nIC, p.row_panels, p.nJC);
+    split(p.nJC, p.col_panels, p.nIC);
+    if (d.M < d.N) split(p.nIC, p.row_panels, p.nJC);
   }
   return p;
 }
@@ -93,8 +95,11 @@ Plan make_plan(const GemmDims& d) {
 template <int P>
 void pack_panels(float* dst, const float* src, int64_t ld, bool k_major, int64_t n, int64_t kc) {
   if (k_major) {  // one contiguous source row per k feeds every panel
+    constexpr int64_t kAhead = 8;  // rows prefetched ahead of the copy
     for (int64_t k = 0; k < kc; ++k) {
       const float* s = src + k * ld;
+      if (k + kAhead < kc)
+        for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(s + kAhead * ld + i);
       float* d = dst + k * P;
       int64_t i = 0;
       for (; i + P <= n; i += P, d += kc * P) std::memcpy(d, s + i, sizeof(float) * P);
@@ -187,24 +192,27 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
   }
 }
 
-// One macro-tile: rows [i0, i1) x columns [j0, j1) of C, all of K; bp holds the packed op(B)
-// panel of these columns, ap room for one packed A block.
-void macro_tile(float* C, float* preact, const float* A, const float* bp, float* ap, const float* bias,
-                const GemmDims& d, const Plan& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  const int64_t mc = i1 - i0, nc = j1 - j0;
+// Row blocks [ic0, ic1) of column block jc of one batch entry, over all of K: for each k block,
+// the B block is packed once into bp and reused by every row block, each packed in turn into ap.
+void macro_tiles(float* C, float* preact, const float* A, const float* B, float* bp, float* ap, const float* bias,
+                 const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1) {
+  const int64_t j0 = p.col(jc), nc = std::min(d.N, p.col(jc + 1)) - j0;
   for (int64_t pc = 0; pc < p.nKC; ++pc) {
     const int64_t k0 = pc * p.kc, kc = std::min(p.kc, d.K - k0);
     const bool first = pc == 0, last = pc == p.nKC - 1;
-    pack_panels<MR>(ap, d.transA ? A + k0 * d.lda + i0 : A + i0 * d.lda + k0, d.lda, d.transA, mc, kc);
-    for (int64_t j = 0; j < nc; j += NR) {
-      Epilogue e{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
-                 last && preact ? preact + i0 * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc};
-      const float* bpj = bp + ((j / NR) * d.K + k0) * NR;
-      const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
-      for (int64_t i = 0; i < mc; i += MR) {
-        micro_tile(kc, ap + (i / MR) * kc * MR, bpj, C + (i0 + i) * d.ldc + j0 + j,
-                   static_cast<int>(std::min<int64_t>(MR, mc - i)), nr, e);
-        if (e.preact) e.preact += MR * d.ldc;
+    pack_panels<NR>(bp, d.transB ? B + j0 * d.ldb + k0 : B + k0 * d.ldb + j0, d.ldb, !d.transB, nc, kc);
+    for (int64_t ic = ic0; ic < ic1; ++ic) {
+      const int64_t i0 = p.row(ic), mc = std::min(d.M, p.row(ic + 1)) - i0;
+      pack_panels<MR>(ap, d.transA ? A + k0 * d.lda + i0 : A + i0 * d.lda + k0, d.lda, d.transA, mc, kc);
+      for (int64_t j = 0; j < nc; j += NR) {
+        Epilogue e{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
+                   last && preact ? preact + i0 * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc};
+        const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
+        for (int64_t i = 0; i < mc; i += MR) {
+          micro_tile(kc, ap + i * kc, bp + j * kc, C + (i0 + i) * d.ldc + j0 + j,
+                     static_cast<int>(std::min<int64_t>(MR, mc - i)), nr, e);
+          if (e.preact) e.preact += MR * d.ldc;
+        }
       }
     }
   }
@@ -212,33 +220,24 @@ void macro_tile(float* C, float* preact, const float* A, const float* bp, float*
 
 }  // namespace
 
-void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) {
-  const Plan p = make_plan(d);
-  *bytes = p.scratch_bytes(d.K);
-}
+void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) { *bytes = make_plan(d).scratch_bytes(); }
 
 void gemm(float* C, float* preact, const float* A, const float* B, const float* bias, const GemmDims& d) {
   if (d.M == 0 || d.N == 0) return;
   const Plan p = make_plan(d);
+  // Macro-tiles t = (batch entry, column block, row block), row block fastest; one contiguous
+  // chunk per thread, so that a thread packs each B block once for all the row blocks it owns.
   const int64_t tiles = d.batch * p.nJC * p.nIC;
-  // One chunk per thread: each packs a B panel once per column block it meets.
-  const int64_t grain = ceil_div(tiles, num_threads());
-  parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
-    float* bp = static_cast<float*>(thread_scratch(0, p.scratch_bytes(d.K)));
+  parallel_for(tiles, ceil_div(tiles, num_threads()), [&](int64_t t0, int64_t t1) {
+    float* bp = static_cast<float*>(thread_scratch(0, p.scratch_bytes()));
     if (!bp) return;  // unreachable for the calling thread: the public entry reserved this
-    float* ap = bp + p.panel_floats(d.K);
-    int64_t packed = -1;  // which (batch, jc) the panel in bp holds
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t b = t / (p.nJC * p.nIC), jc = t / p.nIC % p.nJC, ic = t % p.nIC;
-      const int64_t i0 = p.row(ic), i1 = std::min(d.M, p.row(ic + 1));
-      const int64_t j0 = p.col(jc), j1 = std::min(d.N, p.col(jc + 1));
-      if (b * p.nJC + jc != packed) {
-        const float* Bb = B + b * d.strideB + (d.transB ? j0 * d.ldb : j0);
-        pack_panels<NR>(bp, Bb, d.ldb, !d.transB, j1 - j0, d.K);
-        packed = b * p.nJC + jc;
-      }
-      macro_tile(C + b * d.strideC, preact ? preact + b * d.strideC : nullptr, A + b * d.strideA, bp, ap, bias, d,
-                 p, i0, i1, j0, j1);
+    float* ap = bp + p.b_block_floats();
+    for (int64_t t = t0; t < t1;) {
+      const int64_t group = t / p.nIC, b = group / p.nJC, jc = group % p.nJC;
+      const int64_t ic0 = t % p.nIC, ic1 = std::min(p.nIC, ic0 + (t1 - t));
+      macro_tiles(C + b * d.strideC, preact ? preact + b * d.strideC : nullptr, A + b * d.strideA,
+                  B + b * d.strideB, bp, ap, bias, d, p, jc, ic0, ic1);
+      t += ic1 - ic0;
     }
   });
 }

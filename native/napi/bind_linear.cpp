@@ -61,8 +61,9 @@ Job gemm(Args& a) {
   const bool transA = a.flag("transA", false), transB = a.flag("transB", false);
   const double alpha = a.number("alpha", 1.0), beta = a.number("beta", 0.0);
   const cpu::Act act = activation(a);
-  const Operand oa = transA ? operand(a, "A", "lda", "strideA", batch, K, M) : operand(a, "A", "lda", "strideA", batch, M, K);
-  const Operand ob = transB ? operand(a, "B", "ldb", "strideB", batch, N, K) : operand(a, "B", "ldb", "strideB", batch, K, N);
+  // Stored shapes: A [M, K] ([K, M] when transA), B [K, N] ([N, K] when transB), C [M, N].
+  const Operand oa = operand(a, "A", "lda", "strideA", batch, transA ? K : M, transA ? M : K);
+  const Operand ob = operand(a, "B", "ldb", "strideB", batch, transB ? N : K, transB ? K : N);
   const Operand oc = operand(a, "C", "ldc", "strideC", batch, M, N);
   if (batch > 1 && M > 0 && N > 0 && oc.stride < (M - 1) * oc.ld + N)
     a.fail("strideC is too small: the batch entries of C would overlap");
