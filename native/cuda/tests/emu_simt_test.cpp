@@ -311,7 +311,7 @@ NF_TEST(emulator_status_from_cuda_errors) {
   cudaGetLastError();
   NF_EXPECT(!st.ok() && st.op == "failing_op");
   NF_EXPECT(st.message.find("cudaErrorInvalidConfiguration") != std::string::npos, st.message);
-  NF_EXPECT(st.message.find("emulator_test.cpp:") != std::string::npos, st.message);
+  NF_EXPECT(st.message.find("emu_simt_test.cpp:") != std::string::npos, st.message);
 }
 
 // ------------------------------------------------------------------------------------------------
