@@ -58,10 +58,10 @@ inline std::string error_text(cudaError_t e, const char* call, const char* where
 
 #define NF_CUDA_STRINGIFY2(x) #x
 #define NF_CUDA_STRINGIFY(x) NF_CUDA_STRINGIFY2(x)
-#define NF_CUDA_TRY(op, call)                                                                        \
+#define NF_CUDA_TRY(op, ...)                                                                         \
   do {                                                                                               \
-    cudaError_t nf_cuda_err_ = (call);                                                               \
+    cudaError_t nf_cuda_err_ = (__VA_ARGS__);                                                        \
     if (nf_cuda_err_ != cudaSuccess)                                                                 \
-      return ::nf::Status::Error((op), ::nf::cuda::error_text(nf_cuda_err_, #call,                    \
+      return ::nf::Status::Error((op), ::nf::cuda::error_text(nf_cuda_err_, #__VA_ARGS__,             \
                                                               __FILE__ ":" NF_CUDA_STRINGIFY(__LINE__))); \
   } while (0)
