@@ -2,8 +2,9 @@
 // run on the CPU, so they can be tested on machines without a GPU.
 //
 // Execution model. A launch runs its blocks one at a time, in order. The threads of a block run
-// either as fibers on the calling thread (ucontext, the default: deterministic and fast) or as OS
-// threads (NF_EMU_THREADS=1 in the environment, or compiled with -DNF_EMU_OS_THREADS, forced under
+// either as fibers on the calling thread (the default: deterministic and fast; switched by a few
+// instructions on x86-64, by ucontext's swapcontext elsewhere, under a shadow stack, or with
+// NF_EMU_UCONTEXT=1) or as OS threads (NF_EMU_THREADS=1 in the environment, or compiled with -DNF_EMU_OS_THREADS, forced under
 // ThreadSanitizer), so TSan sees every shared-memory access the barriers do not order. A thread
 // runs until it reaches __syncthreads, a warp operation (__syncwarp, __shfl_*_sync, votes) or its
 // end; a barrier completes when every thread that has not exited has reached it (threads that
@@ -30,8 +31,10 @@
 #error "the SIMT emulator is for host compilers; nvcc builds against the CUDA runtime"
 #endif
 
-#include <ucontext.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -138,6 +141,7 @@ constexpr size_t kMaxShared = 99 * 1024;
 
 struct Options {
   bool os_threads = false;          // threads of a block as OS threads (else fibers)
+  bool ucontext = false;            // fibers switched by swapcontext even where a faster way exists
   bool reverse = false;             // fibers start in reverse thread order (NF_EMU_REVERSE=1)
   bool poison = true;               // fill shared memory with 0xFF at every block start
   const void* drop_barrier = nullptr;  // a __syncthreads call site to skip (see barrier_sites)
@@ -158,6 +162,7 @@ inline Options initial_options() {
 #endif
   if (env_flag("NF_EMU_THREADS")) o.os_threads = true;
   if (env_flag("NF_EMU_REVERSE")) o.reverse = true;
+  if (env_flag("NF_EMU_UCONTEXT")) o.ucontext = true;
   if (const char* kb = std::getenv("NF_EMU_STACK_KB")) o.stack_bytes = size_t(std::atol(kb)) * 1024;
 #ifdef __SANITIZE_THREAD__
   o.os_threads = true;  // TSan follows OS threads, not fibers
@@ -205,8 +210,8 @@ struct Thread {
   uint64_t value = 0, result = 0;
   unsigned barriers = 0, syncwarps = 0;  // passed so far (their parity picks the TSan sync object)
   char warp_sync[2] = {};                // lane 0's: the warp's TSan sync objects
-  ucontext_t ctx{};
-  void* stack = nullptr;
+  ucontext_t ctx{};    // the fiber's context (swapcontext) ...
+  void* sp = nullptr;  // ... or its saved stack pointer (fast switch)
 };
 
 struct Block {
@@ -219,7 +224,8 @@ struct Block {
   char barrier_sync[2] = {};  // TSan sync objects of consecutive barriers
   std::mutex m;
   std::condition_variable cv;
-  ucontext_t scheduler{};
+  ucontext_t scheduler{};     // the launching thread's context (swapcontext) ...
+  void* scheduler_sp = nullptr;  // ... or its saved stack pointer (fast switch)
   const std::function<void()>* body = nullptr;
 };
 
@@ -299,6 +305,50 @@ struct Guard {
   Guard& operator=(const Guard&) = delete;
 };
 
+// ---- Fiber switching ----------------------------------------------------------------------------
+// The fast switch (x86-64) saves the resume address and rbp on the current stack, swaps stack
+// pointers and jumps; every other register is declared clobbered, so the compiler saves what it
+// needs around it. It steps over the red zone first. It cannot keep a CET shadow stack in step, so
+// where one is active (and off x86-64) fibers use swapcontext, which can but costs a system call.
+#if defined(__x86_64__) && defined(__linux__)
+inline void fast_switch(void** save_sp, void* next_sp) {
+  asm volatile(
+      "subq $128, %%rsp\n\t"
+      "leaq 1f(%%rip), %%rax\n\t"
+      "pushq %%rax\n\t"
+      "pushq %%rbp\n\t"
+      "movq %%rsp, (%%rdi)\n\t"
+      "movq %%rsi, %%rsp\n\t"
+      "popq %%rbp\n\t"
+      "popq %%rax\n\t"
+      "jmpq *%%rax\n\t"
+      "1:\n\t"
+      "addq $128, %%rsp\n\t"
+      : "+D"(save_sp), "+S"(next_sp)
+      :
+      : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "xmm0", "xmm1", "xmm2",
+        "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+#ifdef __AVX512F__
+        "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",
+        "xmm28", "xmm29", "xmm30", "xmm31",
+#endif
+        "memory", "cc");
+}
+
+inline bool fast_switch_available() {
+  static const bool ok = [] {
+    unsigned long features = 0;  // ARCH_SHSTK_STATUS (Linux 6.6+): bit 0 = shadow stack enabled
+    return !(syscall(SYS_arch_prctl, 0x5005, &features) == 0 && (features & 1));
+  }();
+  return ok;
+}
+#else
+inline void fast_switch(void**, void*) {}
+inline bool fast_switch_available() { return false; }
+#endif
+
+inline bool use_fast_switch() { return fast_switch_available() && !options().ucontext; }
+
 inline unsigned char* align_up(unsigned char* p, size_t a) {
   return reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(p) + a - 1) & ~(uintptr_t(a) - 1));
 }
@@ -328,6 +378,8 @@ inline std::string describe_waiters(const Block& b) {
          " at warp operations" + first;
 }
 
+void to_scheduler(Block& b, Thread& t);
+
 // Parks the calling thread until a barrier or warp operation releases it.
 inline void park(Block& b, Guard& g, Thread& t) {
   if (b.failed) throw Abort{};
@@ -340,8 +392,7 @@ inline void park(Block& b, Guard& g, Thread& t) {
   if (options().os_threads) {
     b.cv.wait(g.lock, [&] { return t.state == Thread::State::runnable || b.failed; });
   } else {
-    swapcontext(&t.ctx, &b.scheduler);
-    tls_thread = &t;
+    to_scheduler(b, t);
   }
   if (b.failed) throw Abort{};
 }
@@ -516,11 +567,21 @@ inline void run_thread_body(Block& b, Thread& t) {
   thread_exit(b, t);
 }
 
+inline void to_scheduler(Block& b, Thread& t) {
+  if (use_fast_switch()) fast_switch(&t.sp, b.scheduler_sp);
+  else swapcontext(&t.ctx, &b.scheduler);
+}
+
+inline void to_fiber(Block& b, Thread& t) {
+  if (use_fast_switch()) fast_switch(&b.scheduler_sp, t.sp);
+  else swapcontext(&b.scheduler, &t.ctx);
+}
+
 inline void fiber_entry() {
   Thread& t = *tls_thread;
   Block& b = *launch_state().block;
   run_thread_body(b, t);
-  swapcontext(&t.ctx, &b.scheduler);  // never resumed
+  to_scheduler(b, t);  // never resumed
 }
 
 // Fiber stacks, kept for the next blocks and launches; the lowest page of each is a guard.
@@ -550,8 +611,20 @@ inline bool ensure_stacks(size_t n) {
   return true;
 }
 
+// A fiber that starts in fiber_entry on `stack`. For the fast switch, the stack is laid out as
+// fast_switch leaves a suspended one: rbp (0), then the resume address, here fiber_entry, entered
+// with the stack aligned as after a call (whose return address, 0, it never uses).
 // (Out of line: getcontext returns twice, which would make the caller's locals suspect.)
 __attribute__((noinline)) inline void init_fiber(Thread& t, void* stack) {
+  if (use_fast_switch()) {
+    uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + options().stack_bytes) & ~uintptr_t(15);
+    void** sp = reinterpret_cast<void**>(top);
+    *--sp = nullptr;                                  // fiber_entry's return address
+    *--sp = reinterpret_cast<void*>(&fiber_entry);    // where the first switch jumps
+    *--sp = nullptr;                                  // rbp
+    t.sp = sp;
+    return;
+  }
   getcontext(&t.ctx);
   t.ctx.uc_stack.ss_sp = stack;
   t.ctx.uc_stack.ss_size = options().stack_bytes;
@@ -608,7 +681,7 @@ inline bool run_block(Launch& l, const std::function<void()>& body, std::string*
         Thread& t = b.threads[options().reverse ? n - 1 - k : k];
         if (t.state != Thread::State::runnable) continue;
         tls_thread = &t;
-        swapcontext(&b.scheduler, &t.ctx);
+        to_fiber(b, t);
         ran = true;
       }
       if (!ran && !b.failed) fail(b, "deadlock: " + describe_waiters(b));

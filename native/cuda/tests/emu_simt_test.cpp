@@ -1,7 +1,7 @@
 // Tests of the SIMT emulator itself: indices, barriers (with early-returning threads), static and
 // dynamic shared memory and its poisoning, each shuffle pattern and the votes, atomics under
-// contention, the errors it reports, and the runtime calls. Each SIMT test runs with fibers and with
-// OS threads, and with fibers started in reverse order.
+// contention, the errors it reports, and the runtime calls. Each SIMT test runs in every scheduling
+// mode (for_each_mode).
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -13,13 +13,15 @@ namespace {
 
 using nf::cuda::launch;
 
-// Runs fn under every scheduling mode, restoring the options afterwards.
+// Runs fn under every scheduling mode (fibers, fibers switched by swapcontext, OS threads, fibers
+// started in reverse order), restoring the options afterwards.
 template <class F>
 void for_each_mode(F fn) {
   const nf::emu::Options saved = nf::emu::options();
-  for (int mode = 0; mode < 3; ++mode) {
-    nf::emu::options().os_threads = mode == 1;
-    nf::emu::options().reverse = mode == 2;
+  for (int mode = 0; mode < 4; ++mode) {
+    nf::emu::options().ucontext = mode == 1;
+    nf::emu::options().os_threads = mode == 2;
+    nf::emu::options().reverse = mode == 3;
     fn();
   }
   nf::emu::options() = saved;
