@@ -1,6 +1,5 @@
 // Internal to the CUDA backend's .cu files: the runtime (or emulator), the backend's stream and
-// scratch buffers, and the device helpers the kernels share (warp and block reductions,
-// activations).
+// scratch buffers, and the device helpers the kernels share (warp and block reductions).
 #pragma once
 #include <cstdint>
 
@@ -21,26 +20,38 @@ Status workspace(int slot, size_t bytes, void** ptr);
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int m = kWarp / 2; m > 0; m /= 2) v += __shfl_xor_sync(kFullMask, v, m);
+struct SumOp {
+  template <class T>
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct MaxOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  __device__ __forceinline__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+struct MinOp {
+  __device__ __forceinline__ int operator()(int a, int b) const { return a < b ? a : b; }
+};
+
+// op over the 32 lanes of a warp (butterfly: every lane gets the result).
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+  for (int m = kWarp / 2; m > 0; m /= 2) v = op(v, __shfl_xor_sync(kFullMask, v, m));
   return v;
 }
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, SumOp{}); }
+__device__ __forceinline__ float warp_max(float v) { return warp_reduce(v, MaxOp{}); }
 
-__device__ __forceinline__ float warp_max(float v) {
-  for (int m = kWarp / 2; m > 0; m /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, m));
-  return v;
-}
-
-// Sum (or max) over the whole block, returned to every thread. `scratch` holds 32 floats of shared
-// memory; blockDim.x must be a multiple of 32. Ends with a barrier, so scratch may be reused.
-template <bool kMax>
-__device__ __forceinline__ float block_reduce(float v, float* scratch) {
+// op over the whole block, returned to every thread. `scratch` holds 32 T of shared memory;
+// blockDim.x must be a multiple of 32 (and y = z = 1). Ends with a barrier, so scratch may be reused.
+template <class T, class Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity, T* scratch) {
   const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp, warps = int(blockDim.x) / kWarp;
-  v = kMax ? warp_max(v) : warp_sum(v);
+  v = warp_reduce(v, op);
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  v = lane < warps ? scratch[lane] : (kMax ? -INFINITY : 0.0f);
-  v = kMax ? warp_max(v) : warp_sum(v);
+  v = warp_reduce(lane < warps ? scratch[lane] : identity, op);
   __syncthreads();
   return v;
 }
