@@ -4,10 +4,13 @@
 // Execution model. A launch runs its blocks one at a time, in order. The threads of a block run
 // either as fibers on the calling thread (the default: deterministic and fast; switched by a few
 // instructions on x86-64, by ucontext's swapcontext elsewhere, under a shadow stack, or with
-// NF_EMU_UCONTEXT=1) or as OS threads (NF_EMU_THREADS=1 in the environment, or compiled with -DNF_EMU_OS_THREADS, forced under
-// ThreadSanitizer), so TSan sees every shared-memory access the barriers do not order. A thread
-// runs until it reaches __syncthreads, a warp operation (__syncwarp, __shfl_*_sync, votes) or its
-// end; a barrier completes when every thread that has not exited has reached it (threads that
+// NF_EMU_UCONTEXT=1) or as OS threads (NF_EMU_THREADS=1 in the environment, or compiled with
+// -DNF_EMU_OS_THREADS, forced under ThreadSanitizer), so TSan sees every shared-memory access the
+// barriers do not order. A thread runs until it reaches __syncthreads, a warp operation
+// (__syncwarp, __shfl_*_sync, votes) or its end; the fiber scheduler then prefers the other lanes
+// of the same warp, so a warp runs ahead as a unit as on a GPU (and a barrier missing between a
+// read and the next write of the same shared memory shows); NF_EMU_REVERSE=1 takes warps and
+// lanes in reverse order; a barrier completes when every thread that has not exited has reached it (threads that
 // returned early are not waited for, as on sm_70+), a warp operation when every lane of its mask
 // has reached it. A barrier or warp operation that can never complete (deadlock, a lane of the
 // mask exited or missing, lanes disagreeing on the operation) fails the launch with a message.
@@ -19,9 +22,10 @@
 // `__shared__` keyword also works (a static variable); GCC honours the section that poisons it
 // only outside templates, which is why kernels here use NF_SHARED.
 //
-// Checking barriers. Every __syncthreads call site is recorded (barrier_sites()); with
-// options().drop_barrier set to one of them, threads pass that barrier without waiting: a test
-// can remove each barrier in turn and prove that its kernel's results then go wrong.
+// Checking barriers. Every __syncthreads is recorded by its source location, "file.cu:line"
+// (barrier_sites()); with options().drop_barrier set to one of them, threads pass that barrier
+// without waiting: a test can remove each barrier in turn and prove that its kernel's results then
+// go wrong.
 //
 // Device memory is host memory: cudaMalloc returns 0xFF-filled host allocations, copies are
 // memcpy, streams and events exist but everything runs synchronously on the calling thread.
@@ -144,7 +148,7 @@ struct Options {
   bool ucontext = false;            // fibers switched by swapcontext even where a faster way exists
   bool reverse = false;             // fibers start in reverse thread order (NF_EMU_REVERSE=1)
   bool poison = true;               // fill shared memory with 0xFF at every block start
-  const void* drop_barrier = nullptr;  // a __syncthreads call site to skip (see barrier_sites)
+  std::string drop_barrier;         // a __syncthreads to skip, "file.cu:line" (see barrier_sites)
   size_t stack_bytes = 256 * 1024;  // per fiber (NF_EMU_STACK_KB)
 };
 
@@ -219,6 +223,7 @@ struct Block {
   unsigned live = 0;     // threads not exited
   unsigned arrived = 0;  // threads waiting at __syncthreads
   unsigned blocked = 0;  // threads waiting at a barrier or warp operation
+  std::vector<unsigned> warp_runnable;  // runnable threads per warp (the fiber scheduler's index)
   bool failed = false;
   std::string error;
   char barrier_sync[2] = {};  // TSan sync objects of consecutive barriers
@@ -246,8 +251,8 @@ inline Launch& launch_state() {
 }
 inline thread_local Thread* tls_thread = nullptr;
 
-inline std::vector<const void*>& barrier_site_list() {
-  static std::vector<const void*> sites;
+inline std::vector<std::string>& barrier_site_list() {
+  static std::vector<std::string> sites;
   return sites;
 }
 
@@ -389,6 +394,7 @@ inline void park(Block& b, Guard& g, Thread& t) {
   }
   t.state = Thread::State::blocked;
   ++b.blocked;
+  --b.warp_runnable[t.linear / kWarpSize];
   if (options().os_threads) {
     b.cv.wait(g.lock, [&] { return t.state == Thread::State::runnable || b.failed; });
   } else {
@@ -401,6 +407,7 @@ inline void wake(Block& b, Thread& t) {
   if (t.state == Thread::State::blocked) {
     t.state = Thread::State::runnable;
     --b.blocked;
+    ++b.warp_runnable[t.linear / kWarpSize];
   }
 }
 
@@ -414,14 +421,17 @@ inline void release_barrier(Block& b) {
   if (options().os_threads) b.cv.notify_all();
 }
 
-inline void barrier(const void* site) {
+// `where` is "path/file.cu:line"; sites are recorded as "file.cu:line".
+inline void barrier(const char* where) {
   Thread& t = *tls_thread;
   Block& b = *launch_state().block;
   {
     Guard g(b);
+    const char* slash = std::strrchr(where, '/');
+    const char* site = slash ? slash + 1 : where;
     auto& sites = barrier_site_list();
-    if (std::find(sites.begin(), sites.end(), site) == sites.end()) sites.push_back(site);
-    if (site == options().drop_barrier) return;
+    if (std::find(sites.begin(), sites.end(), site) == sites.end()) sites.emplace_back(site);
+    if (options().drop_barrier == site) return;
   }
   const void* sync = &b.barrier_sync[t.barriers++ & 1];
   tsan_release(sync);
@@ -546,6 +556,7 @@ inline void thread_exit(Block& b, Thread& t) {
   Guard g(b);
   t.state = Thread::State::exited;
   --b.live;
+  --b.warp_runnable[t.linear / kWarpSize];
   if (b.failed || b.live == 0) return;
   const unsigned lane = t.linear % kWarpSize, base = t.linear - lane;
   for (unsigned l = 0; l < kWarpSize && base + l < b.threads.size(); ++l) {
@@ -645,12 +656,33 @@ inline void poison_shared(Launch& l) {
     std::memset(__start_nf_emu_shared, 0xff, size_t(__stop_nf_emu_shared - __start_nf_emu_shared));
 }
 
+// The fiber to run next: a runnable lane of `*warp` (the warp that ran last), else of the first warp
+// with one (in reverse order under options().reverse); null when none is runnable.
+inline Thread* next_fiber(Block& b, unsigned* warp) {
+  const unsigned warps = unsigned(b.warp_runnable.size()), n = unsigned(b.threads.size());
+  const bool rev = options().reverse;
+  if (b.warp_runnable[*warp] == 0) {
+    unsigned k = 0;
+    for (; k < warps; ++k)
+      if (b.warp_runnable[rev ? warps - 1 - k : k] > 0) break;
+    if (k == warps) return nullptr;
+    *warp = rev ? warps - 1 - k : k;
+  }
+  const unsigned base = *warp * kWarpSize, lanes = std::min(kWarpSize, n - base);
+  for (unsigned l = 0; l < lanes; ++l) {
+    Thread& t = b.threads[base + (rev ? lanes - 1 - l : l)];
+    if (t.state == Thread::State::runnable) return &t;
+  }
+  return nullptr;  // unreachable: the count said one is runnable
+}
+
 // Runs one block; returns false (with the message in `error`) when it failed.
 inline bool run_block(Launch& l, const std::function<void()>& body, std::string* error) {
   const unsigned n = l.block_dim.x * l.block_dim.y * l.block_dim.z;
   Block b;
   b.threads.resize(n);
   b.live = n;
+  for (unsigned w = 0; w * kWarpSize < n; ++w) b.warp_runnable.push_back(std::min(kWarpSize, n - w * kWarpSize));
   b.body = &body;
   for (unsigned i = 0; i < n; ++i) {
     Thread& t = b.threads[i];
@@ -675,16 +707,15 @@ inline bool run_block(Launch& l, const std::function<void()>& body, std::string*
     }
     for (unsigned i = 0; i < n; ++i) init_fiber(b.threads[i], stack_pool()[i]);
     Thread* saved = tls_thread;
+    unsigned warp = options().reverse ? unsigned(b.warp_runnable.size()) - 1 : 0;
     while (b.live > 0 && !b.failed) {
-      bool ran = false;
-      for (unsigned k = 0; k < n && !b.failed; ++k) {
-        Thread& t = b.threads[options().reverse ? n - 1 - k : k];
-        if (t.state != Thread::State::runnable) continue;
-        tls_thread = &t;
-        to_fiber(b, t);
-        ran = true;
+      Thread* next = next_fiber(b, &warp);
+      if (!next) {
+        fail(b, "deadlock: " + describe_waiters(b));
+        break;
       }
-      if (!ran && !b.failed) fail(b, "deadlock: " + describe_waiters(b));
+      tls_thread = next;
+      to_fiber(b, *next);
     }
     tls_thread = saved;
   }
@@ -776,8 +807,8 @@ T from_bits(uint64_t u) {
 
 }  // namespace detail
 
-// Call sites of __syncthreads seen since the last clear (in order of first arrival).
-inline const std::vector<const void*>& barrier_sites() { return detail::barrier_site_list(); }
+// The __syncthreads ("file.cu:line") reached since the last clear, in order of first arrival.
+inline const std::vector<std::string>& barrier_sites() { return detail::barrier_site_list(); }
 inline void clear_barrier_sites() { detail::barrier_site_list().clear(); }
 
 // Runs kernel(args...) over the grid; returns what cudaGetLastError would after a real launch.
@@ -815,7 +846,9 @@ using shared_t = T;
 // ---------------------------------------------------------------------------------------------
 // Synchronisation, warp operations, atomics
 // ---------------------------------------------------------------------------------------------
-__attribute__((noinline)) inline void __syncthreads() { ::nf::emu::detail::barrier(__builtin_return_address(0)); }
+#define NF_EMU_STRINGIFY2(x) #x
+#define NF_EMU_STRINGIFY(x) NF_EMU_STRINGIFY2(x)
+#define __syncthreads() ::nf::emu::detail::barrier(__FILE__ ":" NF_EMU_STRINGIFY(__LINE__))
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   ::nf::emu::detail::warp_op(::nf::emu::detail::WarpOp::sync, mask, 0, 0, 32);
 }

@@ -105,7 +105,7 @@ NF_TEST(emulator_dropped_barrier_reads_poison) {
   for (int i = 0; i < n; ++i) in[i] = float(i);
   for (auto kernel : {reverse_keyword, reverse_macro<n>, reverse_dynamic}) {
     nf::emu::clear_barrier_sites();
-    nf::emu::options().drop_barrier = nullptr;
+    nf::emu::options().drop_barrier.clear();
     NF_ASSERT(launch(kernel, 1, n, n * sizeof(float), nullptr, in.data(), out.data()) == cudaSuccess);
     NF_ASSERT(nf::emu::barrier_sites().size() == 1);
     nf::emu::options().drop_barrier = nf::emu::barrier_sites()[0];

@@ -29,17 +29,25 @@ inline int& failures() {
   return n;
 }
 
-struct AssertFailed {};
-
 // Run by main() after the tests (e.g. to print the largest errors seen).
 inline std::vector<std::function<void()>>& at_end() {
   static std::vector<std::function<void()>> fns;
   return fns;
 }
 
+// While set, failures are counted but not printed (tests that expect other tests to fail).
+inline bool& quiet() {
+  static bool q = false;
+  return q;
+}
+
+struct AssertFailed {};
+
+// Records a failure; in quiet mode also ends the test at once (only whether it fails matters).
 inline void fail(const char* file, int line, const std::string& what) {
-  std::printf("    FAILED %s:%d: %s\n", file, line, what.c_str());
   ++failures();
+  if (quiet()) throw AssertFailed{};
+  std::printf("    FAILED %s:%d: %s\n", file, line, what.c_str());
 }
 
 }  // namespace nf::test
