@@ -40,6 +40,10 @@ constexpr int kKeysPerWarp = 8;                    // dk/dv: keys per warp
 constexpr int kBKb = kWarps * kKeysPerWarp;        // dk/dv: keys per block
 constexpr int kBQb = kWarp;                        // dk/dv: queries per tile (one per lane)
 constexpr int kMaxDh = 128;
+// Blocks per SM the kernels' registers must allow: 5 (at most 96 registers a thread), 4 for dK/dV
+// (128: its 2 x 8 keys' accumulators). Saying so also keeps ptxas from trading a few spills for
+// occupancy, which it otherwise did on sm_89.
+constexpr int kMinBlocks = 5, kMinBlocksDkdv = 4;
 
 struct CoreArgs {
   const float* q;
@@ -91,7 +95,7 @@ size_t forward_smem(int Dh) {
 }
 
 template <int C>
-__global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* o, float* lse, CoreArgs a) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks) attention_forward_kernel(float* o, float* lse, CoreArgs a) {
   NF_DYNAMIC_SHARED(float, smem);
   const int Dh = a.Dh, ks = odd_stride(Dh);
   float* Ks = smem;
@@ -167,7 +171,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* o, f
 }
 
 // weights[b, h, i, :] = exp(scale q_i·k_j − lse_i) (0 where blocked): a block per (i, h, b).
-__global__ void __launch_bounds__(kThreads) attention_weights_kernel(float* weights, const float* lse, CoreArgs a) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks) attention_weights_kernel(float* weights, const float* lse, CoreArgs a) {
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i = int(blockIdx.x);
   const int64_t row = (b * a.H + h) * a.Tq + i;
@@ -183,7 +187,7 @@ __global__ void __launch_bounds__(kThreads) attention_weights_kernel(float* weig
 
 // ---- backward ---------------------------------------------------------------------------------
 // di[(b*H + h)*Tq + i] = Σ_d dO·O over the row: a warp per row.
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     attention_di_kernel(float* di, const float* dout, const float* o, CoreArgs a, int64_t rows) {
   const int lane = int(threadIdx.x) % kWarp;
   const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / kWarp;
@@ -205,7 +209,7 @@ size_t dkdv_smem(int Dh) {
 }
 
 template <int C>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocksDkdv)
     attention_dkdv_kernel(float* dk, float* dv, AttentionLayout ldk, AttentionLayout ldv, const float* dout,
                           const float* lse, const float* di, CoreArgs a) {
   NF_DYNAMIC_SHARED(float, smem);
@@ -303,7 +307,7 @@ __global__ void __launch_bounds__(kThreads)
 size_t dq_smem(int Dh) { return sizeof(float) * size_t(2 * kBK * odd_stride(Dh) + 2 * kBQ * Dh + kWarps * kRows * kBK); }
 
 template <int C>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     attention_dq_kernel(float* dq, const float* dout, const float* lse, const float* di, CoreArgs a) {
   NF_DYNAMIC_SHARED(float, smem);
   const int Dh = a.Dh, ks = odd_stride(Dh);

@@ -71,7 +71,11 @@
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __constant__ static
+#ifdef __ELF__
 #define __shared__ __attribute__((section("nf_emu_shared"))) static
+#else
+#define __shared__ static  // (no section to poison it by)
+#endif
 
 struct uint3 {
   unsigned x, y, z;
