@@ -124,14 +124,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_forward_kernel
     load_rows(Vs, Dh, v, a.lv.row, j0, kBK, a.Tk, Dh, 1.0f);
     __syncthreads();
     const int j = j0 + lane;
+    const float* qw = Qs + warp * kRows * Dh;
+    float sc[kRows];  // lane j's scores against the warp's rows: one read of K serves them all
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) sc[r] = 0.0f;
+    for (int d = 0; d < Dh; ++d) {
+      const float kd = Ks[lane * ks + d];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) sc[r] = fmaf(qw[r * Dh + d], kd, sc[r]);
+    }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      const int row = warp * kRows + r, i = i0 + row;
-      const float* qr = Qs + row * Dh;
-      const float* kr = Ks + lane * ks;
-      float s = 0.0f;
-      for (int d = 0; d < Dh; ++d) s = fmaf(qr[d], kr[d], s);
-      if (is_blocked(a, b, i, j)) s = -INFINITY;
+      const int i = i0 + warp * kRows + r;
+      const float s = is_blocked(a, b, i, j) ? -INFINITY : sc[r];
       const float m_new = fmaxf(m[r], warp_max(s));
       const float p = s == -INFINITY ? 0.0f : expf(s - m_new);
       const float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
@@ -143,16 +148,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_forward_kernel
     }
     __syncwarp();  // the warp's P rows are complete
     const int jn = imin(kBK, a.Tk - j0);
-    for (int jj = 0; jj < jn; ++jj)
+    for (int jj = 0; jj < jn; ++jj) {
+      float vj[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) vj[c] = lane + kWarp * c < Dh ? Vs[jj * Dh + lane + kWarp * c] : 0.0f;
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         const float pz = P[r * kBK + jj];
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
-          const int d = lane + kWarp * c;
-          if (d < Dh) acc[r][c] = fmaf(pz, Vs[jj * Dh + d], acc[r][c]);
-        }
+        for (int c = 0; c < C; ++c) acc[r][c] = fmaf(pz, vj[c], acc[r][c]);
       }
+    }
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -272,19 +278,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksDkdv)
     }
     __syncwarp();  // the warp's P∘Z and dS columns are complete
     const int in = imin(kBQb, a.Tq - i0);
-    for (int ii = 0; ii < in; ++ii)
+    for (int ii = 0; ii < in; ++ii) {
+      float gi[C], qi[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const int d = lane + kWarp * c;
+        gi[c] = d < Dh ? dOs[ii * qs + d] : 0.0f;
+        qi[c] = d < Dh ? Qs[ii * qs + d] : 0.0f;
+      }
 #pragma unroll
       for (int r = 0; r < kKeysPerWarp; ++r) {
         const float pz = PZ[r * kBQb + ii], ds = DS[r * kBQb + ii];
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          const int d = lane + kWarp * c;
-          if (d < Dh) {
-            acc_v[r][c] = fmaf(pz, dOs[ii * qs + d], acc_v[r][c]);
-            acc_k[r][c] = fmaf(ds, Qs[ii * qs + d], acc_k[r][c]);
-          }
+          acc_v[r][c] = fmaf(pz, gi[c], acc_v[r][c]);
+          acc_k[r][c] = fmaf(ds, qi[c], acc_k[r][c]);
         }
       }
+    }
   }
 #pragma unroll
   for (int r = 0; r < kKeysPerWarp; ++r) {
@@ -340,32 +351,39 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     load_rows(Vs, ks, v, a.lv.row, j0, kBK, a.Tk, Dh, 1.0f);
     __syncthreads();
     const int j = j0 + lane;
+    const float* qw = Qs + warp * kRows * Dh;
+    const float* gw = dOs + warp * kRows * Dh;
+    float s[kRows], dp[kRows];  // lane j against the warp's rows: one read of K, V serves them all
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) s[r] = dp[r] = 0.0f;
+    for (int d = 0; d < Dh; ++d) {
+      const float kd = Ks[lane * ks + d], vd = Vs[lane * ks + d];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        s[r] = fmaf(qw[r * Dh + d], kd, s[r]);
+        dp[r] = fmaf(gw[r * Dh + d], vd, dp[r]);
+      }
+    }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      const int row = warp * kRows + r, i = i0 + row;
-      const float* qr = Qs + row * Dh;
-      const float* gr = dOs + row * Dh;
-      float s = 0.0f, dp = 0.0f;
-      for (int d = 0; d < Dh; ++d) {
-        s = fmaf(qr[d], Ks[lane * ks + d], s);
-        dp = fmaf(gr[d], Vs[lane * ks + d], dp);
-      }
-      const float p = L[r] == -INFINITY || is_blocked(a, b, i, j) ? 0.0f : expf(a.scale * s - L[r]);
+      const int i = i0 + warp * kRows + r;
+      const float p = L[r] == -INFINITY || is_blocked(a, b, i, j) ? 0.0f : expf(a.scale * s[r] - L[r]);
       const float z = p == 0.0f ? 0.0f : keep_scale(a, b, h, i, j);
-      DS[r * kBK + lane] = p * (z * dp - Di[r]);
+      DS[r * kBK + lane] = p * (z * dp[r] - Di[r]);
     }
     __syncwarp();  // the warp's dS rows are complete
     const int jn = imin(kBK, a.Tk - j0);
-    for (int jj = 0; jj < jn; ++jj)
+    for (int jj = 0; jj < jn; ++jj) {
+      float kj[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) kj[c] = lane + kWarp * c < Dh ? Ks[jj * ks + lane + kWarp * c] : 0.0f;
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         const float ds = DS[r * kBK + jj];
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
-          const int d = lane + kWarp * c;
-          if (d < Dh) acc[r][c] = fmaf(ds, Ks[jj * ks + d], acc[r][c]);
-        }
+        for (int c = 0; c < C; ++c) acc[r][c] = fmaf(ds, kj[c], acc[r][c]);
       }
+    }
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {

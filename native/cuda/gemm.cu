@@ -10,6 +10,10 @@
 // Edges (M, N, K not multiples of the tile) load zeros. Two tile shapes: 128x128x8 with 8x8 per
 // thread when the problem has at least a wave of such tiles for an H100 (132 SMs), else 64x64x16
 // with 4x4. The epilogue applies alpha, beta·C, the bias, writes preact, then the activation.
+// Split-K: when even the small tiles leave most SMs idle and K is long (the weight gradients dW =
+// dYᵀX of Linear layers: K = B*T), blockIdx.z also picks one of S slices of K; each block writes its
+// raw sums to a scratch [S, batch, M, N] and a second kernel adds the S partials in order and
+// applies the epilogue, so the result stays deterministic.
 #include "gemm.h"
 
 #include <climits>
@@ -25,6 +29,9 @@ constexpr int kPad = 4;
 constexpr int64_t kWaveTiles = 132;  // SMs of an H100 SXM
 
 struct GemmArgs {
+  float* partial;  // split-K: the raw sums go here, [splits, batch, M, N] (else null)
+  int64_t batch;
+  int k_chunk;     // K per split (a multiple of every BK; K when not split)
   float* C;
   float* preact;
   const float* A;
@@ -41,9 +48,9 @@ template <int BM, int BN, int BK, int TM, int TN>
 struct Tile {
   static constexpr int kThreadsM = BM / TM, kThreadsN = BN / TN, kThreads = kThreadsM * kThreadsN;
   static constexpr int kLoadA = BM * BK / kThreads, kLoadB = BK * BN / kThreads;  // per thread per slice
-  // Blocks per SM the registers must allow: 8x8 accumulators need ~170 registers, so one 256-thread
-  // block (capping at 128 would spill); 4x4 fits three.
-  static constexpr int kMinBlocks = TM * TN >= 64 ? 1 : 3;
+  // Blocks per SM the registers must allow: two 256-thread blocks for 8x8 accumulators (128
+  // registers), three for 4x4 (85).
+  static constexpr int kMinBlocks = TM * TN >= 64 ? 2 : 3;
   static_assert(BM * BK % kThreads == 0 && BK * BN % kThreads == 0, "slices split evenly over threads");
 };
 
@@ -55,7 +62,9 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
   NF_SHARED(float[2][BK][BN + kPad], Bs);
   const int tid = int(threadIdx.x), tx = tid % T::kThreadsN, ty = tid / T::kThreadsN;
   const int m0 = int(blockIdx.y) * BM, n0 = int(blockIdx.x) * BN;
-  const int64_t z = blockIdx.z;
+  const int64_t z = blockIdx.z % g.batch;
+  const int split = int(blockIdx.z / g.batch);
+  const int k_begin = split * g.k_chunk, k_end = int64_t(k_begin) + g.k_chunk < g.K ? k_begin + g.k_chunk : g.K;
   const float* A = g.A + z * g.strideA;
   const float* B = g.B + z * g.strideB;
 
@@ -76,14 +85,14 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
       int m, k;
       a_coord(tid + i * T::kThreads, &m, &k);
       const int gm = m0 + m, gk = k0 + k;
-      ra[i] = gm < g.M && gk < g.K ? A[g.transA ? gk * g.lda + gm : gm * g.lda + gk] : 0.0f;
+      ra[i] = gm < g.M && gk < k_end ? A[g.transA ? gk * g.lda + gm : gm * g.lda + gk] : 0.0f;
     }
 #pragma unroll
     for (int i = 0; i < T::kLoadB; ++i) {
       int k, n;
       b_coord(tid + i * T::kThreads, &k, &n);
       const int gk = k0 + k, gn = n0 + n;
-      rb[i] = gk < g.K && gn < g.N ? B[g.transB ? gn * g.ldb + gk : gk * g.ldb + gn] : 0.0f;
+      rb[i] = gk < k_end && gn < g.N ? B[g.transB ? gn * g.ldb + gk : gk * g.ldb + gn] : 0.0f;
     }
   };
   auto stash = [&](int buf) {
@@ -107,15 +116,15 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
-  const int slices = (g.K + BK - 1) / BK;
+  const int slices = (k_end - k_begin + BK - 1) / BK;
   if (slices > 0) {
-    fetch(0);
+    fetch(k_begin);
     stash(0);
   }
   __syncthreads();
   for (int s = 0; s < slices; ++s) {
     const int cur = s & 1;
-    if (s + 1 < slices) fetch((s + 1) * BK);
+    if (s + 1 < slices) fetch(k_begin + (s + 1) * BK);
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       float a[TM], b[TN];
@@ -132,6 +141,17 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
     __syncthreads();
   }
 
+  if (g.partial) {
+    float* out = g.partial + (int64_t(split) * g.batch + z) * g.M * g.N;
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) {
+        const int row = m0 + ty + i * T::kThreadsM, col = n0 + tx + j * T::kThreadsN;
+        if (row < g.M && col < g.N) out[int64_t(row) * g.N + col] = acc[i][j];
+      }
+    return;
+  }
   float* C = g.C + z * g.strideC;
   float* P = g.preact ? g.preact + z * g.strideC : nullptr;
 #pragma unroll
@@ -152,10 +172,39 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
   }
 }
 
+// Split-K's second pass: C = act(alpha Σ_s partial[s] + beta C + bias), one thread per element.
+constexpr int kReduceThreads = 256;
+__global__ void __launch_bounds__(kReduceThreads) gemm_splitk_reduce_kernel(GemmArgs g, int splits) {
+  const int64_t per_batch = int64_t(g.M) * g.N, total = per_batch * g.batch;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t z = e / per_batch, rc = e % per_batch, row = rc / g.N;
+    const int col = int(rc % g.N);
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += g.partial[int64_t(s) * total + e];
+    const int64_t at = z * g.strideC + row * g.ldc + col;
+    float v = g.alpha * sum;
+    if (g.beta != 0.0f) v = fmaf(g.beta, g.C[at], v);
+    if (g.bias) v += g.bias[col];
+    if (g.preact) g.preact[at] = v;
+    g.C[at] = act_forward(v, g.act);
+  }
+}
+
 template <int BM, int BN, int BK, int TM, int TN>
-cudaError_t launch_gemm(const GemmArgs& g, int64_t batch, cudaStream_t s) {
-  const dim3 grid(unsigned(ceil_div(g.N, BN)), unsigned(ceil_div(g.M, BM)), unsigned(batch));
+cudaError_t launch_gemm(const GemmArgs& g, int splits, cudaStream_t s) {
+  const dim3 grid(unsigned(ceil_div(g.N, BN)), unsigned(ceil_div(g.M, BM)), unsigned(g.batch * splits));
   return launch(gemm_kernel<BM, BN, BK, TM, TN>, grid, dim3(Tile<BM, BN, BK, TM, TN>::kThreads), 0, s, g);
+}
+
+// K slices for split-K: enough blocks for two waves of the small tiles, each slice at least
+// kMinSplitK deep, at most kMaxSplits (1: no split).
+constexpr int kMinSplitK = 256, kMaxSplits = 16;
+int splits_for(int64_t small_tiles, int64_t K) {
+  if (small_tiles >= kWaveTiles) return 1;
+  int64_t s = ceil_div(2 * kWaveTiles, small_tiles);
+  if (s > K / kMinSplitK) s = K / kMinSplitK;
+  if (s > kMaxSplits) s = kMaxSplits;
+  return s > 1 ? int(s) : 1;
 }
 
 }  // namespace
@@ -179,10 +228,25 @@ Status gemm(float* C, float* preact, const float* A, const float* B, const float
   if (d.M == 0 || d.N == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  const GemmArgs g{C,     preact, A,     B,     bias,      int(d.M),  int(d.N),  int(d.K), d.transA,
-                   d.transB, d.lda, d.ldb, d.ldc, d.strideA, d.strideB, d.strideC, d.alpha, d.beta, d.act};
-  const bool large = ceil_div(d.M, 128) * ceil_div(d.N, 128) * d.batch >= kWaveTiles;
-  NF_CUDA_TRY("gemm", large ? launch_gemm<128, 128, 8, 8, 8>(g, d.batch, s) : launch_gemm<64, 64, 16, 4, 4>(g, d.batch, s));
+  GemmArgs g{nullptr, d.batch,  int(d.K), C,     preact,    A,         B,         bias,    int(d.M), int(d.N),
+             int(d.K), d.transA, d.transB, d.lda, d.ldb, d.ldc, d.strideA, d.strideB, d.strideC, d.alpha, d.beta, d.act};
+  if (ceil_div(d.M, 128) * ceil_div(d.N, 128) * d.batch >= kWaveTiles) {
+    NF_CUDA_TRY("gemm", launch_gemm<128, 128, 8, 8, 8>(g, 1, s));
+    return Status::Ok();
+  }
+  const int splits = d.batch * kMaxSplits <= 65535 ? splits_for(ceil_div(d.M, 64) * ceil_div(d.N, 64) * d.batch, d.K) : 1;
+  if (splits == 1) {
+    NF_CUDA_TRY("gemm", launch_gemm<64, 64, 16, 4, 4>(g, 1, s));
+    return Status::Ok();
+  }
+  void* partial = nullptr;
+  NF_TRY(workspace(0, sizeof(float) * size_t(splits * d.batch * d.M * d.N), &partial));
+  g.partial = static_cast<float*>(partial);
+  g.k_chunk = int(ceil_div(ceil_div(d.K, splits), 16) * 16);
+  NF_CUDA_TRY("gemm", launch_gemm<64, 64, 16, 4, 4>(g, splits, s));
+  const int64_t total = d.batch * d.M * d.N, blocks = ceil_div(total, kReduceThreads);
+  NF_CUDA_TRY("gemm", launch(gemm_splitk_reduce_kernel, dim3(unsigned(blocks < 4096 ? blocks : 4096)),
+                             dim3(kReduceThreads), 0, s, g, splits));
   return Status::Ok();
 }
 

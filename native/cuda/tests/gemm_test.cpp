@@ -1,5 +1,5 @@
-// Parity of the CUDA GEMM (both tile shapes, transposes, leading dimensions, strided batches with a
-// broadcast operand, alpha/beta, bias, every activation, preact), Linear forward/backward, bias
+// Parity of the CUDA GEMM (both tile shapes, split-K, transposes, leading dimensions, strided batches
+// with a broadcast operand, alpha/beta, bias, every activation, preact), Linear forward/backward, bias
 // gradient, and bias + activation forward/backward with the float64 references
 // (native/cpu/ref/linear.h, ref/activation.h).
 #include <limits>
@@ -103,6 +103,9 @@ NF_TEST(cuda_gemm_parity) {
       {33, 17, 0, false, false, 1, 1.0f, 1.0f, true},
       {130, 129, 33, false, true, 2, 1.0f, 0.0f, true, Act::none, false, 5, true},
       {64, 200, 17, true, true, 1, -1.5f, 2.0f, false, Act::gelu, true, 3},
+      // Few tiles, long K: split-K (the shape of weight gradients), also batched with beta and epilogue.
+      {40, 72, 3000, false, false},
+      {72, 40, 1100, true, false, 2, 0.5f, 1.0f, true, Act::gelu, true, 3},
       // 12 x 11 tiles of 128 x 128: the large tile shape.
       {1536, 1408, 20, false, true, 1, 1.0f, 0.0f, true, Act::gelu, true},
   };
