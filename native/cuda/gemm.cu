@@ -8,8 +8,8 @@
 // padded by 4 floats per row; the slices are double-buffered in shared memory and the next one is
 // fetched into registers while the current one is multiplied, so there is one barrier per slice.
 // Edges (M, N, K not multiples of the tile) load zeros. Two tile shapes: 128x128x8 with 8x8 per
-// thread when the problem has at least a wave of such tiles for an H100 (132 SMs), else 64x64x16
-// with 4x4. The epilogue applies alpha, beta·C, the bias, writes preact, then the activation.
+// thread when the problem has at least one such tile per SM of an H100 (132), else 64x64x16 with
+// 4x4. The epilogue applies alpha, beta·C, the bias, writes preact, then the activation.
 // Split-K: when even the small tiles leave most SMs idle and K is long (the weight gradients dW =
 // dYᵀX of Linear layers: K = B*T), blockIdx.z also picks one of S slices of K; each block writes its
 // raw sums to a scratch [S, batch, M, N] and a second kernel adds the S partials in order and

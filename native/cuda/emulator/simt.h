@@ -5,22 +5,25 @@
 // either as fibers on the calling thread (the default: deterministic and fast; switched by a few
 // instructions on x86-64, by ucontext's swapcontext elsewhere, under a shadow stack, or with
 // NF_EMU_UCONTEXT=1) or as OS threads (NF_EMU_THREADS=1 in the environment, or compiled with
-// -DNF_EMU_OS_THREADS, forced under ThreadSanitizer), so TSan sees every shared-memory access the
-// barriers do not order. A thread runs until it reaches __syncthreads, a warp operation
-// (__syncwarp, __shfl_*_sync, votes) or its end; the fiber scheduler then prefers the other lanes
-// of the same warp, so a warp runs ahead as a unit as on a GPU (and a barrier missing between a
-// read and the next write of the same shared memory shows); NF_EMU_REVERSE=1 takes warps and
-// lanes in reverse order; a barrier completes when every thread that has not exited has reached it (threads that
-// returned early are not waited for, as on sm_70+), a warp operation when every lane of its mask
-// has reached it. A barrier or warp operation that can never complete (deadlock, a lane of the
-// mask exited or missing, lanes disagreeing on the operation) fails the launch with a message.
+// -DNF_EMU_OS_THREADS; forced under ThreadSanitizer, which then sees every shared-memory access the
+// barriers do not order). A thread runs until it reaches __syncthreads, a warp operation
+// (__syncwarp, __shfl_*_sync, votes) or its end. The fiber scheduler then prefers the other lanes
+// of the same warp, so a warp runs ahead as a unit as on a GPU and a barrier missing between a
+// read and the next write of the same shared memory shows; NF_EMU_REVERSE=1 takes warps and lanes
+// in reverse order. A barrier completes when every thread that has not exited has reached it
+// (threads that returned early are not waited for, as on sm_70+), a warp operation when every lane
+// of its mask has reached it. A barrier or warp operation that can never complete (deadlock, a
+// lane of the mask exited or missing, lanes disagreeing on the operation) fails the launch with a
+// message, which cudaGetErrorString returns. A spin-wait on another thread of the same block never
+// ends under fibers (they are not preempted).
 //
 // Shared memory. NF_SHARED(T, name) declares static shared storage, NF_DYNAMIC_SHARED(T, name)
 // the launch's dynamic shared memory; both live in per-launch arenas that are filled with 0xFF
 // bytes (NaN as float, -1 as int) at the start of every block, so a read that no barrier ordered
 // after its write, or of memory no thread wrote, shows up as NaN in the results. The plain
-// `__shared__` keyword also works (a static variable); GCC honours the section that poisons it
-// only outside templates, which is why kernels here use NF_SHARED.
+// `__shared__` keyword also works (a static variable); GCC honours the ELF section that poisons it
+// only outside templates, which is why kernels here use NF_SHARED. Limits are the smallest target's
+// (sm_89): 48 KiB static, 99 KiB dynamic shared memory, 1024 threads per block.
 //
 // Checking barriers. Every __syncthreads is recorded by its source location, "file.cu:line"
 // (barrier_sites()); with options().drop_barrier set to one of them, threads pass that barrier
@@ -29,6 +32,7 @@
 //
 // Device memory is host memory: cudaMalloc returns 0xFF-filled host allocations, copies are
 // memcpy, streams and events exist but everything runs synchronously on the calling thread.
+// Fast-math intrinsics (__expf, rsqrtf, ...) are computed exactly.
 #pragma once
 
 #ifdef __CUDACC__
@@ -165,16 +169,13 @@ inline bool env_flag(const char* name) {
 
 inline Options initial_options() {
   Options o;
-#if defined(NF_EMU_OS_THREADS) || defined(__SANITIZE_THREAD__)
+#ifdef NF_EMU_OS_THREADS
   o.os_threads = true;
 #endif
   if (env_flag("NF_EMU_THREADS")) o.os_threads = true;
   if (env_flag("NF_EMU_REVERSE")) o.reverse = true;
   if (env_flag("NF_EMU_UCONTEXT")) o.ucontext = true;
   if (const char* kb = std::getenv("NF_EMU_STACK_KB")) o.stack_bytes = size_t(std::atol(kb)) * 1024;
-#ifdef __SANITIZE_THREAD__
-  o.os_threads = true;  // TSan follows OS threads, not fibers
-#endif
   return o;
 }
 
@@ -187,6 +188,16 @@ inline Options& options() {
 }
 
 namespace detail {
+
+// Whether block threads are OS threads: as the options say, and always under TSan (which cannot
+// follow fibers).
+inline bool os_threads() {
+#ifdef __SANITIZE_THREAD__
+  return true;
+#else
+  return options().os_threads;
+#endif
+}
 
 enum class WarpOp { sync, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all };
 
@@ -301,7 +312,7 @@ inline void tsan_ignore_end() {}
 struct Guard {
   std::unique_lock<std::mutex> lock;
   explicit Guard(Block& b) {
-    if (!options().os_threads) return;
+    if (!os_threads()) return;
     tsan_ignore_begin();
     lock = std::unique_lock<std::mutex>(b.m);
   }
@@ -368,7 +379,7 @@ inline void fail(Block& b, const std::string& why) {
     b.failed = true;
     b.error = why;
   }
-  if (options().os_threads) b.cv.notify_all();
+  if (os_threads()) b.cv.notify_all();
 }
 
 inline std::string describe_waiters(const Block& b) {
@@ -399,7 +410,7 @@ inline void park(Block& b, Guard& g, Thread& t) {
   t.state = Thread::State::blocked;
   ++b.blocked;
   --b.warp_runnable[t.linear / kWarpSize];
-  if (options().os_threads) {
+  if (os_threads()) {
     b.cv.wait(g.lock, [&] { return t.state == Thread::State::runnable || b.failed; });
   } else {
     to_scheduler(b, t);
@@ -422,7 +433,7 @@ inline void release_barrier(Block& b) {
       wake(b, t);
     }
   b.arrived = 0;
-  if (options().os_threads) b.cv.notify_all();
+  if (os_threads()) b.cv.notify_all();
 }
 
 // `where` is "path/file.cu:line"; sites are recorded as "file.cu:line".
@@ -549,7 +560,7 @@ inline uint64_t warp_op_locked(Block& b, Guard& g, Thread& t, WarpOp op, unsigne
       o.in_warp_op = false;
       if (&o != &t) wake(b, o);
     }
-  if (options().os_threads) b.cv.notify_all();
+  if (os_threads()) b.cv.notify_all();
   return t.result;
 }
 
@@ -695,7 +706,7 @@ inline bool run_block(Launch& l, const std::function<void()>& body, std::string*
   }
   l.block = &b;
   poison_shared(l);
-  if (options().os_threads) {
+  if (os_threads()) {
     std::vector<std::thread> pool;
     pool.reserve(n);
     for (unsigned i = 0; i < n; ++i)

@@ -27,6 +27,10 @@ bool fails_quietly(const nf::test::Case& c) {
 }
 
 NF_TEST(emulator_every_barrier_is_needed) {
+#ifdef __SANITIZE_THREAD__
+  std::printf("    skipped: needs the deterministic fiber schedule (ThreadSanitizer runs OS threads)\n");
+  return;
+#endif
   const char* suites[] = {"cuda_layernorm_parity", "cuda_gemm_parity", "cuda_linear_parity", "cuda_bias_act_parity",
                           "cuda_cross_entropy_parity", "cuda_attention_parity"};
   const nf::emu::Options saved = nf::emu::options();
