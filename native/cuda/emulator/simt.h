@@ -26,9 +26,9 @@
 // (sm_89): 48 KiB static, 99 KiB dynamic shared memory, 1024 threads per block.
 //
 // Checking barriers. Every __syncthreads is recorded by its source location, "file.cu:line"
-// (barrier_sites()); with options().drop_barrier set to one of them, threads pass that barrier
-// without waiting: a test can remove each barrier in turn and prove that its kernel's results then
-// go wrong.
+// (barrier_sites()); with options().drop_barrier (or NF_EMU_DROP_BARRIER) set to one of them,
+// threads pass that barrier without waiting: a test can remove each barrier in turn and prove that
+// its kernel's results then go wrong, and a ThreadSanitizer build shows the race it leaves.
 //
 // Device memory is host memory: cudaMalloc returns 0xFF-filled host allocations, copies are
 // memcpy, streams and events exist but everything runs synchronously on the calling thread.
@@ -175,6 +175,7 @@ inline Options initial_options() {
   if (env_flag("NF_EMU_THREADS")) o.os_threads = true;
   if (env_flag("NF_EMU_REVERSE")) o.reverse = true;
   if (env_flag("NF_EMU_UCONTEXT")) o.ucontext = true;
+  if (const char* site = std::getenv("NF_EMU_DROP_BARRIER")) o.drop_barrier = site;
   if (const char* kb = std::getenv("NF_EMU_STACK_KB")) o.stack_bytes = size_t(std::atol(kb)) * 1024;
   return o;
 }
