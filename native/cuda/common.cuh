@@ -13,8 +13,11 @@ constexpr int kWarp = 32;
 // The backend's stream on the current device.
 Status backend_stream(cudaStream_t* stream);
 
-// Device scratch memory for one op at a time: slot 0..3, at least `bytes`, kept between calls
-// (grown by reallocating, so earlier pointers of the slot become invalid).
+// Device scratch memory: slot 0..3, at least `bytes`, kept between calls (grown by reallocating,
+// so earlier pointers of the slot become invalid). Ops queued one after another on the stream may
+// share a slot (the stream orders them); an op must not take a slot its caller holds. In use:
+// 0 = LayerNorm backward partials, GEMM split-K partials, cross-entropy scratch, attention Di;
+// 1 = bias_grad partials; 2, 3 = the attention layer's backward (dctx, projection gradients).
 constexpr int kWorkspaceSlots = 4;
 Status workspace(int slot, size_t bytes, void** ptr);
 
