@@ -5,6 +5,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Native code runs in child processes, so a crash fails one file instead of the runner.
     pool: 'forks',
+    // One file at a time: the leak, event-loop and packaging tests measure the process they run
+    // in, and a neighbour compiling the CUDA emulator skews RSS and latency on a 2-core machine.
+    fileParallelism: false,
     testTimeout: 120_000,
     hookTimeout: 120_000,
   },
