@@ -36,4 +36,6 @@ export type { AdamWOptions, OptimizerState, SGDOptions } from './optim';
 export { cosineWithWarmup, inverseSqrtWarmup } from './schedule';
 export type { Schedule } from './schedule';
 export { loadSafetensors, parseSafetensors, readSafetensorsMetadata, saveSafetensors, serializeSafetensors } from './safetensors';
+export { loadModel, saveModel } from './persist';
+export type { ConfiguredModule, ModelClass } from './persist';
 export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert';
