@@ -150,11 +150,8 @@ async function drawReconstructions(encoder: ViTEncoder, decoder: ViTDecoder, tes
     return [original, masked, rebuilt];
   });
   for (const t of [mask, pred, ...saved]) t.dispose();
-  const half = Math.ceil(images.length / 2);
-  const paired = images.slice(0, half).map((left, i) => [...left, ...(images[half + i] ?? [])]);
-  await writeChart(file, digitRowsSpec(paired, ['original', 'masked', 'reconstructed', 'original', 'masked', 'reconstructed'],
-    'Masked autoencoder on MNIST test digits',
-    `75% of the 7×7 patches hidden (blue); the reconstruction keeps the visible patches and fills in the decoder's prediction`));
+  await writeChart(file, digitRowsSpec(images, ['original', 'masked', 'reconstructed'], 2, 'Masked autoencoder on MNIST test digits',
+    '75% of the 7×7 patches hidden (blue); reconstructed = the visible patches + the decoder\'s prediction for the hidden ones'));
 }
 
 /** Trains the masked autoencoder and writes its picture; returns the measured errors. */

@@ -165,17 +165,22 @@ export function heatmapSpec(values: Float32Array, rows: number, cols: number, la
 
 /**
  * Rows of digit images side by side (pixels in [0, 1]; NaN marks a hidden patch, drawn blue):
- * one row per example, one column per version (e.g. original, masked, reconstructed).
+ * one row per example, one column per version (e.g. original, masked, reconstructed), and the
+ * rows split into `groups` blocks placed next to each other.
  */
-export function digitRowsSpec(rows: readonly Float32Array[][], columnTitles: readonly string[], title: string, subtitle: string): TopLevelSpec {
-  const side = DIGIT_SIZE * 3;
-  const concat = rows.flatMap((images, r) => images.map((img, c) => ({
-    width: side, height: side,
-    ...(r === 0 ? { title: { text: columnTitles[c], fontSize: 13 } } : {}),
-    ...pixelLayer(img),
-  })));
+export function digitRowsSpec(rows: readonly Float32Array[][], columnTitles: readonly string[], groups: number, title: string, subtitle: string): TopLevelSpec {
+  const side = DIGIT_SIZE * 3, perGroup = Math.ceil(rows.length / groups);
+  const block = (part: readonly Float32Array[][]) => ({
+    columns: columnTitles.length, spacing: 6, bounds: 'flush',
+    concat: part.flatMap((images, r) => images.map((img, c) => ({
+      width: side, height: side,
+      ...(r === 0 ? { title: { text: columnTitles[c], fontSize: 13 } } : {}),
+      ...pixelLayer(img),
+    }))),
+  });
   return {
     title: { text: title, subtitle, anchor: 'middle', fontSize: 16, subtitleFontSize: 12 },
-    columns: columnTitles.length, concat, spacing: 6, bounds: 'flush',
+    hconcat: Array.from({ length: groups }, (_, g) => block(rows.slice(g * perGroup, (g + 1) * perGroup))),
+    spacing: 36,
   };
 }
