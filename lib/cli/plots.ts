@@ -136,7 +136,7 @@ export function attentionGridSpec(samples: readonly AttentionSample[], columns: 
   });
   return {
     title: { text: title, anchor: 'middle', fontSize: 16, subtitle: 'orange: attention of the CLS token to each patch in the last layer (mean over heads)', subtitleFontSize: 12 },
-    columns, concat: charts, spacing: 10, bounds: 'flush',
+    columns, concat: charts, spacing: { row: 30, column: 12 }, bounds: 'flush',
     resolve: { scale: { opacity: 'shared' }, legend: { opacity: 'shared' } },
   };
 }

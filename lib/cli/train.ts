@@ -141,7 +141,8 @@ function pickSamples(test: Digits, predicted: Int32Array, count: number): number
   return [...right, ...wrong].sort((a, b) => a - b);
 }
 
-async function writeOutputs(model: ViTClassifier, test: Digits, predicted: Int32Array, history: EpochRecord[], out: string): Promise<string[]> {
+/** Saves the model and draws the pictures; returns the paths written. */
+export async function writeOutputs(model: ViTClassifier, test: Digits, predicted: Int32Array, history: EpochRecord[], out: string): Promise<string[]> {
   const files = { model: path.join(out, 'model.safetensors'), curves: path.join(out, 'training-curves.png'),
     attention: path.join(out, 'attention.png'), positions: path.join(out, 'positional-encoding.png') };
   saveModel(files.model, model);
@@ -159,9 +160,10 @@ async function writeOutputs(model: ViTClassifier, test: Digits, predicted: Int32
       for (let k = 1; k < T; k++) attention[k - 1] += last.data[((b * H + h) * T) * T + k] / H;
     return { pixels: test.pixels.slice(i * DIGIT_PIXELS, (i + 1) * DIGIT_PIXELS), label: test.labels[i], predicted: predicted[i], attention };
   });
-  const wrong = samples.filter((s) => s.label !== s.predicted).length;
+  const shownWrong = samples.filter((s) => s.label !== s.predicted).length;
+  const allWrong = predicted.filter((p, i) => p !== test.labels[i]).length;
   await writeChart(files.attention, attentionGridSpec(samples, 6,
-    `Test digits and predictions (${samples.length - wrong} right, ${wrong} wrong shown in red)`));
+    `${samples.length} test digits and their predictions (in red: ${shownWrong} of the ${allWrong} mistakes on ${test.count} test digits)`));
 
   const D = model.config.dModel, len = 64, table = new Float32Array(len * D);
   native.sinusoidalEncoding({ len, D, out: table });
