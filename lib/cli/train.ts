@@ -9,6 +9,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 
 import { SingleBar } from 'cli-progress';
 
+import { positiveInt } from '../layers/common';
 import { crossEntropy } from '../losses';
 import { ViTClassifier, type ViTClassifierConfig } from '../models/vit';
 import { native } from '../native';
@@ -98,6 +99,7 @@ async function trainEpoch(
 
 /** Trains the demo model, saves it and draws its pictures into `o.out`. */
 export async function trainDemo(o: TrainOptions): Promise<TrainResult> {
+  positiveInt('epochs', o.epochs);
   const { train, test } = loadMnist({ trainSize: o.trainSize, testSize: o.testSize });
   fs.mkdirSync(o.out, { recursive: true });
   const model = new ViTClassifier({ ...DEMO_MODEL, seed: o.seed });
@@ -112,18 +114,18 @@ export async function trainDemo(o: TrainOptions): Promise<TrainResult> {
   const ctx = { epoch: 0, step: 0, rng: new Random(o.seed + 1), lr };
   const history: EpochRecord[] = [];
   let trainSeconds = 0;
+  let final!: ReturnType<typeof evaluate>; // the last epoch's test evaluation (epochs >= 1)
   const t0 = performance.now();
   for (let epoch = 1; epoch <= o.epochs; epoch++) {
     ctx.epoch = epoch;
     const r = await trainEpoch(model, opt, train, o, ctx);
     trainSeconds += r.seconds;
-    const t = evaluate(model, test, 250);
+    const t = (final = evaluate(model, test, 250));
     history.push({ epoch, trainLoss: r.loss, trainAccuracy: r.accuracy, testLoss: t.loss, testAccuracy: t.accuracy });
     o.log(`epoch ${epoch}/${o.epochs}  train loss ${r.loss.toFixed(4)} acc ${percent(r.accuracy)}  |  ` +
       `test loss ${t.loss.toFixed(4)} acc ${percent(t.accuracy)}  |  ${(train.count / r.seconds).toFixed(0)} img/s`);
   }
   const seconds = (performance.now() - t0) / 1000;
-  const final = evaluate(model, test, 250);
   const files = await writeOutputs(model, test, final.predicted, history, o.out);
   const samples = writeSamples(test, path.join(o.out, 'samples'));
   const imagesPerSecond = (o.epochs * train.count) / trainSeconds;
