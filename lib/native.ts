@@ -38,7 +38,8 @@ export type WithAsync<T> = T & {
 export type NativeBinding = CoreOps &
   WithAsync<LayerNormOps & LinearOps & AttentionOps & FeedForwardOps & PatchEmbedOps & EmbeddingOps & ElementwiseOps & LossOps & OptimOps & FiniteOps>;
 
-function packageRoot(start: string): string {
+/** The folder of nodeformer's package.json at or above `start`. */
+export function packageRoot(start: string): string {
   let dir = start;
   for (;;) {
     const pkg = path.join(dir, 'package.json');
