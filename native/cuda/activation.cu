@@ -1,0 +1,74 @@
+// Bias + activation on the GPU, forward and backward.
+// Math: h = x + b (per column); y = act(h). Backward: dh = dy act'(h); db += Σ_rows dh.
+//   act ∈ {none, relu, gelu (erf), gelu_tanh}; formulas in activation.cuh.
+// Layout: x, y, preact, dy, dx are [rows, n] row-major; b, db [n].
+// Dimension key: rows = B*T, n = features.
+// Elementwise kernels over a grid-stride loop (memory-bound: one read, one or two writes per
+// element); the bias gradient reuses linear.cu's deterministic column sums over dx.
+#include "activation.h"
+
+#include "activation.cuh"
+#include "common.cuh"
+#include "linear.h"
+
+namespace nf::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 4096;
+
+__global__ void __launch_bounds__(kThreads)
+    bias_act_forward_kernel(float* y, float* preact, const float* x, const float* bias, int64_t total, int n,
+                            Act act) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const float h = bias ? x[i] + bias[i % n] : x[i];
+    if (preact) preact[i] = h;
+    y[i] = act_forward(h, act);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    bias_act_backward_kernel(float* dx, const float* dy, const float* preact, int64_t total, Act act) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    dx[i] = dy[i] * act_derivative(preact[i], act);
+}
+
+Status check(const char* op, const BiasActDims& d) {
+  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
+  NF_CHECK(d.n >= 1 && d.n < (int64_t(1) << 31), op, "n must be in [1, 2^31)");
+  NF_CHECK(int(d.act) >= 0 && int(d.act) <= 3, op, "unknown activation");
+  return Status::Ok();
+}
+
+dim3 blocks_for(int64_t total) {
+  const int64_t b = ceil_div(total, kThreads);
+  return dim3(unsigned(b < kMaxBlocks ? b : kMaxBlocks));
+}
+
+}  // namespace
+
+Status bias_act_forward(float* y, float* preact, const float* x, const float* bias, BiasActDims d) {
+  NF_TRY(check("bias_act_forward", d));
+  const int64_t total = d.rows * d.n;
+  if (total == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY("bias_act_forward", launch(bias_act_forward_kernel, blocks_for(total), dim3(kThreads), 0, s, y,
+                                         preact, x, bias, total, int(d.n), d.act));
+  return Status::Ok();
+}
+
+Status bias_act_backward(float* dx, float* dbias, const float* dy, const float* preact, BiasActDims d) {
+  NF_TRY(check("bias_act_backward", d));
+  const int64_t total = d.rows * d.n;
+  if (total == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY("bias_act_backward", launch(bias_act_backward_kernel, blocks_for(total), dim3(kThreads), 0, s, dx,
+                                          dy, preact, total, d.act));
+  if (dbias) NF_TRY(bias_grad(dbias, dx, d.rows, d.n));
+  return Status::Ok();
+}
+
+}  // namespace nf::cuda

@@ -1,0 +1,23 @@
+// Bias + activation on the GPU, forward and backward: the elementwise half of a Linear layer whose
+// product ran without its epilogue (e.g. a split-K or tensor-core GEMM), and of the feed-forward
+// network's hidden layer. Device pointers, queued on the backend's stream.
+#pragma once
+#include <cstdint>
+
+#include "gemm.h"
+
+namespace nf::cuda {
+
+struct BiasActDims {
+  int64_t rows = 0;  // B*T
+  int64_t n = 0;     // features (bias length)
+  Act act = Act::gelu;
+};
+
+// y[rows,n] = act(x + bias[n]) (bias optional); preact (optional) receives x + bias. y may be x.
+Status bias_act_forward(float* y, float* preact, const float* x, const float* bias, BiasActDims d);
+
+// dx = dy ∘ act'(preact) (overwritten; dx may be dy); dbias += Σ_rows dx (when dbias).
+Status bias_act_backward(float* dx, float* dbias, const float* dy, const float* preact, BiasActDims d);
+
+}  // namespace nf::cuda

@@ -1,0 +1,544 @@
+// Multi-head attention on the GPU: a FlashAttention-2 style core, forward and backward, and the
+// fused layer around it (QKV projection, core, output projection).
+// Math (per batch b and head h; scale = 1/sqrt(Dh) in the layer):
+//   S = scale Q Kᵀ with blocked pairs set to -inf; P = softmax over each row of S (a row whose keys
+//   are all blocked gives P = 0, lse = -inf); O = (P ∘ Z) V, Z the dropout mask scaled by 1/(1-p).
+//   Backward: Di = rowsum(dO ∘ O); dV = (P ∘ Z)ᵀ dO; dP = (dO Vᵀ) ∘ Z; dS = P ∘ (dP − Di);
+//   dQ = scale dS K; dK = scale dSᵀ Q; P is recomputed from Q, K and the saved lse.
+// Layout: Q, K, V, O (and their gradients) are [B, T, H, Dh] views with explicit strides
+//   (AttentionLayout); lse and Di [B, H, Tq]; weights [B, H, Tq, Tk]. Dropout element
+//   ((b*H + h)*Tq + i)*Tk + j of the Philox stream (seed, offset), as on the CPU.
+// Dimension key: B batch, H heads, Tq/Tk query/key lengths, Dh head width (≤ 128), D = H*Dh.
+// Kernels (blocks of 4 warps; lanes hold head-width columns d = lane + 32c, c < C = ⌈Dh/32⌉):
+//   forward: a block takes 16 queries (4 per warp) of one (b, h) and walks the keys in tiles of 32
+//     staged in shared memory; lane j scores key j against each of the warp's rows, the warp keeps
+//     each row's running max m and sum l (online softmax: the accumulated output is rescaled by
+//     exp(m_old - m_new) when the max grows) and adds P V from shared memory. No Tq x Tk matrix
+//     exists; lse = m + log l is saved. Causal: key tiles beyond the block's last query are skipped.
+//   backward, deterministic and without atomics, in three kernels: Di = rowsum(dO ∘ O) (a warp per
+//     row); dK, dV by key tiles (a block owns 32 keys, 8 per warp, and walks the query tiles:
+//     lane i recomputes P and dS for query i against the warp's keys, then the warp accumulates the
+//     keys' dK, dV rows); dQ by query tiles (the forward's shape, accumulating dS K).
+//   Shared-memory rows read by lanes of different rows use an odd stride (no bank conflicts).
+#include "attention.h"
+
+#include <cmath>
+
+#include "common.cuh"
+#include "linear.h"
+#include "philox.cuh"
+
+namespace nf::cuda {
+
+namespace {
+
+constexpr int kWarps = 4, kThreads = kWarps * kWarp;
+constexpr int kRows = 4;                           // forward / dq: query rows per warp
+constexpr int kBQ = kWarps * kRows;                // forward / dq: queries per block
+constexpr int kBK = kWarp;                         // forward / dq: keys per tile (one per lane)
+constexpr int kKeysPerWarp = 8;                    // dk/dv: keys per warp
+constexpr int kBKb = kWarps * kKeysPerWarp;        // dk/dv: keys per block
+constexpr int kBQb = kWarp;                        // dk/dv: queries per tile (one per lane)
+constexpr int kMaxDh = 128;
+// Blocks per SM the kernels' registers must allow: 5 (at most 96 registers a thread), 4 for dK/dV
+// (128: its 2 x 8 keys' accumulators). Saying so also keeps ptxas from trading a few spills for
+// occupancy, which it otherwise did on sm_89.
+constexpr int kMinBlocks = 5, kMinBlocksDkdv = 4;
+
+struct CoreArgs {
+  const float* q;
+  const float* k;
+  const float* v;
+  AttentionLayout lq, lk, lv, lo;
+  int64_t H;
+  int Tq, Tk, Dh;
+  float scale;
+  bool causal;
+  const uint8_t* key_padding;
+  const uint8_t* attn;
+  bool attn_batched;
+  float p;
+  uint64_t seed, offset;
+};
+
+__host__ __device__ __forceinline__ int odd_stride(int Dh) { return Dh | 1; }
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+
+__device__ __forceinline__ bool is_blocked(const CoreArgs& a, int64_t b, int i, int j) {
+  if (i >= a.Tq || j >= a.Tk) return true;
+  if (a.causal && j > i) return true;
+  if (a.key_padding && a.key_padding[b * a.Tk + j]) return true;
+  return a.attn && a.attn[((a.attn_batched ? b * a.Tq : 0) + i) * int64_t(a.Tk) + j];
+}
+
+// The dropout factor Z of weight (b, h, i, j).
+__device__ __forceinline__ float keep_scale(const CoreArgs& a, int64_t b, int64_t h, int i, int j) {
+  if (a.p <= 0.0f) return 1.0f;
+  const uint64_t index = uint64_t(((b * a.H + h) * a.Tq + i) * int64_t(a.Tk) + j);
+  return dropout_keep(a.seed, a.offset, index, a.p) ? 1.0f / (1.0f - a.p) : 0.0f;
+}
+
+// Rows [t0, t0 + rows) of a head's [T, Dh] view into shared memory with row stride ld (times
+// scale; zeros past T).
+__device__ __forceinline__ void load_rows(float* dst, int ld, const float* src, int64_t row_stride, int t0, int rows,
+                                          int T, int Dh, float scale) {
+  for (int e = int(threadIdx.x); e < rows * Dh; e += int(blockDim.x)) {
+    const int r = e / Dh, d = e % Dh, t = t0 + r;
+    dst[r * ld + d] = t < T ? scale * src[t * row_stride + d] : 0.0f;
+  }
+}
+
+// ---- forward ----------------------------------------------------------------------------------
+// Shared memory (floats): Ks [kBK][odd(Dh)], Vs [kBK][Dh], Qs [kBQ][Dh] (scaled), Ps [kWarps][kRows][kBK].
+size_t forward_smem(int Dh) {
+  return sizeof(float) * size_t(kBK * odd_stride(Dh) + kBK * Dh + kBQ * Dh + kWarps * kRows * kBK);
+}
+
+template <int C>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) attention_forward_kernel(float* o, float* lse, CoreArgs a) {
+  NF_DYNAMIC_SHARED(float, smem);
+  const int Dh = a.Dh, ks = odd_stride(Dh);
+  float* Ks = smem;
+  float* Vs = Ks + kBK * ks;
+  float* Qs = Vs + kBK * Dh;
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
+  float* P = Qs + kBQ * Dh + warp * kRows * kBK;
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int i0 = int(blockIdx.x) * kBQ;
+  const float* k = a.k + b * a.lk.batch + h * a.lk.head;
+  const float* v = a.v + b * a.lv.batch + h * a.lv.head;
+  load_rows(Qs, Dh, a.q + b * a.lq.batch + h * a.lq.head, a.lq.row, i0, kBQ, a.Tq, Dh, a.scale);
+
+  float m[kRows], l[kRows], acc[kRows][C];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[r][c] = 0.0f;
+  }
+  const int key_end = a.causal ? imin(a.Tk, i0 + kBQ) : a.Tk;
+  for (int j0 = 0; j0 < key_end; j0 += kBK) {
+    __syncthreads();  // Q is stored; every warp is done with the previous K, V tiles
+    load_rows(Ks, ks, k, a.lk.row, j0, kBK, a.Tk, Dh, 1.0f);
+    load_rows(Vs, Dh, v, a.lv.row, j0, kBK, a.Tk, Dh, 1.0f);
+    __syncthreads();
+    const int j = j0 + lane;
+    const float* qw = Qs + warp * kRows * Dh;
+    float sc[kRows];  // lane j's scores against the warp's rows: one read of K serves them all
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) sc[r] = 0.0f;
+    for (int d = 0; d < Dh; ++d) {
+      const float kd = Ks[lane * ks + d];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) sc[r] = fmaf(qw[r * Dh + d], kd, sc[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const int i = i0 + warp * kRows + r;
+      const float s = is_blocked(a, b, i, j) ? -INFINITY : sc[r];
+      const float m_new = fmaxf(m[r], warp_max(s));
+      const float p = s == -INFINITY ? 0.0f : expf(s - m_new);
+      const float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
+      l[r] = fmaf(l[r], alpha, warp_sum(p));
+      m[r] = m_new;
+      P[r * kBK + lane] = p == 0.0f ? 0.0f : p * keep_scale(a, b, h, i, j);
+#pragma unroll
+      for (int c = 0; c < C; ++c) acc[r][c] *= alpha;
+    }
+    __syncwarp();  // the warp's P rows are complete
+    const int jn = imin(kBK, a.Tk - j0);
+    for (int jj = 0; jj < jn; ++jj) {
+      float vj[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) vj[c] = lane + kWarp * c < Dh ? Vs[jj * Dh + lane + kWarp * c] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const float pz = P[r * kBK + jj];
+#pragma unroll
+        for (int c = 0; c < C; ++c) acc[r][c] = fmaf(pz, vj[c], acc[r][c]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int i = i0 + warp * kRows + r;
+    if (i >= a.Tq) continue;
+    const bool open = l[r] > 0.0f;  // some key is attended
+    const float inv = open ? 1.0f / l[r] : 0.0f;
+    float* orow = o + b * a.lo.batch + i * a.lo.row + h * a.lo.head;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int d = lane + kWarp * c;
+      if (d < Dh) orow[d] = acc[r][c] * inv;
+    }
+    if (lane == 0) lse[(b * a.H + h) * a.Tq + i] = open ? m[r] + logf(l[r]) : -INFINITY;
+  }
+}
+
+// weights[b, h, i, :] = exp(scale q_i·k_j − lse_i) (0 where blocked): a block per (i, h, b).
+__global__ void __launch_bounds__(kThreads, kMinBlocks) attention_weights_kernel(float* weights, const float* lse, CoreArgs a) {
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int i = int(blockIdx.x);
+  const int64_t row = (b * a.H + h) * a.Tq + i;
+  const float L = lse[row];
+  const float* qr = a.q + b * a.lq.batch + i * a.lq.row + h * a.lq.head;
+  const float* k = a.k + b * a.lk.batch + h * a.lk.head;
+  for (int j = int(threadIdx.x); j < a.Tk; j += int(blockDim.x)) {
+    float s = 0.0f;
+    for (int d = 0; d < a.Dh; ++d) s = fmaf(a.scale * qr[d], k[j * a.lk.row + d], s);
+    weights[row * a.Tk + j] = is_blocked(a, b, i, j) || L == -INFINITY ? 0.0f : expf(s - L);
+  }
+}
+
+// ---- backward ---------------------------------------------------------------------------------
+// di[(b*H + h)*Tq + i] = Σ_d dO·O over the row: a warp per row.
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    attention_di_kernel(float* di, const float* dout, const float* o, CoreArgs a, int64_t rows) {
+  const int lane = int(threadIdx.x) % kWarp;
+  const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / kWarp;
+  if (row >= rows) return;
+  const int i = int(row % a.Tq);
+  const int64_t bh = row / a.Tq, h = bh % a.H, b = bh / a.H;
+  const int64_t at = b * a.lo.batch + i * a.lo.row + h * a.lo.head;
+  float s = 0.0f;
+  for (int d = lane; d < a.Dh; d += kWarp) s = fmaf(dout[at + d], o[at + d], s);
+  s = warp_sum(s);
+  if (lane == 0) di[row] = s;
+}
+
+// Shared memory (floats): Ks, Vs [kBKb][Dh]; Qs, dOs [kBQb][odd(Dh)]; PZ, DS [kWarps][kKeysPerWarp][kBQb];
+// Ls, Ds [kBQb].
+size_t dkdv_smem(int Dh) {
+  return sizeof(float) *
+         size_t(2 * kBKb * Dh + 2 * kBQb * odd_stride(Dh) + 2 * kWarps * kKeysPerWarp * kBQb + 2 * kBQb);
+}
+
+template <int C>
+__global__ void __launch_bounds__(kThreads, kMinBlocksDkdv)
+    attention_dkdv_kernel(float* dk, float* dv, AttentionLayout ldk, AttentionLayout ldv, const float* dout,
+                          const float* lse, const float* di, CoreArgs a) {
+  NF_DYNAMIC_SHARED(float, smem);
+  const int Dh = a.Dh, qs = odd_stride(Dh);
+  float* Ks = smem;
+  float* Vs = Ks + kBKb * Dh;
+  float* Qs = Vs + kBKb * Dh;
+  float* dOs = Qs + kBQb * qs;
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
+  float* PZ = dOs + kBQb * qs + warp * 2 * kKeysPerWarp * kBQb;  // this warp's P∘Z, then dS
+  float* DS = PZ + kKeysPerWarp * kBQb;
+  float* Ls = dOs + kBQb * qs + kWarps * 2 * kKeysPerWarp * kBQb;
+  float* Ds = Ls + kBQb;
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int j0 = int(blockIdx.x) * kBKb;
+  const float* q = a.q + b * a.lq.batch + h * a.lq.head;
+  const float* go = dout + b * a.lo.batch + h * a.lo.head;
+  const int64_t lrow = (b * a.H + h) * a.Tq;
+  load_rows(Ks, Dh, a.k + b * a.lk.batch + h * a.lk.head, a.lk.row, j0, kBKb, a.Tk, Dh, 1.0f);
+  load_rows(Vs, Dh, a.v + b * a.lv.batch + h * a.lv.head, a.lv.row, j0, kBKb, a.Tk, Dh, 1.0f);
+
+  float acc_k[kKeysPerWarp][C], acc_v[kKeysPerWarp][C];
+#pragma unroll
+  for (int r = 0; r < kKeysPerWarp; ++r)
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc_k[r][c] = acc_v[r][c] = 0.0f;
+  const int i_start = a.causal ? j0 / kBQb * kBQb : 0;  // earlier queries see none of these keys
+  for (int i0 = i_start; i0 < a.Tq; i0 += kBQb) {
+    __syncthreads();  // K, V are stored; every warp is done with the previous Q, dO tiles
+    load_rows(Qs, qs, q, a.lq.row, i0, kBQb, a.Tq, Dh, 1.0f);
+    load_rows(dOs, qs, go, a.lo.row, i0, kBQb, a.Tq, Dh, 1.0f);
+    for (int r = int(threadIdx.x); r < kBQb; r += int(blockDim.x)) {
+      Ls[r] = i0 + r < a.Tq ? lse[lrow + i0 + r] : -INFINITY;
+      Ds[r] = i0 + r < a.Tq ? di[lrow + i0 + r] : 0.0f;
+    }
+    __syncthreads();
+    // Lane = query i0 + lane against the warp's keys.
+    float s[kKeysPerWarp], dp[kKeysPerWarp];
+#pragma unroll
+    for (int r = 0; r < kKeysPerWarp; ++r) s[r] = dp[r] = 0.0f;
+    const float* kw = Ks + warp * kKeysPerWarp * Dh;
+    const float* vw = Vs + warp * kKeysPerWarp * Dh;
+    for (int d = 0; d < Dh; ++d) {
+      const float qd = Qs[lane * qs + d], gd = dOs[lane * qs + d];
+#pragma unroll
+      for (int r = 0; r < kKeysPerWarp; ++r) {
+        s[r] = fmaf(qd, kw[r * Dh + d], s[r]);
+        dp[r] = fmaf(gd, vw[r * Dh + d], dp[r]);
+      }
+    }
+    const int i = i0 + lane;
+    const float L = Ls[lane], Di = Ds[lane];
+#pragma unroll
+    for (int r = 0; r < kKeysPerWarp; ++r) {
+      const int j = j0 + warp * kKeysPerWarp + r;
+      const float p = L == -INFINITY || is_blocked(a, b, i, j) ? 0.0f : expf(a.scale * s[r] - L);
+      const float z = p == 0.0f ? 0.0f : keep_scale(a, b, h, i, j);
+      PZ[r * kBQb + lane] = p * z;
+      DS[r * kBQb + lane] = p * (z * dp[r] - Di);
+    }
+    __syncwarp();  // the warp's P∘Z and dS columns are complete
+    const int in = imin(kBQb, a.Tq - i0);
+    for (int ii = 0; ii < in; ++ii) {
+      float gi[C], qi[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const int d = lane + kWarp * c;
+        gi[c] = d < Dh ? dOs[ii * qs + d] : 0.0f;
+        qi[c] = d < Dh ? Qs[ii * qs + d] : 0.0f;
+      }
+#pragma unroll
+      for (int r = 0; r < kKeysPerWarp; ++r) {
+        const float pz = PZ[r * kBQb + ii], ds = DS[r * kBQb + ii];
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          acc_v[r][c] = fmaf(pz, gi[c], acc_v[r][c]);
+          acc_k[r][c] = fmaf(ds, qi[c], acc_k[r][c]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kKeysPerWarp; ++r) {
+    const int j = j0 + warp * kKeysPerWarp + r;
+    if (j >= a.Tk) continue;
+    float* dkr = dk + b * ldk.batch + j * ldk.row + h * ldk.head;
+    float* dvr = dv + b * ldv.batch + j * ldv.row + h * ldv.head;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int d = lane + kWarp * c;
+      if (d < Dh) {
+        dkr[d] = a.scale * acc_k[r][c];
+        dvr[d] = acc_v[r][c];
+      }
+    }
+  }
+}
+
+// Shared memory (floats): Ks, Vs [kBK][odd(Dh)]; Qs, dOs [kBQ][Dh]; DS [kWarps][kRows][kBK].
+size_t dq_smem(int Dh) { return sizeof(float) * size_t(2 * kBK * odd_stride(Dh) + 2 * kBQ * Dh + kWarps * kRows * kBK); }
+
+template <int C>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    attention_dq_kernel(float* dq, const float* dout, const float* lse, const float* di, CoreArgs a) {
+  NF_DYNAMIC_SHARED(float, smem);
+  const int Dh = a.Dh, ks = odd_stride(Dh);
+  float* Ks = smem;
+  float* Vs = Ks + kBK * ks;
+  float* Qs = Vs + kBK * ks;
+  float* dOs = Qs + kBQ * Dh;
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
+  float* DS = dOs + kBQ * Dh + warp * kRows * kBK;
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int i0 = int(blockIdx.x) * kBQ;
+  const float* k = a.k + b * a.lk.batch + h * a.lk.head;
+  const float* v = a.v + b * a.lv.batch + h * a.lv.head;
+  load_rows(Qs, Dh, a.q + b * a.lq.batch + h * a.lq.head, a.lq.row, i0, kBQ, a.Tq, Dh, 1.0f);
+  load_rows(dOs, Dh, dout + b * a.lo.batch + h * a.lo.head, a.lo.row, i0, kBQ, a.Tq, Dh, 1.0f);
+  float L[kRows], Di[kRows], acc[kRows][C];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int i = i0 + warp * kRows + r;
+    const int64_t row = (b * a.H + h) * a.Tq + i;
+    L[r] = i < a.Tq ? lse[row] : -INFINITY;
+    Di[r] = i < a.Tq ? di[row] : 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[r][c] = 0.0f;
+  }
+  const int key_end = a.causal ? imin(a.Tk, i0 + kBQ) : a.Tk;
+  for (int j0 = 0; j0 < key_end; j0 += kBK) {
+    __syncthreads();  // Q, dO are stored; every warp is done with the previous K, V tiles
+    load_rows(Ks, ks, k, a.lk.row, j0, kBK, a.Tk, Dh, 1.0f);
+    load_rows(Vs, ks, v, a.lv.row, j0, kBK, a.Tk, Dh, 1.0f);
+    __syncthreads();
+    const int j = j0 + lane;
+    const float* qw = Qs + warp * kRows * Dh;
+    const float* gw = dOs + warp * kRows * Dh;
+    float s[kRows], dp[kRows];  // lane j against the warp's rows: one read of K, V serves them all
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) s[r] = dp[r] = 0.0f;
+    for (int d = 0; d < Dh; ++d) {
+      const float kd = Ks[lane * ks + d], vd = Vs[lane * ks + d];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        s[r] = fmaf(qw[r * Dh + d], kd, s[r]);
+        dp[r] = fmaf(gw[r * Dh + d], vd, dp[r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const int i = i0 + warp * kRows + r;
+      const float p = L[r] == -INFINITY || is_blocked(a, b, i, j) ? 0.0f : expf(a.scale * s[r] - L[r]);
+      const float z = p == 0.0f ? 0.0f : keep_scale(a, b, h, i, j);
+      DS[r * kBK + lane] = p * (z * dp[r] - Di[r]);
+    }
+    __syncwarp();  // the warp's dS rows are complete
+    const int jn = imin(kBK, a.Tk - j0);
+    for (int jj = 0; jj < jn; ++jj) {
+      float kj[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) kj[c] = lane + kWarp * c < Dh ? Ks[jj * ks + lane + kWarp * c] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const float ds = DS[r * kBK + jj];
+#pragma unroll
+        for (int c = 0; c < C; ++c) acc[r][c] = fmaf(ds, kj[c], acc[r][c]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int i = i0 + warp * kRows + r;
+    if (i >= a.Tq) continue;
+    float* dqr = dq + b * a.lq.batch + i * a.lq.row + h * a.lq.head;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int d = lane + kWarp * c;
+      if (d < Dh) dqr[d] = a.scale * acc[r][c];
+    }
+  }
+}
+
+// ---- host side --------------------------------------------------------------------------------
+Status core_check(const char* op, const AttentionCoreDims& d) {
+  NF_CHECK(d.B >= 0 && d.H >= 0 && d.Tq >= 0 && d.Tk >= 0, op, "B, H, Tq and Tk must be non-negative");
+  NF_CHECK(d.B <= 65535 && d.H <= 65535, op, "B and H must be at most 65535");
+  NF_CHECK(d.Tq < (int64_t(1) << 31) && d.Tk < (int64_t(1) << 31), op, "Tq and Tk must be below 2^31");
+  NF_CHECK(d.Dh >= 1 && d.Dh <= kMaxDh, op, "the CUDA kernels take head widths Dh from 1 to 128");
+  NF_CHECK(d.dropout.p >= 0.0f && d.dropout.p < 1.0f, op, "dropout p must be in [0, 1)");
+  return Status::Ok();
+}
+
+CoreArgs core_args(const float* q, const float* k, const float* v, const AttentionMasks& m, const AttentionCoreDims& d) {
+  return CoreArgs{q,         k,     v,        d.q,       d.k,      d.v,       d.o,
+                  d.H,       int(d.Tq), int(d.Tk), int(d.Dh), d.scale, m.causal, m.key_padding,
+                  m.attn,    m.attn_batched, d.dropout.p, d.dropout.seed, d.dropout.offset};
+}
+
+// Column groups per lane: the kernels' template argument.
+int column_groups(int64_t Dh) { return Dh <= 32 ? 1 : Dh <= 64 ? 2 : 4; }
+
+}  // namespace
+
+Status attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
+                              const AttentionMasks& masks, AttentionCoreDims d) {
+  const char* op = "attention_core_forward";
+  NF_TRY(core_check(op, d));
+  NF_CHECK(lse, op, "lse is required");
+  if (d.B == 0 || d.H == 0 || d.Tq == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  const CoreArgs a = core_args(q, k, v, masks, d);
+  const int C = column_groups(d.Dh);
+  auto kernel = C == 1 ? attention_forward_kernel<1> : C == 2 ? attention_forward_kernel<2> : attention_forward_kernel<4>;
+  const dim3 grid(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B));
+  NF_CUDA_TRY(op, launch(kernel, grid, dim3(kThreads), forward_smem(a.Dh), s, o, lse, a));
+  if (weights)
+    NF_CUDA_TRY(op, launch(attention_weights_kernel, dim3(unsigned(d.Tq), unsigned(d.H), unsigned(d.B)),
+                           dim3(kThreads), 0, s, weights, static_cast<const float*>(lse), a));
+  return Status::Ok();
+}
+
+Status attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                               const float* v, const float* o, const float* lse, const AttentionMasks& masks,
+                               AttentionCoreDims d) {
+  const char* op = "attention_core_backward";
+  NF_TRY(core_check(op, d));
+  if (d.B == 0 || d.H == 0 || d.Tq == 0 || d.Tk == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  const CoreArgs a = core_args(q, k, v, masks, d);
+  const int64_t rows = d.B * d.H * d.Tq;
+  void* scratch = nullptr;
+  NF_TRY(workspace(0, sizeof(float) * size_t(rows), &scratch));
+  float* di = static_cast<float*>(scratch);
+  NF_CUDA_TRY(op, launch(attention_di_kernel, dim3(unsigned(ceil_div(rows, kWarps))), dim3(kThreads), 0, s, di, dout,
+                         o, a, rows));
+  const int C = column_groups(d.Dh);
+  auto dkdv = C == 1 ? attention_dkdv_kernel<1> : C == 2 ? attention_dkdv_kernel<2> : attention_dkdv_kernel<4>;
+  auto dqk = C == 1 ? attention_dq_kernel<1> : C == 2 ? attention_dq_kernel<2> : attention_dq_kernel<4>;
+  NF_CUDA_TRY(op, launch(dkdv, dim3(unsigned(ceil_div(d.Tk, kBKb)), unsigned(d.H), unsigned(d.B)), dim3(kThreads),
+                         dkdv_smem(a.Dh), s, dk, dv, d.k, d.v, dout, lse, static_cast<const float*>(di), a));
+  NF_CUDA_TRY(op, launch(dqk, dim3(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B)), dim3(kThreads),
+                         dq_smem(a.Dh), s, dq, dout, lse, static_cast<const float*>(di), a));
+  return Status::Ok();
+}
+
+namespace {
+
+Status layer_check(const char* op, const AttentionDims& d, bool cross, const void* qkv, const void* q, const void* kv) {
+  NF_CHECK(d.B >= 1 && d.Tq >= 1 && d.Tk >= 1 && d.D >= 1 && d.H >= 1, op, "B, Tq, Tk, D and H must be at least 1");
+  NF_CHECK(d.D % d.H == 0, op, "D must be divisible by H");
+  NF_CHECK(d.D / d.H <= kMaxDh, op, "the CUDA kernels take head widths Dh from 1 to 128");
+  NF_CHECK(d.B <= 65535 && d.H <= 65535, op, "B and H must be at most 65535");
+  NF_CHECK(d.dropout.p >= 0.0f && d.dropout.p < 1.0f, op, "dropout p must be in [0, 1)");
+  if (cross) {
+    NF_CHECK(q && kv && !qkv, op, "cross-attention saves q and kv (and no qkv)");
+  } else {
+    NF_CHECK(qkv && !q && !kv, op, "self-attention saves qkv (and no q, kv)");
+    NF_CHECK(d.Tk == d.Tq, op, "self-attention needs Tk == Tq");
+  }
+  return Status::Ok();
+}
+
+// The core's view of the layer's buffers: self-attention Q | K | V interleaved per token in
+// qkv [B, T, 3D]; cross-attention q [B, Tq, D] and K | V in kv [B, Tk, 2D]; O in ctx [B, Tq, D].
+AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
+  AttentionCoreDims c;
+  c.B = d.B, c.H = d.H, c.Tq = d.Tq, c.Tk = d.Tk, c.Dh = d.D / d.H;
+  c.scale = 1.0f / std::sqrt(float(c.Dh));
+  c.dropout = d.dropout;
+  const int64_t qw = cross ? d.D : 3 * d.D, kw = cross ? 2 * d.D : 3 * d.D;  // row widths
+  c.q = {d.Tq * qw, qw, c.Dh};
+  c.k = c.v = {d.Tk * kw, kw, c.Dh};
+  c.o = {d.Tq * d.D, d.D, c.Dh};
+  return c;
+}
+
+}  // namespace
+
+Status attention_forward(float* out, float* weights, float* qkv, float* q, float* kv, float* ctx, float* lse,
+                         const float* x, const float* memory, const AttentionMasks& masks, const float* Wqkv,
+                         const float* bqkv, const float* Wproj, const float* bproj, AttentionDims d) {
+  const bool cross = memory != nullptr;
+  NF_TRY(layer_check("attention_forward", d, cross, qkv, q, kv));
+  const int64_t D = d.D;
+  if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1)
+    NF_TRY(linear_forward(q, nullptr, x, Wqkv, bqkv, {d.B * d.Tq, D, D}));
+    NF_TRY(linear_forward(kv, nullptr, memory, Wqkv + D * D, bqkv ? bqkv + D : nullptr, {d.B * d.Tk, D, 2 * D}));
+  } else {
+    NF_TRY(linear_forward(qkv, nullptr, x, Wqkv, bqkv, {d.B * d.Tq, D, 3 * D}));
+  }
+  const float* Q = cross ? q : qkv;
+  const float* K = cross ? kv : qkv + D;
+  NF_TRY(attention_core_forward(ctx, lse, weights, Q, K, K + D, masks, core_dims(d, cross)));
+  return linear_forward(out, nullptr, ctx, Wproj, bproj, {d.B * d.Tq, D, D});
+}
+
+Status attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, float* dWproj, float* dbproj,
+                          const float* dout, const float* qkv, const float* q, const float* kv, const float* ctx,
+                          const float* lse, const float* x, const float* memory, const AttentionMasks& masks,
+                          const float* Wqkv, const float* Wproj, AttentionDims d) {
+  const bool cross = memory != nullptr;
+  NF_TRY(layer_check("attention_backward", d, cross, qkv, q, kv));
+  const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
+  // Scratch: dctx [rq, D] (slot 2); the projections' output gradients laid out like the saved
+  // buffers (slot 3): self dqkv [rq, 3D]; cross dq [rq, D] then dkv [rk, 2D].
+  void* dctx_p = nullptr;
+  void* grad_p = nullptr;
+  NF_TRY(workspace(2, sizeof(float) * size_t(rq * D), &dctx_p));
+  NF_TRY(workspace(3, sizeof(float) * size_t((rq + 2 * rk) * D), &grad_p));
+  float* dctx = static_cast<float*>(dctx_p);
+  float* grad = static_cast<float*>(grad_p);
+  NF_TRY(linear_backward(dctx, dWproj, dbproj, dout, ctx, Wproj, {rq, D, D}));
+  const float* Q = cross ? q : qkv;
+  const float* K = cross ? kv : qkv + D;
+  float* gQ = grad;
+  float* gK = cross ? grad + rq * D : grad + D;
+  NF_TRY(attention_core_backward(gQ, gK, gK + D, dctx, Q, K, K + D, ctx, lse, masks, core_dims(d, cross)));
+  if (!cross) return linear_backward(dx, dWqkv, dbqkv, grad, x, Wqkv, {rq, D, 3 * D});
+  NF_TRY(linear_backward(dx, dWqkv, dbqkv, gQ, x, Wqkv, {rq, D, D}));
+  return linear_backward(dmemory, dWqkv + D * D, dbqkv ? dbqkv + D : nullptr, gK, memory, Wqkv + D * D,
+                         {rk, D, 2 * D});
+}
+
+}  // namespace nf::cuda

@@ -1,0 +1,59 @@
+// Internal to the CUDA backend's .cu files: the runtime (or emulator), the backend's stream and
+// scratch buffers, and the device helpers the kernels share (warp and block reductions).
+#pragma once
+#include <cstdint>
+
+#include "runtime.h"
+
+namespace nf::cuda {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarp = 32;
+
+// The backend's stream on the current device.
+Status backend_stream(cudaStream_t* stream);
+
+// Device scratch memory for one op at a time: slot 0..3, at least `bytes`, kept between calls
+// (grown by reallocating, so earlier pointers of the slot become invalid).
+constexpr int kWorkspaceSlots = 4;
+Status workspace(int slot, size_t bytes, void** ptr);
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct SumOp {
+  template <class T>
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct MaxOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  __device__ __forceinline__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+struct MinOp {
+  __device__ __forceinline__ int operator()(int a, int b) const { return a < b ? a : b; }
+};
+
+// op over the 32 lanes of a warp (butterfly: every lane gets the result).
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+  for (int m = kWarp / 2; m > 0; m /= 2) v = op(v, __shfl_xor_sync(kFullMask, v, m));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, SumOp{}); }
+__device__ __forceinline__ float warp_max(float v) { return warp_reduce(v, MaxOp{}); }
+
+// op over the whole block, returned to every thread. `scratch` holds 32 T of shared memory;
+// blockDim.x must be a multiple of 32 (and y = z = 1). Ends with a barrier, so scratch may be reused.
+template <class T, class Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity, T* scratch) {
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp, warps = int(blockDim.x) / kWarp;
+  v = warp_reduce(v, op);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = warp_reduce(lane < warps ? scratch[lane] : identity, op);
+  __syncthreads();
+  return v;
+}
+
+}  // namespace nf::cuda

@@ -1,0 +1,1134 @@
+// A SIMT emulator: the CUDA kernels of native/cuda compile as plain C++ against this header and
+// run on the CPU, so they can be tested on machines without a GPU.
+//
+// Execution model. A launch runs its blocks one at a time, in order. The threads of a block run
+// either as fibers on the calling thread (the default: deterministic and fast; switched by a few
+// instructions on x86-64, by ucontext's swapcontext elsewhere, under a shadow stack, or with
+// NF_EMU_UCONTEXT=1) or as OS threads (NF_EMU_THREADS=1 in the environment, or compiled with
+// -DNF_EMU_OS_THREADS; forced under ThreadSanitizer, which then sees every shared-memory access the
+// barriers do not order). A thread runs until it reaches __syncthreads, a warp operation
+// (__syncwarp, __shfl_*_sync, votes) or its end. The fiber scheduler then prefers the other lanes
+// of the same warp, so a warp runs ahead as a unit as on a GPU and a barrier missing between a
+// read and the next write of the same shared memory shows; NF_EMU_REVERSE=1 takes warps and lanes
+// in reverse order. A barrier completes when every thread that has not exited has reached it
+// (threads that returned early are not waited for, as on sm_70+), a warp operation when every lane
+// of its mask has reached it. A barrier or warp operation that can never complete (deadlock, a
+// lane of the mask exited or missing, lanes disagreeing on the operation) fails the launch with a
+// message, which cudaGetErrorString returns. A spin-wait on another thread of the same block never
+// ends under fibers (they are not preempted).
+//
+// Shared memory. NF_SHARED(T, name) declares static shared storage, NF_DYNAMIC_SHARED(T, name)
+// the launch's dynamic shared memory; both live in per-launch arenas that are filled with 0xFF
+// bytes (NaN as float, -1 as int) at the start of every block, so a read that no barrier ordered
+// after its write, or of memory no thread wrote, shows up as NaN in the results. The plain
+// `__shared__` keyword also works (a static variable); GCC honours the ELF section that poisons it
+// only outside templates, which is why kernels here use NF_SHARED. Limits are the smallest target's
+// (sm_89): 48 KiB static, 99 KiB dynamic shared memory, 1024 threads per block.
+//
+// Checking barriers. Every __syncthreads is recorded by its source location, "file.cu:line"
+// (barrier_sites()); with options().drop_barrier set to one of them, threads pass that barrier
+// without waiting: a test can remove each barrier in turn and prove that its kernel's results then
+// go wrong.
+//
+// Device memory is host memory: cudaMalloc returns 0xFF-filled host allocations, copies are
+// memcpy, streams and events exist but everything runs synchronously on the calling thread.
+// Fast-math intrinsics (__expf, rsqrtf, ...) are computed exactly.
+#pragma once
+
+#ifdef __CUDACC__
+#error "the SIMT emulator is for host compilers; nvcc builds against the CUDA runtime"
+#endif
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <math.h>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---------------------------------------------------------------------------------------------
+// Qualifiers and built-in types
+// ---------------------------------------------------------------------------------------------
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __constant__ static
+#ifdef __ELF__
+#define __shared__ __attribute__((section("nf_emu_shared"))) static
+#else
+#define __shared__ static  // (no section to poison it by)
+#endif
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct __align__(8) float2 {
+  float x, y;
+};
+struct __align__(16) float4 {
+  float x, y, z, w;
+};
+struct __align__(8) int2 {
+  int x, y;
+};
+struct __align__(16) int4 {
+  int x, y, z, w;
+};
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline int2 make_int2(int x, int y) { return {x, y}; }
+inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+
+// ---------------------------------------------------------------------------------------------
+// Runtime API types
+// ---------------------------------------------------------------------------------------------
+enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDeviceFunction = 98,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorLaunchFailure = 719,
+};
+typedef enum cudaError cudaError_t;
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+};
+
+struct CUstream_st {};
+typedef struct CUstream_st* cudaStream_t;
+struct CUevent_st {
+  std::chrono::steady_clock::time_point time;
+  bool recorded = false;
+};
+typedef struct CUevent_st* cudaEvent_t;
+#define cudaStreamNonBlocking 0x01
+
+namespace nf::emu {
+
+// Limits the emulator enforces: those of the smallest GPU the backend targets (sm_89: 99 KiB of
+// shared memory per block, 48 KiB of it static).
+constexpr unsigned kWarpSize = 32;
+constexpr unsigned kMaxThreadsPerBlock = 1024;
+constexpr size_t kMaxStaticShared = 48 * 1024;
+constexpr size_t kMaxShared = 99 * 1024;
+
+struct Options {
+  bool os_threads = false;          // threads of a block as OS threads (else fibers)
+  bool ucontext = false;            // fibers switched by swapcontext even where a faster way exists
+  bool reverse = false;             // fibers start in reverse thread order (NF_EMU_REVERSE=1)
+  bool poison = true;               // fill shared memory with 0xFF at every block start
+  std::string drop_barrier;         // a __syncthreads to skip, "file.cu:line" (see barrier_sites)
+  size_t stack_bytes = 256 * 1024;  // per fiber (NF_EMU_STACK_KB)
+};
+
+namespace detail {
+
+inline bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+inline Options initial_options() {
+  Options o;
+#ifdef NF_EMU_OS_THREADS
+  o.os_threads = true;
+#endif
+  if (env_flag("NF_EMU_THREADS")) o.os_threads = true;
+  if (env_flag("NF_EMU_REVERSE")) o.reverse = true;
+  if (env_flag("NF_EMU_UCONTEXT")) o.ucontext = true;
+  if (const char* kb = std::getenv("NF_EMU_STACK_KB")) o.stack_bytes = size_t(std::atol(kb)) * 1024;
+  return o;
+}
+
+}  // namespace detail
+
+// The emulator's settings; tests may change them between launches.
+inline Options& options() {
+  static Options o = detail::initial_options();
+  return o;
+}
+
+namespace detail {
+
+// Whether block threads are OS threads: as the options say, and always under TSan (which cannot
+// follow fibers).
+inline bool os_threads() {
+#ifdef __SANITIZE_THREAD__
+  return true;
+#else
+  return options().os_threads;
+#endif
+}
+
+enum class WarpOp { sync, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all };
+
+inline const char* warp_op_name(WarpOp op) {
+  switch (op) {
+    case WarpOp::sync: return "__syncwarp";
+    case WarpOp::shfl_idx: return "__shfl_sync";
+    case WarpOp::shfl_up: return "__shfl_up_sync";
+    case WarpOp::shfl_down: return "__shfl_down_sync";
+    case WarpOp::shfl_xor: return "__shfl_xor_sync";
+    case WarpOp::ballot: return "__ballot_sync";
+    case WarpOp::any: return "__any_sync";
+    default: return "__all_sync";
+  }
+}
+
+// Thrown into the threads of a failed block so they unwind.
+struct Abort {};
+
+struct Thread {
+  uint3 idx{};
+  unsigned linear = 0;
+  enum class State { runnable, blocked, exited } state = State::runnable;
+  bool at_barrier = false;
+  bool in_warp_op = false;
+  WarpOp op = WarpOp::sync;
+  unsigned mask = 0;
+  int arg = 0, width = 32;
+  uint64_t value = 0, result = 0;
+  unsigned barriers = 0, syncwarps = 0;  // passed so far (their parity picks the TSan sync object)
+  char warp_sync[2] = {};                // lane 0's: the warp's TSan sync objects
+  ucontext_t ctx{};    // the fiber's context (swapcontext) ...
+  void* sp = nullptr;  // ... or its saved stack pointer (fast switch)
+};
+
+struct Block {
+  std::vector<Thread> threads;
+  unsigned live = 0;     // threads not exited
+  unsigned arrived = 0;  // threads waiting at __syncthreads
+  unsigned blocked = 0;  // threads waiting at a barrier or warp operation
+  std::vector<unsigned> warp_runnable;  // runnable threads per warp (the fiber scheduler's index)
+  bool failed = false;
+  std::string error;
+  char barrier_sync[2] = {};  // TSan sync objects of consecutive barriers
+  std::mutex m;
+  std::condition_variable cv;
+  ucontext_t scheduler{};     // the launching thread's context (swapcontext) ...
+  void* scheduler_sp = nullptr;  // ... or its saved stack pointer (fast switch)
+  const std::function<void()>* body = nullptr;
+};
+
+// Shared-memory arenas of the current launch: static (NF_SHARED) and dynamic.
+struct Launch {
+  uint3 block_idx{};
+  dim3 block_dim, grid_dim;
+  std::vector<unsigned char> static_arena = std::vector<unsigned char>(kMaxStaticShared + 64);
+  std::vector<unsigned char> dynamic_arena = std::vector<unsigned char>(kMaxShared + 64);
+  std::vector<std::pair<const void*, size_t>> static_slots;  // declaration key -> arena offset
+  size_t static_used = 0, dynamic_bytes = 0;
+  Block* block = nullptr;
+};
+
+inline Launch& launch_state() {
+  static Launch l;
+  return l;
+}
+inline thread_local Thread* tls_thread = nullptr;
+
+inline std::vector<std::string>& barrier_site_list() {
+  static std::vector<std::string> sites;
+  return sites;
+}
+
+// ThreadSanitizer must see the ordering CUDA guarantees (a barrier orders everything before it in
+// every thread before everything after it; __syncwarp likewise within its lanes) and nothing more:
+// the emulator's own mutex would otherwise order the threads at every bookkeeping step and hide
+// the races a missing barrier causes. So under TSan the bookkeeping runs with synchronisation and
+// memory accesses ignored, and barriers are declared to TSan as release (on arrival) / acquire (on
+// departure) on sync objects that alternate between consecutive barriers.
+#ifdef __SANITIZE_THREAD__
+extern "C" {
+void AnnotateHappensBefore(const char* file, int line, const volatile void* addr);
+void AnnotateHappensAfter(const char* file, int line, const volatile void* addr);
+void AnnotateIgnoreReadsBegin(const char* file, int line);
+void AnnotateIgnoreReadsEnd(const char* file, int line);
+void AnnotateIgnoreWritesBegin(const char* file, int line);
+void AnnotateIgnoreWritesEnd(const char* file, int line);
+void AnnotateIgnoreSyncBegin(const char* file, int line);
+void AnnotateIgnoreSyncEnd(const char* file, int line);
+}
+inline void tsan_release(const void* sync) { AnnotateHappensBefore(__FILE__, __LINE__, sync); }
+inline void tsan_acquire(const void* sync) { AnnotateHappensAfter(__FILE__, __LINE__, sync); }
+inline void tsan_ignore_begin() {
+  AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+  AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+  AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
+}
+inline void tsan_ignore_end() {
+  AnnotateIgnoreSyncEnd(__FILE__, __LINE__);
+  AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+  AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+}
+#else
+inline void tsan_release(const void*) {}
+inline void tsan_acquire(const void*) {}
+inline void tsan_ignore_begin() {}
+inline void tsan_ignore_end() {}
+#endif
+
+// Taken while the threads of one block touch the block's bookkeeping (OS-thread mode only:
+// fibers never run at the same time, and a fiber must not hold it across a switch).
+struct Guard {
+  std::unique_lock<std::mutex> lock;
+  explicit Guard(Block& b) {
+    if (!os_threads()) return;
+    tsan_ignore_begin();
+    lock = std::unique_lock<std::mutex>(b.m);
+  }
+  ~Guard() {
+    if (!lock.owns_lock()) return;
+    lock.unlock();
+    tsan_ignore_end();
+  }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+};
+
+// ---- Fiber switching ----------------------------------------------------------------------------
+// The fast switch (x86-64) saves the resume address and rbp on the current stack, swaps stack
+// pointers and jumps; every other register is declared clobbered, so the compiler saves what it
+// needs around it. It steps over the red zone first. It cannot keep a CET shadow stack in step, so
+// where one is active (and off x86-64) fibers use swapcontext, which can but costs a system call.
+#if defined(__x86_64__) && defined(__linux__)
+inline void fast_switch(void** save_sp, void* next_sp) {
+  asm volatile(
+      "subq $128, %%rsp\n\t"
+      "leaq 1f(%%rip), %%rax\n\t"
+      "pushq %%rax\n\t"
+      "pushq %%rbp\n\t"
+      "movq %%rsp, (%%rdi)\n\t"
+      "movq %%rsi, %%rsp\n\t"
+      "popq %%rbp\n\t"
+      "popq %%rax\n\t"
+      "jmpq *%%rax\n\t"
+      "1:\n\t"
+      "addq $128, %%rsp\n\t"
+      : "+D"(save_sp), "+S"(next_sp)
+      :
+      : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "xmm0", "xmm1", "xmm2",
+        "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+#ifdef __AVX512F__
+        "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",
+        "xmm28", "xmm29", "xmm30", "xmm31",
+#endif
+        "memory", "cc");
+}
+
+inline bool fast_switch_available() {
+  static const bool ok = [] {
+    unsigned long features = 0;  // ARCH_SHSTK_STATUS (Linux 6.6+): bit 0 = shadow stack enabled
+    return !(syscall(SYS_arch_prctl, 0x5005, &features) == 0 && (features & 1));
+  }();
+  return ok;
+}
+#else
+inline void fast_switch(void**, void*) {}
+inline bool fast_switch_available() { return false; }
+#endif
+
+inline bool use_fast_switch() { return fast_switch_available() && !options().ucontext; }
+
+inline unsigned char* align_up(unsigned char* p, size_t a) {
+  return reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(p) + a - 1) & ~(uintptr_t(a) - 1));
+}
+
+// Marks the block failed (first message wins) and wakes everyone so they unwind.
+inline void fail(Block& b, const std::string& why) {
+  if (!b.failed) {
+    b.failed = true;
+    b.error = why;
+  }
+  if (os_threads()) b.cv.notify_all();
+}
+
+inline std::string describe_waiters(const Block& b) {
+  unsigned at_barrier = 0, at_warp = 0;
+  std::string first;
+  for (const Thread& t : b.threads) {
+    if (t.state == Thread::State::exited) continue;
+    if (t.at_barrier) ++at_barrier;
+    if (t.in_warp_op) {
+      ++at_warp;
+      if (first.empty())
+        first = std::string(" (first: thread ") + std::to_string(t.linear) + " in " + warp_op_name(t.op) + ")";
+    }
+  }
+  return std::to_string(at_barrier) + " thread(s) wait at __syncthreads and " + std::to_string(at_warp) +
+         " at warp operations" + first;
+}
+
+void to_scheduler(Block& b, Thread& t);
+
+// Parks the calling thread until a barrier or warp operation releases it.
+inline void park(Block& b, Guard& g, Thread& t) {
+  if (b.failed) throw Abort{};
+  if (b.blocked + 1 == b.live) {
+    fail(b, "deadlock: " + describe_waiters(b));
+    throw Abort{};
+  }
+  t.state = Thread::State::blocked;
+  ++b.blocked;
+  --b.warp_runnable[t.linear / kWarpSize];
+  if (os_threads()) {
+    b.cv.wait(g.lock, [&] { return t.state == Thread::State::runnable || b.failed; });
+  } else {
+    to_scheduler(b, t);
+  }
+  if (b.failed) throw Abort{};
+}
+
+inline void wake(Block& b, Thread& t) {
+  if (t.state == Thread::State::blocked) {
+    t.state = Thread::State::runnable;
+    --b.blocked;
+    ++b.warp_runnable[t.linear / kWarpSize];
+  }
+}
+
+inline void release_barrier(Block& b) {
+  for (Thread& t : b.threads)
+    if (t.at_barrier) {
+      t.at_barrier = false;
+      wake(b, t);
+    }
+  b.arrived = 0;
+  if (os_threads()) b.cv.notify_all();
+}
+
+// `where` is "path/file.cu:line"; sites are recorded as "file.cu:line".
+inline void barrier(const char* where) {
+  Thread& t = *tls_thread;
+  Block& b = *launch_state().block;
+  {
+    Guard g(b);
+    const char* slash = std::strrchr(where, '/');
+    const char* site = slash ? slash + 1 : where;
+    auto& sites = barrier_site_list();
+    if (std::find(sites.begin(), sites.end(), site) == sites.end()) sites.emplace_back(site);
+    if (options().drop_barrier == site) return;
+  }
+  const void* sync = &b.barrier_sync[t.barriers++ & 1];
+  tsan_release(sync);
+  {
+    Guard g(b);
+    t.at_barrier = true;
+    if (++b.arrived == b.live) release_barrier(b);
+    else park(b, g, t);
+  }
+  tsan_acquire(sync);
+}
+
+// The value lane `lane` receives when its warp operation completes.
+inline uint64_t lane_result(Block& b, unsigned base, unsigned lane, bool* ok) {
+  const Thread& t = b.threads[base + lane];
+  const unsigned w = unsigned(t.width), seg = lane & ~(w - 1);
+  unsigned src = lane;
+  switch (t.op) {
+    case WarpOp::shfl_idx: src = seg + (unsigned(t.arg) & (w - 1)); break;
+    case WarpOp::shfl_up: src = (lane - seg) >= unsigned(t.arg) ? lane - unsigned(t.arg) : lane; break;
+    case WarpOp::shfl_down: src = (lane - seg) + unsigned(t.arg) < w ? lane + unsigned(t.arg) : lane; break;
+    case WarpOp::shfl_xor: src = lane ^ unsigned(t.arg); if (src >= seg + w) src = lane; break;
+    case WarpOp::ballot:
+    case WarpOp::any:
+    case WarpOp::all: {
+      uint64_t ballot = 0;
+      for (unsigned l = 0; l < kWarpSize; ++l)
+        if ((t.mask >> l) & 1u) ballot |= uint64_t(b.threads[base + l].value != 0) << l;
+      if (t.op == WarpOp::ballot) return ballot;
+      if (t.op == WarpOp::any) return ballot != 0;
+      return ballot == t.mask;
+    }
+    default: return 0;
+  }
+  if (!((t.mask >> src) & 1u)) {
+    fail(b, std::string(warp_op_name(t.op)) + ": lane " + std::to_string(lane) + " reads lane " +
+                 std::to_string(src) + ", which is not in the mask");
+    *ok = false;
+    return 0;
+  }
+  return b.threads[base + src].value;
+}
+
+inline uint64_t warp_op_locked(Block& b, Guard& g, Thread& t, WarpOp op, unsigned mask, uint64_t value, int arg, int width);
+
+inline uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int arg, int width) {
+  Thread& t = *tls_thread;
+  Block& b = *launch_state().block;
+  if (op != WarpOp::sync) {
+    Guard g(b);
+    return warp_op_locked(b, g, t, op, mask, value, arg, width);
+  }
+  // __syncwarp orders memory among its lanes (declared to TSan on the warp's first thread).
+  const void* sync = &b.threads[t.linear - t.linear % kWarpSize].warp_sync[t.syncwarps++ & 1];
+  tsan_release(sync);
+  {
+    Guard g(b);
+    warp_op_locked(b, g, t, op, mask, value, arg, width);
+  }
+  tsan_acquire(sync);
+  return 0;
+}
+
+inline uint64_t warp_op_locked(Block& b, Guard& g, Thread& t, WarpOp op, unsigned mask, uint64_t value, int arg,
+                               int width) {
+  if (b.failed) throw Abort{};
+  const unsigned lane = t.linear % kWarpSize, base = t.linear - lane;
+  const unsigned lanes = std::min<unsigned>(kWarpSize, unsigned(b.threads.size()) - base);
+  const unsigned existing = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+  if (!((mask >> lane) & 1u)) fail(b, std::string(warp_op_name(op)) + ": calling lane " + std::to_string(lane) + " is not in its mask");
+  else if (mask & ~existing) fail(b, std::string(warp_op_name(op)) + ": the mask names lanes beyond the block's last thread");
+  else if (width < 1 || width > 32 || (width & (width - 1))) fail(b, std::string(warp_op_name(op)) + ": width must be a power of 2 up to 32");
+  if (b.failed) throw Abort{};
+  t.in_warp_op = true;
+  t.op = op;
+  t.mask = mask;
+  t.value = value;
+  t.arg = arg;
+  t.width = width;
+  bool complete = true;
+  for (unsigned l = 0; l < lanes; ++l) {
+    if (!((mask >> l) & 1u)) continue;
+    const Thread& o = b.threads[base + l];
+    if (o.state == Thread::State::exited) {
+      fail(b, std::string(warp_op_name(op)) + ": lane " + std::to_string(l) + " of the mask has exited");
+      throw Abort{};
+    }
+    if (!o.in_warp_op || o.mask != mask) {  // not there yet, or still in an operation of another group
+      complete = false;
+      continue;
+    }
+    if (o.op != op || o.width != width) {
+      fail(b, std::string("lanes of warp ") + std::to_string(base / 32) + " disagree: " + warp_op_name(op) +
+                  " vs " + warp_op_name(o.op) + " (or different widths)");
+      throw Abort{};
+    }
+  }
+  if (!complete) {
+    park(b, g, t);
+    return t.result;
+  }
+  bool ok = true;
+  uint64_t results[kWarpSize];
+  for (unsigned l = 0; l < lanes; ++l)
+    if ((mask >> l) & 1u) results[l] = lane_result(b, base, l, &ok);
+  if (!ok) throw Abort{};
+  for (unsigned l = 0; l < lanes; ++l)
+    if ((mask >> l) & 1u) {
+      Thread& o = b.threads[base + l];
+      o.result = results[l];
+      o.in_warp_op = false;
+      if (&o != &t) wake(b, o);
+    }
+  if (os_threads()) b.cv.notify_all();
+  return t.result;
+}
+
+// A thread returned from the kernel: later barriers stop waiting for it.
+inline void thread_exit(Block& b, Thread& t) {
+  tsan_release(&b.barrier_sync[0]);
+  tsan_release(&b.barrier_sync[1]);
+  Guard g(b);
+  t.state = Thread::State::exited;
+  --b.live;
+  --b.warp_runnable[t.linear / kWarpSize];
+  if (b.failed || b.live == 0) return;
+  const unsigned lane = t.linear % kWarpSize, base = t.linear - lane;
+  for (unsigned l = 0; l < kWarpSize && base + l < b.threads.size(); ++l) {
+    const Thread& o = b.threads[base + l];
+    if (o.in_warp_op && ((o.mask >> lane) & 1u)) {
+      fail(b, std::string(warp_op_name(o.op)) + ": lane " + std::to_string(lane) + " of the mask has exited");
+      return;
+    }
+  }
+  if (b.arrived > 0 && b.arrived == b.live) release_barrier(b);
+  else if (b.blocked == b.live) fail(b, "deadlock: " + describe_waiters(b));
+}
+
+inline void run_thread_body(Block& b, Thread& t) {
+  try {
+    (*b.body)();
+  } catch (Abort&) {
+  }
+  thread_exit(b, t);
+}
+
+inline void to_scheduler(Block& b, Thread& t) {
+  if (use_fast_switch()) fast_switch(&t.sp, b.scheduler_sp);
+  else swapcontext(&t.ctx, &b.scheduler);
+}
+
+inline void to_fiber(Block& b, Thread& t) {
+  if (use_fast_switch()) fast_switch(&b.scheduler_sp, t.sp);
+  else swapcontext(&b.scheduler, &t.ctx);
+}
+
+inline void fiber_entry() {
+  Thread& t = *tls_thread;
+  Block& b = *launch_state().block;
+  run_thread_body(b, t);
+  to_scheduler(b, t);  // never resumed
+}
+
+// Fiber stacks, kept for the next blocks and launches; the lowest page of each is a guard.
+inline std::vector<void*>& stack_pool() {
+  static std::vector<void*> pool;
+  return pool;
+}
+inline size_t& stack_pool_bytes() {
+  static size_t bytes = 0;
+  return bytes;
+}
+
+inline bool ensure_stacks(size_t n) {
+  auto& pool = stack_pool();
+  const size_t bytes = options().stack_bytes;
+  if (stack_pool_bytes() != bytes) {
+    for (void* s : pool) munmap(s, stack_pool_bytes());
+    pool.clear();
+    stack_pool_bytes() = bytes;
+  }
+  while (pool.size() < n) {
+    void* s = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (s == MAP_FAILED) return false;
+    mprotect(s, 4096, PROT_NONE);
+    pool.push_back(s);
+  }
+  return true;
+}
+
+// A fiber that starts in fiber_entry on `stack`. For the fast switch, the stack is laid out as
+// fast_switch leaves a suspended one: rbp (0), then the resume address, here fiber_entry, entered
+// with the stack aligned as after a call (whose return address, 0, it never uses).
+// (Out of line: getcontext returns twice, which would make the caller's locals suspect.)
+__attribute__((noinline)) inline void init_fiber(Thread& t, void* stack) {
+  if (use_fast_switch()) {
+    uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + options().stack_bytes) & ~uintptr_t(15);
+    void** sp = reinterpret_cast<void**>(top);
+    *--sp = nullptr;                                  // fiber_entry's return address
+    *--sp = reinterpret_cast<void*>(&fiber_entry);    // where the first switch jumps
+    *--sp = nullptr;                                  // rbp
+    t.sp = sp;
+    return;
+  }
+  getcontext(&t.ctx);
+  t.ctx.uc_stack.ss_sp = stack;
+  t.ctx.uc_stack.ss_size = options().stack_bytes;
+  t.ctx.uc_link = nullptr;
+  makecontext(&t.ctx, fiber_entry, 0);
+}
+
+extern "C" {
+extern char __start_nf_emu_shared[] __attribute__((weak));
+extern char __stop_nf_emu_shared[] __attribute__((weak));
+}
+
+inline void poison_shared(Launch& l) {
+  if (!options().poison) return;
+  std::memset(l.static_arena.data(), 0xff, l.static_arena.size());
+  std::memset(l.dynamic_arena.data(), 0xff, l.dynamic_arena.size());
+  if (__start_nf_emu_shared && __stop_nf_emu_shared)
+    std::memset(__start_nf_emu_shared, 0xff, size_t(__stop_nf_emu_shared - __start_nf_emu_shared));
+}
+
+// The fiber to run next: a runnable lane of `*warp` (the warp that ran last), else of the first warp
+// with one (in reverse order under options().reverse); null when none is runnable.
+inline Thread* next_fiber(Block& b, unsigned* warp) {
+  const unsigned warps = unsigned(b.warp_runnable.size()), n = unsigned(b.threads.size());
+  const bool rev = options().reverse;
+  if (b.warp_runnable[*warp] == 0) {
+    unsigned k = 0;
+    for (; k < warps; ++k)
+      if (b.warp_runnable[rev ? warps - 1 - k : k] > 0) break;
+    if (k == warps) return nullptr;
+    *warp = rev ? warps - 1 - k : k;
+  }
+  const unsigned base = *warp * kWarpSize, lanes = std::min(kWarpSize, n - base);
+  for (unsigned l = 0; l < lanes; ++l) {
+    Thread& t = b.threads[base + (rev ? lanes - 1 - l : l)];
+    if (t.state == Thread::State::runnable) return &t;
+  }
+  return nullptr;  // unreachable: the count said one is runnable
+}
+
+// Runs one block; returns false (with the message in `error`) when it failed.
+inline bool run_block(Launch& l, const std::function<void()>& body, std::string* error) {
+  const unsigned n = l.block_dim.x * l.block_dim.y * l.block_dim.z;
+  Block b;
+  b.threads.resize(n);
+  b.live = n;
+  for (unsigned w = 0; w * kWarpSize < n; ++w) b.warp_runnable.push_back(std::min(kWarpSize, n - w * kWarpSize));
+  b.body = &body;
+  for (unsigned i = 0; i < n; ++i) {
+    Thread& t = b.threads[i];
+    t.linear = i;
+    t.idx = {i % l.block_dim.x, (i / l.block_dim.x) % l.block_dim.y, i / (l.block_dim.x * l.block_dim.y)};
+  }
+  l.block = &b;
+  poison_shared(l);
+  if (os_threads()) {
+    std::vector<std::thread> pool;
+    pool.reserve(n);
+    for (unsigned i = 0; i < n; ++i)
+      pool.emplace_back([&b, i] {
+        tls_thread = &b.threads[i];
+        run_thread_body(b, b.threads[i]);
+      });
+    for (auto& th : pool) th.join();
+  } else {
+    if (!ensure_stacks(n)) {
+      *error = "out of memory for fiber stacks";
+      return false;
+    }
+    for (unsigned i = 0; i < n; ++i) init_fiber(b.threads[i], stack_pool()[i]);
+    Thread* saved = tls_thread;
+    unsigned warp = options().reverse ? unsigned(b.warp_runnable.size()) - 1 : 0;
+    while (b.live > 0 && !b.failed) {
+      Thread* next = next_fiber(b, &warp);
+      if (!next) {
+        fail(b, "deadlock: " + describe_waiters(b));
+        break;
+      }
+      tls_thread = next;
+      to_fiber(b, *next);
+    }
+    tls_thread = saved;
+  }
+  l.block = nullptr;
+  if (b.failed) *error = b.error;
+  return !b.failed;
+}
+
+inline std::string& last_launch_error() {
+  static std::string e;
+  return e;
+}
+inline thread_local cudaError_t tls_last_error = cudaSuccess;
+
+inline cudaError_t set_error(cudaError_t e) {
+  if (e != cudaSuccess) tls_last_error = e;
+  return e;
+}
+
+inline std::mutex& launch_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+inline cudaError_t run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
+  const uint64_t threads = uint64_t(block.x) * block.y * block.z;
+  if (threads == 0 || threads > kMaxThreadsPerBlock || block.z > 64 || grid.x == 0 || grid.y == 0 ||
+      grid.z == 0 || grid.y > 65535 || grid.z > 65535 || smem > kMaxShared) {
+    last_launch_error() = "invalid launch configuration: grid (" + std::to_string(grid.x) + "," +
+                          std::to_string(grid.y) + "," + std::to_string(grid.z) + "), block (" +
+                          std::to_string(block.x) + "," + std::to_string(block.y) + "," + std::to_string(block.z) +
+                          "), " + std::to_string(smem) + " bytes of dynamic shared memory";
+    return set_error(cudaErrorInvalidConfiguration);
+  }
+  std::lock_guard<std::mutex> lock(launch_mutex());
+  Launch& l = launch_state();
+  l.block_dim = block;
+  l.grid_dim = grid;
+  l.dynamic_bytes = smem;
+  l.static_slots.clear();
+  l.static_used = 0;
+  std::string error;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        l.block_idx = {x, y, z};
+        if (!run_block(l, body, &error)) {
+          last_launch_error() = "block (" + std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z) +
+                                "): " + error;
+          return set_error(cudaErrorLaunchFailure);
+        }
+      }
+  return cudaSuccess;
+}
+
+// The storage of one NF_SHARED declaration (keyed by a static variable of the declaration).
+inline void* static_shared(const void* key, size_t bytes, size_t align) {
+  Launch& l = launch_state();
+  Guard g(*l.block);
+  unsigned char* base = l.static_arena.data();
+  for (auto& [k, offset] : l.static_slots)
+    if (k == key) return base + offset;
+  unsigned char* p = align_up(base + l.static_used, align < 16 ? 16 : align);
+  const size_t offset = size_t(p - base);
+  if (offset + bytes > kMaxStaticShared) {
+    fail(*l.block, "static shared memory exceeds " + std::to_string(kMaxStaticShared) + " bytes");
+    throw Abort{};
+  }
+  l.static_slots.emplace_back(key, offset);
+  l.static_used = offset + bytes;
+  return p;
+}
+
+inline void* dynamic_shared() { return align_up(launch_state().dynamic_arena.data(), 16); }
+
+template <class T>
+uint64_t to_bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "warp shuffles move up to 8 bytes");
+  uint64_t u = 0;
+  std::memcpy(&u, &v, sizeof(T));
+  return u;
+}
+template <class T>
+T from_bits(uint64_t u) {
+  T v;
+  std::memcpy(&v, &u, sizeof(T));
+  return v;
+}
+
+}  // namespace detail
+
+// The __syncthreads ("file.cu:line") reached since the last clear, in order of first arrival.
+inline const std::vector<std::string>& barrier_sites() { return detail::barrier_site_list(); }
+inline void clear_barrier_sites() { detail::barrier_site_list().clear(); }
+
+// Runs kernel(args...) over the grid; returns what cudaGetLastError would after a real launch.
+template <class... P, class... A>
+cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t, A&&... args) {
+  std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
+  const std::function<void()> body = [&] { std::apply(kernel, params); };
+  return detail::run_grid(grid, block, smem, body);
+}
+
+}  // namespace nf::emu
+
+// ---------------------------------------------------------------------------------------------
+// Built-in variables and shared memory
+// ---------------------------------------------------------------------------------------------
+#define threadIdx (static_cast<const uint3&>(::nf::emu::detail::tls_thread->idx))
+#define blockIdx (static_cast<const uint3&>(::nf::emu::detail::launch_state().block_idx))
+#define blockDim (static_cast<const dim3&>(::nf::emu::detail::launch_state().block_dim))
+#define gridDim (static_cast<const dim3&>(::nf::emu::detail::launch_state().grid_dim))
+constexpr int warpSize = 32;
+
+namespace nf::emu {
+template <class T>
+using shared_t = T;
+}
+// Static shared storage: NF_SHARED(float[16][65], tile) declares `tile` as float[16][65].
+#define NF_SHARED(T, name)                                                               \
+  static char nf_shared_key_##name;                                                       \
+  ::nf::emu::shared_t<T>& name = *static_cast<::nf::emu::shared_t<T>*>(                   \
+      ::nf::emu::detail::static_shared(&nf_shared_key_##name, sizeof(::nf::emu::shared_t<T>), \
+                                       alignof(::nf::emu::shared_t<T>)))
+// The launch's dynamic shared memory as T* (16-byte aligned).
+#define NF_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::nf::emu::detail::dynamic_shared())
+
+// ---------------------------------------------------------------------------------------------
+// Synchronisation, warp operations, atomics
+// ---------------------------------------------------------------------------------------------
+#define NF_EMU_STRINGIFY2(x) #x
+#define NF_EMU_STRINGIFY(x) NF_EMU_STRINGIFY2(x)
+#define __syncthreads() ::nf::emu::detail::barrier(__FILE__ ":" NF_EMU_STRINGIFY(__LINE__))
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  ::nf::emu::detail::warp_op(::nf::emu::detail::WarpOp::sync, mask, 0, 0, 32);
+}
+
+template <class T>
+T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32) {
+  using namespace ::nf::emu::detail;
+  return from_bits<T>(warp_op(WarpOp::shfl_idx, mask, to_bits(var), src_lane, width));
+}
+template <class T>
+T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  using namespace ::nf::emu::detail;
+  return from_bits<T>(warp_op(WarpOp::shfl_up, mask, to_bits(var), int(delta), width));
+}
+template <class T>
+T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  using namespace ::nf::emu::detail;
+  return from_bits<T>(warp_op(WarpOp::shfl_down, mask, to_bits(var), int(delta), width));
+}
+template <class T>
+T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
+  using namespace ::nf::emu::detail;
+  return from_bits<T>(warp_op(WarpOp::shfl_xor, mask, to_bits(var), lane_mask, width));
+}
+inline unsigned __ballot_sync(unsigned mask, int pred) {
+  using namespace ::nf::emu::detail;
+  return unsigned(warp_op(WarpOp::ballot, mask, pred != 0, 0, 32));
+}
+inline int __any_sync(unsigned mask, int pred) {
+  using namespace ::nf::emu::detail;
+  return int(warp_op(WarpOp::any, mask, pred != 0, 0, 32));
+}
+inline int __all_sync(unsigned mask, int pred) {
+  using namespace ::nf::emu::detail;
+  return int(warp_op(WarpOp::all, mask, pred != 0, 0, 32));
+}
+
+#ifdef __SANITIZE_THREAD__  // TSan models no fences; the emulator's atomics are sequentially consistent anyway
+inline void __threadfence() {}
+#else
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
+inline void __threadfence_block() { __threadfence(); }
+
+// Integer atomics map to the compiler's; float atomics are compare-and-swap loops.
+#define NF_EMU_INT_ATOMICS(T)                                                                  \
+  inline T atomicAdd(T* a, T v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }         \
+  inline T atomicSub(T* a, T v) { return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); }         \
+  inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); }         \
+  inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }           \
+  inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); }         \
+  inline T atomicExch(T* a, T v) { return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }       \
+  inline T atomicCAS(T* a, T expected, T desired) {                                            \
+    __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+    return expected;                                                                           \
+  }                                                                                            \
+  inline T atomicMax(T* a, T v) {                                                              \
+    T old = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                              \
+    while (old < v && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) { \
+    }                                                                                          \
+    return old;                                                                                \
+  }                                                                                            \
+  inline T atomicMin(T* a, T v) {                                                              \
+    T old = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                              \
+    while (old > v && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) { \
+    }                                                                                          \
+    return old;                                                                                \
+  }
+NF_EMU_INT_ATOMICS(int)
+NF_EMU_INT_ATOMICS(unsigned)
+NF_EMU_INT_ATOMICS(unsigned long long)
+#undef NF_EMU_INT_ATOMICS
+
+namespace nf::emu::detail {
+template <class F, class U>
+F atomic_float_update(F* a, F v, F (*op)(F, F)) {
+  static_assert(sizeof(F) == sizeof(U), "bit pattern type");
+  U* bits = reinterpret_cast<U*>(a);
+  U old = __atomic_load_n(bits, __ATOMIC_SEQ_CST);
+  for (;;) {
+    const U next = to_bits(op(from_bits<F>(old), v));
+    if (__atomic_compare_exchange_n(bits, &old, next, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+      return from_bits<F>(old);
+  }
+}
+}  // namespace nf::emu::detail
+inline float atomicAdd(float* a, float v) {
+  return ::nf::emu::detail::atomic_float_update<float, uint32_t>(a, v, [](float x, float y) { return x + y; });
+}
+inline double atomicAdd(double* a, double v) {
+  return ::nf::emu::detail::atomic_float_update<double, uint64_t>(a, v, [](double x, double y) { return x + y; });
+}
+inline float atomicExch(float* a, float v) {
+  return ::nf::emu::detail::atomic_float_update<float, uint32_t>(a, v, [](float, float y) { return y; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Intrinsics (the fast-math ones computed exactly: the emulator checks logic, not ulps)
+// ---------------------------------------------------------------------------------------------
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __powf(float x, float y) { return powf(x, y); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+inline int __float_as_int(float x) { return ::nf::emu::detail::from_bits<int>(::nf::emu::detail::to_bits(x)); }
+inline unsigned __float_as_uint(float x) { return ::nf::emu::detail::from_bits<unsigned>(::nf::emu::detail::to_bits(x)); }
+inline float __int_as_float(int x) { return ::nf::emu::detail::from_bits<float>(::nf::emu::detail::to_bits(x)); }
+inline float __uint_as_float(unsigned x) { return ::nf::emu::detail::from_bits<float>(::nf::emu::detail::to_bits(x)); }
+inline unsigned __umulhi(unsigned a, unsigned b) { return unsigned((uint64_t(a) * b) >> 32); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(unsigned(x)); }
+template <class T>
+T __ldg(const T* p) {
+  return *p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime API over host memory
+// ---------------------------------------------------------------------------------------------
+namespace nf::emu::detail {
+inline std::map<const void*, size_t>& allocations() {
+  static std::map<const void*, size_t> a;
+  return a;
+}
+inline std::mutex& allocation_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace nf::emu::detail
+
+inline const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+  }
+  return "cudaErrorUnknown";
+}
+// Launch errors carry the emulator's explanation.
+inline const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration:
+    case cudaErrorLaunchFailure: return ::nf::emu::detail::last_launch_error().c_str();
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    default: return "unknown error";
+  }
+}
+inline cudaError_t cudaGetLastError() {
+  cudaError_t e = ::nf::emu::detail::tls_last_error;
+  ::nf::emu::detail::tls_last_error = cudaSuccess;
+  return e;
+}
+inline cudaError_t cudaPeekAtLastError() { return ::nf::emu::detail::tls_last_error; }
+
+inline cudaError_t cudaMalloc(void** p, size_t bytes) {
+  using namespace ::nf::emu::detail;
+  if (!p) return set_error(cudaErrorInvalidValue);
+  *p = bytes ? std::aligned_alloc(256, (bytes + 255) / 256 * 256) : nullptr;
+  if (bytes && !*p) return set_error(cudaErrorMemoryAllocation);
+  if (*p) {
+    std::memset(*p, 0xff, bytes);  // device memory starts as garbage: make it NaN
+    std::lock_guard<std::mutex> lock(allocation_mutex());
+    allocations()[*p] = bytes;
+  }
+  return cudaSuccess;
+}
+template <class T>
+cudaError_t cudaMalloc(T** p, size_t bytes) {
+  return cudaMalloc(reinterpret_cast<void**>(p), bytes);
+}
+inline cudaError_t cudaFree(void* p) {
+  using namespace ::nf::emu::detail;
+  if (!p) return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> lock(allocation_mutex());
+    if (!allocations().erase(p)) return set_error(cudaErrorInvalidValue);
+  }
+  std::free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  if (bytes && (!dst || !src)) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+  if (bytes) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                                   cudaStream_t = nullptr) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+inline cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
+  if (bytes && !dst) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+  if (bytes) std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t = nullptr) {
+  return cudaMemset(dst, value, bytes);
+}
+inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  if (!s) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+  *s = new CUstream_st;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
+inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete s;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  if (!e) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+  *e = new CUevent_st;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
+  if (!e) return ::nf::emu::detail::set_error(cudaErrorInvalidResourceHandle);
+  e->time = std::chrono::steady_clock::now();
+  e->recorded = true;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  return e ? cudaSuccess : ::nf::emu::detail::set_error(cudaErrorInvalidResourceHandle);
+}
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms || !start || !end || !start->recorded || !end->recorded)
+    return ::nf::emu::detail::set_error(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(end->time - start->time).count();
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetDeviceCount(int* n) {
+  if (!n) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+  *n = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int d) {
+  return d == 0 ? cudaSuccess : ::nf::emu::detail::set_error(cudaErrorInvalidDevice);
+}
+inline cudaError_t cudaGetDevice(int* d) {
+  if (!d) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+  *d = 0;
+  return cudaSuccess;
+}
+template <class F>
+cudaError_t cudaFuncSetAttribute(F*, cudaFuncAttribute, int value) {
+  return value >= 0 && size_t(value) <= ::nf::emu::kMaxShared ? cudaSuccess
+                                                               : ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+}

@@ -1,0 +1,253 @@
+// GEMM on the GPU: C = act(alpha op(A) op(B) + beta C + bias), strided-batched (see gemm.h).
+// Layout: row-major A, B, C with row strides lda/ldb/ldc; op(A) [M, K], op(B) [K, N], C [M, N].
+// Dimension key: M rows of C, N columns of C, K the reduced dimension; z = batch index.
+// Structure (the classic register-blocked SGEMM): a block computes a BM x BN tile of C with
+// (BM/TM) x (BN/TN) threads, each owning TM x TN accumulators at rows ty + i·BM/TM and columns
+// tx + j·BN/TN (so a warp's shared-memory reads of B and its stores of C are consecutive). K is
+// walked in BK-deep slices: A's slice is stored transposed, As[k][m], and B's as Bs[k][n], both
+// padded by 4 floats per row; the slices are double-buffered in shared memory and the next one is
+// fetched into registers while the current one is multiplied, so there is one barrier per slice.
+// Edges (M, N, K not multiples of the tile) load zeros. Two tile shapes: 128x128x8 with 8x8 per
+// thread when the problem has at least one such tile per SM of an H100 (132), else 64x64x16 with
+// 4x4. The epilogue applies alpha, beta·C, the bias, writes preact, then the activation.
+// Split-K: when even the small tiles leave most SMs idle and K is long (the weight gradients dW =
+// dYᵀX of Linear layers: K = B*T), blockIdx.z also picks one of S slices of K; each block writes its
+// raw sums to a scratch [S, batch, M, N] and a second kernel adds the S partials in order and
+// applies the epilogue, so the result stays deterministic.
+#include "gemm.h"
+
+#include <climits>
+
+#include "activation.cuh"
+#include "common.cuh"
+
+namespace nf::cuda {
+
+namespace {
+
+constexpr int kPad = 4;
+constexpr int64_t kWaveTiles = 132;  // SMs of an H100 SXM
+
+struct GemmArgs {
+  float* partial;  // split-K: the raw sums go here, [splits, batch, M, N] (else null)
+  int64_t batch;
+  int k_chunk;     // K per split (a multiple of every BK; K when not split)
+  float* C;
+  float* preact;
+  const float* A;
+  const float* B;
+  const float* bias;
+  int M, N, K;
+  bool transA, transB;
+  int64_t lda, ldb, ldc, strideA, strideB, strideC;
+  float alpha, beta;
+  Act act;
+};
+
+template <int BM, int BN, int BK, int TM, int TN>
+struct Tile {
+  static constexpr int kThreadsM = BM / TM, kThreadsN = BN / TN, kThreads = kThreadsM * kThreadsN;
+  static constexpr int kLoadA = BM * BK / kThreads, kLoadB = BK * BN / kThreads;  // per thread per slice
+  // Blocks per SM the registers must allow: two 256-thread blocks for 8x8 accumulators (128
+  // registers), three for 4x4 (85).
+  static constexpr int kMinBlocks = TM * TN >= 64 ? 2 : 3;
+  static_assert(BM * BK % kThreads == 0 && BK * BN % kThreads == 0, "slices split evenly over threads");
+};
+
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, BN, BK, TM, TN>::kMinBlocks)
+    gemm_kernel(GemmArgs g) {
+  using T = Tile<BM, BN, BK, TM, TN>;
+  NF_SHARED(float[2][BK][BM + kPad], As);
+  NF_SHARED(float[2][BK][BN + kPad], Bs);
+  const int tid = int(threadIdx.x), tx = tid % T::kThreadsN, ty = tid / T::kThreadsN;
+  const int m0 = int(blockIdx.y) * BM, n0 = int(blockIdx.x) * BN;
+  const int64_t z = blockIdx.z % g.batch;
+  const int split = int(blockIdx.z / g.batch);
+  const int k_begin = split * g.k_chunk, k_end = int64_t(k_begin) + g.k_chunk < g.K ? k_begin + g.k_chunk : g.K;
+  const float* A = g.A + z * g.strideA;
+  const float* B = g.B + z * g.strideB;
+
+  // Slice element `idx` of this thread: A's (m, k) and B's (k, n), ordered so consecutive threads
+  // read consecutive addresses of the stored matrix.
+  auto a_coord = [&](int idx, int* m, int* k) {
+    if (g.transA) *k = idx / BM, *m = idx % BM;
+    else *m = idx / BK, *k = idx % BK;
+  };
+  auto b_coord = [&](int idx, int* k, int* n) {
+    if (g.transB) *n = idx / BK, *k = idx % BK;
+    else *k = idx / BN, *n = idx % BN;
+  };
+  float ra[T::kLoadA], rb[T::kLoadB];
+  auto fetch = [&](int k0) {
+#pragma unroll
+    for (int i = 0; i < T::kLoadA; ++i) {
+      int m, k;
+      a_coord(tid + i * T::kThreads, &m, &k);
+      const int gm = m0 + m, gk = k0 + k;
+      ra[i] = gm < g.M && gk < k_end ? A[g.transA ? gk * g.lda + gm : gm * g.lda + gk] : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < T::kLoadB; ++i) {
+      int k, n;
+      b_coord(tid + i * T::kThreads, &k, &n);
+      const int gk = k0 + k, gn = n0 + n;
+      rb[i] = gk < k_end && gn < g.N ? B[g.transB ? gn * g.ldb + gk : gk * g.ldb + gn] : 0.0f;
+    }
+  };
+  auto stash = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < T::kLoadA; ++i) {
+      int m, k;
+      a_coord(tid + i * T::kThreads, &m, &k);
+      As[buf][k][m] = ra[i];
+    }
+#pragma unroll
+    for (int i = 0; i < T::kLoadB; ++i) {
+      int k, n;
+      b_coord(tid + i * T::kThreads, &k, &n);
+      Bs[buf][k][n] = rb[i];
+    }
+  };
+
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+  const int slices = (k_end - k_begin + BK - 1) / BK;
+  if (slices > 0) {
+    fetch(k_begin);
+    stash(0);
+  }
+  __syncthreads();
+  for (int s = 0; s < slices; ++s) {
+    const int cur = s & 1;
+    if (s + 1 < slices) fetch(k_begin + (s + 1) * BK);
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      float a[TM], b[TN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i) a[i] = As[cur][k][ty + i * T::kThreadsM];
+#pragma unroll
+      for (int j = 0; j < TN; ++j) b[j] = Bs[cur][k][tx + j * T::kThreadsN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    if (s + 1 < slices) stash(cur ^ 1);  // the other buffer: everyone finished reading it before the last barrier
+    __syncthreads();
+  }
+
+  if (g.partial) {
+    float* out = g.partial + (int64_t(split) * g.batch + z) * g.M * g.N;
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) {
+        const int row = m0 + ty + i * T::kThreadsM, col = n0 + tx + j * T::kThreadsN;
+        if (row < g.M && col < g.N) out[int64_t(row) * g.N + col] = acc[i][j];
+      }
+    return;
+  }
+  float* C = g.C + z * g.strideC;
+  float* P = g.preact ? g.preact + z * g.strideC : nullptr;
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int row = m0 + ty + i * T::kThreadsM;
+    if (row >= g.M) continue;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int col = n0 + tx + j * T::kThreadsN;
+      if (col >= g.N) continue;
+      const int64_t at = row * g.ldc + col;
+      float v = g.alpha * acc[i][j];
+      if (g.beta != 0.0f) v = fmaf(g.beta, C[at], v);
+      if (g.bias) v += g.bias[col];
+      if (P) P[at] = v;
+      C[at] = act_forward(v, g.act);
+    }
+  }
+}
+
+// Split-K's second pass: C = act(alpha Σ_s partial[s] + beta C + bias), one thread per element.
+constexpr int kReduceThreads = 256;
+__global__ void __launch_bounds__(kReduceThreads) gemm_splitk_reduce_kernel(GemmArgs g, int splits) {
+  const int64_t per_batch = int64_t(g.M) * g.N, total = per_batch * g.batch;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t z = e / per_batch, rc = e % per_batch, row = rc / g.N;
+    const int col = int(rc % g.N);
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += g.partial[int64_t(s) * total + e];
+    const int64_t at = z * g.strideC + row * g.ldc + col;
+    float v = g.alpha * sum;
+    if (g.beta != 0.0f) v = fmaf(g.beta, g.C[at], v);
+    if (g.bias) v += g.bias[col];
+    if (g.preact) g.preact[at] = v;
+    g.C[at] = act_forward(v, g.act);
+  }
+}
+
+template <int BM, int BN, int BK, int TM, int TN>
+cudaError_t launch_gemm(const GemmArgs& g, int splits, cudaStream_t s) {
+  const dim3 grid(unsigned(ceil_div(g.N, BN)), unsigned(ceil_div(g.M, BM)), unsigned(g.batch * splits));
+  return launch(gemm_kernel<BM, BN, BK, TM, TN>, grid, dim3(Tile<BM, BN, BK, TM, TN>::kThreads), 0, s, g);
+}
+
+// K slices for split-K: enough blocks for two waves of the small tiles, each slice at least
+// kMinSplitK deep, at most kMaxSplits (1: no split).
+constexpr int kMinSplitK = 256, kMaxSplits = 16;
+int splits_for(int64_t small_tiles, int64_t K) {
+  if (small_tiles >= kWaveTiles) return 1;
+  int64_t s = ceil_div(2 * kWaveTiles, small_tiles);
+  if (s > K / kMinSplitK) s = K / kMinSplitK;
+  if (s > kMaxSplits) s = kMaxSplits;
+  return s > 1 ? int(s) : 1;
+}
+
+}  // namespace
+
+Status gemm_check(GemmDims* d) {
+  NF_CHECK(d->M >= 0 && d->N >= 0 && d->K >= 0, "gemm", "M, N and K must be non-negative");
+  NF_CHECK(d->M < INT_MAX && d->N < INT_MAX && d->K < INT_MAX, "gemm", "M, N and K must be below 2^31");
+  NF_CHECK(d->batch >= 1 && d->batch <= 65535, "gemm", "batch must be in [1, 65535]");
+  NF_CHECK(d->M <= 65535LL * 64, "gemm", "M is too large for the CUDA grid");
+  if (d->lda == 0) d->lda = d->transA ? d->M : d->K;
+  if (d->ldb == 0) d->ldb = d->transB ? d->K : d->N;
+  if (d->ldc == 0) d->ldc = d->N;
+  NF_CHECK(d->lda >= (d->transA ? d->M : d->K), "gemm", "lda is smaller than a row of A");
+  NF_CHECK(d->ldb >= (d->transB ? d->K : d->N), "gemm", "ldb is smaller than a row of B");
+  NF_CHECK(d->ldc >= d->N, "gemm", "ldc is smaller than a row of C");
+  return Status::Ok();
+}
+
+Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d) {
+  NF_TRY(gemm_check(&d));
+  if (d.M == 0 || d.N == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  GemmArgs g{nullptr, d.batch,  int(d.K), C,     preact,    A,         B,         bias,    int(d.M), int(d.N),
+             int(d.K), d.transA, d.transB, d.lda, d.ldb, d.ldc, d.strideA, d.strideB, d.strideC, d.alpha, d.beta, d.act};
+  if (ceil_div(d.M, 128) * ceil_div(d.N, 128) * d.batch >= kWaveTiles) {
+    NF_CUDA_TRY("gemm", launch_gemm<128, 128, 8, 8, 8>(g, 1, s));
+    return Status::Ok();
+  }
+  const int splits = d.batch * kMaxSplits <= 65535 ? splits_for(ceil_div(d.M, 64) * ceil_div(d.N, 64) * d.batch, d.K) : 1;
+  if (splits == 1) {
+    NF_CUDA_TRY("gemm", launch_gemm<64, 64, 16, 4, 4>(g, 1, s));
+    return Status::Ok();
+  }
+  void* partial = nullptr;
+  NF_TRY(workspace(0, sizeof(float) * size_t(splits * d.batch * d.M * d.N), &partial));
+  g.partial = static_cast<float*>(partial);
+  g.k_chunk = int(ceil_div(ceil_div(d.K, splits), 16) * 16);
+  NF_CUDA_TRY("gemm", launch_gemm<64, 64, 16, 4, 4>(g, splits, s));
+  const int64_t total = d.batch * d.M * d.N, blocks = ceil_div(total, kReduceThreads);
+  NF_CUDA_TRY("gemm", launch(gemm_splitk_reduce_kernel, dim3(unsigned(blocks < 4096 ? blocks : 4096)),
+                             dim3(kReduceThreads), 0, s, g, splits));
+  return Status::Ok();
+}
+
+}  // namespace nf::cuda

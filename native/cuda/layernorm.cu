@@ -1,0 +1,159 @@
+// LayerNorm, forward and backward, on the GPU.
+// Math (per row of D values): mean = Σx/D, var = Σ(x-mean)²/D, rstd = 1/sqrt(var + eps),
+//   xhat = (x - mean) rstd, out = xhat γ + β.
+//   Backward: g = dout γ; dx = rstd (g - mean(g) - xhat mean(g xhat)); dγ += Σ dout xhat; dβ += Σ dout.
+// Layout: x, out, dout, dx are [rows, D] row-major; γ, β [D]; mean, rstd [rows].
+// Dimension key: rows = B*T, D = model width.
+// Parallelism: one warp per row; lane l handles columns l, l+32, ... and the warp reduces with
+// butterfly shuffles (two passes: mean, then the centred variance). Backward: each warp walks rows
+// (grid-stride) and accumulates its dγ, dβ partials in its own slice of shared memory; each block
+// then sums its warps' slices into a per-block row of a scratch buffer, and a second kernel adds the
+// blocks' rows into dγ, dβ in a fixed order, so results are deterministic (no float atomics).
+#include "layernorm.h"
+
+#include "common.cuh"
+
+namespace nf::cuda {
+
+namespace {
+
+constexpr int kRowsPerBlock = 4;         // forward: warps (rows) per block
+constexpr int kMaxBackwardBlocks = 256;  // backward: blocks of the dx kernel = rows of partials
+constexpr int kReduceThreads = 256;
+
+__global__ void __launch_bounds__(kRowsPerBlock * kWarp)
+    layernorm_forward_kernel(float* out, float* sum, float* mean, float* rstd, const float* x,
+                             const float* residual, const float* gamma, const float* beta, int64_t rows, int D,
+                             float eps) {
+  const int lane = int(threadIdx.x) % kWarp;
+  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp;
+  if (row >= rows) return;
+  const float* xr = x + row * D;
+  if (residual) {  // each lane re-reads only the columns it wrote, so no barrier is needed
+    float* sr = sum + row * D;
+    for (int i = lane; i < D; i += kWarp) sr[i] = xr[i] + residual[row * D + i];
+    xr = sr;
+  }
+  float s = 0.0f;
+  for (int i = lane; i < D; i += kWarp) s += xr[i];
+  const float m = warp_sum(s) / float(D);
+  float q = 0.0f;
+  for (int i = lane; i < D; i += kWarp) {
+    const float c = xr[i] - m;
+    q = fmaf(c, c, q);
+  }
+  const float rs = rsqrtf(warp_sum(q) / float(D) + eps);
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = rs;
+  }
+  float* o = out + row * D;
+  for (int i = lane; i < D; i += kWarp) o[i] = fmaf((xr[i] - m) * rs, gamma[i], beta[i]);
+}
+
+// dx for the rows of this block's warps (grid-stride), and the block's dγ | dβ partial sums in
+// partial[blockIdx.x * 2D ...]. Dynamic shared memory: [warps][2][D] floats.
+__global__ void layernorm_backward_kernel(float* dx, float* partial, const float* dout, const float* dadd,
+                                          const float* x, const float* mean, const float* rstd, const float* gamma,
+                                          int64_t rows, int D) {
+  NF_DYNAMIC_SHARED(float, smem);
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp, warps = int(blockDim.x) / kWarp;
+  float* pg = smem + warp * 2 * D;  // this warp's dγ partials, then its dβ partials
+  float* pb = pg + D;
+  for (int i = lane; i < D; i += kWarp) pg[i] = pb[i] = 0.0f;
+  const float inv_d = 1.0f / float(D);
+  for (int64_t row = int64_t(blockIdx.x) * warps + warp; row < rows; row += int64_t(gridDim.x) * warps) {
+    const float* xr = x + row * D;
+    const float* g = dout + row * D;
+    const float m = mean[row], rs = rstd[row];
+    float a1 = 0.0f, a2 = 0.0f;  // Σ dout γ, Σ dout γ xhat
+    for (int i = lane; i < D; i += kWarp) {
+      const float xh = (xr[i] - m) * rs, go = g[i], gg = go * gamma[i];
+      a1 += gg;
+      a2 = fmaf(gg, xh, a2);
+      pg[i] = fmaf(go, xh, pg[i]);
+      pb[i] += go;
+    }
+    a1 = warp_sum(a1) * inv_d;
+    a2 = warp_sum(a2) * inv_d;
+    float* o = dx + row * D;
+    const float* ad = dadd ? dadd + row * D : nullptr;
+    for (int i = lane; i < D; i += kWarp) {
+      const float xh = (xr[i] - m) * rs;
+      const float v = rs * (g[i] * gamma[i] - a1 - xh * a2);
+      o[i] = ad ? v + ad[i] : v;
+    }
+  }
+  __syncthreads();
+  float* out = partial + int64_t(blockIdx.x) * 2 * D;
+  for (int i = int(threadIdx.x); i < 2 * D; i += int(blockDim.x)) {
+    float s = 0.0f;
+    for (int w = 0; w < warps; ++w) s += smem[w * 2 * D + i];
+    out[i] = s;
+  }
+}
+
+// dγ[i] += Σ_b partial[b][0][i]; dβ[i] += Σ_b partial[b][1][i].
+__global__ void __launch_bounds__(kReduceThreads)
+    layernorm_param_grad_kernel(float* dgamma, float* dbeta, const float* partial, int blocks, int D) {
+  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= 2 * D) return;
+  float s = 0.0f;
+  for (int b = 0; b < blocks; ++b) s += partial[int64_t(b) * 2 * D + i];
+  if (i < D) dgamma[i] += s;
+  else dbeta[i - D] += s;
+}
+
+Status layernorm_check(const char* op, const LayerNormDims& d) {
+  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
+  NF_CHECK(d.D >= 1, op, "D must be at least 1");
+  NF_CHECK(d.D <= (int64_t(1) << 30) / kWarp, op, "D is too large");
+  NF_CHECK(d.eps > 0.0f, op, "eps must be positive");
+  return Status::Ok();
+}
+
+// Warps per backward block: as many as fit their [2][D] partials in 48 KiB of shared memory.
+int backward_warps(int64_t D) {
+  const int64_t fit = int64_t(kDefaultSharedLimit) / (2 * D * int64_t(sizeof(float)));
+  return fit >= 8 ? 8 : int(fit);
+}
+
+}  // namespace
+
+Status layernorm_forward(float* out, float* sum, float* mean, float* rstd, const float* x,
+                         const float* residual, const float* gamma, const float* beta, LayerNormDims d) {
+  const char* op = "layernorm_forward";
+  NF_TRY(layernorm_check(op, d));
+  NF_CHECK(!residual || sum, op, "the residual variant needs a `sum` output");
+  if (d.rows == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY(op, launch(layernorm_forward_kernel, dim3(unsigned(ceil_div(d.rows, kRowsPerBlock))),
+                         dim3(kRowsPerBlock * kWarp), 0, s, out, sum, mean, rstd, x, residual, gamma, beta, d.rows,
+                         int(d.D), d.eps));
+  return Status::Ok();
+}
+
+Status layernorm_backward(float* dx, float* dgamma, float* dbeta, const float* dout, const float* dadd,
+                          const float* x, const float* mean, const float* rstd, const float* gamma,
+                          LayerNormDims d) {
+  const char* op = "layernorm_backward";
+  NF_TRY(layernorm_check(op, d));
+  const int warps = backward_warps(d.D);
+  NF_CHECK(warps >= 1, op, "D is too large for the CUDA kernel (at most 6144)");
+  if (d.rows == 0) return Status::Ok();
+  const int D = int(d.D);
+  const int blocks = int(ceil_div(d.rows, warps) < kMaxBackwardBlocks ? ceil_div(d.rows, warps) : kMaxBackwardBlocks);
+  void* partial = nullptr;
+  NF_TRY(workspace(0, sizeof(float) * size_t(blocks) * 2 * size_t(D), &partial));
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY(op, launch(layernorm_backward_kernel, dim3(unsigned(blocks)), dim3(unsigned(warps * kWarp)),
+                         sizeof(float) * size_t(warps) * 2 * size_t(D), s, dx, static_cast<float*>(partial), dout,
+                         dadd, x, mean, rstd, gamma, d.rows, D));
+  NF_CUDA_TRY(op, launch(layernorm_param_grad_kernel, dim3(unsigned(ceil_div(2 * D, kReduceThreads))),
+                         dim3(kReduceThreads), 0, s, dgamma, dbeta, static_cast<const float*>(partial), blocks, D));
+  return Status::Ok();
+}
+
+}  // namespace nf::cuda

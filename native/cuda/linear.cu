@@ -1,0 +1,102 @@
+// Linear layer on the GPU, forward and backward, and the bias gradient (column sums).
+// Math: y = act(x Wᵀ + b); backward dx = dy W, dW += dyᵀ x, db += Σ_rows dy.
+// Layout: x [rows, in], W [out, in] (PyTorch's), b [out], y and dy [rows, out].
+// Dimension key: rows = B*T, in/out = feature widths.
+// The products are gemm calls; the column sums run in two deterministic stages: blocks of 32 x 8
+// threads each sum a 32-column stripe over a chunk of rows (thread row ty takes every 8th row, then
+// the block adds its 8 partials in shared memory), writing one row of partials per chunk; a second
+// kernel adds the chunks' rows in order into db. With a single chunk the first kernel adds to db.
+#include "linear.h"
+
+#include "common.cuh"
+
+namespace nf::cuda {
+
+namespace {
+
+constexpr int kCols = 32, kRowThreads = 8;
+constexpr int kRowsPerChunk = 512;
+constexpr int kMaxChunks = 64;
+
+__global__ void __launch_bounds__(kCols * kRowThreads)
+    column_sum_kernel(float* out, const float* x, int64_t rows, int n, int64_t chunk, bool accumulate) {
+  NF_SHARED(float[kRowThreads][kCols + 1], part);
+  const int tx = int(threadIdx.x), ty = int(threadIdx.y);
+  const int col = int(blockIdx.x) * kCols + tx;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = r0 + chunk < rows ? r0 + chunk : rows;
+  float s = 0.0f;
+  if (col < n)
+    for (int64_t r = r0 + ty; r < r1; r += kRowThreads) s += x[r * n + col];
+  part[ty][tx] = s;
+  __syncthreads();
+  if (ty != 0 || col >= n) return;
+  for (int k = 1; k < kRowThreads; ++k) s += part[k][tx];
+  if (accumulate) out[col] += s;
+  else out[int64_t(blockIdx.y) * n + col] = s;
+}
+
+__global__ void add_chunks_kernel(float* db, const float* partial, int chunks, int n) {
+  const int col = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (col >= n) return;
+  float s = 0.0f;
+  for (int c = 0; c < chunks; ++c) s += partial[int64_t(c) * n + col];
+  db[col] += s;
+}
+
+Status linear_check(const char* op, const LinearDims& d) {
+  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
+  NF_CHECK(d.in >= 1 && d.out >= 1, op, "in and out must be at least 1");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n) {
+  NF_CHECK(rows >= 0 && n >= 0 && n < (int64_t(1) << 31), "bias_grad", "bad dims");
+  if (rows == 0 || n == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  int64_t chunks = ceil_div(rows, kRowsPerChunk);
+  if (chunks > kMaxChunks) chunks = kMaxChunks;
+  const int64_t chunk = ceil_div(rows, chunks);
+  chunks = ceil_div(rows, chunk);
+  const dim3 grid(unsigned(ceil_div(n, kCols)), unsigned(chunks)), block(kCols, kRowThreads);
+  if (chunks == 1) {
+    NF_CUDA_TRY("bias_grad", launch(column_sum_kernel, grid, block, 0, s, db, dy, rows, int(n), chunk, true));
+    return Status::Ok();
+  }
+  void* partial = nullptr;
+  NF_TRY(workspace(1, sizeof(float) * size_t(chunks * n), &partial));
+  NF_CUDA_TRY("bias_grad", launch(column_sum_kernel, grid, block, 0, s, static_cast<float*>(partial), dy, rows,
+                                  int(n), chunk, false));
+  NF_CUDA_TRY("bias_grad", launch(add_chunks_kernel, dim3(unsigned(ceil_div(n, 256))), dim3(256), 0, s, db,
+                                  static_cast<const float*>(partial), int(chunks), int(n)));
+  return Status::Ok();
+}
+
+Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
+                      Act act) {
+  NF_TRY(linear_check("linear_forward", d));
+  if (d.rows == 0) return Status::Ok();
+  GemmDims g;
+  g.M = d.rows, g.N = d.out, g.K = d.in, g.transB = true, g.act = act;
+  return gemm(y, preact, x, W, b, g);
+}
+
+Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
+                       LinearDims d) {
+  NF_TRY(linear_check("linear_backward", d));
+  if (d.rows == 0) return Status::Ok();
+  if (dx) {  // dx [rows, in] = dy [rows, out] W [out, in]
+    GemmDims g;
+    g.M = d.rows, g.N = d.in, g.K = d.out;
+    NF_TRY(gemm(dx, nullptr, dy, W, nullptr, g));
+  }
+  GemmDims g;  // dW [out, in] += dyᵀ x
+  g.M = d.out, g.N = d.in, g.K = d.rows, g.transA = true, g.beta = 1.0f;
+  NF_TRY(gemm(dW, nullptr, dy, x, nullptr, g));
+  if (db) NF_TRY(bias_grad(db, dy, d.rows, d.out));
+  return Status::Ok();
+}
+
+}  // namespace nf::cuda

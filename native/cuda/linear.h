@@ -1,0 +1,29 @@
+// Linear layer on the GPU: y = x Wᵀ + b (W is [out, in]) with an optional fused activation, its
+// backward, and the column sums every row-broadcast bias's gradient needs. Arguments and semantics
+// as native/cpu/linear.h, on device pointers.
+#pragma once
+#include <cstdint>
+
+#include "gemm.h"
+
+namespace nf::cuda {
+
+struct LinearDims {
+  int64_t rows = 0;  // B*T (every leading dimension flattened)
+  int64_t in = 0;    // input features
+  int64_t out = 0;   // output features
+};
+
+// y[rows,out] = act(x[rows,in] W[out,in]ᵀ + b[out]); b optional; preact (optional) receives the
+// value before the activation.
+Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
+                      Act act = Act::none);
+
+// dx[rows,in] = dy W (overwritten; skipped when dx is null); dW += dyᵀ x; db += Σ_rows dy (when db).
+Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
+                       LinearDims d);
+
+// db[n] += Σ_rows dy[row, n] for dy [rows, n] (deterministic: fixed summation order).
+Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n);
+
+}  // namespace nf::cuda

@@ -1,0 +1,26 @@
+// Softmax cross-entropy on the GPU (PyTorch's F.cross_entropy with label smoothing, ignore_index
+// and mean reduction), the loss and its gradient fused: the arguments and semantics the CPU backend
+// uses (nf::cpu::cross_entropy), on device pointers.
+#pragma once
+#include <cstdint>
+
+#include "../core/status.h"
+
+namespace nf::cuda {
+
+struct CrossEntropyDims {
+  int64_t N = 0;                 // rows (B*T flattened), one target each
+  int64_t V = 0;                 // classes (vocabulary size)
+  double label_smoothing = 0.0;  // ε in [0, 1]
+  int32_t ignore_index = -100;   // rows whose target equals this are left out of the mean
+  double grad_scale = 1.0;       // dlogits is multiplied by this (loss scaling, accumulation)
+};
+
+// loss[0] = mean over non-ignored rows i of (1−ε)(−log p_i[t_i]) + ε·mean_c(−log p_i[c]),
+// p_i = softmax(logits[i]); NaN when every row is ignored (as PyTorch). dlogits (optional, [N, V],
+// overwritten) = grad_scale · d loss / d logits; ignored rows get zeros. logits [N, V], targets
+// int32 [N], loss [1], all on the device. Waits for the stream, to report a target outside [0, V)
+// (other than ignore_index) as an error naming its row.
+Status cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets, CrossEntropyDims d);
+
+}  // namespace nf::cuda

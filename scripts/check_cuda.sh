@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Compiles every native/cuda/*.cu with nvcc for sm_80, sm_89 and sm_90 (plus compute_90 PTX), with
+# warnings as errors, and checks ptxas's resource report (-Xptxas -v) against the budgets below:
+# no kernel may spill or use a stack frame, and each kernel's registers and static shared memory
+# must stay within its budget. The report is written to native/cuda/ptxas-report.txt (kept in the
+# repository, so a change in a kernel's resources shows in review). Exits non-zero on any failure.
+#   npm run check:cuda            (nvcc from $NVCC, PATH, $CUDA_PATH/bin or /usr/local/cuda/bin)
+# Dynamic shared memory is sized at launch and checked there (and by the emulator's limits).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# kernel (demangled, no namespace or parameters)   registers   static shared memory (bytes)
+# Budgets sit at or a little over what nvcc 13 gives today; most equal the register cap the kernel's
+# __launch_bounds__ sets for its blocks per SM (e.g. 128 / 85 for the GEMM tiles at 2 / 3 blocks of 256
+# threads, 96 / 128 for attention at 5 / 4 blocks of 128), where going over would mean spilling.
+BUDGETS='
+layernorm_forward_kernel                 48   0
+layernorm_backward_kernel                72   0
+layernorm_param_grad_kernel              40   0
+gemm_kernel<64, 64, 16, 4, 4>            85   17408
+gemm_kernel<128, 128, 8, 8, 8>           128  16896
+gemm_splitk_reduce_kernel                40   0
+column_sum_kernel                        40   1056
+add_chunks_kernel                        40   0
+bias_act_forward_kernel                  40   0
+bias_act_backward_kernel                 40   0
+ce_targets_kernel                        40   128
+ce_row_kernel                            40   128
+ce_mean_kernel                           40   256
+adamw_kernel                             40   0
+attention_forward_kernel<1>              96   0
+attention_forward_kernel<2>              96   0
+attention_forward_kernel<4>              96   0
+attention_weights_kernel                 72   0
+attention_di_kernel                      80   0
+attention_dkdv_kernel<1>                 128  0
+attention_dkdv_kernel<2>                 128  0
+attention_dkdv_kernel<4>                 128  0
+attention_dq_kernel<1>                   96   0
+attention_dq_kernel<2>                   96   0
+attention_dq_kernel<4>                   96   0
+'
+
+NVCC="${NVCC:-$(command -v nvcc || true)}"
+for candidate in "${CUDA_PATH:-}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
+  [ -n "$NVCC" ] || { [ -x "$candidate" ] && NVCC="$candidate"; } || true
+done
+if [ -z "$NVCC" ]; then
+  echo "check_cuda: nvcc not found (set NVCC or CUDA_PATH)" >&2
+  exit 2
+fi
+
+report=native/cuda/ptxas-report.txt
+log="$(mktemp)"
+trap 'rm -f "$log" "$log.o"' EXIT
+start=$(date +%s)
+for cu in native/cuda/*.cu; do
+  "$NVCC" -std=c++17 -O3 --threads 2 \
+    -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 \
+    -gencode arch=compute_90,code='[sm_90,compute_90]' \
+    -Werror all-warnings -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Werror -Xptxas -v \
+    -c "$cu" -o "$log.o" 2>&1 | sed "s|^|$(basename "$cu") |" >>"$log" || {
+    grep -v 'ptxas info' "$log" >&2
+    echo "check_cuda: $cu does not compile cleanly" >&2
+    exit 1
+  }
+done
+
+# One row per (kernel, arch): file kernel arch registers spill-stores spill-loads stack smem.
+rows="$(awk '
+  /Compiling entry function/ { file = $1; split($0, q, "\047"); name = q[2]; arch = q[4]; next }
+  /bytes stack frame/ { stack = $2; ss = $6; sl = $10; next }
+  /Used [0-9]+ registers/ {
+    regs = 0; smem = 0
+    for (i = 2; i <= NF; i++) {
+      if ($i == "Used") regs = $(i + 1)
+      if ($i ~ /^smem/ && $(i - 1) == "bytes") smem = $(i - 2)
+    }
+    print file, name, arch, regs, ss, sl, stack, smem
+  }
+' "$log")"
+demangled="$(while read -r file name rest; do
+  short="$(echo "$name" | c++filt | sed -E 's/^void //; s/^nf::cuda::\(anonymous namespace\):://; s/\(.*$//')"
+  printf '%s\t%s\t%s\n' "$file" "$short" "$rest"
+done <<<"$rows" | sort -t$'\t' -k1,1 -k2,2 -k3,3)"
+
+failures=0
+{
+  echo "# ptxas resource usage of the CUDA backend's kernels (scripts/check_cuda.sh; do not edit)"
+  echo "# $("$NVCC" --version | tail -1)"
+  printf '%-20s %-34s %-6s %5s %6s %6s %6s %7s %s\n' file kernel arch regs spillS spillL stack smem budget
+  while IFS=$'\t' read -r file kernel rest; do
+    read -r arch regs ss sl stack smem <<<"$rest"
+    budget="$(echo "$BUDGETS" | awk -v k="$kernel" '{ name = $0; sub(/[ ]+[0-9]+[ ]+[0-9]+$/, "", name) } name == k { print $(NF-1), $NF }')"
+    verdict="ok"
+    if [ -z "$budget" ]; then
+      verdict="NO BUDGET"
+    else
+      read -r breg bsmem <<<"$budget"
+      [ "$regs" -le "$breg" ] || verdict="OVER: registers > $breg"
+      [ "$smem" -le "$bsmem" ] || verdict="OVER: smem > $bsmem"
+      [ "$ss" -eq 0 ] && [ "$sl" -eq 0 ] && [ "$stack" -eq 0 ] || verdict="SPILLS"
+      verdict="$verdict ($breg regs, $bsmem B)"
+    fi
+    case "$verdict" in ok*) ;; *) failures=$((failures + 1)) ;; esac
+    printf '%-20s %-34s %-6s %5s %6s %6s %6s %7s %s\n' "$file" "$kernel" "$arch" "$regs" "$ss" "$sl" "$stack" "$smem" "$verdict"
+  done <<<"$demangled"
+} >"$report"
+seconds=$(( $(date +%s) - start ))
+if [ "$failures" -gt 0 ]; then
+  grep -vE ' ok \(' "$report" | grep -v '^#' >&2
+  echo "check_cuda: $failures kernel build(s) over budget or spilling; see $report ($seconds s)" >&2
+  exit 1
+fi
+echo "check_cuda: $(grep -c ' ok (' "$report") kernel builds within budget, no spills; wrote $report ($seconds s)"
