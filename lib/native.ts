@@ -16,6 +16,7 @@ import type { LinearOps } from './native/linear';
 import type { LossOps } from './native/loss';
 import type { OptimOps } from './native/optim';
 import type { PatchEmbedOps } from './native/patch_embed';
+import type { PeakOps } from './native/peak';
 
 /**
  * Every op `name` also exists as `nameAsync`: the same validation on the calling thread, the work
@@ -28,7 +29,7 @@ export type WithAsync<T> = T & {
 
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
 export type NativeBinding = CoreOps &
-  WithAsync<LayerNormOps & LinearOps & AttentionOps & FeedForwardOps & PatchEmbedOps & EmbeddingOps & ElementwiseOps & LossOps & OptimOps>;
+  WithAsync<LayerNormOps & LinearOps & AttentionOps & FeedForwardOps & PatchEmbedOps & EmbeddingOps & ElementwiseOps & LossOps & OptimOps & PeakOps>;
 
 function packageRoot(start: string): string {
   let dir = start;
