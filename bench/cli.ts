@@ -32,7 +32,7 @@ export const HELP = `npm run bench -- [options]
 Measures nodeformer against onnxruntime-node (inference) and PyTorch (training) on the same
 weights and inputs, and its kernels (GEMM against OpenBLAS, attention, LayerNorm) per ISA.
 
-  --models a,b     ${MODELS.map((m) => m.id).join(', ')} (default: all but tiny)
+  --models a,b     ${MODELS.map((m) => m.id).join(', ')} (default: all but the tiny ones)
   --modes a,b      infer, train (default: both)
   --kernels a,b    ${KERNEL_FAMILIES.join(', ')}, all or none (default: all)
   --peers a,b      ${PEERS.join(', ')}, all or none (default: all)

@@ -89,7 +89,7 @@ async function gemmSuite(ctx: SuiteContext, peaks: IsaPeak[]): Promise<GemmResul
       openblas = cases.map(() => missing('unavailable', ctx.python.reason ?? 'numpy missing'));
     } else {
       const run = await runScript('blas_gemm_bench.py', ['--shapes', JSON.stringify(cases), '--warmup', String(r.warmup),
-        '--reps', String(r.reps), '--budget', String(r.budget)], { timeoutS: o.timeout, env: pythonEnv(o.threads, ctx.openblas) });
+        '--reps', String(r.reps), '--budget', String(r.budget)], { timeoutS: familyTimeout(o, cases.length), env: pythonEnv(o.threads, ctx.openblas) });
       const unavailable = lastEvent(run, 'unavailable');
       const byIndex = new Map(eventsOf(run, 'case').map((e) => [Number(e.index), e.samples]));
       openblas = cases.map((_, i) => unavailable ? missing('unavailable', String(unavailable.reason))

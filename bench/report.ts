@@ -18,18 +18,21 @@ function table(head: string[], rows: string[][]): string {
   return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
 }
 
-/** Throughput (items per second) of an outcome, or null. */
-function rate(o: Outcome | undefined, items: number): number | null {
-  return o?.status === 'ok' ? items / o.medianSeconds : null;
+/**
+ * Throughput (items per second) of an outcome: exact, or an upper bound for a run that was stopped
+ * at the time limit before finishing (it takes at least `atLeastSeconds`); null when unknown.
+ */
+function rate(o: Outcome | undefined, items: number): { value: number; upper: boolean } | null {
+  if (o?.status === 'ok') return { value: items / o.medianSeconds, upper: false };
+  if (o?.status === 'timeout' && o.atLeastSeconds) return { value: items / o.atLeastSeconds, upper: true };
+  return null;
 }
 
-/** ours ÷ peer throughput; "> x" when the peer timed out before finishing a run. */
+/** ours ÷ peer throughput; "> x" or "< x" when one side only has a bound. */
 function ratio(ours: Outcome, peer: Outcome | undefined, items: number): string {
-  const a = rate(ours, items);
-  if (a == null || !peer) return '—';
-  if (peer.status === 'ok') return `${fmt(a / rate(peer, items)!, 2)}×`;
-  if (peer.status === 'timeout' && peer.atLeastSeconds) return `> ${fmt(a / (items / peer.atLeastSeconds), 2)}×`;
-  return '—';
+  const a = rate(ours, items), b = rate(peer, items);
+  if (!a || !b || (a.upper && b.upper)) return '—';
+  return `${a.upper ? '< ' : b.upper ? '> ' : ''}${fmt(a.value / b.value, 2)}×`;
 }
 
 function cell(o: Outcome | undefined, items: number, unit: string): string {
@@ -46,11 +49,10 @@ export function modelTable(rows: ModelResult[], peak: number): string {
     ['model', 'batch', 'step', 'ours', 'peer', "peer's", 'ours ÷ peer', 'GFLOP/s', '% FMA peak', 'peak RSS ours', 'peak RSS peer'],
     rows.map((r) => {
       const g = r.ours.status === 'ok' ? r.flops / r.ours.medianSeconds / 1e9 : null;
-      const peerRss = r.peer && r.peer.outcome.status === 'ok' ? r.peer.outcome.maxRssKb : r.peer?.outcome.maxRssKb;
       return [r.model, String(r.batch), r.mode === 'infer' ? 'inference' : 'training', cell(r.ours, r.items, r.unit),
         r.peer ? (r.peer.name === 'PyTorch' ? 'PyTorch' : 'onnxruntime') : '—', cell(r.peer?.outcome, r.items, r.unit),
         ratio(r.ours, r.peer?.outcome, r.items), g == null ? '—' : fmt(g), pct(g, peak),
-        r.ours.status === 'ok' ? mb(r.ours.maxRssKb) : '—', mb(peerRss)];
+        mb(r.ours.maxRssKb), mb(r.peer?.outcome.maxRssKb)];
     }));
 }
 

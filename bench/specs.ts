@@ -46,10 +46,12 @@ export const MODELS: readonly ModelSpec[] = [
     arch: { kind: 'seq2seq', vocab: 8000, maxLen: 64, dModel: 512, numHeads: 8, dFF: 2048, depth: 6, srcLen: 64, tgtLen: 64 } },
   { id: 'tiny', title: 'ViT 16×16/4, D32, depth 1 (smoke test)', batch: 4,
     arch: vit({ imgSize: 16, patchSize: 4, numClasses: 10, dModel: 32, numHeads: 2, dFF: 64, depth: 1 }) },
+  { id: 'tiny-s2s', title: 'Transformer D32, 1+1, V50 (smoke test)', batch: 2,
+    arch: { kind: 'seq2seq', vocab: 50, maxLen: 8, dModel: 32, numHeads: 2, dFF: 64, depth: 1, srcLen: 8, tgtLen: 6 } },
 ];
 
-/** The models of a default run (every one but `tiny`). */
-export const DEFAULT_MODELS = MODELS.filter((m) => m.id !== 'tiny').map((m) => m.id);
+/** The models of a default run (all but the smoke tests' tiny ones). */
+export const DEFAULT_MODELS = MODELS.filter((m) => !m.id.startsWith('tiny')).map((m) => m.id);
 
 /** Images per step for a ViT; source plus target tokens per step for the Transformer. */
 export function itemsPerStep(spec: ModelSpec): number {

@@ -19,15 +19,18 @@ function emit(event: string, fields: Record<string, unknown> = {}): void {
 const maxRssKb = () => process.resourceUsage().maxRSS;
 const onRun = (seconds: number, warmup: boolean) => emit('sample', { seconds, warmup });
 
+/** Sets the threads and ISA; `ready` follows when the measurement's setup is done (a time-out's lower bound counts from it). */
 function setup(threads: number, isa?: string): void {
   native.setNumThreads(threads);
   if (isa) native.setIsa(isa as Isa);
-  emit('ready', { threads: native.numThreads(), isa: native.isaInfo().active });
 }
+
+const ready = () => emit('ready', { threads: native.numThreads(), isa: native.isaInfo().active });
 
 async function ours(q: OursRequest): Promise<void> {
   setup(q.threads);
   const model = loadModel(q.spec.arch, q.weightsPath), x = loadInputs(q.inputsPath);
+  ready();
   if (q.mode === 'infer') {
     const step = inferenceStep(model, x), kept: { logits: Float32Array } = { logits: new Float32Array(0) };
     await repeat(() => {
@@ -78,13 +81,16 @@ async function main(q: WorkerRequest): Promise<void> {
     }
     case 'gemm':
       setup(q.threads, q.isa);
+      ready();
       for (const [index, c] of q.cases.entries()) emit('case', { index, samples: await gemmSamples(c, q.repeat) });
       return emit('result', { maxRssKb: maxRssKb() });
     case 'attention':
       setup(q.threads, q.isa);
+      ready();
       return emit('result', { ...(await attentionFigures(q.shape, q.repeat)), maxRssKb: maxRssKb() });
     case 'layernorm':
       setup(q.threads, q.isa);
+      ready();
       for (const [index, c] of q.cases.entries()) emit('case', { index, ...(await layernormSamples(c, q.repeat)) });
       return emit('result', { maxRssKb: maxRssKb() });
   }
