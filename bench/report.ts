@@ -9,6 +9,8 @@ import { attentionForwardFlops, gemmFlops } from './flops';
 import type { AttentionResult, GemmResult, IsaPeak, LayerNormResult, ModelResult, Outcome, Results } from './results';
 
 const fmt = (x: number, digits = 1) => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+/** Three significant digits below 100 (0.0412, 5.53, 48.3), whole numbers above. */
+const sig = (x: number) => (x >= 100 ? fmt(x, 0) : x.toPrecision(3));
 const mb = (kb: number | null | undefined) => (kb == null ? '—' : `${fmt(kb / 1024, 0)} MB`);
 const bytes = (b: number | null) => (b == null ? '—' : b >= 2 ** 30 ? `${fmt(b / 2 ** 30, 2)} GiB` : `${fmt(b / 2 ** 20, 1)} MiB`);
 
@@ -32,13 +34,13 @@ function rate(o: Outcome | undefined, items: number): { value: number; upper: bo
 function ratio(ours: Outcome, peer: Outcome | undefined, items: number): string {
   const a = rate(ours, items), b = rate(peer, items);
   if (!a || !b || (a.upper && b.upper)) return '—';
-  return `${a.upper ? '< ' : b.upper ? '> ' : ''}${fmt(a.value / b.value, 2)}×`;
+  return `${a.upper ? '< ' : b.upper ? '> ' : ''}${sig(a.value / b.value)}×`;
 }
 
 function cell(o: Outcome | undefined, items: number, unit: string): string {
   if (!o) return '—';
-  if (o.status === 'ok') return `${fmt(items / o.medianSeconds, items / o.medianSeconds < 100 ? 1 : 0)} ${unit}${o.note ? ' *' : ''}`;
-  if (o.status === 'timeout' && o.atLeastSeconds) return `< ${fmt(items / o.atLeastSeconds, 2)} ${unit}`;
+  if (o.status === 'ok') return `${sig(items / o.medianSeconds)} ${unit}${o.note ? ' *' : ''}`;
+  if (o.status === 'timeout' && o.atLeastSeconds) return `< ${sig(items / o.atLeastSeconds)} ${unit}`;
   return o.status;
 }
 
@@ -48,10 +50,10 @@ export function modelTable(rows: ModelResult[], peak: number): string {
   return table(
     ['model', 'batch', 'step', 'ours', 'peer', "peer's", 'ours ÷ peer', 'GFLOP/s', '% FMA peak', 'peak RSS ours', 'peak RSS peer'],
     rows.map((r) => {
-      const g = r.ours.status === 'ok' ? r.flops / r.ours.medianSeconds / 1e9 : null;
+      const g = rate(r.ours, r.flops / 1e9), bound = g?.upper ? '< ' : '';
       return [r.model, String(r.batch), r.mode === 'infer' ? 'inference' : 'training', cell(r.ours, r.items, r.unit),
         r.peer ? (r.peer.name === 'PyTorch' ? 'PyTorch' : 'onnxruntime') : '—', cell(r.peer?.outcome, r.items, r.unit),
-        ratio(r.ours, r.peer?.outcome, r.items), g == null ? '—' : fmt(g), pct(g, peak),
+        ratio(r.ours, r.peer?.outcome, r.items), g ? `${bound}${sig(g.value)}` : '—', g ? `${bound}${pct(g.value, peak)}` : '—',
         mb(r.ours.maxRssKb), mb(r.peer?.outcome.maxRssKb)];
     }));
 }
@@ -84,7 +86,7 @@ export function gemmTable(rows: GemmResult[], peaks: IsaPeak[]): string {
       const flops = gemmFlops(r.M, r.N, r.K), g = gflopsOf(r.ours, flops), b = gflopsOf(r.openblas, flops);
       const peak = peaks.find((p) => p.isa === r.isa)?.gflops ?? 0;
       return [r.label, `${r.M}×${r.N}×${r.K}${r.transB ? ' (Bᵀ)' : ''}`, r.isa, ms(r.ours), g == null ? '—' : fmt(g), pct(g, peak),
-        b == null ? (r.openblas && r.openblas.status !== 'unavailable' ? r.openblas.status : '—') : fmt(b), g != null && b != null ? `${fmt(g / b, 2)}×` : '—'];
+        b == null ? (r.openblas && r.openblas.status !== 'unavailable' ? r.openblas.status : '—') : fmt(b), g != null && b != null ? `${sig(g / b)}×` : '—'];
     }));
 }
 
