@@ -8,13 +8,14 @@ import { execFileSync } from 'node:child_process';
 
 import { describe, expect, it } from 'vitest';
 
-import { AdamW, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../lib';
+import { AdamW, native, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../lib';
 import { bundle, bundleEnv } from './support/bundle';
 
 describe('leaks', () => {
   it('steps free the previous activations and dispose() frees the rest, without the GC', async () => {
-    // process.memoryUsage().external counts native allocations (the addon reports them to V8).
-    const external = () => process.memoryUsage().external;
+    // The addon's own count of live native buffers: exactly what explicit frees return, whatever
+    // the GC has or has not collected yet of the JS heap.
+    const external = () => native.allocatedBytes();
     const start = external();
     const m = new ViTClassifier({ imgSize: 16, patchSize: 4, inChannels: 1, numClasses: 4, dModel: 64, numHeads: 4, dFF: 256, depth: 2 });
     const opt = new AdamW(m.parameters());

@@ -14,4 +14,6 @@ export interface CoreOps {
   allocate(byteLength: number): ArrayBuffer;
   /** Frees a buffer from `allocate` now (detaching it); later releases are no-ops. */
   release(buffer: ArrayBuffer): void;
+  /** Bytes of `allocate` buffers not yet freed (tensors, parameters, optimizer state), in every context. */
+  allocatedBytes(): number;
 }

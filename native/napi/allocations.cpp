@@ -24,12 +24,14 @@ namespace {
 
 std::mutex registry_mutex;
 std::unordered_map<void*, Allocation*> live;  // allocations JS has not released, by data pointer
+int64_t live_bytes = 0;                        // bytes allocated and not yet freed (registry_mutex)
 
 // Returns the memory (once); callers hold registry_mutex.
 void free_memory(Napi::Env env, Allocation* a) {
   if (a->freed) return;
   Napi::MemoryManagement::AdjustExternalMemory(env, -static_cast<int64_t>(a->bytes));
   aligned_free(a->data);
+  live_bytes -= static_cast<int64_t>(a->bytes);
   a->freed = true;
 }
 
@@ -56,6 +58,7 @@ Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(registry_mutex);
     live[p] = a;
+    live_bytes += static_cast<int64_t>(bytes);
   }
   return Napi::ArrayBuffer::New(env, p, bytes, finalize, a);
 }
@@ -98,6 +101,11 @@ void unpin(Napi::Env env, std::vector<Allocation*>& pinned) {
     if (a->collected) delete a;
   }
   pinned.clear();
+}
+
+int64_t allocated_bytes() {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  return live_bytes;
 }
 
 }  // namespace nf::napi

@@ -19,6 +19,9 @@ struct Allocation;
 // Throws ERR_NF_OUT_OF_MEMORY when the allocation fails.
 Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes);
 
+// Bytes of native buffers made by allocate_buffer and not yet freed (in every context).
+int64_t allocated_bytes();
+
 // Detaches `buffer` and frees its memory now, or when the async ops pinning it settle.
 // A buffer not made by allocate_buffer is only detached.
 void release_buffer(Napi::Env env, Napi::ArrayBuffer buffer);

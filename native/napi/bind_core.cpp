@@ -78,6 +78,11 @@ NF_REGISTER_OPS(core) {
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
   exports.Set("allocate", Napi::Function::New(env, Allocate, "allocate"));
   exports.Set("release", Napi::Function::New(env, Release, "release"));
+  exports.Set("allocatedBytes", Napi::Function::New(
+                                    env, [](const Napi::CallbackInfo& info) -> Napi::Value {
+                                      return Napi::Number::New(info.Env(), static_cast<double>(allocated_bytes()));
+                                    },
+                                    "allocatedBytes"));
 }
 
 }  // namespace nf::napi
