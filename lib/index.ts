@@ -49,4 +49,6 @@ export {
   loadCheckpoint, loadCheckpointAsync, parseCheckpoint, resume, resumeAsync, saveCheckpoint, saveCheckpointAsync,
 } from './checkpoint';
 export type { Checkpoint, CheckpointState, RandomState, ResumeResult, ResumeTarget } from './checkpoint';
+export { loadModel, saveModel } from './persist';
+export type { ConfiguredModule, ModelClass } from './persist';
 export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert';

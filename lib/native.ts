@@ -24,6 +24,7 @@ import type { LinearOps } from './native/linear';
 import type { LossOps } from './native/loss';
 import type { OptimOps } from './native/optim';
 import type { PatchEmbedOps } from './native/patch_embed';
+import type { PeakOps } from './native/peak';
 
 /**
  * Every op `name` also exists as `nameAsync`: the same validation on the calling thread, the work
@@ -36,9 +37,10 @@ export type WithAsync<T> = T & {
 
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
 export type NativeBinding = CoreOps &
-  WithAsync<LayerNormOps & LinearOps & AttentionOps & FeedForwardOps & PatchEmbedOps & EmbeddingOps & ElementwiseOps & LossOps & OptimOps & FiniteOps>;
+  WithAsync<LayerNormOps & LinearOps & AttentionOps & FeedForwardOps & PatchEmbedOps & EmbeddingOps & ElementwiseOps & LossOps & OptimOps & FiniteOps & PeakOps>;
 
-function packageRoot(start: string): string {
+/** The folder of nodeformer's package.json at or above `start`. */
+export function packageRoot(start: string): string {
   let dir = start;
   for (;;) {
     const pkg = path.join(dir, 'package.json');

@@ -218,9 +218,14 @@ export async function readFileAsync(path: string): Promise<Uint8Array> {
   }
 }
 
+/** Reads and validates a safetensors file: its raw entries and metadata. */
+export function readSafetensors(path: string): ParsedSafetensors {
+  return parseSafetensors(readFile(path));
+}
+
 /** The metadata strings of a safetensors file (its "__metadata__"). */
 export function readSafetensorsMetadata(path: string): Record<string, string> {
-  return parseSafetensors(readFile(path)).metadata;
+  return readSafetensors(path).metadata;
 }
 
 /** Converts parsed entries to tensors: floats to float32, integers to int32, U8/BOOL to bool. */
@@ -240,7 +245,7 @@ export function entriesToTensors(entries: Record<string, RawEntry>): Record<stri
 
 /** Loads every tensor of a safetensors file (F64/F16/BF16 become float32, I64 becomes int32). */
 export function loadSafetensors(path: string): Record<string, Tensor> {
-  return entriesToTensors(parseSafetensors(readFile(path)).entries);
+  return entriesToTensors(readSafetensors(path).entries);
 }
 
 /** loadSafetensors with the file read off the main thread (fs.promises); parsing runs when the bytes are in. */

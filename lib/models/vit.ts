@@ -8,6 +8,7 @@ import { Linear } from '../layers/linear';
 import { PatchEmbedding } from '../layers/patch_embedding';
 import { requireSaved, Module, Parameter } from '../module';
 import { op, type Program } from '../program';
+import { loadModel } from '../persist';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
@@ -146,12 +147,19 @@ export interface ViTClassifierConfig extends ViTConfig {
 
 /** ViT classifier: logits = head(norm(encoder(images))[:, 0]); parameters as ViTEncoder plus head.* [classes, D]. */
 export class ViTClassifier extends ViTEncoder {
+  declare readonly config: ViTEncoder['config'] & { numClasses: number };
   readonly numClasses: number;
   readonly head: Linear;
+
+  /** Restores a classifier saved with saveModel (config from the file's metadata, strict state dict). */
+  static load(path: string): ViTClassifier {
+    return loadModel(path, ViTClassifier);
+  }
 
   constructor(config: ViTClassifierConfig = {}) {
     super(config);
     this.numClasses = positiveInt('config.numClasses', config.numClasses ?? 10);
+    this.config = { ...this.config, numClasses: this.numClasses };
     this.head = this.addModule('head', new Linear({ inFeatures: this.config.dModel, outFeatures: this.numClasses,
       seed: new Random(this.config.seed + 1).seed() }));
   }

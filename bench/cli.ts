@@ -1,0 +1,102 @@
+/** The harness's command line: `npm run bench -- [options]` (see HELP). */
+import { parseArgs } from 'node:util';
+
+import { DEFAULT_MODELS, MODELS } from './specs';
+
+export const KERNEL_FAMILIES = ['gemm', 'attention', 'layernorm'] as const;
+export type KernelFamily = (typeof KERNEL_FAMILIES)[number];
+export const PEERS = ['ort', 'torch', 'openblas'] as const;
+export type Peer = (typeof PEERS)[number];
+
+export interface Options {
+  models: string[];
+  modes: ('infer' | 'train')[];
+  kernels: KernelFamily[];
+  peers: Peer[];
+  /** Override every model's batch size. */
+  batch: number | null;
+  threads: number;
+  warmup: number;
+  reps: number;
+  /** Seconds of timed runs after which a measurement stops (it always gets one). */
+  budget: number;
+  /** Wall-clock limit of one measurement process (ours or a peer's) and of the ONNX export. */
+  timeout: number;
+  quick: boolean;
+  out: string;
+  cacheDir: string;
+}
+
+export const HELP = `npm run bench -- [options]
+
+Measures nodeformer against onnxruntime-node (inference) and PyTorch (training) on the same
+weights and inputs, and its kernels (GEMM against OpenBLAS, attention, LayerNorm) per ISA.
+
+  --models a,b     ${MODELS.map((m) => m.id).join(', ')} (default: all but the tiny ones)
+  --modes a,b      infer, train (default: both)
+  --kernels a,b    ${KERNEL_FAMILIES.join(', ')}, all or none (default: all)
+  --peers a,b      ${PEERS.join(', ')}, all or none (default: all)
+  --batch N        override every model's batch size
+  --threads N      threads for us and every peer (default 2)
+  --warmup N       untimed runs before timing (default 1)
+  --reps N         timed runs per measurement, at most (default 5)
+  --budget S       stop a measurement after S seconds of timed runs, keeping at least one (default 15)
+  --timeout S      wall-clock limit of one measurement process (ours or a peer's); one stopped
+                   there reports the runs it finished, or a lower bound on its run time (default 120)
+  --quick          a CI-sized run: seed-cifar at batch 16 (unless --models is given), kernels at
+                   small sizes, 2 timed runs, about a minute (explicit options still apply)
+  --out FILE       the JSON results (default bench/results/<date>.json)
+  --cache-dir DIR  weights, inputs and ONNX exports, reused across runs (default bench/.cache)
+  --help
+
+Environment: NF_BENCH_PYTHON (default /usr/bin/python3), NF_BENCH_OPENBLAS (an OpenBLAS .so to
+preload into the Python peers; default: found through ldconfig), NF_TORCH_REFERENCE.`;
+
+function list<T extends string>(name: string, value: string, allowed: readonly T[], all: readonly T[] = allowed): T[] {
+  if (value === 'all') return [...all];
+  if (value === 'none') return [];
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items)
+    if (!allowed.includes(item as T)) throw new Error(`Expected one of ${allowed.join(', ')} for --${name} but received ${item}`);
+  return items as T[];
+}
+
+function number(name: string, value: string | undefined, fallback: number, min: number, integer = true): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n)))
+    throw new Error(`Expected ${integer ? 'an integer' : 'a number'} >= ${min} for --${name} but received ${value}`);
+  return n;
+}
+
+/** Parses argv (without node and the script); throws with a clear message on a bad option. */
+export function parseOptions(argv: readonly string[]): Options | 'help' {
+  const { values: v } = parseArgs({
+    args: [...argv], strict: true, allowPositionals: false,
+    options: {
+      models: { type: 'string' }, modes: { type: 'string' }, kernels: { type: 'string' }, peers: { type: 'string' },
+      batch: { type: 'string' }, threads: { type: 'string' }, warmup: { type: 'string' }, reps: { type: 'string' },
+      budget: { type: 'string' }, timeout: { type: 'string' }, quick: { type: 'boolean' },
+      out: { type: 'string' }, 'cache-dir': { type: 'string' }, help: { type: 'boolean' },
+    },
+  });
+  if (v.help) return 'help';
+  const quick = v.quick ?? false;
+  const ids = MODELS.map((m) => m.id);
+  const date = new Date().toISOString().replace(/:/g, '-').replace(/\..*/, '');
+  return {
+    models: list('models', v.models ?? (quick ? 'seed-cifar' : DEFAULT_MODELS.join(',')), ids, DEFAULT_MODELS),
+    modes: list('modes', v.modes ?? 'all', ['infer', 'train'] as const),
+    kernels: list('kernels', v.kernels ?? 'all', KERNEL_FAMILIES),
+    peers: list('peers', v.peers ?? 'all', PEERS),
+    batch: v.batch === undefined ? (quick && v.models === undefined ? 16 : null) : number('batch', v.batch, 1, 1),
+    threads: number('threads', v.threads, 2, 1),
+    warmup: number('warmup', v.warmup, 1, 0),
+    reps: number('reps', v.reps, quick ? 2 : 5, 1),
+    budget: number('budget', v.budget, quick ? 2 : 15, 0, false),
+    timeout: number('timeout', v.timeout, quick ? 60 : 120, 1, false),
+    quick,
+    out: v.out ?? `bench/results/${date}.json`,
+    cacheDir: v['cache-dir'] ?? 'bench/.cache',
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * What a measurement yields (an Outcome) and the shape of the results the harness prints and
+ * writes as JSON.
+ */
+import { eventsOf, failureReason, lastEvent, type ChildResult } from './child';
+import { median } from './sampling';
+
+export interface Measured {
+  status: 'ok';
+  /** Seconds of each timed run. */
+  samples: number[];
+  medianSeconds: number;
+  /** Peak resident set of the measuring process, kB (null when unknown). */
+  maxRssKb: number | null;
+  /** e.g. stopped at the time limit after n runs. */
+  note?: string;
+}
+
+export interface Missing {
+  /** skipped: not run by design (a slow ISA variant on a large case). */
+  status: 'unavailable' | 'failed' | 'timeout' | 'skipped';
+  reason: string;
+  /** A timed-out peer that finished no run: its run takes at least this long. */
+  atLeastSeconds?: number;
+  maxRssKb?: number | null;
+}
+
+export type Outcome = Measured | Missing;
+
+export const missing = (status: Missing['status'], reason: string): Missing => ({ status, reason });
+
+/** The Outcome of a child that reported `sample` events (ours, onnxruntime, PyTorch). */
+export function outcomeOf(r: ChildResult): Outcome {
+  const unavailable = lastEvent(r, 'unavailable');
+  if (unavailable) return missing('unavailable', String(unavailable.reason));
+  const runs = eventsOf(r, 'sample');
+  const timed = runs.filter((e) => !e.warmup).map((e) => Number(e.seconds));
+  const rss = lastEvent(r, 'result')?.maxRssKb;
+  const maxRssKb = typeof rss === 'number' ? rss : r.killedAtRssKb;
+  const ok = (samples: number[], note?: string): Measured =>
+    ({ status: 'ok', samples, medianSeconds: median(samples), maxRssKb, ...(note ? { note } : {}) });
+  if (r.timedOut) {
+    if (timed.length) return ok(timed, `stopped at the time limit after ${timed.length} timed run(s)`);
+    if (runs.length) return ok(runs.map((e) => Number(e.seconds)), 'stopped at the time limit: warm-up run only');
+    const ready = lastEvent(r, 'ready');
+    const atLeastSeconds = ready ? r.seconds - Number(ready.at) : undefined;
+    return { status: 'timeout', reason: failureReason(r), ...(atLeastSeconds ? { atLeastSeconds } : {}), maxRssKb };
+  }
+  if (r.exitCode !== 0 || !timed.length) return missing('failed', failureReason(r));
+  return ok(timed);
+}
+
+export interface PeerInfo {
+  name: 'onnxruntime-node' | 'PyTorch';
+  /** Version and what it ran on (e.g. the BLAS library). */
+  detail: string;
+}
+
+export interface ModelResult {
+  model: string;
+  title: string;
+  batch: number;
+  mode: 'infer' | 'train';
+  unit: 'img/s' | 'tok/s';
+  /** Images or tokens per step. */
+  items: number;
+  /** Analytic FLOPs of one step (flops.ts). */
+  flops: number;
+  ours: Outcome;
+  peer: (PeerInfo & { outcome: Outcome }) | null;
+  /** Checks that the peer ran the same model: logits (inference) or first-step loss (training). */
+  agreement: { maxAbsDiff?: number; maxAbs?: number; oursLoss?: number; peerLoss?: number } | null;
+}
+
+export interface IsaPeak {
+  isa: string;
+  gflops: number;
+  threads: number;
+}
+
+export interface GemmResult {
+  label: string; M: number; N: number; K: number; transB: boolean;
+  isa: string;
+  ours: Outcome;
+  openblas: Outcome | null;
+}
+
+export interface AttentionResult {
+  B: number; T: number; D: number; H: number;
+  isa: string;
+  forward: Outcome;
+  backward: Outcome;
+  /** Bytes saved for backward (O(T)), and what one naive T×T weights tensor [B, H, T, T] would take. */
+  savedBytes: number | null;
+  naiveWeightsBytes: number;
+  extraPeakRssKb: number | null;
+}
+
+export interface LayerNormResult {
+  label: string; rows: number; D: number;
+  isa: string;
+  forward: Outcome;
+  backward: Outcome;
+}
+
+export interface Results {
+  date: string;
+  machine: Record<string, unknown>;
+  options: Record<string, unknown>;
+  peaks: IsaPeak[];
+  peers: Record<string, string>;
+  models: ModelResult[];
+  kernels: { gemm: GemmResult[]; attention: AttentionResult[]; layernorm: LayerNormResult[] };
+}

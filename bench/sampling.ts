@@ -1,0 +1,34 @@
+/** Timing inside a measurement process, and the statistics the report uses. */
+import type { Repeat } from './protocol';
+
+/** Seconds since an arbitrary origin (monotonic). */
+export function now(): number {
+  return Number(process.hrtime.bigint()) / 1e9;
+}
+
+/**
+ * Runs `fn` `warmup` times untimed, then timed until `reps` timed runs or `budget` seconds of them
+ * (always at least one). Reports each run to `onRun` as it ends; returns the timed runs' seconds.
+ */
+export async function repeat(fn: () => unknown, r: Repeat, onRun?: (seconds: number, warmup: boolean) => void): Promise<number[]> {
+  const timed: number[] = [];
+  let spent = 0;
+  for (let i = 0; timed.length < r.reps && (timed.length === 0 || spent < r.budget); i++) {
+    const t0 = now();
+    await fn();
+    const s = now() - t0;
+    const warmup = i < r.warmup;
+    onRun?.(s, warmup);
+    if (!warmup) {
+      timed.push(s);
+      spent += s;
+    }
+  }
+  return timed;
+}
+
+/** The median of a non-empty list. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}

@@ -1,0 +1,102 @@
+/**
+ * One measurement in a fresh process (started by child.ts runWorker): reads the request from
+ * argv[2], answers in JSON lines on stdout (protocol.ts). Nothing else may print to stdout here.
+ */
+import * as fs from 'node:fs';
+
+import { native } from '../lib';
+import type { Isa } from '../lib';
+import { attentionFigures, gemmSamples, layernormSamples } from './kernels';
+import { compareLogits, loadOrt, ortSession } from './ort';
+import type { OrtRequest, OursRequest, WorkerRequest } from './protocol';
+import { repeat } from './sampling';
+import { inferenceStep, loadInputs, loadModel, prepare, trainingStep } from './workloads';
+
+function emit(event: string, fields: Record<string, unknown> = {}): void {
+  process.stdout.write(`${JSON.stringify({ event, ...fields })}\n`);
+}
+
+const maxRssKb = () => process.resourceUsage().maxRSS;
+const onRun = (seconds: number, warmup: boolean) => emit('sample', { seconds, warmup });
+
+/** Sets the threads and ISA; `ready` follows when the measurement's setup is done (a time-out's lower bound counts from it). */
+function setup(threads: number, isa?: string): void {
+  native.setNumThreads(threads);
+  if (isa) native.setIsa(isa as Isa);
+}
+
+const ready = () => emit('ready', { threads: native.numThreads(), isa: native.isaInfo().active });
+
+async function ours(q: OursRequest): Promise<void> {
+  setup(q.threads);
+  const model = loadModel(q.spec.arch, q.weightsPath), x = loadInputs(q.inputsPath);
+  ready();
+  if (q.mode === 'infer') {
+    const step = inferenceStep(model, x), kept: { logits: Float32Array } = { logits: new Float32Array(0) };
+    await repeat(() => {
+      const logits = step();
+      kept.logits = logits.toArray();
+      logits.dispose();
+    }, q.repeat, onRun);
+    if (q.logitsPath) fs.writeFileSync(q.logitsPath, new Uint8Array(kept.logits.buffer));
+    emit('result', { maxRssKb: maxRssKb() });
+  } else {
+    const step = trainingStep(model, x), losses: number[] = [];
+    await repeat(() => losses.push(step()), q.repeat, onRun);
+    emit('result', { maxRssKb: maxRssKb(), firstLoss: losses[0] });
+  }
+}
+
+async function ort(q: OrtRequest): Promise<void> {
+  const loaded = loadOrt();
+  if ('reason' in loaded) return emit('unavailable', { reason: loaded.reason });
+  const session = await ortSession(loaded.ort, q.arch, q.onnxPath, q.inputsPath, q.threads);
+  emit('ready', { threads: q.threads, version: session.version });
+  const kept: { logits: Float32Array } = { logits: new Float32Array(0) };
+  await repeat(async () => {
+    kept.logits = await session.run();
+  }, q.repeat, onRun);
+  const agreement = q.logitsPath ? compareLogits(q.logitsPath, kept.logits) : null;
+  emit('result', { maxRssKb: maxRssKb(), agreement });
+}
+
+async function main(q: WorkerRequest): Promise<void> {
+  switch (q.task) {
+    case 'prepare':
+      prepare(q.spec, q.weightsPath, q.inputsPath);
+      return emit('result', { maxRssKb: maxRssKb() });
+    case 'ours':
+      return ours(q);
+    case 'ort':
+      return ort(q);
+    case 'peak': {
+      native.setNumThreads(q.threads);
+      const peaks = native.isaInfo().available.map((isa) => {
+        native.setIsa(isa);
+        const out = new Float64Array(3);
+        native.fmaPeak({ minSeconds: q.minSeconds, out });
+        return { isa, gflops: out[0] / out[1] / 1e9, threads: out[2] };
+      });
+      return emit('result', { peaks });
+    }
+    case 'gemm':
+      setup(q.threads, q.isa);
+      ready();
+      for (const [index, c] of q.cases.entries()) emit('case', { index, samples: await gemmSamples(c, q.repeat) });
+      return emit('result', { maxRssKb: maxRssKb() });
+    case 'attention':
+      setup(q.threads, q.isa);
+      ready();
+      return emit('result', { ...(await attentionFigures(q.shape, q.repeat)), maxRssKb: maxRssKb() });
+    case 'layernorm':
+      setup(q.threads, q.isa);
+      ready();
+      for (const [index, c] of q.cases.entries()) emit('case', { index, ...(await layernormSamples(c, q.repeat)) });
+      return emit('result', { maxRssKb: maxRssKb() });
+  }
+}
+
+main(JSON.parse(process.argv[2] ?? '{}') as WorkerRequest).catch((e: Error) => {
+  emit('error', { message: `${e.message}`.split('\n')[0] });
+  process.exitCode = 1;
+});

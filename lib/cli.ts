@@ -1,0 +1,165 @@
+#!/usr/bin/env node
+/**
+ * The `nodeformer` command: train (the demo), eval and predict with a checkpoint, bench.
+ * Usage errors (unknown flags, bad values, missing files) print a message and exit with 2.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+
+import { NodeformerError } from './errors';
+import { ViTClassifier } from './models/vit';
+import { native, packageRoot } from './native';
+import { argmaxRows, checkDigitClassifier, evaluate } from './cli/classify';
+import { readDigitPng } from './cli/images';
+import { DIGIT_PIXELS, imageBatch, loadMnist } from './cli/mnist';
+import { TRAIN_DEFAULTS, trainDemo } from './cli/train';
+import { USAGE_EXIT, UsageError } from './cli/usage';
+
+const DEFAULT_MODEL = path.join(TRAIN_DEFAULTS.out, 'model.safetensors');
+
+function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`Expected an integer in [${min}, ${max}].`);
+    return n;
+  };
+}
+
+function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('Expected a positive number.');
+  return n;
+}
+
+/** Flags that every computing subcommand takes: threads and device. */
+function withRuntime(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--threads <n>', 'kernel threads (0 = one per core)').argParser(integer(0, 256)).default(0))
+    .addOption(new Option('--device <device>', 'where to run').choices(['cpu', 'cuda']).default('cpu'));
+}
+
+/** Applies --threads and --device. */
+function setupRuntime(o: { threads: number; device: string }): void {
+  if (o.device === 'cuda')
+    throw new UsageError('This nodeformer package was built without CUDA, so --device cuda is not available; use --device cpu.');
+  native.setNumThreads(o.threads);
+}
+
+function loadClassifier(file: string): ViTClassifier {
+  if (!fs.existsSync(file))
+    throw new UsageError(`Cannot read the checkpoint ${file}: no such file (train one with \`nodeformer train\`, or pass --model)`);
+  let model: ViTClassifier;
+  try {
+    model = ViTClassifier.load(file);
+  } catch (e) {
+    if (e instanceof NodeformerError) throw new UsageError(`Cannot load the checkpoint ${file}: ${e.message}`);
+    throw e;
+  }
+  checkDigitClassifier(model, file);
+  return model;
+}
+
+/** Where a run's output goes (tests capture it) and the exit status an action sets. */
+interface Io {
+  out: (line: string) => void;
+  status: number;
+}
+
+/** Builds the program. */
+function program(io: Io): Command {
+  const out = io.out;
+  const prog = new Command('nodeformer')
+    .description('Transformer engine for Node.js: train a ViT on MNIST digits, evaluate it, classify PNG digits.')
+    .exitOverride()
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
+
+  withRuntime(prog.command('train')
+    .description('train the demo ViT on MNIST (8,000 train / 2,000 test digits) and write model.safetensors and pictures')
+    .addOption(new Option('--epochs <n>', 'training epochs').argParser(integer(1, 10000)).default(TRAIN_DEFAULTS.epochs))
+    .addOption(new Option('--batch-size <n>', 'images per step').argParser(integer(1, 8000)).default(TRAIN_DEFAULTS.batchSize))
+    .addOption(new Option('--lr <rate>', 'peak learning rate (cosine schedule with warmup)').argParser(positiveNumber).default(TRAIN_DEFAULTS.lr))
+    .addOption(new Option('--seed <n>', 'seed of initialisation, batch order and augmentation').argParser(integer(0)).default(TRAIN_DEFAULTS.seed))
+    .addOption(new Option('--train-size <n>', 'training digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.trainSize))
+    .addOption(new Option('--test-size <n>', 'test digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.testSize))
+    .addOption(new Option('--out <dir>', 'output folder').default(TRAIN_DEFAULTS.out)))
+    .action(async (o) => {
+      setupRuntime(o);
+      if (o.trainSize + o.testSize > 10000)
+        throw new UsageError(`Expected --train-size + --test-size of at most 10000 (the digits of the mnist package) but received ${o.trainSize + o.testSize}`);
+      await trainDemo({ ...o, progress: Boolean(process.stderr.isTTY), log: out });
+    });
+
+  withRuntime(prog.command('eval')
+    .description('evaluate a checkpoint on the MNIST test split')
+    .addOption(new Option('--model <file>', 'checkpoint written by train').default(DEFAULT_MODEL))
+    .addOption(new Option('--test-size <n>', 'test digits (the last ones of the fixed split)').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.testSize))
+    .addOption(new Option('--batch-size <n>', 'images per forward').argParser(integer(1, 10000)).default(250)))
+    .action((o) => {
+      setupRuntime(o);
+      const model = loadClassifier(o.model);
+      const { test } = loadMnist({ trainSize: 1, testSize: o.testSize });
+      const t0 = performance.now();
+      const r = evaluate(model, test, o.batchSize);
+      const s = (performance.now() - t0) / 1000;
+      out(`${o.model}: test accuracy ${(100 * r.accuracy).toFixed(2)}% (${Math.round(r.accuracy * test.count)}/${test.count}), ` +
+        `loss ${r.loss.toFixed(4)}, ${s.toFixed(2)} s (${(test.count / s).toFixed(0)} images/s)`);
+      model.dispose();
+    });
+
+  withRuntime(prog.command('predict')
+    .description('classify digit pictures (PNG, any size; dark-on-light is inverted to MNIST\'s light-on-dark)')
+    .argument('<png...>', 'PNG files')
+    .addOption(new Option('--model <file>', 'checkpoint written by train').default(DEFAULT_MODEL)))
+    .action((files: string[], o) => {
+      setupRuntime(o);
+      const model = loadClassifier(o.model);
+      const pixels = new Float32Array(files.length * DIGIT_PIXELS);
+      files.forEach((f, i) => pixels.set(readDigitPng(f), i * DIGIT_PIXELS));
+      const digits = { count: files.length, pixels, labels: new Int32Array(files.length) };
+      const x = imageBatch(digits, Int32Array.from(files.keys()));
+      model.eval();
+      const logits = model.forward(x);
+      argmaxRows(logits.data, model.numClasses).forEach((p, i) => out(`${files[i]}: ${p.label} (${(100 * p.probability).toFixed(1)}%)`));
+      x.dispose();
+      logits.dispose();
+      model.dispose();
+    });
+
+  prog.command('bench')
+    .description('kernel and model benchmarks (npm run bench in a clone of the repository)')
+    .action(() => {
+      const root = packageRoot(__dirname);
+      const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+      if (!pkg.scripts?.bench || !fs.existsSync(path.join(root, 'bench'))) {
+        out('The benchmarks live in the repository: clone it and run `npm run bench`.');
+        return;
+      }
+      io.status = spawnSync('npm', ['run', 'bench'], { cwd: root, stdio: 'inherit' }).status ?? 1;
+    });
+
+  return prog;
+}
+
+/** Runs the command line; resolves to the exit status. */
+export async function main(argv: string[], out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
+  const io: Io = { out, status: 0 };
+  try {
+    await program(io).parseAsync(argv, { from: 'user' });
+    return io.status;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : USAGE_EXIT; // commander printed the message
+    if (e instanceof UsageError) {
+      process.stderr.write(`error: ${e.message}\n`);
+      return USAGE_EXIT;
+    }
+    process.stderr.write(`error: ${e instanceof Error ? (e instanceof NodeformerError ? e.message : e.stack) : String(e)}\n`);
+    return 1;
+  }
+}
+
+if (require.main === module) void main(process.argv.slice(2)).then((code) => (process.exitCode = code));

@@ -1,0 +1,55 @@
+/**
+ * Running a digit classifier: batched predictions with loss and accuracy, and the check that a
+ * checkpoint is a 28×28 single-channel, 10-class ViTClassifier.
+ */
+import { crossEntropy } from '../losses';
+import type { ViTClassifier } from '../models/vit';
+import { DIGIT_SIZE, type Digits, imageBatch, labelBatch } from './mnist';
+import { UsageError } from './usage';
+
+/** Predicted class (argmax) and its softmax probability for each row of logits [n, classes]. */
+export function argmaxRows(logits: Float32Array, classes: number): { label: number; probability: number }[] {
+  const out = [];
+  for (let r = 0; r < logits.length / classes; r++) {
+    const row = logits.subarray(r * classes, (r + 1) * classes);
+    let best = 0;
+    for (let c = 1; c < classes; c++) if (row[c] > row[best]) best = c;
+    let sum = 0;
+    for (let c = 0; c < classes; c++) sum += Math.exp(row[c] - row[best]);
+    out.push({ label: best, probability: 1 / sum });
+  }
+  return out;
+}
+
+/** Mean loss, accuracy and every prediction of `model` (in eval mode) on `digits`. */
+export function evaluate(model: ViTClassifier, digits: Digits, batchSize: number): { loss: number; accuracy: number; predicted: Int32Array } {
+  const mode = model.training;
+  model.eval();
+  const predicted = new Int32Array(digits.count);
+  let lossSum = 0, correct = 0;
+  try {
+    for (let start = 0; start < digits.count; start += batchSize) {
+      const idx = Int32Array.from({ length: Math.min(batchSize, digits.count - start) }, (_, i) => start + i);
+      const x = imageBatch(digits, idx), y = labelBatch(digits, idx);
+      const logits = model.forward(x);
+      const { loss, grad } = crossEntropy(logits, y);
+      argmaxRows(logits.data, model.numClasses).forEach((p, i) => {
+        predicted[start + i] = p.label;
+        if (p.label === digits.labels[start + i]) correct++;
+      });
+      lossSum += loss * idx.length;
+      for (const t of [x, y, logits, grad]) t.dispose();
+    }
+  } finally {
+    model.train(mode);
+  }
+  return { loss: lossSum / digits.count, accuracy: correct / digits.count, predicted };
+}
+
+/** Throws a UsageError unless `model` classifies 28×28 single-channel images into 10 digits. */
+export function checkDigitClassifier(model: ViTClassifier, source: string): void {
+  const c = model.config;
+  if (c.imgSize !== DIGIT_SIZE || c.inChannels !== 1 || c.numClasses !== 10)
+    throw new UsageError(`Expected a ViTClassifier of 28×28 single-channel images and 10 classes for ${source} but received ` +
+      `imgSize ${c.imgSize}, inChannels ${c.inChannels}, numClasses ${c.numClasses}`);
+}

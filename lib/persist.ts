@@ -1,0 +1,65 @@
+/**
+ * Model checkpoints: a model's state dict in a safetensors file whose metadata names the module
+ * class and holds its config as JSON, so the file alone restores the model.
+ */
+import { invalidArg, NodeformerError } from './errors';
+import { Module } from './module';
+import { entriesToTensors, readSafetensors, saveSafetensors } from './safetensors';
+
+/** A module that keeps the config it was built from (every module of this library does). */
+export type ConfiguredModule = Module & { readonly config: object };
+
+/** A module class whose constructor takes the config that its instances keep. */
+export type ModelClass<M extends ConfiguredModule> = { new (config: never): M; readonly name: string };
+
+/**
+ * Writes model.stateDict() to `path` (atomically) with the metadata { module: the class name,
+ * config: JSON of model.config }. Restore it with loadModel (or ViTClassifier.load).
+ */
+export function saveModel(path: string, model: ConfiguredModule): void {
+  if (!(model instanceof Module) || typeof model.config !== 'object' || model.config === null)
+    invalidArg('model', 'a Module with a config', model);
+  saveSafetensors(path, model.stateDict(), { module: model.constructor.name, config: JSON.stringify(model.config) });
+}
+
+function formatError(path: string, expected: string, received: string): never {
+  throw new NodeformerError('ERR_NF_FORMAT', `Expected ${expected} for ${path} but received ${received}`);
+}
+
+/**
+ * Restores a model saved by saveModel: checks that the file was written for `cls`, builds it from
+ * the stored config and loads the weights with a strict state dict (every parameter present, no
+ * extra ones, same shapes). A file without that metadata, of another module or with an unusable
+ * config is an ERR_NF_FORMAT error; mismatched weights are ERR_NF_STATE_DICT.
+ */
+export function loadModel<M extends ConfiguredModule>(path: string, cls: ModelClass<M>): M {
+  const { entries, metadata } = readSafetensors(path);
+  const expected = `a ${cls.name} checkpoint written by saveModel`;
+  if (metadata.module === undefined || metadata.config === undefined)
+    formatError(path, expected, 'a safetensors file without "module" and "config" metadata');
+  if (metadata.module !== cls.name) formatError(path, expected, `a ${metadata.module} checkpoint`);
+  let config: unknown;
+  try {
+    config = JSON.parse(metadata.config);
+  } catch (e) {
+    formatError(path, expected, `a config that is not JSON (${(e as Error).message})`);
+  }
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) formatError(path, expected, `the config ${metadata.config}`);
+  let model: M;
+  try {
+    model = new cls(config as never);
+  } catch (e) {
+    if (!(e instanceof NodeformerError)) throw e;
+    formatError(path, expected, `a config the constructor rejects: ${e.message}`);
+  }
+  const record = entriesToTensors(entries);
+  try {
+    model.loadStateDict(record, { strict: true });
+  } catch (e) {
+    model.dispose();
+    throw e;
+  } finally {
+    for (const t of Object.values(record)) t.dispose();
+  }
+  return model;
+}

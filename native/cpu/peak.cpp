@@ -1,0 +1,112 @@
+// FP32 FMA peak: K independent accumulator chains per thread, acc = acc * a + b, which keeps
+// both FMA pipes busy when K >= latency x pipes (Zen 3/4, Skylake: 4 cycles x 2 pipes = 8).
+// K = 16 with AVX-512 (32 registers), 12 with AVX2 (16 registers). The scalar variant targets
+// baseline x86-64, which has no FMA instruction (std::fma would be a library call): it runs a
+// separate multiply and add, 12 chains to cover their latency on two multiply and two add pipes,
+// so its peak is the machine's scalar arithmetic peak. Every chain step counts as 2 FLOPs.
+// a < 1 and b > 0 keep every chain at a finite fixed point, whatever the run length.
+#include "peak.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "../core/threadpool.h"
+#include "isa.h"
+
+namespace nf::cpu::NF_ISA_NS {
+#include "simd.h"
+
+namespace {
+
+#if NF_ISA == 2
+constexpr int K = 16;
+inline vf chain_step(vf acc, vf a, vf b) { return vfma(acc, a, b); }
+#elif NF_ISA == 1
+constexpr int K = 12;
+inline vf chain_step(vf acc, vf a, vf b) { return vfma(acc, a, b); }
+#else
+constexpr int K = 12;
+inline vf chain_step(vf acc, vf a, vf b) { return acc * a + b; }
+#endif
+
+float run_chains(int64_t iters, float seed) {
+  vf acc[K];
+  for (int k = 0; k < K; ++k) acc[k] = vset1(seed + 0.001f * static_cast<float>(k));
+  const vf a = vset1(0.999f), b = vset1(0.001f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int k = 0; k < K; ++k) acc[k] = chain_step(acc[k], a, b);
+  }
+  vf s = acc[0];
+  for (int k = 1; k < K; ++k) s = vadd(s, acc[k]);
+  return vsum(s);
+}
+
+}  // namespace
+
+void fma_chains(int64_t chunks, int64_t iters, double* flops, float* sink) {
+  std::atomic<float> total{0.0f};
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    float s = 0.0f;
+    for (int64_t c = c0; c < c1; ++c) s += run_chains(iters, static_cast<float>(c % 7));
+    float cur = total.load();
+    while (!total.compare_exchange_weak(cur, cur + s)) {
+    }
+  });
+  *sink = total.load();
+  *flops = 2.0 * K * W * static_cast<double>(iters) * static_cast<double>(chunks);
+}
+
+}  // namespace nf::cpu::NF_ISA_NS
+
+#ifdef NF_ISA_PRIMARY
+namespace nf::cpu {
+
+namespace {
+
+// One timed run of `chunks` x `iters` on the active ISA: {flops, seconds}.
+void timed_run(int64_t chunks, int64_t iters, double* flops, double* seconds) {
+  float sink = 0.0f;
+  auto t0 = std::chrono::steady_clock::now();
+  NF_DISPATCH(fma_chains, chunks, iters, flops, &sink);
+  auto t1 = std::chrono::steady_clock::now();
+  volatile float keep = sink;  // the result is observable, so the chains must run
+  (void)keep;
+  *seconds = std::chrono::duration<double>(t1 - t0).count();
+}
+
+}  // namespace
+
+Status fma_peak(double min_seconds, FmaPeakResult* out) {
+  NF_CHECK(min_seconds > 0.0 && min_seconds <= 10.0, "fma_peak", "min_seconds must be in (0, 10]");
+  const int threads = num_threads();
+  // Several chunks per thread, claimed dynamically: a thread that starts late or is preempted
+  // by another process leaves its share to the others instead of stretching the run.
+  const int64_t chunks = 8 * static_cast<int64_t>(threads);
+  int64_t iters = 1 << 12;
+  double flops = 0.0, seconds = 0.0;
+  // Calibration: double the run length until one run takes a quarter of the target.
+  for (;;) {
+    timed_run(chunks, iters, &flops, &seconds);
+    if (seconds >= min_seconds / 4 || iters >= (int64_t(1) << 40)) break;
+    const double grow = seconds > 0.0 ? std::min(16.0, std::max(2.0, min_seconds / seconds)) : 16.0;
+    iters = static_cast<int64_t>(static_cast<double>(iters) * grow);
+  }
+  iters = static_cast<int64_t>(static_cast<double>(iters) * std::max(1.0, min_seconds / std::max(seconds, 1e-9)));
+  double best_rate = 0.0;
+  for (int rep = 0; rep < 3; ++rep) {
+    timed_run(chunks, iters, &flops, &seconds);
+    const double rate = flops / seconds;
+    if (rate > best_rate) {
+      best_rate = rate;
+      out->flops = flops;
+      out->seconds = seconds;
+    }
+  }
+  out->threads = threads;
+  return Status::Ok();
+}
+
+}  // namespace nf::cpu
+#endif

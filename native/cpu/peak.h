@@ -1,0 +1,25 @@
+// The machine's FP32 FMA peak, measured: independent FMA chains on every thread of the pool, in
+// the active ISA's vector width. Benchmarks divide achieved GFLOP/s by it ("% of FMA peak").
+#pragma once
+#include <cstdint>
+
+#include "kernel_decl.h"
+
+namespace nf::cpu {
+
+struct FmaPeakResult {
+  double flops = 0.0;    // floating-point operations executed (one FMA = 2)
+  double seconds = 0.0;  // wall time of the fastest timed run
+  int threads = 0;       // pool threads that ran the chains
+};
+
+// Calibrates the run length so one timed run lasts at least `min_seconds` (at most 10), then
+// keeps the fastest of three timed runs. Reports the flops and time of that run.
+Status fma_peak(double min_seconds, FmaPeakResult* out);
+
+// `chunks` chunks of `iters` iterations, spread over the pool; each iteration of a chunk is one
+// FMA on every lane of each independent accumulator. Writes the flops executed to *flops and a
+// value derived from the accumulators to *sink, so the chains cannot be optimised away.
+NF_KERNEL_DECL(void fma_chains(int64_t chunks, int64_t iters, double* flops, float* sink))
+
+}  // namespace nf::cpu

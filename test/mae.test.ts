@@ -1,0 +1,21 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { PNG } from 'pngjs';
+import { describe, expect, it } from 'vitest';
+
+import { runMae } from '../examples/mae';
+
+describe('masked-autoencoder example', () => {
+  it('trains a tiny run, scores hidden patches against the baselines and draws the reconstructions', async () => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-mae-'));
+    const lines: string[] = [];
+    const r = await runMae({ epochs: 1, batchSize: 50, lr: 2e-3, trainSize: 200, testSize: 100, seed: 0, out, log: (l) => lines.push(l) });
+    for (const v of [r.testMse, r.meanImageMse, r.meanPixelMse]) expect(v).toBeGreaterThan(0);
+    expect(r.meanImageMse).toBeLessThan(r.meanPixelMse);
+    expect(lines.at(-1)).toMatch(/Test hidden-patch MSE [\d.]+; baselines: mean image [\d.]+, mean pixel [\d.]+/);
+    const png = PNG.sync.read(fs.readFileSync(r.picture));
+    expect(png.width).toBeGreaterThan(400);
+  });
+});
