@@ -95,9 +95,10 @@ describe('server example', () => {
     expect(m.predict.statuses).toEqual({ 200: 48 });
     expect(m.health.count).toBeGreaterThanOrEqual(3);
     // /health never waits for a forward: it answers in a fraction of a prediction's time, and the
-    // HTTP thread's event loop is never held for long (bounds loose for a busy 2-core machine).
+    // HTTP thread's event loop is free most of the time (were the forwards run on it, it would be
+    // blocked for most of the load). Medians, so that a busy shared machine cannot fail them.
     expect(m.health.p50).toBeLessThan(m.predict.p50 / 4);
-    expect(m.eventLoopDelay.p99).toBeLessThan(150);
+    expect(m.eventLoopDelay.p50).toBeLessThan(50);
     const res = await fetch(`${server.url}/health`);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ status: 'ok', model: { imgSize: 28, inChannels: 1, numClasses: 10 }, queued: 0, inFlight: 0 });

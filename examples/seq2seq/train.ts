@@ -31,7 +31,7 @@ export interface Seq2seqOptions {
 }
 
 export const DEFAULTS: Seq2seqOptions = {
-  steps: 1500, batchSize: 64, dModel: 64, numHeads: 4, dFF: 128, depth: 2, warmupSteps: 200, lrFactor: 1,
+  steps: 1500, batchSize: 64, dModel: 64, numHeads: 4, dFF: 128, depth: 3, warmupSteps: 200, lrFactor: 1,
   labelSmoothing: 0.1, weightDecay: 0.01, testDates: 1000, validDates: 200, seed: 1,
 };
 
