@@ -1,16 +1,29 @@
 #include "allocator.h"
 
+#include <cstdint>
 #include <cstdlib>
 
 namespace nf {
 
+// Aligned by hand inside a plain malloc block (the block's address stored just before the
+// returned pointer) rather than with aligned_alloc: glibc's memalign asks for more than it keeps,
+// so a freed block never fits the next request of the same size and a training loop's
+// allocate/release cycle grew the heap by every tensor it made.
 void* aligned_alloc64(size_t bytes) {
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0) rounded = kAlignment;
-  return std::aligned_alloc(kAlignment, rounded);
+  if (rounded > SIZE_MAX - kAlignment) return nullptr;
+  void* raw = std::malloc(rounded + kAlignment);
+  if (!raw) return nullptr;
+  // malloc aligns to at least 16, so there are 16 to 64 bytes before the aligned address.
+  auto aligned = (reinterpret_cast<uintptr_t>(raw) + kAlignment) & ~static_cast<uintptr_t>(kAlignment - 1);
+  reinterpret_cast<void**>(aligned)[-1] = raw;
+  return reinterpret_cast<void*>(aligned);
 }
 
-void aligned_free(void* p) { std::free(p); }
+void aligned_free(void* p) {
+  if (p) std::free(static_cast<void**>(p)[-1]);
+}
 
 namespace {
 struct Scratch {
