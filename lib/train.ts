@@ -54,7 +54,9 @@ export function* trainStepOps<M extends Module>(
     const r = lossFn(output as Tensor<'float32'>, targets);
     const { loss, grad } = isProgram(r) ? yield* r : r;
     tmp.add(grad);
-    yield* (model.backwardOps as AnyProgramFn).call(model, grad);
+    // The input gradients (a Tensor, or an object of them) are not the step's result: free them now.
+    const inputGrads: unknown = yield* (model.backwardOps as AnyProgramFn).call(model, grad);
+    for (const g of inputGrads instanceof Tensor ? [inputGrads] : Object.values(inputGrads ?? {})) if (g instanceof Tensor) tmp.add(g);
     if (options.maxGradNorm !== undefined) yield* clipGradNormOps(optimizer.params, options.maxGradNorm);
     yield* optimizer.stepOps();
     return loss;

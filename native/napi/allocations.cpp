@@ -6,7 +6,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "../core/allocator.h"
+#include "../core/block_cache.h"
 #include "args.h"
 
 namespace nf::napi {
@@ -30,7 +30,7 @@ int64_t live_bytes = 0;                        // bytes allocated and not yet fr
 void free_memory(Napi::Env env, Allocation* a) {
   if (a->freed) return;
   Napi::MemoryManagement::AdjustExternalMemory(env, -static_cast<int64_t>(a->bytes));
-  aligned_free(a->data);
+  block_free(a->data, a->bytes);
   live_bytes -= static_cast<int64_t>(a->bytes);
   a->freed = true;
 }
@@ -50,7 +50,7 @@ void finalize(Napi::Env env, void* data, Allocation* a) {
 }  // namespace
 
 Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes) {
-  void* p = aligned_alloc64(bytes);
+  void* p = block_alloc(bytes);
   if (!p) throw_error(env, "ERR_NF_OUT_OF_MEMORY", "allocate: out of memory for " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, bytes);
   Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(bytes));

@@ -15,7 +15,8 @@ namespace nf::napi {
 
 struct Allocation;
 
-// A zero-filled, 64-byte aligned ArrayBuffer of `bytes` in native memory (the GC is told its size).
+// A zero-filled, 64-byte aligned ArrayBuffer of `bytes` in native memory (the GC is told its size),
+// from the block cache (core/block_cache.h): freed buffers' blocks serve later requests.
 // Throws ERR_NF_OUT_OF_MEMORY when the allocation fails.
 Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes);
 

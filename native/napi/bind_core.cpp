@@ -1,9 +1,11 @@
 // Core binding: ISA selection, thread count, and 64-byte aligned native allocations handed to JS
-// as ArrayBuffers (the GC is told about their size and frees them through a finalizer).
+// as ArrayBuffers (the GC is told about their size and frees them through a finalizer), served by
+// the block cache, whose counters and cap are exposed too.
 #include <napi.h>
 
 #include <cstdint>
 
+#include "../core/block_cache.h"
 #include "../core/cpu_features.h"
 #include "../core/threadpool.h"
 #include "allocations.h"
@@ -69,6 +71,33 @@ Napi::Value Release(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// allocatorStats(): the block cache's counters (core/block_cache.h).
+Napi::Value AllocatorStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BlockCacheStats s = block_cache_stats();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("liveBytes", static_cast<double>(s.live_bytes));
+  o.Set("cachedBytes", static_cast<double>(s.cached_bytes));
+  o.Set("fresh", static_cast<double>(s.fresh));
+  o.Set("reused", static_cast<double>(s.reused));
+  o.Set("cacheLimit", static_cast<double>(s.limit_bytes));
+  return o;
+}
+
+Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
+  block_cache_empty();
+  return info.Env().Undefined();
+}
+
+Napi::Value SetCacheLimit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  double n = info.Length() >= 1 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+  if (!(n >= 0 && n <= 9e15) || n != static_cast<double>(static_cast<int64_t>(n)))
+    throw_error(env, "ERR_NF_INVALID_ARG", "setCacheLimit: expected a non-negative integer for bytes");
+  block_cache_set_limit(static_cast<int64_t>(n));
+  return env.Undefined();
+}
+
 }  // namespace
 
 NF_REGISTER_OPS(core) {
@@ -83,6 +112,9 @@ NF_REGISTER_OPS(core) {
                                       return Napi::Number::New(info.Env(), static_cast<double>(allocated_bytes()));
                                     },
                                     "allocatedBytes"));
+  exports.Set("allocatorStats", Napi::Function::New(env, AllocatorStats, "allocatorStats"));
+  exports.Set("emptyCache", Napi::Function::New(env, EmptyCache, "emptyCache"));
+  exports.Set("setCacheLimit", Napi::Function::New(env, SetCacheLimit, "setCacheLimit"));
 }
 
 }  // namespace nf::napi
