@@ -134,9 +134,12 @@ export abstract class Module {
     return runSync(program);
   }
 
-  /** Queues a program over this model behind its other asynchronous calls and runs it on worker threads. */
-  enqueueOps<T>(program: () => Program<T>): Promise<T> {
-    return this.lane.enqueue(program);
+  /**
+   * Queues a program over this model behind its other asynchronous calls (and those of `others`,
+   * other state the program uses) and runs it on worker threads.
+   */
+  enqueueOps<T>(program: () => Program<T>, ...others: Lane[]): Promise<T> {
+    return this.lane.enqueue(program, ...others);
   }
 
   /** Whether the module is in training mode (dropout active). */

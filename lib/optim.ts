@@ -31,7 +31,8 @@ export abstract class Optimizer<O extends object = object> {
   options: O;
   protected steps: number[];
   protected buffers: Tensor<'float32'>[][];
-  private readonly lane = new Lane();
+  /** @internal The queue of this optimizer's asynchronous calls (trainStepAsync joins it). */
+  readonly lane = new Lane();
 
   constructor(params: Parameter[], options: O, buffersPerParam: number) {
     this.params = checkParams(params);
@@ -42,6 +43,12 @@ export abstract class Optimizer<O extends object = object> {
 
   /** Sets every parameter gradient to zero. */
   zeroGrad(): void {
+    this.lane.checkIdle(`${this.constructor.name}.zeroGrad`);
+    this.clearGrads();
+  }
+
+  /** @internal zeroGrad without the idle check, for programs that own the optimizer's lane. */
+  clearGrads(): void {
     for (const p of this.params) p.grad?.data.fill(0);
   }
 

@@ -77,13 +77,17 @@ export class Lane {
     return this.pending > 0;
   }
 
-  /** Runs `program()` with runAsync after the calls queued before it. */
-  enqueue<T>(program: () => Program<T>): Promise<T> {
-    this.pending++;
-    const result = this.tail.then(() => runAsync(program())).finally(() => {
-      this.pending--;
+  /**
+   * Runs `program()` with runAsync after the calls queued before it on this lane and on `others`
+   * (state the program also uses, such as an optimizer); all of them count it as pending.
+   */
+  enqueue<T>(program: () => Program<T>, ...others: Lane[]): Promise<T> {
+    const lanes = [this, ...others.filter((l) => l !== this)];
+    for (const l of lanes) l.pending++;
+    const result = Promise.all(lanes.map((l) => l.tail)).then(() => runAsync(program())).finally(() => {
+      for (const l of lanes) l.pending--;
     });
-    this.tail = result.catch(() => undefined);
+    for (const l of lanes) l.tail = result.catch(() => undefined);
     return result;
   }
 

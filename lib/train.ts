@@ -46,7 +46,7 @@ export function* trainStepOps<M extends Module>(
   if (typeof lossFn !== 'function') invalidArg('options.loss', 'a function (output, targets) => {loss, grad}', lossFn);
   const tmp = new Scope(...args.filter((a): a is Tensor => a instanceof Tensor), targets);
   try {
-    optimizer.zeroGrad();
+    optimizer.clearGrads();
     const output = yield* (model.forwardOps as AnyProgramFn).apply(model, args);
     if (!(output instanceof Tensor) || output.dtype !== 'float32')
       invalidArg('the model output', 'a float32 Tensor (write a custom step for models that return objects)', output);
@@ -72,16 +72,19 @@ export function* trainStepOps<M extends Module>(
 export function trainStep<M extends Module>(
   model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
 ): number {
+  optimizer.lane.checkIdle('trainStep (its optimizer)');
   return model.runOps('trainStep', trainStepOps(model, optimizer, inputs, targets, options));
 }
 
 /**
  * trainStep with every op on a worker thread, queued behind the model's other asynchronous calls:
  * the event loop stays responsive while the model trains. Resolves with the loss. The inputs and
- * targets must stay undisposed until it settles.
+ * targets must stay undisposed until it settles. The optimizer is busy too: its own asynchronous
+ * calls queue behind the step, and its synchronous ones (step, zeroGrad, dispose) throw
+ * ERR_NF_STATE until the step settles.
  */
 export function trainStepAsync<M extends Module>(
   model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
 ): Promise<number> {
-  return model.enqueueOps(() => trainStepOps(model, optimizer, inputs, targets, options));
+  return model.enqueueOps(() => trainStepOps(model, optimizer, inputs, targets, options), optimizer.lane);
 }

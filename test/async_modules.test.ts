@@ -120,6 +120,22 @@ describe('forwardAsync and backwardAsync', () => {
     expect(() => b.forward(x1)).not.toThrow();
   });
 
+  it('keeps the optimizer busy while trainStepAsync uses it: its own calls queue, synchronous ones throw', async () => {
+    const make = () => new ViTClassifier({ ...vit, numClasses: 3, seed: 21 });
+    const a = make(), b = make();
+    const optA = new AdamW(a.parameters(), { lr: 1e-2 }), optB = new AdamW(b.parameters(), { lr: 1e-2 });
+    const x = randn([2, 1, 8, 8]), y = Tensor.from(Int32Array.from([0, 2]), [2]);
+    const step = trainStepAsync(b, optB, x, y);
+    for (const f of [() => optB.step(), () => optB.zeroGrad(), () => optB.dispose(), () => trainStep(make(), optB, x, y)])
+      expect(f).toThrow(expect.objectContaining({ code: 'ERR_NF_STATE' }));
+    const extra = optB.stepAsync(); // queued behind the step: applies the step's gradients a second time
+    await Promise.all([step, extra]);
+    trainStep(a, optA, x, y);
+    optA.step();
+    expect(a.parameters().map((p) => Array.from(p.toArray()))).toEqual(b.parameters().map((p) => Array.from(p.toArray())));
+    expect(() => optB.step()).not.toThrow();
+  });
+
   it('a failing call rejects and the queue goes on', async () => {
     const m = new Linear({ inFeatures: 4, outFeatures: 2 });
     const bad = m.forwardAsync(randn([3, 5]));
