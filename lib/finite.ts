@@ -4,7 +4,8 @@
  * options object), the module's own parameters, the outputs, and the parameter gradients a
  * backward wrote — and throws ERR_NF_NOT_FINITE naming the first one that holds a NaN or ±Inf.
  * Inner modules check their own inputs and outputs, so the error points at the first layer where
- * a non-finite value appeared. Off by default (it costs one pass over each tensor, in native code:
+ * a non-finite value appeared. Losses check their inputs, and optimizers every gradient before
+ * updating any parameter. Off by default (it costs one pass over each tensor, in native code:
  * native/cpu/finite.h); turn it on with setCheckFinite(true) or NF_CHECK_FINITE=1.
  */
 import { describe, invalidArg, NodeformerError } from './errors';
@@ -35,6 +36,12 @@ export function assertFinite(name: string, t: Tensor): void {
   if (i >= 0)
     throw new NodeformerError('ERR_NF_NOT_FINITE',
       `Expected finite values for ${name} but received ${describe(t)} holding ${x[i]} at flat index ${i}`);
+}
+
+/** Under checkFinite mode, assertFinite on each named tensor (the names as errors should show them). */
+export function checkFiniteArgs(tensors: Record<string, Tensor | null | undefined>): void {
+  if (!enabled) return;
+  for (const [name, t] of Object.entries(tensors)) if (t) assertFinite(name, t);
 }
 
 /**

@@ -1,5 +1,6 @@
 /** Training losses; each returns the mean loss and its gradient with respect to the prediction. */
 import { invalidArg, objectArg } from './errors';
+import { checkFiniteArgs } from './finite';
 import { op, runSync, type Program } from './program';
 import { checkTensor, Tensor } from './tensor';
 
@@ -36,6 +37,7 @@ export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: Cross
   if (typeof labelSmoothing !== 'number' || !(labelSmoothing >= 0 && labelSmoothing <= 1))
     invalidArg('options.labelSmoothing', 'a number in [0, 1]', labelSmoothing);
   if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
+  checkFiniteArgs({ logits: l });
   const loss = new Float32Array(1), grad = Tensor.zeros(l.shape);
   yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss, dlogits: grad.data, logits: l.data, targets: t.data });
   return { loss: loss[0], grad };
@@ -58,6 +60,7 @@ export function* mseOps(pred: Tensor, target: Tensor, options: { mask?: Tensor }
   const rows = cols === 0 ? 0 : p.size / cols;
   const { mask: m } = objectArg('options', options);
   const mask = m === undefined ? null : checkTensor('options.mask', m, 'bool', p.shape.slice(0, -1)).data;
+  checkFiniteArgs({ pred: p, target: t });
   const loss = new Float32Array(1), grad = Tensor.zeros(p.shape);
   yield* op('mse', { rows, cols, loss, dpred: grad.data, pred: p.data, target: t.data, mask });
   return { loss: loss[0], grad };

@@ -3,6 +3,7 @@
  * updating each parameter from its `grad` in native code, and gradient-norm clipping.
  */
 import { invalidArg, NodeformerError, objectArg } from './errors';
+import { checkFiniteArgs } from './finite';
 import type { Parameter } from './module';
 import { Lane, op, runSync, type Program } from './program';
 import { Tensor } from './tensor';
@@ -69,8 +70,12 @@ export abstract class Optimizer<O extends object = object> {
   /** The program of step(). */
   *stepOps(): Program<void> {
     for (let i = 0; i < this.params.length; i++) {
+      if (this.params[i].disposed) throw new NodeformerError('ERR_NF_DISPOSED', `optimizer parameter ${i} has been disposed`);
+      // Under checkFinite, every gradient is scanned before any parameter changes.
+      checkFiniteArgs({ [`the gradient of optimizer parameter ${i}`]: this.params[i].grad });
+    }
+    for (let i = 0; i < this.params.length; i++) {
       const p = this.params[i];
-      if (p.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `optimizer parameter ${i} has been disposed`);
       if (!p.grad) continue;
       this.steps[i] += 1;
       yield* this.update(p, p.grad.data, this.buffers[i].map((b) => b.data), this.steps[i]);

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { checkFiniteEnabled, LayerNorm, Linear, native, setCheckFinite, Tensor, ViTClassifier } from '../lib';
+import { AdamW, checkFiniteEnabled, crossEntropy, LayerNorm, Linear, mse, native, setCheckFinite, Tensor, ViTClassifier } from '../lib';
 import { isas, rng, withIsa } from './helpers';
 
 function scan(x: Float32Array | Float64Array): number {
@@ -89,6 +89,26 @@ describe('checkFinite mode', () => {
     lin.forward(Tensor.from(Float32Array.of(3e38, 3e38), [1, 2]));
     setCheckFinite(true);
     expect(() => lin.backward(Tensor.from(Float32Array.of(3e38, 3e38), [1, 2]))).toThrow(/for gradient Linear\.weight\.grad/);
+  });
+
+  it('checks the inputs of the losses', () => {
+    setCheckFinite(true);
+    const logits = Tensor.from(Float32Array.of(0, Infinity, 1, 2), [2, 2]), targets = Tensor.from(Int32Array.of(0, 1), [2]);
+    expect(() => crossEntropy(logits, targets)).toThrow(/^Expected finite values for logits but received .* holding Infinity at flat index 1$/);
+    const pred = Tensor.from(Float32Array.of(1, 2), [1, 2]), target = Tensor.from(Float32Array.of(NaN, 0), [1, 2]);
+    expect(() => mse(pred, target)).toThrow(/^Expected finite values for target but received/);
+  });
+
+  it('checks every gradient before the optimizer updates any parameter', () => {
+    const a = new Linear({ inFeatures: 2, outFeatures: 2 }), b = new Linear({ inFeatures: 2, outFeatures: 2 });
+    const params = [...a.parameters(), ...b.parameters()];
+    for (const p of params) p.gradData().fill(0.5);
+    params[2].gradData()[1] = NaN; // b.weight
+    const before = params.map((p) => Array.from(p.toArray()));
+    const opt = new AdamW(params);
+    setCheckFinite(true);
+    expect(() => opt.step()).toThrow(/^Expected finite values for the gradient of optimizer parameter 2 but received .* holding NaN at flat index 1$/);
+    expect(params.map((p) => Array.from(p.toArray()))).toEqual(before); // nothing was updated
   });
 
   it('is turned on by NF_CHECK_FINITE=1 in the environment', async () => {
