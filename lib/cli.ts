@@ -131,15 +131,16 @@ function program(io: Io): Command {
     });
 
   prog.command('bench')
-    .description('kernel and model benchmarks (npm run bench in a clone of the repository)')
-    .action(() => {
+    .description('kernel and model benchmarks (npm run bench in a clone of the repository); options after -- go to the harness, e.g. bench -- --quick')
+    .argument('[harness-options...]', 'options for the benchmark harness (bench -- --help lists them)')
+    .action((harnessOptions: string[]) => {
       const root = packageRoot(__dirname);
       const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
       if (!pkg.scripts?.bench || !fs.existsSync(path.join(root, 'bench'))) {
         out('The benchmarks live in the repository: clone it and run `npm run bench`.');
         return;
       }
-      io.status = spawnSync('npm', ['run', 'bench'], { cwd: root, stdio: 'inherit' }).status ?? 1;
+      io.status = spawnSync('npm', ['run', '--silent', 'bench', '--', ...harnessOptions], { cwd: root, stdio: 'inherit' }).status ?? 1;
     });
 
   return prog;
