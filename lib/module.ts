@@ -303,7 +303,7 @@ export abstract class Module {
       } else if (!(values instanceof Tensor) && values.length !== p.size) {
         problems.push(`${name}: ${values.length} values do not fit [${p.shape.join(', ')}]`);
       } else {
-        plan.push([p, values instanceof Tensor ? (values.data as Float32Array) : values]);
+        plan.push([p, values instanceof Tensor ? (values.device === 'cpu' ? values.data : values.toArray()) as Float32Array : values]);
       }
     }
     if (strict) for (const name of Object.keys(record)) if (!own.has(name)) problems.push(`unexpected ${name}`);

@@ -77,7 +77,7 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
     expect(Tensor.zeros([2, 2], 'float32', 'cuda').toArray()).toEqual(new Float32Array(4));
   });
 
-  it('an op with tensors on both devices throws ERR_NF_DEVICE naming them', () => {
+  it('an op with tensors on both devices throws ERR_NF_DEVICE naming them; async ops run too', async () => {
     const lin = new Linear({ inFeatures: 4, outFeatures: 3 }).to('cuda');
     expect(lin.weight.device).toBe('cuda');
     const x = Tensor.from(new Float32Array(8), [2, 4]);
@@ -85,9 +85,11 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
     expect(err).toBeInstanceOf(NodeformerError);
     expect(err.code).toBe('ERR_NF_DEVICE');
     expect(err.message).toMatch(/linearForward: .*W, b are on cuda and y, x are on cpu/);
-    expect(lin.forward(x.to('cuda')).device).toBe('cuda');
+    const y = lin.forward(x.to('cuda'));
+    expect(y.device).toBe('cuda');
+    expect((await lin.forwardAsync(x.to('cuda'))).toArray()).toEqual(y.toArray());
     lin.to('cpu');
-    expect(lin.forward(x).device).toBe('cpu');
+    expect(relErr(lin.forward(x).toArray(), y.toArray())).toBeLessThan(1e-6);
   });
 
   it('one ViTClassifier training step (forward, cross-entropy, backward, AdamW) matches the CPU', () => {
