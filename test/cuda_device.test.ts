@@ -8,6 +8,9 @@
  * build without CUDA throws ERR_NF_NO_CUDA. The emulator runs kernels thread by thread on the CPU,
  * so the shapes are tiny and awkward (12x12 images, 4x4 patches, width 48, 2 heads of 24).
  */
+import * as fs from 'node:fs';
+import path from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import {
@@ -15,7 +18,7 @@ import {
 } from '../lib/index';
 import { cuda } from '../lib/device';
 import { randn32, relErr, rng } from './helpers';
-import { buildEmulated, emulatorSkipReason } from './support/cuda_emu_build';
+import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
 
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the device 'cuda' emulator tests: ${reason}`);
@@ -130,7 +133,9 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
   }, 120_000);
 });
 
-describe('a build without CUDA', () => {
+const gpuAddon = path.join(root, 'build', 'cuda', 'nodeformer_cuda.node');
+
+describe('without a usable CUDA backend', () => {
   it("device 'cuda' throws ERR_NF_NO_CUDA saying so", async () => {
     const saved = process.env.NF_CUDA_BACKEND;
     process.env.NF_CUDA_BACKEND = 'none';
@@ -144,6 +149,30 @@ describe('a build without CUDA', () => {
         expect(err.message).toContain('built without CUDA');
       }
       expect(() => lib.Tensor.zeros([2], 'float32', 'gpu' as never)).toThrowError(/Expected 'cpu' or 'cuda' for device/);
+    } finally {
+      if (saved === undefined) delete process.env.NF_CUDA_BACKEND;
+      else process.env.NF_CUDA_BACKEND = saved;
+      vi.resetModules();
+    }
+  });
+
+  // The real backend (npm run build:cuda) where it was built: on a machine without a usable GPU the
+  // failing CUDA runtime call surfaces as ERR_NF_CUDA naming the call and its file:line.
+  it.skipIf(!fs.existsSync(gpuAddon))('the nvcc-built addon reports CUDA runtime errors as ERR_NF_CUDA with file:line', async () => {
+    const saved = process.env.NF_CUDA_BACKEND;
+    process.env.NF_CUDA_BACKEND = 'gpu';
+    try {
+      vi.resetModules();
+      const lib = await import('../lib/index');
+      let t: InstanceType<typeof lib.Tensor> | null = null;
+      try {
+        t = lib.Tensor.zeros([2], 'float32', 'cuda');
+      } catch (e) {
+        expect((e as NodeformerError).code).toBe('ERR_NF_CUDA');
+        expect((e as Error).message).toMatch(/^device_count: cudaError\w+: .*\(cudaGetDeviceCount\(n\) at .*native\/cuda\/device\.cu:\d+\)$/);
+        console.log(`the GPU build here: ${(e as Error).message}`);
+      }
+      if (t) expect(t.toArray()).toEqual(new Float32Array(2)); // a machine with a GPU
     } finally {
       if (saved === undefined) delete process.env.NF_CUDA_BACKEND;
       else process.env.NF_CUDA_BACKEND = saved;
