@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <string>
-#include <type_traits>
 
 #include "../device.h"
 
