@@ -8,6 +8,9 @@ export type ErrorCode =
   | 'ERR_NF_STATE' // a call out of order, e.g. backward before forward
   | 'ERR_NF_KERNEL' // a native kernel reported a failure
   | 'ERR_NF_LOAD' // no native addon could be loaded (the message lists what was tried)
+  | 'ERR_NF_NO_CUDA' // device 'cuda' asked for, but nodeformer was built without CUDA (no CUDA addon)
+  | 'ERR_NF_CUDA' // a CUDA runtime call failed (the message names the call and its file:line)
+  | 'ERR_NF_DEVICE' // tensors on different devices in one op, or host access to device memory
   | 'ERR_NF_OUT_OF_MEMORY';
 
 /** The error type of the library: a message naming the argument, and a stable `code`. */

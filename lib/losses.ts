@@ -38,9 +38,14 @@ export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: Cross
     invalidArg('options.labelSmoothing', 'a number in [0, 1]', labelSmoothing);
   if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
   checkFiniteArgs({ logits: l });
-  const loss = new Float32Array(1), grad = Tensor.zeros(l.shape);
-  yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss, dlogits: grad.data, logits: l.data, targets: t.data });
-  return { loss: loss[0], grad };
+  const loss = Tensor.zeros([1], 'float32', l.device), grad = Tensor.zeros(l.shape, 'float32', l.device);
+  try {
+    yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss: loss.storage, dlogits: grad.storage, logits: l.storage,
+      targets: t.storage });
+    return { loss: loss.toArray()[0], grad };
+  } finally {
+    loss.dispose();
+  }
 }
 
 /**

@@ -7,6 +7,7 @@
  * or on worker threads (forwardAsync, backwardAsync). A forward saves what its backward needs on
  * the module, so backward follows the forward it belongs to.
  */
+import { checkDevice, type Device } from './device';
 import { invalidArg, NodeformerError } from './errors';
 import { Lane, runSync, type Program } from './program';
 import type { Random } from './random';
@@ -33,10 +34,20 @@ export class Parameter extends Tensor<'float32'> {
     return p;
   }
 
-  /** The gradient buffer, created zero-filled on first use. */
+  /** The gradient's storage (what ops take, see Tensor.storage), created zero-filled on the parameter's device on first use. */
   gradData(): Float32Array {
-    if (!this.grad) this.grad = Tensor.zeros(this.shape, 'float32');
-    return this.grad.data;
+    if (!this.grad) this.grad = Tensor.zeros(this.shape, 'float32', this.device);
+    return this.grad.storage;
+  }
+
+  /** Moves this parameter and its gradient to `device` in place (what Module.to does to every parameter). */
+  moveTo(device: Device): void {
+    this.moveStorage(checkDevice('device', device));
+    const g = this.grad;
+    if (g && g.device !== device) {
+      this.grad = g.to(device);
+      g.dispose();
+    }
   }
 
   override dispose(): void {
@@ -295,18 +306,34 @@ export abstract class Module {
       } else if (!(values instanceof Tensor) && values.length !== p.size) {
         problems.push(`${name}: ${values.length} values do not fit [${p.shape.join(', ')}]`);
       } else {
-        plan.push([p, values instanceof Tensor ? (values.data as Float32Array) : values]);
+        plan.push([p, values instanceof Tensor ? (values.device === 'cpu' ? values.data : values.toArray()) as Float32Array : values]);
       }
     }
     if (strict) for (const name of Object.keys(record)) if (!own.has(name)) problems.push(`unexpected ${name}`);
     if (problems.length)
       throw new NodeformerError('ERR_NF_STATE_DICT', `loadStateDict: ${problems.length} problem(s): ${problems.join('; ')}`);
-    for (const [p, values] of plan) p.data.set(values);
+    for (const [p, values] of plan) p.copyFrom(values);
   }
 
   /** Sets every parameter gradient to zero. */
   zeroGrad(): void {
-    for (const p of this.parameters()) p.grad?.data.fill(0);
+    for (const p of this.parameters()) p.grad?.fillZero();
+  }
+
+  /**
+   * Moves every parameter (and gradient) of this module and its children to `device` in place, and
+   * frees the saved activations of the last forward. Inputs must then be on the same device
+   * (Tensor.to); an op mixing devices throws ERR_NF_DEVICE. 'cuda' throws ERR_NF_NO_CUDA when
+   * nodeformer was built without CUDA. An optimizer keeps its state on the device its parameters had
+   * when it was made: create it after moving the model.
+   */
+  to(device: Device): this {
+    checkDevice('device', device);
+    this.lane.checkIdle(`${this.constructor.name}.to`);
+    if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.to called after dispose()`);
+    for (const m of this.modules()) m.activations.close();
+    for (const p of this.parameters()) p.moveTo(device);
+    return this;
   }
 
   /**

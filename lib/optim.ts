@@ -39,7 +39,7 @@ export abstract class Optimizer<O extends object = object> {
     this.params = checkParams(params);
     this.options = options;
     this.steps = this.params.map(() => 0);
-    this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => Tensor.zeros([p.size])));
+    this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => Tensor.zeros([p.size], 'float32', p.device)));
   }
 
   /** Sets every parameter gradient to zero. */
@@ -50,7 +50,7 @@ export abstract class Optimizer<O extends object = object> {
 
   /** @internal zeroGrad without the idle check, for programs that own the optimizer's lane. */
   clearGrads(): void {
-    for (const p of this.params) p.grad?.data.fill(0);
+    for (const p of this.params) p.grad?.fillZero();
   }
 
   /** One update of every parameter that has a gradient. */
@@ -78,7 +78,7 @@ export abstract class Optimizer<O extends object = object> {
       const p = this.params[i];
       if (!p.grad) continue;
       this.steps[i] += 1;
-      yield* this.update(p, p.grad.data, this.buffers[i].map((b) => b.data), this.steps[i]);
+      yield* this.update(p, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i]);
     }
   }
 
@@ -106,7 +106,7 @@ export abstract class Optimizer<O extends object = object> {
     this.options = options;
     s.state.forEach((e, i) => {
       this.steps[i] = e.step;
-      e.buffers.forEach((b, j) => this.buffers[i][j].data.set(b));
+      e.buffers.forEach((b, j) => this.buffers[i][j].copyFrom(b));
     });
   }
 
@@ -159,7 +159,7 @@ export class AdamW extends Optimizer<Required<AdamWOptions>> {
   protected *update(p: Parameter, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number): Program<void> {
     const o = this.options;
     yield* op('adamwStep', { n: p.size, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
-      param: p.data, grad, expAvg, expAvgSq });
+      param: p.storage, grad, expAvg, expAvgSq });
   }
 }
 
@@ -203,7 +203,7 @@ export class SGD extends Optimizer<Required<SGDOptions>> {
   protected *update(p: Parameter, grad: Float32Array, [momentumBuf]: Float32Array[], step: number): Program<void> {
     const o = this.options;
     yield* op('sgdStep', { n: p.size, step, lr: o.lr, momentum: o.momentum, dampening: o.dampening, weightDecay: o.weightDecay,
-      nesterov: o.nesterov, param: p.data, grad, momentumBuf: o.momentum !== 0 ? momentumBuf : null });
+      nesterov: o.nesterov, param: p.storage, grad, momentumBuf: o.momentum !== 0 ? momentumBuf : null });
   }
 }
 
@@ -222,11 +222,11 @@ export function* clipGradNormOps(params: Parameter[], maxNorm: number): Program<
   const out = new Float32Array(1);
   let sum = 0;
   for (const p of ps) {
-    yield* op('sumSquares', { n: p.size, out, x: p.grad!.data });
+    yield* op('sumSquares', { n: p.size, out, x: p.grad!.storage });
     sum += out[0];
   }
   const total = Math.sqrt(sum);
   const coef = maxNorm / (total + 1e-6);
-  if (coef < 1) for (const p of ps) yield* op('scale', { n: p.size, x: p.grad!.data, s: coef });
+  if (coef < 1) for (const p of ps) yield* op('scale', { n: p.size, x: p.grad!.storage, s: coef });
   return total;
 }

@@ -5,17 +5,26 @@
  * awaits `native[op + 'Async'](args)`, which runs the op on a libuv worker thread (plain arrays
  * and numbers in, no JS touched off the main thread), so only the light JS between ops runs on
  * the event loop. An op that fails is thrown into the program, so its try/finally blocks run.
+ *
+ * Devices: the same request runs on the CUDA addon when its arrays are device buffers (tensors on
+ * 'cuda', lib/device.ts); opFunction is the one place that decides, and an op whose arrays live on
+ * both devices is an error (ERR_NF_DEVICE) naming them. Until a CUDA buffer exists in the process,
+ * every op goes straight to the CPU addon.
  */
 import { NodeformerError } from './errors';
-import { native, type NativeBinding } from './native';
+import { cuda, cudaInUse, isDeviceBuffer, type HostCopyOps } from './device';
+import { native, type NativeBinding, type WithAsync } from './native';
+
+/** The ops a program can request: the CPU addon's and the few written in JS for the CPU (HostCopyOps). */
+type Ops = NativeBinding & WithAsync<HostCopyOps>;
 
 /** Names of the ops that have an `...Async` twin. */
 export type OpName = {
-  [K in keyof NativeBinding & string]: `${K}Async` extends keyof NativeBinding ? K : never;
-}[keyof NativeBinding & string];
+  [K in keyof Ops & string]: `${K}Async` extends keyof Ops ? K : never;
+}[keyof Ops & string];
 
 /** The options object of op `K`. */
-export type OpArgs<K extends OpName> = Parameters<NativeBinding[K]>[0];
+export type OpArgs<K extends OpName> = Parameters<Ops[K]>[0];
 
 /** One native op to run. */
 export interface OpRequest {
@@ -33,13 +42,49 @@ export function* op<K extends OpName>(name: K, args: OpArgs<K>): Program<void> {
 
 type RawOp = (args: object) => unknown;
 
+function copyRows(a: OpArgs<'copyRows'>): void {
+  const { rows, cols, dst, dstStride, src, srcStride, dstOffset = 0, srcOffset = 0 } = a;
+  for (let r = 0; r < rows; r++)
+    dst.set(src.subarray(srcOffset + r * srcStride, srcOffset + r * srcStride + cols), dstOffset + r * dstStride);
+}
+
+/** The CPU implementations of HostCopyOps (plain JS: the work is a few row copies). */
+const hostOps: Record<string, RawOp> = {
+  copyRows: (a) => copyRows(a as OpArgs<'copyRows'>),
+  copyRowsAsync: async (a) => copyRows(a as OpArgs<'copyRows'>),
+};
+
+/**
+ * The function that runs `name` (an op or its Async twin) on the arguments of request `req`: the
+ * CUDA addon's when the arrays are device buffers, else the CPU addon's (or a host op).
+ */
+function opFunction(req: OpRequest, name: string): RawOp {
+  if (cudaInUse()) {
+    const onDevice: string[] = [], onHost: string[] = [];
+    for (const [field, v] of Object.entries(req.args)) {
+      if (isDeviceBuffer(v)) onDevice.push(field);
+      else if (ArrayBuffer.isView(v)) onHost.push(field);
+    }
+    if (onDevice.length) {
+      const fn = (cuda() as unknown as Record<string, RawOp | undefined>)[name];
+      if (!fn) throw new NodeformerError('ERR_NF_DEVICE', `${req.op} has no CUDA implementation yet: run it on cpu`);
+      if (onHost.length)
+        throw new NodeformerError('ERR_NF_DEVICE', `${req.op}: expected every tensor on one device, but ${onDevice.join(', ')} ` +
+          `${onDevice.length > 1 ? 'are' : 'is'} on cuda and ${onHost.join(', ')} ${onHost.length > 1 ? 'are' : 'is'} on cpu; ` +
+          "move them with .to('cuda') or .to('cpu') (module.to(device) for a model)");
+      return fn;
+    }
+  }
+  return (native as unknown as Record<string, RawOp | undefined>)[name] ?? hostOps[name];
+}
+
 /** Runs a program on the calling thread. */
 export function runSync<T>(program: Program<T>): T {
   let step = program.next();
   while (!step.done) {
     let error: { value: unknown } | null = null;
     try {
-      (native[step.value.op] as RawOp)(step.value.args);
+      opFunction(step.value, step.value.op)(step.value.args);
     } catch (e) {
       error = { value: e };
     }
@@ -54,7 +99,7 @@ export async function runAsync<T>(program: Program<T>): Promise<T> {
   while (!step.done) {
     let error: { value: unknown } | null = null;
     try {
-      await (native[`${step.value.op}Async`] as RawOp)(step.value.args);
+      await opFunction(step.value, `${step.value.op}Async`)(step.value.args);
     } catch (e) {
       error = { value: e };
     }

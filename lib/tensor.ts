@@ -1,7 +1,10 @@
 /**
- * Tensor: a dense, row-major array in 64-byte aligned native memory with a shape and a dtype.
- * float32 for values, int32 for token ids and labels, bool (Uint8Array, 1 = True) for masks.
+ * Tensor: a dense, row-major array with a shape, a dtype and a device. float32 for values, int32
+ * for token ids and labels, bool (Uint8Array, 1 = True) for masks. On 'cpu' (the default) the
+ * values are 64-byte aligned native memory that `data` exposes; on 'cuda' they are device memory
+ * (lib/device.ts) that only ops read: copy them with to('cpu') or toArray().
  */
+import { checkDevice, cuda, type Device, type DeviceBuffer } from './device';
 import { describe, invalidArg, NodeformerError } from './errors';
 import { native } from './native';
 
@@ -42,15 +45,26 @@ export class Tensor<D extends DType = DType> {
   readonly dtype: D;
   /** Number of elements. */
   readonly size: number;
-  private buffer: ArrayBuffer | null;
-  private _data: TypedArrayOf<D> | null;
+  private buffer: ArrayBuffer | null = null;
+  private _data: TypedArrayOf<D> | null = null;
+  private deviceBuffer: DeviceBuffer | null = null;
 
-  protected constructor(dtype: D, shape: readonly number[], size: number) {
+  /** A zero-filled tensor on `device`. */
+  protected constructor(dtype: D, shape: readonly number[], size: number, device: Device = 'cpu') {
     this.dtype = dtype;
     this.shape = Object.freeze([...shape]);
     this.size = size;
-    this.buffer = native.allocate(size * BYTES[dtype]);
-    this._data = view(this.buffer, dtype, size) as TypedArrayOf<D>;
+    this.allocate(device);
+  }
+
+  /** Zero-filled storage on `device` (the old storage, if any, must be freed first). */
+  private allocate(device: Device): void {
+    if (device === 'cuda') {
+      this.deviceBuffer = cuda().alloc(this.size * BYTES[this.dtype]);
+    } else {
+      this.buffer = native.allocate(this.size * BYTES[this.dtype]);
+      this._data = view(this.buffer, this.dtype, this.size) as TypedArrayOf<D>;
+    }
   }
 
   /**
@@ -70,37 +84,107 @@ export class Tensor<D extends DType = DType> {
     return t as never;
   }
 
-  /** A zero-filled tensor. */
-  static zeros<D extends DType = 'float32'>(shape: readonly number[], dtype?: D): Tensor<D> {
+  /** A zero-filled tensor on `device` (default 'cpu'; 'cuda' throws ERR_NF_NO_CUDA without a CUDA backend). */
+  static zeros<D extends DType = 'float32'>(shape: readonly number[], dtype?: D, device: Device = 'cpu'): Tensor<D> {
     const dt = (dtype ?? 'float32') as D;
     if (!Object.hasOwn(BYTES, dt)) invalidArg('dtype', "'float32', 'int32' or 'bool'", dtype);
-    return new Tensor(dt, shape, shapeSize(shape));
+    return new Tensor(dt, shape, shapeSize(shape), checkDevice('device', device));
   }
 
-  /** The live storage (no copy): writes change the tensor. Throws if disposed. */
+  /** Where the values live: 'cpu' or 'cuda'. */
+  get device(): Device {
+    return this.deviceBuffer ? 'cuda' : 'cpu';
+  }
+
+  /**
+   * The live storage of a cpu tensor (no copy): writes change the tensor. Throws if disposed, and
+   * ERR_NF_DEVICE on a cuda tensor (JS cannot touch device memory: use to('cpu') or toArray()).
+   */
   get data(): TypedArrayOf<D> {
-    if (!this._data) throw new NodeformerError('ERR_NF_DISPOSED', `This ${describe(this)} has been disposed`);
-    return this._data;
+    if (this._data) return this._data;
+    if (this.deviceBuffer)
+      throw new NodeformerError('ERR_NF_DEVICE', `This ${describe(this)} is on cuda: read it with toArray() or to('cpu')`);
+    throw new NodeformerError('ERR_NF_DISPOSED', `This ${describe(this)} has been disposed`);
+  }
+
+  /**
+   * What native ops take for this tensor: the typed array on cpu (= data), the opaque device buffer
+   * on cuda. Typed as the host array so both devices share the ops' signatures; the program runner
+   * sends the op to the addon of the device (lib/program.ts). Throws if disposed.
+   */
+  get storage(): TypedArrayOf<D> {
+    if (this.deviceBuffer) return this.deviceBuffer as unknown as TypedArrayOf<D>;
+    return this.data;
   }
 
   get disposed(): boolean {
-    return this._data === null;
+    return this._data === null && this.deviceBuffer === null;
   }
 
-  /** A copy of the values (Float32Array, Int32Array, or Uint8Array for bool). */
+  /** A copy of the values in host memory (Float32Array, Int32Array, or Uint8Array for bool). */
   toArray(): TypedArrayOf<D> {
-    return this.data.slice() as TypedArrayOf<D>;
+    if (!this.deviceBuffer) return this.data.slice() as TypedArrayOf<D>;
+    const out = view(new ArrayBuffer(this.size * BYTES[this.dtype]), this.dtype, this.size) as TypedArrayOf<D>;
+    cuda().download(out, this.deviceBuffer);
+    return out;
   }
 
-  /** A new tensor with the same data and another shape of the same size. */
+  /** Overwrites the values with `values` (a host array of the tensor's dtype and size), on either device. */
+  copyFrom(values: TypedArrayOf<D>): this {
+    if (dtypeOf(values) !== this.dtype || values.length !== this.size)
+      invalidArg('values', `a ${this.dtype} array of ${this.size} elements`, values);
+    if (this.deviceBuffer) cuda().upload(this.deviceBuffer, values);
+    else this.data.set(values as never);
+    return this;
+  }
+
+  /** Sets every element to zero, on the tensor's device. */
+  fillZero(): this {
+    if (this.deviceBuffer) cuda().fillZero(this.deviceBuffer);
+    else this.data.fill(0);
+    return this;
+  }
+
+  /**
+   * This tensor's values on `device`: the tensor itself when it is already there (as PyTorch),
+   * else a new tensor holding a copy (an explicit host↔device copy on the CUDA backend's stream).
+   */
+  to(device: Device): Tensor<D> {
+    checkDevice('device', device);
+    if (this.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `This ${describe(this)} has been disposed`);
+    if (device === this.device) return this;
+    const t = new Tensor(this.dtype, this.shape, this.size, device);
+    return device === 'cuda' ? t.copyFrom(this.data) : t.copyFrom(this.toArray());
+  }
+
+  /** A new tensor (on the same device) with the same data and another shape of the same size. */
   reshape(shape: readonly number[]): Tensor<D> {
     const size = shapeSize(shape);
     if (size !== this.size) invalidArg('shape', `a shape of ${this.size} elements`, shape);
-    return Tensor.from(this.data, shape) as unknown as Tensor<D>;
+    if (!this.deviceBuffer) return Tensor.from(this.data, shape) as unknown as Tensor<D>;
+    const t = new Tensor(this.dtype, shape, size, 'cuda');
+    cuda().copy(t.deviceBuffer!, this.deviceBuffer);
+    return t;
   }
 
-  /** Frees the native memory now; later use throws ERR_NF_DISPOSED. Idempotent. */
+  /**
+   * Moves the storage to `device` in place (Module.to moves its parameters so): the values are
+   * copied and the old storage freed.
+   */
+  protected moveStorage(device: Device): void {
+    if (device === this.device) return;
+    const values = this.toArray();
+    this.dispose();
+    this.allocate(device);
+    this.copyFrom(values);
+  }
+
+  /** Frees the memory now (native or device); later use throws ERR_NF_DISPOSED. Idempotent. */
   dispose(): void {
+    if (this.deviceBuffer) {
+      cuda().free(this.deviceBuffer);
+      this.deviceBuffer = null;
+    }
     if (!this.buffer) return;
     native.release(this.buffer);
     this.buffer = null;
@@ -112,7 +196,7 @@ export class Tensor<D extends DType = DType> {
   }
 
   toString(): string {
-    return `Tensor(${this.dtype}, [${this.shape.join(', ')}])`;
+    return `Tensor(${this.dtype}, [${this.shape.join(', ')}]${this.deviceBuffer ? ", device='cuda'" : ''})`;
   }
 }
 

@@ -39,6 +39,17 @@ attention_dkdv_kernel<4>                 128  0
 attention_dq_kernel<1>                   96   0
 attention_dq_kernel<2>                   96   0
 attention_dq_kernel<4>                   96   0
+add_kernel                               40   0
+dropout_kernel                           40   0
+copy_rows_kernel                         40   0
+check_ids_kernel                         40   128
+embedding_forward_kernel                 40   0
+embedding_scatter_kernel                 40   0
+position_grad_kernel                     40   0
+cls_pos_forward_kernel                   40   0
+cls_pos_backward_kernel                  48   0
+im2col_kernel                            40   0
+col2im_kernel                            40   0
 '
 
 NVCC="${NVCC:-$(command -v nvcc || true)}"

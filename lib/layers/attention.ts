@@ -99,21 +99,21 @@ export class MultiHeadAttention extends Module {
     const memory = options.memory === undefined ? null : checkTensor('options.memory', options.memory, 'float32', [B, null, D]);
     const Tk = memory ? memory.shape[1] : Tq;
     const keyPaddingMask = options.keyPaddingMask === undefined ? null
-      : checkTensor('options.keyPaddingMask', options.keyPaddingMask, 'bool', [B, Tk]).data;
+      : checkTensor('options.keyPaddingMask', options.keyPaddingMask, 'bool', [B, Tk]).storage;
     let attnMask: Uint8Array | null = null;
     if (options.attnMask !== undefined) {
       const m = checkTensor('options.attnMask', options.attnMask, 'bool');
       const ok = (m.shape.length === 2 && m.shape[0] === Tq && m.shape[1] === Tk) ||
         (m.shape.length === 3 && m.shape[0] === B && m.shape[1] === Tq && m.shape[2] === Tk);
       if (!ok) invalidArg('options.attnMask', `a bool Tensor of shape [${Tq}, ${Tk}] or [${B}, ${Tq}, ${Tk}]`, m);
-      attnMask = m.data;
+      attnMask = m.storage;
     }
     const causal = bool('options.causal', options.causal ?? false);
     const needWeights = bool('options.needWeights', options.needWeights ?? false);
     const p = this.training ? this.config.dropout : 0;
     const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
     this.activations.close();
-    const saved = (n: number) => this.activations.add(Tensor.zeros([n])).data;
+    const saved = (n: number) => this.activations.add(Tensor.zeros([n], 'float32', xt.device)).storage;
     const buffers = {
       qkv: memory ? null : saved(B * Tq * 3 * D),
       q: memory ? saved(B * Tq * D) : null,
@@ -121,13 +121,13 @@ export class MultiHeadAttention extends Module {
       ctx: saved(B * Tq * D),
       lse: saved(B * H * Tq),
     };
-    const out = Tensor.zeros([B, Tq, D]);
-    const weights = needWeights ? Tensor.zeros([B, H, Tq, Tk]) : null;
+    const out = Tensor.zeros([B, Tq, D], 'float32', xt.device);
+    const weights = needWeights ? Tensor.zeros([B, H, Tq, Tk], 'float32', xt.device) : null;
     const dims = { B, Tq, Tk, D, H };
     const masks = { causal, keyPaddingMask, attnMask };
-    yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, memory: memory?.data ?? null, out: out.data,
-      weights: weights?.data ?? null, x: xt.data, qkvWeight: this.qkv.weight.data, qkvBias: this.qkv.bias?.data ?? null,
-      projWeight: this.proj.weight.data, projBias: this.proj.bias?.data ?? null });
+    yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, memory: memory?.storage ?? null, out: out.storage,
+      weights: weights?.storage ?? null, x: xt.storage, qkvWeight: this.qkv.weight.storage, qkvBias: this.qkv.bias?.storage ?? null,
+      projWeight: this.proj.weight.storage, projBias: this.proj.bias?.storage ?? null });
     this.saved = { x: xt, memory, dims, masks, drop, buffers };
     return weights ? { output: out, weights } : out;
   }
@@ -136,13 +136,13 @@ export class MultiHeadAttention extends Module {
   *backwardOps(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
-    const dx = Tensor.zeros(s.x.shape);
-    const dMemory = s.memory ? Tensor.zeros(s.memory.shape) : null;
-    yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.data ?? null,
-      dx: dx.data, dMemory: dMemory?.data ?? null,
+    const dx = Tensor.zeros(s.x.shape, 'float32', s.x.device);
+    const dMemory = s.memory ? Tensor.zeros(s.memory.shape, 'float32', s.memory.device) : null;
+    yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.storage ?? null,
+      dx: dx.storage, dMemory: dMemory?.storage ?? null,
       dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
       dProjWeight: this.proj.weight.gradData(), dProjBias: this.proj.bias?.gradData() ?? null,
-      dout: dyt.data, x: s.x.data, qkvWeight: this.qkv.weight.data, projWeight: this.proj.weight.data });
+      dout: dyt.storage, x: s.x.storage, qkvWeight: this.qkv.weight.storage, projWeight: this.proj.weight.storage });
     return dMemory ? { dx, dMemory } : dx;
   }
 

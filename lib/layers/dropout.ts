@@ -19,20 +19,20 @@ export class DropoutSite {
     this.active = training && this.p > 0;
     if (!this.active) return;
     this.seed = this.rng.seed();
-    yield* op('dropoutForward', { n: x.size, p: this.p, seed: this.seed, offset: 0, out: x.data, x: x.data });
+    yield* op('dropoutForward', { n: x.size, p: this.p, seed: this.seed, offset: 0, out: x.storage, x: x.storage });
   }
 
   /** The gradient through the last forward's mask: a new tensor, or `d` itself when no dropout ran. */
   *backward(d: Tensor<'float32'>): Program<Tensor<'float32'>> {
     if (!this.active) return d;
-    const dx = Tensor.zeros(d.shape);
-    yield* op('dropoutBackward', { n: d.size, p: this.p, seed: this.seed, offset: 0, dx: dx.data, dout: d.data });
+    const dx = Tensor.zeros(d.shape, 'float32', d.device);
+    yield* op('dropoutBackward', { n: d.size, p: this.p, seed: this.seed, offset: 0, dx: dx.storage, dout: d.storage });
     return dx;
   }
 }
 
 /** y += x over whole tensors (merging gradients of a residual stream); returns y. */
 export function* accumulate(y: Tensor<'float32'>, x: Tensor<'float32'>): Program<Tensor<'float32'>> {
-  yield* op('accumulate', { n: y.size, y: y.data, x: x.data });
+  yield* op('accumulate', { n: y.size, y: y.storage, x: x.storage });
   return y;
 }

@@ -53,10 +53,10 @@ export class FeedForward extends Module {
     const seed = p > 0 ? this.dropRng.seed() : 0;
     this.activations.close();
     const y = zerosLike(x);
-    const h = this.activations.add(Tensor.zeros([rows * this.config.dFF])).data;
-    const a = this.activations.add(Tensor.zeros([rows * this.config.dFF])).data;
-    yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.data, h, a, x: x.data as Float32Array,
-      W1: this.fc1.weight.data, b1: this.fc1.bias!.data, W2: this.fc2.weight.data, b2: this.fc2.bias!.data });
+    const h = this.activations.add(Tensor.zeros([rows * this.config.dFF], 'float32', x.device)).storage;
+    const a = this.activations.add(Tensor.zeros([rows * this.config.dFF], 'float32', x.device)).storage;
+    yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.storage, h, a, x: x.storage as Float32Array,
+      W1: this.fc1.weight.storage, b1: this.fc1.bias!.storage, W2: this.fc2.weight.storage, b2: this.fc2.bias!.storage });
     this.saved = { x: x as Tensor<'float32'>, h, a, seed, p };
     return y;
   }
@@ -66,10 +66,10 @@ export class FeedForward extends Module {
     const s = requireSaved(this.saved, 'FeedForward');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
     const dx = zerosLike(s.x);
-    yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.data,
+    yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.storage,
       dW1: this.fc1.weight.gradData(), db1: this.fc1.bias!.gradData(), dW2: this.fc2.weight.gradData(),
-      db2: this.fc2.bias!.gradData(), dy: dyt.data, x: s.x.data, h: s.h, a: s.a,
-      W1: this.fc1.weight.data, W2: this.fc2.weight.data });
+      db2: this.fc2.bias!.gradData(), dy: dyt.storage, x: s.x.storage, h: s.h, a: s.a,
+      W1: this.fc1.weight.storage, W2: this.fc2.weight.storage });
     return dx;
   }
 }

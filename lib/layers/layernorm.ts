@@ -18,6 +18,12 @@ export class LayerNorm extends Module {
   readonly bias: Parameter;
   private saved: { x: Tensor<'float32'>; mean: Float32Array; rstd: Float32Array } | null = null;
 
+  /** Row statistics [rows] on the device of `x`, kept for backward until the next forward. */
+  private stats(x: Tensor, rows: number): [Float32Array, Float32Array] {
+    return [this.activations.add(Tensor.zeros([rows], 'float32', x.device)).storage,
+      this.activations.add(Tensor.zeros([rows], 'float32', x.device)).storage];
+  }
+
   constructor(config: LayerNormConfig) {
     super();
     const dModel = positiveInt('config.dModel', config?.dModel);
@@ -31,9 +37,9 @@ export class LayerNorm extends Module {
     const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
     this.activations.close();
     const out = zerosLike(x);
-    const mean = new Float32Array(rows), rstd = new Float32Array(rows);
-    yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.data, mean, rstd, x: x.data as Float32Array,
-      gamma: this.weight.data, beta: this.bias.data });
+    const [mean, rstd] = this.stats(x, rows);
+    yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.storage, mean, rstd, x: x.storage as Float32Array,
+      gamma: this.weight.storage, beta: this.bias.storage });
     this.saved = { x: x as Tensor<'float32'>, mean, rstd };
     return out;
   }
@@ -47,9 +53,9 @@ export class LayerNorm extends Module {
     checkTensor('residual', residual, 'float32', x.shape);
     this.activations.close();
     const out = zerosLike(x), sum = this.activations.add(zerosLike(x));
-    const mean = new Float32Array(rows), rstd = new Float32Array(rows);
-    yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.data, sum: sum.data, mean, rstd,
-      x: x.data as Float32Array, residual: residual.data as Float32Array, gamma: this.weight.data, beta: this.bias.data });
+    const [mean, rstd] = this.stats(x, rows);
+    yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.storage, sum: sum.storage, mean, rstd,
+      x: x.storage as Float32Array, residual: residual.storage as Float32Array, gamma: this.weight.storage, beta: this.bias.storage });
     this.saved = { x: sum, mean, rstd };
     return out;
   }
@@ -63,9 +69,9 @@ export class LayerNorm extends Module {
     checkTensor('dy', dy, 'float32', s.x.shape);
     if (dadd !== undefined) checkTensor('dadd', dadd, 'float32', s.x.shape);
     const dx = zerosLike(s.x);
-    yield* op('layernormBackward', { rows: s.mean.length, D: this.config.dModel, dx: dx.data, dgamma: this.weight.gradData(),
-      dbeta: this.bias.gradData(), dout: dy.data as Float32Array, dadd: (dadd?.data as Float32Array) ?? null,
-      x: s.x.data, mean: s.mean, rstd: s.rstd, gamma: this.weight.data });
+    yield* op('layernormBackward', { rows: s.x.size / this.config.dModel, D: this.config.dModel, dx: dx.storage,
+      dgamma: this.weight.gradData(), dbeta: this.bias.gradData(), dout: dy.storage as Float32Array,
+      dadd: (dadd?.storage as Float32Array) ?? null, x: s.x.storage, mean: s.mean, rstd: s.rstd, gamma: this.weight.storage });
     return dx;
   }
 }

@@ -35,7 +35,7 @@ export class Linear extends Module {
   *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
     const y = zerosLike(x, this.config.outFeatures);
-    yield* op('linearForward', { y: y.data, x: x.data as Float32Array, W: this.weight.data, b: this.bias?.data ?? null, rows,
+    yield* op('linearForward', { y: y.storage, x: x.storage as Float32Array, W: this.weight.storage, b: this.bias?.storage ?? null, rows,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
     this.saved = x as Tensor<'float32'>;
     return y;
@@ -46,8 +46,8 @@ export class Linear extends Module {
     const x = requireSaved(this.saved, 'Linear');
     checkTensor('dy', dy, 'float32', [...x.shape.slice(0, -1), this.config.outFeatures]);
     const dx = zerosLike(x);
-    yield* op('linearBackward', { dx: dx.data, dW: this.weight.gradData(), db: this.bias?.gradData() ?? null,
-      dy: dy.data as Float32Array, x: x.data, W: this.weight.data, rows: x.size / this.config.inFeatures,
+    yield* op('linearBackward', { dx: dx.storage, dW: this.weight.gradData(), db: this.bias?.gradData() ?? null,
+      dy: dy.storage as Float32Array, x: x.storage, W: this.weight.storage, rows: x.size / this.config.inFeatures,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
     return dx;
   }

@@ -100,8 +100,8 @@ export class ViTEncoder extends Module {
     const B = x.shape[0], N = this.patch_embed.numPatches, keep = this.activations;
     keep.close();
     const patches = yield* this.patch_embed.forwardOps(x);
-    let h = Tensor.zeros([B, N + 1, D]);
-    yield* op('clsPosForward', { B, N, D, out: h.data, cls: this.cls_token.data, patches: patches.data, pos: this.pos_embed.data });
+    let h = Tensor.zeros([B, N + 1, D], 'float32', x.device);
+    yield* op('clsPosForward', { B, N, D, out: h.storage, cls: this.cls_token.storage, patches: patches.storage, pos: this.pos_embed.storage });
     patches.dispose();
     yield* this.drop.forwardInPlace(h, this.training);
     for (const blk of this.blocks) h = yield* blk.forwardOps(keep.add(h), { needWeights: options.needWeights });
@@ -116,8 +116,8 @@ export class ViTEncoder extends Module {
     let d = tmp.add(yield* this.norm.backwardOps(checkTensor('dy', dy, 'float32', [B, N + 1, D])));
     for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.add(yield* this.blocks[i].backwardOps(d));
     d = tmp.add(yield* this.drop.backward(d));
-    const dpatches = tmp.add(Tensor.zeros([B, N, D]));
-    yield* op('clsPosBackward', { B, N, D, dcls: this.cls_token.gradData(), dpatches: dpatches.data, dpos: this.pos_embed.gradData(), dout: d.data });
+    const dpatches = tmp.add(Tensor.zeros([B, N, D], 'float32', d.device));
+    yield* op('clsPosBackward', { B, N, D, dcls: this.cls_token.gradData(), dpatches: dpatches.storage, dpos: this.pos_embed.gradData(), dout: d.storage });
     const dimages = yield* this.patch_embed.backwardOps(dpatches);
     tmp.close();
     return dimages;
@@ -168,8 +168,8 @@ export class ViTClassifier extends ViTEncoder {
   override *forwardOps(images: Tensor, options: { needWeights?: boolean } = {}): Program<Tensor<'float32'>> {
     const tokens = yield* super.forwardOps(images, options);
     const [B, T, D] = tokens.shape;
-    const cls = this.activations.add(Tensor.zeros([B, D]));
-    for (let b = 0; b < B; b++) cls.data.set(tokens.data.subarray(b * T * D, b * T * D + D), b * D);
+    const cls = this.activations.add(Tensor.zeros([B, D], 'float32', tokens.device));
+    yield* op('copyRows', { rows: B, cols: D, dst: cls.storage, dstStride: D, src: tokens.storage, srcStride: T * D });
     tokens.dispose();
     return yield* this.head.forwardOps(cls);
   }
@@ -178,8 +178,8 @@ export class ViTClassifier extends ViTEncoder {
   override *backwardOps(dLogits: Tensor): Program<Tensor<'float32'>> {
     const dcls = yield* this.head.backwardOps(dLogits);
     const [B, D] = dcls.shape, T = this.patch_embed.numPatches + 1;
-    const dtokens = Tensor.zeros([B, T, D]);
-    for (let b = 0; b < B; b++) dtokens.data.set(dcls.data.subarray(b * D, (b + 1) * D), b * T * D);
+    const dtokens = Tensor.zeros([B, T, D], 'float32', dcls.device);
+    yield* op('copyRows', { rows: B, cols: D, dst: dtokens.storage, dstStride: T * D, src: dcls.storage, srcStride: D });
     dcls.dispose();
     const dimages = yield* super.backwardOps(dtokens);
     dtokens.dispose();

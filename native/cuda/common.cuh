@@ -16,8 +16,9 @@ Status backend_stream(cudaStream_t* stream);
 // Device scratch memory: slot 0..3, at least `bytes`, kept between calls (grown by reallocating,
 // so earlier pointers of the slot become invalid). Ops queued one after another on the stream may
 // share a slot (the stream orders them); an op must not take a slot its caller holds. In use:
-// 0 = LayerNorm backward partials, GEMM split-K partials, cross-entropy scratch, attention Di;
-// 1 = bias_grad partials; 2, 3 = the attention layer's backward (dctx, projection gradients).
+// 0 = LayerNorm backward partials, GEMM split-K partials, cross-entropy scratch, attention Di,
+// embedding id check; 1 = bias_grad partials; 2, 3 = the attention layer's backward (dctx, projection
+// gradients), the patch embedding's patch matrix and its gradient, the feed-forward backward's dh.
 constexpr int kWorkspaceSlots = 4;
 Status workspace(int slot, size_t bytes, void** ptr);
 

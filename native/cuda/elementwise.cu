@@ -1,0 +1,76 @@
+// Elementwise ops on the GPU: add, dropout, strided row copy.
+// Math: out = a + b; out = x · keep_i / (1 − p) with keep_i = (Philox uniform of element i ≥ p);
+//   copy_rows moves a rows x cols block between row strides.
+// Layout: flat arrays of n elements; copy_rows: row-major with the given row strides.
+// Dimension key: n elements; rows, cols of the copied block.
+// Grid-stride loops, memory-bound; no shared memory, no barriers.
+#include "elementwise.h"
+
+#include "common.cuh"
+#include "philox.cuh"
+
+namespace nf::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 4096;
+
+__global__ void __launch_bounds__(kThreads) add_kernel(float* out, const float* a, const float* b, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = a[i] + b[i];
+}
+
+__global__ void __launch_bounds__(kThreads)
+    dropout_kernel(float* out, const float* x, int64_t n, float p, float scale, uint64_t seed, uint64_t offset) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = dropout_keep(seed, offset, uint64_t(i), p) ? x[i] * scale : 0.0f;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    copy_rows_kernel(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t total, int64_t cols) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / cols, c = i % cols;
+    dst[r * dst_stride + c] = src[r * src_stride + c];
+  }
+}
+
+dim3 blocks_for(int64_t total) {
+  const int64_t b = ceil_div(total, kThreads);
+  return dim3(unsigned(b < kMaxBlocks ? b : kMaxBlocks));
+}
+
+}  // namespace
+
+Status add(float* out, const float* a, const float* b, int64_t n) {
+  NF_CHECK(n >= 0, "add", "n must be non-negative");
+  if (n == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY("add", launch(add_kernel, blocks_for(n), dim3(kThreads), 0, s, out, a, b, n));
+  return Status::Ok();
+}
+
+Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset) {
+  NF_CHECK(n >= 0, "dropout", "n must be non-negative");
+  NF_CHECK(p >= 0.0f && p < 1.0f, "dropout", "p must be in [0, 1)");
+  if (n == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY("dropout", launch(dropout_kernel, blocks_for(n), dim3(kThreads), 0, s, out, x, n, p,
+                                float(1.0 / (1.0 - double(p))), seed, offset));
+  return Status::Ok();
+}
+
+Status copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows, int64_t cols) {
+  NF_CHECK(rows >= 0 && cols >= 0, "copy_rows", "rows and cols must be non-negative");
+  NF_CHECK(dst_stride >= cols && src_stride >= cols, "copy_rows", "strides must be at least cols");
+  if (rows == 0 || cols == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY("copy_rows", launch(copy_rows_kernel, blocks_for(rows * cols), dim3(kThreads), 0, s, dst, dst_stride,
+                                  src, src_stride, rows * cols, cols));
+  return Status::Ok();
+}
+
+}  // namespace nf::cuda

@@ -1,0 +1,21 @@
+// Elementwise ops of the residual stream on the GPU, with the semantics of native/cpu/elementwise.h
+// (device pointers, queued on the backend's stream), and a strided row copy (slicing token rows out
+// of a [B, T, D] buffer and back).
+#pragma once
+#include <cstdint>
+
+#include "../core/status.h"
+
+namespace nf::cuda {
+
+// out = a + b over n elements; out may be a or b (y += x is add(y, y, x)).
+Status add(float* out, const float* a, const float* b, int64_t n);
+
+// out = x * keep / (1 - p): element i is kept when Philox element i of the stream (seed, offset) says
+// so (native/core/philox.h, bit for bit); the same call applied to dout is the backward. out may be x.
+Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset);
+
+// dst[r * dst_stride + c] = src[r * src_stride + c] for r < rows, c < cols (strides in elements).
+Status copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows, int64_t cols);
+
+}  // namespace nf::cuda

@@ -1,0 +1,179 @@
+// Embeddings on the GPU: token gather and its scatter-add backward, the ViT CLS + position start.
+// Math: out[r] = table[ids[r]]·scale + pos[r mod T]; dtable[ids[r]] += scale·dout[r];
+//   dpos[t] += Σ_b dout[b, t]. ViT: out[b, 0] = cls + pos[0], out[b, 1+n] = patches[b, n] + pos[1+n];
+//   dcls += Σ_b dout[b, 0], dpatches[b, n] = dout[b, 1+n], dpos[t] += Σ_b dout[b, t].
+// Layout: ids [B, T] int32; table, dtable [V, D]; pos, dpos [T, D] (or [N+1, D]); out, dout rows of D.
+// Dimension key: B batch, T tokens, V vocabulary, D width, N patches, r = b·T + t.
+// The ids are checked first by one block (first bad position, block min-reduction) and the result
+// read back, so no kernel ever indexes the table out of range. The scatter-add is deterministic
+// without atomics: one thread per column walks the rows in order (D-way parallel; duplicate ids only
+// ever meet in the same thread). Position and CLS gradients: one thread per (t, i) sums over b.
+#include "embedding.h"
+
+#include <string>
+
+#include "common.cuh"
+
+namespace nf::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kCheckThreads = 1024;
+constexpr int64_t kMaxBlocks = 4096;
+
+// bad[0] = the first r with ids[r] outside [0, V), or n when there is none.
+__global__ void __launch_bounds__(kCheckThreads) check_ids_kernel(int* bad, const int32_t* ids, int n, int V) {
+  NF_SHARED(int[kWarp], scratch);
+  int first = n;
+  for (int r = int(threadIdx.x); r < n; r += int(blockDim.x))
+    if ((ids[r] < 0 || ids[r] >= V) && r < first) first = r;
+  first = block_reduce(first, MinOp{}, n, scratch);
+  if (threadIdx.x == 0) bad[0] = first;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    embedding_forward_kernel(float* out, const int32_t* ids, const float* table, const float* pos, int64_t total,
+                             int64_t T, int D, float scale) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / D;
+    const int c = int(i % D);
+    const float v = table[int64_t(ids[r]) * D + c] * scale;
+    out[i] = pos ? v + pos[(r % T) * D + c] : v;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    embedding_scatter_kernel(float* dtable, const float* dout, const int32_t* ids, int64_t rows, int D, float scale) {
+  const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= D) return;
+  for (int64_t r = 0; r < rows; ++r) dtable[int64_t(ids[r]) * D + c] += scale * dout[r * D + c];
+}
+
+// dpos[t, c] += Σ_b dout[(b·T + t)·D + c] for t < T (T·D threads, grid-stride).
+__global__ void __launch_bounds__(kThreads)
+    position_grad_kernel(float* dpos, const float* dout, int64_t B, int64_t T, int D) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < T * D; i += int64_t(gridDim.x) * blockDim.x) {
+    float s = 0.0f;
+    for (int64_t b = 0; b < B; ++b) s += dout[b * T * D + i];
+    dpos[i] += s;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    cls_pos_forward_kernel(float* out, const float* cls, const float* patches, const float* pos, int64_t total,
+                           int64_t N, int D) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t row = i / D, b = row / (N + 1), t = row % (N + 1);
+    const int c = int(i % D);
+    out[i] = (t == 0 ? cls[c] : patches[(b * N + t - 1) * D + c]) + pos[t * D + c];
+  }
+}
+
+// One thread per (t, c) of [N+1, D]: the sum over b goes to dpos (and dcls for t = 0); rows t > 0
+// are copied to dpatches.
+__global__ void __launch_bounds__(kThreads)
+    cls_pos_backward_kernel(float* dcls, float* dpatches, float* dpos, const float* dout, int64_t B, int64_t N, int D) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (N + 1) * D;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / D;
+    const int c = int(i % D);
+    float s = 0.0f;
+    for (int64_t b = 0; b < B; ++b) {
+      const float g = dout[b * (N + 1) * D + i];
+      s += g;
+      if (t > 0) dpatches[(b * N + t - 1) * D + c] = g;
+    }
+    dpos[i] += s;
+    if (t == 0) dcls[c] += s;
+  }
+}
+
+dim3 blocks_for(int64_t total) {
+  const int64_t b = ceil_div(total, kThreads);
+  return dim3(unsigned(b < kMaxBlocks ? b : kMaxBlocks));
+}
+
+Status check_dims(const char* op, const EmbeddingDims& d) {
+  NF_CHECK(d.B >= 0 && d.T >= 0 && d.B * d.T < (int64_t(1) << 31), op, "B and T must be non-negative, B*T < 2^31");
+  NF_CHECK(d.V >= 1 && d.V <= INT32_MAX, op, "V must be in [1, 2^31)");
+  NF_CHECK(d.D >= 1 && d.D < (int64_t(1) << 31), op, "D must be in [1, 2^31)");
+  return Status::Ok();
+}
+
+// Fails naming the first position whose id is outside [0, V) (waits for the stream).
+Status check_ids(const char* op, const int32_t* ids, const EmbeddingDims& d, cudaStream_t s) {
+  const int n = int(d.B * d.T);
+  void* p = nullptr;
+  NF_TRY(workspace(0, sizeof(int), &p));
+  int* bad = static_cast<int*>(p);
+  NF_CUDA_TRY(op, launch(check_ids_kernel, dim3(1), dim3(kCheckThreads), 0, s, bad, ids, n, int(d.V)));
+  int first = n;
+  NF_CUDA_TRY(op, cudaMemcpyAsync(&first, bad, sizeof first, cudaMemcpyDeviceToHost, s));
+  NF_CUDA_TRY(op, cudaStreamSynchronize(s));
+  NF_CHECK(first == n, op,
+           "id out of range at position " + std::to_string(first) + " (expected [0, " + std::to_string(d.V) + "))");
+  return Status::Ok();
+}
+
+Status check_tokens(const char* op, int64_t B, int64_t N, int64_t D) {
+  NF_CHECK(B >= 0 && N >= 0, op, "B and N must be non-negative");
+  NF_CHECK(D >= 1 && D < (int64_t(1) << 31), op, "D must be in [1, 2^31)");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status embedding_forward(float* out, const int32_t* ids, const float* table, const float* pos, EmbeddingDims d) {
+  const char* op = "embedding_forward";
+  NF_TRY(check_dims(op, d));
+  if (d.B * d.T == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_TRY(check_ids(op, ids, d, s));
+  const int64_t total = d.B * d.T * d.D;
+  NF_CUDA_TRY(op, launch(embedding_forward_kernel, blocks_for(total), dim3(kThreads), 0, s, out, ids, table, pos,
+                         total, d.T, int(d.D), d.scale));
+  return Status::Ok();
+}
+
+Status embedding_backward(float* dtable, float* dpos, const float* dout, const int32_t* ids, EmbeddingDims d) {
+  const char* op = "embedding_backward";
+  NF_TRY(check_dims(op, d));
+  if (d.B * d.T == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_TRY(check_ids(op, ids, d, s));
+  NF_CUDA_TRY(op, launch(embedding_scatter_kernel, dim3(unsigned(ceil_div(d.D, kThreads))), dim3(kThreads), 0, s,
+                         dtable, dout, ids, d.B * d.T, int(d.D), d.scale));
+  if (dpos)
+    NF_CUDA_TRY(op, launch(position_grad_kernel, blocks_for(d.T * d.D), dim3(kThreads), 0, s, dpos, dout, d.B, d.T,
+                           int(d.D)));
+  return Status::Ok();
+}
+
+Status cls_pos_forward(float* out, const float* cls, const float* patches, const float* pos, int64_t B, int64_t N,
+                       int64_t D) {
+  const char* op = "cls_pos_forward";
+  NF_TRY(check_tokens(op, B, N, D));
+  if (B == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  const int64_t total = B * (N + 1) * D;
+  NF_CUDA_TRY(op, launch(cls_pos_forward_kernel, blocks_for(total), dim3(kThreads), 0, s, out, cls, patches, pos,
+                         total, N, int(D)));
+  return Status::Ok();
+}
+
+Status cls_pos_backward(float* dcls, float* dpatches, float* dpos, const float* dout, int64_t B, int64_t N, int64_t D) {
+  const char* op = "cls_pos_backward";
+  NF_TRY(check_tokens(op, B, N, D));
+  if (B == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY(op, launch(cls_pos_backward_kernel, blocks_for((N + 1) * D), dim3(kThreads), 0, s, dcls, dpatches, dpos,
+                         dout, B, N, int(D)));
+  return Status::Ok();
+}
+
+}  // namespace nf::cuda

@@ -1,0 +1,105 @@
+// The CUDA addon's memory functions: device buffers and the explicit copies between them and host
+// typed arrays, all on the backend's stream (copies to the host wait for it), plus what the backend
+// is (a GPU build or the SIMT emulator) and its live device bytes.
+#include <string>
+
+#include "../device.h"
+#include "../../napi/registry.h"
+#include "device_args.h"
+
+namespace nf::napi {
+namespace {
+
+DeviceBuffer* buffer_arg(const Napi::CallbackInfo& info, size_t i, const char* fn) {
+  DeviceBuffer* b = i < info.Length() ? device_buffer(info[i]) : nullptr;
+  if (!b || !b->ptr)
+    throw_error(info.Env(), "ERR_NF_INVALID_ARG",
+                std::string(fn) + ": expected a live device buffer for argument " + std::to_string(i + 1));
+  return b;
+}
+
+// The bytes of a host typed array argument, which must match `bytes`.
+void* host_arg(const Napi::CallbackInfo& info, size_t i, size_t bytes, const char* fn) {
+  if (i >= info.Length() || !info[i].IsTypedArray())
+    throw_error(info.Env(), "ERR_NF_INVALID_ARG", std::string(fn) + ": expected a typed array for argument " +
+                                                      std::to_string(i + 1));
+  Napi::TypedArray t = info[i].As<Napi::TypedArray>();
+  if (t.ByteLength() != bytes)
+    throw_error(info.Env(), "ERR_NF_INVALID_ARG",
+                std::string(fn) + ": expected a typed array of " + std::to_string(bytes) + " bytes but received " +
+                    std::to_string(t.ByteLength()));
+  return static_cast<uint8_t*>(t.ArrayBuffer().Data()) + t.ByteOffset();
+}
+
+}  // namespace
+
+NF_REGISTER_OPS(cuda_memory) {
+  auto fn = [&](const char* name, Napi::Value (*f)(const Napi::CallbackInfo&)) {
+    exports.Set(name, Napi::Function::New(env, f, name));
+  };
+  // alloc(bytes): a zero-filled device buffer.
+  fn("alloc", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsNumber() || info[0].As<Napi::Number>().DoubleValue() < 0 ||
+        info[0].As<Napi::Number>().DoubleValue() > double(int64_t(1) << 42))
+      throw_error(info.Env(), "ERR_NF_INVALID_ARG", "alloc: expected a byte count");
+    return new_device_buffer(info.Env(), size_t(info[0].As<Napi::Number>().Int64Value()));
+  });
+  // free(buffer): releases the memory now; later frees are no-ops.
+  fn("free", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    DeviceBuffer* b = info.Length() > 0 ? device_buffer(info[0]) : nullptr;
+    if (!b) throw_error(info.Env(), "ERR_NF_INVALID_ARG", "free: expected a device buffer");
+    check_device(info.Env(), free_device_buffer(b));
+    return info.Env().Undefined();
+  });
+  // upload(dst, src): host typed array -> device buffer of the same byte length.
+  fn("upload", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    DeviceBuffer* dst = buffer_arg(info, 0, "upload");
+    const void* src = host_arg(info, 1, dst->bytes, "upload");
+    check_device(info.Env(), cuda::copy_to_device(dst->ptr, src, dst->bytes));
+    return info.Env().Undefined();
+  });
+  // download(dst, src): device buffer -> host typed array of the same byte length (waits for it).
+  fn("download", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    DeviceBuffer* src = buffer_arg(info, 1, "download");
+    void* dst = host_arg(info, 0, src->bytes, "download");
+    check_device(info.Env(), cuda::copy_to_host(dst, src->ptr, src->bytes));
+    return info.Env().Undefined();
+  });
+  // copy(dst, src): device -> device, equal sizes.
+  fn("copy", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    DeviceBuffer* dst = buffer_arg(info, 0, "copy");
+    DeviceBuffer* src = buffer_arg(info, 1, "copy");
+    if (dst->bytes != src->bytes) throw_error(info.Env(), "ERR_NF_INVALID_ARG", "copy: buffer sizes differ");
+    check_device(info.Env(), cuda::copy_on_device(dst->ptr, src->ptr, src->bytes));
+    return info.Env().Undefined();
+  });
+  // fillZero(buffer).
+  fn("fillZero", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    DeviceBuffer* b = buffer_arg(info, 0, "fillZero");
+    check_device(info.Env(), cuda::fill_zero(b->ptr, b->bytes));
+    return info.Env().Undefined();
+  });
+  // synchronize(): waits for the backend's stream.
+  fn("synchronize", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    check_device(info.Env(), cuda::synchronize());
+    return info.Env().Undefined();
+  });
+  fn("deviceAllocatedBytes", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    return Napi::Number::New(info.Env(), double(device_allocated_bytes()));
+  });
+  // backendInfo(): {emulated, devices} (devices: an error on a machine without a usable GPU).
+  fn("backendInfo", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    int devices = 0;
+    check_device(info.Env(), cuda::device_count(&devices));
+    Napi::Object o = Napi::Object::New(info.Env());
+#if defined(NF_CUDA_EMULATED)
+    o.Set("emulated", true);
+#else
+    o.Set("emulated", false);
+#endif
+    o.Set("devices", devices);
+    return o;
+  });
+}
+
+}  // namespace nf::napi

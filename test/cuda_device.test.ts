@@ -1,0 +1,182 @@
+/**
+ * device 'cuda' end to end on the SIMT emulator: builds the CUDA addon over the emulator (the build
+ * step shared with test/cuda_emulator.test.ts), selects it with NF_CUDA_BACKEND=emulator, and checks
+ * Tensor.to round trips, the error for tensors on two devices in one op, and ONE ViTClassifier
+ * training step (forward, cross-entropy, backward, AdamW, then a trainStep) on 'cuda' against the
+ * same step on 'cpu': loss, logits, every parameter gradient and every updated parameter within a
+ * relative error of 1e-4 (the largest is printed). Also, without any build: device 'cuda' on a
+ * build without CUDA throws ERR_NF_NO_CUDA. The emulator runs kernels thread by thread on the CPU,
+ * so the shapes are tiny and awkward (12x12 images, 4x4 patches, width 48, 2 heads of 24).
+ */
+import * as fs from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+import {
+  AdamW, crossEntropy, Linear, NodeformerError, Tensor, trainStep, ViTClassifier,
+} from '../lib/index';
+import { cuda } from '../lib/device';
+import { randn32, relErr, rng } from './helpers';
+import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
+
+const reason = emulatorSkipReason();
+if (reason) console.log(`skipping the device 'cuda' emulator tests: ${reason}`);
+
+const vit = { imgSize: 12, patchSize: 4, inChannels: 3, dModel: 48, numHeads: 2, dFF: 72, depth: 2, dropout: 0, numClasses: 5, seed: 7 };
+const B = 3;
+
+describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
+  const errors: [string, number][] = [];
+  const close = (label: string, got: ArrayLike<number>, want: ArrayLike<number>) => {
+    const e = relErr(got, want);
+    errors.push([label, e]);
+    expect(e, label).toBeLessThan(1e-4);
+  };
+
+  beforeAll(async () => {
+    const build = await buildEmulated();
+    expect(build.ok, build.out).toBe(true);
+    expect(build.out).not.toMatch(/warning:/);
+    process.env.NF_CUDA_BACKEND = 'emulator';
+    expect(cuda().backendInfo()).toEqual({ emulated: true, devices: 1 });
+  }, 900_000);
+
+  afterAll(() => {
+    // The largest relative error per kind of output (loss/logits, gradients, parameters after
+    // AdamW, after the second step through trainStep).
+    const kinds = new Map<string, [string, number]>();
+    for (const [label, e] of errors) {
+      const kind = label.split(' ')[0];
+      if (!kinds.has(kind) || e > kinds.get(kind)![1]) kinds.set(kind, [label, e]);
+    }
+    for (const [kind, [label, e]] of kinds) console.log(`cuda vs cpu, largest relative error (${kind}): ${e.toExponential(2)} (${label})`);
+  });
+
+  it("Tensor.to('cuda') / to('cpu') round trips every dtype; device memory is explicit", () => {
+    const before = cuda().deviceAllocatedBytes();
+    const values = { float32: Float32Array.from([1.5, -2, 3.25, 0, 7, -0.125]), int32: Int32Array.from([4, -5, 6, 7, 8, 9]),
+      bool: Uint8Array.from([1, 0, 0, 1, 1, 0]) };
+    for (const v of Object.values(values)) {
+      const host = Tensor.from(v, [2, 3]);
+      const dev = host.to('cuda');
+      expect(dev.device).toBe('cuda');
+      expect(dev.dtype).toBe(host.dtype);
+      expect(dev.to('cuda')).toBe(dev);
+      expect(() => dev.data).toThrowError(expect.objectContaining({ code: 'ERR_NF_DEVICE' }));
+      expect(dev.toArray()).toEqual(v);
+      const back = dev.reshape([3, 2]).to('cpu');
+      expect(back.device).toBe('cpu');
+      expect(back.shape).toEqual([3, 2]);
+      expect(back.data).toEqual(v);
+      expect(String(dev)).toContain("device='cuda'");
+      dev.fillZero();
+      expect(Array.from(dev.toArray())).toEqual([0, 0, 0, 0, 0, 0]);
+      dev.dispose();
+      expect(dev.disposed).toBe(true);
+      expect(() => dev.toArray()).toThrowError(expect.objectContaining({ code: 'ERR_NF_DISPOSED' }));
+    }
+    expect(cuda().deviceAllocatedBytes()).toBeLessThanOrEqual(before + 3 * 24); // the reshaped copies await GC
+    expect(Tensor.zeros([2, 2], 'float32', 'cuda').toArray()).toEqual(new Float32Array(4));
+  });
+
+  it('an op with tensors on both devices throws ERR_NF_DEVICE naming them; async ops run too', async () => {
+    const lin = new Linear({ inFeatures: 4, outFeatures: 3 }).to('cuda');
+    expect(lin.weight.device).toBe('cuda');
+    const x = Tensor.from(new Float32Array(8), [2, 4]);
+    const err = (() => { try { lin.forward(x); } catch (e) { return e; } })() as NodeformerError;
+    expect(err).toBeInstanceOf(NodeformerError);
+    expect(err.code).toBe('ERR_NF_DEVICE');
+    expect(err.message).toMatch(/linearForward: .*W, b are on cuda and y, x are on cpu/);
+    const y = lin.forward(x.to('cuda'));
+    expect(y.device).toBe('cuda');
+    expect((await lin.forwardAsync(x.to('cuda'))).toArray()).toEqual(y.toArray());
+    lin.to('cpu');
+    expect(relErr(lin.forward(x).toArray(), y.toArray())).toBeLessThan(1e-6);
+  });
+
+  it('one ViTClassifier training step (forward, cross-entropy, backward, AdamW) matches the CPU', () => {
+    const rand = rng(11);
+    const images = Tensor.from(Float32Array.from(randn32(B * 3 * 12 * 12, rand)), [B, 3, 12, 12]);
+    const targets = Tensor.from(Int32Array.from([1, 4, 0]), [B]);
+    const run = (device: 'cpu' | 'cuda') => {
+      const model = new ViTClassifier(vit).to(device);
+      // eps 1e-5, not 1e-8: the keys' bias gets a gradient that is 0 in exact arithmetic (softmax
+      // ignores a shift shared by all keys), here float noise of ~6e-9 on either device; Adam's first
+      // step is ≈ lr·g/(|g| + eps), which with eps 1e-8 turns that noise into ±lr updates whose
+      // signs differ between devices (and with 1e-6 still into differences of 1e-4 relative).
+      const opt = new AdamW(model.parameters(), { lr: 1e-2, weightDecay: 0.05, eps: 1e-5 });
+      const x = images.to(device), t = targets.to(device);
+      opt.zeroGrad();
+      const logits = model.forward(x);
+      const { loss, grad } = crossEntropy(logits, t);
+      model.backward(grad);
+      const grads = Object.fromEntries(model.namedParameters().map(([n, p]) => [n, p.grad!.toArray()]));
+      opt.step();
+      const params = Object.fromEntries(model.namedParameters().map(([n, p]) => [n, p.toArray()]));
+      const loss2 = trainStep(model, opt, x, t); // the same again through trainStep's program
+      const params2 = Object.fromEntries(model.namedParameters().map(([n, p]) => [n, p.toArray()]));
+      return { loss, logits: logits.toArray(), grads, params, loss2, params2, devices: model.parameters().map((p) => p.device) };
+    };
+    const ref = run('cpu');
+    const got = run('cuda');
+    expect(new Set(got.devices)).toEqual(new Set(['cuda']));
+    close('loss', [got.loss], [ref.loss]);
+    close('logits', got.logits, ref.logits);
+    expect(Object.keys(got.grads).sort()).toEqual(Object.keys(ref.grads).sort());
+    for (const name of Object.keys(ref.grads)) {
+      close(`grad ${name}`, got.grads[name], ref.grads[name]);
+      close(`updated ${name}`, got.params[name], ref.params[name]);
+      close(`step 2 ${name}`, got.params2[name], ref.params2[name]);
+    }
+    close('step 2 loss', [got.loss2], [ref.loss2]);
+  }, 120_000);
+});
+
+const gpuAddon = path.join(root, 'build', 'cuda', 'nodeformer_cuda.node');
+
+describe('without a usable CUDA backend', () => {
+  it("device 'cuda' throws ERR_NF_NO_CUDA saying so", async () => {
+    const saved = process.env.NF_CUDA_BACKEND;
+    process.env.NF_CUDA_BACKEND = 'none';
+    try {
+      vi.resetModules();
+      const lib = await import('../lib/index');
+      for (const attempt of [() => lib.Tensor.from(new Float32Array(2), [2]).to('cuda'),
+        () => lib.Tensor.zeros([2], 'float32', 'cuda'), () => new lib.Linear({ inFeatures: 2, outFeatures: 2 }).to('cuda')]) {
+        const err = (() => { try { attempt(); } catch (e) { return e; } })() as NodeformerError;
+        expect(err?.code).toBe('ERR_NF_NO_CUDA');
+        expect(err.message).toContain('built without CUDA');
+      }
+      expect(() => lib.Tensor.zeros([2], 'float32', 'gpu' as never)).toThrowError(/Expected 'cpu' or 'cuda' for device/);
+    } finally {
+      if (saved === undefined) delete process.env.NF_CUDA_BACKEND;
+      else process.env.NF_CUDA_BACKEND = saved;
+      vi.resetModules();
+    }
+  });
+
+  // The real backend (npm run build:cuda) where it was built: on a machine without a usable GPU the
+  // failing CUDA runtime call surfaces as ERR_NF_CUDA naming the call and its file:line.
+  it.skipIf(!fs.existsSync(gpuAddon))('the nvcc-built addon reports CUDA runtime errors as ERR_NF_CUDA with file:line', async () => {
+    const saved = process.env.NF_CUDA_BACKEND;
+    process.env.NF_CUDA_BACKEND = 'gpu';
+    try {
+      vi.resetModules();
+      const lib = await import('../lib/index');
+      let t: Tensor | null = null;
+      try {
+        t = lib.Tensor.zeros([2], 'float32', 'cuda');
+      } catch (e) {
+        expect((e as NodeformerError).code).toBe('ERR_NF_CUDA');
+        expect((e as Error).message).toMatch(/^device_count: cudaError\w+: .*\(cudaGetDeviceCount\(n\) at .*native\/cuda\/device\.cu:\d+\)$/);
+        console.log(`the GPU build here: ${(e as Error).message}`);
+      }
+      if (t) expect(t.toArray()).toEqual(new Float32Array(2)); // a machine with a GPU
+    } finally {
+      if (saved === undefined) delete process.env.NF_CUDA_BACKEND;
+      else process.env.NF_CUDA_BACKEND = saved;
+      vi.resetModules();
+    }
+  });
+});
