@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const o = { ...DEFAULTS, ...options };
   console.log(`Transformer ${o.depth}+${o.depth} blocks, dModel ${o.dModel}, ${o.numHeads} heads; ${o.steps} steps of ${o.batchSize} ` +
     `dates; ${native.numThreads()} threads`);
-  const { accuracy, predictions, trainSeconds } = await trainSeq2seq(options, (p) => console.log(
+  const { accuracy, predictions, trainSeconds, bestStep } = await trainSeq2seq(options, (p) => console.log(
     `step ${String(p.step).padStart(5)}  loss ${p.loss.toFixed(3)}  valid exact ${(100 * p.validAccuracy).toFixed(1).padStart(5)}%  ` +
     `lr ${p.lr.toExponential(2)}  ${p.seconds.toFixed(0)} s`));
   const wrong = predictions.filter((p) => p.got !== p.want);
@@ -49,7 +49,8 @@ async function main(): Promise<void> {
   for (const p of [...predictions.slice(0, 6), ...wrong.slice(0, 4)])
     console.log(`  ${p.src.padEnd(20)} → ${p.got}${p.got === p.want ? '' : `   ✗ (want ${p.want})`}`);
   console.log(`\nexact-match accuracy on ${predictions.length} held-out dates: ${(100 * accuracy).toFixed(1)}% ` +
-    `(${predictions.length - wrong.length}/${predictions.length}), trained in ${trainSeconds.toFixed(0)} s`);
+    `(${predictions.length - wrong.length}/${predictions.length}) with the weights of step ${bestStep} (best validation exact match), ` +
+    `trained in ${trainSeconds.toFixed(0)} s`);
 }
 
 main().catch((e: Error) => {

@@ -50,6 +50,8 @@ describe('seq2seq example', () => {
     for (const p of r.predictions) expect(typeof p.got).toBe('string');
     expect(r.accuracy).toBe(r.predictions.filter((p) => p.got === p.want).length / 40);
     expect(r.trainSeconds).toBeGreaterThan(0);
+    const bestValid = Math.max(...progress.map((p) => p.validAccuracy)); // the model keeps the last best-scoring weights
+    expect(r.bestStep).toBe(progress.filter((p) => p.validAccuracy === bestValid).at(-1)!.step);
     r.model.dispose();
   });
 });

@@ -55,6 +55,8 @@ export interface Seq2seqResult {
   predictions: { src: string; want: string; got: string }[];
   /** Training time (validation excluded). */
   trainSeconds: number;
+  /** The step whose weights the model holds: the last one with the best validation exact match. */
+  bestStep: number;
 }
 
 /** Greedy decoding (key/value cache) of `pairs`' sources, in batches; returns the decoded strings. */
@@ -79,9 +81,12 @@ export function exactMatch(model: Transformer, pairs: Pair[]): Pick<Seq2seqResul
 }
 
 /**
- * Trains and evaluates; `onProgress` is called every `every` steps. Each step yields to the event
- * loop once: the GC's finalizers of native tensors run there, so a loop that never yields would
- * hold every step's intermediates until it ends.
+ * Trains and evaluates; the validation dates are scored every `every` steps (and at the last),
+ * `onProgress` is called then, and the model ends with the weights of the last best-scoring
+ * evaluation (the inverse-square-root schedule never anneals, so the last step's weights can
+ * sit on a bump of the loss). Each step yields to the event loop once: the GC's finalizers of
+ * native tensors run there, so a loop that never yields would hold every step's intermediates
+ * until it ends.
  */
 export async function trainSeq2seq(options: Partial<Seq2seqOptions> = {}, onProgress?: (p: Progress) => void, every = 100): Promise<Seq2seqResult> {
   const o = { ...DEFAULTS, ...options };
@@ -92,6 +97,7 @@ export async function trainSeq2seq(options: Partial<Seq2seqOptions> = {}, onProg
   const schedule = inverseSqrtWarmup({ dModel: o.dModel, warmupSteps: o.warmupSteps, factor: o.lrFactor });
   const start = performance.now();
   let lossSum = 0, lossCount = 0, evalMs = 0;
+  let best = { accuracy: -1, step: 0, weights: {} as Record<string, Float32Array> };
   for (let step = 1; step <= o.steps; step++) {
     await nextTurn();
     const { src, S, tgtIn, tgtOut, T } = batchTensors(task.trainBatch(o.batchSize));
@@ -108,14 +114,17 @@ export async function trainSeq2seq(options: Partial<Seq2seqOptions> = {}, onProg
     opt.step();
     lossSum += loss;
     lossCount++;
-    if (onProgress && (step % every === 0 || step === o.steps)) {
+    if (step % every === 0 || step === o.steps) {
       const seconds = (performance.now() - start - evalMs) / 1000, t0 = performance.now();
       const validAccuracy = exactMatch(model, task.valid).accuracy;
+      if (validAccuracy >= best.accuracy)
+        best = { accuracy: validAccuracy, step, weights: Object.fromEntries(model.namedParameters().map(([n, p]) => [n, p.toArray()])) };
       evalMs += performance.now() - t0;
-      onProgress({ step, loss: lossSum / lossCount, validAccuracy, lr: opt.options.lr, seconds });
+      onProgress?.({ step, loss: lossSum / lossCount, validAccuracy, lr: opt.options.lr, seconds });
       lossSum = lossCount = 0;
     }
   }
   const trainSeconds = (performance.now() - start - evalMs) / 1000;
-  return { model, ...exactMatch(model, task.test), trainSeconds };
+  if (best.step !== o.steps) model.loadStateDict(best.weights);
+  return { model, ...exactMatch(model, task.test), trainSeconds, bestStep: best.step };
 }

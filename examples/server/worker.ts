@@ -1,10 +1,11 @@
 /**
  * The inference thread: loads the checkpoint once, then for each batch of posted PNGs decodes
- * them, runs one forward over the valid ones and answers with softmax probabilities. All the CPU
+ * and normalises them as the demo's training does, runs one forward over the valid ones and answers with softmax probabilities. All the CPU
  * work of a prediction happens here, so the HTTP thread's event loop stays free.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 
+import { MNIST_MEAN, MNIST_STD } from '../../lib/cli/mnist';
 import { Tensor } from '../../lib/index';
 import { loadClassifier } from './checkpoint';
 import { HttpError } from './http_error';
@@ -46,8 +47,9 @@ function predict(items: ToWorker['items']): (Prediction | Refusal)[] {
   }
   if (good.length === 0) return results;
   const input = new Float32Array(good.length * C * S * S);
+  // The demo trains on pixels normalised with MNIST's mean and standard deviation: the same here.
   good.forEach(({ gray }, b) => {
-    for (let c = 0; c < C; c++) input.set(gray, (b * C + c) * S * S);
+    for (let c = 0; c < C; c++) input.set(gray.map((v) => (v - MNIST_MEAN) / MNIST_STD), (b * C + c) * S * S);
   });
   using images = Tensor.from(input, [good.length, C, S, S]);
   using logits = model.forward(images);

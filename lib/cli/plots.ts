@@ -166,9 +166,11 @@ export function heatmapSpec(values: Float32Array, rows: number, cols: number, la
 /**
  * Rows of digit images side by side (pixels in [0, 1]; NaN marks a hidden patch, drawn blue):
  * one row per example, one column per version (e.g. original, masked, reconstructed), and the
- * rows split into `groups` blocks placed next to each other.
+ * rows split into `groups` blocks placed next to each other. A subtitle given as lines is drawn
+ * one line under the other.
  */
-export function digitRowsSpec(rows: readonly Float32Array[][], columnTitles: readonly string[], groups: number, title: string, subtitle: string): TopLevelSpec {
+export function digitRowsSpec(rows: readonly Float32Array[][], columnTitles: readonly string[], groups: number, title: string,
+  subtitle: string | readonly string[]): TopLevelSpec {
   const side = DIGIT_SIZE * 3, perGroup = Math.ceil(rows.length / groups);
   const block = (part: readonly Float32Array[][]) => ({
     columns: columnTitles.length, spacing: 6, bounds: 'flush',
