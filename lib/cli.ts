@@ -9,10 +9,11 @@ import * as path from 'node:path';
 
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 
+import { cuda, type Device } from './device';
 import { NodeformerError } from './errors';
 import { ViTClassifier } from './models/vit';
 import { native, packageRoot } from './native';
-import { argmaxRows, checkDigitClassifier, evaluate } from './cli/classify';
+import { argmaxRows, checkDigitClassifier, evaluate, onDevice } from './cli/classify';
 import { readDigitPng } from './cli/images';
 import { DIGIT_PIXELS, imageBatch, loadMnist } from './cli/mnist';
 import { TRAIN_DEFAULTS, trainDemo } from './cli/train';
@@ -43,9 +44,15 @@ function withRuntime(cmd: Command): Command {
 }
 
 /** Applies --threads and --device. */
-function setupRuntime(o: { threads: number; device: string }): void {
-  if (o.device === 'cuda')
-    throw new UsageError('This nodeformer package was built without CUDA, so --device cuda is not available; use --device cpu.');
+function setupRuntime(o: { threads: number; device: Device }): void {
+  if (o.device === 'cuda') {
+    try {
+      cuda();
+    } catch (e) {
+      if (e instanceof NodeformerError) throw new UsageError(`--device cuda is not available: ${e.message}; use --device cpu.`);
+      throw e;
+    }
+  }
   native.setNumThreads(o.threads);
 }
 
@@ -101,7 +108,7 @@ function program(io: Io): Command {
     .addOption(new Option('--batch-size <n>', 'images per forward').argParser(integer(1, 10000)).default(250)))
     .action((o) => {
       setupRuntime(o);
-      const model = loadClassifier(o.model);
+      const model = loadClassifier(o.model).to(o.device);
       const { test } = loadMnist({ trainSize: 1, testSize: o.testSize });
       const t0 = performance.now();
       const r = evaluate(model, test, o.batchSize);
@@ -117,14 +124,14 @@ function program(io: Io): Command {
     .addOption(new Option('--model <file>', 'checkpoint written by train').default(DEFAULT_MODEL)))
     .action((files: string[], o) => {
       setupRuntime(o);
-      const model = loadClassifier(o.model);
+      const model = loadClassifier(o.model).to(o.device);
       const pixels = new Float32Array(files.length * DIGIT_PIXELS);
       files.forEach((f, i) => pixels.set(readDigitPng(f), i * DIGIT_PIXELS));
       const digits = { count: files.length, pixels, labels: new Int32Array(files.length) };
-      const x = imageBatch(digits, Int32Array.from(files.keys()));
+      const x = onDevice(imageBatch(digits, Int32Array.from(files.keys())), o.device);
       model.eval();
       const logits = model.forward(x);
-      argmaxRows(logits.data, model.numClasses).forEach((p, i) => out(`${files[i]}: ${p.label} (${(100 * p.probability).toFixed(1)}%)`));
+      argmaxRows(logits.toArray(), model.numClasses).forEach((p, i) => out(`${files[i]}: ${p.label} (${(100 * p.probability).toFixed(1)}%)`));
       x.dispose();
       logits.dispose();
       model.dispose();

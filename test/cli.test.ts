@@ -56,7 +56,9 @@ describe('nodeformer command line', () => {
       expect(r.status, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/error: option .* (is invalid|Allowed choices)/);
     }
+    vi.stubEnv('NF_CUDA_BACKEND', 'none'); // as a CPU-only install (test/cuda_device.test.ts trains on the emulated backend)
     const cuda = await run('train', '--device', 'cuda');
+    vi.unstubAllEnvs();
     expect(cuda.status).toBe(2);
     expect(cuda.stderr).toContain('built without CUDA');
     const tooMany = await run('train', '--train-size', '9000', '--test-size', '2000');

@@ -9,6 +9,7 @@
  * so the shapes are tiny and awkward (12x12 images, 4x4 patches, width 48, 2 heads of 24).
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -16,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   AdamW, crossEntropy, Linear, NodeformerError, Tensor, trainStep, ViTClassifier,
 } from '../lib/index';
+import { main } from '../lib/cli';
 import { cuda } from '../lib/device';
 import { randn32, relErr, rng } from './helpers';
 import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
@@ -130,6 +132,20 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
       close(`step 2 ${name}`, got.params2[name], ref.params2[name]);
     }
     close('step 2 loss', [got.loss2], [ref.loss2]);
+  }, 120_000);
+
+  it('the command line trains, evaluates and predicts with --device cuda', async () => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-cli-cuda-'));
+    const lines: string[] = [];
+    const flags = ['--device', 'cuda', '--test-size', '20'];
+    const status = await main(['train', ...flags, '--epochs', '1', '--train-size', '40', '--batch-size', '20', '--out', out], (l) => lines.push(l));
+    expect(status, lines.join('\n')).toBe(0);
+    expect(lines[0]).toContain('CUDA');
+    expect(lines.at(-1)).toMatch(/Test accuracy [\d.]+% \(\d+\/20\) after 1 epoch/);
+    const model = path.join(out, 'model.safetensors');
+    expect(await main(['eval', '--model', model, ...flags], (l) => lines.push(l))).toBe(0);
+    expect(await main(['predict', path.join(out, 'samples', 'digit-7.png'), '--model', model, '--device', 'cuda'], (l) => lines.push(l))).toBe(0);
+    expect(lines.at(-1)).toMatch(/digit-7\.png: \d \([\d.]+%\)$/);
   }, 120_000);
 });
 

@@ -2,8 +2,10 @@
  * Running a digit classifier: batched predictions with loss and accuracy, and the check that a
  * checkpoint is a 28×28 single-channel, 10-class ViTClassifier.
  */
+import type { Device } from '../device';
 import { crossEntropy } from '../losses';
 import type { ViTClassifier } from '../models/vit';
+import type { Tensor } from '../tensor';
 import { DIGIT_SIZE, type Digits, imageBatch, labelBatch } from './mnist';
 import { UsageError } from './usage';
 
@@ -21,8 +23,16 @@ export function argmaxRows(logits: Float32Array, classes: number): { label: numb
   return out;
 }
 
-/** Mean loss, accuracy and every prediction of `model` (in eval mode) on `digits`. */
+/** `t` on `device`: `t` itself when it is there already, else a copy there (and `t` is disposed). */
+export function onDevice<T extends Tensor>(t: T, device: Device): T {
+  const moved = t.to(device) as T;
+  if (moved !== t) t.dispose();
+  return moved;
+}
+
+/** Mean loss, accuracy and every prediction of `model` (in eval mode, on its device) on `digits`. */
 export function evaluate(model: ViTClassifier, digits: Digits, batchSize: number): { loss: number; accuracy: number; predicted: Int32Array } {
+  const device = model.parameters()[0].device;
   const mode = model.training;
   model.eval();
   const predicted = new Int32Array(digits.count);
@@ -30,10 +40,10 @@ export function evaluate(model: ViTClassifier, digits: Digits, batchSize: number
   try {
     for (let start = 0; start < digits.count; start += batchSize) {
       const idx = Int32Array.from({ length: Math.min(batchSize, digits.count - start) }, (_, i) => start + i);
-      const x = imageBatch(digits, idx), y = labelBatch(digits, idx);
+      const x = onDevice(imageBatch(digits, idx), device), y = onDevice(labelBatch(digits, idx), device);
       const logits = model.forward(x);
       const { loss, grad } = crossEntropy(logits, y);
-      argmaxRows(logits.data, model.numClasses).forEach((p, i) => {
+      argmaxRows(logits.toArray(), model.numClasses).forEach((p, i) => {
         predicted[start + i] = p.label;
         if (p.label === digits.labels[start + i]) correct++;
       });

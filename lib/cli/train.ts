@@ -9,6 +9,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 
 import { SingleBar } from 'cli-progress';
 
+import type { Device } from '../device';
 import { positiveInt } from '../layers/common';
 import { crossEntropy } from '../losses';
 import { ViTClassifier, type ViTClassifierConfig } from '../models/vit';
@@ -17,7 +18,7 @@ import { AdamW } from '../optim';
 import { saveModel } from '../persist';
 import { Random } from '../random';
 import { cosineWithWarmup } from '../schedule';
-import { argmaxRows, evaluate } from './classify';
+import { argmaxRows, evaluate, onDevice } from './classify';
 import { digitPng } from './images';
 import { DIGIT_PIXELS, type Digits, imageBatch, labelBatch, loadMnist, permutation } from './mnist';
 import { attentionGridSpec, type AttentionSample, type EpochRecord, heatmapSpec, trainingCurvesSpec, writeChart } from './plots';
@@ -39,6 +40,8 @@ export interface TrainOptions {
   testSize: number;
   /** Output folder (created if missing). */
   out: string;
+  /** Where the model trains (default 'cpu'); the checkpoint and pictures are made on the CPU. */
+  device?: Device;
   /** Draw a progress bar (on a terminal). */
   progress: boolean;
   /** Where the epoch lines and the summary go. */
@@ -67,6 +70,7 @@ function percent(x: number): string {
 async function trainEpoch(
   model: ViTClassifier, opt: AdamW, train: Digits, o: TrainOptions, ctx: { epoch: number; step: number; rng: Random; lr: (step: number) => number },
 ): Promise<{ loss: number; accuracy: number; seconds: number }> {
+  const device = o.device ?? 'cpu';
   const bar = o.progress ? new SingleBar({
     format: `epoch {epoch}/${o.epochs} [{bar}] {percentage}% | loss {loss} | acc {acc} | {speed} img/s | ETA {eta_formatted}`,
     barsize: 24, hideCursor: true, etaBuffer: 40,
@@ -79,17 +83,18 @@ async function trainEpoch(
     // Turning the event loop once per step lets the bar redraw and native buffers be recycled.
     await yieldToLoop();
     const idx = order.subarray(start, Math.min(start + o.batchSize, train.count));
-    const x = imageBatch(train, idx, { rng: ctx.rng, maxShift: MAX_SHIFT }), y = labelBatch(train, idx);
+    const x = onDevice(imageBatch(train, idx, { rng: ctx.rng, maxShift: MAX_SHIFT }), device);
+    const labels = labelBatch(train, idx), y = labels.to(device);
     const logits = model.forward(x);
     const { loss, grad } = crossEntropy(logits, y);
     opt.zeroGrad();
     model.backward(grad).dispose();
     opt.options.lr = ctx.lr(++ctx.step);
     opt.step();
-    argmaxRows(logits.data, model.numClasses).forEach((p, i) => (correct += Number(p.label === y.data[i])));
+    argmaxRows(logits.toArray(), model.numClasses).forEach((p, i) => (correct += Number(p.label === labels.data[i])));
     lossSum += loss * idx.length;
     seen += idx.length;
-    for (const t of [x, y, logits, grad]) t.dispose();
+    for (const t of [x, labels, y, logits, grad]) t.dispose();
     const speed = seen / ((performance.now() - t0) / 1000);
     bar?.update(seen, { loss: (lossSum / seen).toFixed(4), acc: percent(correct / seen), speed: speed.toFixed(0) });
   }
@@ -102,14 +107,14 @@ export async function trainDemo(o: TrainOptions): Promise<TrainResult> {
   positiveInt('epochs', o.epochs);
   const { train, test } = loadMnist({ trainSize: o.trainSize, testSize: o.testSize });
   fs.mkdirSync(o.out, { recursive: true });
-  const model = new ViTClassifier({ ...DEMO_MODEL, seed: o.seed });
+  const model = new ViTClassifier({ ...DEMO_MODEL, seed: o.seed }).to(o.device ?? 'cpu');
   const opt = new AdamW(model.parameters(), { lr: o.lr, weightDecay: WEIGHT_DECAY });
   const totalSteps = o.epochs * Math.ceil(train.count / o.batchSize);
   const lr = cosineWithWarmup({ lr: o.lr, warmupSteps: Math.round(WARMUP_FRACTION * totalSteps), totalSteps });
   const params = model.parameters().reduce((n, p) => n + p.size, 0);
   o.log(`Training a ViT (${params.toLocaleString('en-US')} parameters, ${DEMO_MODEL.patchSize}×${DEMO_MODEL.patchSize} patches, ` +
     `${DEMO_MODEL.depth} blocks of width ${DEMO_MODEL.dModel}) on ${train.count} MNIST digits, testing on ${test.count}; ` +
-    `${native.numThreads()} threads, ${native.isaInfo().active} kernels`);
+    `${o.device === 'cuda' ? 'CUDA' : `${native.numThreads()} threads, ${native.isaInfo().active} kernels`}`);
 
   const ctx = { epoch: 0, step: 0, rng: new Random(o.seed + 1), lr };
   const history: EpochRecord[] = [];
@@ -126,6 +131,7 @@ export async function trainDemo(o: TrainOptions): Promise<TrainResult> {
       `test loss ${t.loss.toFixed(4)} acc ${percent(t.accuracy)}  |  ${(train.count / r.seconds).toFixed(0)} img/s`);
   }
   const seconds = (performance.now() - t0) / 1000;
+  model.to('cpu');
   const files = await writeOutputs(model, test, final.predicted, history, o.out);
   const samples = writeSamples(test, path.join(o.out, 'samples'));
   const imagesPerSecond = (o.epochs * train.count) / trainSeconds;
