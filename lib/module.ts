@@ -65,6 +65,8 @@ export abstract class Module {
    * intermediates passed between children): freed when the next forward starts and by dispose().
    */
   protected readonly activations = new Scope();
+  /** Whether the last forward ran in training mode, so that its activations are kept for backward. */
+  private backwardReady = false;
   /** The module that registered this one with addModule, and this one's name there. */
   private owner: { module: Module; name: string } | null = null;
   private released = false;
@@ -82,11 +84,14 @@ export abstract class Module {
       if (typeof ops !== 'function') continue;
       const names = parameterNames(ops);
       const checked = function* (this: Module, ...args: never[]): Program<unknown> {
-        if (!checkFiniteEnabled()) return yield* ops.apply(this, args);
-        const where = `${this.modulePath}.${method}`;
-        args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
+        if (method === 'backward' && !this.backwardReady)
+          throw new NodeformerError('ERR_NF_STATE',
+            `${this.modulePath}.backward needs a forward in training mode first (a forward in eval mode keeps no activations)`);
+        const training = this.training, finite = checkFiniteEnabled(), where = `${this.modulePath}.${method}`;
+        if (finite) args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
         const out = yield* ops.apply(this, args);
-        assertFiniteIn(`the output of ${where}`, out);
+        if (finite) assertFiniteIn(`the output of ${where}`, out);
+        if (method === 'forward') this.forwardDone(training, out);
         return out;
       };
       Object.defineProperty(this, `${method}Ops`, { value: checked, writable: true, configurable: true });
@@ -160,6 +165,25 @@ export abstract class Module {
     const p = Parameter.create(shape, values);
     this.params.set(name, p);
     return p;
+  }
+
+  /**
+   * Called when a forward program returns `out`: a backward may follow when the forward ran in
+   * training mode; otherwise its activations are freed (forwardOps calls this itself; another
+   * forward program of a module, such as LayerNorm.forwardResidual, calls it last).
+   */
+  protected forwardDone(training: boolean, out: unknown): void {
+    this.backwardReady = training;
+    this.dropActivations(...tensorsIn(out));
+  }
+
+  /**
+   * In eval mode no backward follows a forward, so the activations kept so far (except `keep`)
+   * are freed at once: every forward does this when it returns, and a model's forward between
+   * its blocks, so inference holds one block's intermediates at a time.
+   */
+  protected dropActivations(...keep: (Tensor | null)[]): void {
+    if (!this.training) this.activations.trim(...keep);
   }
 
   /** Registers a child; it joins this module's queue of asynchronous calls. */
@@ -321,6 +345,12 @@ export abstract class Module {
   [Symbol.dispose](): void {
     this.dispose();
   }
+}
+
+/** The tensors of a forward's result: the tensor itself, or the tensor fields of a result object. */
+function tensorsIn(out: unknown): Tensor[] {
+  if (out instanceof Tensor) return [out];
+  return out && typeof out === 'object' ? Object.values(out).filter((v): v is Tensor => v instanceof Tensor) : [];
 }
 
 /** Checks a float32 input's last dimension and returns [rows, lastDim] (rows = product of the rest). */

@@ -26,7 +26,7 @@ export class FeedForward extends Module {
   readonly fc1: Linear;
   readonly fc2: Linear;
   private readonly dropRng: Random;
-  private saved: { x: Tensor<'float32'>; h: Float32Array; a: Float32Array; seed: number; p: number } | null = null;
+  private saved: { x: Tensor<'float32'>; h: Float32Array | null; a: Float32Array; seed: number; p: number } | null = null;
 
   constructor(config: FeedForwardConfig) {
     super();
@@ -53,7 +53,7 @@ export class FeedForward extends Module {
     const seed = p > 0 ? this.dropRng.seed() : 0;
     this.activations.close();
     const y = zerosLike(x);
-    const h = this.activations.add(Tensor.zeros([rows * this.config.dFF])).data;
+    const h = this.training ? this.activations.add(Tensor.zeros([rows * this.config.dFF])).data : null;
     const a = this.activations.add(Tensor.zeros([rows * this.config.dFF])).data;
     yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.data, h, a, x: x.data as Float32Array,
       W1: this.fc1.weight.data, b1: this.fc1.bias!.data, W2: this.fc2.weight.data, b2: this.fc2.bias!.data });
@@ -68,7 +68,7 @@ export class FeedForward extends Module {
     const dx = zerosLike(s.x);
     yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.data,
       dW1: this.fc1.weight.gradData(), db1: this.fc1.bias!.gradData(), dW2: this.fc2.weight.gradData(),
-      db2: this.fc2.bias!.gradData(), dy: dyt.data, x: s.x.data, h: s.h, a: s.a,
+      db2: this.fc2.bias!.gradData(), dy: dyt.data, x: s.x.data, h: requireSaved(s.h, 'FeedForward'), a: s.a,
       W1: this.fc1.weight.data, W2: this.fc2.weight.data });
     return dx;
   }

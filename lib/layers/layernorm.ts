@@ -51,6 +51,7 @@ export class LayerNorm extends Module {
     yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.data, sum: sum.data, mean, rstd,
       x: x.data as Float32Array, residual: residual.data as Float32Array, gamma: this.weight.data, beta: this.bias.data });
     this.saved = { x: sum, mean, rstd };
+    this.forwardDone(this.training, out);
     return out;
   }
 
