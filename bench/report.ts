@@ -117,7 +117,7 @@ export function render(res: Results): string {
     `## nodeformer benchmark, ${res.date}`,
     '',
     `Machine: ${res.machine.cpu}, ${res.machine.cores} cores; load average ${res.machine.loadStart} at the start, ${res.machine.loadEnd} at the end; Node ${res.machine.node}.`,
-    `FP32 FMA peak, measured with ${best?.threads ?? '?'} threads: ${res.peaks.map((p) => `${p.isa} ${fmt(p.gflops)} GFLOP/s`).join(', ')}.`,
+    `FP32 FMA peak, measured with ${best?.threads ?? '?'} threads (in their CPU time, so other processes do not lower it): ${res.peaks.map((p) => `${p.isa} ${fmt(p.gflops)} GFLOP/s`).join(', ')}.`,
     `Peers: ${Object.entries(res.peers).map(([k, v]) => `${k}: ${v}`).join('; ')}.`,
   ];
   if (res.models.length) {

@@ -52,8 +52,9 @@ export function prepare(spec: ModelSpec, weightsPath: string, inputsPath: string
 
 /** The model with the weights of `weightsPath` (strict: every name and shape must match). */
 export function loadModel(arch: Arch, weightsPath: string): BenchModel {
-  const model = buildModel(arch);
-  model.loadStateDict(loadSafetensors(weightsPath));
+  const model = buildModel(arch), weights = loadSafetensors(weightsPath);
+  model.loadStateDict(weights);
+  for (const t of Object.values(weights)) t.dispose();
   return model;
 }
 

@@ -8,7 +8,7 @@
  * the module, so backward follows the forward it belongs to.
  */
 import { checkDevice, type Device } from './device';
-import { invalidArg, NodeformerError } from './errors';
+import { invalidArg, NodeformerError, objectArg } from './errors';
 import { Lane, runSync, type Program } from './program';
 import type { Random } from './random';
 import { Scope } from './scope';
@@ -76,6 +76,10 @@ export abstract class Module {
    * intermediates passed between children): freed when the next forward starts and by dispose().
    */
   protected readonly activations = new Scope();
+  /** Whether the last forward kept its activations (training mode, or eval({ keepActivations })), so a backward may follow. */
+  private backwardReady = false;
+  /** Set by eval({ keepActivations: true }): forwards in eval mode keep what a backward needs. */
+  private keepInEval = false;
   /** The module that registered this one with addModule, and this one's name there. */
   private owner: { module: Module; name: string } | null = null;
   private released = false;
@@ -93,11 +97,15 @@ export abstract class Module {
       if (typeof ops !== 'function') continue;
       const names = parameterNames(ops);
       const checked = function* (this: Module, ...args: never[]): Program<unknown> {
-        if (!checkFiniteEnabled()) return yield* ops.apply(this, args);
-        const where = `${this.modulePath}.${method}`;
-        args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
+        if (method === 'backward' && !this.backwardReady)
+          throw new NodeformerError('ERR_NF_STATE',
+            `${this.modulePath}.backward needs a forward in training mode first (a forward in eval mode keeps no activations; ` +
+            'use eval({ keepActivations: true }) to backpropagate with dropout off)');
+        const saves = this.savesActivations, finite = checkFiniteEnabled(), where = `${this.modulePath}.${method}`;
+        if (finite) args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
         const out = yield* ops.apply(this, args);
-        assertFiniteIn(`the output of ${where}`, out);
+        if (finite) assertFiniteIn(`the output of ${where}`, out);
+        if (method === 'forward') this.forwardDone(saves, out);
         return out;
       };
       Object.defineProperty(this, `${method}Ops`, { value: checked, writable: true, configurable: true });
@@ -161,19 +169,52 @@ export abstract class Module {
   /** Sets training mode on this module and its children (dropout only in training mode). */
   train(mode = true): this {
     this.mode = mode;
+    this.keepInEval = false;
     for (const c of this.children.values()) c.train(mode);
     return this;
   }
 
-  /** Evaluation mode: train(false). */
-  eval(): this {
-    return this.train(false);
+  /**
+   * Evaluation mode: dropout off, and (unlike PyTorch's eval) inference only — each forward frees
+   * its activations as it goes and a backward throws ERR_NF_STATE. With `keepActivations: true`
+   * forwards keep what backward needs, to backpropagate with dropout off (saliency, input gradients).
+   */
+  eval(options: { keepActivations?: boolean } = {}): this {
+    const { keepActivations = false } = objectArg('options', options);
+    if (typeof keepActivations !== 'boolean') invalidArg('options.keepActivations', 'a boolean', keepActivations);
+    this.train(false);
+    for (const m of this.modules()) m.keepInEval = keepActivations;
+    return this;
+  }
+
+  /** Whether a forward now keeps the activations a backward needs (training mode, or eval({ keepActivations: true })). */
+  protected get savesActivations(): boolean {
+    return this.mode || this.keepInEval;
   }
 
   protected addParameter(name: string, shape: readonly number[], values: Float32Array): Parameter {
     const p = Parameter.create(shape, values);
     this.params.set(name, p);
     return p;
+  }
+
+  /**
+   * Called when a forward program returns `out`: a backward may follow when the forward ran in
+   * training mode; otherwise its activations are freed (forwardOps calls this itself; another
+   * forward program of a module, such as LayerNorm.forwardResidual, calls it last).
+   */
+  protected forwardDone(saves: boolean, out: unknown): void {
+    this.backwardReady = saves;
+    this.dropActivations(...tensorsIn(out));
+  }
+
+  /**
+   * In eval mode no backward follows a forward, so the activations kept so far (except `keep`)
+   * are freed at once: every forward does this when it returns, and a model's forward between
+   * its blocks, so inference holds one block's intermediates at a time.
+   */
+  protected dropActivations(...keep: (Tensor | null)[]): void {
+    if (!this.savesActivations) this.activations.trim(...keep);
   }
 
   /** Registers a child; it joins this module's queue of asynchronous calls. */
@@ -351,6 +392,12 @@ export abstract class Module {
   [Symbol.dispose](): void {
     this.dispose();
   }
+}
+
+/** The tensors of a forward's result: the tensor itself, or the tensor fields of a result object. */
+function tensorsIn(out: unknown): Tensor[] {
+  if (out instanceof Tensor) return [out];
+  return out && typeof out === 'object' ? Object.values(out).filter((v): v is Tensor => v instanceof Tensor) : [];
 }
 
 /** Checks a float32 input's last dimension and returns [rows, lastDim] (rows = product of the rest). */

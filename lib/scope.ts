@@ -21,6 +21,15 @@ export class Scope {
     return t;
   }
 
+  /** Frees every owned tensor except those in `keep`, which stay owned. */
+  trim(...keep: (Tensor | null | undefined)[]): void {
+    for (const t of this.owned)
+      if (!keep.includes(t)) {
+        t.dispose();
+        this.owned.delete(t);
+      }
+  }
+
   /** Frees every owned tensor except those in `keep`. */
   close(...keep: (Tensor | null | undefined)[]): void {
     for (const t of this.owned) if (!keep.includes(t)) t.dispose();

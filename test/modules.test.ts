@@ -186,3 +186,26 @@ describe('crossEntropy', () => {
     expectClose('bwd', 'crossEntropy grad', grad.toArray(), fx.f64('grad.logits'));
   });
 });
+
+describe('eval mode', () => {
+  const config = { imgSize: 8, patchSize: 4, inChannels: 1, numClasses: 3, dModel: 24, numHeads: 2, dFF: 40, depth: 2, dropout: 0.2, seed: 9 };
+  const images = () => Tensor.from(Float32Array.from({ length: 2 * 64 }, (_, i) => Math.sin(i * 0.37)), [2, 1, 8, 8]);
+
+  it('keeps no activations, so backward after an eval forward is a clear ERR_NF_STATE', () => {
+    const m = new ViTClassifier(config).eval();
+    const logits = m.forward(images());
+    expect(() => m.backward(Tensor.zeros(logits.shape))).toThrow(
+      expect.objectContaining({ code: 'ERR_NF_STATE', message: expect.stringContaining('eval({ keepActivations: true })') }));
+    m.dispose();
+  });
+
+  it('eval({ keepActivations: true }) backpropagates with dropout off, as train mode with dropout 0 does', () => {
+    const a = new ViTClassifier(config).eval({ keepActivations: true }), b = new ViTClassifier({ ...config, dropout: 0 }).train();
+    const x = images(), dy = Tensor.from(Float32Array.of(0.3, -1, 0.5, 2, 0.1, -0.4), [2, 3]);
+    expect(Array.from(a.forward(x).toArray())).toEqual(Array.from(b.forward(x).toArray()));
+    expect(Array.from(a.backward(dy).toArray())).toEqual(Array.from(b.backward(dy).toArray()));
+    expect(a.parameters().map((p) => Array.from(p.grad!.toArray()))).toEqual(b.parameters().map((p) => Array.from(p.grad!.toArray())));
+    expect(() => a.eval({ keepActivations: 'yes' as never })).toThrow(/Expected a boolean for options.keepActivations/);
+    for (const m of [a, b]) m.dispose();
+  });
+});

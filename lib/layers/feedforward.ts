@@ -26,7 +26,7 @@ export class FeedForward extends Module {
   readonly fc1: Linear;
   readonly fc2: Linear;
   private readonly dropRng: Random;
-  private saved: { x: Tensor<'float32'>; h: Float32Array; a: Float32Array; seed: number; p: number } | null = null;
+  private saved: { x: Tensor<'float32'>; h: Float32Array | null; a: Float32Array; seed: number; p: number } | null = null;
 
   constructor(config: FeedForwardConfig) {
     super();
@@ -53,7 +53,7 @@ export class FeedForward extends Module {
     const seed = p > 0 ? this.dropRng.seed() : 0;
     this.activations.close();
     const y = zerosLike(x);
-    const h = this.activations.add(Tensor.zeros([rows * this.config.dFF], 'float32', x.device)).storage;
+    const h = this.savesActivations ? this.activations.add(Tensor.zeros([rows * this.config.dFF], 'float32', x.device)).storage : null;
     const a = this.activations.add(Tensor.zeros([rows * this.config.dFF], 'float32', x.device)).storage;
     yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.storage, h, a, x: x.storage as Float32Array,
       W1: this.fc1.weight.storage, b1: this.fc1.bias!.storage, W2: this.fc2.weight.storage, b2: this.fc2.bias!.storage });
@@ -68,7 +68,7 @@ export class FeedForward extends Module {
     const dx = zerosLike(s.x);
     yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.storage,
       dW1: this.fc1.weight.gradData(), db1: this.fc1.bias!.gradData(), dW2: this.fc2.weight.gradData(),
-      db2: this.fc2.bias!.gradData(), dy: dyt.storage, x: s.x.storage, h: s.h, a: s.a,
+      db2: this.fc2.bias!.gradData(), dy: dyt.storage, x: s.x.storage, h: requireSaved(s.h, 'FeedForward'), a: s.a,
       W1: this.fc1.weight.storage, W2: this.fc2.weight.storage });
     return dx;
   }

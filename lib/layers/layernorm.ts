@@ -57,6 +57,7 @@ export class LayerNorm extends Module {
     yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.storage, sum: sum.storage, mean, rstd,
       x: x.storage as Float32Array, residual: residual.storage as Float32Array, gamma: this.weight.storage, beta: this.bias.storage });
     this.saved = { x: sum, mean, rstd };
+    this.forwardDone(this.savesActivations, out);
     return out;
   }
 

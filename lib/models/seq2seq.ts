@@ -174,7 +174,10 @@ export class Encoder extends TokenModel {
     keep.close();
     options = objectArg('options', options);
     let x = yield* this.embed(tok);
-    for (const blk of this.blocks) x = yield* blk.forwardOps(keep.add(x), { keyPaddingMask: options.keyPaddingMask });
+    for (const blk of this.blocks) {
+      x = yield* blk.forwardOps(keep.add(x), { keyPaddingMask: options.keyPaddingMask });
+      this.dropActivations();
+    }
     return this.norm ? yield* this.norm.forwardOps(keep.add(x)) : x;
   }
 
@@ -215,7 +218,10 @@ export class Decoder extends TokenModel {
     options = objectArg('options', options);
     let x = yield* this.embed(tok);
     const opts = { causal: true, tgtKeyPaddingMask: options.tgtKeyPaddingMask, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
-    for (const blk of this.blocks) x = yield* blk.forwardOps(keep.add(x), memory, opts);
+    for (const blk of this.blocks) {
+      x = yield* blk.forwardOps(keep.add(x), memory, opts);
+      this.dropActivations();
+    }
     if (this.norm) x = yield* this.norm.forwardOps(keep.add(x));
     return yield* this.head.forwardOps(keep.add(x));
   }

@@ -104,7 +104,10 @@ export class ViTEncoder extends Module {
     yield* op('clsPosForward', { B, N, D, out: h.storage, cls: this.cls_token.storage, patches: patches.storage, pos: this.pos_embed.storage });
     patches.dispose();
     yield* this.drop.forwardInPlace(h, this.training);
-    for (const blk of this.blocks) h = yield* blk.forwardOps(keep.add(h), { needWeights: options.needWeights });
+    for (const blk of this.blocks) {
+      h = yield* blk.forwardOps(keep.add(h), { needWeights: options.needWeights });
+      this.dropActivations();
+    }
     this.batch = B;
     return yield* this.norm.forwardOps(keep.add(h));
   }
@@ -270,10 +273,18 @@ export class ViTDecoder extends Module {
     let h = Tensor.zeros([B, N, D]);
     yield* op('tokenPosForward', { B, N, D, out: h.data, token: this.mask_token.data, pos: this.pos_embed.data });
     const opts = { causal: options.causal ?? false, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
-    for (const blk of this.blocks) h = yield* blk.forwardOps(keep.add(h), mem, opts);
+    for (const blk of this.blocks) {
+      h = yield* blk.forwardOps(keep.add(h), mem, opts);
+      this.dropActivations();
+    }
     this.tokens = keep.add(yield* this.norm.forwardOps(keep.add(h)));
     this.batch = B;
     return yield* this.pred.forwardOps(this.tokens);
+  }
+
+  /** Eval mode: the normalised tokens outlive the forward's other activations. */
+  protected override dropActivations(...keep: (Tensor | null)[]): void {
+    super.dropActivations(...keep, this.tokens);
   }
 
   /**

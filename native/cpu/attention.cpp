@@ -37,8 +37,11 @@ namespace {
 
 constexpr int kBQ = 32;          // queries per tile
 constexpr int kBK = 64;          // keys per tile, a multiple of every W
-constexpr int kNV = kBK / W;     // vectors per score-tile row
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Vectors of a score-tile row that hold keys, for a tile of nk keys: only these are computed, so
+// a short last tile (T = 65: 64 + 1 keys) costs one vector per row, not kBK / W.
+int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
 // Per-thread scratch (slot 3) of the core, in floats.
 int64_t forward_scratch_floats(int64_t Dh) { return Dh * kBK + kBQ * kBK + kBK + 2 * kBQ; }
@@ -118,18 +121,19 @@ void tile_accumulate(float* O, int64_t ldo, const float* P, int64_t prs, int64_t
   for (; r < rows; ++r) accumulate_rows<1>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
 }
 
-// S[r, 0:kBK] = Σ_d A[r*lda + d] Bt[d, 0:kBK] for r < rows: rows of A against a transposed tile
-// Bt [Dh, kBK] (keys along the vector lanes).
-void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* Bt, int64_t Dh) {
-  std::memset(S, 0, sizeof(float) * rows * kBK);
-  tile_accumulate(S, kBK, A, lda, 1, rows, int(Dh), Bt, kBK, kBK);
+// S[r, 0:n] = Σ_d A[r*lda + d] Bt[d, 0:n] for r < rows, n = the tile_vectors(nk) vectors of keys:
+// rows of A against a transposed tile Bt [Dh, kBK] (keys along the vector lanes).
+void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* Bt, int64_t Dh, int nk) {
+  const int n = tile_vectors(nk) * W;
+  for (int r = 0; r < rows; ++r) std::memset(S + r * kBK, 0, sizeof(float) * n);
+  tile_accumulate(S, kBK, A, lda, 1, rows, int(Dh), Bt, kBK, n);
 }
 
 // Scores of queries i0 .. i0+nq-1 against the key tile Kt (keys j0 .. j0+nk-1, transposed and
 // scaled): S[r, c] = scale q·k, or -inf where the pair is blocked and in the padding columns c >= nk.
 void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, const AttentionMasks& m,
                    const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk) {
-  tile_scores(S, qrows, ldq, nq, Kt, d.Dh);
+  tile_scores(S, qrows, ldq, nq, Kt, d.Dh, nk);
   for (int r = 0; r < nq; ++r) {
     const int64_t i = i0 + r;
     const uint8_t* kp = m.key_padding ? m.key_padding + b * d.Tk + j0 : nullptr;
@@ -181,12 +185,13 @@ void forward_block(float* o, float* lse, float* weights, const float* q, const f
   }
   for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
+    const int nv = tile_vectors(nk);
     transpose(Kt, kBK, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale);
     masked_scores(S, qb, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
     for (int r = 0; r < nq; ++r) {
       float* s = S + r * kBK;
       vf vmx = vset1(kNegInf);
-      for (int c = 0; c < kNV; ++c) vmx = vmax(vmx, vload(s + c * W));
+      for (int c = 0; c < nv; ++c) vmx = vmax(vmx, vload(s + c * W));
       const float m_new = std::max(mrow[r], vhmax(vmx));
       if (m_new == kNegInf) {  // every key so far is blocked: nothing to add
         std::memset(s, 0, sizeof(float) * kBK);
@@ -195,7 +200,7 @@ void forward_block(float* o, float* lse, float* weights, const float* q, const f
       const float alpha = std::exp(mrow[r] - m_new);
       const vf vm = vset1(m_new);
       vf sum = vzero();
-      for (int c = 0; c < kNV; ++c) {
+      for (int c = 0; c < nv; ++c) {
         const vf p = vexp(vsub(vload(s + c * W), vm));
         vstore(s + c * W, p);
         sum = vadd(sum, p);
@@ -205,7 +210,7 @@ void forward_block(float* o, float* lse, float* weights, const float* q, const f
       if (alpha != 1.0f) scale_row(ob + r * d.o.row, Dh, alpha);
       if (drop) {
         dropout_row(z, d.dropout, uint64_t((row0 + r) * Tk + j0), nk);
-        for (int c = 0; c < kNV; ++c) vstore(s + c * W, vmul(vload(s + c * W), vload(z + c * W)));
+        for (int c = 0; c < nv; ++c) vstore(s + c * W, vmul(vload(s + c * W), vload(z + c * W)));
       }
     }
     tile_accumulate(ob, d.o.row, S, kBK, 1, nq, nk, vb + j0 * d.v.row, d.v.row, Dh);
@@ -225,13 +230,14 @@ void forward_block(float* o, float* lse, float* weights, const float* q, const f
   std::memset(wb, 0, sizeof(float) * nq * Tk);
   for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
+    const int nv = tile_vectors(nk);
     transpose(Kt, kBK, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale);
     masked_scores(S, qb, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
     for (int r = 0; r < nq; ++r) {
       if (lrow[r] == kNegInf) continue;
       float* s = S + r * kBK;
       const vf vl = vset1(lrow[r]);
-      for (int c = 0; c < kNV; ++c) vstore(s + c * W, vexp(vsub(vload(s + c * W), vl)));
+      for (int c = 0; c < nv; ++c) vstore(s + c * W, vexp(vsub(vload(s + c * W), vl)));
       std::memcpy(wb + r * Tk + j0, s, sizeof(float) * nk);
     }
   }
@@ -264,6 +270,7 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
   }
   for (int64_t j0 = 0; j0 < Tk; j0 += kBK) {
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
+    const int nv = tile_vectors(nk);
     const float* kj = k + ko + j0 * d.k.row;
     float* dkj = dk + ko + j0 * d.k.row;
     float* dvj = dv + vo + j0 * d.v.row;
@@ -275,7 +282,7 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
       const float* qi = q + qo + i0 * d.q.row;
       const float* doi = dout + oo + i0 * d.o.row;
       masked_scores(S, qi, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
-      tile_scores(dP, doi, d.o.row, nq, Vt, Dh);
+      tile_scores(dP, doi, d.o.row, nq, Vt, Dh, nk);
       for (int r = 0; r < nq; ++r) {
         float* s = S + r * kBK;
         float* dp = dP + r * kBK;
@@ -287,7 +294,7 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
         }
         if (drop) dropout_row(z, d.dropout, uint64_t(((b * d.H + h) * Tq + i0 + r) * Tk + j0), nk);
         const vf vl = vset1(L), vd = vset1(Di[i0 + r]);
-        for (int c = 0; c < kNV; ++c) {
+        for (int c = 0; c < nv; ++c) {
           const vf p = vexp(vsub(vload(s + c * W), vl));
           const vf zc = drop ? vload(z + c * W) : ones;
           const vf g = vmul(zc, vload(dp + c * W));  // dL/dP

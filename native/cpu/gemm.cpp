@@ -74,10 +74,15 @@ Plan make_plan(const GemmDims& d) {
   // Column blocks as wide as the B block budget allows; row blocks of about MC.
   p.nJC = ceil_div(p.col_panels, std::max<int64_t>(1, kMaxBlockFloats / (NR * std::max<int64_t>(1, p.kc))));
   p.nIC = ceil_div(d.M, MC);
+  const int64_t threads = num_threads();
+  // Threads that share row blocks each pack all of B: when B is the larger operand (M < N; a
+  // Linear layer on a few hundred rows, such as ViT-B/16 at batch 1), give each thread its own
+  // column blocks instead, so that it packs its share of B and all of the smaller A.
+  if (d.batch == 1 && d.M < d.N) p.nJC = std::max(p.nJC, std::min(p.col_panels, round_up(p.nJC, threads)));
   // Few macro-tiles: make their count a multiple of the thread count, so that every thread gets
   // an equal share, by splitting the longer of M and N further (each thread packs all of the
   // other operand), then the shorter.
-  const int64_t threads = num_threads(), tiles = d.batch * p.nJC * p.nIC, want = round_up(tiles, threads);
+  const int64_t tiles = d.batch * p.nJC * p.nIC, want = round_up(tiles, threads);
   if (tiles < 4 * threads) {
     auto split = [&](int64_t& n, int64_t panels, int64_t other) {
       n = std::max(n, std::min(panels, ceil_div(want, d.batch * other)));

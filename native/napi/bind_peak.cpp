@@ -1,5 +1,6 @@
 // Binding for the FMA peak measurement: fmaPeak({ minSeconds, out }) writes into the Float64Array
-// `out` [flops, seconds, threads] of the fastest timed run on the active ISA (see native/cpu/peak.h).
+// `out` [flops, seconds, threads] of the fastest timed run on the active ISA, seconds in the threads'
+// CPU time (see native/cpu/peak.h).
 #include "../cpu/peak.h"
 #include "args.h"
 #include "registry.h"
