@@ -86,7 +86,7 @@ export abstract class Module {
       const checked = function* (this: Module, ...args: never[]): Program<unknown> {
         if (method === 'backward' && !this.backwardReady)
           throw new NodeformerError('ERR_NF_STATE',
-            `${this.modulePath}.backward needs a forward in training mode first (a forward in eval mode keeps no activations)`);
+            `${this.modulePath}.backward called without a forward in training mode (a forward in eval mode keeps no activations)`);
         const training = this.training, finite = checkFiniteEnabled(), where = `${this.modulePath}.${method}`;
         if (finite) args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
         const out = yield* ops.apply(this, args);
