@@ -99,7 +99,7 @@ export abstract class Module {
       const checked = function* (this: Module, ...args: never[]): Program<unknown> {
         if (method === 'backward' && !this.backwardReady)
           throw new NodeformerError('ERR_NF_STATE',
-            `${this.modulePath}.backward needs a forward in training mode first (a forward in eval mode keeps no activations; ` +
+            `${this.modulePath}.backward called without a forward in training mode (a forward in eval mode keeps no activations; ` +
             'use eval({ keepActivations: true }) to backpropagate with dropout off)');
         const saves = this.savesActivations, finite = checkFiniteEnabled(), where = `${this.modulePath}.${method}`;
         if (finite) args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));

@@ -37,6 +37,21 @@ describe('leaks', () => {
     expect(left - (x.data.byteLength + y.data.byteLength)).toBeLessThan(512 * 1024);
   });
 
+  it('an eval-mode forward keeps no activations, and backward after it is an ERR_NF_STATE error', () => {
+    const m = new ViTClassifier({ imgSize: 16, patchSize: 4, inChannels: 1, numClasses: 4, dModel: 64, numHeads: 4, dFF: 256, depth: 2 });
+    const x = Tensor.zeros([16, 1, 16, 16]);
+    const start = native.allocatedBytes();
+    m.forward(x).dispose();
+    const trainKept = native.allocatedBytes() - start;
+    m.eval();
+    m.forward(x).dispose();
+    expect(trainKept).toBeGreaterThan(1024 * 1024);
+    expect(native.allocatedBytes() - start).toBe(0);
+    expect(() => m.backward(Tensor.zeros([16, 4]))).toThrow(expect.objectContaining({ code: 'ERR_NF_STATE' }));
+    m.dispose();
+    x.dispose();
+  });
+
   it('RSS grows < 5% over 2,000 training steps and 5,000 inference calls after warm-up', () => {
     const file = bundle('test/support/leak_loop.ts');
     const out = execFileSync(process.execPath, ['--expose-gc', file, '2000', '5000', '300'], { env: bundleEnv(), encoding: 'utf8' });
