@@ -23,22 +23,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from reference_path import reference_path
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 OUT_DIR = os.path.join(REPO, "test", "fixtures")
-
-
-def reference_path():
-    """NF_TORCH_REFERENCE, else shared/reference/torch_reference.py in the repository's parent directory
-    (or, for a git worktree kept deeper, the nearest ancestor that has it)."""
-    if os.environ.get("NF_TORCH_REFERENCE"):
-        return os.environ["NF_TORCH_REFERENCE"]
-    d = os.path.dirname(REPO)
-    while True:
-        p = os.path.join(d, "shared", "reference", "torch_reference.py")
-        if os.path.exists(p) or os.path.dirname(d) == d:
-            return p
-        d = os.path.dirname(d)
 
 
 REF_PATH = reference_path()

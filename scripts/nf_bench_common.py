@@ -13,19 +13,7 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-
-
-def reference_path():
-    if os.environ.get("NF_TORCH_REFERENCE"):
-        return os.environ["NF_TORCH_REFERENCE"]
-    d = os.path.dirname(REPO)
-    while True:
-        p = os.path.join(d, "shared", "reference", "torch_reference.py")
-        if os.path.exists(p) or os.path.dirname(d) == d:
-            return p
-        d = os.path.dirname(d)
+from reference_path import reference_path
 
 
 def load_reference():
