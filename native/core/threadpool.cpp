@@ -36,7 +36,10 @@ class Pool {
     std::lock_guard<std::mutex> run_lock(run_mutex_);
     stop_workers();
     stopping_ = false;
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+    // A new worker has seen every job posted so far: were it to start from generation 0, it would
+    // take the next job for a second one and decrement active_ twice, and run() would wait forever.
+    const uint64_t seen = generation_;
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this, seen] { worker_loop(seen); });
   }
 
   void run(int64_t n, int64_t grain, RangeFn fn, void* ctx) {
@@ -79,8 +82,7 @@ class Pool {
     tls_in_parallel = false;
   }
 
-  void worker_loop() {
-    uint64_t seen = 0;
+  void worker_loop(uint64_t seen) {
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mutex_);

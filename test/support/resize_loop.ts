@@ -1,0 +1,15 @@
+/**
+ * Resizes the kernel thread pool and runs a threaded GEMM right after, many times (run as a child
+ * process by test/threadpool.test.ts, so a deadlock fails by timeout instead of hanging the suite).
+ * Usage: node resize_loop.js <iterations>
+ */
+import { native } from '../../lib';
+
+const iterations = Number(process.argv[2]);
+const M = 96, N = 64, K = 32;
+const A = new Float32Array(M * K).fill(0.5), B = new Float32Array(K * N).fill(2), C = new Float32Array(M * N);
+for (let i = 0; i < iterations; i++) {
+  native.setNumThreads(1 + (i % 2));
+  native.gemm({ M, N, K, A, B, C });
+}
+console.log(JSON.stringify({ iterations, c: C[0] }));
