@@ -5,6 +5,7 @@
 # must stay within its budget. The report is written to native/cuda/ptxas-report.txt (kept in the
 # repository, so a change in a kernel's resources shows in review). Exits non-zero on any failure.
 #   npm run check:cuda            (nvcc from $NVCC, PATH, $CUDA_PATH/bin or /usr/local/cuda/bin)
+#   NF_PTXAS_REPORT=FILE writes the report there instead (the test suite does, to leave the tree clean).
 # Dynamic shared memory is sized at launch and checked there (and by the emulator's limits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +62,7 @@ if [ -z "$NVCC" ]; then
   exit 2
 fi
 
-report=native/cuda/ptxas-report.txt
+report=${NF_PTXAS_REPORT:-native/cuda/ptxas-report.txt}
 log="$(mktemp)"
 trap 'rm -f "$log" "$log.o"' EXIT
 start=$(date +%s)
