@@ -5,7 +5,7 @@
  * Half the calls go through the synchronous API and half through the asynchronous one; half the
  * outputs are disposed explicitly and half left to the GC finalizers; some tensors are disposed
  * while an asynchronous op still uses them. Prints one JSON line with the RSS before (after the
- * warm-up) and after the measured loop, each taken after a full GC.
+ * warm-up) and after the measured loop, each the floor of five samples taken after a full GC.
  */
 import { AdamW, native, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../../lib';
 import { Random } from '../../lib/random';
@@ -65,11 +65,27 @@ function rss(): number {
   return process.memoryUsage().rss;
 }
 
+/**
+ * The lowest of five post-GC RSS samples, each after a few more steps: the floor that a leak
+ * raises. One sample alone swings by about ±7 MiB (~8%) from run to run with the page state of
+ * malloc's arenas and V8's heap, in both directions, which no loop length changes.
+ */
+async function rssFloor(): Promise<number> {
+  let low = Infinity;
+  for (let i = 0; i < 5; i++) {
+    await train(10);
+    await infer(10);
+    low = Math.min(low, rss());
+  }
+  return low;
+}
+
 async function main(): Promise<void> {
   await train(warmup);
   await infer(warmup);
   await disposeInFlight(20);
-  const before = rss();
+  const before = await rssFloor();
+  const statsBefore = native.allocatorStats();
   const t0 = Date.now();
   let peak = before;
   const lossBefore = await train(0);
@@ -83,11 +99,13 @@ async function main(): Promise<void> {
     peak = Math.max(peak, process.memoryUsage().rss);
   }
   await disposeInFlight(20);
-  const after = rss();
+  const after = await rssFloor();
+  const statsAfter = native.allocatorStats();
   model.dispose();
   opt.dispose();
   console.log(JSON.stringify({ trainSteps, inferCalls, warmup, before, after, peak, growth: (after - before) / before,
-    lastLoss, seconds: (Date.now() - t0) / 1000 }));
+    lastLoss, seconds: (Date.now() - t0) / 1000, freshBlocks: statsAfter.fresh - statsBefore.fresh,
+    liveBytes: [statsBefore.liveBytes, statsAfter.liveBytes], cachedBytes: [statsBefore.cachedBytes, statsAfter.cachedBytes] }));
 }
 
 void main();
