@@ -6,38 +6,24 @@
 #include <cstdint>
 
 #include "../core/status.h"
+#include "../cpu/attention.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
 // Where element (b, t, h, d) of a [B, T, H, Dh] view lies: b*batch + t*row + h*head + d
 // (elements). Heads interleaved along D in a [B, T, D] buffer: {T*D, D, Dh}.
-struct AttentionLayout {
-  int64_t batch = 0, row = 0, head = 0;
-};
+using AttentionLayout = cpu::AttentionLayout;
 
 // Which (query i, key j) pairs may NOT be attended to; a pair is blocked when any mask says so.
-struct AttentionMasks {
-  bool causal = false;                   // blocks j > i
-  const uint8_t* key_padding = nullptr;  // [B, Tk], nonzero = blocked
-  const uint8_t* attn = nullptr;         // [Tq, Tk], or [B, Tq, Tk] when attn_batched; nonzero = blocked
-  bool attn_batched = false;
-};
+using AttentionMasks = cpu::AttentionMasks;
 
 // Dropout on the attention weights: element ((b*H + h)*Tq + i)*Tk + j of the Philox stream
 // (seed, offset) decides whether weight (b, h, i, j) is kept (then scaled by 1/(1-p)): the same
 // numbers as the CPU backend draws.
-struct AttentionDropout {
-  float p = 0.0f;
-  uint64_t seed = 0, offset = 0;
-};
+using AttentionDropout = cpu::AttentionDropout;
 
 // The core: O = dropout(softmax(scale Q Kᵀ, masked)) V for every (b, h).
-struct AttentionCoreDims {
-  int64_t B = 0, H = 0, Tq = 0, Tk = 0, Dh = 0;
-  AttentionLayout q, k, v, o;  // the gradients dq, dk, dv, do share the layout of q, k, v, o
-  float scale = 1.0f;
-  AttentionDropout dropout;
-};
+using AttentionCoreDims = cpu::AttentionCoreDims;
 
 // Writes o, lse [B, H, Tq] (log Σ exp(score); -inf for a fully blocked row, whose o is 0) and,
 // when non-null, the pre-dropout weights [B, H, Tq, Tk].
@@ -51,10 +37,7 @@ Status attention_core_backward(float* dq, float* dk, float* dv, const float* dou
 
 // The layer (torch_reference.py MultiHeadAttention): self-attention when memory is null (then
 // Tk = Tq), cross-attention (K, V from memory [B, Tk, D]) otherwise.
-struct AttentionDims {
-  int64_t B = 0, Tq = 0, Tk = 0, D = 0, H = 0;
-  AttentionDropout dropout;
-};
+using AttentionDims = cpu::AttentionDims;
 
 // out[B,Tq,D] = proj(attention(x Wqᵀ + bq, src Wkᵀ + bk, src Wvᵀ + bv)), src = memory or x.
 // Saved: self-attention qkv [B, T, 3D] (q, kv null); cross-attention q [B, Tq, D] and kv [B, Tk, 2D]

@@ -4,15 +4,11 @@
 #include <cstdint>
 
 #include "../core/status.h"
+#include "../cpu/embedding.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
-struct EmbeddingDims {
-  int64_t B = 0, T = 0;  // ids [B, T]
-  int64_t V = 0;         // table rows (vocabulary)
-  int64_t D = 0;         // width
-  float scale = 1.0f;    // table rows are multiplied by this
-};
+using EmbeddingDims = cpu::EmbeddingDims;
 
 // out[B*T, D] = table[ids] * scale + pos[t] (pos optional, [>= T, D], first T rows used). Waits for
 // the stream to report an id outside [0, V) as an error naming its position, before writing.

@@ -30,7 +30,7 @@ Status feedforward_forward(float* y, float* h, float* a, const float* x, const f
                            const float* W2, const float* b2, FeedForwardDims d) {
   NF_TRY(check("feedforward_forward", d));
   if (d.rows == 0) return Status::Ok();
-  NF_TRY(linear_forward(a, h, x, W1, b1, {d.rows, d.D, d.F}, d.activation));
+  NF_TRY(cuda::linear_forward(a, h, x, W1, b1, {d.rows, d.D, d.F}, d.activation));
   if (d.dropout > 0.0f) NF_TRY(dropout(a, a, d.rows * d.F, d.dropout, d.seed, d.offset));
   return linear_forward(y, nullptr, a, W2, b2, {d.rows, d.F, d.D});
 }

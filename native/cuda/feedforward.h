@@ -4,17 +4,11 @@
 #include <cstdint>
 
 #include "gemm.h"
+#include "../cpu/feedforward.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
-struct FeedForwardDims {
-  int64_t rows = 0;  // B*T
-  int64_t D = 0;     // model width
-  int64_t F = 0;     // hidden width
-  Act activation = Act::gelu;
-  float dropout = 0.0f;  // on the hidden activation (Philox stream (seed, offset), element row*F + f)
-  uint64_t seed = 0, offset = 0;
-};
+using FeedForwardDims = cpu::FeedForwardDims;
 
 // y [rows, D] = dropout(act(x W1ᵀ + b1)) W2ᵀ + b2; saves h = x W1ᵀ + b1 (optional) and a, the fc2
 // input, both [rows, F]. W1 [F, D], b1 [F], W2 [D, F], b2 [D].

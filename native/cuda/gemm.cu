@@ -224,7 +224,7 @@ Status gemm_check(GemmDims* d) {
 }
 
 Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d) {
-  NF_TRY(gemm_check(&d));
+  NF_TRY(cuda::gemm_check(&d));
   if (d.M == 0 || d.N == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));

@@ -8,19 +8,13 @@
 #include <cstdint>
 
 #include "../core/status.h"
+#include "../cpu/gemm.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
-enum class Act : int { none = 0, relu = 1, gelu = 2, gelu_tanh = 3 };  // numbered as nf::cpu::Act
+using Act = cpu::Act;
 
-struct GemmDims {
-  int64_t M = 0, N = 0, K = 0;
-  bool transA = false, transB = false;
-  int64_t lda = 0, ldb = 0, ldc = 0;  // 0 = packed (K or M for A, N or K for B, N for C)
-  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
-  float alpha = 1.0f, beta = 0.0f;
-  Act act = Act::none;
-};
+using GemmDims = cpu::GemmDims;
 
 // Fills the lda/ldb/ldc defaults and checks sizes.
 Status gemm_check(GemmDims* d);

@@ -5,14 +5,11 @@
 #include <cstdint>
 
 #include "../core/status.h"
+#include "../cpu/layernorm.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
-struct LayerNormDims {
-  int64_t rows = 0;  // B*T: every row is normalised independently
-  int64_t D = 0;     // normalised width
-  float eps = 1e-5f;
-};
+using LayerNormDims = cpu::LayerNormDims;
 
 // out = (x - mean) * rstd * gamma + beta; saves mean[rows], rstd[rows]. With `residual` non-null,
 // first forms sum = x + residual (written to `sum`, which backward then takes as x).

@@ -80,7 +80,7 @@ Status linear_forward(float* y, float* preact, const float* x, const float* W, c
   if (d.rows == 0) return Status::Ok();
   GemmDims g;
   g.M = d.rows, g.N = d.out, g.K = d.in, g.transB = true, g.act = act;
-  return gemm(y, preact, x, W, b, g);
+  return cuda::gemm(y, preact, x, W, b, g);
 }
 
 Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
@@ -90,11 +90,11 @@ Status linear_backward(float* dx, float* dW, float* db, const float* dy, const f
   if (dx) {  // dx [rows, in] = dy [rows, out] W [out, in]
     GemmDims g;
     g.M = d.rows, g.N = d.in, g.K = d.out;
-    NF_TRY(gemm(dx, nullptr, dy, W, nullptr, g));
+    NF_TRY(cuda::gemm(dx, nullptr, dy, W, nullptr, g));
   }
   GemmDims g;  // dW [out, in] += dyᵀ x
   g.M = d.out, g.N = d.in, g.K = d.rows, g.transA = true, g.beta = 1.0f;
-  NF_TRY(gemm(dW, nullptr, dy, x, nullptr, g));
+  NF_TRY(cuda::gemm(dW, nullptr, dy, x, nullptr, g));
   if (db) NF_TRY(bias_grad(db, dy, d.rows, d.out));
   return Status::Ok();
 }

@@ -5,14 +5,11 @@
 #include <cstdint>
 
 #include "gemm.h"
+#include "../cpu/linear.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
-struct LinearDims {
-  int64_t rows = 0;  // B*T (every leading dimension flattened)
-  int64_t in = 0;    // input features
-  int64_t out = 0;   // output features
-};
+using LinearDims = cpu::LinearDims;
 
 // y[rows,out] = act(x[rows,in] W[out,in]ᵀ + b[out]); b optional; preact (optional) receives the
 // value before the activation.

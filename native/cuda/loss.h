@@ -5,16 +5,11 @@
 #include <cstdint>
 
 #include "../core/status.h"
+#include "../cpu/loss.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
-struct CrossEntropyDims {
-  int64_t N = 0;                 // rows (B*T flattened), one target each
-  int64_t V = 0;                 // classes (vocabulary size)
-  double label_smoothing = 0.0;  // ε in [0, 1]
-  int32_t ignore_index = -100;   // rows whose target equals this are left out of the mean
-  double grad_scale = 1.0;       // dlogits is multiplied by this (loss scaling, accumulation)
-};
+using CrossEntropyDims = cpu::CrossEntropyDims;
 
 // loss[0] = mean over non-ignored rows i of (1−ε)(−log p_i[t_i]) + ε·mean_c(−log p_i[c]),
 // p_i = softmax(logits[i]); NaN when every row is ignored (as PyTorch). dlogits (optional, [N, V],

@@ -4,18 +4,12 @@
 #include <cstdint>
 
 #include "../core/status.h"
+#include "../cpu/optim.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
 // torch.optim.AdamW's hyperparameters (same defaults); step is the 1-based step number t.
-struct AdamWParams {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-  int64_t step = 1;
-};
+using AdamWParams = cpu::AdamWParams;
 
 // param *= 1 − lr·wd; exp_avg = lerp(exp_avg, grad, 1 − β1); exp_avg_sq = β2 exp_avg_sq + (1 − β2) grad²;
 // param −= lr / (1 − β1^t) · exp_avg / (sqrt(exp_avg_sq) / sqrt(1 − β2^t) + eps). n elements each.

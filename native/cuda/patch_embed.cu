@@ -93,7 +93,7 @@ Status patch_embed_backward(float* dimages, float* dweight, float* dbias, const 
   NF_TRY(im2col(op, &X, images, d, s));
   void* dX = nullptr;
   if (dimages) NF_TRY(workspace(3, sizeof(float) * size_t(ld.rows * ld.in), &dX));
-  NF_TRY(linear_backward(static_cast<float*>(dX), dweight, dbias, dout, X, weight, ld));
+  NF_TRY(cuda::linear_backward(static_cast<float*>(dX), dweight, dbias, dout, X, weight, ld));
   if (!dimages) return Status::Ok();
   const int64_t total = d.B * d.C * d.H * d.W;
   NF_CUDA_TRY(op, launch(col2im_kernel, blocks_for(total), dim3(kThreads), 0, s, dimages,

@@ -4,14 +4,11 @@
 #include <cstdint>
 
 #include "../core/status.h"
+#include "../cpu/patch_embed.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
-struct PatchEmbedDims {
-  int64_t B = 0, C = 0, H = 0, W = 0;  // images [B, C, H, W]; H and W multiples of P
-  int64_t P = 0;                       // patch side
-  int64_t D = 0;                       // embedding width
-};
+using PatchEmbedDims = cpu::PatchEmbedDims;
 
 // out[B, N, D] (N = (H/P)(W/P), row-major patch order) = patches · weightᵀ + bias; weight [D, C, P, P],
 // bias [D].
