@@ -426,20 +426,6 @@ void attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, f
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
-static Status attention_check(const char* op, const AttentionDims& d, bool cross, const void* qkv, const void* q,
-                              const void* kv) {
-  NF_CHECK(d.B >= 1 && d.Tq >= 1 && d.Tk >= 1 && d.D >= 1 && d.H >= 1, op, "B, Tq, Tk, D and H must be at least 1");
-  NF_CHECK(d.D % d.H == 0, op, "D must be divisible by H");
-  NF_CHECK(d.dropout.p >= 0.0f && d.dropout.p < 1.0f, op, "dropout p must be in [0, 1)");
-  if (cross) {
-    NF_CHECK(q && kv && !qkv, op, "cross-attention saves q and kv (and no qkv)");
-  } else {
-    NF_CHECK(qkv && !q && !kv, op, "self-attention saves qkv (and no q, kv)");
-    NF_CHECK(d.Tk == d.Tq, op, "self-attention needs Tk == Tq");
-  }
-  return Status::Ok();
-}
-
 Status attention_forward(float* out, float* weights, float* qkv, float* q, float* kv, float* ctx, float* lse,
                          const float* x, const float* memory, const AttentionMasks& masks, const float* Wqkv,
                          const float* bqkv, const float* Wproj, const float* bproj, AttentionDims d) {

@@ -44,6 +44,22 @@ struct AttentionDims {
   AttentionDropout dropout;
 };
 
+// The layer ops' argument checks (`cross`: memory given). Inline: the CUDA backend runs the same
+// checks before its own limits.
+inline Status attention_check(const char* op, const AttentionDims& d, bool cross, const void* qkv, const void* q,
+                              const void* kv) {
+  NF_CHECK(d.B >= 1 && d.Tq >= 1 && d.Tk >= 1 && d.D >= 1 && d.H >= 1, op, "B, Tq, Tk, D and H must be at least 1");
+  NF_CHECK(d.D % d.H == 0, op, "D must be divisible by H");
+  NF_CHECK(d.dropout.p >= 0.0f && d.dropout.p < 1.0f, op, "dropout p must be in [0, 1)");
+  if (cross) {
+    NF_CHECK(q && kv && !qkv, op, "cross-attention saves q and kv (and no qkv)");
+  } else {
+    NF_CHECK(qkv && !q && !kv, op, "self-attention saves qkv (and no q, kv)");
+    NF_CHECK(d.Tk == d.Tq, op, "self-attention needs Tk == Tq");
+  }
+  return Status::Ok();
+}
+
 // out[B,Tq,D] = proj(attention(x Wqᵀ + bq, src Wkᵀ + bk, src Wvᵀ + bv)), src = memory or x.
 //   weights (optional): the pre-dropout attention weights [B, H, Tq, Tk] (fully blocked rows 0).
 //   Saved for backward: self-attention qkv [B, T, 3D] (Q | K | V of each token; q, kv null);

@@ -22,8 +22,19 @@ struct GemmDims {
   Act act = Act::none;
 };
 
-// Fills lda/ldb/ldc defaults; checks sizes. Call before gemm_variant-level code.
-Status gemm_check(GemmDims* d);
+// Fills lda/ldb/ldc defaults; checks sizes. Call before gemm_variant-level code. Inline: the CUDA
+// backend runs the same checks before its own grid limits.
+inline Status gemm_check(GemmDims* d) {
+  NF_CHECK(d->M >= 0 && d->N >= 0 && d->K >= 0, "gemm", "M, N and K must be non-negative");
+  NF_CHECK(d->batch >= 1, "gemm", "batch must be at least 1");
+  if (d->lda == 0) d->lda = d->transA ? d->M : d->K;
+  if (d->ldb == 0) d->ldb = d->transB ? d->K : d->N;
+  if (d->ldc == 0) d->ldc = d->N;
+  NF_CHECK(d->lda >= (d->transA ? d->M : d->K), "gemm", "lda is smaller than a row of A");
+  NF_CHECK(d->ldb >= (d->transB ? d->K : d->N), "gemm", "ldb is smaller than a row of B");
+  NF_CHECK(d->ldc >= d->N, "gemm", "ldc is smaller than a row of C");
+  return Status::Ok();
+}
 
 // The public, ISA-dispatched entry point (validates, then runs on the thread pool).
 Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d);

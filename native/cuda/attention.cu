@@ -466,17 +466,9 @@ Status attention_core_backward(float* dq, float* dk, float* dv, const float* dou
 namespace {
 
 Status layer_check(const char* op, const AttentionDims& d, bool cross, const void* qkv, const void* q, const void* kv) {
-  NF_CHECK(d.B >= 1 && d.Tq >= 1 && d.Tk >= 1 && d.D >= 1 && d.H >= 1, op, "B, Tq, Tk, D and H must be at least 1");
-  NF_CHECK(d.D % d.H == 0, op, "D must be divisible by H");
+  NF_TRY(cpu::attention_check(op, d, cross, qkv, q, kv));  // the checks both backends share
   NF_CHECK(d.D / d.H <= kMaxDh, op, "the CUDA kernels take head widths Dh from 1 to 128");
   NF_CHECK(d.B <= 65535 && d.H <= 65535, op, "B and H must be at most 65535");
-  NF_CHECK(d.dropout.p >= 0.0f && d.dropout.p < 1.0f, op, "dropout p must be in [0, 1)");
-  if (cross) {
-    NF_CHECK(q && kv && !qkv, op, "cross-attention saves q and kv (and no qkv)");
-  } else {
-    NF_CHECK(qkv && !q && !kv, op, "self-attention saves qkv (and no q, kv)");
-    NF_CHECK(d.Tk == d.Tq, op, "self-attention needs Tk == Tq");
-  }
   return Status::Ok();
 }
 

@@ -210,16 +210,10 @@ int splits_for(int64_t small_tiles, int64_t K) {
 }  // namespace
 
 Status gemm_check(GemmDims* d) {
-  NF_CHECK(d->M >= 0 && d->N >= 0 && d->K >= 0, "gemm", "M, N and K must be non-negative");
+  NF_TRY(cpu::gemm_check(d));  // the checks and leading-dimension defaults both backends share
   NF_CHECK(d->M < INT_MAX && d->N < INT_MAX && d->K < INT_MAX, "gemm", "M, N and K must be below 2^31");
-  NF_CHECK(d->batch >= 1 && d->batch <= 65535, "gemm", "batch must be in [1, 65535]");
+  NF_CHECK(d->batch <= 65535, "gemm", "batch must be in [1, 65535]");
   NF_CHECK(d->M <= 65535LL * 64, "gemm", "M is too large for the CUDA grid");
-  if (d->lda == 0) d->lda = d->transA ? d->M : d->K;
-  if (d->ldb == 0) d->ldb = d->transB ? d->K : d->N;
-  if (d->ldc == 0) d->ldc = d->N;
-  NF_CHECK(d->lda >= (d->transA ? d->M : d->K), "gemm", "lda is smaller than a row of A");
-  NF_CHECK(d->ldb >= (d->transB ? d->K : d->N), "gemm", "ldb is smaller than a row of B");
-  NF_CHECK(d->ldc >= d->N, "gemm", "ldc is smaller than a row of C");
   return Status::Ok();
 }
 
