@@ -9,6 +9,9 @@ export default defineConfig({
     // in, and a neighbour compiling the CUDA emulator skews RSS and latency on a 2-core machine.
     fileParallelism: false,
     testTimeout: 120_000,
+    // Uninitialized tensors (Tensor.empty, every op output) start as NaN, so an op that leaves
+    // part of its output unwritten fails the tests instead of passing on a lucky zero.
+    env: { NF_POISON_UNINITIALIZED: '1' },
     hookTimeout: 120_000,
   },
 });

@@ -38,7 +38,7 @@ export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: Cross
     invalidArg('options.labelSmoothing', 'a number in [0, 1]', labelSmoothing);
   if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
   checkFiniteArgs({ logits: l });
-  const loss = Tensor.zeros([1], 'float32', l.device), grad = Tensor.zeros(l.shape, 'float32', l.device);
+  const loss = Tensor.zeros([1], 'float32', l.device), grad = Tensor.empty(l.shape, 'float32', l.device);
   try {
     yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss: loss.storage, dlogits: grad.storage, logits: l.storage,
       targets: t.storage });
@@ -66,7 +66,7 @@ export function* mseOps(pred: Tensor, target: Tensor, options: { mask?: Tensor }
   const { mask: m } = objectArg('options', options);
   const mask = m === undefined ? null : checkTensor('options.mask', m, 'bool', p.shape.slice(0, -1)).data;
   checkFiniteArgs({ pred: p, target: t });
-  const loss = new Float32Array(1), grad = Tensor.zeros(p.shape);
+  const loss = new Float32Array(1), grad = Tensor.empty(p.shape);
   yield* op('mse', { rows, cols, loss, dpred: grad.data, pred: p.data, target: t.data, mask });
   return { loss: loss[0], grad };
 }

@@ -27,6 +27,13 @@ function view(buffer: ArrayBuffer, dtype: DType, length: number): AnyData {
   return new Uint8Array(buffer, 0, length);
 }
 
+/** Checks a dtype argument (default 'float32'). */
+function checkDType<D extends DType>(dtype: D | undefined): D {
+  const dt = (dtype ?? 'float32') as D;
+  if (!Object.hasOwn(BYTES, dt)) invalidArg('dtype', "'float32', 'int32' or 'bool'", dtype);
+  return dt;
+}
+
 /** The most elements a tensor may have, as the native ops (Args::count): 2^40. */
 const MAX_ELEMENTS = 2 ** 40;
 
@@ -49,20 +56,20 @@ export class Tensor<D extends DType = DType> {
   private _data: TypedArrayOf<D> | null = null;
   private deviceBuffer: DeviceBuffer | null = null;
 
-  /** A zero-filled tensor on `device`. */
-  protected constructor(dtype: D, shape: readonly number[], size: number, device: Device = 'cpu') {
+  /** A zero-filled tensor on `device` (uninitialized on 'cpu' when `uninitialized`). */
+  protected constructor(dtype: D, shape: readonly number[], size: number, device: Device = 'cpu', uninitialized = false) {
     this.dtype = dtype;
     this.shape = Object.freeze([...shape]);
     this.size = size;
-    this.allocate(device);
+    this.allocate(device, uninitialized);
   }
 
-  /** Zero-filled storage on `device` (the old storage, if any, must be freed first). */
-  private allocate(device: Device): void {
+  /** Storage on `device`, zero-filled unless `uninitialized` (the old storage, if any, must be freed first). */
+  private allocate(device: Device, uninitialized = false): void {
     if (device === 'cuda') {
       this.deviceBuffer = cuda().alloc(this.size * BYTES[this.dtype]);
     } else {
-      this.buffer = native.allocate(this.size * BYTES[this.dtype]);
+      this.buffer = native.allocate(this.size * BYTES[this.dtype], uninitialized);
       this._data = view(this.buffer, this.dtype, this.size) as TypedArrayOf<D>;
     }
   }
@@ -79,16 +86,24 @@ export class Tensor<D extends DType = DType> {
     const size = shapeSize(shape);
     if (data.length !== size)
       invalidArg('data', `${size} elements for shape [${shape.join(', ')}]`, data);
-    const t = new Tensor(dtype, shape, size);
+    const t = new Tensor(dtype, shape, size, 'cpu', true);
     (t._data as AnyData).set(data);
     return t as never;
   }
 
   /** A zero-filled tensor on `device` (default 'cpu'; 'cuda' throws ERR_NF_NO_CUDA without a CUDA backend). */
   static zeros<D extends DType = 'float32'>(shape: readonly number[], dtype?: D, device: Device = 'cpu'): Tensor<D> {
-    const dt = (dtype ?? 'float32') as D;
-    if (!Object.hasOwn(BYTES, dt)) invalidArg('dtype', "'float32', 'int32' or 'bool'", dtype);
-    return new Tensor(dt, shape, shapeSize(shape), checkDevice('device', device));
+    return new Tensor(checkDType(dtype), shape, shapeSize(shape), checkDevice('device', device));
+  }
+
+  /**
+   * A tensor whose values are whatever its memory held before (on 'cuda': zeros), for an output
+   * that is written whole before it is read: it skips the zero-fill that `zeros` pays. Reading it
+   * first gives arbitrary values; with the NF_POISON_UNINITIALIZED environment variable set, every
+   * float32 value starts as NaN, so such a read shows up.
+   */
+  static empty<D extends DType = 'float32'>(shape: readonly number[], dtype?: D, device: Device = 'cpu'): Tensor<D> {
+    return new Tensor(checkDType(dtype), shape, shapeSize(shape), checkDevice('device', device), true);
   }
 
   /** Where the values live: 'cpu' or 'cuda'. */
@@ -153,7 +168,7 @@ export class Tensor<D extends DType = DType> {
     checkDevice('device', device);
     if (this.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `This ${describe(this)} has been disposed`);
     if (device === this.device) return this;
-    const t = new Tensor(this.dtype, this.shape, this.size, device);
+    const t = new Tensor(this.dtype, this.shape, this.size, device, true);
     return device === 'cuda' ? t.copyFrom(this.data) : t.copyFrom(this.toArray());
   }
 
@@ -175,7 +190,7 @@ export class Tensor<D extends DType = DType> {
     if (device === this.device) return;
     const values = this.toArray();
     this.dispose();
-    this.allocate(device);
+    this.allocate(device, true);
     this.copyFrom(values);
   }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
+import { disposeAll } from '../lib/layers/common';
 import { Tensor } from '../lib/tensor';
 
 describe('Tensor', () => {
@@ -12,6 +13,18 @@ describe('Tensor', () => {
     expect(Array.from(t.toArray())).toEqual([1, 2, 3, 4, 5, 6]);
     expect(Tensor.from(Int32Array.from([1]), [1]).dtype).toBe('int32');
     expect(Tensor.from(Uint8Array.from([1, 0]), [2]).dtype).toBe('bool');
+  });
+
+  it('empty skips the zero-fill: poisoned to NaN / -1 under NF_POISON_UNINITIALIZED (set by vitest.config.ts)', () => {
+    expect(process.env.NF_POISON_UNINITIALIZED).toBe('1');
+    const f = Tensor.empty([2, 3]), i = Tensor.empty([4], 'int32');
+    expect([f.shape, f.dtype, i.dtype]).toEqual([[2, 3], 'float32', 'int32']);
+    expect(Array.from(f.data).every(Number.isNaN)).toBe(true);
+    expect(Array.from(i.data)).toEqual([-1, -1, -1, -1]);
+    expect(Array.from(Tensor.zeros([3]).data)).toEqual([0, 0, 0]);
+    expect(() => Tensor.empty([2], 'float16' as never)).toThrow(/for dtype/);
+    expect(() => Tensor.empty([-2])).toThrow(/for shape/);
+    disposeAll(f, i);
   });
 
   it('toArray returns an independent copy', () => {

@@ -113,7 +113,7 @@ export class MultiHeadAttention extends Module {
     const p = this.training ? this.config.dropout : 0;
     const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
     this.activations.close();
-    const saved = (n: number) => this.activations.add(Tensor.zeros([n], 'float32', xt.device)).storage;
+    const saved = (n: number) => this.activations.add(Tensor.empty([n], 'float32', xt.device)).storage;
     const buffers = {
       qkv: memory ? null : saved(B * Tq * 3 * D),
       q: memory ? saved(B * Tq * D) : null,
@@ -121,8 +121,8 @@ export class MultiHeadAttention extends Module {
       ctx: saved(B * Tq * D),
       lse: saved(B * H * Tq),
     };
-    const out = Tensor.zeros([B, Tq, D], 'float32', xt.device);
-    const weights = needWeights ? Tensor.zeros([B, H, Tq, Tk], 'float32', xt.device) : null;
+    const out = Tensor.empty([B, Tq, D], 'float32', xt.device);
+    const weights = needWeights ? Tensor.empty([B, H, Tq, Tk], 'float32', xt.device) : null;
     const dims = { B, Tq, Tk, D, H };
     const masks = { causal, keyPaddingMask, attnMask };
     yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, memory: memory?.storage ?? null, out: out.storage,
@@ -136,8 +136,8 @@ export class MultiHeadAttention extends Module {
   *backwardOps(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
-    const dx = Tensor.zeros(s.x.shape, 'float32', s.x.device);
-    const dMemory = s.memory ? Tensor.zeros(s.memory.shape, 'float32', s.memory.device) : null;
+    const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);
+    const dMemory = s.memory ? Tensor.empty(s.memory.shape, 'float32', s.memory.device) : null;
     yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.storage ?? null,
       dx: dx.storage, dMemory: dMemory?.storage ?? null,
       dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
@@ -152,7 +152,7 @@ export class MultiHeadAttention extends Module {
    */
   *decodeSelf(x: Tensor<'float32'>, cache: Float32Array, t: number, maxT: number): Program<Tensor<'float32'>> {
     const B = x.shape[0], D = this.config.dModel;
-    const out = Tensor.zeros([B, 1, D]);
+    const out = Tensor.empty([B, 1, D]);
     yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.data, x: x.data, cache, t, maxT, ...this.weights() });
     return out;
   }
@@ -169,7 +169,7 @@ export class MultiHeadAttention extends Module {
   /** Incremental cross-attention for decoding: x [B, 1, D] attends to memoryKV(memory) [B, Tk, 2D]. */
   *decodeCross(x: Tensor<'float32'>, kv: Float32Array, Tk: number, keyPaddingMask?: Tensor<'bool'>): Program<Tensor<'float32'>> {
     const B = x.shape[0], D = this.config.dModel;
-    const out = Tensor.zeros([B, 1, D]);
+    const out = Tensor.empty([B, 1, D]);
     yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.data, x: x.data, kv, Tk,
       keyPaddingMask: keyPaddingMask?.data ?? null, ...this.weights() });
     return out;

@@ -38,9 +38,9 @@ export function seedOf(v: unknown): number {
   return v as number;
 }
 
-/** A float32 tensor on the device of `like`, with its shape but last dimension `last`. */
-export function zerosLike(like: Tensor, last = like.shape[like.shape.length - 1]): Tensor<'float32'> {
-  return Tensor.zeros([...like.shape.slice(0, -1), last], 'float32', like.device);
+/** An uninitialized float32 tensor (an op's output) on the device of `like`, with its shape but last dimension `last`. */
+export function emptyLike(like: Tensor, last = like.shape[like.shape.length - 1]): Tensor<'float32'> {
+  return Tensor.empty([...like.shape.slice(0, -1), last], 'float32', like.device);
 }
 
 /** Disposes every tensor given (nulls skipped). */

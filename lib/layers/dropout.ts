@@ -25,7 +25,7 @@ export class DropoutSite {
   /** The gradient through the last forward's mask: a new tensor, or `d` itself when no dropout ran. */
   *backward(d: Tensor<'float32'>): Program<Tensor<'float32'>> {
     if (!this.active) return d;
-    const dx = Tensor.zeros(d.shape, 'float32', d.device);
+    const dx = Tensor.empty(d.shape, 'float32', d.device);
     yield* op('dropoutBackward', { n: d.size, p: this.p, seed: this.seed, offset: 0, dx: dx.storage, dout: d.storage });
     return dx;
   }

@@ -3,7 +3,7 @@ import type { FeedForwardActivation } from '../native/feedforward';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
-import { oneOf, positiveInt, probability, seedOf, zerosLike } from './common';
+import { oneOf, positiveInt, probability, seedOf, emptyLike } from './common';
 import { Linear } from './linear';
 
 export type Activation = FeedForwardActivation;
@@ -52,9 +52,9 @@ export class FeedForward extends Module {
     const p = this.training ? this.config.dropout : 0;
     const seed = p > 0 ? this.dropRng.seed() : 0;
     this.activations.close();
-    const y = zerosLike(x);
-    const h = this.savesActivations ? this.activations.add(Tensor.zeros([rows * this.config.dFF], 'float32', x.device)).storage : null;
-    const a = this.activations.add(Tensor.zeros([rows * this.config.dFF], 'float32', x.device)).storage;
+    const y = emptyLike(x);
+    const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage : null;
+    const a = this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage;
     yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.storage, h, a, x: x.storage as Float32Array,
       W1: this.fc1.weight.storage, b1: this.fc1.bias!.storage, W2: this.fc2.weight.storage, b2: this.fc2.bias!.storage });
     this.saved = { x: x as Tensor<'float32'>, h, a, seed, p };
@@ -65,7 +65,7 @@ export class FeedForward extends Module {
   *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'FeedForward');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
-    const dx = zerosLike(s.x);
+    const dx = emptyLike(s.x);
     yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.storage,
       dW1: this.fc1.weight.gradData(), db1: this.fc1.bias!.gradData(), dW2: this.fc2.weight.gradData(),
       db2: this.fc2.bias!.gradData(), dy: dyt.storage, x: s.x.storage, h: requireSaved(s.h, 'FeedForward'), a: s.a,

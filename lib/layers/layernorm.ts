@@ -2,7 +2,7 @@ import { requireSaved, rowsOf, Module, Parameter } from '../module';
 import { constant } from '../init';
 import { op, type Program } from '../program';
 import { checkTensor, Tensor } from '../tensor';
-import { positive, positiveInt, zerosLike } from './common';
+import { positive, positiveInt, emptyLike } from './common';
 
 export interface LayerNormConfig {
   /** Normalised width (the last dimension). */
@@ -20,8 +20,8 @@ export class LayerNorm extends Module {
 
   /** Row statistics [rows] on the device of `x`, kept for backward until the next forward. */
   private stats(x: Tensor, rows: number): [Float32Array, Float32Array] {
-    return [this.activations.add(Tensor.zeros([rows], 'float32', x.device)).storage,
-      this.activations.add(Tensor.zeros([rows], 'float32', x.device)).storage];
+    return [this.activations.add(Tensor.empty([rows], 'float32', x.device)).storage,
+      this.activations.add(Tensor.empty([rows], 'float32', x.device)).storage];
   }
 
   constructor(config: LayerNormConfig) {
@@ -36,7 +36,7 @@ export class LayerNorm extends Module {
   *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
     const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
     this.activations.close();
-    const out = zerosLike(x);
+    const out = emptyLike(x);
     const [mean, rstd] = this.stats(x, rows);
     yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.storage, mean, rstd, x: x.storage as Float32Array,
       gamma: this.weight.storage, beta: this.bias.storage });
@@ -52,7 +52,7 @@ export class LayerNorm extends Module {
     const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
     checkTensor('residual', residual, 'float32', x.shape);
     this.activations.close();
-    const out = zerosLike(x), sum = this.activations.add(zerosLike(x));
+    const out = emptyLike(x), sum = this.activations.add(emptyLike(x));
     const [mean, rstd] = this.stats(x, rows);
     yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.storage, sum: sum.storage, mean, rstd,
       x: x.storage as Float32Array, residual: residual.storage as Float32Array, gamma: this.weight.storage, beta: this.bias.storage });
@@ -69,7 +69,7 @@ export class LayerNorm extends Module {
     const s = requireSaved(this.saved, 'LayerNorm');
     checkTensor('dy', dy, 'float32', s.x.shape);
     if (dadd !== undefined) checkTensor('dadd', dadd, 'float32', s.x.shape);
-    const dx = zerosLike(s.x);
+    const dx = emptyLike(s.x);
     yield* op('layernormBackward', { rows: s.x.size / this.config.dModel, D: this.config.dModel, dx: dx.storage,
       dgamma: this.weight.gradData(), dbeta: this.bias.gradData(), dout: dy.storage as Float32Array,
       dadd: (dadd?.storage as Float32Array) ?? null, x: s.x.storage, mean: s.mean, rstd: s.rstd, gamma: this.weight.storage });

@@ -3,7 +3,7 @@ import { requireSaved, rowsOf, Module, Parameter } from '../module';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
-import { bool, positiveInt, seedOf, zerosLike } from './common';
+import { bool, positiveInt, seedOf, emptyLike } from './common';
 
 export interface LinearConfig {
   inFeatures: number;
@@ -34,7 +34,7 @@ export class Linear extends Module {
   /** x [..., in] → y [..., out]. */
   *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
-    const y = zerosLike(x, this.config.outFeatures);
+    const y = emptyLike(x, this.config.outFeatures);
     yield* op('linearForward', { y: y.storage, x: x.storage as Float32Array, W: this.weight.storage, b: this.bias?.storage ?? null, rows,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
     this.saved = x as Tensor<'float32'>;
@@ -45,7 +45,7 @@ export class Linear extends Module {
   *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
     const x = requireSaved(this.saved, 'Linear');
     checkTensor('dy', dy, 'float32', [...x.shape.slice(0, -1), this.config.outFeatures]);
-    const dx = zerosLike(x);
+    const dx = emptyLike(x);
     yield* op('linearBackward', { dx: dx.storage, dW: this.weight.gradData(), db: this.bias?.gradData() ?? null,
       dy: dy.storage as Float32Array, x: x.storage, W: this.weight.storage, rows: x.size / this.config.inFeatures,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });

@@ -50,7 +50,7 @@ export class PatchEmbedding extends Module {
     const [B, , H, W] = x.shape;
     if (H % P !== 0 || W % P !== 0)
       invalidArg('images', `a float32 Tensor [B, ${C}, H, W] with H and W multiples of the patch size ${P}`, x);
-    const out = Tensor.zeros([B, (H / P) * (W / P), D], 'float32', x.device);
+    const out = Tensor.empty([B, (H / P) * (W / P), D], 'float32', x.device);
     const dims = { B, C, H, W, P, D };
     yield* op('patchEmbedForward', { ...dims, out: out.storage, images: x.storage, weight: this.weight.storage, bias: this.bias.storage });
     this.saved = { images: x, dims };
@@ -62,7 +62,7 @@ export class PatchEmbedding extends Module {
     const s = requireSaved(this.saved, 'PatchEmbedding');
     const { B, H, W, P, D } = s.dims;
     const dyt = checkTensor('dy', dy, 'float32', [B, (H / P) * (W / P), D]);
-    const dimages = Tensor.zeros(s.images.shape, 'float32', s.images.device);
+    const dimages = Tensor.empty(s.images.shape, 'float32', s.images.device);
     yield* op('patchEmbedBackward', { ...s.dims, dimages: dimages.storage, dweight: this.weight.gradData(),
       dbias: this.bias.gradData(), dout: dyt.storage, images: s.images.storage, weight: this.weight.storage });
     return dimages;

@@ -119,7 +119,7 @@ abstract class TokenModel extends Module {
   /** drop(embed(tokens) · scale + positions[:T]) → [B, T, D]. */
   protected *embed(tokens: Tensor<'int32'>): Program<Tensor<'float32'>> {
     const dims = this.embedDims(tokens);
-    const x = Tensor.zeros([dims.B, dims.T, dims.D]);
+    const x = Tensor.empty([dims.B, dims.T, dims.D]);
     yield* op('embeddingForward', { ...dims, out: x.data, ids: tokens.data, table: this.embedWeight.data,
       pos: this.pos_embed?.data ?? this.pe });
     yield* this.drop.forwardInPlace(x, this.training);
@@ -141,7 +141,7 @@ abstract class TokenModel extends Module {
     const c = this.config, D = c.dModel, B = tokens.length;
     const scale = c.scaleEmbedding ? Math.sqrt(D) : 1;
     const table = this.embedWeight.data, pos = this.pos_embed?.data ?? this.pe!;
-    const x = Tensor.zeros([B, 1, D]);
+    const x = Tensor.empty([B, 1, D]);
     for (let b = 0; b < B; b++) {
       const id = tokens[b];
       if (!(id >= 0 && id < c.vocabSize)) invalidArg(`tokens[${b}]`, `a token id in [0, ${c.vocabSize})`, id);

@@ -100,7 +100,7 @@ export class ViTEncoder extends Module {
     const B = x.shape[0], N = this.patch_embed.numPatches, keep = this.activations;
     keep.close();
     const patches = yield* this.patch_embed.forwardOps(x);
-    let h = Tensor.zeros([B, N + 1, D], 'float32', x.device);
+    let h = Tensor.empty([B, N + 1, D], 'float32', x.device);
     yield* op('clsPosForward', { B, N, D, out: h.storage, cls: this.cls_token.storage, patches: patches.storage, pos: this.pos_embed.storage });
     patches.dispose();
     yield* this.drop.forwardInPlace(h, this.training);
@@ -119,7 +119,7 @@ export class ViTEncoder extends Module {
     let d = tmp.add(yield* this.norm.backwardOps(checkTensor('dy', dy, 'float32', [B, N + 1, D])));
     for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.add(yield* this.blocks[i].backwardOps(d));
     d = tmp.add(yield* this.drop.backward(d));
-    const dpatches = tmp.add(Tensor.zeros([B, N, D], 'float32', d.device));
+    const dpatches = tmp.add(Tensor.empty([B, N, D], 'float32', d.device));
     yield* op('clsPosBackward', { B, N, D, dcls: this.cls_token.gradData(), dpatches: dpatches.storage, dpos: this.pos_embed.gradData(), dout: d.storage });
     const dimages = yield* this.patch_embed.backwardOps(dpatches);
     tmp.close();
@@ -171,7 +171,7 @@ export class ViTClassifier extends ViTEncoder {
   override *forwardOps(images: Tensor, options: { needWeights?: boolean } = {}): Program<Tensor<'float32'>> {
     const tokens = yield* super.forwardOps(images, options);
     const [B, T, D] = tokens.shape;
-    const cls = this.activations.add(Tensor.zeros([B, D], 'float32', tokens.device));
+    const cls = this.activations.add(Tensor.empty([B, D], 'float32', tokens.device));
     yield* op('copyRows', { rows: B, cols: D, dst: cls.storage, dstStride: D, src: tokens.storage, srcStride: T * D });
     tokens.dispose();
     return yield* this.head.forwardOps(cls);
@@ -195,7 +195,7 @@ export function patchify(images: Tensor, patchSize: number): Tensor<'float32'> {
   const x = checkTensor('images', images, 'float32', [null, null, null, null]);
   const [B, C, H, W] = x.shape, P = positiveInt('patchSize', patchSize);
   if (H % P || W % P) invalidArg('images', `H and W multiples of patchSize ${P}`, x);
-  const gh = H / P, gw = W / P, out = Tensor.zeros([B, gh * gw, P * P * C]);
+  const gh = H / P, gw = W / P, out = Tensor.empty([B, gh * gw, P * P * C]);
   const src = x.data, dst = out.data;
   let i = 0;
   for (let b = 0; b < B; b++)
@@ -213,7 +213,7 @@ export function unpatchify(patches: Tensor, imgSize: number, patchSize: number, 
   if (S % P) invalidArg('patchSize', `a divisor of imgSize (${S})`, P);
   const g = S / P;
   const x = checkTensor('patches', patches, 'float32', [null, g * g, P * P * C]);
-  const B = x.shape[0], out = Tensor.zeros([B, C, S, S]);
+  const B = x.shape[0], out = Tensor.empty([B, C, S, S]);
   const src = x.data, dst = out.data;
   let i = 0;
   for (let b = 0; b < B; b++)
@@ -270,7 +270,7 @@ export class ViTDecoder extends Module {
     options = objectArg('options', options);
     const B = mem.shape[0], keep = this.activations;
     keep.close();
-    let h = Tensor.zeros([B, N, D]);
+    let h = Tensor.empty([B, N, D]);
     yield* op('tokenPosForward', { B, N, D, out: h.data, token: this.mask_token.data, pos: this.pos_embed.data });
     const opts = { causal: options.causal ?? false, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
     for (const blk of this.blocks) {

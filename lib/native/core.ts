@@ -10,8 +10,12 @@ export interface CoreOps {
   numThreads(): number;
   /** Resizes the kernel thread pool; 0 means one thread per core. */
   setNumThreads(n: number): void;
-  /** A zero-filled, 64-byte aligned ArrayBuffer in native memory (reusing a cached block when one fits), freed by the GC. */
-  allocate(byteLength: number): ArrayBuffer;
+  /**
+   * A 64-byte aligned ArrayBuffer in native memory (reusing a cached block when one fits), freed
+   * by the GC. Zero-filled, unless `uninitialized`: then it holds whatever its block held (all-ones
+   * bytes, NaN as float32, when the NF_POISON_UNINITIALIZED environment variable is set).
+   */
+  allocate(byteLength: number, uninitialized?: boolean): ArrayBuffer;
   /** Frees a buffer from `allocate` now (detaching it); later releases are no-ops. */
   release(buffer: ArrayBuffer): void;
   /** Bytes of `allocate` buffers not yet freed (tensors, parameters, optimizer state), in every context. */

@@ -1,6 +1,7 @@
 #include "allocations.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -49,10 +50,21 @@ void finalize(Napi::Env env, void* data, Allocation* a) {
 
 }  // namespace
 
-Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes) {
+bool poison_uninitialized() {
+  static const bool poison = [] {
+    const char* v = std::getenv("NF_POISON_UNINITIALIZED");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return poison;
+}
+
+Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes, Fill fill) {
   void* p = block_alloc(bytes);
   if (!p) throw_error(env, "ERR_NF_OUT_OF_MEMORY", "allocate: out of memory for " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, bytes);
+  if (fill == Fill::zero)
+    std::memset(p, 0, bytes);
+  else if (poison_uninitialized())
+    std::memset(p, 0xFF, bytes);  // all-ones: a NaN in every float32, -1 in every int32
   Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(bytes));
   auto* a = new Allocation{p, bytes};
   {

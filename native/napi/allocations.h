@@ -15,10 +15,19 @@ namespace nf::napi {
 
 struct Allocation;
 
-// A zero-filled, 64-byte aligned ArrayBuffer of `bytes` in native memory (the GC is told its size),
-// from the block cache (core/block_cache.h): freed buffers' blocks serve later requests.
+// What a new buffer holds: zeros, or whatever its block held before (for outputs an op overwrites
+// whole, which skips a memset of every activation and gradient).
+enum class Fill { zero, uninitialized };
+
+// A 64-byte aligned ArrayBuffer of `bytes` in native memory (the GC is told its size), from the
+// block cache (core/block_cache.h): freed buffers' blocks serve later requests.
 // Throws ERR_NF_OUT_OF_MEMORY when the allocation fails.
-Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes);
+Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes, Fill fill = Fill::zero);
+
+// Whether uninitialized buffers are filled with all-ones bytes (NaN as float32) instead, so that
+// an op that leaves part of its output unwritten shows up as NaN: NF_POISON_UNINITIALIZED=1
+// (the test suite sets it).
+bool poison_uninitialized();
 
 // Bytes of native buffers made by allocate_buffer and not yet freed (in every context).
 int64_t allocated_bytes();

@@ -51,13 +51,17 @@ Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// allocate(byteLength): a zero-filled, 64-byte aligned ArrayBuffer owned by native memory.
+// allocate(byteLength, uninitialized = false): a 64-byte aligned ArrayBuffer owned by native
+// memory, zero-filled unless `uninitialized` is true.
 Napi::Value Allocate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   double n = info.Length() >= 1 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
   if (!(n >= 0 && n <= 1e13) || n != static_cast<double>(static_cast<int64_t>(n)))
     throw_error(env, "ERR_NF_INVALID_ARG", "allocate: expected a non-negative integer for byteLength");
-  return allocate_buffer(env, static_cast<size_t>(n));
+  if (info.Length() >= 2 && !info[1].IsUndefined() && !info[1].IsBoolean())
+    throw_error(env, "ERR_NF_INVALID_ARG", "allocate: expected a boolean for uninitialized");
+  const bool uninitialized = info.Length() >= 2 && info[1].IsBoolean() && info[1].As<Napi::Boolean>().Value();
+  return allocate_buffer(env, static_cast<size_t>(n), uninitialized ? Fill::uninitialized : Fill::zero);
 }
 
 // release(arrayBuffer): frees a buffer made by allocate now rather than at the next GC (or, while

@@ -118,6 +118,7 @@ export function nativeOpCases(): Catalogue {
   c.add('allocate(-1)', 'ERR_NF_INVALID_ARG', /byteLength/, () => native.allocate(-1));
   c.add('allocate(NaN)', 'ERR_NF_INVALID_ARG', /byteLength/, () => native.allocate(NaN));
   c.add('allocate(2^60)', 'ERR_NF_INVALID_ARG', /byteLength/, () => native.allocate(2 ** 60));
+  c.add('allocate(8, "yes")', 'ERR_NF_INVALID_ARG', /uninitialized/, () => native.allocate(8, 'yes' as unknown as boolean));
   c.add('release(a number)', 'ERR_NF_INVALID_ARG', /buffer/, () => native.release(3 as unknown as ArrayBuffer));
   c.add("setIsa('sse9')", 'ERR_NF_INVALID_ARG', /isa/, () => native.setIsa('sse9' as 'scalar'));
   c.add('setNumThreads(-1)', 'ERR_NF_INVALID_ARG', /for n/, () => native.setNumThreads(-1));
