@@ -6,7 +6,8 @@
 //   out = proj(O of all heads side by side) = O Wprojᵀ + bproj.
 //   Backward: Di = rowsum(dO ∘ O); dV = (P ∘ Z)ᵀ dO; dP = (dO Vᵀ) ∘ Z; dS = P ∘ (dP − Di);
 //   dQ = scale dS K; dK = scale dSᵀ Q.
-// Core: forward tasks are (b, h, block of kBQ queries). Keys are visited in tiles of kBK with an
+// Core: forward tasks are (b, h, chunk of queries): a chunk is split into blocks of at most kBQ
+// queries, and keys are visited in tiles of kBK (each transposed once per chunk) with an
 // online softmax (running row max m and sum l, the output rescaled when m grows), so no Tq x Tk
 // matrix ever exists; lse = m + log l is saved and backward recomputes P = exp(S − lse) tile by
 // tile. Backward tasks are (b, h): key tiles outer (so a task owns its dK, dV rows), query tiles
@@ -43,8 +44,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // a short last tile (T = 65: 64 + 1 keys) costs one vector per row, not kBK / W.
 int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
-// Per-thread scratch (slot 3) of the core, in floats.
-int64_t forward_scratch_floats(int64_t Dh) { return Dh * kBK + kBQ * kBK + kBK + 2 * kBQ; }
+// Per-thread scratch (slot 3) of the core, in floats (the forward's chunks have at most Tq rows).
+int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) { return Dh * kBK + kBQ * kBK + kBK + 2 * Tq; }
 int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) { return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq; }
 // The backward's gradient buffer for the projections' outputs (slot 2 of the calling thread):
 // self-attention dqkv [B, T, 3D]; cross-attention dq [B, Tq, D] then dkv [B, Tk, 2D].
@@ -159,63 +160,95 @@ void dropout_row(float* z, const AttentionDropout& dr, uint64_t base, int n) {
   std::fill(z + n, z + kBK, 0.0f);
 }
 
-// Forward of queries i0 .. i0+nq-1 of head (b, h).
-void forward_block(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
-                   const AttentionMasks& m, const AttentionCoreDims& d, int64_t b, int64_t h, int64_t i0, int nq,
+// Queries per forward task: whole blocks of kBQ, as many as keep the chunk's Q and O rows within
+// about 256 KiB (2 x 32K floats) of L2, and few enough to leave every thread four tasks or more.
+int64_t chunk_rows(const AttentionCoreDims& d) {
+  const int64_t nqb = (d.Tq + kBQ - 1) / kBQ;
+  const int64_t by_cache = std::max<int64_t>(1, (int64_t(1) << 15) / (d.Dh * kBQ));
+  const int64_t by_threads = std::max<int64_t>(1, d.B * d.H * nqb / (4 * num_threads()));
+  return std::max<int64_t>(1, std::min({nqb, by_cache, by_threads}) * kBQ);
+}
+
+// Query blocks of a chunk of R rows: as even as whole 4-row groups allow (65 rows: 24 + 24 + 17,
+// not 32 + 32 + 1), at most kBQ rows each.
+int block_rows(int64_t R) {
+  const int64_t nb = (R + kBQ - 1) / kBQ, even = (R + nb - 1) / nb;
+  return int(std::min<int64_t>(kBQ, (even + 3) / 4 * 4));
+}
+
+// The online-softmax step of nq query rows against one key tile: S (scores, nv vectors a row)
+// becomes exp(S − m_new) ∘ Z, the running max m and sum l advance, and each output row is
+// rescaled by exp(m_old − m_new). Dropout row r is element base + r·Tk of the stream.
+void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, int64_t Dh, int nq, int nk, float* z,
+                  const AttentionDropout& dr, uint64_t base, int64_t Tk) {
+  const int nv = tile_vectors(nk);
+  for (int r = 0; r < nq; ++r) {
+    float* s = S + r * kBK;
+    vf vmx = vset1(kNegInf);
+    for (int c = 0; c < nv; ++c) vmx = vmax(vmx, vload(s + c * W));
+    const float m_new = std::max(mrow[r], vhmax(vmx));
+    if (m_new == kNegInf) {  // every key so far is blocked: nothing to add
+      std::memset(s, 0, sizeof(float) * kBK);
+      continue;
+    }
+    const float alpha = std::exp(mrow[r] - m_new);
+    const vf vm = vset1(m_new);
+    vf sum = vzero();
+    for (int c = 0; c < nv; ++c) {
+      const vf p = vexp(vsub(vload(s + c * W), vm));
+      vstore(s + c * W, p);
+      sum = vadd(sum, p);
+    }
+    lrow[r] = lrow[r] * alpha + vsum(sum);
+    mrow[r] = m_new;
+    if (alpha != 1.0f) scale_row(ob + r * ldo, Dh, alpha);
+    if (dr.p > 0.0f) {
+      dropout_row(z, dr, base + uint64_t(r * Tk), nk);
+      for (int c = 0; c < nv; ++c) vstore(s + c * W, vmul(vload(s + c * W), vload(z + c * W)));
+    }
+  }
+}
+
+// Forward of queries c0 .. c0+R-1 of head (b, h). Key tiles outer, so each tile is transposed
+// once for every query block of the chunk; query blocks inner, each with its running max and sum.
+void forward_chunk(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
+                   const AttentionMasks& m, const AttentionCoreDims& d, int64_t b, int64_t h, int64_t c0, int64_t R,
                    float* scratch) {
   const int64_t Dh = d.Dh, Tk = d.Tk;
   float* Kt = scratch;            // [Dh, kBK] the key tile, transposed and scaled
   float* S = Kt + Dh * kBK;       // [kBQ, kBK] scores, then weights
   float* z = S + kBQ * kBK;       // [kBK] dropout factors of one row
-  float* mrow = z + kBK;          // [kBQ] running max
-  float* lrow = mrow + kBQ;       // [kBQ] running sum, then lse
-  const float* qb = q + b * d.q.batch + h * d.q.head + i0 * d.q.row;
+  float* mrow = z + kBK;          // [R] running max
+  float* lrow = mrow + R;         // [R] running sum, then lse
+  const float* qb = q + b * d.q.batch + h * d.q.head + c0 * d.q.row;
   const float* kb = k + b * d.k.batch + h * d.k.head;
   const float* vb = v + b * d.v.batch + h * d.v.head;
-  float* ob = o + b * d.o.batch + h * d.o.head + i0 * d.o.row;
-  const int64_t row0 = (b * d.H + h) * d.Tq + i0;  // this block's first row of lse / weights
-  const bool drop = d.dropout.p > 0.0f;
-  // Causal: keys after the block's last query are blocked for all of its queries.
-  const int64_t jend = m.causal ? std::min(Tk, i0 + nq) : Tk;
+  float* ob = o + b * d.o.batch + h * d.o.head + c0 * d.o.row;
+  const int64_t row0 = (b * d.H + h) * d.Tq + c0;  // this chunk's first row of lse / weights
+  const int bq = block_rows(R);
+  // Causal: keys after the chunk's last query are blocked for all of its queries, and a key tile
+  // wholly after a block's last query adds nothing to that block.
+  const int64_t jend = m.causal ? std::min(Tk, c0 + R) : Tk;
+  auto skipped = [&](int64_t j0, int64_t i, int nq) { return m.causal && j0 >= c0 + i + nq; };
 
-  for (int r = 0; r < nq; ++r) {
+  for (int64_t r = 0; r < R; ++r) {
     std::memset(ob + r * d.o.row, 0, sizeof(float) * Dh);
     mrow[r] = kNegInf;
     lrow[r] = 0.0f;
   }
   for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
-    const int nv = tile_vectors(nk);
     transpose(Kt, kBK, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale);
-    masked_scores(S, qb, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
-    for (int r = 0; r < nq; ++r) {
-      float* s = S + r * kBK;
-      vf vmx = vset1(kNegInf);
-      for (int c = 0; c < nv; ++c) vmx = vmax(vmx, vload(s + c * W));
-      const float m_new = std::max(mrow[r], vhmax(vmx));
-      if (m_new == kNegInf) {  // every key so far is blocked: nothing to add
-        std::memset(s, 0, sizeof(float) * kBK);
-        continue;
-      }
-      const float alpha = std::exp(mrow[r] - m_new);
-      const vf vm = vset1(m_new);
-      vf sum = vzero();
-      for (int c = 0; c < nv; ++c) {
-        const vf p = vexp(vsub(vload(s + c * W), vm));
-        vstore(s + c * W, p);
-        sum = vadd(sum, p);
-      }
-      lrow[r] = lrow[r] * alpha + vsum(sum);
-      mrow[r] = m_new;
-      if (alpha != 1.0f) scale_row(ob + r * d.o.row, Dh, alpha);
-      if (drop) {
-        dropout_row(z, d.dropout, uint64_t((row0 + r) * Tk + j0), nk);
-        for (int c = 0; c < nv; ++c) vstore(s + c * W, vmul(vload(s + c * W), vload(z + c * W)));
-      }
+    for (int64_t i = 0; i < R; i += bq) {
+      const int nq = int(std::min<int64_t>(bq, R - i));
+      if (skipped(j0, i, nq)) continue;
+      masked_scores(S, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk);
+      softmax_step(S, mrow + i, lrow + i, ob + i * d.o.row, d.o.row, Dh, nq, nk, z, d.dropout,
+                   uint64_t((row0 + i) * Tk + j0), Tk);
+      tile_accumulate(ob + i * d.o.row, d.o.row, S, kBK, 1, nq, nk, vb + j0 * d.v.row, d.v.row, Dh);
     }
-    tile_accumulate(ob, d.o.row, S, kBK, 1, nq, nk, vb + j0 * d.v.row, d.v.row, Dh);
   }
-  for (int r = 0; r < nq; ++r) {  // normalise; a fully blocked row keeps O = 0 and gets lse = -inf
+  for (int64_t r = 0; r < R; ++r) {  // normalise; a fully blocked row keeps O = 0 and gets lse = -inf
     if (lrow[r] > 0.0f) {
       scale_row(ob + r * d.o.row, Dh, 1.0f / lrow[r]);
       lrow[r] = mrow[r] + std::log(lrow[r]);
@@ -227,18 +260,22 @@ void forward_block(float* o, float* lse, float* weights, const float* q, const f
   if (!weights) return;
   // The (pre-dropout) weights exp(S − lse), recomputed tile by tile.
   float* wb = weights + row0 * Tk;
-  std::memset(wb, 0, sizeof(float) * nq * Tk);
+  std::memset(wb, 0, sizeof(float) * R * Tk);
   for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
     const int nv = tile_vectors(nk);
     transpose(Kt, kBK, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale);
-    masked_scores(S, qb, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
-    for (int r = 0; r < nq; ++r) {
-      if (lrow[r] == kNegInf) continue;
-      float* s = S + r * kBK;
-      const vf vl = vset1(lrow[r]);
-      for (int c = 0; c < nv; ++c) vstore(s + c * W, vexp(vsub(vload(s + c * W), vl)));
-      std::memcpy(wb + r * Tk + j0, s, sizeof(float) * nk);
+    for (int64_t i = 0; i < R; i += bq) {
+      const int nq = int(std::min<int64_t>(bq, R - i));
+      if (skipped(j0, i, nq)) continue;
+      masked_scores(S, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk);
+      for (int r = 0; r < nq; ++r) {
+        if (lrow[i + r] == kNegInf) continue;
+        float* s = S + r * kBK;
+        const vf vl = vset1(lrow[i + r]);
+        for (int c = 0; c < nv; ++c) vstore(s + c * W, vexp(vsub(vload(s + c * W), vl)));
+        std::memcpy(wb + (i + r) * Tk + j0, s, sizeof(float) * nk);
+      }
     }
   }
 }
@@ -259,6 +296,7 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
   const float* lb = lse + (b * d.H + h) * Tq;
   const bool drop = d.dropout.p > 0.0f;
   const vf ones = vset1(1.0f), vscale = vset1(d.scale);
+  const int bq = block_rows(Tq);
 
   for (int64_t i = 0; i < Tq; ++i) {
     Di[i] = dot(dout + oo + i * d.o.row, o + oo + i * d.o.row, Dh);
@@ -277,8 +315,8 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
     transpose(Kt, kBK, kj, d.k.row, nk, Dh, d.scale);
     transpose(Vt, kBK, v + vo + j0 * d.v.row, d.v.row, nk, Dh, 1.0f);
     // Causal: query blocks ending before key j0 see none of this tile.
-    for (int64_t i0 = m.causal ? j0 / kBQ * kBQ : 0; i0 < Tq; i0 += kBQ) {
-      const int nq = int(std::min<int64_t>(kBQ, Tq - i0));
+    for (int64_t i0 = m.causal ? j0 / bq * bq : 0; i0 < Tq; i0 += bq) {
+      const int nq = int(std::min<int64_t>(bq, Tq - i0));
       const float* qi = q + qo + i0 * d.q.row;
       const float* doi = dout + oo + i0 * d.o.row;
       masked_scores(S, qi, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
@@ -326,13 +364,12 @@ AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
 
 void attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
                             const AttentionMasks& masks, const AttentionCoreDims& d) {
-  const int64_t nqb = (d.Tq + kBQ - 1) / kBQ;
-  parallel_for(d.B * d.H * nqb, [&](int64_t t0, int64_t t1) {
-    float* scratch = static_cast<float*>(thread_scratch(3, sizeof(float) * forward_scratch_floats(d.Dh)));
+  const int64_t rows = chunk_rows(d), chunks = (d.Tq + rows - 1) / rows;
+  parallel_for(d.B * d.H * chunks, [&](int64_t t0, int64_t t1) {
+    float* scratch = static_cast<float*>(thread_scratch(3, sizeof(float) * forward_scratch_floats(d.Dh, d.Tq)));
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t bh = t / nqb, i0 = t % nqb * kBQ;
-      forward_block(o, lse, weights, q, k, v, masks, d, bh / d.H, bh % d.H, i0,
-                    int(std::min<int64_t>(kBQ, d.Tq - i0)), scratch);
+      const int64_t bh = t / chunks, c0 = t % chunks * rows;
+      forward_chunk(o, lse, weights, q, k, v, masks, d, bh / d.H, bh % d.H, c0, std::min(rows, d.Tq - c0), scratch);
     }
   });
 }
@@ -430,7 +467,7 @@ Status attention_forward(float* out, float* weights, float* qkv, float* q, float
                          const float* x, const float* memory, const AttentionMasks& masks, const float* Wqkv,
                          const float* bqkv, const float* Wproj, const float* bproj, AttentionDims d) {
   NF_TRY(attention_check("attention_forward", d, memory != nullptr, qkv, q, kv));
-  NF_CHECK(thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H)), "attention_forward",
+  NF_CHECK(thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, d.Tq)), "attention_forward",
            "out of memory for the attention tiles");
   NF_DISPATCH(attention_forward, out, weights, qkv, q, kv, ctx, lse, x, memory, masks, Wqkv, bqkv, Wproj, bproj, d);
   return Status::Ok();
@@ -445,7 +482,7 @@ Status attention_decode(float* out, float* cache, const float* kv, const float* 
   if (cache) NF_CHECK(d.t >= 0 && d.t < d.max_t, op, "t must be in [0, max_t)");
   else NF_CHECK(d.Tk >= 1, op, "Tk must be at least 1");
   NF_CHECK(thread_scratch(2, sizeof(float) * d.B * 4 * d.D) &&
-               thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H)),
+               thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, 1)),
            op, "out of memory for the decode buffers");
   NF_DISPATCH(attention_decode, out, cache, kv, x, key_padding, Wqkv, bqkv, Wproj, bproj, d);
   return Status::Ok();
