@@ -9,7 +9,7 @@
 inline vf act_forward(vf x, Act act) {
   switch (act) {
     case Act::relu: return vmax(x, vzero());
-    case Act::gelu: return vmul(vmul(vset1(0.5f), x), vadd(vset1(1.0f), verf(vmul(x, vset1(0.70710678118654752f)))));
+    case Act::gelu: return vmul(x, vnormcdf(x));
     case Act::gelu_tanh: {
       vf x3 = vmul(vmul(x, x), x);
       vf u = vmul(vset1(0.79788456080286536f), vfma(vset1(0.044715f), x3, x));
@@ -24,7 +24,7 @@ inline vf act_derivative(vf x, Act act) {
   switch (act) {
     case Act::relu: return vselect_pos(x, vset1(1.0f), vzero());
     case Act::gelu: {
-      vf cdf = vmul(vset1(0.5f), vadd(vset1(1.0f), verf(vmul(x, vset1(0.70710678118654752f)))));
+      vf cdf = vnormcdf(x);
       vf pdf = vmul(vset1(0.39894228040143268f), vexp(vmul(vmul(x, x), vset1(-0.5f))));
       return vfma(x, pdf, cdf);
     }
