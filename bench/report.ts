@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { attentionForwardFlops, gemmFlops } from './flops';
+import { targetChecks, type TargetCheck } from './targets';
 import type { AttentionResult, GemmResult, IsaPeak, LayerNormResult, ModelResult, Outcome, Results } from './results';
 
 const fmt = (x: number, digits = 1) => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
@@ -134,6 +135,12 @@ export function render(res: Results): string {
   }
   if (k.attention.length) out.push('', attentionTable(k.attention));
   if (k.layernorm.length) out.push('', layernormTable(k.layernorm));
+  const checks = targetChecks(res);
+  if (checks.length) {
+    const count = (s: TargetCheck['status']) => checks.filter((c) => c.status === s).length;
+    out.push('', `Targets: ${count('met')} met, ${count('not met')} not met, ${count('not measured')} not measured.`, '',
+      table(['target', 'on', 'measured', ''], checks.map((c) => [c.target, c.subject, c.measured, c.status])));
+  }
   return out.join('\n');
 }
 

@@ -13,7 +13,9 @@ import { describe, expect, it } from 'vitest';
 
 import { parseOptions, type Options } from '../bench/cli';
 import { forwardFlops, trainFlops } from '../bench/flops';
+import { render } from '../bench/report';
 import type { Results } from '../bench/results';
+import { targetChecks } from '../bench/targets';
 import { MODELS } from '../bench/specs';
 
 const spec = (id: string) => MODELS.find((m) => m.id === id)!;
@@ -51,6 +53,44 @@ describe('bench options', () => {
     expect(() => parseOptions(['--models', 'resnet'])).toThrow(/Expected one of seed-cifar.* for --models but received resnet/);
     expect(() => parseOptions(['--threads', '0'])).toThrow(/Expected an integer >= 1 for --threads but received 0/);
     expect(parseOptions(['--help'])).toBe('help');
+  });
+});
+
+describe('bench target checks', () => {
+  const ok = (medianSeconds: number, maxRssKb: number | null = null) => ({ status: 'ok' as const, samples: [medianSeconds], medianSeconds, maxRssKb });
+  const model = (id: string, mode: 'infer' | 'train', ours: number, peer: number | null, rss: [number, number] = [1, 1]) => ({
+    model: id, title: id, batch: 1, mode, unit: 'img/s' as const, items: 1, flops: 100e9, agreement: null,
+    ours: ok(ours, rss[0]), peer: peer == null ? null : { name: 'PyTorch' as const, detail: '', outcome: ok(peer, rss[1]) },
+  });
+  const res = {
+    date: '', machine: {}, options: {}, peers: {}, peaks: [{ isa: 'scalar', gflops: 10, threads: 2 }, { isa: 'avx2', gflops: 200, threads: 2 }],
+    models: [model('seed-cifar', 'infer', 1, 1.3), model('seed-stl10', 'infer', 1, null),
+      model('seed-cifar', 'train', 1, 3, [100, 200]), model('seed-stl10', 'train', 0.5, 2.5, [300, 200])],
+    kernels: {
+      gemm: [{ label: 'square 1024', M: 1024, N: 1024, K: 1024, transB: false, isa: 'avx2', ours: ok(0.01), openblas: ok(0.0095) },
+        { label: 'seed-cifar fc1', M: 1000, N: 1000, K: 100, transB: true, isa: 'avx2', ours: ok(0.002), openblas: null },
+        { label: 'seed-cifar fc1', M: 1000, N: 1000, K: 100, transB: true, isa: 'scalar', ours: ok(1), openblas: null }],
+      attention: [{ B: 1, T: 4096, D: 768, H: 12, isa: 'avx2', forward: ok(1), backward: ok(2), savedBytes: 50 * 2 ** 20, naiveWeightsBytes: 768 * 2 ** 20, extraPeakRssKb: null }],
+      layernorm: [],
+    },
+  } as Results;
+
+  it('judge each target of issue 5 from the run, on the best ISA only, and say what was not measured', () => {
+    const rows = targetChecks(res).map((c) => `${c.target} | ${c.subject} | ${c.measured} | ${c.status}`);
+    expect(rows).toEqual([
+      'inference ≥ 1.2× onnxruntime-node | seed-cifar | 1.30× | met',
+      'inference ≥ 1.2× onnxruntime-node | seed-stl10 | — | not measured',
+      'training step ≥ 4× PyTorch | seed-cifar | 3.00× | not met',
+      'training step ≥ 50% of the FMA peak | seed-cifar | 50% | met',
+      'training step ≥ 4× PyTorch | seed-stl10 | 5.00× | met',
+      'training step ≥ 50% of the FMA peak | seed-stl10 | 100% | met',
+      'GEMM ≥ 90% of OpenBLAS | square 1024 | 95% | met',
+      'GEMM ≥ 70% of the FMA peak | seed-cifar fc1 | 50% | not met',
+      'attention at T = 4096 trains with O(T) saved memory | T=4096, 1×12 heads | saves 50 MiB, not 768 MiB | met',
+      'training peak RSS ≤ PyTorch’s | seed-cifar | 0 / 0 MB | met',
+      'training peak RSS ≤ PyTorch’s | seed-stl10 | 0 / 0 MB | not met',
+    ]);
+    expect(render(res)).toMatch(/Targets: 7 met, 3 not met, 1 not measured\./);
   });
 });
 
