@@ -1,0 +1,31 @@
+/**
+ * Repeats one benchmark step (bench/workloads.ts) of one model, for a profiler to watch:
+ * scripts/profile.sh runs it under `perf record`. Prints the median step time to stderr.
+ *
+ *   tsx bench/profile_step.ts <model id> <infer|train> [steps = 20] [threads = 2]
+ */
+import { native } from '../lib';
+import { MODELS } from './specs';
+import { buildModel, inferenceStep, makeInputs, trainingStep } from './workloads';
+
+const [id = '', mode = '', stepsArg = '20', threadsArg = '2'] = process.argv.slice(2);
+const spec = MODELS.find((m) => m.id === id);
+if (!spec || (mode !== 'infer' && mode !== 'train')) {
+  process.stderr.write(`usage: profile_step.ts <${MODELS.map((m) => m.id).join('|')}> <infer|train> [steps] [threads]\n`);
+  process.exit(2);
+}
+native.setNumThreads(Number(threadsArg));
+const model = buildModel(spec.arch), x = makeInputs(spec);
+const inputs = { images: x.images, src: x.src, tgt: x.tgt, labels: x.labels };
+const step: () => void = mode === 'infer'
+  ? ((run) => () => run().dispose())(inferenceStep(model, inputs))
+  : ((run) => () => void run())(trainingStep(model, inputs));
+step();  // warm-up: first-touch of memory, the allocator's cache
+const ms: number[] = [];
+for (let i = 0; i < Number(stepsArg); i++) {
+  const t0 = performance.now();
+  step();
+  ms.push(performance.now() - t0);
+}
+ms.sort((a, b) => a - b);
+process.stderr.write(`${id} ${mode}: median ${ms[ms.length >> 1].toFixed(1)} ms per step over ${ms.length} steps\n`);
