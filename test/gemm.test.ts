@@ -38,6 +38,11 @@ const cases: Case[] = [
     lda: 61, ldb: 45, ldc: 43, strideA: 24 * 61 + 7, strideB: 59 * 45 + 3, strideC: 24 * 43 + 5 },
   { name: 'strided transposed', M: 9, N: 31, K: 20, transA: true, transB: true, lda: 12, ldb: 25, ldc: 33 },
   { name: 'shared B (strideB 0)', M: 8, N: 24, K: 16, batch: 4, strideB: 0 },
+  // The transposing packs (A not transposed, B transposed): partial row panels (MR 4, 6, 12),
+  // partial column panels (NR 4, 16, 32), k not a multiple of 8, row strides past K.
+  { name: 'packing edges 13x37x29', M: 13, N: 37, K: 29, transB: true, lda: 33, ldb: 31, bias: true },
+  { name: 'packing edges 5x20x19 (M < MR)', M: 5, N: 20, K: 19, transB: true, lda: 23, ldb: 19, beta: 0.5 },
+  { name: 'packing edges 25x70x41', M: 25, N: 70, K: 41, transB: true, lda: 47, ldb: 44, act: 'relu', preact: true },
 ];
 
 // The extent of `batch` entries of rows x cols with row stride ld and batch stride s (as the binding).
