@@ -20,6 +20,8 @@ export interface Options {
   reps: number;
   /** Seconds of timed runs after which a measurement stops (it always gets one). */
   budget: number;
+  /** Times each model measurement (ours, then the peer) is repeated, alternating; samples pooled. */
+  rounds: number;
   /** Wall-clock limit of one measurement process (ours or a peer's) and of the ONNX export. */
   timeout: number;
   quick: boolean;
@@ -41,6 +43,8 @@ weights and inputs, and its kernels (GEMM against OpenBLAS, attention, LayerNorm
   --warmup N       untimed runs before timing (default 1)
   --reps N         timed runs per measurement, at most (default 5)
   --budget S       stop a measurement after S seconds of timed runs, keeping at least one (default 15)
+  --rounds N       measure each model N times, ours and its peer alternating, and pool the timed
+                   runs: on a shared machine this spreads a slow spell over both sides (default 1)
   --timeout S      wall-clock limit of one measurement process (ours or a peer's); one stopped
                    there reports the runs it finished, or a lower bound on its run time (default 120)
   --quick          a CI-sized run: seed-cifar at batch 16 (unless --models is given), kernels at
@@ -76,7 +80,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
     options: {
       models: { type: 'string' }, modes: { type: 'string' }, kernels: { type: 'string' }, peers: { type: 'string' },
       batch: { type: 'string' }, threads: { type: 'string' }, warmup: { type: 'string' }, reps: { type: 'string' },
-      budget: { type: 'string' }, timeout: { type: 'string' }, quick: { type: 'boolean' },
+      budget: { type: 'string' }, rounds: { type: 'string' }, timeout: { type: 'string' }, quick: { type: 'boolean' },
       out: { type: 'string' }, 'cache-dir': { type: 'string' }, help: { type: 'boolean' },
     },
   });
@@ -94,6 +98,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
     warmup: number('warmup', v.warmup, 1, 0),
     reps: number('reps', v.reps, quick ? 2 : 5, 1),
     budget: number('budget', v.budget, quick ? 2 : 15, 0, false),
+    rounds: number('rounds', v.rounds, 1, 1),
     timeout: number('timeout', v.timeout, quick ? 60 : 120, 1, false),
     quick,
     out: v.out ?? `bench/results/${date}.json`,

@@ -11,7 +11,7 @@ import type { Options } from './cli';
 import { forwardFlops, trainFlops } from './flops';
 import { exportInputs, hashFiles, pythonEnv, runScript, type PythonInfo } from './peers';
 import type { Repeat } from './protocol';
-import { missing, outcomeOf, type Missing, type ModelResult, type Outcome, type PeerInfo } from './results';
+import { missing, outcomeOf, pooled, type Missing, type ModelResult, type Outcome, type PeerInfo } from './results';
 import { archKey, itemsPerStep, unit, type ModelSpec } from './specs';
 
 export interface SuiteContext {
@@ -145,7 +145,10 @@ export async function runModel(spec: ModelSpec, ctx: SuiteContext): Promise<Mode
       out.push(row(spec, mode, missing('failed', files), null, null));
       ctx.log(`[${spec.id}] ${files}`);
     } else {
-      out.push(mode === 'infer' ? await inference(spec, files, ctx) : await training(spec, files, ctx));
+      const rounds: ModelResult[] = [];
+      for (let r = 0; r < ctx.opts.rounds; r++)
+        rounds.push(mode === 'infer' ? await inference(spec, files, ctx) : await training(spec, files, ctx));
+      out.push(pooled(rounds));
     }
   }
   return out;

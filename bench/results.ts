@@ -50,6 +50,27 @@ export function outcomeOf(r: ChildResult): Outcome {
   return ok(timed);
 }
 
+/** The timed runs of several measurements of one thing, pooled (the first failure when none ran). */
+export function pool(outcomes: Outcome[]): Outcome {
+  const ran = outcomes.filter((o): o is Measured => o.status === 'ok');
+  if (ran.length <= 1) return ran[0] ?? outcomes[0];
+  const samples = ran.flatMap((o) => o.samples), rss = ran.map((o) => o.maxRssKb).filter((kb): kb is number => kb != null);
+  const notes = ran.map((o) => o.note).filter(Boolean);
+  return { status: 'ok', samples, medianSeconds: median(samples), maxRssKb: rss.length ? Math.max(...rss) : null,
+    ...(notes.length ? { note: notes.join('; ') } : {}) };
+}
+
+/** One model measurement repeated in rounds: each side's timed runs pooled, the first round's agreement check. */
+export function pooled(rounds: ModelResult[]): ModelResult {
+  const [first] = rounds;
+  if (rounds.length === 1) return first;
+  return {
+    ...first,
+    ours: pool(rounds.map((r) => r.ours)),
+    peer: first.peer && { ...first.peer, outcome: pool(rounds.map((r) => r.peer?.outcome).filter((o): o is Outcome => !!o)) },
+  };
+}
+
 export interface PeerInfo {
   name: 'onnxruntime-node' | 'PyTorch';
   /** Version and what it ran on (e.g. the BLAS library). */

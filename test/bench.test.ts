@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { parseOptions, type Options } from '../bench/cli';
 import { forwardFlops, trainFlops } from '../bench/flops';
 import { render } from '../bench/report';
-import type { Results } from '../bench/results';
+import { pool, pooled, type Results } from '../bench/results';
 import { targetChecks } from '../bench/targets';
 import { MODELS } from '../bench/specs';
 
@@ -41,7 +41,23 @@ describe('bench options', () => {
   it('default to every model but the tiny ones, both steps, every kernel and peer, 2 threads', () => {
     const o = parseOptions([]) as Options;
     expect(o.models).toEqual(['seed-cifar', 'seed-stl10', 'vit-b16-b1', 'vit-b16-b8', 'transformer-base']);
-    expect(o).toMatchObject({ modes: ['infer', 'train'], kernels: ['gemm', 'attention', 'layernorm'], threads: 2, batch: null });
+    expect(o).toMatchObject({ modes: ['infer', 'train'], kernels: ['gemm', 'attention', 'layernorm'], threads: 2, batch: null, rounds: 1 });
+    expect(parseOptions(['--rounds', '3'])).toMatchObject({ rounds: 3 });
+    expect(() => parseOptions(['--rounds', '0'])).toThrow(/for --rounds/);
+  });
+
+  it('--rounds pools the timed runs of every round, ours and the peer each', () => {
+    const ok = (samples: number[], maxRssKb: number) => ({ status: 'ok' as const, samples, medianSeconds: samples[0], maxRssKb });
+    const round = (ours: number[], peer: number[], rss: number) => ({
+      model: 'm', title: 'm', batch: 1, mode: 'infer' as const, unit: 'img/s' as const, items: 1, flops: 1, agreement: { maxAbsDiff: rss },
+      ours: ok(ours, rss), peer: { name: 'onnxruntime-node' as const, detail: 'd', outcome: ok(peer, rss) },
+    });
+    const r = pooled([round([1, 2], [5], 10), round([3], [6, 7], 30), round([4, 9], [8], 20)]);
+    expect(r.ours).toMatchObject({ samples: [1, 2, 3, 4, 9], medianSeconds: 3, maxRssKb: 30 });
+    expect(r.peer?.outcome).toMatchObject({ samples: [5, 6, 7, 8], medianSeconds: 6.5 });
+    expect(r.agreement).toEqual({ maxAbsDiff: 10 });
+    expect(pool([{ status: 'failed', reason: 'x' }, ok([2], 1)])).toMatchObject({ samples: [2] });
+    expect(pool([{ status: 'failed', reason: 'x' }])).toMatchObject({ status: 'failed' });
   });
 
   it('--quick shrinks the run, and explicit options win', () => {
