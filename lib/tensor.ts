@@ -1,8 +1,14 @@
 /**
  * Tensor: a dense, row-major array with a shape, a dtype and a device. float32 for values, int32
  * for token ids and labels, bool (Uint8Array, 1 = True) for masks. On 'cpu' (the default) the
- * values are 64-byte aligned native memory that `data` exposes; on 'cuda' they are device memory
- * (lib/device.ts) that only ops read: copy them with to('cpu') or toArray().
+ * values live in an ordinary ArrayBuffer, viewed from its first 64-byte aligned address, that
+ * `data` exposes; on 'cuda' they are device memory (lib/device.ts) that only ops read: copy them
+ * with to('cpu') or toArray().
+ *
+ * Why an ordinary ArrayBuffer: V8 frees it itself when the tensor becomes unreachable, during the
+ * GC, with no finalizer waiting for the event loop to turn. So a synchronous loop that never
+ * yields and never disposes its outputs (the README's training loop, `model.forward(x)` in a
+ * `for`) keeps flat memory. dispose() frees the memory at once by detaching the buffer.
  */
 import { checkDevice, cuda, type Device, type DeviceBuffer } from './device';
 import { describe, invalidArg, NodeformerError } from './errors';
@@ -21,10 +27,36 @@ function dtypeOf(data: unknown): DType | null {
   return null;
 }
 
-function view(buffer: ArrayBuffer, dtype: DType, length: number): AnyData {
-  if (dtype === 'float32') return new Float32Array(buffer, 0, length);
-  if (dtype === 'int32') return new Int32Array(buffer, 0, length);
-  return new Uint8Array(buffer, 0, length);
+function view(buffer: ArrayBuffer, dtype: DType, length: number, offset = 0): AnyData {
+  if (dtype === 'float32') return new Float32Array(buffer, offset, length);
+  if (dtype === 'int32') return new Int32Array(buffer, offset, length);
+  return new Uint8Array(buffer, offset, length);
+}
+
+/** Alignment of a cpu tensor's first element: one cache line, one AVX-512 register. */
+const ALIGNMENT = 64;
+
+/**
+ * Whether uninitialized tensors are filled with all-ones bytes (NaN in every float32, -1 in every
+ * int32), so an op that leaves part of its output unwritten shows up: NF_POISON_UNINITIALIZED=1
+ * (the test suite sets it).
+ */
+const poison = !!process.env.NF_POISON_UNINITIALIZED && process.env.NF_POISON_UNINITIALIZED !== '0';
+
+/**
+ * A host buffer of at least `bytes` plus the offset of its 64-byte aligned start. Zero-filled, or
+ * uninitialized (Buffer.allocUnsafeSlow: V8-owned memory that skips the fill, never pooled).
+ */
+function hostBuffer(bytes: number, uninitialized: boolean): { buffer: ArrayBuffer; offset: number } {
+  const total = bytes + ALIGNMENT;
+  let buffer: ArrayBuffer;
+  try {
+    buffer = uninitialized ? (Buffer.allocUnsafeSlow(total).buffer as ArrayBuffer) : new ArrayBuffer(total);
+  } catch {
+    throw new NodeformerError('ERR_NF_OUT_OF_MEMORY', `Out of memory allocating a tensor of ${bytes} bytes`);
+  }
+  if (uninitialized && poison) new Uint8Array(buffer).fill(0xff);
+  return { buffer, offset: native.alignedOffset(buffer) };
 }
 
 /** Checks a dtype argument (default 'float32'). */
@@ -69,8 +101,9 @@ export class Tensor<D extends DType = DType> {
     if (device === 'cuda') {
       this.deviceBuffer = cuda().alloc(this.size * BYTES[this.dtype]);
     } else {
-      this.buffer = native.allocate(this.size * BYTES[this.dtype], uninitialized);
-      this._data = view(this.buffer, this.dtype, this.size) as TypedArrayOf<D>;
+      const { buffer, offset } = hostBuffer(this.size * BYTES[this.dtype], uninitialized);
+      this.buffer = buffer;
+      this._data = view(buffer, this.dtype, this.size, offset) as TypedArrayOf<D>;
     }
   }
 
@@ -194,7 +227,11 @@ export class Tensor<D extends DType = DType> {
     this.copyFrom(values);
   }
 
-  /** Frees the memory now (native or device); later use throws ERR_NF_DISPOSED. Idempotent. */
+  /**
+   * Frees the memory now (host or device; a host buffer that an async op still uses, when that op
+   * settles); later use throws ERR_NF_DISPOSED. Idempotent. Optional: memory of a tensor that is
+   * no longer referenced is freed by the GC.
+   */
   dispose(): void {
     if (this.deviceBuffer) {
       cuda().free(this.deviceBuffer);

@@ -1,123 +1,62 @@
 #include "allocations.h"
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 
-#include "../core/block_cache.h"
-#include "args.h"
-
 namespace nf::napi {
-
-struct Allocation {
-  void* data;
-  size_t bytes;
-  int pins = 0;            // async ops in flight that use the memory
-  bool freed = false;      // the memory has been returned
-  bool released = false;   // JS released it (release()) while pinned: free at the last unpin
-  bool collected = false;  // the ArrayBuffer's finalizer ran while pinned: free and delete at the last unpin
-};
-
 namespace {
 
-std::mutex registry_mutex;
-std::unordered_map<void*, Allocation*> live;  // allocations JS has not released, by data pointer
-int64_t live_bytes = 0;                        // bytes allocated and not yet freed (registry_mutex)
+struct Pin {
+  int count = 0;          // async ops in flight that use the buffer
+  bool released = false;  // release() was called meanwhile: detach at the last unpin
+};
 
-// Returns the memory (once); callers hold registry_mutex.
-void free_memory(Napi::Env env, Allocation* a) {
-  if (a->freed) return;
-  Napi::MemoryManagement::AdjustExternalMemory(env, -static_cast<int64_t>(a->bytes));
-  block_free(a->data, a->bytes);
-  live_bytes -= static_cast<int64_t>(a->bytes);
-  a->freed = true;
-}
-
-void finalize(Napi::Env env, void* data, Allocation* a) {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  auto it = live.find(data);
-  if (it != live.end() && it->second == a) live.erase(it);
-  if (a->pins > 0) {
-    a->collected = true;
-    return;
-  }
-  free_memory(env, a);
-  delete a;
-}
+// Pins by buffer data pointer. Worker threads never touch it (pin/unpin run on the JS thread),
+// but several environments (worker_threads) share the addon, hence the mutex.
+std::mutex pins_mutex;
+std::unordered_map<void*, Pin> pins;
 
 }  // namespace
 
-bool poison_uninitialized() {
-  static const bool poison = [] {
-    const char* v = std::getenv("NF_POISON_UNINITIALIZED");
-    return v && *v && std::strcmp(v, "0") != 0;
-  }();
-  return poison;
-}
-
-Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes, Fill fill) {
-  void* p = block_alloc(bytes);
-  if (!p) throw_error(env, "ERR_NF_OUT_OF_MEMORY", "allocate: out of memory for " + std::to_string(bytes) + " bytes");
-  if (fill == Fill::zero)
-    std::memset(p, 0, bytes);
-  else if (poison_uninitialized())
-    std::memset(p, 0xFF, bytes);  // all-ones: a NaN in every float32, -1 in every int32
-  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(bytes));
-  auto* a = new Allocation{p, bytes};
-  {
-    std::lock_guard<std::mutex> lock(registry_mutex);
-    live[p] = a;
-    live_bytes += static_cast<int64_t>(bytes);
-  }
-  return Napi::ArrayBuffer::New(env, p, bytes, finalize, a);
-}
-
-void release_buffer(Napi::Env env, Napi::ArrayBuffer buffer) {
+void release_buffer(Napi::ArrayBuffer buffer) {
   if (buffer.IsDetached()) return;
-  void* data = buffer.Data();
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  Allocation* a = nullptr;
-  auto it = live.find(data);
-  if (it != live.end()) {
-    a = it->second;
-    live.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(pins_mutex);
+    auto it = pins.find(buffer.Data());
+    if (it != pins.end()) {
+      it->second.released = true;
+      return;
+    }
   }
   buffer.Detach();
-  if (!a) return;
-  if (a->pins > 0)
-    a->released = true;
-  else
-    free_memory(env, a);
 }
 
-std::vector<Allocation*> pin(const std::vector<void*>& data) {
-  std::vector<Allocation*> pinned;
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  for (void* d : data) {
-    auto it = live.find(d);
-    if (it == live.end()) continue;
-    ++it->second->pins;
-    pinned.push_back(it->second);
-  }
-  return pinned;
+std::vector<void*> pin(const std::vector<void*>& data) {
+  std::lock_guard<std::mutex> lock(pins_mutex);
+  for (void* d : data) ++pins[d].count;
+  return data;
 }
 
-void unpin(Napi::Env env, std::vector<Allocation*>& pinned) {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  for (Allocation* a : pinned) {
-    if (--a->pins > 0) continue;
-    if (a->released || a->collected) free_memory(env, a);
-    if (a->collected) delete a;
+void unpin(std::vector<void*>& pinned, const std::vector<Napi::ArrayBuffer>& buffers) {
+  std::vector<void*> detach;
+  {
+    std::lock_guard<std::mutex> lock(pins_mutex);
+    for (void* d : pinned) {
+      auto it = pins.find(d);
+      if (it == pins.end() || --it->second.count > 0) continue;
+      if (it->second.released) detach.push_back(d);
+      pins.erase(it);
+    }
   }
   pinned.clear();
+  for (Napi::ArrayBuffer b : buffers)
+    for (void* d : detach)
+      if (!b.IsDetached() && b.Data() == d) b.Detach();
 }
 
-int64_t allocated_bytes() {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  return live_bytes;
+size_t aligned_offset(Napi::ArrayBuffer buffer) {
+  return (64 - reinterpret_cast<uintptr_t>(buffer.Data()) % 64) % 64;
 }
 
 }  // namespace nf::napi

@@ -1,10 +1,13 @@
-// The registry of native allocations handed to JS as ArrayBuffers (core.allocate), and the pins
-// that keep them alive while asynchronous ops use them. All functions run on the JS thread of the
-// environment that made the allocation (allocate, release, GC finalizers, async completions).
-//
-// An allocation is freed when JS releases it (release()) or when its ArrayBuffer is collected,
-// unless an asynchronous op still reads or writes it: then the free waits until the last such op
-// has settled. So disposing a tensor while an op on it is in flight is never a use-after-free.
+// Tensor memory and the async ops that use it. CPU tensor memory is an ordinary JS ArrayBuffer
+// (V8's allocator: see lib/tensor.ts): the GC frees it directly when it becomes unreachable, with
+// no finalizer of ours to wait for the event loop, so a synchronous loop that never yields and
+// never disposes keeps flat memory. What native code adds:
+// - release(): detaches a buffer, which frees its memory at once (Tensor.dispose), and
+// - pins: an asynchronous op in flight holds references to the typed arrays it reads and writes
+//   (they cannot be collected) and pins their buffers, so that a release() meanwhile only marks
+//   the buffer; the op detaches it when it settles. Disposing a tensor while an op on it is in
+//   flight is never a use-after-free.
+// All functions run on the JS thread of the environment that owns the buffers.
 #pragma once
 #include <napi.h>
 
@@ -13,33 +16,17 @@
 
 namespace nf::napi {
 
-struct Allocation;
+// Detaches `buffer` (freeing its memory) now, or, while an async op pins it, when that op settles.
+void release_buffer(Napi::ArrayBuffer buffer);
 
-// What a new buffer holds: zeros, or whatever its block held before (for outputs an op overwrites
-// whole, which skips a memset of every activation and gradient).
-enum class Fill { zero, uninitialized };
+// Pins the buffers with these data pointers; returns the pointers pinned (for unpin).
+std::vector<void*> pin(const std::vector<void*>& data);
 
-// A 64-byte aligned ArrayBuffer of `bytes` in native memory (the GC is told its size), from the
-// block cache (core/block_cache.h): freed buffers' blocks serve later requests.
-// Throws ERR_NF_OUT_OF_MEMORY when the allocation fails.
-Napi::ArrayBuffer allocate_buffer(Napi::Env env, size_t bytes, Fill fill = Fill::zero);
+// Drops pins taken by pin(). `buffers` are the op's ArrayBuffers: those released while pinned
+// and no longer pinned by any other op are detached now.
+void unpin(std::vector<void*>& pinned, const std::vector<Napi::ArrayBuffer>& buffers);
 
-// Whether uninitialized buffers are filled with all-ones bytes (NaN as float32) instead, so that
-// an op that leaves part of its output unwritten shows up as NaN: NF_POISON_UNINITIALIZED=1
-// (the test suite sets it).
-bool poison_uninitialized();
-
-// Bytes of native buffers made by allocate_buffer and not yet freed (in every context).
-int64_t allocated_bytes();
-
-// Detaches `buffer` and frees its memory now, or when the async ops pinning it settle.
-// A buffer not made by allocate_buffer is only detached.
-void release_buffer(Napi::Env env, Napi::ArrayBuffer buffer);
-
-// Pins the allocations behind these buffer data pointers (pointers from elsewhere are skipped).
-std::vector<Allocation*> pin(const std::vector<void*>& data);
-
-// Drops pins taken by pin(); frees what was released or collected in the meantime.
-void unpin(Napi::Env env, std::vector<Allocation*>& pinned);
+// Bytes from `buffer`'s start to its first 64-byte aligned address (0 to 63).
+size_t aligned_offset(Napi::ArrayBuffer buffer);
 
 }  // namespace nf::napi

@@ -184,8 +184,8 @@ void check(Napi::Env env, const Status& s) {
 namespace {
 
 // Runs one op's job on a libuv worker thread and settles a Promise with its Status. The typed
-// arrays stay referenced (no GC) and their native allocations pinned (release() defers the free)
-// until the op has settled.
+// arrays stay referenced (no GC) and their buffers pinned (release() defers the detach) until the
+// op has settled.
 class OpWorker : public Napi::AsyncWorker {
  public:
   OpWorker(Napi::Env env, Job job, const std::vector<Napi::Value>& arrays)
@@ -197,7 +197,6 @@ class OpWorker : public Napi::AsyncWorker {
     }
     pinned_ = pin(data);
   }
-  ~OpWorker() override { unpin(Env(), pinned_); }
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
@@ -209,7 +208,9 @@ class OpWorker : public Napi::AsyncWorker {
   }
   void OnOK() override {
     Napi::Env env = Env();
-    unpin(env, pinned_);
+    std::vector<Napi::ArrayBuffer> buffers;
+    for (const Napi::ObjectReference& r : keep_) buffers.push_back(r.Value().As<Napi::TypedArray>().ArrayBuffer());
+    unpin(pinned_, buffers);
     if (status_.ok()) {
       deferred_.Resolve(env.Undefined());
       return;
@@ -224,7 +225,7 @@ class OpWorker : public Napi::AsyncWorker {
   Status status_;
   Napi::Promise::Deferred deferred_;
   std::vector<Napi::ObjectReference> keep_;
-  std::vector<Allocation*> pinned_;
+  std::vector<void*> pinned_;
 };
 
 }  // namespace

@@ -75,9 +75,9 @@ function wrongType(v: ArrayBufferView & { length: number }): ArrayBufferView {
   return v instanceof Int32Array || v instanceof Float64Array ? new Float32Array(v.length) : new Int16Array(v.length);
 }
 
-/** A view of a native buffer that was released: detached, length 0 (what a disposed tensor's storage becomes). */
+/** A view of a buffer that was released: detached, length 0 (what a disposed tensor's storage becomes). */
 function detached(like: Float32Array | Int32Array | Float64Array): ArrayBufferView {
-  const buf = native.allocate(Math.max(1, like.length) * like.BYTES_PER_ELEMENT);
+  const buf = new ArrayBuffer(Math.max(1, like.length) * like.BYTES_PER_ELEMENT);
   const view = new (like.constructor as Float32ArrayConstructor)(buf);
   native.release(buf);
   return view;
@@ -115,10 +115,8 @@ export function nativeOpCases(): Catalogue {
     c.add(`${op} with dims overflowing int64 (${Object.values(dims).join(', ')})`, 'ERR_NF_INVALID_ARG', /at most 2\^40 elements/, () => call(op, a));
     c.add(`${op}Async with dims overflowing int64`, 'ERR_NF_INVALID_ARG', /at most 2\^40 elements/, () => call(`${op}Async`, a));
   }
-  c.add('allocate(-1)', 'ERR_NF_INVALID_ARG', /byteLength/, () => native.allocate(-1));
-  c.add('allocate(NaN)', 'ERR_NF_INVALID_ARG', /byteLength/, () => native.allocate(NaN));
-  c.add('allocate(2^60)', 'ERR_NF_INVALID_ARG', /byteLength/, () => native.allocate(2 ** 60));
-  c.add('allocate(8, "yes")', 'ERR_NF_INVALID_ARG', /uninitialized/, () => native.allocate(8, 'yes' as unknown as boolean));
+  c.add('alignedOffset(a Float32Array)', 'ERR_NF_INVALID_ARG', /buffer/,
+    () => native.alignedOffset(new Float32Array(4) as unknown as ArrayBuffer));
   c.add('release(a number)', 'ERR_NF_INVALID_ARG', /buffer/, () => native.release(3 as unknown as ArrayBuffer));
   c.add("setIsa('sse9')", 'ERR_NF_INVALID_ARG', /isa/, () => native.setIsa('sse9' as 'scalar'));
   c.add('setNumThreads(-1)', 'ERR_NF_INVALID_ARG', /for n/, () => native.setNumThreads(-1));

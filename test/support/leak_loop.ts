@@ -3,7 +3,7 @@
  * test/leaks.test.ts and under valgrind by scripts/leak_check.sh. Usage:
  *   node --expose-gc leak_loop.js <trainSteps> <inferCalls> [warmupSteps]
  * Half the calls go through the synchronous API and half through the asynchronous one; half the
- * outputs are disposed explicitly and half left to the GC finalizers; some tensors are disposed
+ * outputs are disposed explicitly and half left to the GC; some tensors are disposed
  * while an asynchronous op still uses them. Prints one JSON line with the RSS before (after the
  * warm-up) and after the measured loop, each the floor of five samples taken after a full GC.
  */
@@ -85,7 +85,7 @@ async function main(): Promise<void> {
   await infer(warmup);
   await disposeInFlight(20);
   const before = await rssFloor();
-  const statsBefore = native.allocatorStats();
+  const buffersBefore = process.memoryUsage().arrayBuffers;
   const t0 = Date.now();
   let peak = before;
   const lossBefore = await train(0);
@@ -100,12 +100,11 @@ async function main(): Promise<void> {
   }
   await disposeInFlight(20);
   const after = await rssFloor();
-  const statsAfter = native.allocatorStats();
+  const buffersAfter = process.memoryUsage().arrayBuffers;
   model.dispose();
   opt.dispose();
   console.log(JSON.stringify({ trainSteps, inferCalls, warmup, before, after, peak, growth: (after - before) / before,
-    lastLoss, seconds: (Date.now() - t0) / 1000, freshBlocks: statsAfter.fresh - statsBefore.fresh,
-    liveBytes: [statsBefore.liveBytes, statsAfter.liveBytes], cachedBytes: [statsBefore.cachedBytes, statsAfter.cachedBytes] }));
+    lastLoss, seconds: (Date.now() - t0) / 1000, arrayBuffers: [buffersBefore, buffersAfter] }));
 }
 
 void main();
