@@ -46,7 +46,7 @@ function unknownKeys(unknown: string[], allowed: readonly string[], label: strin
  * The allowed key closest to `key`: equal but for case, or within 2 edits (insertions, deletions,
  * substitutions, swaps of neighbours) and fewer edits than `key` has characters; null when none is.
  */
-export function closestKey(key: string, allowed: readonly string[]): string | null {
+function closestKey(key: string, allowed: readonly string[]): string | null {
   let best: string | null = null, bestD = Infinity;
   const limit = Math.min(2, Math.max(1, key.length - 1));
   for (const a of allowed) {
