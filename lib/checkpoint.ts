@@ -10,6 +10,7 @@
 import { writeFileAtomic, writeFileAtomicAsync } from './atomic';
 import { invalidArg, NodeformerError } from './errors';
 import { Module } from './module';
+import { OptionKeys } from './options';
 import type { Optimizer, OptimizerState } from './optim';
 import type { Program } from './program';
 import type { Random } from './random';
@@ -28,6 +29,7 @@ export interface CheckpointState {
   /** Training steps done so far. */
   step: number;
 }
+const CHECKPOINT_STATE = new OptionKeys<CheckpointState>('saveCheckpoint state', { model: true, optimizer: true, schedule: true, step: true });
 
 /** A random stream's state (Random.getState). */
 export type RandomState = ReturnType<Random['getState']>;
@@ -54,6 +56,7 @@ export interface ResumeResult {
 
 function checkState(state: CheckpointState): void {
   if (state === null || typeof state !== 'object') invalidArg('state', 'an object {model, optimizer?, schedule?, step}', state);
+  CHECKPOINT_STATE.check('state', state);
   if (!(state.model instanceof Module)) invalidArg('state.model', 'a Module', state.model);
   if (!Number.isSafeInteger(state.step) || state.step < 0) invalidArg('state.step', 'a non-negative integer', state.step);
   if (state.optimizer !== undefined && (typeof state.optimizer?.stateDict !== 'function'))
@@ -118,9 +121,9 @@ function json<T>(metadata: Record<string, string>, key: string): T | null {
   }
 }
 
-/** Reads a checkpoint from its bytes. */
-export function parseCheckpoint(bytes: Uint8Array): Checkpoint {
-  const { entries, metadata } = parseSafetensors(bytes);
+/** Reads a checkpoint from its bytes (`source`, the file's path, names them in messages). */
+export function parseCheckpoint(bytes: Uint8Array, source?: string): Checkpoint {
+  const { entries, metadata } = parseSafetensors(bytes, source);
   if (metadata.format !== FORMAT) formatError(`not a ${FORMAT} file (format ${JSON.stringify(metadata.format)})`);
   const step = Number(metadata.step);
   if (!Number.isSafeInteger(step) || step < 0) formatError(`invalid step ${JSON.stringify(metadata.step)}`);
@@ -144,18 +147,25 @@ export function parseCheckpoint(bytes: Uint8Array): Checkpoint {
 
 /** Reads the checkpoint at `path` (see resume to apply it). */
 export function loadCheckpoint(path: string): Checkpoint {
-  return parseCheckpoint(readFile(path));
+  return parseCheckpoint(readFile(path), path);
 }
 
 /** loadCheckpoint with the file read off the main thread. */
 export async function loadCheckpointAsync(path: string): Promise<Checkpoint> {
-  return parseCheckpoint(await readFileAsync(path));
+  return parseCheckpoint(await readFileAsync(path), path);
 }
 
 /** The target of resume: the model, and the optimizer when the checkpoint has optimizer state. */
 export interface ResumeTarget {
   model: Module;
   optimizer?: Optimizer;
+}
+const RESUME_TARGET = new OptionKeys<ResumeTarget>('resume target', { model: true, optimizer: true });
+
+/** Checks the target of resume: an object {model, optimizer?} with a Module. */
+function checkTarget(target: ResumeTarget): void {
+  if (!(target?.model instanceof Module)) invalidArg('target.model', 'a Module', target?.model);
+  RESUME_TARGET.check('target', target);
 }
 
 function stateDictError(message: string): never {
@@ -203,13 +213,13 @@ function* applyOps(ck: Checkpoint, { model, optimizer }: ResumeTarget): Program<
  * asynchronous calls on the model are pending.
  */
 export function resume(path: string, target: ResumeTarget): ResumeResult {
-  if (!(target?.model instanceof Module)) invalidArg('target.model', 'a Module', target?.model);
+  checkTarget(target);
   return target.model.runOps('resume', applyOps(loadCheckpoint(path), target));
 }
 
 /** resume with the file read off the main thread, queued behind the model's asynchronous calls. */
 export async function resumeAsync(path: string, target: ResumeTarget): Promise<ResumeResult> {
-  if (!(target?.model instanceof Module)) invalidArg('target.model', 'a Module', target?.model);
+  checkTarget(target);
   const ck = await loadCheckpointAsync(path);
   return target.model.enqueueOps(() => applyOps(ck, target));
 }

@@ -14,8 +14,8 @@ import { NodeformerError } from './errors';
 import { ViTClassifier } from './models/vit';
 import { native, packageRoot } from './native';
 import { argmaxRows, checkDigitClassifier, evaluate, onDevice } from './cli/classify';
-import { readDigitPng } from './cli/images';
-import { DIGIT_PIXELS, imageBatch, loadMnist } from './cli/mnist';
+import { digitBatch, readDigitPng } from './cli/images';
+import { DIGIT_SIZE, loadMnist } from './cli/mnist';
 import { TRAIN_DEFAULTS, trainDemo } from './cli/train';
 import { USAGE_EXIT, UsageError } from './cli/usage';
 
@@ -125,10 +125,7 @@ function program(io: Io): Command {
     .action((files: string[], o) => {
       setupRuntime(o);
       const model = loadClassifier(o.model).to(o.device);
-      const pixels = new Float32Array(files.length * DIGIT_PIXELS);
-      files.forEach((f, i) => pixels.set(readDigitPng(f), i * DIGIT_PIXELS));
-      const digits = { count: files.length, pixels, labels: new Int32Array(files.length) };
-      const x = onDevice(imageBatch(digits, Int32Array.from(files.keys())), o.device);
+      const x = onDevice(digitBatch(files.map(readDigitPng), DIGIT_SIZE), o.device);
       model.eval();
       const logits = model.forward(x);
       argmaxRows(logits.toArray(), model.numClasses).forEach((p, i) => out(`${files[i]}: ${p.label} (${(100 * p.probability).toFixed(1)}%)`));

@@ -13,7 +13,7 @@ export { Tensor } from './tensor';
 export type { DType } from './tensor';
 export type { CudaBinding, Device, DeviceBuffer } from './device';
 export { Module, Parameter } from './module';
-export type { ProgramArgs, ProgramResult, StateDict } from './module';
+export type { EvalOptions, LoadStateDictOptions, ProgramArgs, ProgramResult, StateDict } from './module';
 export { op, runAsync, runSync } from './program';
 export type { OpArgs, OpName, OpRequest, Program } from './program';
 export { Scope } from './scope';
@@ -31,18 +31,20 @@ export type { PatchEmbeddingConfig } from './layers/patch_embedding';
 export { DecoderBlock, EncoderBlock } from './layers/blocks';
 export type { BlockConfig, DecoderBlockOptions, EncoderBlockOptions } from './layers/blocks';
 export { patchify, unpatchify, ViTClassifier, ViTDecoder, ViTEncoder } from './models/vit';
-export type { ViTClassifierConfig, ViTConfig, ViTDecoderOptions } from './models/vit';
+export type { ViTClassifierConfig, ViTConfig, ViTDecoderOptions, ViTForwardOptions } from './models/vit';
 export { Decoder, Encoder, paddingMask, Transformer } from './models/seq2seq';
-export type { DecoderOptions, GenerateOptions, SequenceConfig, TokenModelConfig, TransformerConfig } from './models/seq2seq';
+export type {
+  DecoderOptions, EncoderOptions, GenerateOptions, SequenceConfig, TokenModelConfig, TransformerConfig,
+} from './models/seq2seq';
 
 export { crossEntropy, crossEntropyOps, mse, mseOps } from './losses';
-export type { CrossEntropyOptions, LossResult } from './losses';
+export type { CrossEntropyOptions, LossResult, MseOptions } from './losses';
 export { AdamW, clipGradNorm, clipGradNormOps, Optimizer, SGD } from './optim';
 export type { AdamWOptions, OptimizerState, SGDOptions } from './optim';
 export { trainStep, trainStepAsync, trainStepOps } from './train';
 export type { LossFn, TrainInputs, TrainStepOptions } from './train';
 export { cosineWithWarmup, inverseSqrtWarmup, scheduleFromConfig } from './schedule';
-export type { Schedule, ScheduleConfig } from './schedule';
+export type { CosineWithWarmupOptions, InverseSqrtWarmupOptions, Schedule, ScheduleConfig } from './schedule';
 export {
   loadSafetensors, loadSafetensorsAsync, parseSafetensors, readSafetensorsMetadata, saveSafetensors, serializeSafetensors,
 } from './safetensors';

@@ -1,6 +1,7 @@
 /** Training losses; each returns the mean loss and its gradient with respect to the prediction. */
-import { invalidArg, objectArg } from './errors';
+import { invalidArg, NodeformerError } from './errors';
 import { checkFiniteArgs } from './finite';
+import { OptionKeys } from './options';
 import { op, runSync, type Program } from './program';
 import { checkTensor, Tensor } from './tensor';
 
@@ -26,6 +27,38 @@ export interface CrossEntropyOptions {
   /** Targets equal to this are left out of the mean (default −100). */
   ignoreIndex?: number;
 }
+const CROSS_ENTROPY_OPTIONS = new OptionKeys<CrossEntropyOptions>('crossEntropy options', { labelSmoothing: true, ignoreIndex: true });
+
+/** Options of mse. */
+export interface MseOptions {
+  /** Bool, pred's shape without the last dimension; true = the row counts. */
+  mask?: Tensor;
+}
+const MSE_OPTIONS = new OptionKeys<MseOptions>('mse options', { mask: true });
+
+/**
+ * Checks every target (a host tensor; a device tensor's are checked by the kernel) is a class index
+ * in [0, V) or ignoreIndex: "Expected class indices in [0, 3) ... for targets but received target 7 at row 0".
+ */
+function checkTargets(t: Tensor<'int32'>, V: number, ignoreIndex: number): void {
+  if (t.device !== 'cpu') return;
+  const ids = t.data;
+  for (let i = 0; i < ids.length; i++)
+    if (!(ids[i] >= 0 && ids[i] < V) && ids[i] !== ignoreIndex)
+      throw new NodeformerError('ERR_NF_INVALID_ARG', `Expected class indices in [0, ${V}) (the logits have ${V} classes) or ` +
+        `ignoreIndex (${ignoreIndex}) for targets but received target ${ids[i]} at ${position(i, t.shape)}`);
+}
+
+/** "row 3" for a flat index of a rank-1 shape, "[1, 2]" for higher ranks. */
+function position(flat: number, shape: readonly number[]): string {
+  if (shape.length <= 1) return `row ${flat}`;
+  const idx: number[] = [];
+  for (let d = shape.length - 1; d >= 0; d--) {
+    idx.unshift(flat % shape[d]);
+    flat = Math.floor(flat / shape[d]);
+  }
+  return `[${idx.join(', ')}]`;
+}
 
 /** The program of crossEntropy (for trainStepAsync and custom steps). */
 export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): Program<LossResult> {
@@ -33,10 +66,11 @@ export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: Cross
   if (l.shape.length < 1 || l.shape[l.shape.length - 1] < 1) invalidArg('logits', 'a float32 Tensor [..., V] with V >= 1', l);
   const V = l.shape[l.shape.length - 1], N = l.size / V;
   const t = checkTensor('targets', targets, 'int32', l.shape.slice(0, -1));
-  const { labelSmoothing = 0, ignoreIndex = -100 } = objectArg('options', options);
+  const { labelSmoothing = 0, ignoreIndex = -100 } = CROSS_ENTROPY_OPTIONS.check('options', options);
   if (typeof labelSmoothing !== 'number' || !(labelSmoothing >= 0 && labelSmoothing <= 1))
     invalidArg('options.labelSmoothing', 'a number in [0, 1]', labelSmoothing);
   if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
+  checkTargets(t, V, ignoreIndex);
   checkFiniteArgs({ logits: l });
   const loss = Tensor.zeros([1], 'float32', l.device), grad = Tensor.empty(l.shape, 'float32', l.device);
   try {
@@ -53,17 +87,17 @@ export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: Cross
  * without the last dimension; true = counts) only the selected rows are scored, as the masked
  * autoencoder scores masked patches. Returns the loss and grad = d loss / d pred.
  */
-export function mse(pred: Tensor, target: Tensor, options: { mask?: Tensor } = {}): LossResult {
+export function mse(pred: Tensor, target: Tensor, options: MseOptions = {}): LossResult {
   return runSync(mseOps(pred, target, options));
 }
 
 /** The program of mse. */
-export function* mseOps(pred: Tensor, target: Tensor, options: { mask?: Tensor } = {}): Program<LossResult> {
+export function* mseOps(pred: Tensor, target: Tensor, options: MseOptions = {}): Program<LossResult> {
   const p = checkTensor('pred', pred, 'float32');
   const t = checkTensor('target', target, 'float32', p.shape);
   const cols = p.shape.length ? p.shape[p.shape.length - 1] : 1;
   const rows = cols === 0 ? 0 : p.size / cols;
-  const { mask: m } = objectArg('options', options);
+  const { mask: m } = MSE_OPTIONS.check('options', options);
   const mask = m === undefined ? null : checkTensor('options.mask', m, 'bool', p.shape.slice(0, -1)).data;
   checkFiniteArgs({ pred: p, target: t });
   const loss = new Float32Array(1), grad = Tensor.empty(p.shape);

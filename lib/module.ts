@@ -8,7 +8,8 @@
  * the module, so backward follows the forward it belongs to.
  */
 import { checkDevice, type Device } from './device';
-import { invalidArg, NodeformerError, objectArg } from './errors';
+import { invalidArg, NodeformerError } from './errors';
+import { OptionKeys } from './options';
 import { Lane, runSync, type Program } from './program';
 import type { Random } from './random';
 import { Scope } from './scope';
@@ -61,6 +62,20 @@ export class Parameter extends Tensor<'float32'> {
 export type StateDict = Record<string, Tensor | Float32Array>;
 
 type Method = (...args: never[]) => unknown;
+
+/** Options of Module.eval. */
+export interface EvalOptions {
+  /** Forwards keep what a backward needs, so backward works with dropout off (default false). */
+  keepActivations?: boolean;
+}
+const EVAL_OPTIONS = new OptionKeys<EvalOptions>('eval options', { keepActivations: true });
+
+/** Options of Module.loadStateDict. */
+export interface LoadStateDictOptions {
+  /** Every parameter must be in the record and every record entry a parameter (default true). */
+  strict?: boolean;
+}
+const LOAD_STATE_DICT_OPTIONS = new OptionKeys<LoadStateDictOptions>('loadStateDict options', { strict: true });
 
 /** How many guarded module calls are running (checkFinite scans the parameters at depth 0 only). */
 let guardDepth = 0;
@@ -179,8 +194,8 @@ export abstract class Module {
    * its activations as it goes and a backward throws ERR_NF_STATE. With `keepActivations: true`
    * forwards keep what backward needs, to backpropagate with dropout off (saliency, input gradients).
    */
-  eval(options: { keepActivations?: boolean } = {}): this {
-    const { keepActivations = false } = objectArg('options', options);
+  eval(options: EvalOptions = {}): this {
+    const { keepActivations = false } = EVAL_OPTIONS.check('options', options, `${this.constructor.name}.eval options`);
     if (typeof keepActivations !== 'boolean') invalidArg('options.keepActivations', 'a boolean', keepActivations);
     this.train(false);
     for (const m of this.modules()) m.keepInEval = keepActivations;
@@ -321,11 +336,10 @@ export abstract class Module {
    * written, so a mismatch (missing or unexpected names with strict, wrong sizes or shapes)
    * throws ERR_NF_STATE_DICT listing all of them and leaves the module unchanged.
    */
-  loadStateDict(record: StateDict, options: { strict?: boolean } = {}): void {
+  loadStateDict(record: StateDict, options: LoadStateDictOptions = {}): void {
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.loadStateDict called after dispose()`);
     if (record === null || typeof record !== 'object') invalidArg('record', 'an object of tensors', record);
-    if (options === null || typeof options !== 'object') invalidArg('options', 'an object', options);
-    const strict = options.strict ?? true;
+    const strict = LOAD_STATE_DICT_OPTIONS.check('options', options, `${this.constructor.name}.loadStateDict options`).strict ?? true;
     if (typeof strict !== 'boolean') invalidArg('options.strict', 'a boolean', strict);
     const own = new Map(this.namedParameters());
     const problems: string[] = [];

@@ -5,6 +5,7 @@
 import { invalidArg, NodeformerError, objectArg } from './errors';
 import { checkFiniteArgs } from './finite';
 import type { Parameter } from './module';
+import { OptionKeys } from './options';
 import { Lane, op, runSync, type Program } from './program';
 import { Tensor } from './tensor';
 
@@ -19,11 +20,15 @@ function num(name: string, v: unknown, min: number, max = Infinity): number {
   return v;
 }
 
-/** The resumable state of an optimizer: its options and each parameter's step count and buffers. */
+/** The resumable state of an optimizer: its class, options and each parameter's step count and buffers. */
 export interface OptimizerState {
+  /** The optimizer's class name ('AdamW', 'SGD'); loadStateDict checks it when present. */
+  type?: string;
   options: Record<string, unknown>;
   state: { step: number; buffers: Float32Array[] }[];
 }
+const STATE_KEYS = new OptionKeys<OptimizerState>('optimizer state', { type: true, options: true, state: true });
+const STATE_ENTRY_KEYS = new OptionKeys<OptimizerState['state'][number]>('optimizer state entry', { step: true, buffers: true });
 
 /** The base of AdamW and SGD: per-parameter step counts and state buffers in native memory. */
 export abstract class Optimizer<O extends object = object> {
@@ -86,7 +91,8 @@ export abstract class Optimizer<O extends object = object> {
 
   /** A copy of the options, step counts and buffers (for checkpoints). */
   stateDict(): OptimizerState {
-    return { options: { ...this.options } as Record<string, unknown>, state: this.params.map((_, i) => ({ step: this.steps[i], buffers: this.buffers[i].map((b) => b.toArray()) })) };
+    return { type: this.constructor.name, options: { ...this.options } as Record<string, unknown>,
+      state: this.params.map((_, i) => ({ step: this.steps[i], buffers: this.buffers[i].map((b) => b.toArray()) })) };
   }
 
   /** Checks the options of the optimizer (names prefixed with `prefix`), returning them complete. */
@@ -97,8 +103,11 @@ export abstract class Optimizer<O extends object = object> {
     this.lane.checkIdle(`${this.constructor.name}.loadStateDict`);
     if (!s || !Array.isArray(s.state) || s.state.length !== this.params.length)
       invalidArg('state', `an optimizer state for ${this.params.length} parameters`, s);
+    STATE_KEYS.check('state', s, `${this.constructor.name}.loadStateDict state`);
+    if (s.type !== undefined && s.type !== this.constructor.name) invalidArg('state.type', `'${this.constructor.name}'`, s.type);
     const options = this.checkOptions({ ...this.options, ...objectArg('state.options', s.options as Partial<O>) }, 'state.options');
     s.state.forEach((e, i) => {
+      if (e !== null && typeof e === 'object') STATE_ENTRY_KEYS.check(`state.state[${i}]`, e, `state.state[${i}]`);
       if (!Number.isInteger(e?.step) || e.step < 0 || !Array.isArray(e.buffers) || e.buffers.length !== this.buffers[i].length ||
           e.buffers.some((b) => !(b instanceof Float32Array) || b.length !== this.params[i].size))
         invalidArg(`state.state[${i}]`, `a step count and ${this.buffers[i].length} Float32Array(s) of ${this.params[i].size} values`, e);
@@ -135,7 +144,11 @@ export interface AdamWOptions {
   weightDecay?: number;
 }
 
-function adamwOptions(o: AdamWOptions, prefix: string): Required<AdamWOptions> {
+const ADAMW_OPTIONS = new OptionKeys<AdamWOptions>('AdamW options', { lr: true, betas: true, eps: true, weightDecay: true });
+
+/** Checks AdamW options named `prefix` ('options', or 'state.options' in a state dict), returning them complete. */
+function adamwOptions(raw: AdamWOptions, prefix: string): Required<AdamWOptions> {
+  const o = ADAMW_OPTIONS.check(prefix, raw, `AdamW ${prefix}`);
   const betas = o.betas ?? [0.9, 0.999];
   if (!Array.isArray(betas) || betas.length !== 2) invalidArg(`${prefix}.betas`, 'two numbers in [0, 1)', betas);
   return {
@@ -149,7 +162,7 @@ function adamwOptions(o: AdamWOptions, prefix: string): Required<AdamWOptions> {
 /** torch.optim.AdamW: decoupled weight decay, bias-corrected moments. */
 export class AdamW extends Optimizer<Required<AdamWOptions>> {
   constructor(params: Parameter[], options: AdamWOptions = {}) {
-    super(params, adamwOptions(objectArg('options', options), 'options'), 2);
+    super(params, adamwOptions(options, 'options'), 2);
   }
 
   protected checkOptions(options: AdamWOptions, prefix: string): Required<AdamWOptions> {
@@ -176,7 +189,11 @@ export interface SGDOptions {
   nesterov?: boolean;
 }
 
-function sgdOptions(o: SGDOptions, prefix: string): Required<SGDOptions> {
+const SGD_OPTIONS = new OptionKeys<SGDOptions>('SGD options', { lr: true, momentum: true, dampening: true, weightDecay: true, nesterov: true });
+
+/** Checks SGD options named `prefix` ('options', or 'state.options' in a state dict), returning them complete. */
+function sgdOptions(raw: SGDOptions, prefix: string): Required<SGDOptions> {
+  const o = SGD_OPTIONS.check(prefix, raw, `SGD ${prefix}`);
   const checked = {
     lr: num(`${prefix}.lr`, o.lr ?? 1e-3, 0),
     momentum: num(`${prefix}.momentum`, o.momentum ?? 0, 0),
@@ -193,7 +210,7 @@ function sgdOptions(o: SGDOptions, prefix: string): Required<SGDOptions> {
 /** torch.optim.SGD with momentum, dampening, weight decay and Nesterov momentum. */
 export class SGD extends Optimizer<Required<SGDOptions>> {
   constructor(params: Parameter[], options: SGDOptions = {}) {
-    super(params, sgdOptions(objectArg('options', options), 'options'), 1);
+    super(params, sgdOptions(options, 'options'), 1);
   }
 
   protected checkOptions(options: SGDOptions, prefix: string): Required<SGDOptions> {

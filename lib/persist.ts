@@ -26,14 +26,40 @@ function formatError(path: string, expected: string, received: string): never {
   throw new NodeformerError('ERR_NF_FORMAT', `Expected ${expected} for ${path} but received ${received}`);
 }
 
+/** The module classes loadModel can build from a file's metadata alone, by class name. */
+const modelClasses = new Map<string, ModelClass<ConfiguredModule>>();
+
+/** Makes `cls` one that loadModel(path) builds when a file's metadata names it (every module class of the library is). */
+export function registerModelClass(cls: ModelClass<ConfiguredModule>): void {
+  modelClasses.set(cls.name, cls);
+}
+
+/** The class a file's "module" metadata names, or an ERR_NF_FORMAT error saying what is missing. */
+function classOf(path: string, module: string | undefined): ModelClass<ConfiguredModule> {
+  const expected = 'a checkpoint written by saveModel (its metadata names the module class)';
+  if (module === undefined)
+    formatError(path, expected, 'a safetensors file without "module" metadata (pass the class: loadModel(path, ViTClassifier))');
+  const cls = modelClasses.get(module);
+  if (!cls)
+    formatError(path, expected, `a checkpoint of the unknown class ${JSON.stringify(module)} ` +
+      `(nodeformer's classes are ${[...modelClasses.keys()].join(', ')}; for a class of your own, pass it: loadModel(path, ${module}))`);
+  return cls;
+}
+
 /**
- * Restores a model saved by saveModel: checks that the file was written for `cls`, builds it from
- * the stored config and loads the weights with a strict state dict (every parameter present, no
- * extra ones, same shapes). A file without that metadata, of another module or with an unusable
- * config is an ERR_NF_FORMAT error; mismatched weights are ERR_NF_STATE_DICT.
+ * Restores a model saved by saveModel: checks that the file was written for `cls` (without `cls`,
+ * the class the file's metadata names), builds it from the stored config and loads the weights
+ * with a strict state dict (every parameter present, no extra ones, same shapes). A file without
+ * that metadata, of another module or with an unusable config is an ERR_NF_FORMAT error;
+ * mismatched weights are ERR_NF_STATE_DICT.
  */
-export function loadModel<M extends ConfiguredModule>(path: string, cls: ModelClass<M>): M {
+export function loadModel(path: string): ConfiguredModule;
+export function loadModel<M extends ConfiguredModule>(path: string, cls: ModelClass<M>): M;
+export function loadModel<M extends ConfiguredModule>(path: string, cls?: ModelClass<M>): M {
+  if (cls !== undefined && (typeof cls !== 'function' || !((cls as { prototype?: unknown }).prototype instanceof Module)))
+    invalidArg('cls', 'a Module class such as ViTClassifier (or nothing: the class the file names)', cls);
   const { entries, metadata } = readSafetensors(path);
+  cls ??= classOf(path, metadata.module) as ModelClass<M>;
   const expected = `a ${cls.name} checkpoint written by saveModel`;
   if (metadata.module === undefined || metadata.config === undefined)
     formatError(path, expected, 'a safetensors file without "module" and "config" metadata');

@@ -33,6 +33,27 @@ function formatError(message: string): never {
   throw new NodeformerError('ERR_NF_FORMAT', `safetensors: ${message}`);
 }
 
+/** First bytes of files that get passed for weights files by mistake, and what they are. */
+const SIGNATURES: readonly (readonly [string, readonly number[]])[] = [
+  ['a PNG image', [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]],
+  ['a JPEG image', [0xff, 0xd8, 0xff]],
+  ['a GIF image', [0x47, 0x49, 0x46, 0x38]],
+  ['a ZIP archive (PyTorch .pt/.pth checkpoints are ZIP archives: convert them to safetensors)', [0x50, 0x4b, 0x03, 0x04]],
+];
+
+/**
+ * Throws ERR_NF_FORMAT "<source> is not a safetensors file" for a file whose header length field
+ * is past its end and whose header does not start like JSON ('{'): something else entirely, not
+ * a truncated safetensors file. Names the kind of file when its first bytes tell.
+ */
+function notSafetensors(bytes: Uint8Array, headerLen: bigint, source: string): void {
+  if (bytes[8] === 0x7b) return; // '{': a safetensors header, cut short
+  const kind = SIGNATURES.find(([, sig]) => sig.every((b, i) => bytes[i] === b))?.[0];
+  const first = Array.from(bytes.subarray(0, 8), (b) => b.toString(16).padStart(2, '0')).join(' ');
+  formatError(`${source} is not a safetensors file (${kind ? `it is ${kind}` : `it starts with the bytes ${first}`}; ` +
+    `read as a safetensors file its header length would be ${headerLen}, for a file of ${bytes.length} bytes)`);
+}
+
 function halfToFloat(h: number): number {
   const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
   if (e === 0) return s * f * 2 ** -24;
@@ -141,13 +162,16 @@ function planEntry(name: string, info: unknown, dataBytes: number): Planned {
 /**
  * Parses and validates a whole safetensors file held in memory. Every entry is checked (and
  * overlaps ruled out) before any is decoded, so a hostile file costs no more than its own size.
+ * `source` (the file's path) names the bytes in messages.
  */
-export function parseSafetensors(bytes: Uint8Array): ParsedSafetensors {
+export function parseSafetensors(bytes: Uint8Array, source = 'the input'): ParsedSafetensors {
   if (!(bytes instanceof Uint8Array)) invalidArg('bytes', 'a Uint8Array', bytes);
   if (bytes.length < 8) formatError(`file of ${bytes.length} bytes is too short for the 8-byte header length`);
   const headerLen = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
-  if (headerLen > BigInt(Math.min(MAX_HEADER, bytes.length - 8)))
+  if (headerLen > BigInt(Math.min(MAX_HEADER, bytes.length - 8))) {
+    notSafetensors(bytes, headerLen, source);
     formatError(`header length ${headerLen} exceeds the file (${bytes.length} bytes) or the ${MAX_HEADER}-byte limit`);
+  }
   const n = Number(headerLen);
   let text: string;
   try {
@@ -220,7 +244,7 @@ export async function readFileAsync(path: string): Promise<Uint8Array> {
 
 /** Reads and validates a safetensors file: its raw entries and metadata. */
 export function readSafetensors(path: string): ParsedSafetensors {
-  return parseSafetensors(readFile(path));
+  return parseSafetensors(readFile(path), path);
 }
 
 /** The metadata strings of a safetensors file (its "__metadata__"). */
@@ -250,7 +274,7 @@ export function loadSafetensors(path: string): Record<string, Tensor> {
 
 /** loadSafetensors with the file read off the main thread (fs.promises); parsing runs when the bytes are in. */
 export async function loadSafetensorsAsync(path: string): Promise<Record<string, Tensor>> {
-  return entriesToTensors(parseSafetensors(await readFileAsync(path)).entries);
+  return entriesToTensors(parseSafetensors(await readFileAsync(path), path).entries);
 }
 
 const DTYPE_OF: Record<string, SafetensorsDType> = { float32: 'F32', int32: 'I32', bool: 'BOOL' };

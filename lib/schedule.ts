@@ -2,12 +2,36 @@
  * Learning-rate schedules: functions of the 1-based step number, applied by setting
  * `optimizer.lr = schedule(step)` before `optimizer.step()` (or with `optimizer.setSchedule`).
  */
-import { invalidArg, objectArg } from './errors';
+import { invalidArg } from './errors';
+import { OptionKeys } from './options';
+
+/** Options of cosineWithWarmup. */
+export interface CosineWithWarmupOptions {
+  /** Peak learning rate, reached at warmupSteps. */
+  lr: number;
+  warmupSteps: number;
+  totalSteps: number;
+  /** Learning rate at and after totalSteps (default 0). */
+  minLr?: number;
+}
+const COSINE_OPTIONS = new OptionKeys<CosineWithWarmupOptions>('cosineWithWarmup options',
+  { lr: true, warmupSteps: true, totalSteps: true, minLr: true });
+
+/** Options of inverseSqrtWarmup. */
+export interface InverseSqrtWarmupOptions {
+  dModel: number;
+  warmupSteps: number;
+  /** Scale of the whole schedule (default 1). */
+  factor?: number;
+}
+const INVERSE_SQRT_OPTIONS = new OptionKeys<InverseSqrtWarmupOptions>('inverseSqrtWarmup options',
+  { dModel: true, warmupSteps: true, factor: true });
 
 /** What a schedule was made from: its kind and options (checkpoints store it; scheduleFromConfig rebuilds it). */
 export type ScheduleConfig =
-  | { kind: 'cosineWithWarmup'; options: { lr: number; warmupSteps: number; totalSteps: number; minLr?: number } }
-  | { kind: 'inverseSqrtWarmup'; options: { dModel: number; warmupSteps: number; factor?: number } };
+  | { kind: 'cosineWithWarmup'; options: CosineWithWarmupOptions }
+  | { kind: 'inverseSqrtWarmup'; options: InverseSqrtWarmupOptions };
+const SCHEDULE_CONFIG = new OptionKeys<ScheduleConfig>('schedule config', { kind: true, options: true });
 
 /** A learning rate as a function of the 1-based step; the library's schedules also carry their config. */
 export type Schedule = ((step: number) => number) & { readonly config?: ScheduleConfig };
@@ -20,8 +44,8 @@ function check(name: string, v: number, min: number) {
  * Linear warmup from 0 to `lr` over `warmupSteps`, then cosine decay to `minLr` at `totalSteps`
  * (held at `minLr` afterwards).
  */
-export function cosineWithWarmup(options: { lr: number; warmupSteps: number; totalSteps: number; minLr?: number }): Schedule {
-  const { lr, warmupSteps, totalSteps, minLr = 0 } = objectArg('options', options);
+export function cosineWithWarmup(options: CosineWithWarmupOptions): Schedule {
+  const { lr, warmupSteps, totalSteps, minLr = 0 } = COSINE_OPTIONS.check('options', options);
   check('lr', lr, 0);
   check('warmupSteps', warmupSteps, 0);
   check('totalSteps', totalSteps, 1);
@@ -40,8 +64,8 @@ export function cosineWithWarmup(options: { lr: number; warmupSteps: number; tot
  * Vaswani et al.'s schedule: lr = factor · dModel^−½ · min(step^−½, step · warmupSteps^−1.5):
  * linear warmup, then decay with the inverse square root of the step.
  */
-export function inverseSqrtWarmup(options: { dModel: number; warmupSteps: number; factor?: number }): Schedule {
-  const { dModel, warmupSteps, factor = 1 } = objectArg('options', options);
+export function inverseSqrtWarmup(options: InverseSqrtWarmupOptions): Schedule {
+  const { dModel, warmupSteps, factor = 1 } = INVERSE_SQRT_OPTIONS.check('options', options);
   check('dModel', dModel, 1);
   check('warmupSteps', warmupSteps, 1);
   check('factor', factor, 0);
@@ -55,6 +79,7 @@ export function inverseSqrtWarmup(options: { dModel: number; warmupSteps: number
 
 /** Rebuilds a schedule from its config (e.g. the one a checkpoint stored). */
 export function scheduleFromConfig(config: ScheduleConfig): Schedule {
+  if (config !== null && typeof config === 'object') SCHEDULE_CONFIG.check('config', config);
   if (config?.kind === 'cosineWithWarmup') return cosineWithWarmup(config.options);
   if (config?.kind === 'inverseSqrtWarmup') return inverseSqrtWarmup(config.options);
   return invalidArg('config', "a schedule config of kind 'cosineWithWarmup' or 'inverseSqrtWarmup'", config);

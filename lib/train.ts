@@ -8,6 +8,7 @@ import { invalidArg } from './errors';
 import { crossEntropyOps, type LossResult } from './losses';
 import type { Module, ProgramArgs } from './module';
 import { clipGradNormOps, type Optimizer } from './optim';
+import { OptionKeys } from './options';
 import type { Program } from './program';
 import { Scope } from './scope';
 import { Tensor } from './tensor';
@@ -25,6 +26,7 @@ export interface TrainStepOptions {
   /** Clip the total gradient norm to this before the update (default: no clipping). */
   maxGradNorm?: number;
 }
+const TRAIN_STEP_OPTIONS = new OptionKeys<TrainStepOptions>('trainStep options', { loss: true, maxGradNorm: true });
 
 /** The model's forward arguments: one tensor, or the argument list of its forward (e.g. [src, tgt]). */
 export type TrainInputs<M extends Module> = Tensor | ProgramArgs<M['forwardOps']>;
@@ -42,6 +44,7 @@ export function* trainStepOps<M extends Module>(
 ): Program<number> {
   const args: unknown[] = inputs instanceof Tensor ? [inputs] : (inputs as unknown[]);
   if (!Array.isArray(args)) invalidArg('inputs', 'a Tensor or an array of forward arguments', inputs);
+  options = TRAIN_STEP_OPTIONS.check('options', options);
   const lossFn = options.loss ?? crossEntropyOps;
   if (typeof lossFn !== 'function') invalidArg('options.loss', 'a function (output, targets) => {loss, grad}', lossFn);
   const tmp = new Scope(...args.filter((a): a is Tensor => a instanceof Tensor), targets);

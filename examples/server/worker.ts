@@ -1,15 +1,16 @@
 /**
- * The inference thread: loads the checkpoint once, then for each batch of posted PNGs decodes
- * and normalises them as the demo's training does, runs one forward over the valid ones and answers with softmax probabilities. All the CPU
- * work of a prediction happens here, so the HTTP thread's event loop stays free.
+ * The inference thread: loads the checkpoint once, then for each batch of posted PNGs
+ * preprocesses them as `nodeformer predict` does (lib/cli/images.ts: digitPixels, then digitBatch,
+ * normalised as the demo's training), runs one forward over the valid ones and answers with
+ * softmax probabilities. All the CPU work of a prediction happens here, so the HTTP thread's
+ * event loop stays free.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 
-import { MNIST_MEAN, MNIST_STD } from '../../lib/cli/mnist';
-import { Tensor } from '../../lib/index';
+import { digitBatch } from '../../lib/cli/images';
 import { loadClassifier } from './checkpoint';
 import { HttpError } from './http_error';
-import { pngToGray } from './image';
+import { pngToDigit } from './image';
 import type { FromWorker, Prediction, Refusal, ToWorker, WorkerInit } from './protocol';
 
 const port = parentPort!;
@@ -36,22 +37,17 @@ function argmax(values: number[]): number {
 /** Classifies a batch; a PNG that does not decode gets a Refusal, the others one forward. */
 function predict(items: ToWorker['items']): (Prediction | Refusal)[] {
   const results: (Prediction | Refusal)[] = [];
-  const good: { id: number; gray: Float32Array }[] = [];
+  const good: { id: number; digit: Float32Array }[] = [];
   for (const { id, png } of items) {
     try {
-      good.push({ id, gray: pngToGray(png, S) });
+      good.push({ id, digit: pngToDigit(png, S) });
     } catch (e) {
       if (!(e instanceof HttpError)) throw e;
       results.push({ id, status: e.status, code: e.code, message: e.message });
     }
   }
   if (good.length === 0) return results;
-  const input = new Float32Array(good.length * C * S * S);
-  // The demo trains on pixels normalised with MNIST's mean and standard deviation: the same here.
-  good.forEach(({ gray }, b) => {
-    for (let c = 0; c < C; c++) input.set(gray.map((v) => (v - MNIST_MEAN) / MNIST_STD), (b * C + c) * S * S);
-  });
-  using images = Tensor.from(input, [good.length, C, S, S]);
+  using images = digitBatch(good.map((g) => g.digit), S, C);
   using logits = model.forward(images);
   const K = logits.shape[1];
   good.forEach(({ id }, b) => {

@@ -1,27 +1,53 @@
 /**
- * Reading digit pictures for `nodeformer predict`: any PNG (grey, RGB, with or without alpha, any
- * size) becomes a 28×28 image with pixels in [0, 1], white digit on black as in MNIST.
+ * Digit pictures → a digit classifier's input: the one preprocessing of `nodeformer predict` and
+ * the example server (examples/server), so the same picture gets the same prediction from both.
+ * Any PNG (grey, RGB, with or without alpha, any size) becomes a size × size image with pixels in
+ * [0, 1], a light digit on a dark background as in MNIST: alpha composited over white paper,
+ * inverted when its border is light (a dark digit on paper), padded to a centred square and
+ * area-resampled. digitBatch then normalises as the demo's training does.
  */
 import * as fs from 'node:fs';
 
 import { PNG } from 'pngjs';
 
-import { DIGIT_SIZE } from './mnist';
+import { NodeformerError } from '../errors';
+import { Tensor } from '../tensor';
+import { DIGIT_SIZE, MNIST_MEAN, MNIST_STD } from './mnist';
 import { UsageError } from './usage';
 
-/** Decodes a PNG file to grey levels in [0, 1] (alpha composited over white), row-major [height, width]. */
-export function readGreyPng(file: string): { width: number; height: number; grey: Float32Array } {
-  let bytes: Buffer;
-  try {
-    bytes = fs.readFileSync(file);
-  } catch (e) {
-    throw new UsageError(`Cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
-  }
+const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
+
+/**
+ * Width and height from the signature and the IHDR chunk, without decoding. Anything else is
+ * ERR_NF_FORMAT naming `source`: "Expected a PNG image for <source> but received 17 bytes that are
+ * not a PNG file (...)".
+ */
+export function pngSize(bytes: Uint8Array, source: string): { width: number; height: number } {
+  if (bytes.length < 24 || SIGNATURE.some((b, i) => bytes[i] !== b) || String.fromCharCode(...bytes.subarray(12, 16)) !== 'IHDR')
+    throw new NodeformerError('ERR_NF_FORMAT', `Expected a PNG image for ${source} but received ${bytes.length} bytes that are ` +
+      `not a PNG file (they start with ${hex(bytes.subarray(0, 8)) || 'nothing'}; a PNG starts with ${hex(Uint8Array.from(SIGNATURE))} ` +
+      'and an IHDR chunk)');
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { width: dv.getUint32(16), height: dv.getUint32(20) };
+}
+
+/** What a pngjs error means, in words a user can act on. */
+function decodeFailure(e: Error): string {
+  if (/finished stream|end of (input|stream)|unexpected end/i.test(e.message)) return 'the file is truncated (it ends inside the image data)';
+  if (/crc/i.test(e.message)) return 'a chunk is corrupt (its CRC does not match)';
+  return e.message;
+}
+
+/** Decodes PNG bytes to grey levels in [0, 1], alpha composited over white, row-major [height, width]. */
+export function decodeGreyPng(bytes: Uint8Array, source: string): { width: number; height: number; grey: Float32Array } {
+  pngSize(bytes, source);
   let png: PNG;
   try {
-    png = PNG.sync.read(bytes);
+    png = PNG.sync.read(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   } catch (e) {
-    throw new UsageError(`Expected a PNG image for ${file} but it cannot be decoded (${(e as Error).message})`);
+    throw new NodeformerError('ERR_NF_FORMAT', `Expected a PNG image for ${source} but it cannot be decoded: ${decodeFailure(e as Error)}`);
   }
   const { width, height, data } = png;
   const grey = new Float32Array(width * height);
@@ -33,32 +59,74 @@ export function readGreyPng(file: string): { width: number; height: number; grey
   return { width, height, grey };
 }
 
-/** Resamples a grey image to 28×28 by averaging the source area under each target pixel. */
-function resize(grey: Float32Array, width: number, height: number): Float32Array {
-  const out = new Float32Array(DIGIT_SIZE * DIGIT_SIZE);
-  for (let ty = 0; ty < DIGIT_SIZE; ty++)
-    for (let tx = 0; tx < DIGIT_SIZE; tx++) {
-      const y0 = Math.floor((ty * height) / DIGIT_SIZE), y1 = Math.max(y0 + 1, Math.floor(((ty + 1) * height) / DIGIT_SIZE));
-      const x0 = Math.floor((tx * width) / DIGIT_SIZE), x1 = Math.max(x0 + 1, Math.floor(((tx + 1) * width) / DIGIT_SIZE));
+/** Inverts `grey` in place when its border is light on average (a dark digit on paper). */
+function lightOnDark(grey: Float32Array, w: number, h: number): void {
+  let sum = 0;
+  for (let x = 0; x < w; x++) sum += grey[x] + grey[(h - 1) * w + x];
+  for (let y = 0; y < h; y++) sum += grey[y * w] + grey[y * w + w - 1];
+  if (sum / (2 * (w + h)) > 0.5) for (let i = 0; i < grey.length; i++) grey[i] = 1 - grey[i];
+}
+
+/** Pads to a centred square (dark), then averages the source area under each of size × size target pixels. */
+function resizeSquare(src: Float32Array, w: number, h: number, size: number): Float32Array {
+  const side = Math.max(w, h), ox = Math.floor((side - w) / 2), oy = Math.floor((side - h) / 2), scale = side / size;
+  const out = new Float32Array(size * size);
+  for (let ty = 0; ty < size; ty++)
+    for (let tx = 0; tx < size; tx++) {
+      // Target pixel covers [x0, x1) × [y0, y1) of the padded square.
+      const x0 = tx * scale, x1 = x0 + scale, y0 = ty * scale, y1 = y0 + scale;
       let sum = 0;
-      for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) sum += grey[y * width + x];
-      out[ty * DIGIT_SIZE + tx] = sum / ((y1 - y0) * (x1 - x0));
+      for (let sy = Math.floor(y0); sy < Math.ceil(y1); sy++) {
+        const wy = Math.min(sy + 1, y1) - Math.max(sy, y0), iy = sy - oy;
+        if (iy < 0 || iy >= h) continue;
+        for (let sx = Math.floor(x0); sx < Math.ceil(x1); sx++) {
+          const ix = sx - ox;
+          if (ix < 0 || ix >= w) continue;
+          sum += src[iy * w + ix] * wy * (Math.min(sx + 1, x1) - Math.max(sx, x0));
+        }
+      }
+      out[ty * size + tx] = sum / (scale * scale);
     }
   return out;
 }
 
 /**
- * A PNG file as an MNIST-like digit: resized to 28×28 and inverted when its border is light
- * (a dark digit on white paper), so the digit is bright on a dark background.
+ * PNG bytes → a size × size digit in [0, 1], light on dark (see the file's header). Bytes that are
+ * not a PNG, or do not decode, are ERR_NF_FORMAT errors naming `source`.
  */
+export function digitPixels(bytes: Uint8Array, size: number, source: string): Float32Array {
+  const { width, height, grey } = decodeGreyPng(bytes, source);
+  lightOnDark(grey, width, height);
+  return width === size && height === size ? grey : resizeSquare(grey, width, height, size);
+}
+
+/**
+ * Digits (size × size pixels in [0, 1] each, from digitPixels) as the model's input [n, channels,
+ * size, size], normalised with MNIST's mean and standard deviation as in training (each channel a copy).
+ */
+export function digitBatch(digits: Float32Array[], size: number, channels = 1): Tensor<'float32'> {
+  const plane = size * size, out = new Float32Array(digits.length * channels * plane);
+  digits.forEach((d, b) => {
+    for (let c = 0; c < channels; c++)
+      for (let i = 0; i < plane; i++) out[(b * channels + c) * plane + i] = (d[i] - MNIST_MEAN) / MNIST_STD;
+  });
+  return Tensor.from(out, [digits.length, channels, size, size]);
+}
+
+/** A PNG file as a 28×28 digit (digitPixels); an unreadable file or one that is no PNG is a UsageError. */
 export function readDigitPng(file: string): Float32Array {
-  const { width, height, grey } = readGreyPng(file);
-  const img = width === DIGIT_SIZE && height === DIGIT_SIZE ? grey : resize(grey, width, height);
-  let border = 0;
-  for (let i = 0; i < DIGIT_SIZE; i++)
-    border += img[i] + img[(DIGIT_SIZE - 1) * DIGIT_SIZE + i] + img[i * DIGIT_SIZE] + img[i * DIGIT_SIZE + DIGIT_SIZE - 1];
-  if (border / (4 * DIGIT_SIZE) > 0.5) for (let i = 0; i < img.length; i++) img[i] = 1 - img[i];
-  return img;
+  let bytes: Buffer;
+  try {
+    bytes = fs.readFileSync(file);
+  } catch (e) {
+    throw new UsageError(`Cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
+  try {
+    return digitPixels(bytes, DIGIT_SIZE, file);
+  } catch (e) {
+    if (e instanceof NodeformerError) throw new UsageError(e.message);
+    throw e;
+  }
 }
 
 /** Encodes a digit (pixels in [0, 1], white on black) as a 28×28 greyscale PNG. */

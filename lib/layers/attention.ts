@@ -1,9 +1,11 @@
-import { invalidArg, objectArg } from '../errors';
+import { invalidArg } from '../errors';
 import { requireSaved, Module } from '../module';
+import { OptionKeys } from '../options';
+import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
-import { bool, positiveInt, probability, seedOf } from './common';
+import { bool, nonEmpty, positiveInt, probability, seedOf } from './common';
 import { Linear } from './linear';
 
 export interface MultiHeadAttentionConfig {
@@ -29,6 +31,23 @@ export interface AttentionOptions {
   causal?: boolean;
   /** Also return the attention weights [B, H, Tq, Tk] (before dropout). */
   needWeights?: boolean;
+}
+
+const ATTENTION_CONFIG = new OptionKeys<MultiHeadAttentionConfig>('MultiHeadAttention config',
+  { dModel: true, numHeads: true, bias: true, dropout: true, seed: true });
+const ATTENTION_OPTIONS = new OptionKeys<AttentionOptions>('MultiHeadAttention.forward options',
+  { memory: true, attnMask: true, keyPaddingMask: true, causal: true, needWeights: true });
+
+/**
+ * Checks an attention mask `name`: a bool Tensor [Tq, Tk] or [B, Tq, Tk] (true = blocked).
+ * Returns its storage (what the attention ops take).
+ */
+export function checkAttnMask(name: string, mask: unknown, B: number, Tq: number, Tk: number): Uint8Array {
+  const m = checkTensor(name, mask, 'bool');
+  const ok = (m.shape.length === 2 && m.shape[0] === Tq && m.shape[1] === Tk) ||
+    (m.shape.length === 3 && m.shape[0] === B && m.shape[1] === Tq && m.shape[2] === Tk);
+  if (!ok) invalidArg(name, `a bool Tensor of shape [${Tq}, ${Tk}] or [${B}, ${Tq}, ${Tk}]`, m);
+  return m.storage;
 }
 
 /** The result of forward with needWeights. */
@@ -60,7 +79,8 @@ export class MultiHeadAttention extends Module {
 
   constructor(config: MultiHeadAttentionConfig) {
     super();
-    const dModel = positiveInt('config.dModel', config?.dModel);
+    config = ATTENTION_CONFIG.check('config', config);
+    const dModel = positiveInt('config.dModel', config.dModel);
     const numHeads = positiveInt('config.numHeads', config.numHeads);
     if (dModel % numHeads !== 0) invalidArg('config.numHeads', `a divisor of dModel (${dModel})`, numHeads);
     this.config = {
@@ -93,21 +113,15 @@ export class MultiHeadAttention extends Module {
   forwardOps(x: Tensor, options?: AttentionOptions): Program<Tensor<'float32'> | AttentionWithWeights>;
   *forwardOps(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
     const D = this.config.dModel, H = this.config.numHeads;
-    const xt = checkTensor('x', x, 'float32', [null, null, D]);
-    options = objectArg('options', options);
+    const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
+    options = ATTENTION_OPTIONS.check('options', options);
     const [B, Tq] = xt.shape;
-    const memory = options.memory === undefined ? null : checkTensor('options.memory', options.memory, 'float32', [B, null, D]);
+    const memory = options.memory === undefined ? null
+      : nonEmpty('options.memory', checkTensor('options.memory', options.memory, 'float32', [B, null, D]), { 1: 'a memory length' });
     const Tk = memory ? memory.shape[1] : Tq;
     const keyPaddingMask = options.keyPaddingMask === undefined ? null
       : checkTensor('options.keyPaddingMask', options.keyPaddingMask, 'bool', [B, Tk]).storage;
-    let attnMask: Uint8Array | null = null;
-    if (options.attnMask !== undefined) {
-      const m = checkTensor('options.attnMask', options.attnMask, 'bool');
-      const ok = (m.shape.length === 2 && m.shape[0] === Tq && m.shape[1] === Tk) ||
-        (m.shape.length === 3 && m.shape[0] === B && m.shape[1] === Tq && m.shape[2] === Tk);
-      if (!ok) invalidArg('options.attnMask', `a bool Tensor of shape [${Tq}, ${Tk}] or [${B}, ${Tq}, ${Tk}]`, m);
-      attnMask = m.storage;
-    }
+    const attnMask = options.attnMask === undefined ? null : checkAttnMask('options.attnMask', options.attnMask, B, Tq, Tk);
     const causal = bool('options.causal', options.causal ?? false);
     const needWeights = bool('options.needWeights', options.needWeights ?? false);
     const p = this.training ? this.config.dropout : 0;
@@ -180,3 +194,4 @@ export class MultiHeadAttention extends Module {
       projWeight: this.proj.weight.data, projBias: this.proj.bias?.data ?? null };
   }
 }
+registerModelClass(MultiHeadAttention);

@@ -1,12 +1,13 @@
-import { objectArg } from '../errors';
 import { Module } from '../module';
+import { OptionKeys } from '../options';
+import { registerModelClass } from '../persist';
 import type { Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
-import { bool, oneOf, positive, positiveInt, probability, seedOf } from './common';
+import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from './common';
 import { accumulate, DropoutSite } from './dropout';
-import { MultiHeadAttention } from './attention';
+import { checkAttnMask, MultiHeadAttention } from './attention';
 import { ACTIVATIONS, FeedForward, type Activation } from './feedforward';
 import { LayerNorm } from './layernorm';
 
@@ -25,9 +26,13 @@ export interface BlockConfig {
   seed?: number;
 }
 
-function blockConfig(config: BlockConfig): Required<BlockConfig> {
+const BLOCK_CONFIG = new OptionKeys<BlockConfig>('block config',
+  { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, eps: true, seed: true });
+
+function blockConfig(raw: BlockConfig, label: string): Required<BlockConfig> {
+  const config = BLOCK_CONFIG.check('config', raw, label);
   return {
-    dModel: positiveInt('config.dModel', config?.dModel),
+    dModel: positiveInt('config.dModel', config.dModel),
     numHeads: positiveInt('config.numHeads', config.numHeads),
     dFF: positiveInt('config.dFF', config.dFF),
     normFirst: bool('config.normFirst', config.normFirst ?? true),
@@ -47,6 +52,9 @@ export interface EncoderBlockOptions {
   needWeights?: boolean;
 }
 
+const ENCODER_BLOCK_OPTIONS = new OptionKeys<EncoderBlockOptions>('EncoderBlock.forward options',
+  { attnMask: true, keyPaddingMask: true, causal: true, needWeights: true });
+
 /**
  * Transformer encoder block: norm1, attn, norm2, mlp.
  * Pre-LN: x = x + drop(attn(norm1(x))); x = x + drop(mlp(norm2(x))).
@@ -65,7 +73,7 @@ export class EncoderBlock extends Module {
 
   constructor(config: BlockConfig) {
     super();
-    const c = (this.config = blockConfig(config));
+    const c = (this.config = blockConfig(config, 'EncoderBlock config'));
     const rng = new Random(c.seed);
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.attn = this.addModule('attn', new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() }));
@@ -85,8 +93,8 @@ export class EncoderBlock extends Module {
 
   /** x [B, T, D] → [B, T, D]. */
   *forwardOps(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
-    const xt = checkTensor('x', x, 'float32', [null, null, this.config.dModel]);
-    options = objectArg('options', options);
+    const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, this.config.dModel]), { 0: 'a batch', 1: 'a sequence length' });
+    options = ENCODER_BLOCK_OPTIONS.check('options', options);
     const t = this.training, keep = this.activations;
     keep.close();
     if (this.config.normFirst) {
@@ -128,14 +136,22 @@ export class EncoderBlock extends Module {
     return dx;
   }
 }
+registerModelClass(EncoderBlock);
 
-/** Options of a decoder block. Masks: bool tensors [B, T] / [B, Tm], true = padding. */
+/** Options of a decoder block. Masks are bool tensors, true = blocked (padding). */
 export interface DecoderBlockOptions {
   /** Causal self-attention (default true). */
   causal?: boolean;
+  /** Self-attention mask [T, T] or [B, T, T] (PyTorch's tgt_mask, as MultiHeadAttention's attnMask). */
+  tgtMask?: Tensor;
+  /** [B, T]: padding positions of x. */
   tgtKeyPaddingMask?: Tensor;
+  /** [B, Tm]: padding positions of memory. */
   memoryKeyPaddingMask?: Tensor;
 }
+
+const DECODER_BLOCK_OPTIONS = new OptionKeys<DecoderBlockOptions>('DecoderBlock.forward options',
+  { causal: true, tgtMask: true, tgtKeyPaddingMask: true, memoryKeyPaddingMask: true });
 
 /**
  * Transformer decoder block: norm1, attn (masked self-attention), norm2, cross_attn (queries from
@@ -153,7 +169,7 @@ export class DecoderBlock extends Module {
 
   constructor(config: BlockConfig) {
     super();
-    const c = (this.config = blockConfig(config));
+    const c = (this.config = blockConfig(config, 'DecoderBlock config'));
     const rng = new Random(c.seed);
     const attn = () => new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() });
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
@@ -168,13 +184,14 @@ export class DecoderBlock extends Module {
   /** x [B, T, D], memory [B, Tm, D] → [B, T, D]. */
   *forwardOps(x: Tensor, memory: Tensor, options: DecoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel;
-    const xt = checkTensor('x', x, 'float32', [null, null, D]);
-    const mem = checkTensor('memory', memory, 'float32', [xt.shape[0], null, D]);
-    options = objectArg('options', options);
+    const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
+    const mem = nonEmpty('memory', checkTensor('memory', memory, 'float32', [xt.shape[0], null, D]), { 1: 'a memory length' });
+    options = DECODER_BLOCK_OPTIONS.check('options', options);
     const [B, T] = xt.shape, Tm = mem.shape[1];
+    if (options.tgtMask !== undefined) checkAttnMask('options.tgtMask', options.tgtMask, B, T, T);
     if (options.tgtKeyPaddingMask !== undefined) checkTensor('options.tgtKeyPaddingMask', options.tgtKeyPaddingMask, 'bool', [B, T]);
     if (options.memoryKeyPaddingMask !== undefined) checkTensor('options.memoryKeyPaddingMask', options.memoryKeyPaddingMask, 'bool', [B, Tm]);
-    const sa = { causal: options.causal ?? true, keyPaddingMask: options.tgtKeyPaddingMask };
+    const sa = { causal: options.causal ?? true, attnMask: options.tgtMask, keyPaddingMask: options.tgtKeyPaddingMask };
     const ca = { memory: mem, keyPaddingMask: options.memoryKeyPaddingMask };
     const [d1, d2, d3] = this.drops;
     const t = this.training, keep = this.activations;
@@ -267,6 +284,7 @@ export class DecoderBlock extends Module {
     return y;
   }
 }
+registerModelClass(DecoderBlock);
 
 /** A DecoderBlock's incremental-decoding state: its self-attention K|V cache and the memory's K|V. */
 export interface DecoderState {

@@ -32,6 +32,15 @@ export function bool(name: string, v: unknown): boolean {
   return v;
 }
 
+/**
+ * Checks that the dims of `t` listed in `dims` (index → what the dim is: 'a batch') are at least
+ * 1: "Expected a batch of at least 1 for images but received Tensor float32 [0, 1, 28, 28]".
+ */
+export function nonEmpty<T extends Tensor>(name: string, t: T, dims: Record<number, string>): T {
+  for (const [i, what] of Object.entries(dims)) if (!(t.shape[Number(i)] >= 1)) invalidArg(name, `${what} of at least 1`, t);
+  return t;
+}
+
 /** Checks the seed: an integer in [0, 2^53). */
 export function seedOf(v: unknown): number {
   if (!Number.isSafeInteger(v) || (v as number) < 0) invalidArg('seed', 'a non-negative integer', v);

@@ -1,5 +1,7 @@
 import { requireSaved, rowsOf, Module } from '../module';
 import type { FeedForwardActivation } from '../native/feedforward';
+import { OptionKeys } from '../options';
+import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
@@ -20,6 +22,9 @@ export interface FeedForwardConfig {
   seed?: number;
 }
 
+const FEEDFORWARD_CONFIG = new OptionKeys<FeedForwardConfig>('FeedForward config',
+  { dModel: true, dFF: true, activation: true, dropout: true, seed: true });
+
 /** y = fc2(dropout(act(fc1(x)))). Parameters: fc1.weight [F, D], fc1.bias [F], fc2.weight [D, F], fc2.bias [D]. */
 export class FeedForward extends Module {
   readonly config: Required<FeedForwardConfig>;
@@ -30,7 +35,8 @@ export class FeedForward extends Module {
 
   constructor(config: FeedForwardConfig) {
     super();
-    const dModel = positiveInt('config.dModel', config?.dModel);
+    config = FEEDFORWARD_CONFIG.check('config', config);
+    const dModel = positiveInt('config.dModel', config.dModel);
     const dFF = positiveInt('config.dFF', config.dFF);
     this.config = {
       dModel, dFF, activation: oneOf('config.activation', config.activation ?? 'gelu', ACTIVATIONS),
@@ -73,3 +79,4 @@ export class FeedForward extends Module {
     return dx;
   }
 }
+registerModelClass(FeedForward);

@@ -1,5 +1,7 @@
 import { requireSaved, rowsOf, Module, Parameter } from '../module';
 import { constant } from '../init';
+import { OptionKeys } from '../options';
+import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { checkTensor, Tensor } from '../tensor';
 import { positive, positiveInt, emptyLike } from './common';
@@ -10,6 +12,8 @@ export interface LayerNormConfig {
   /** Added to the variance (default 1e-5, as torch.nn.LayerNorm). */
   eps?: number;
 }
+
+const LAYERNORM_CONFIG = new OptionKeys<LayerNormConfig>('LayerNorm config', { dModel: true, eps: true });
 
 /** LayerNorm over the last dimension: y = (x − mean) / sqrt(var + eps) · weight + bias. Parameters: weight [D], bias [D]. */
 export class LayerNorm extends Module {
@@ -26,7 +30,8 @@ export class LayerNorm extends Module {
 
   constructor(config: LayerNormConfig) {
     super();
-    const dModel = positiveInt('config.dModel', config?.dModel);
+    config = LAYERNORM_CONFIG.check('config', config);
+    const dModel = positiveInt('config.dModel', config.dModel);
     this.config = { dModel, eps: positive('config.eps', config.eps ?? 1e-5) };
     this.weight = this.addParameter('weight', [dModel], constant(dModel, 1));
     this.bias = this.addParameter('bias', [dModel], constant(dModel, 0));
@@ -76,3 +81,4 @@ export class LayerNorm extends Module {
     return dx;
   }
 }
+registerModelClass(LayerNorm);

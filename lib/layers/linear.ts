@@ -1,5 +1,7 @@
 import { uniformFanIn } from '../init';
 import { requireSaved, rowsOf, Module, Parameter } from '../module';
+import { OptionKeys } from '../options';
+import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
@@ -14,6 +16,8 @@ export interface LinearConfig {
   seed?: number;
 }
 
+const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures: true, outFeatures: true, bias: true, seed: true });
+
 /** y = x Wᵀ + b. Parameters: weight [out, in], bias [out] (torch.nn.Linear's layout and initialisation). */
 export class Linear extends Module {
   readonly config: Required<LinearConfig>;
@@ -23,7 +27,8 @@ export class Linear extends Module {
 
   constructor(config: LinearConfig) {
     super();
-    const inFeatures = positiveInt('config.inFeatures', config?.inFeatures);
+    config = LINEAR_CONFIG.check('config', config);
+    const inFeatures = positiveInt('config.inFeatures', config.inFeatures);
     const outFeatures = positiveInt('config.outFeatures', config.outFeatures);
     this.config = { inFeatures, outFeatures, bias: bool('config.bias', config.bias ?? true), seed: seedOf(config.seed ?? 0) };
     const rng = new Random(this.config.seed);
@@ -52,3 +57,4 @@ export class Linear extends Module {
     return dx;
   }
 }
+registerModelClass(Linear);

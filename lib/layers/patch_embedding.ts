@@ -1,10 +1,12 @@
 import { invalidArg } from '../errors';
 import { uniformFanIn } from '../init';
 import { requireSaved, Module, Parameter } from '../module';
+import { OptionKeys } from '../options';
+import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
-import { positiveInt, seedOf } from './common';
+import { nonEmpty, positiveInt, seedOf } from './common';
 
 export interface PatchEmbeddingConfig {
   /** Image height and width (square). */
@@ -14,6 +16,9 @@ export interface PatchEmbeddingConfig {
   dModel: number;
   seed?: number;
 }
+
+const PATCH_EMBEDDING_CONFIG = new OptionKeys<PatchEmbeddingConfig>('PatchEmbedding config',
+  { imgSize: true, patchSize: true, inChannels: true, dModel: true, seed: true });
 
 /**
  * A patchSize × patchSize convolution with stride patchSize, flattened to tokens: images
@@ -30,7 +35,8 @@ export class PatchEmbedding extends Module {
 
   constructor(config: PatchEmbeddingConfig) {
     super();
-    const imgSize = positiveInt('config.imgSize', config?.imgSize);
+    config = PATCH_EMBEDDING_CONFIG.check('config', config);
+    const imgSize = positiveInt('config.imgSize', config.imgSize);
     const patchSize = positiveInt('config.patchSize', config.patchSize);
     const inChannels = positiveInt('config.inChannels', config.inChannels);
     const dModel = positiveInt('config.dModel', config.dModel);
@@ -46,7 +52,7 @@ export class PatchEmbedding extends Module {
   /** images [B, C, H, W] → tokens [B, N, D]; H and W must be multiples of patchSize. */
   *forwardOps(images: Tensor): Program<Tensor<'float32'>> {
     const { inChannels: C, patchSize: P, dModel: D } = this.config;
-    const x = checkTensor('images', images, 'float32', [null, C, null, null]);
+    const x = nonEmpty('images', checkTensor('images', images, 'float32', [null, C, null, null]), { 2: 'a height', 3: 'a width' });
     const [B, , H, W] = x.shape;
     if (H % P !== 0 || W % P !== 0)
       invalidArg('images', `a float32 Tensor [B, ${C}, H, W] with H and W multiples of the patch size ${P}`, x);
@@ -68,3 +74,4 @@ export class PatchEmbedding extends Module {
     return dimages;
   }
 }
+registerModelClass(PatchEmbedding);

@@ -1,12 +1,14 @@
-import { invalidArg, NodeformerError, objectArg } from '../errors';
+import { invalidArg, NodeformerError } from '../errors';
 import { DecoderBlock, EncoderBlock, type DecoderState } from '../layers/blocks';
-import { bool, disposeAll, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
+import { bool, disposeAll, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Linear } from '../layers/linear';
 import { requireSaved, Module, Parameter } from '../module';
 import { native } from '../native';
+import { OptionKeys, type KeySpec } from '../options';
+import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
@@ -44,6 +46,11 @@ export interface TokenModelConfig extends SequenceConfig {
   maxLen: number;
 }
 
+const SEQUENCE_KEYS: KeySpec<SequenceConfig> = { dModel: true, numHeads: true, dFF: true, depth: true, dropout: true,
+  normFirst: true, activation: true, positional: true, scaleEmbedding: true, eps: true, seed: true };
+const TOKEN_MODEL_CONFIG = new OptionKeys<TokenModelConfig>('token model config', { ...SEQUENCE_KEYS, vocabSize: true, maxLen: true });
+
+/** Checks the SequenceConfig fields of a config whose keys were checked already, with defaults. */
 function sequenceConfig(c: SequenceConfig) {
   return {
     dModel: positiveInt('config.dModel', c.dModel ?? 512),
@@ -62,7 +69,7 @@ function sequenceConfig(c: SequenceConfig) {
 
 /** Checks an int32 token tensor [B, T] with 1 <= T <= maxLen and every id in [0, vocab). */
 function checkTokens(name: string, t: unknown, maxLen: number, vocab: number): Tensor<'int32'> {
-  const x = checkTensor(name, t, 'int32', [null, null]);
+  const x = nonEmpty(name, checkTensor(name, t, 'int32', [null, null]), { 0: 'a batch' });
   if (x.shape[1] < 1 || x.shape[1] > maxLen) invalidArg(name, `an int32 Tensor [B, T] with 1 <= T <= maxLen (${maxLen})`, x);
   const ids = x.data, T = x.shape[1];
   for (let i = 0; i < ids.length; i++)
@@ -87,7 +94,7 @@ abstract class TokenModel extends Module {
 
   constructor(raw: TokenModelConfig) {
     super();
-    const config = objectArg('config', raw);
+    const config = TOKEN_MODEL_CONFIG.check('config', raw, `${new.target.name} config`);
     const base = sequenceConfig(config);
     const c = (this.config = { ...base, vocabSize: positiveInt('config.vocabSize', config.vocabSize),
       maxLen: positiveInt('config.maxLen', config.maxLen) });
@@ -157,6 +164,13 @@ abstract class TokenModel extends Module {
   }
 }
 
+/** Options of Encoder.forward. */
+export interface EncoderOptions {
+  /** [B, T] bool, true = padding. */
+  keyPaddingMask?: Tensor;
+}
+const ENCODER_OPTIONS = new OptionKeys<EncoderOptions>('Encoder.forward options', { keyPaddingMask: true });
+
 /** Transformer encoder over tokens: embed, positions, EncoderBlocks, norm (pre-LN only). */
 export class Encoder extends TokenModel {
   readonly blocks: EncoderBlock[];
@@ -168,11 +182,11 @@ export class Encoder extends TokenModel {
     this.norm = this.finalNorm();
   }
 
-  /** tokens [B, T] int32 → [B, T, D]. keyPaddingMask [B, T] bool, true = padding. */
-  *forwardOps(tokens: Tensor, options: { keyPaddingMask?: Tensor } = {}): Program<Tensor<'float32'>> {
+  /** tokens [B, T] int32 → [B, T, D]. */
+  *forwardOps(tokens: Tensor, options: EncoderOptions = {}): Program<Tensor<'float32'>> {
     const tok = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
     keep.close();
-    options = objectArg('options', options);
+    options = ENCODER_OPTIONS.check('options', options);
     let x = yield* this.embed(tok);
     for (const blk of this.blocks) {
       x = yield* blk.forwardOps(keep.add(x), { keyPaddingMask: options.keyPaddingMask });
@@ -191,12 +205,14 @@ export class Encoder extends TokenModel {
     tmp.close();
   }
 }
+registerModelClass(Encoder);
 
 /** Options of Decoder.forward: bool padding masks, true = padding. */
 export interface DecoderOptions {
   tgtKeyPaddingMask?: Tensor;
   memoryKeyPaddingMask?: Tensor;
 }
+const DECODER_OPTIONS = new OptionKeys<DecoderOptions>('Decoder.forward options', { tgtKeyPaddingMask: true, memoryKeyPaddingMask: true });
 
 /** Transformer decoder over tokens: embed, positions, causal DecoderBlocks, norm (pre-LN only), head [V, D] → logits. */
 export class Decoder extends TokenModel {
@@ -215,7 +231,7 @@ export class Decoder extends TokenModel {
   *forwardOps(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Program<Tensor<'float32'>> {
     const tok = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
     keep.close();
-    options = objectArg('options', options);
+    options = DECODER_OPTIONS.check('options', options);
     let x = yield* this.embed(tok);
     const opts = { causal: true, tgtKeyPaddingMask: options.tgtKeyPaddingMask, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
     for (const blk of this.blocks) {
@@ -264,6 +280,7 @@ export class Decoder extends TokenModel {
     return logits;
   }
 }
+registerModelClass(Decoder);
 
 /** Options of Transformer.generate. */
 export interface GenerateOptions {
@@ -276,6 +293,7 @@ export interface GenerateOptions {
   /** Use the key/value caches (default true); false recomputes the whole prefix at every step. */
   useCache?: boolean;
 }
+const GENERATE_OPTIONS = new OptionKeys<GenerateOptions>('Transformer.generate options', { maxLen: true, bos: true, eos: true, useCache: true });
 
 function argmaxRows(logits: Float32Array, rows: number, V: number, rowStride: number, offset: number): Int32Array {
   const out = new Int32Array(rows);
@@ -297,6 +315,8 @@ export interface TransformerConfig extends SequenceConfig {
   /** The padding token id on both sides (default 0). */
   padIdx?: number;
 }
+const TRANSFORMER_CONFIG = new OptionKeys<TransformerConfig>('Transformer config',
+  { ...SEQUENCE_KEYS, srcVocab: true, tgtVocab: true, maxLen: true, padIdx: true });
 
 /** A bool mask [B, T]: true where tokens == padIdx. */
 export function paddingMask(tokens: Tensor<'int32'>, padIdx: number): Tensor<'bool'> {
@@ -316,7 +336,7 @@ export class Transformer extends Module {
 
   constructor(raw: TransformerConfig) {
     super();
-    const config = objectArg('config', raw);
+    const config = TRANSFORMER_CONFIG.check('config', raw);
     const base = sequenceConfig(config);
     const padIdx = config.padIdx ?? 0;
     if (!Number.isInteger(padIdx)) invalidArg('config.padIdx', 'an integer', padIdx);
@@ -365,7 +385,7 @@ export class Transformer extends Module {
   /** The program of generate. */
   *generateOps(src: Tensor, options: GenerateOptions = {}): Program<Tensor<'int32'>> {
     const s = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
-    options = objectArg('options', options);
+    options = GENERATE_OPTIONS.check('options', options);
     const maxLen = options.maxLen ?? this.config.maxLen;
     if (!Number.isInteger(maxLen) || maxLen < 1 || maxLen > this.config.maxLen)
       invalidArg('options.maxLen', `an integer in [1, ${this.config.maxLen}]`, maxLen);
@@ -417,3 +437,4 @@ export class Transformer extends Module {
     }
   }
 }
+registerModelClass(Transformer);

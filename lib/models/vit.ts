@@ -1,14 +1,16 @@
-import { invalidArg, objectArg } from '../errors';
+import { invalidArg } from '../errors';
+import { checkAttnMask } from '../layers/attention';
 import { DecoderBlock, EncoderBlock } from '../layers/blocks';
-import { oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
+import { nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Linear } from '../layers/linear';
 import { PatchEmbedding } from '../layers/patch_embedding';
 import { requireSaved, Module, Parameter } from '../module';
+import { OptionKeys, type KeySpec } from '../options';
+import { loadModel, registerModelClass } from '../persist';
 import { op, type Program } from '../program';
-import { loadModel } from '../persist';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
@@ -38,8 +40,18 @@ export interface ViTConfig {
   seed?: number;
 }
 
-function vitConfig(raw: ViTConfig) {
-  const c = objectArg('config', raw);
+const VIT_KEYS: KeySpec<ViTConfig> = { imgSize: true, patchSize: true, inChannels: true, dModel: true, numHeads: true, dFF: true,
+  depth: true, dropout: true, eps: true, activation: true, seed: true };
+
+/** Options of ViTEncoder.forward (and ViTClassifier.forward). */
+export interface ViTForwardOptions {
+  /** Keep each block's attention weights in `blocks[i].lastWeights`. */
+  needWeights?: boolean;
+}
+const VIT_FORWARD_OPTIONS = new OptionKeys<ViTForwardOptions>('ViTEncoder.forward options', { needWeights: true });
+
+/** Checks a ViT config whose keys were checked already (the ViTConfig fields, with defaults). */
+function vitConfig(c: ViTConfig) {
   const config = {
     imgSize: positiveInt('config.imgSize', c.imgSize ?? 32),
     patchSize: positiveInt('config.patchSize', c.patchSize ?? 4),
@@ -77,10 +89,13 @@ export class ViTEncoder extends Module {
   readonly norm: LayerNorm;
   private readonly drop: DropoutSite;
   private batch = 0;
+  /** The keys of this class's config (a subclass adds its own). */
+  protected static readonly configKeys: OptionKeys<ViTConfig> = new OptionKeys<ViTConfig>('ViTEncoder config', VIT_KEYS);
 
   constructor(config: ViTConfig = {}) {
     super();
-    const c = (this.config = vitConfig(config));
+    const cls = new.target as typeof ViTEncoder;
+    const c = (this.config = vitConfig(cls.configKeys.check('config', config, `${cls.name} config`)));
     const rng = new Random(c.seed);
     this.patch_embed = this.addModule('patch_embed', new PatchEmbedding({ imgSize: c.imgSize, patchSize: c.patchSize,
       inChannels: c.inChannels, dModel: c.dModel, seed: rng.seed() }));
@@ -93,10 +108,10 @@ export class ViTEncoder extends Module {
   }
 
   /** images [B, C, imgSize, imgSize] → tokens [B, N+1, D] (token 0 is CLS). */
-  *forwardOps(images: Tensor, options: { needWeights?: boolean } = {}): Program<Tensor<'float32'>> {
+  *forwardOps(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
     const { inChannels: C, imgSize: S, dModel: D } = this.config;
-    const x = checkTensor('images', images, 'float32', [null, C, S, S]);
-    options = objectArg('options', options);
+    const x = nonEmpty('images', checkTensor('images', images, 'float32', [null, C, S, S]), { 0: 'a batch' });
+    options = VIT_FORWARD_OPTIONS.check('options', options, `${this.constructor.name}.forward options`);
     const B = x.shape[0], N = this.patch_embed.numPatches, keep = this.activations;
     keep.close();
     const patches = yield* this.patch_embed.forwardOps(x);
@@ -142,6 +157,7 @@ export class ViTEncoder extends Module {
     }
   }
 }
+registerModelClass(ViTEncoder);
 
 export interface ViTClassifierConfig extends ViTConfig {
   /** Classes (default 10). */
@@ -153,6 +169,8 @@ export class ViTClassifier extends ViTEncoder {
   declare readonly config: ViTEncoder['config'] & { numClasses: number };
   readonly numClasses: number;
   readonly head: Linear;
+  protected static override readonly configKeys: OptionKeys<ViTConfig> =
+    new OptionKeys<ViTClassifierConfig>('ViTClassifier config', { ...VIT_KEYS, numClasses: true });
 
   /** Restores a classifier saved with saveModel (config from the file's metadata, strict state dict). */
   static load(path: string): ViTClassifier {
@@ -168,7 +186,7 @@ export class ViTClassifier extends ViTEncoder {
   }
 
   /** images [B, C, H, W] → logits [B, numClasses]. */
-  override *forwardOps(images: Tensor, options: { needWeights?: boolean } = {}): Program<Tensor<'float32'>> {
+  override *forwardOps(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
     const tokens = yield* super.forwardOps(images, options);
     const [B, T, D] = tokens.shape;
     const cls = this.activations.add(Tensor.empty([B, D], 'float32', tokens.device));
@@ -189,6 +207,7 @@ export class ViTClassifier extends ViTEncoder {
     return dimages;
   }
 }
+registerModelClass(ViTClassifier);
 
 /** [B, C, H, W] → [B, N, P·P·C], channel-last within each patch (index (py·P + px)·C + c), row-major patches. */
 export function patchify(images: Tensor, patchSize: number): Tensor<'float32'> {
@@ -225,13 +244,21 @@ export function unpatchify(patches: Tensor, imgSize: number, patchSize: number, 
   return out;
 }
 
-/** Options of ViTDecoder.forward. */
+/** Options of ViTDecoder.forward. Masks are bool tensors with MultiHeadAttention's meaning: true = blocked. */
 export interface ViTDecoderOptions {
   /** Causal self-attention over patches (autoregressive) instead of none (parallel reconstruction). */
   causal?: boolean;
+  /** Self-attention mask over the N patch positions: [N, N] or [B, N, N]. */
+  attnMask?: Tensor;
+  /** [B, N]: patch positions no patch may attend to. */
+  keyPaddingMask?: Tensor;
   /** [B, Tm] bool, true = padding in memory. */
   memoryKeyPaddingMask?: Tensor;
 }
+
+const VIT_DECODER_CONFIG = new OptionKeys<ViTConfig>('ViTDecoder config', VIT_KEYS);
+const VIT_DECODER_OPTIONS = new OptionKeys<ViTDecoderOptions>('ViTDecoder.forward options',
+  { causal: true, attnMask: true, keyPaddingMask: true, memoryKeyPaddingMask: true });
 
 /**
  * ViT decoder: every patch position starts from mask_token + pos_embed, pre-LN DecoderBlocks
@@ -252,7 +279,7 @@ export class ViTDecoder extends Module {
 
   constructor(config: ViTConfig = {}) {
     super();
-    const c = (this.config = vitConfig(config));
+    const c = (this.config = vitConfig(VIT_DECODER_CONFIG.check('config', config)));
     const rng = new Random(c.seed);
     const n = (this.numPatches = (c.imgSize / c.patchSize) ** 2);
     this.mask_token = this.addParameter('mask_token', [1, 1, c.dModel], new Float32Array(c.dModel));
@@ -266,13 +293,16 @@ export class ViTDecoder extends Module {
   /** memory [B, Tm, D] → patches [B, N, P·P·C] (channel-last within a patch; see unpatchify). */
   *forwardOps(memory: Tensor, options: ViTDecoderOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel, N = this.numPatches;
-    const mem = checkTensor('memory', memory, 'float32', [null, null, D]);
-    options = objectArg('options', options);
+    const mem = nonEmpty('memory', checkTensor('memory', memory, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a memory length' });
+    options = VIT_DECODER_OPTIONS.check('options', options);
     const B = mem.shape[0], keep = this.activations;
+    if (options.attnMask !== undefined) checkAttnMask('options.attnMask', options.attnMask, B, N, N);
+    if (options.keyPaddingMask !== undefined) checkTensor('options.keyPaddingMask', options.keyPaddingMask, 'bool', [B, N]);
     keep.close();
     let h = Tensor.empty([B, N, D]);
     yield* op('tokenPosForward', { B, N, D, out: h.data, token: this.mask_token.data, pos: this.pos_embed.data });
-    const opts = { causal: options.causal ?? false, memoryKeyPaddingMask: options.memoryKeyPaddingMask };
+    const opts = { causal: options.causal ?? false, tgtMask: options.attnMask, tgtKeyPaddingMask: options.keyPaddingMask,
+      memoryKeyPaddingMask: options.memoryKeyPaddingMask };
     for (const blk of this.blocks) {
       h = yield* blk.forwardOps(keep.add(h), mem, opts);
       this.dropActivations();
@@ -309,3 +339,4 @@ export class ViTDecoder extends Module {
     return dMemory!;
   }
 }
+registerModelClass(ViTDecoder);
