@@ -17,4 +17,9 @@ export interface CoreOps {
    * uses the buffer, when that op settles. Later releases are no-ops.
    */
   release(buffer: ArrayBuffer): void;
+  /**
+   * The malloc settings the addon applied at load so freed tensor memory is reused rather than
+   * returned to the system and faulted in again (glibc only; NF_MALLOC_TUNING=0 skips it).
+   */
+  mallocPolicy(): { applied: boolean; mmapThreshold: number; trimThreshold: number };
 }

@@ -1,11 +1,12 @@
-// Core binding: ISA selection, thread count, and the two memory helpers of lib/tensor.ts (tensor
-// memory is an ordinary ArrayBuffer: see allocations.h): the aligned offset of a buffer, and
-// release, which frees one now.
+// Core binding: ISA selection, thread count, and tensor memory (an ordinary ArrayBuffer: see
+// allocations.h): the aligned offset of a buffer, release, which frees one now, and the malloc
+// policy applied at load (core/malloc_policy.h).
 #include <napi.h>
 
 #include <cstdint>
 
 #include "../core/cpu_features.h"
+#include "../core/malloc_policy.h"
 #include "../core/threadpool.h"
 #include "allocations.h"
 #include "args.h"
@@ -70,15 +71,28 @@ Napi::Value Release(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// mallocPolicy(): whether the addon tuned malloc for tensor memory, and to what (core/malloc_policy.h).
+Napi::Value MallocPolicyInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const MallocPolicy p = apply_malloc_policy();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("applied", p.applied);
+  o.Set("mmapThreshold", static_cast<double>(p.mmap_threshold));
+  o.Set("trimThreshold", static_cast<double>(p.trim_threshold));
+  return o;
+}
+
 }  // namespace
 
 NF_REGISTER_OPS(core) {
+  apply_malloc_policy();
   exports.Set("isaInfo", Napi::Function::New(env, IsaInfo, "isaInfo"));
   exports.Set("setIsa", Napi::Function::New(env, SetIsa, "setIsa"));
   exports.Set("numThreads", Napi::Function::New(env, NumThreads, "numThreads"));
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
   exports.Set("alignedOffset", Napi::Function::New(env, AlignedOffset, "alignedOffset"));
   exports.Set("release", Napi::Function::New(env, Release, "release"));
+  exports.Set("mallocPolicy", Napi::Function::New(env, MallocPolicyInfo, "mallocPolicy"));
 }
 
 }  // namespace nf::napi
