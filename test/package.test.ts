@@ -10,21 +10,23 @@
  * prebuild is read.
  *
  * Where the dependencies come from. npm resolves the package's dependency ranges against registry
- * metadata (packuments), which an offline install takes from the npm cache; a cache filled by
- * installs from a lockfile (`npm ci`, or `npm install` on a fresh clone) holds the dependencies'
- * tarballs but none of their metadata, and `npm install --offline` then fails with ENOTCACHED.
- * So the install never looks at the user's cache or the network: the test serves a registry of its
- * own on 127.0.0.1, holding every package of nodeformer's dependency closure exactly as this
- * clone's node_modules holds it (each folder packed into a tarball here, nested node_modules left
- * out), and npm runs with that registry, an empty cache of its own and no user or global npmrc.
- * What npm asks that registry for and does not get must be an optional dependency for another
- * platform (@resvg/resvg-js-darwin-arm64, ...), which npm skips as a registry without it would.
+ * metadata (packuments), which an offline install takes from the npm cache; a fresh machine's cache,
+ * filled by `npm install` of a clone (from its lockfile), holds the dependencies' tarballs but no
+ * metadata that `npm install --offline` can use, which then fails with ENOTCACHED. So the install
+ * never looks at the user's cache or the network: the test serves a registry of its own on
+ * 127.0.0.1 holding every package of nodeformer's dependency closure exactly as this clone's
+ * node_modules holds it (each folder packed into a tarball here, nested node_modules left out),
+ * and npm runs with that registry, an empty cache of its own and no user or global npmrc. What npm
+ * asks that registry for and does not get must be an optional dependency for another platform
+ * (@resvg/resvg-js-darwin-arm64, ...), which npm skips as it would with a registry lacking it.
  *
  * Checked with three caches (npm_config_cache when running vitest; the install ignores it, the
- * staging `npm pack` reads it): an empty one (`mktemp -d`); one holding tarballs only, made the
- * way the failing machine's was — `npm install` on a fresh clone into an empty cache, which with
- * the lockfile fetches tarballs and no packuments (`grep -rh '"key"' $cache/_cacache/index-v5`
- * lists only `…/-/name-x.y.z.tgz` keys); and the usual ~/.npm.
+ * staging `npm pack` reads it): an empty one (`mktemp -d`); one holding tarballs only, a filled
+ * cache copied with every index entry but the tarballs' dropped —
+ *   cp -r ~/.npm /tmp/c && find /tmp/c/_cacache/index-v5 -type f -exec sed -i -E \
+ *     '/"key":"(make-fetch-happen:request-cache:[^"]*\.tgz|pacote:tarball:[^"]*)"/!d' {} +
+ * (with it, the `npm install --offline` this test used to run fails as on the fresh machine:
+ * "request to …/@resvg%2fresvg-js failed: cache mode is 'only-if-cached'"); and the usual ~/.npm.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
