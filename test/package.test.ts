@@ -3,15 +3,39 @@
  * (npm pack, which builds dist/ through `prepare`) from a staging copy of the repository, so the
  * working tree is never touched; its prebuilds/ are the repository's (`npm run prebuild`), or —
  * when that has not been run — the binary these tests loaded (build/Release), stripped, which is
- * what prebuildify makes of the same build. The tarball is installed with `npm install --offline` into an empty folder with
- * a PATH holding only node and sh, so node-gyp-build cannot fall back to compiling; then the
- * package is loaded with require() and with import, a small TypeScript file is type-checked
- * against its .d.ts files, and the loader's explanation of a broken or missing prebuild is read.
+ * what prebuildify makes of the same build. The tarball is installed with `npm install <tarball>`
+ * into an empty folder with a PATH holding only node and sh, so node-gyp-build cannot fall back to
+ * compiling; then the package is loaded with require() and with import, a small TypeScript file is
+ * type-checked against its .d.ts files, and the loader's explanation of a broken or missing
+ * prebuild is read.
+ *
+ * Where the dependencies come from. npm resolves the package's dependency ranges against registry
+ * metadata (packuments), which an offline install takes from the npm cache; a fresh machine's cache,
+ * filled by `npm install` of a clone (from its lockfile), holds the dependencies' tarballs but no
+ * metadata that `npm install --offline` can use, which then fails with ENOTCACHED. So the install
+ * never looks at the user's cache or the network: the test serves a registry of its own on
+ * 127.0.0.1 holding every package of nodeformer's dependency closure exactly as this clone's
+ * node_modules holds it (each folder packed into a tarball here, nested node_modules left out),
+ * and npm runs with that registry, an empty cache of its own and no user or global npmrc. What npm
+ * asks that registry for and does not get must be an optional dependency for another platform
+ * (@resvg/resvg-js-darwin-arm64, ...), which npm skips as it would with a registry lacking it.
+ *
+ * Checked with three caches (npm_config_cache when running vitest; the install ignores it, the
+ * staging `npm pack` reads it): an empty one (`mktemp -d`); one holding tarballs only, a filled
+ * cache copied with every index entry but the tarballs' dropped —
+ *   cp -r ~/.npm /tmp/c && find /tmp/c/_cacache/index-v5 -type f -exec sed -i -E \
+ *     '/"key":"(make-fetch-happen:request-cache:[^"]*\.tgz|pacote:tarball:[^"]*)"/!d' {} +
+ * (with it, the `npm install --offline` this test used to run fails as on the fresh machine:
+ * "request to …/@resvg%2fresvg-js failed: cache mode is 'only-if-cached'"); and the usual ~/.npm.
  */
 import { execFile, spawnSync } from 'node:child_process';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -23,11 +47,15 @@ const npmCli = [path.join(path.dirname(process.execPath), '..', 'lib', 'node_mod
   path.join(path.dirname(fs.realpathSync(process.execPath)), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js')]
   .find((p) => fs.existsSync(p));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-pack-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+let server: http.Server | undefined;
+afterAll(async () => {
+  if (server) await new Promise((resolve) => server!.close(resolve));
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
 
 /**
- * Runs a command (asynchronously, so the test worker stays responsive), resolving to its standard
- * output and error; a failure shows both in the error.
+ * Runs a command (asynchronously, so the test worker stays responsive and its registry answers),
+ * resolving to its standard output and error; a failure shows both in the error.
  */
 function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -67,6 +95,172 @@ function bareBin(): string {
   return bin;
 }
 
+interface Manifest {
+  name: string;
+  version: string;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  bundleDependencies?: string[] | boolean;
+  bundledDependencies?: string[] | boolean;
+}
+
+/**
+ * Every package that installing nodeformer brings in (dependencies, optional dependencies and
+ * peer dependencies, transitively), found the way Node resolves them from this clone, keyed by
+ * name@version. A required one that is missing means `npm install` has not been run.
+ */
+function dependencyClosure(): Map<string, { dir: string; manifest: Manifest }> {
+  const found = new Map<string, { dir: string; manifest: Manifest }>();
+  const seen = new Set<string>();
+  const locate = (from: string, name: string): string | undefined => {
+    for (let dir = from; ; dir = path.dirname(dir)) {
+      const candidate = path.join(dir, 'node_modules', name);
+      if (fs.existsSync(path.join(candidate, 'package.json'))) return candidate;
+      if (path.dirname(dir) === dir) return undefined;
+    }
+  };
+  const visit = (dir: string, manifest: Manifest) => {
+    const wanted: [string, boolean][] = [
+      ...Object.keys(manifest.dependencies ?? {}).map((n): [string, boolean] => [n, false]),
+      ...Object.keys(manifest.optionalDependencies ?? {}).map((n): [string, boolean] => [n, true]),
+      ...Object.keys(manifest.peerDependencies ?? {}).map((n): [string, boolean] => [n, !!manifest.peerDependenciesMeta?.[n]?.optional]),
+    ];
+    for (const [name, optional] of wanted) {
+      const child = locate(dir, name);
+      if (!child) {
+        if (!optional) throw new Error(`${name}, a dependency of ${manifest.name}, is not in node_modules: run npm install`);
+        continue;
+      }
+      const real = fs.realpathSync(child);
+      if (seen.has(real)) continue;
+      seen.add(real);
+      const m = JSON.parse(fs.readFileSync(path.join(child, 'package.json'), 'utf8')) as Manifest;
+      if (!found.has(`${m.name}@${m.version}`)) found.set(`${m.name}@${m.version}`, { dir: real, manifest: m });
+      visit(real, m);
+    }
+  };
+  const own = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as Manifest;
+  visit(root, { name: own.name, version: own.version, dependencies: own.dependencies, optionalDependencies: own.optionalDependencies });
+  return found;
+}
+
+/**
+ * A package folder as npm publishes it: a gzipped ustar archive of its files under package/,
+ * without its nested node_modules (bundled dependencies excepted), modes 644/755, one fixed mtime.
+ */
+function packFolder(dir: string, manifest: Manifest): Buffer {
+  const bundled = manifest.bundleDependencies ?? manifest.bundledDependencies;
+  const bundledNames = bundled === true ? Object.keys(manifest.dependencies ?? {}) : Array.isArray(bundled) ? bundled : [];
+  const blocks: Buffer[] = [];
+  const header = (name: string, size: number, mode: number): Buffer => {
+    const h = Buffer.alloc(512);
+    let prefix = '';
+    if (Buffer.byteLength(name) > 100) { // ustar: up to 155 bytes of leading folders go into `prefix`
+      let at = name.indexOf('/');
+      while (at >= 0 && Buffer.byteLength(name.slice(at + 1)) > 100) at = name.indexOf('/', at + 1);
+      if (at < 0 || Buffer.byteLength(name.slice(0, at)) > 155) throw new Error(`path too long for a ustar header: ${name}`);
+      prefix = name.slice(0, at);
+      name = name.slice(at + 1);
+    }
+    h.write(name, 0, 100);
+    h.write(`${mode.toString(8).padStart(7, '0')}\0`, 100);
+    h.write('0000000\0', 108); // uid
+    h.write('0000000\0', 116); // gid
+    h.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
+    h.write(`${(499162500).toString(8).padStart(11, '0')}\0`, 136); // npm's fixed mtime, 1985-10-26
+    h.write('        ', 148); // the checksum counts its own field as spaces
+    h.write('0', 156); // a regular file
+    h.write('ustar\u000000', 257);
+    h.write(prefix, 345, 155);
+    let sum = 0;
+    for (const byte of h) sum += byte;
+    h.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+    return h;
+  };
+  const walk = (abs: string, rel: string) => {
+    for (const entry of fs.readdirSync(abs, { withFileTypes: true }).sort((x, y) => (x.name < y.name ? -1 : 1))) {
+      const r = rel ? `${rel}/${entry.name}` : entry.name;
+      const full = path.join(abs, entry.name);
+      if (r === 'node_modules') {
+        for (const n of bundledNames) if (fs.existsSync(path.join(full, n))) walk(path.join(full, n), `node_modules/${n}`);
+        continue;
+      }
+      const stat = fs.statSync(full);
+      if (stat.isDirectory()) walk(full, r);
+      else if (stat.isFile()) {
+        const data = fs.readFileSync(full);
+        blocks.push(header(`package/${r}`, data.length, stat.mode & 0o111 ? 0o755 : 0o644), data, Buffer.alloc((512 - (data.length % 512)) % 512));
+      }
+    }
+  };
+  walk(dir, '');
+  blocks.push(Buffer.alloc(1024));
+  return zlib.gzipSync(Buffer.concat(blocks), { level: 1 });
+}
+
+/** Orders x.y.z versions numerically (enough to pick a dist-tag; npm does the range matching). */
+function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.+-]/).map(Number), pb = b.split(/[.+-]/).map(Number);
+  for (let i = 0; i < 3; i++) if (pa[i] !== pb[i]) return pa[i] - pb[i];
+  return 0;
+}
+
+/**
+ * Serves the dependency closure as an npm registry on 127.0.0.1: a packument per name (every
+ * version found, `latest` the highest) and a tarball per version. Resolves to its address and the
+ * list of names npm asked for and did not get.
+ */
+async function serveRegistry(): Promise<{ url: string; packages: number; bytes: number; notFound: string[]; optionalNames: Set<string> }> {
+  const packuments = new Map<string, { name: string; 'dist-tags': { latest: string }; versions: Record<string, unknown> }>();
+  const tarballs = new Map<string, Buffer>();
+  const optionalNames = new Set<string>();
+  const notFound: string[] = [];
+  let bytes = 0;
+  const closure = dependencyClosure();
+  server = http.createServer((req, res) => {
+    const url = decodeURIComponent((req.url ?? '/').split('?')[0]).slice(1);
+    const tarball = tarballs.get(url);
+    const packument = packuments.get(url);
+    if (tarball) {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': tarball.length });
+      res.end(tarball);
+    } else if (packument) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(packument));
+    } else {
+      notFound.push(url);
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end('{"error":"Not found"}');
+    }
+  });
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  for (const { dir, manifest } of closure.values()) {
+    for (const n of Object.keys(manifest.optionalDependencies ?? {})) optionalNames.add(n);
+    for (const [n, meta] of Object.entries(manifest.peerDependenciesMeta ?? {})) if (meta.optional) optionalNames.add(n);
+    const data = packFolder(dir, manifest);
+    bytes += data.length;
+    const file = `${manifest.name}/-/${manifest.name.split('/').pop()}-${manifest.version}.tgz`;
+    tarballs.set(file, data);
+    const doc = packuments.get(manifest.name) ?? { name: manifest.name, 'dist-tags': { latest: manifest.version }, versions: {} };
+    if (compareVersions(manifest.version, doc['dist-tags'].latest) > 0) doc['dist-tags'].latest = manifest.version;
+    doc.versions[manifest.version] = {
+      ...manifest,
+      _id: `${manifest.name}@${manifest.version}`,
+      dist: {
+        tarball: `${base}/${file}`,
+        integrity: `sha512-${crypto.createHash('sha512').update(data).digest('base64')}`,
+        shasum: crypto.createHash('sha1').update(data).digest('hex'),
+      },
+    };
+    packuments.set(manifest.name, doc);
+  }
+  for (const n of closure.keys()) optionalNames.delete(n.slice(0, n.lastIndexOf('@')));
+  return { url: `${base}/`, packages: closure.size, bytes, notFound, optionalNames };
+}
+
 describe.runIf(npmCli && process.platform !== 'win32')('install from the packed tarball', () => {
   let app = '', installed = '', env: NodeJS.ProcessEnv = {};
 
@@ -84,15 +278,32 @@ describe.runIf(npmCli && process.platform !== 'win32')('install from the packed 
     app = path.join(tmp, 'app');
     fs.mkdirSync(app);
     fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
-    env = { PATH: bareBin(), HOME: os.homedir(), npm_config_cache: path.join(os.homedir(), '.npm') };
+    const t0 = Date.now();
+    const registry = await serveRegistry();
+    console.log(`registry on ${registry.url}: ${registry.packages} packages from node_modules, ${(registry.bytes / 2 ** 20).toFixed(1)} MiB packed in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    const [userrc, globalrc] = [path.join(tmp, 'user-npmrc'), path.join(tmp, 'global-npmrc')];
+    for (const f of [userrc, globalrc]) fs.writeFileSync(f, '');
+    env = {
+      PATH: bareBin(), HOME: os.homedir(),
+      // Only the test's registry and an empty cache of the test's own: whatever ~/.npm holds (or
+      // lacks) and whatever the network offers play no part. No user or global npmrc either.
+      npm_config_registry: registry.url, npm_config_cache: path.join(tmp, 'npm-cache'),
+      npm_config_userconfig: userrc, npm_config_globalconfig: globalrc, npm_config_update_notifier: 'false',
+    };
     for (const tool of ['cc', 'c++', 'g++', 'gcc', 'make', 'python3', 'nvcc'])
       expect(spawnSync('sh', ['-c', `command -v ${tool}`], { env }).status, `${tool} is hidden`).not.toBe(0);
     const tarball = path.join(tmp, packed[0].filename);
-    const args = ['install', '--offline', '--no-audit', '--no-fund', '--foreground-scripts', tarball];
+    const args = ['install', '--no-audit', '--no-fund', '--foreground-scripts', tarball];
     const result = await run(process.execPath, [npmCli!, ...args], app, env);
-    const out = `${result.stdout}${result.stderr.split('\n').filter((l) => !/Unknown user config/.test(l)).join('\n')}`;
+    const out = `${result.stdout}${result.stderr}`;
     console.log(`$ PATH=<node and sh only> npm ${args.join(' ')}\n${out.trim()}`);
+    const notFound = [...new Set(registry.notFound)].sort();
+    console.log(`asked for, not in the registry (optional): ${notFound.join(', ') || 'none'}`);
+    expect(notFound.filter((n) => !registry.optionalNames.has(n)), 'npm asked only for what the clone has, or optional packages').toEqual([]);
     expect(out).toMatch(/> nodeformer@[\d.]+ install\n> node-gyp-build/); // the install script ran, found the prebuild, built nothing
+    const deps = Object.keys((JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as Manifest).dependencies ?? {});
+    const version = (dir: string, n: string) => (JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', n, 'package.json'), 'utf8')) as Manifest).version;
+    for (const n of deps) expect(version(app, n), `${n} as the clone has it`).toBe(version(root, n));
     installed = path.join(app, 'node_modules', 'nodeformer');
     expect(fs.existsSync(path.join(installed, 'build')), 'node-gyp did not build anything').toBe(false);
   });
