@@ -41,9 +41,11 @@ inline float vhmax(vf a) {
 // where(c > 0) a else b, and where(c < d) a else b
 inline vf vselect_pos(vf c, vf a, vf b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(c, vzero(), _CMP_GT_OQ), b, a); }
 inline vf vselect_lt(vf c, vf d, vf a, vf b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(c, d, _CMP_LT_OQ), b, a); }
+// Bitwise m ? mag : sgn with m = 0x7fffffff: ternarylogic's result bit is imm[(a << 2) | (b << 1) | c]
+// for bits a, b, c of its three operands, so `a ? b : c` is the truth table 0b11001010 = 0xca.
 inline vf vcopysign(vf mag, vf sgn) {
   const __m512i m = _mm512_set1_epi32(0x7fffffff);
-  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(m, _mm512_castps_si512(mag), _mm512_castps_si512(sgn), 0xd8));
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(m, _mm512_castps_si512(mag), _mm512_castps_si512(sgn), 0xca));
 }
 inline vf vpow2i(vf n) {  // 2^n for integral n in [-126, 127]
   __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
