@@ -25,6 +25,7 @@ import type { LossOps } from './native/loss';
 import type { OptimOps } from './native/optim';
 import type { PatchEmbedOps } from './native/patch_embed';
 import type { PeakOps } from './native/peak';
+import type { SimdProbeOps } from './native/simd_probe';
 
 /**
  * Every op `name` also exists as `nameAsync`: the same validation on the calling thread, the work
@@ -36,7 +37,7 @@ export type WithAsync<T> = T & {
 };
 
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
-export type NativeBinding = CoreOps &
+export type NativeBinding = CoreOps & SimdProbeOps &
   WithAsync<LayerNormOps & LinearOps & AttentionOps & FeedForwardOps & PatchEmbedOps & EmbeddingOps & ElementwiseOps & LossOps & OptimOps & FiniteOps & PeakOps>;
 
 /** The folder of nodeformer's package.json at or above `start`. */

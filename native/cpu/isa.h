@@ -20,6 +20,7 @@
 // So the AVX-512 kernels ship in every build and simply stay unused on AVX2 or older CPUs.
 #include <cmath>
 #include <cstdint>
+#include <cstring>  // std::memcpy, for the bit casts of simd.h
 
 #ifndef NF_ISA
 #error "NF_ISA must be defined by the build (0 scalar, 1 avx2, 2 avx512)"
