@@ -36,12 +36,21 @@ Isa probe() {
   return Isa::scalar;
 }
 
+// The best usable variant no higher than `cap` (scalar always is).
+Isa best_usable(Isa cap) {
+  for (int i = static_cast<int>(cap); i > static_cast<int>(Isa::scalar); --i)
+    if (isa_usable(static_cast<Isa>(i))) return static_cast<Isa>(i);
+  return Isa::scalar;
+}
+
+// The variant chosen at load: the best the CPU runs that passed the self-check, or the best such
+// one at or below NF_ISA (a name above what the CPU runs, or not a name, is ignored).
 Isa initial_isa() {
-  Isa best = detected_isa();
+  Isa cap = detected_isa();
   const char* env = std::getenv("NF_ISA");
   Isa forced;
-  if (env && *env && parse_isa(env, &forced) && static_cast<int>(forced) <= static_cast<int>(best)) return forced;
-  return best;
+  if (env && *env && parse_isa(env, &forced) && static_cast<int>(forced) < static_cast<int>(cap)) cap = forced;
+  return best_usable(cap);
 }
 
 std::atomic<int>& active() {
@@ -77,10 +86,26 @@ Isa detected_isa() {
 
 Isa active_isa() { return static_cast<Isa>(active().load(std::memory_order_relaxed)); }
 
+const IsaSelfCheck& isa_selfcheck() {
+  static const IsaSelfCheck check = run_isa_selfcheck(detected_isa());
+  return check;
+}
+
+bool isa_usable(Isa isa) {
+  if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return false;
+  for (const IsaRejection& r : isa_selfcheck().rejected)
+    if (r.isa == isa) return false;
+  return true;
+}
+
 Status set_active_isa(Isa isa) {
   NF_CHECK(static_cast<int>(isa) <= static_cast<int>(detected_isa()), "set_isa",
            std::string("this CPU cannot run the ") + isa_name(isa) + " kernels (best available: " +
                isa_name(detected_isa()) + ")");
+  for (const IsaRejection& r : isa_selfcheck().rejected)
+    NF_CHECK(r.isa != isa, "set_isa",
+             std::string("the ") + isa_name(isa) + " kernels failed the load-time self-check and are disabled (" +
+                 r.reason + ")");
   active().store(static_cast<int>(isa), std::memory_order_relaxed);
   return Status::Ok();
 }

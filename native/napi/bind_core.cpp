@@ -1,4 +1,4 @@
-// Core binding: ISA selection, thread count, and 64-byte aligned native allocations handed to JS
+// Core binding: thread count, and 64-byte aligned native allocations handed to JS
 // as ArrayBuffers (the GC is told about their size and frees them through a finalizer), served by
 // the block cache, whose counters and cap are exposed too.
 #include <napi.h>
@@ -6,7 +6,6 @@
 #include <cstdint>
 
 #include "../core/block_cache.h"
-#include "../core/cpu_features.h"
 #include "../core/threadpool.h"
 #include "allocations.h"
 #include "args.h"
@@ -14,29 +13,6 @@
 
 namespace nf::napi {
 namespace {
-
-Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("active", isa_name(active_isa()));
-  o.Set("detected", isa_name(detected_isa()));
-  Napi::Array avail = Napi::Array::New(env);
-  for (int i = 0; i <= static_cast<int>(detected_isa()); ++i) avail.Set(i, isa_name(static_cast<Isa>(i)));
-  o.Set("available", avail);
-  o.Set("compiled", Napi::Array::New(env));
-  Napi::Array compiled = o.Get("compiled").As<Napi::Array>();
-  for (int i = 0; i <= 2; ++i) compiled.Set(i, isa_name(static_cast<Isa>(i)));
-  return o;
-}
-
-Napi::Value SetIsa(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Isa isa;
-  if (info.Length() < 1 || !info[0].IsString() || !parse_isa(info[0].As<Napi::String>().Utf8Value(), &isa))
-    throw_error(env, "ERR_NF_INVALID_ARG", "setIsa: expected 'scalar', 'avx2' or 'avx512' for isa");
-  check(env, set_active_isa(isa));
-  return env.Undefined();
-}
 
 Napi::Value NumThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), num_threads()); }
 
@@ -105,8 +81,6 @@ Napi::Value SetCacheLimit(const Napi::CallbackInfo& info) {
 }  // namespace
 
 NF_REGISTER_OPS(core) {
-  exports.Set("isaInfo", Napi::Function::New(env, IsaInfo, "isaInfo"));
-  exports.Set("setIsa", Napi::Function::New(env, SetIsa, "setIsa"));
   exports.Set("numThreads", Napi::Function::New(env, NumThreads, "numThreads"));
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
   exports.Set("allocate", Napi::Function::New(env, Allocate, "allocate"));
