@@ -23,15 +23,17 @@ Isa probe() {
 #ifdef NF_X86
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::scalar;
-  bool osxsave = c & (1u << 27), fma = c & (1u << 12), avx = c & (1u << 28);
+  bool osxsave = c & (1u << 27), fma = c & (1u << 12), avx = c & (1u << 28), f16c = c & (1u << 29);
   if (!osxsave || !avx) return Isa::scalar;
   uint64_t xcr0 = xgetbv0();
   bool ymm_os = (xcr0 & 0x6) == 0x6, zmm_os = (xcr0 & 0xe6) == 0xe6;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return Isa::scalar;
   bool avx2 = b & (1u << 5);
   bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31));  // F DQ BW VL
-  if (avx512 && avx2 && fma && zmm_os) return Isa::avx512;
-  if (avx2 && fma && ymm_os) return Isa::avx2;
+  // isa.h's target pragmas also enable F16C, BMI1 and BMI2 (GCC emits shlx and tzcnt in the kernels).
+  bool extras = f16c && (b & (1u << 3)) && (b & (1u << 8));
+  if (avx512 && avx2 && fma && extras && zmm_os) return Isa::avx512;
+  if (avx2 && fma && extras && ymm_os) return Isa::avx2;
 #endif
   return Isa::scalar;
 }
