@@ -19,10 +19,13 @@ const info = native.isaInfo();
 const candidates = order.slice(1, order.indexOf(info.detected) + 1).reverse(); // checked, best first
 
 let child: string | undefined;
-/** Loads the library in a child process (and a worker thread of it) with `env` added. */
+/** Loads the library in a child process (and a worker thread of it) with `env` (and no NF_ISA of this run's). */
 function load(env: Record<string, string>): { main: IsaReport; worker: IsaReport } {
   child ??= bundle('test/support/isa_child.ts');
-  const out = execFileSync(process.execPath, [child], { env: { ...bundleEnv(), ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const base = bundleEnv();
+  delete base.NF_ISA;
+  delete base.NF_SELFCHECK_FAIL;
+  const out = execFileSync(process.execPath, [child], { env: { ...base, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   return JSON.parse(out) as { main: IsaReport; worker: IsaReport };
 }
 
