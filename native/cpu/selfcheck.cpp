@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -220,38 +221,51 @@ std::string format_err(double e) {
 
 namespace nf {
 
+namespace {
+
+// Checks each variant above scalar up to `best` against the scalar one, appending to `check`.
+void check_variants(Isa best, IsaSelfCheck* check) {
+  if (best == Isa::scalar) return;
+  const cpu::Outputs ref = cpu::run_all(Isa::scalar);
+  for (int i = static_cast<int>(best); i > static_cast<int>(Isa::scalar); --i) {
+    const Isa isa = static_cast<Isa>(i);
+    cpu::Outputs got = cpu::run_all(isa);
+    const bool simulated = cpu::simulated_failure(isa);
+    if (simulated)
+      for (float& x : got.front().v) x = -x;
+    std::string reason;
+    double worst = 0;
+    int failed = 0;
+    for (size_t k = 0; k < ref.size(); ++k) {
+      const double e = cpu::rel_err(got[k].v, ref[k].v);
+      if (!std::isnan(worst) && (std::isnan(e) || e > worst)) worst = e;
+      if (e <= cpu::kTolerance) continue;
+      if (++failed <= 3)  // the first three by name, then how many more
+        reason += (reason.empty() ? "" : "; ") + ref[k].name + ": relative error " + cpu::format_err(e);
+    }
+    check->checked.push_back({isa, worst});
+    if (failed > 0) {
+      if (failed > 3) reason += "; and " + std::to_string(failed - 3) + " more outputs";
+      reason += " (against the scalar variant; tolerance " + cpu::format_err(cpu::kTolerance) + ")";
+      if (simulated) reason += " [simulated by NF_SELFCHECK_FAIL]";
+      check->rejected.push_back({isa, reason});
+    }
+  }
+}
+
+}  // namespace
+
 IsaSelfCheck run_isa_selfcheck(Isa best) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   IsaSelfCheck check;
   check.tolerance = cpu::kTolerance;
-  if (best != Isa::scalar) {
+  try {
     SerialScope serial;
-    const cpu::Outputs ref = cpu::run_all(Isa::scalar);
-    for (int i = static_cast<int>(best); i > static_cast<int>(Isa::scalar); --i) {
-      const Isa isa = static_cast<Isa>(i);
-      cpu::Outputs got = cpu::run_all(isa);
-      const bool simulated = cpu::simulated_failure(isa);
-      if (simulated)
-        for (float& x : got.front().v) x = -x;
-      std::string reason;
-      double worst = 0;
-      int failed = 0;
-      for (size_t k = 0; k < ref.size(); ++k) {
-        const double e = cpu::rel_err(got[k].v, ref[k].v);
-        if (!std::isnan(worst) && (std::isnan(e) || e > worst)) worst = e;
-        if (e <= cpu::kTolerance) continue;
-        if (++failed <= 3)  // the first three by name, then how many more
-          reason += (reason.empty() ? "" : "; ") + ref[k].name + ": relative error " + cpu::format_err(e);
-      }
-      check.checked.push_back({isa, worst});
-      if (failed > 0) {
-        if (failed > 3) reason += "; and " + std::to_string(failed - 3) + " more outputs";
-        reason += " (against the scalar variant; tolerance " + cpu::format_err(cpu::kTolerance) + ")";
-        if (simulated) reason += " [simulated by NF_SELFCHECK_FAIL]";
-        check.rejected.push_back({isa, reason});
-      }
-    }
+    check_variants(best, &check);
+  } catch (const std::exception& e) {  // out of memory for the tiny buffers: no variant is trusted
+    for (int i = static_cast<int>(best) - static_cast<int>(check.checked.size()); i > 0; --i)
+      check.rejected.push_back({static_cast<Isa>(i), std::string("the self-check could not run: ") + e.what()});
   }
   check.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return check;
