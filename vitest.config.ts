@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The default summary, then which CPU kernel variants the run exercised (test/support/isa_summary.ts).
+    reporters: ['default', './test/support/isa_summary.ts'],
     // Native code runs in child processes, so a crash fails one file instead of the runner.
     pool: 'forks',
     // One file at a time: the leak, event-loop and packaging tests measure the process they run

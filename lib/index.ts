@@ -4,7 +4,7 @@
  */
 export { native, nativeAddonPath } from './native';
 export type { NativeBinding } from './native';
-export type { Isa } from './native/core';
+export type { Isa, IsaInfo, IsaRejection } from './native/core';
 
 export { NodeformerError } from './errors';
 export { assertFinite, checkFiniteEnabled, setCheckFinite } from './finite';

@@ -25,6 +25,7 @@ import type { LossOps } from './native/loss';
 import type { OptimOps } from './native/optim';
 import type { PatchEmbedOps } from './native/patch_embed';
 import type { PeakOps } from './native/peak';
+import type { SimdProbeOps } from './native/simd_probe';
 
 /**
  * Every op `name` also exists as `nameAsync`: the same validation on the calling thread, the work
@@ -36,7 +37,7 @@ export type WithAsync<T> = T & {
 };
 
 /** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
-export type NativeBinding = CoreOps &
+export type NativeBinding = CoreOps & SimdProbeOps &
   WithAsync<LayerNormOps & LinearOps & AttentionOps & FeedForwardOps & PatchEmbedOps & EmbeddingOps & ElementwiseOps & LossOps & OptimOps & FiniteOps & PeakOps>;
 
 /** The folder of nodeformer's package.json at or above `start`. */
@@ -113,7 +114,23 @@ function load(): { addon: NativeBinding; file: string } {
   ].join('\n'));
 }
 
+/**
+ * Warns once per process (process.emitWarning, code NF_ISA_REJECTED) when the load-time self-check
+ * rejected a kernel variant, naming it, the reason and the variant used instead.
+ */
+function warnRejected(addon: NativeBinding): void {
+  if (!addon.claimSelfCheckWarning()) return;
+  const info = addon.isaInfo();
+  const list = info.rejected.map((r) => `${r.isa} (${r.reason})`).join('; ');
+  process.emitWarning(
+    `nodeformer: the CPU kernel variant${info.rejected.length > 1 ? 's' : ''} ${list} failed the load-time ` +
+      `self-check against the scalar variant and will not be used; running ${info.active} instead.`,
+    { code: 'NF_ISA_REJECTED' },
+  );
+}
+
 const loaded = load();
+warnRejected(loaded.addon);
 /** The loaded addon. */
 export const native: NativeBinding = loaded.addon;
 /** The .node file it was loaded from. */

@@ -23,25 +23,36 @@ Isa probe() {
 #ifdef NF_X86
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::scalar;
-  bool osxsave = c & (1u << 27), fma = c & (1u << 12), avx = c & (1u << 28);
+  bool osxsave = c & (1u << 27), fma = c & (1u << 12), avx = c & (1u << 28), f16c = c & (1u << 29);
   if (!osxsave || !avx) return Isa::scalar;
   uint64_t xcr0 = xgetbv0();
   bool ymm_os = (xcr0 & 0x6) == 0x6, zmm_os = (xcr0 & 0xe6) == 0xe6;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return Isa::scalar;
   bool avx2 = b & (1u << 5);
   bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31));  // F DQ BW VL
-  if (avx512 && avx2 && fma && zmm_os) return Isa::avx512;
-  if (avx2 && fma && ymm_os) return Isa::avx2;
+  // isa.h's target pragmas also enable F16C, BMI1 and BMI2 (GCC emits shlx and tzcnt in the kernels).
+  bool extras = f16c && (b & (1u << 3)) && (b & (1u << 8));
+  if (avx512 && avx2 && fma && extras && zmm_os) return Isa::avx512;
+  if (avx2 && fma && extras && ymm_os) return Isa::avx2;
 #endif
   return Isa::scalar;
 }
 
+// The best usable variant no higher than `cap` (scalar always is).
+Isa best_usable(Isa cap) {
+  for (int i = static_cast<int>(cap); i > static_cast<int>(Isa::scalar); --i)
+    if (isa_usable(static_cast<Isa>(i))) return static_cast<Isa>(i);
+  return Isa::scalar;
+}
+
+// The variant chosen at load: the best the CPU runs that passed the self-check, or the best such
+// one at or below NF_ISA (a name above what the CPU runs, or not a name, is ignored).
 Isa initial_isa() {
-  Isa best = detected_isa();
+  Isa cap = detected_isa();
   const char* env = std::getenv("NF_ISA");
   Isa forced;
-  if (env && *env && parse_isa(env, &forced) && static_cast<int>(forced) <= static_cast<int>(best)) return forced;
-  return best;
+  if (env && *env && parse_isa(env, &forced) && static_cast<int>(forced) < static_cast<int>(cap)) cap = forced;
+  return best_usable(cap);
 }
 
 std::atomic<int>& active() {
@@ -77,10 +88,26 @@ Isa detected_isa() {
 
 Isa active_isa() { return static_cast<Isa>(active().load(std::memory_order_relaxed)); }
 
+const IsaSelfCheck& isa_selfcheck() {
+  static const IsaSelfCheck check = run_isa_selfcheck(detected_isa());
+  return check;
+}
+
+bool isa_usable(Isa isa) {
+  if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return false;
+  for (const IsaRejection& r : isa_selfcheck().rejected)
+    if (r.isa == isa) return false;
+  return true;
+}
+
 Status set_active_isa(Isa isa) {
   NF_CHECK(static_cast<int>(isa) <= static_cast<int>(detected_isa()), "set_isa",
            std::string("this CPU cannot run the ") + isa_name(isa) + " kernels (best available: " +
                isa_name(detected_isa()) + ")");
+  for (const IsaRejection& r : isa_selfcheck().rejected)
+    NF_CHECK(r.isa != isa, "set_isa",
+             std::string("the ") + isa_name(isa) + " kernels failed the load-time self-check and are disabled (" +
+                 r.reason + ")");
   active().store(static_cast<int>(isa), std::memory_order_relaxed);
   return Status::Ok();
 }

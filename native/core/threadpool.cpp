@@ -12,6 +12,7 @@ namespace nf {
 namespace {
 
 thread_local bool tls_in_parallel = false;
+thread_local bool tls_serial = false;  // inside a SerialScope
 
 int machine_threads() {
   unsigned n = std::thread::hardware_concurrency();
@@ -124,10 +125,19 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() { return pool().size(); }
+int num_threads() { return tls_serial ? 1 : pool().size(); }
 
 void set_num_threads(int n) { pool().resize(n >= 1 ? std::min(n, 256) : machine_threads()); }
 
-void parallel_for_raw(int64_t n, int64_t grain, RangeFn fn, void* ctx) { pool().run(n, grain, fn, ctx); }
+void parallel_for_raw(int64_t n, int64_t grain, RangeFn fn, void* ctx) {
+  if (tls_serial) {
+    if (n > 0) fn(ctx, 0, n);
+    return;
+  }
+  pool().run(n, grain, fn, ctx);
+}
+
+SerialScope::SerialScope() : was_serial_(tls_serial) { tls_serial = true; }
+SerialScope::~SerialScope() { tls_serial = was_serial_; }
 
 }  // namespace nf

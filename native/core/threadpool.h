@@ -13,6 +13,20 @@ namespace nf {
 int num_threads();
 void set_num_threads(int n);  // n < 1 means "the machine's core count"
 
+// While one lives, parallel_for on this thread runs inline and num_threads() is 1 there, without
+// starting the pool: for the load-time self-check (native/cpu/selfcheck.cpp), which runs before
+// anything else and must leave the process as it found it.
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  bool was_serial_;
+};
+
 using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
 void parallel_for_raw(int64_t n, int64_t grain, RangeFn fn, void* ctx);
 

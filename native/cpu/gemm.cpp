@@ -9,10 +9,11 @@
 // through the epilogue: alpha, beta (first k block only; later blocks accumulate), and on the
 // last k block the bias, the preact copy and the activation (act_forward_n on the freshly
 // stored, L1-hot rows).
-//   Packing: a k-major operand (op(A) when transA, op(B) when B is not transposed) is copied one
-// source row per k; a row-major one (op(A) when A is not transposed, and the weights [N, K] of a
-// Linear layer, transB) is transposed in registers 8 k by up to 8 rows at a time (AVX2 shuffles,
-// which the AVX-512 variant uses too), element by element in the scalar variant and at the edges.
+//   Packing (pack_inl.h): a k-major operand (op(A) when transA, op(B) when B is not transposed)
+// is copied one source row per k; a row-major one (op(A) when A is not transposed, and the weights
+// [N, K] of a Linear layer, transB) is transposed in registers 8 k by up to 8 rows at a time (AVX2
+// shuffles, which the AVX-512 variant uses too), element by element in the scalar variant and at
+// the edges.
 //   Cache blocking: the B micro-panel (kc x NR) stays in L1 while the kernel walks the packed A
 //   block (mc x kc, in L2); the packed B block (kc x nc) lives in L2/L3.
 // Threads: one parallel_for over macro-tiles (batch entry, column block, row block), row block
@@ -33,6 +34,7 @@
 namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
 #include "activation_inl.h"
+#include "pack_inl.h"
 
 namespace {
 
@@ -98,91 +100,6 @@ Plan make_plan(const GemmDims& d) {
     if (d.M < d.N) split(p.nIC, p.row_panels, p.nJC);
   }
   return p;
-}
-
-// Packs rows [0, n) x depth [0, kc) of a k-major operand into P-row panels, each [kc][P] (rows
-// past n zeroed): element (i, k) is src[k * ld + i]. That is op(A) when transA and op(B)ᵀ when B is
-// not transposed: one contiguous source row per k feeds every panel.
-template <int P>
-void pack_k_major(float* dst, const float* src, int64_t ld, int64_t n, int64_t kc) {
-  constexpr int64_t kAhead = 8;  // rows prefetched ahead of the copy
-  for (int64_t k = 0; k < kc; ++k) {
-    const float* s = src + k * ld;
-    if (k + kAhead < kc)
-      for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(s + kAhead * ld + i);
-    float* d = dst + k * P;
-    int64_t i = 0;
-    for (; i + P <= n; i += P, d += kc * P) std::memcpy(d, s + i, sizeof(float) * P);
-    if (i < n) {
-      std::memcpy(d, s + i, sizeof(float) * (n - i));
-      std::memset(d + (n - i), 0, sizeof(float) * (P - (n - i)));
-    }
-  }
-}
-
-#if NF_X86 && NF_ISA >= 1
-// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < 8: an 8 x 8 transpose in registers (AVX2;
-// the AVX-512 variant uses it too), of `rows` source rows (8, 6 or 4; a constant once inlined)
-// padded with zeros, storing only the first `rows` floats of each of the 8 output columns.
-inline void transpose_8x8(float* dst, int64_t ldd, const float* src, int64_t lds, int rows) {
-  __m256 r[8], t[8];
-  for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_loadu_ps(src + i * lds) : _mm256_setzero_ps();
-  for (int i = 0; i < 8; i += 2) {  // rows i, i+1 interleaved: (i,0 i+1,0 i,1 i+1,1 | i,4 ...)
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {  // rows i..i+3 of columns c, c+4 for c = 0, 1, 2, 3
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  const auto store = [rows](float* d, __m256 col) {  // the first `rows` floats of a column
-    if (rows == 8) {
-      _mm256_storeu_ps(d, col);
-      return;
-    }
-    _mm_storeu_ps(d, _mm256_castps256_ps128(col));
-    if (rows == 6) _mm_storel_pi(reinterpret_cast<__m64*>(d + 4), _mm256_extractf128_ps(col, 1));
-  };
-  for (int c = 0; c < 4; ++c) {  // rows 0..3 from r[c], rows 4..7 from r[c + 4]
-    store(dst + c * ldd, _mm256_permute2f128_ps(r[c], r[c + 4], 0x20));
-    store(dst + (c + 4) * ldd, _mm256_permute2f128_ps(r[c], r[c + 4], 0x31));
-  }
-}
-#endif
-
-// Packs rows [0, n) x depth [0, kc) of a row-major operand (element (i, k) at src[i * ld + k]:
-// op(A) when not transposed, op(B)ᵀ when transB) into P-row panels, each [kc][P], rows past n
-// zeroed. Full panels are transposed 8 k at a time in registers, in groups of up to 8 rows, where
-// the ISA allows; the scalar variant, the last kc % 8 and a partial last panel are copied element
-// by element.
-template <int P>
-void pack_transposed(float* dst, const float* src, int64_t ld, int64_t n, int64_t kc) {
-  for (int64_t i = 0; i < n; i += P, dst += kc * P) {  // P source rows per panel, contiguous in k
-    const float* s = src + i * ld;
-    if (i + P > n) {
-      for (int64_t k = 0; k < kc; ++k)
-        for (int r = 0; r < P; ++r) dst[k * P + r] = i + r < n ? s[r * ld + k] : 0.0f;
-      continue;
-    }
-    const bool prefetch = i + 2 * P <= n;  // the next panel's rows, while this one is copied
-    for (int64_t kb = 0; kb < kc; kb += 16) {
-      if (prefetch)
-        for (int r = 0; r < P; ++r) __builtin_prefetch(s + (P + r) * ld + kb);
-      const int64_t ke = std::min(kc, kb + 16);
-      int64_t k = kb;
-#if NF_X86 && NF_ISA >= 1
-      for (; k + 8 <= ke; k += 8)
-#pragma GCC unroll 4
-        for (int r = 0; r < P; r += 8) transpose_8x8(dst + k * P + r, P, s + r * ld + k, ld, std::min(8, P - r));
-#endif
-      for (; k < ke; ++k) {
-#pragma GCC unroll 16
-        for (int r = 0; r < P; ++r) dst[k * P + r] = s[r * ld + k];
-      }
-    }
-  }
 }
 
 // What the store of one tile does besides writing alpha * acc.

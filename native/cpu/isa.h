@@ -13,13 +13,17 @@
 //   headers included before the pragma keep the baseline target, so inline and template code the
 //   linker merges across variants is baseline code (test/loader.test.ts disassembles the addon and
 //   checks that every EVEX/zmm/mask-register instruction lies in a function of nf::cpu::avx512).
-// - The avx512 functions are reached only through NF_DISPATCH (kernel_decl.h) or an explicit
-//   switch on active_isa(), and active_isa() can only hold a variant that detected_isa() allows:
-//   CPUID leaf 7 must report AVX-512 F, DQ, BW and VL, and XGETBV must show the OS saves the
-//   opmask and ZMM state (native/core/cpu_features.cpp); NF_ISA and setIsa() can only lower it.
+// - The avx512 functions are reached only through NF_DISPATCH / NF_DISPATCH_TO (kernel_decl.h) or
+//   an explicit switch on active_isa(), and active_isa() can only hold a variant that
+//   detected_isa() allows: CPUID must report AVX-512 F, DQ, BW and VL (and AVX2, FMA, F16C, BMI1
+//   and BMI2, which the pragmas below enable too), and XGETBV must show the OS saves the opmask
+//   and ZMM state (native/core/cpu_features.cpp); NF_ISA and setIsa() can only lower it.
+//   NF_DISPATCH_TO's callers (the load-time self-check, the simd_probe test hook) check
+//   detected_isa() themselves. A variant that fails the self-check is not selected either.
 // So the AVX-512 kernels ship in every build and simply stay unused on AVX2 or older CPUs.
 #include <cmath>
 #include <cstdint>
+#include <cstring>  // std::memcpy, for the bit casts of simd.h
 
 #ifndef NF_ISA
 #error "NF_ISA must be defined by the build (0 scalar, 1 avx2, 2 avx512)"

@@ -17,11 +17,15 @@
   namespace avx2 { __VA_ARGS__; }    \
   namespace avx512 { __VA_ARGS__; }
 
-#define NF_DISPATCH(fn, ...)                                   \
+// Calls variant `fn` of `isa` (an nf::Isa the CPU can run): the load-time self-check and the test
+// hooks pick the variant themselves; NF_DISPATCH picks the active one.
+#define NF_DISPATCH_TO(isa, fn, ...)                           \
   do {                                                         \
-    switch (::nf::active_isa()) {                              \
+    switch (isa) {                                             \
       case ::nf::Isa::avx512: avx512::fn(__VA_ARGS__); break;  \
       case ::nf::Isa::avx2: avx2::fn(__VA_ARGS__); break;      \
       default: scalar::fn(__VA_ARGS__); break;                 \
     }                                                          \
   } while (0)
+
+#define NF_DISPATCH(fn, ...) NF_DISPATCH_TO(::nf::active_isa(), fn, __VA_ARGS__)

@@ -1,8 +1,27 @@
 // A small vector vocabulary shared by the kernels, so each kernel is written once and compiled
 // for every ISA: `vf` holds W floats (16 for AVX-512, 8 for AVX2, 1 for scalar). Include inside
-// `namespace nf::cpu::NF_ISA_NS` after isa.h. Loads and stores are unaligned-safe; the *_n forms
-// handle a tail of n < W elements (zero-filled on load). Transcendentals are polynomial:
-// vexp (~2 ulp, 0 below -87.3), vnormcdf (the normal CDF, |error| < 2e-7, Abramowitz & Stegun 7.1.26), vtanh.
+// `namespace nf::cpu::NF_ISA_NS` after isa.h.
+// The scalar forms define every function; test/simd.test.ts holds each variant to them lane by
+// lane (through native/cpu/simd_probe.cpp), so a function added here needs a case there.
+// - Loads and stores are unaligned-safe; the *_n forms handle a tail of n < W elements: vload_n
+//   zero-fills lanes n and up, vstore_n leaves memory past n untouched (tail_mask: the first n lanes).
+// - Arithmetic is IEEE single precision, correctly rounded (vfma, vfnma: one rounding), ±0 and
+//   denormals kept, so every variant returns the scalar form's bits, except which NaN comes out
+//   of an operation with two NaN operands. vmax(a, b) = a > b ? a : b and vmin(a, b) = a < b ? a : b
+//   (x86 maxps/minps): b when either is NaN, and b for ±0 against ∓0, so put an operand whose NaN
+//   must propagate second. vselect_pos / vselect_lt pick b when the comparison meets a NaN. vround
+//   rounds to nearest, ties to even. vpow2i(n) = 2^n for integral n in [-126, 127] (128: +inf).
+// - vsum and vhmax reduce pairwise by halves: lane i with lane i + W/2 (i < W/2), then i with
+//   i + W/4, ..., in float, with vmax's rule for vhmax; the order is part of the contract.
+// - Transcendentals are polynomials built from the above (so they too give the scalar form's bits
+//   on every variant); errors against the exact function, the maxima over every float input:
+//     vexp: < 1.3 ulp for x in [-87.33, 88.37]; 0 below -87.3365 (results under FLT_MIN) and for
+//       -inf; x above 88.3763 (+inf included) saturates at e^88.3763 ≈ 2.4e38, never +inf.
+//     vnormcdf, the normal CDF Φ (Abramowitz & Stegun 7.1.26): |error| < 3.2e-7; in the lower tail
+//       relative error < 4% down to x = −13 (Φ ≈ 6e-39); 0 below x ≈ −13.2.
+//     vtanh: |error| < 1.5e-7, absolute: the relative error grows as |x| → 0, where
+//       1 − 2/(e^{2|x|} + 1) cancels (vtanh(1e-30) = 0).
+//   All three return NaN for NaN.
 #pragma once
 
 #if NF_ISA == 2 && NF_X86
@@ -41,9 +60,11 @@ inline float vhmax(vf a) {
 // where(c > 0) a else b, and where(c < d) a else b
 inline vf vselect_pos(vf c, vf a, vf b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(c, vzero(), _CMP_GT_OQ), b, a); }
 inline vf vselect_lt(vf c, vf d, vf a, vf b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(c, d, _CMP_LT_OQ), b, a); }
+// Bitwise m ? mag : sgn with m = 0x7fffffff: ternarylogic's result bit is imm[(a << 2) | (b << 1) | c]
+// for bits a, b, c of its three operands, so `a ? b : c` is the truth table 0b11001010 = 0xca.
 inline vf vcopysign(vf mag, vf sgn) {
   const __m512i m = _mm512_set1_epi32(0x7fffffff);
-  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(m, _mm512_castps_si512(mag), _mm512_castps_si512(sgn), 0xd8));
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(m, _mm512_castps_si512(mag), _mm512_castps_si512(sgn), 0xca));
 }
 inline vf vpow2i(vf n) {  // 2^n for integral n in [-126, 127]
   __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
@@ -119,15 +140,20 @@ inline float vhmax(vf a) { return a; }
 inline vf vselect_pos(vf c, vf a, vf b) { return c > 0.0f ? a : b; }
 inline vf vselect_lt(vf c, vf d, vf a, vf b) { return c < d ? a : b; }
 inline vf vcopysign(vf mag, vf sgn) { return std::copysign(mag, sgn); }
-inline vf vpow2i(vf n) { return std::ldexp(1.0f, static_cast<int>(n)); }
+inline vf vpow2i(vf n) {  // the vector forms' bits: (round(n) + 127) << 23
+  const uint32_t i = (static_cast<uint32_t>(std::lrint(n)) + 127u) << 23;
+  float y;
+  std::memcpy(&y, &i, sizeof y);
+  return y;
+}
 #endif
 
 // e^x. Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial for e^r.
 inline vf vexp(vf x) {
   const vf hi = vset1(88.3762626647949f), lo = vset1(-87.3365447504f);
-  vf xc = vmin(x, hi);
+  vf xc = vmin(hi, x);  // NaN stays NaN (vmin returns its second operand then)
   vf n = vround(vmul(xc, vset1(1.44269504088896341f)));
-  n = vmax(n, vset1(-126.0f));
+  n = vmax(vset1(-126.0f), n);
   vf r = vfnma(n, vset1(0.693359375f), xc);
   r = vfnma(n, vset1(-2.12194440e-4f), r);
   vf p = vset1(1.9875691500e-4f);
@@ -159,7 +185,7 @@ inline vf vnormcdf(vf x) {
 
 // tanh(x) = sign(x) (1 - 2 / (e^{2|x|} + 1)).
 inline vf vtanh(vf x) {
-  vf e = vexp(vmul(vmin(vabs(x), vset1(44.0f)), vset1(2.0f)));
+  vf e = vexp(vmul(vmin(vset1(44.0f), vabs(x)), vset1(2.0f)));
   vf y = vsub(vset1(1.0f), vdiv(vset1(2.0f), vadd(e, vset1(1.0f))));
   return vcopysign(y, x);
 }

@@ -1,11 +1,10 @@
-// Core binding: ISA selection, thread count, and tensor memory (an ordinary ArrayBuffer: see
-// allocations.h): the aligned offset of a buffer, release, which frees one now, and the malloc
-// policy applied at load (core/malloc_policy.h).
+// Core binding: thread count, and tensor memory (an ordinary ArrayBuffer: see allocations.h):
+// the aligned offset of a buffer, release, which frees one now, and the malloc policy applied at
+// load (core/malloc_policy.h). ISA selection is in bind_isa.cpp.
 #include <napi.h>
 
 #include <cstdint>
 
-#include "../core/cpu_features.h"
 #include "../core/malloc_policy.h"
 #include "../core/threadpool.h"
 #include "allocations.h"
@@ -14,29 +13,6 @@
 
 namespace nf::napi {
 namespace {
-
-Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("active", isa_name(active_isa()));
-  o.Set("detected", isa_name(detected_isa()));
-  Napi::Array avail = Napi::Array::New(env);
-  for (int i = 0; i <= static_cast<int>(detected_isa()); ++i) avail.Set(i, isa_name(static_cast<Isa>(i)));
-  o.Set("available", avail);
-  o.Set("compiled", Napi::Array::New(env));
-  Napi::Array compiled = o.Get("compiled").As<Napi::Array>();
-  for (int i = 0; i <= 2; ++i) compiled.Set(i, isa_name(static_cast<Isa>(i)));
-  return o;
-}
-
-Napi::Value SetIsa(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Isa isa;
-  if (info.Length() < 1 || !info[0].IsString() || !parse_isa(info[0].As<Napi::String>().Utf8Value(), &isa))
-    throw_error(env, "ERR_NF_INVALID_ARG", "setIsa: expected 'scalar', 'avx2' or 'avx512' for isa");
-  check(env, set_active_isa(isa));
-  return env.Undefined();
-}
 
 Napi::Value NumThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), num_threads()); }
 
@@ -86,8 +62,6 @@ Napi::Value MallocPolicyInfo(const Napi::CallbackInfo& info) {
 
 NF_REGISTER_OPS(core) {
   apply_malloc_policy();
-  exports.Set("isaInfo", Napi::Function::New(env, IsaInfo, "isaInfo"));
-  exports.Set("setIsa", Napi::Function::New(env, SetIsa, "setIsa"));
   exports.Set("numThreads", Napi::Function::New(env, NumThreads, "numThreads"));
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
   exports.Set("alignedOffset", Napi::Function::New(env, AlignedOffset, "alignedOffset"));

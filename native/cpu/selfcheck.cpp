@@ -1,0 +1,275 @@
+// The load-time known-answer self-check of the ISA variants (run_isa_selfcheck, declared in
+// core/cpu_features.h): before the first variant is chosen, every kernel family runs once on a
+// tiny fixed input under each candidate variant (avx512, avx2: those the CPU has) and under the
+// scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then uses the
+// next one down). The families: GEMM with each epilogue (none, relu, gelu, gelu_tanh; alpha, beta,
+// bias, preact, every transpose, a strided batch), self-attention forward and backward (causal),
+// layernorm forward and backward (with the residual add), the feed-forward network forward and
+// backward with each activation, softmax cross-entropy with its gradient, and an AdamW step.
+// Shapes are chosen so every variant meets full vectors, tails and partial register tiles
+// (widths 13, 37 against W = 16 and 8 and the tiles 12x32, 6x16, 4x4).
+//   Agreement: ‖candidate − scalar‖₂ / ‖scalar‖₂ ≤ kTolerance for every output. The variants
+// compute the same formulas from bit-identical vocabulary functions (test/simd.test.ts); they
+// differ only in the order of sums (vector lanes, register tiles), which at these sizes
+// (reductions of at most 37 terms) moves results by about 1e-7 relative; the copysign bug of
+// issue 11 gave NaN, and a wrong lane or a lost tail gives errors of order 1.
+//   Cost: every family at these sizes takes microseconds; all of it runs on the calling thread
+// (SerialScope: no pool thread is started at load). cpu_features.cpp reports the time.
+//   Test hook: NF_SELFCHECK_FAIL=avx512 (a comma-separated list of variants) negates the first
+// output of the named variants before the comparison, to exercise rejection and fallback.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "../core/threadpool.h"
+#include "attention.h"
+#include "feedforward.h"
+#include "gemm.h"
+#include "layernorm.h"
+#include "loss.h"
+#include "optim.h"
+#include "isa.h"
+
+#ifdef NF_ISA_PRIMARY
+namespace nf::cpu {
+namespace {
+
+constexpr double kTolerance = 1e-4;
+
+using Floats = std::vector<float>;
+
+// One named output array of one family.
+struct Output {
+  std::string name;
+  Floats v;
+};
+using Outputs = std::vector<Output>;
+
+// n fixed pseudo-random floats in [-scale, scale) (a 32-bit LCG; the same on every run).
+Floats fixed(int64_t n, uint32_t seed, float scale = 1.0f) {
+  Floats v(static_cast<size_t>(n));
+  uint32_t s = seed * 2654435761u + 1u;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = scale * (static_cast<float>(s >> 8) * (2.0f / 16777216.0f) - 1.0f);
+  }
+  return v;
+}
+
+const char* act_name(Act act) {
+  switch (act) {
+    case Act::relu: return "relu";
+    case Act::gelu: return "gelu";
+    case Act::gelu_tanh: return "gelu_tanh";
+    default: return "none";
+  }
+}
+
+// C = act(alpha op(A) op(B) + beta C + bias), M = 13, N = 37, K = 19, with the transposes and
+// batching varied across the epilogues so that both packing paths run.
+Outputs gemm_family(Isa isa, Act act) {
+  GemmDims d;
+  d.M = 13, d.N = 37, d.K = 19;
+  d.act = act;
+  d.transA = act == Act::none || act == Act::gelu_tanh;
+  d.transB = act == Act::gelu || act == Act::gelu_tanh;
+  d.alpha = 0.75f;
+  d.beta = act == Act::relu ? 0.0f : 0.5f;
+  d.batch = act == Act::none ? 2 : 1;
+  d.strideA = d.M * d.K + 3, d.strideB = d.K * d.N + 5, d.strideC = d.M * d.N + 7;
+  (void)gemm_check(&d);  // fills the leading dimensions; these dims are valid
+  const uint32_t seed = 10 + static_cast<uint32_t>(act);
+  Floats A = fixed(d.batch * d.strideA, seed, 0.6f), B = fixed(d.batch * d.strideB, seed + 1, 0.6f);
+  Floats bias = fixed(d.N, seed + 2), C = fixed(d.batch * d.strideC, seed + 3), preact(C.size(), 0.0f);
+  NF_DISPATCH_TO(isa, gemm, C.data(), preact.data(), A.data(), B.data(), bias.data(), d);
+  const std::string name = std::string("gemm ") + act_name(act) + " epilogue";
+  return {{name + " C", C}, {name + " preact", preact}};
+}
+
+// Causal self-attention, B = 2, T = 5, D = 24, H = 2 (Dh = 12), forward then backward.
+Outputs attention_family(Isa isa) {
+  AttentionDims d;
+  d.B = 2, d.Tq = d.Tk = 5, d.D = 24, d.H = 2;
+  const int64_t rows = d.B * d.Tq, D = d.D;
+  AttentionMasks masks;
+  masks.causal = true;
+  Floats x = fixed(rows * D, 20), Wqkv = fixed(3 * D * D, 21, 0.3f), bqkv = fixed(3 * D, 22, 0.1f);
+  Floats Wproj = fixed(D * D, 23, 0.3f), bproj = fixed(D, 24, 0.1f), dout = fixed(rows * D, 25);
+  Floats y(rows * D), weights(d.B * d.H * d.Tq * d.Tk), qkv(rows * 3 * D), ctx(rows * D), lse(d.B * d.H * d.Tq);
+  NF_DISPATCH_TO(isa, attention_forward, y.data(), weights.data(), qkv.data(), nullptr, nullptr, ctx.data(),
+                 lse.data(), x.data(), nullptr, masks, Wqkv.data(), bqkv.data(), Wproj.data(), bproj.data(), d);
+  Floats dx(rows * D), dWqkv(3 * D * D, 0.0f), dbqkv(3 * D, 0.0f), dWproj(D * D, 0.0f), dbproj(D, 0.0f);
+  NF_DISPATCH_TO(isa, attention_backward, dx.data(), nullptr, dWqkv.data(), dbqkv.data(), dWproj.data(),
+                 dbproj.data(), dout.data(), qkv.data(), nullptr, nullptr, ctx.data(), lse.data(), x.data(), nullptr,
+                 masks, Wqkv.data(), Wproj.data(), d);
+  return {{"attention forward out", y}, {"attention forward weights", weights},
+          {"attention forward lse", lse}, {"attention backward dx", dx},
+          {"attention backward dWqkv", dWqkv}, {"attention backward dbqkv", dbqkv},
+          {"attention backward dWproj", dWproj}, {"attention backward dbproj", dbproj}};
+}
+
+// LayerNorm of x + residual, rows = 3, D = 37, forward then backward (with a gradient to add).
+Outputs layernorm_family(Isa isa) {
+  LayerNormDims d;
+  d.rows = 3, d.D = 37;
+  const int64_t n = d.rows * d.D;
+  Floats x = fixed(n, 30, 2.0f), residual = fixed(n, 31), gamma = fixed(d.D, 32), beta = fixed(d.D, 33);
+  Floats y(n), sum(n), mean(d.rows), rstd(d.rows), dout = fixed(n, 34), dadd = fixed(n, 35);
+  NF_DISPATCH_TO(isa, layernorm_forward, y.data(), sum.data(), mean.data(), rstd.data(), x.data(), residual.data(),
+                 gamma.data(), beta.data(), d);
+  Floats dx(n), dgamma(d.D, 0.0f), dbeta(d.D, 0.0f);
+  NF_DISPATCH_TO(isa, layernorm_backward, dx.data(), dgamma.data(), dbeta.data(), dout.data(), dadd.data(),
+                 sum.data(), mean.data(), rstd.data(), gamma.data(), d);
+  return {{"layernorm forward out", y}, {"layernorm forward mean", mean}, {"layernorm forward rstd", rstd},
+          {"layernorm backward dx", dx}, {"layernorm backward dgamma", dgamma},
+          {"layernorm backward dbeta", dbeta}};
+}
+
+// The feed-forward network, rows = 3, D = 13, F = 37, forward then backward: the activations
+// forward (GEMM epilogue) and backward (act_backward_n).
+Outputs feedforward_family(Isa isa, Act act) {
+  FeedForwardDims d;
+  d.rows = 3, d.D = 13, d.F = 37;
+  d.activation = act;
+  const int64_t D = d.D, F = d.F, rows = d.rows;
+  const uint32_t seed = 40 + 10 * static_cast<uint32_t>(act);
+  Floats x = fixed(rows * D, seed, 2.0f), W1 = fixed(F * D, seed + 1, 0.6f), b1 = fixed(F, seed + 2);
+  Floats W2 = fixed(D * F, seed + 3, 0.3f), b2 = fixed(D, seed + 4), dy = fixed(rows * D, seed + 5);
+  Floats y(rows * D), h(rows * F), a(rows * F);
+  NF_DISPATCH_TO(isa, feedforward_forward, y.data(), h.data(), a.data(), x.data(), W1.data(), b1.data(), W2.data(),
+                 b2.data(), d);
+  Floats dx(rows * D), dW1(F * D, 0.0f), db1(F, 0.0f), dW2(D * F, 0.0f), db2(D, 0.0f);
+  NF_DISPATCH_TO(isa, feedforward_backward, dx.data(), dW1.data(), db1.data(), dW2.data(), db2.data(), dy.data(),
+                 x.data(), h.data(), a.data(), W1.data(), W2.data(), d);
+  const std::string name = std::string("feedforward ") + act_name(act);
+  return {{name + " forward y", y}, {name + " forward activation", a}, {name + " backward dx", dx},
+          {name + " backward dW1", dW1}, {name + " backward db1", db1}, {name + " backward dW2", dW2}};
+}
+
+// Softmax cross-entropy with label smoothing and an ignored row, N = 4, V = 37, and its gradient.
+Outputs cross_entropy_family(Isa isa) {
+  CrossEntropyDims d;
+  d.N = 4, d.V = 37, d.label_smoothing = 0.1, d.ignore_index = -100;
+  const int32_t targets[4] = {3, 36, -100, 17};
+  Floats logits = fixed(d.N * d.V, 60, 4.0f), loss(1), dlogits(d.N * d.V);
+  NF_DISPATCH_TO(isa, cross_entropy, loss.data(), dlogits.data(), logits.data(), targets, d);
+  return {{"cross_entropy loss", loss}, {"cross_entropy dlogits", dlogits}};
+}
+
+// The third AdamW step on 37 parameters with non-zero moments.
+Outputs adamw_family(Isa isa) {
+  const int64_t n = 37;
+  AdamWParams p;
+  p.lr = 1e-2, p.step = 3;
+  Floats param = fixed(n, 70), m = fixed(n, 71, 0.1f), v = fixed(n, 72, 0.01f), grad = fixed(n, 73);
+  for (float& x : v) x = std::fabs(x);
+  NF_DISPATCH_TO(isa, adamw_step, param.data(), m.data(), v.data(), grad.data(), n, p);
+  return {{"adamw param", param}, {"adamw exp_avg", m}, {"adamw exp_avg_sq", v}};
+}
+
+// Every family's outputs under variant `isa`, in a fixed order.
+Outputs run_all(Isa isa) {
+  Outputs all;
+  const auto add = [&all](Outputs some) { all.insert(all.end(), some.begin(), some.end()); };
+  for (Act act : {Act::none, Act::relu, Act::gelu, Act::gelu_tanh}) add(gemm_family(isa, act));
+  add(attention_family(isa));
+  add(layernorm_family(isa));
+  for (Act act : {Act::relu, Act::gelu, Act::gelu_tanh}) add(feedforward_family(isa, act));
+  add(cross_entropy_family(isa));
+  add(adamw_family(isa));
+  return all;
+}
+
+// ‖got − ref‖₂ / ‖ref‖₂ (the absolute norm when ref is all zeros); NaN when got has a NaN.
+double rel_err(const Floats& got, const Floats& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double e = static_cast<double>(got[i]) - ref[i];
+    num += e * e;
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// Whether NF_SELFCHECK_FAIL names `isa`.
+bool simulated_failure(Isa isa) {
+  const char* env = std::getenv("NF_SELFCHECK_FAIL");
+  if (!env) return false;
+  std::string list = env;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    Isa named;
+    if (parse_isa(list.substr(start, end - start), &named) && named == isa) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+std::string format_err(double e) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", e);
+  return buf;
+}
+
+}  // namespace
+}  // namespace nf::cpu
+
+namespace nf {
+
+namespace {
+
+// Checks each variant above scalar up to `best` against the scalar one, appending to `check`.
+void check_variants(Isa best, IsaSelfCheck* check) {
+  if (best == Isa::scalar) return;
+  const cpu::Outputs ref = cpu::run_all(Isa::scalar);
+  for (int i = static_cast<int>(best); i > static_cast<int>(Isa::scalar); --i) {
+    const Isa isa = static_cast<Isa>(i);
+    cpu::Outputs got = cpu::run_all(isa);
+    const bool simulated = cpu::simulated_failure(isa);
+    if (simulated)
+      for (float& x : got.front().v) x = -x;
+    std::string reason;
+    double worst = 0;
+    int failed = 0;
+    for (size_t k = 0; k < ref.size(); ++k) {
+      const double e = cpu::rel_err(got[k].v, ref[k].v);
+      if (!std::isnan(worst) && (std::isnan(e) || e > worst)) worst = e;
+      if (e <= cpu::kTolerance) continue;
+      if (++failed <= 3)  // the first three by name, then how many more
+        reason += (reason.empty() ? "" : "; ") + ref[k].name + ": relative error " + cpu::format_err(e);
+    }
+    check->checked.push_back({isa, worst});
+    if (failed > 0) {
+      if (failed > 3) reason += "; and " + std::to_string(failed - 3) + " more outputs";
+      reason += " (against the scalar variant; tolerance " + cpu::format_err(cpu::kTolerance) + ")";
+      if (simulated) reason += " [simulated by NF_SELFCHECK_FAIL]";
+      check->rejected.push_back({isa, reason});
+    }
+  }
+}
+
+}  // namespace
+
+IsaSelfCheck run_isa_selfcheck(Isa best) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  IsaSelfCheck check;
+  check.tolerance = cpu::kTolerance;
+  try {
+    SerialScope serial;
+    check_variants(best, &check);
+  } catch (const std::exception& e) {  // out of memory for the tiny buffers: no variant is trusted
+    for (int i = static_cast<int>(best) - static_cast<int>(check.checked.size()); i > 0; --i)
+      check.rejected.push_back({static_cast<Isa>(i), std::string("the self-check could not run: ") + e.what()});
+  }
+  check.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return check;
+}
+
+}  // namespace nf
+#endif

@@ -1,0 +1,79 @@
+// ISA binding: which CPU kernel variant runs (isaInfo, setIsa) and the load-time self-check's
+// verdict (native/core/cpu_features.h). Registering it settles the active variant, which runs the
+// self-check, so the check happens while the addon loads rather than inside the first op.
+#include <napi.h>
+
+#include <atomic>
+
+#include "../core/cpu_features.h"
+#include "args.h"
+#include "registry.h"
+
+namespace nf::napi {
+namespace {
+
+Napi::Array isa_names(Napi::Env env, bool (*keep)(Isa)) {
+  Napi::Array a = Napi::Array::New(env);
+  for (int i = 0; i <= static_cast<int>(Isa::avx512); ++i)
+    if (keep(static_cast<Isa>(i))) a.Set(a.Length(), isa_name(static_cast<Isa>(i)));
+  return a;
+}
+
+Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const IsaSelfCheck& check = isa_selfcheck();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("active", isa_name(active_isa()));
+  o.Set("detected", isa_name(detected_isa()));
+  o.Set("available", isa_names(env, isa_usable));
+  o.Set("compiled", isa_names(env, [](Isa) { return true; }));
+  Napi::Array rejected = Napi::Array::New(env);
+  for (const IsaRejection& r : check.rejected) {
+    Napi::Object e = Napi::Object::New(env);
+    e.Set("isa", isa_name(r.isa));
+    e.Set("reason", r.reason);
+    rejected.Set(rejected.Length(), e);
+  }
+  o.Set("rejected", rejected);
+  Napi::Object self = Napi::Object::New(env);
+  self.Set("ms", check.ms);
+  self.Set("tolerance", check.tolerance);
+  Napi::Array checked = Napi::Array::New(env);
+  for (const IsaChecked& c : check.checked) {
+    Napi::Object e = Napi::Object::New(env);
+    e.Set("isa", isa_name(c.isa));
+    e.Set("maxError", c.max_error);
+    checked.Set(checked.Length(), e);
+  }
+  self.Set("checked", checked);
+  o.Set("selfCheck", self);
+  return o;
+}
+
+Napi::Value SetIsa(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Isa isa;
+  if (info.Length() < 1 || !info[0].IsString() || !parse_isa(info[0].As<Napi::String>().Utf8Value(), &isa))
+    throw_error(env, "ERR_NF_INVALID_ARG", "setIsa: expected 'scalar', 'avx2' or 'avx512' for isa");
+  check(env, set_active_isa(isa));
+  return env.Undefined();
+}
+
+// True once per process (whatever the number of contexts or worker threads loading the addon) when
+// the self-check rejected a variant: the caller that gets it emits the one warning.
+Napi::Value ClaimSelfCheckWarning(const Napi::CallbackInfo& info) {
+  static std::atomic<bool> claimed{false};
+  const bool due = !isa_selfcheck().rejected.empty() && !claimed.exchange(true);
+  return Napi::Boolean::New(info.Env(), due);
+}
+
+}  // namespace
+
+NF_REGISTER_OPS(isa) {
+  (void)active_isa();  // settles the initial variant: runs the self-check now, at load
+  exports.Set("isaInfo", Napi::Function::New(env, IsaInfo, "isaInfo"));
+  exports.Set("setIsa", Napi::Function::New(env, SetIsa, "setIsa"));
+  exports.Set("claimSelfCheckWarning", Napi::Function::New(env, ClaimSelfCheckWarning, "claimSelfCheckWarning"));
+}
+
+}  // namespace nf::napi
