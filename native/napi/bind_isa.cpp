@@ -4,6 +4,7 @@
 #include <napi.h>
 
 #include <atomic>
+#include <vector>
 
 #include "../core/cpu_features.h"
 #include "args.h"
@@ -19,6 +20,19 @@ Napi::Array isa_names(Napi::Env env, bool (*keep)(Isa)) {
   return a;
 }
 
+// [{ isa, <field>: value }] for each entry of a self-check list.
+template <class Entry, class Value>
+Napi::Array isa_entries(Napi::Env env, const std::vector<Entry>& entries, const char* field, Value Entry::*value) {
+  Napi::Array a = Napi::Array::New(env);
+  for (const Entry& e : entries) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("isa", isa_name(e.isa));
+    o.Set(field, e.*value);
+    a.Set(a.Length(), o);
+  }
+  return a;
+}
+
 Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const IsaSelfCheck& check = isa_selfcheck();
@@ -27,25 +41,11 @@ Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
   o.Set("detected", isa_name(detected_isa()));
   o.Set("available", isa_names(env, isa_usable));
   o.Set("compiled", isa_names(env, [](Isa) { return true; }));
-  Napi::Array rejected = Napi::Array::New(env);
-  for (const IsaRejection& r : check.rejected) {
-    Napi::Object e = Napi::Object::New(env);
-    e.Set("isa", isa_name(r.isa));
-    e.Set("reason", r.reason);
-    rejected.Set(rejected.Length(), e);
-  }
-  o.Set("rejected", rejected);
+  o.Set("rejected", isa_entries(env, check.rejected, "reason", &IsaRejection::reason));
   Napi::Object self = Napi::Object::New(env);
   self.Set("ms", check.ms);
   self.Set("tolerance", check.tolerance);
-  Napi::Array checked = Napi::Array::New(env);
-  for (const IsaChecked& c : check.checked) {
-    Napi::Object e = Napi::Object::New(env);
-    e.Set("isa", isa_name(c.isa));
-    e.Set("maxError", c.max_error);
-    checked.Set(checked.Length(), e);
-  }
-  self.Set("checked", checked);
+  self.Set("checked", isa_entries(env, check.checked, "maxError", &IsaChecked::max_error));
   o.Set("selfCheck", self);
   return o;
 }
