@@ -55,3 +55,6 @@ export type { Checkpoint, CheckpointState, RandomState, ResumeResult, ResumeTarg
 export { loadModel, saveModel } from './persist';
 export type { ConfiguredModule, ModelClass } from './persist';
 export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert';
+
+export * as distributed from './distributed';
+export type { InitOptions, ReduceOp } from './distributed';
