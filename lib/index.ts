@@ -58,3 +58,5 @@ export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert';
 
 export * as distributed from './distributed';
 export type { InitOptions, ReduceOp } from './distributed';
+export { DistributedSampler } from './sampler';
+export type { DistributedSamplerOptions } from './sampler';
