@@ -60,3 +60,5 @@ export * as distributed from './distributed';
 export type { InitOptions, ReduceOp } from './distributed';
 export { DistributedSampler } from './sampler';
 export type { DistributedSamplerOptions } from './sampler';
+export { DistributedDataParallel } from './ddp';
+export type { DdpStats, DistributedDataParallelOptions } from './ddp';
