@@ -42,7 +42,7 @@ export interface MpiBinding {
   broadcast(array: HostArray, root: number): RawPending;
   allGather(array: HostArray, out: HostArray): RawPending;
   /** Blocks until the job is done (true; throws its error if it failed) or `timeoutMs` passed (false). */
-  waitSync(ticket: number, timeoutMs: number): boolean;
+  waitSync(ticket: number, timeoutMs: number, abortMessage?: string): boolean;
   /** After a timeout: unreferences the pending work so the process can exit. */
   abandon(): void;
   rank(): number;
@@ -158,7 +158,7 @@ export class PendingCollective {
     if (state.broken) throw distError(`${this.what}: the communication layer failed earlier (${state.broken})`);
     let done: boolean;
     try {
-      done = mpiBinding().waitSync(this.raw.ticket, state.timeoutMs);
+      done = mpiBinding().waitSync(this.raw.ticket, state.timeoutMs, abortMessage());
     } catch (e) {
       breakComm(`${this.what}: ${(e as Error).message}`);
       throw distError(`${this.what} failed: ${(e as Error).message}`);
@@ -171,9 +171,14 @@ export class PendingCollective {
   }
 }
 
+function abortMessage(): string {
+  return `NodeformerError [ERR_NF_DISTRIBUTED]: rank ${state.rank} of ${state.size}: the job was aborted by the launcher (another rank failed or was killed)\n`;
+}
+
 function onSigterm(): void {
-  // mpirun sends SIGTERM to the surviving ranks when one exits abnormally.
-  process.stderr.write(`NodeformerError [ERR_NF_DISTRIBUTED]: rank ${state.rank} of ${state.size}: the job was aborted by the launcher (another rank failed or was killed)\n`);
+  // mpirun sends SIGTERM to the surviving ranks when one exits abnormally (while the main thread
+  // blocks in waitSync, the addon answers it the same way).
+  process.stderr.write(abortMessage());
   process.exit(1);
 }
 

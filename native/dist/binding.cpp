@@ -6,7 +6,10 @@
 // waitSync(ticket, ms) blocks the main thread on a job instead (synchronous training loops).
 #include <napi.h>
 
+#include <csignal>
+#include <cstring>
 #include <map>
+#include <unistd.h>
 
 #include "comm.h"
 
@@ -154,7 +157,17 @@ Napi::Value AllGather(const Napi::CallbackInfo& info) {
   return queue(info.Env(), job, {info[0], info[1]});
 }
 
-// waitSync(ticket, timeoutMs) → true when done (throws its error if it failed), false on timeout
+// While the main thread blocks in waitSync, JS signal handlers cannot run: a SIGTERM from the
+// launcher (mpirun aborting the job after another rank failed) is then answered here, with the
+// message the façade passed and exit status 1 (write and _exit are async-signal-safe).
+char abort_message[512];
+size_t abort_length = 0;
+void on_term(int) {
+  if (write(2, abort_message, abort_length) < 0) {}
+  _exit(1);
+}
+
+// waitSync(ticket, timeoutMs[, abortMessage]) → true when done (throws its error if it failed), false on timeout
 Napi::Value WaitSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const double ticket = info[0].As<Napi::Number>().DoubleValue();
@@ -163,7 +176,20 @@ Napi::Value WaitSync(const Napi::CallbackInfo& info) {
   auto it = pending->find(ticket);
   if (it == pending->end()) return Napi::Boolean::New(env, true);  // already settled
   std::shared_ptr<Job> job = it->second.job;
-  if (!nf::dist::wait(job, ms)) return Napi::Boolean::New(env, false);
+  struct sigaction old {};
+  const bool guard = info.Length() > 2 && info[2].IsString();
+  if (guard) {
+    const std::string msg = info[2].As<Napi::String>();
+    abort_length = std::min(msg.size(), sizeof(abort_message));
+    std::memcpy(abort_message, msg.data(), abort_length);
+    struct sigaction sa {};
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old);
+  }
+  const bool done = nf::dist::wait(job, ms);
+  if (guard) sigaction(SIGTERM, &old, nullptr);
+  if (!done) return Napi::Boolean::New(env, false);
   if (!job->ok) throw Napi::Error::New(env, job->error);
   return Napi::Boolean::New(env, true);
 }
