@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // Builds the optional collectives addon (native/dist → native/dist/build/Release/nodeformer_mpi.node)
 // with node-gyp, using Open MPI's compiler wrapper flags (mpicxx --showme:compile / --showme:link).
-//   node scripts/build-mpi.js             `npm run build:mpi`: fails when MPI is missing or the build fails
-//   node scripts/build-mpi.js --optional  `npm install`: builds only when mpicc is on the PATH, never fails
+//   node native/dist/build.js             `npm run build:mpi`: fails when MPI is missing or the build fails
+//   node native/dist/build.js --optional  `npm install`: builds only when mpicc is on the PATH, never fails
 'use strict';
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 
 const optional = process.argv.includes('--optional');
-const dir = path.join(__dirname, '..', 'native', 'dist');
+const dir = __dirname;
 
 function onPath(cmd) {
   return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
