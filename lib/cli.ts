@@ -93,12 +93,13 @@ function program(io: Io): Command {
     .addOption(new Option('--seed <n>', 'seed of initialisation, batch order and augmentation').argParser(integer(0)).default(TRAIN_DEFAULTS.seed))
     .addOption(new Option('--train-size <n>', 'training digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.trainSize))
     .addOption(new Option('--test-size <n>', 'test digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.testSize))
-    .addOption(new Option('--out <dir>', 'output folder').default(TRAIN_DEFAULTS.out)))
+    .addOption(new Option('--out <dir>', 'output folder').default(TRAIN_DEFAULTS.out))
+    .addOption(new Option('--distributed', 'data-parallel over the ranks of `mpirun -np N` (each rank reads its share; global batch = batch size × N)')))
     .action(async (o) => {
       setupRuntime(o);
       if (o.trainSize + o.testSize > 10000)
         throw new UsageError(`Expected --train-size + --test-size of at most 10000 (the digits of the mnist package) but received ${o.trainSize + o.testSize}`);
-      await trainDemo({ ...o, progress: Boolean(process.stderr.isTTY), log: out });
+      await trainDemo({ ...o, distributed: Boolean(o.distributed), progress: Boolean(process.stderr.isTTY), log: out });
     });
 
   withRuntime(prog.command('eval')

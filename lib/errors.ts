@@ -10,6 +10,8 @@ export type ErrorCode =
   | 'ERR_NF_LOAD' // no native addon could be loaded (the message lists what was tried)
   | 'ERR_NF_NO_CUDA' // device 'cuda' asked for, but nodeformer was built without CUDA (no CUDA addon)
   | 'ERR_NF_CUDA' // a CUDA runtime call failed (the message names the call and its file:line)
+  | 'ERR_NF_NO_MPI' // distributed.init() without the MPI addon (nodeformer_mpi.node: Open MPI, `npm run build:mpi`)
+  | 'ERR_NF_DISTRIBUTED' // a collective failed or timed out (a rank died or stopped), or ranks disagree (parameter signature)
   | 'ERR_NF_DEVICE' // tensors on different devices in one op, or host access to device memory
   | 'ERR_NF_OUT_OF_MEMORY';
 

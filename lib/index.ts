@@ -55,3 +55,10 @@ export type { Checkpoint, CheckpointState, RandomState, ResumeResult, ResumeTarg
 export { loadModel, saveModel } from './persist';
 export type { ConfiguredModule, ModelClass } from './persist';
 export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert';
+
+export * as distributed from './distributed';
+export type { InitOptions, ReduceOp } from './distributed';
+export { DistributedSampler } from './sampler';
+export type { DistributedSamplerOptions } from './sampler';
+export { DistributedDataParallel } from './ddp';
+export type { DdpStats, DistributedDataParallelOptions } from './ddp';

@@ -55,6 +55,16 @@ const hostOps: Record<string, RawOp> = {
 };
 
 /**
+ * Registers a host op: `name` runs `sync` under runSync and `async` (awaited) under runAsync.
+ * Programs request it like a native op ({ op: name, args }); for ops that are not kernels, such as
+ * waiting for a collective (lib/ddp.ts).
+ */
+export function registerHostOp(name: string, sync: (args: object) => void, async: (args: object) => Promise<void>): void {
+  hostOps[name] = sync;
+  hostOps[`${name}Async`] = async;
+}
+
+/**
  * The function that runs `name` (an op or its Async twin) on the arguments of request `req`: the
  * CUDA addon's when the arrays are device buffers, else the CPU addon's (or a host op).
  */

@@ -9,7 +9,11 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 
 import { SingleBar } from 'cli-progress';
 
+import { DistributedDataParallel } from '../ddp';
 import type { Device } from '../device';
+import * as distributed from '../distributed';
+import type { Module } from '../module';
+import { DistributedSampler } from '../sampler';
 import { positiveInt } from '../layers/common';
 import { crossEntropy } from '../losses';
 import { ViTClassifier, type ViTClassifierConfig } from '../models/vit';
@@ -42,6 +46,12 @@ export interface TrainOptions {
   out: string;
   /** Where the model trains (default 'cpu'); the checkpoint and pictures are made on the CPU. */
   device?: Device;
+  /**
+   * Data-parallel over the ranks of an MPI job (`mpirun -np N nodeformer train --distributed`): each
+   * rank reads its DistributedSampler share with batches of batchSize (global batch batchSize × N),
+   * gradients are averaged by DistributedDataParallel, rank 0 logs, evaluates and writes the outputs.
+   */
+  distributed?: boolean;
   /** Draw a progress bar (on a terminal). */
   progress: boolean;
   /** Where the epoch lines and the summary go. */
@@ -67,28 +77,39 @@ function percent(x: number): string {
   return `${(100 * x).toFixed(2)}%`;
 }
 
+interface EpochContext {
+  epoch: number; step: number; rng: Random; lr: (step: number) => number;
+  /** The module forward/backward run through (the model, or its DistributedDataParallel wrapper). */
+  net: Module;
+  sampler: DistributedSampler | null;
+}
+
 async function trainEpoch(
-  model: ViTClassifier, opt: AdamW, train: Digits, o: TrainOptions, ctx: { epoch: number; step: number; rng: Random; lr: (step: number) => number },
+  model: ViTClassifier, opt: AdamW, train: Digits, o: TrainOptions, ctx: EpochContext,
 ): Promise<{ loss: number; accuracy: number; seconds: number }> {
   const device = o.device ?? 'cpu';
+  const world = ctx.sampler ? ctx.sampler.worldSize : 1;
   const bar = o.progress ? new SingleBar({
-    format: `epoch {epoch}/${o.epochs} [{bar}] {percentage}% | loss {loss} | acc {acc} | {speed} img/s | ETA {eta_formatted}`,
+    format: `epoch {epoch}/${o.epochs} [{bar}] {percentage}% | loss {loss} | acc {acc} | ` +
+      (world > 1 ? `world ${world} | {speed} img/s per rank` : '{speed} img/s') + ' | ETA {eta_formatted}',
     barsize: 24, hideCursor: true, etaBuffer: 40,
   }) : null;
-  bar?.start(train.count, 0, { epoch: ctx.epoch, loss: '-', acc: '-', speed: '-' });
-  const order = permutation(train.count, ctx.rng);
+  ctx.sampler?.setEpoch(ctx.epoch);
+  const order = ctx.sampler ? ctx.sampler.indices() : permutation(train.count, ctx.rng);
+  bar?.start(order.length, 0, { epoch: ctx.epoch, loss: '-', acc: '-', speed: '-' });
   const t0 = performance.now();
   let lossSum = 0, correct = 0, seen = 0;
-  for (let start = 0; start < train.count; start += o.batchSize) {
+  for (let start = 0; start < order.length; start += o.batchSize) {
     // Turning the event loop once per step lets the bar redraw and native buffers be recycled.
     await yieldToLoop();
-    const idx = order.subarray(start, Math.min(start + o.batchSize, train.count));
+    const idx = order.subarray(start, Math.min(start + o.batchSize, order.length));
     const x = onDevice(imageBatch(train, idx, { rng: ctx.rng, maxShift: MAX_SHIFT }), device);
     const labels = labelBatch(train, idx), y = labels.to(device);
-    const logits = model.forward(x);
+    const net = ctx.net as ViTClassifier; // the model, or its DDP wrapper (same forward and backward)
+    const logits = net.forward(x);
     const { loss, grad } = crossEntropy(logits, y);
     opt.zeroGrad();
-    model.backward(grad).dispose();
+    net.backward(grad).dispose();
     opt.options.lr = ctx.lr(++ctx.step);
     opt.step();
     argmaxRows(logits.toArray(), model.numClasses).forEach((p, i) => (correct += Number(p.label === labels.data[i])));
@@ -105,36 +126,56 @@ async function trainEpoch(
 /** Trains the demo model, saves it and draws its pictures into `o.out`. */
 export async function trainDemo(o: TrainOptions): Promise<TrainResult> {
   positiveInt('epochs', o.epochs);
+  if (o.distributed) await distributed.init();
+  const rank = distributed.rank(), world = distributed.worldSize(), lead = rank === 0;
+  const log = lead ? o.log : () => undefined;
   const { train, test } = loadMnist({ trainSize: o.trainSize, testSize: o.testSize });
-  fs.mkdirSync(o.out, { recursive: true });
+  if (lead) fs.mkdirSync(o.out, { recursive: true });
   const model = new ViTClassifier({ ...DEMO_MODEL, seed: o.seed }).to(o.device ?? 'cpu');
+  const net: Module = o.distributed ? new DistributedDataParallel(model) : model;
+  const sampler = o.distributed ? new DistributedSampler(train.count, { seed: o.seed }) : null;
   const opt = new AdamW(model.parameters(), { lr: o.lr, weightDecay: WEIGHT_DECAY });
-  const totalSteps = o.epochs * Math.ceil(train.count / o.batchSize);
+  const totalSteps = o.epochs * Math.ceil((sampler ? sampler.numSamples : train.count) / o.batchSize);
   const lr = cosineWithWarmup({ lr: o.lr, warmupSteps: Math.round(WARMUP_FRACTION * totalSteps), totalSteps });
   const params = model.parameters().reduce((n, p) => n + p.size, 0);
-  o.log(`Training a ViT (${params.toLocaleString('en-US')} parameters, ${DEMO_MODEL.patchSize}×${DEMO_MODEL.patchSize} patches, ` +
+  if (world > 1) log(`Distributed: ${world} ranks (MPI), ${o.batchSize} images per rank and step (global batch ${o.batchSize * world}), ` +
+    `${sampler!.numSamples} training digits per rank and epoch`);
+  log(`Training a ViT (${params.toLocaleString('en-US')} parameters, ${DEMO_MODEL.patchSize}×${DEMO_MODEL.patchSize} patches, ` +
     `${DEMO_MODEL.depth} blocks of width ${DEMO_MODEL.dModel}) on ${train.count} MNIST digits, testing on ${test.count}; ` +
     `${o.device === 'cuda' ? 'CUDA' : `${native.numThreads()} threads, ${native.isaInfo().active} kernels`}`);
 
-  const ctx = { epoch: 0, step: 0, rng: new Random(o.seed + 1), lr };
+  const ctx: EpochContext = { epoch: 0, step: 0, rng: new Random(o.seed + 1 + rank), lr, net, sampler };
   const history: EpochRecord[] = [];
   let trainSeconds = 0;
   let final!: ReturnType<typeof evaluate>; // the last epoch's test evaluation (epochs >= 1)
   const t0 = performance.now();
   for (let epoch = 1; epoch <= o.epochs; epoch++) {
     ctx.epoch = epoch;
-    const r = await trainEpoch(model, opt, train, o, ctx);
+    const r = await trainEpoch(model, opt, train, { ...o, progress: o.progress && lead }, ctx);
     trainSeconds += r.seconds;
     const t = (final = evaluate(model, test, 250));
     history.push({ epoch, trainLoss: r.loss, trainAccuracy: r.accuracy, testLoss: t.loss, testAccuracy: t.accuracy });
-    o.log(`epoch ${epoch}/${o.epochs}  train loss ${r.loss.toFixed(4)} acc ${percent(r.accuracy)}  |  ` +
-      `test loss ${t.loss.toFixed(4)} acc ${percent(t.accuracy)}  |  ${(train.count / r.seconds).toFixed(0)} img/s`);
+    const seen = sampler ? sampler.numSamples : train.count;
+    log(`epoch ${epoch}/${o.epochs}  train loss ${r.loss.toFixed(4)} acc ${percent(r.accuracy)}  |  ` +
+      `test loss ${t.loss.toFixed(4)} acc ${percent(t.accuracy)}  |  ` +
+      (world > 1 ? `world ${world}, ${(seen / r.seconds).toFixed(0)} img/s per rank (${((seen * world) / r.seconds).toFixed(0)} in all)` : `${(seen / r.seconds).toFixed(0)} img/s`));
   }
   const seconds = (performance.now() - t0) / 1000;
   model.to('cpu');
+  if (!lead) {
+    // Rank 0 writes the checkpoint and pictures; the others wait for it, then leave together.
+    await distributed.barrier();
+    await distributed.finalize();
+    model.dispose();
+    return { history, testAccuracy: final.accuracy, seconds, imagesPerSecond: (o.epochs * (sampler?.numSamples ?? train.count)) / trainSeconds, files: [] };
+  }
   const files = await writeOutputs(model, test, final.predicted, history, o.out);
   const samples = writeSamples(test, path.join(o.out, 'samples'));
-  const imagesPerSecond = (o.epochs * train.count) / trainSeconds;
+  const imagesPerSecond = (o.epochs * (sampler ? sampler.totalSize : train.count)) / trainSeconds;
+  if (o.distributed) {
+    await distributed.barrier();
+    await distributed.finalize();
+  }
   o.log(`Test accuracy ${percent(final.accuracy)} (${Math.round(final.accuracy * test.count)}/${test.count}) after ${o.epochs} epoch${o.epochs === 1 ? '' : 's'} ` +
     `in ${seconds.toFixed(1)} s (${imagesPerSecond.toFixed(0)} training images/s); wrote ${files.map((f) => path.basename(f)).join(', ')} ` +
     `and ${samples.length} sample digits (samples/digit-<label>.png) to ${o.out}`);
