@@ -9,6 +9,8 @@
  *   await distributed.broadcast(t, 0);
  *   const all = await distributed.allGather(t); // [worldSize, ...t.shape]
  *   await distributed.barrier();
+ *   await distributed.saveCheckpoint(file, { model, optimizer, step }); // rank 0 writes, every rank waits
+ *   await resumeAsync(file, { model, optimizer });                      // then every rank reads it
  *   await distributed.finalize();
  *
  * Faults: a collective that does not complete within the timeout (default 60 s; init({ timeoutMs })
@@ -25,6 +27,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { type CheckpointState, saveCheckpointAsync } from './checkpoint';
 import { invalidArg, NodeformerError } from './errors';
 import { packageRoot } from './native';
 import { Tensor } from './tensor';
@@ -283,4 +286,51 @@ export async function allGather<T extends Tensor>(t: T): Promise<T> {
 /** Seconds the communication thread has spent inside collectives (for overlap measurements). */
 export function commSeconds(): number {
   return binding ? binding.busySeconds() : 0;
+}
+
+/**
+ * Runs `fn` on rank 0 only (writing files, logging, evaluating), then synchronises every rank like
+ * a barrier: no rank returns before rank 0's `fn` has settled and every rank has arrived. Resolves
+ * with fn's result on rank 0 and undefined on the others. When fn fails on rank 0, every rank
+ * rejects (rank 0 with fn's error, the others with ERR_NF_DISTRIBUTED) instead of the others
+ * waiting for the timeout. Before init (a single process) it just runs fn.
+ */
+export async function onRank0<T>(fn: () => T | Promise<T>, what = 'onRank0'): Promise<T | undefined> {
+  if (typeof fn !== 'function') invalidArg('fn', 'a function', fn);
+  if (!isInitialized()) return await fn();
+  let result: T | undefined, error: { value: unknown } | null = null;
+  if (state.rank === 0) {
+    try {
+      result = await fn();
+    } catch (e) {
+      error = { value: e };
+    }
+  }
+  // An all-reduce of rank 0's failure flag: the barrier, and the failure's news to every rank.
+  const failed = Tensor.from(Int32Array.of(error ? 1 : 0), [1]);
+  try {
+    await startAllReduce([failed], 'max', what).promise;
+    if (error) throw error.value;
+    if ((failed.data as Int32Array)[0]) throw new NodeformerError('ERR_NF_DISTRIBUTED', `rank ${state.rank} of ${state.size}: ${what} failed on rank 0`);
+  } finally {
+    failed.dispose();
+  }
+  return result;
+}
+
+/**
+ * The data-parallel checkpoint: rank 0 writes `state` to `path` (saveCheckpointAsync: atomic,
+ * queued behind the model's asynchronous calls), then every rank waits for it (onRank0). Resolves
+ * true on the rank that wrote the file (rank 0) and false on the others; when the write fails every
+ * rank rejects. The ranks' models are identical under DistributedDataParallel, so rank 0's state is
+ * everyone's: to continue, call `resume` / `resumeAsync(path, { model, optimizer })` on every rank
+ * (the model or its DistributedDataParallel wrapper: the parameter names are the same). Before init
+ * it is saveCheckpointAsync.
+ */
+export async function saveCheckpoint(path: string, state: CheckpointState): Promise<boolean> {
+  const wrote = await onRank0(async () => {
+    await saveCheckpointAsync(path, state);
+    return true;
+  }, `saveCheckpoint(${JSON.stringify(path)})`);
+  return wrote === true;
 }

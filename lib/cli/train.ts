@@ -162,24 +162,19 @@ export async function trainDemo(o: TrainOptions): Promise<TrainResult> {
   }
   const seconds = (performance.now() - t0) / 1000;
   model.to('cpu');
-  if (!lead) {
-    // Rank 0 writes the checkpoint and pictures; the others wait for it, then leave together.
-    await distributed.barrier();
-    await distributed.finalize();
-    model.dispose();
-    return { history, testAccuracy: final.accuracy, seconds, imagesPerSecond: (o.epochs * (sampler?.numSamples ?? train.count)) / trainSeconds, files: [] };
-  }
-  const files = await writeOutputs(model, test, final.predicted, history, o.out);
-  const samples = writeSamples(test, path.join(o.out, 'samples'));
+  // Rank 0 writes the checkpoint and pictures; the others wait for it (onRank0), then all leave together.
+  const written = await distributed.onRank0(async () => ({
+    files: await writeOutputs(model, test, final.predicted, history, o.out), samples: writeSamples(test, path.join(o.out, 'samples')),
+  }), 'writing the outputs');
+  if (o.distributed) await distributed.finalize();
+  model.dispose();
+  if (!written) // ranks other than 0: their own share's throughput
+    return { history, testAccuracy: final.accuracy, seconds, imagesPerSecond: (o.epochs * sampler!.numSamples) / trainSeconds, files: [] };
+  const { files, samples } = written;
   const imagesPerSecond = (o.epochs * (sampler ? sampler.totalSize : train.count)) / trainSeconds;
-  if (o.distributed) {
-    await distributed.barrier();
-    await distributed.finalize();
-  }
   o.log(`Test accuracy ${percent(final.accuracy)} (${Math.round(final.accuracy * test.count)}/${test.count}) after ${o.epochs} epoch${o.epochs === 1 ? '' : 's'} ` +
     `in ${seconds.toFixed(1)} s (${imagesPerSecond.toFixed(0)} training images/s); wrote ${files.map((f) => path.basename(f)).join(', ')} ` +
     `and ${samples.length} sample digits (samples/digit-<label>.png) to ${o.out}`);
-  model.dispose();
   return { history, testAccuracy: final.accuracy, seconds, imagesPerSecond, files: [...files, ...samples] };
 }
 
