@@ -2,6 +2,8 @@
  * DistributedDataParallel: data-parallel training over the ranks of an MPI job (lib/distributed.ts).
  * It wraps a model as a Module whose forward, backward, parameters, stateDict, train and eval pass
  * through to the model, so trainStep / trainStepAsync / checkpoints take it in the model's place.
+ * It is generic over the model: `new DistributedDataParallel(vit).forward(x)` takes and returns
+ * what `vit.forward` does (forward, backward and their Async twins are typed from M's programs).
  *
  * - Start: the ranks compare a signature of their parameter lists (count, shapes, dtypes) — a
  *   mismatch is ERR_NF_DISTRIBUTED naming the first differing parameter — and then every parameter
@@ -20,7 +22,7 @@
 import * as distributed from './distributed';
 import { PendingCollective, startAllReduce } from './distributed';
 import { invalidArg, NodeformerError } from './errors';
-import { type EvalOptions, type LoadStateDictOptions, Module, type Parameter, type StateDict } from './module';
+import { type EvalOptions, type LoadStateDictOptions, Module, type Parameter, type ProgramArgs, type ProgramResult, type StateDict } from './module';
 import { OptionKeys } from './options';
 import { type Lane, type OpRequest, type Program, registerHostOp } from './program';
 import type { Random } from './random';
@@ -202,14 +204,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     return this.enqueueOps(() => this.readyOps());
   }
 
-  *forwardOps(...args: unknown[]): Program<unknown> {
+  /** The wrapped model's forward (same arguments and result), after the start (readyOps). */
+  *forwardOps(...args: ProgramArgs<M['forwardOps']>): Program<ProgramResult<M['forwardOps']>> {
     yield* this.readyOps();
-    return yield* (this.module.forwardOps as AnyProgramFn).apply(this.module, args);
+    return (yield* (this.module.forwardOps as AnyProgramFn).apply(this.module, args)) as ProgramResult<M['forwardOps']>;
   }
 
-  *backwardOps(...args: unknown[]): Program<unknown> {
+  /** The wrapped model's backward (same arguments and result), with the gradients averaged over the ranks. */
+  *backwardOps(...args: ProgramArgs<M['backwardOps']>): Program<ProgramResult<M['backwardOps']>> {
     const sync = this.sync;
-    const inner = (this.module.backwardOps as AnyProgramFn).apply(this.module, args);
+    const inner = (this.module.backwardOps as AnyProgramFn).apply(this.module, args) as Program<ProgramResult<M['backwardOps']>>;
     if (!sync) return yield* inner;
     const t0 = performance.now(), comm0 = distributed.commSeconds();
     for (const p of this.gradParams) p.gradData(); // every rank reduces every gradient (zero when unused)

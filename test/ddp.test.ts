@@ -7,7 +7,31 @@
  */
 import { describe, expect, it } from 'vitest';
 
+import type { DistributedDataParallel, Tensor, ViTClassifier } from '../lib';
 import { jsonLines, mpirun, mpiSkipReason } from './support/mpi';
+
+/**
+ * Type-level checks, compiled by `npx tsc -p tsconfig.test.json` and never run: a
+ * DistributedDataParallel<M> has M's forward and backward argument and result types.
+ */
+export function ddpTypes(ddp: DistributedDataParallel<ViTClassifier>, vit: ViTClassifier, x: Tensor): void {
+  const logits: Tensor<'float32'> = ddp.forward(x);
+  const masked: Tensor<'float32'> = ddp.forward(x, {});
+  const dx: Tensor<'float32'> = ddp.backward(logits);
+  const later: Promise<Tensor<'float32'>> = ddp.forwardAsync(x);
+  const dLater: Promise<Tensor<'float32'>> = ddp.backwardAsync(logits);
+  const either = Math.random() < 0.5 ? ddp : vit; // the CLI's "the model or its wrapper"
+  const both: Tensor<'float32'> = either.forward(x);
+  // @ts-expect-error the result is a Tensor, not unknown or any
+  const notNumber: number = ddp.forward(x);
+  // @ts-expect-error a ViTClassifier's forward takes images (and options), not a string
+  ddp.forward('images');
+  // @ts-expect-error a ViTClassifier's backward takes one gradient
+  ddp.backward(logits, logits);
+  // @ts-expect-error forwardAsync resolves to a Tensor
+  const notString: Promise<string> = ddp.forwardAsync(x);
+  void [masked, dx, later, dLater, both, notNumber, notString];
+}
 
 const skip = mpiSkipReason();
 if (skip) console.log(`DistributedDataParallel tests skipped: ${skip}`);

@@ -12,7 +12,6 @@ import { SingleBar } from 'cli-progress';
 import { DistributedDataParallel } from '../ddp';
 import type { Device } from '../device';
 import * as distributed from '../distributed';
-import type { Module } from '../module';
 import { DistributedSampler } from '../sampler';
 import { positiveInt } from '../layers/common';
 import { crossEntropy } from '../losses';
@@ -79,8 +78,8 @@ function percent(x: number): string {
 
 interface EpochContext {
   epoch: number; step: number; rng: Random; lr: (step: number) => number;
-  /** The module forward/backward run through (the model, or its DistributedDataParallel wrapper). */
-  net: Module;
+  /** The module forward/backward run through (the model, or its DistributedDataParallel wrapper: the same types). */
+  net: ViTClassifier | DistributedDataParallel<ViTClassifier>;
   sampler: DistributedSampler | null;
 }
 
@@ -105,11 +104,10 @@ async function trainEpoch(
     const idx = order.subarray(start, Math.min(start + o.batchSize, order.length));
     const x = onDevice(imageBatch(train, idx, { rng: ctx.rng, maxShift: MAX_SHIFT }), device);
     const labels = labelBatch(train, idx), y = labels.to(device);
-    const net = ctx.net as ViTClassifier; // the model, or its DDP wrapper (same forward and backward)
-    const logits = net.forward(x);
+    const logits = ctx.net.forward(x);
     const { loss, grad } = crossEntropy(logits, y);
     opt.zeroGrad();
-    net.backward(grad).dispose();
+    ctx.net.backward(grad).dispose();
     opt.options.lr = ctx.lr(++ctx.step);
     opt.step();
     argmaxRows(logits.toArray(), model.numClasses).forEach((p, i) => (correct += Number(p.label === labels.data[i])));
@@ -132,7 +130,7 @@ export async function trainDemo(o: TrainOptions): Promise<TrainResult> {
   const { train, test } = loadMnist({ trainSize: o.trainSize, testSize: o.testSize });
   if (lead) fs.mkdirSync(o.out, { recursive: true });
   const model = new ViTClassifier({ ...DEMO_MODEL, seed: o.seed }).to(o.device ?? 'cpu');
-  const net: Module = o.distributed ? new DistributedDataParallel(model) : model;
+  const net = o.distributed ? new DistributedDataParallel(model) : model;
   const sampler = o.distributed ? new DistributedSampler(train.count, { seed: o.seed }) : null;
   const opt = new AdamW(model.parameters(), { lr: o.lr, weightDecay: WEIGHT_DECAY });
   const totalSteps = o.epochs * Math.ceil((sampler ? sampler.numSamples : train.count) / o.batchSize);

@@ -98,7 +98,7 @@ async function main(): Promise<void> {
   const { x, y } = batch(42, 4 * n);
   const micro = (k: number) => {
     const xs = rows(x, (r * 2 + k) * 2, 2), ys = rows(y, (r * 2 + k) * 2, 2);
-    const { grad } = crossEntropy(d2.forward(xs) as Tensor, ys);
+    const { grad } = crossEntropy(d2.forward(xs), ys);
     d2.backward(grad);
   };
   d2.zeroGrad();
