@@ -97,21 +97,26 @@ export class MultiHeadAttention extends Module {
   override forward(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Tensor<'float32'>;
   override forward(x: Tensor, options: AttentionOptions & { needWeights: true }): AttentionWithWeights;
   override forward(x: Tensor, options: AttentionOptions = {}): Tensor<'float32'> | AttentionWithWeights {
-    return this.runOps('forward', this.forwardOps(x, options));
+    return super.forward<MultiHeadAttention>(x, options);
   }
 
   /** forward on worker threads (see Module.forwardAsync). */
   override forwardAsync(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Promise<Tensor<'float32'>>;
   override forwardAsync(x: Tensor, options: AttentionOptions & { needWeights: true }): Promise<AttentionWithWeights>;
   override forwardAsync(x: Tensor, options: AttentionOptions = {}): Promise<Tensor<'float32'> | AttentionWithWeights> {
-    return this.enqueueOps(() => this.forwardOps(x, options));
+    return super.forwardAsync<MultiHeadAttention>(x, options);
   }
 
-  /** The program of forward. */
-  forwardOps(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Program<Tensor<'float32'>>;
-  forwardOps(x: Tensor, options: AttentionOptions & { needWeights: true }): Program<AttentionWithWeights>;
-  forwardOps(x: Tensor, options?: AttentionOptions): Program<Tensor<'float32'> | AttentionWithWeights>;
-  *forwardOps(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
+  /** The checked program of forward (see Module.forwardOps). */
+  override forwardOps(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Program<Tensor<'float32'>>;
+  override forwardOps(x: Tensor, options: AttentionOptions & { needWeights: true }): Program<AttentionWithWeights>;
+  override forwardOps(x: Tensor, options?: AttentionOptions): Program<Tensor<'float32'> | AttentionWithWeights>;
+  override forwardOps(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
+    return super.forwardOps<MultiHeadAttention>(x, options);
+  }
+
+  /** The forward pass as written (unchecked; forwardOps runs it). */
+  *forwardProgram(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
     const D = this.config.dModel, H = this.config.numHeads;
     const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
     options = ATTENTION_OPTIONS.check('options', options);
@@ -147,7 +152,7 @@ export class MultiHeadAttention extends Module {
   }
 
   /** dy [B, Tq, D] → dx (self-attention) or {dx, dMemory} (cross-attention); accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
     const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);

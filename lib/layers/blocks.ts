@@ -92,7 +92,7 @@ export class EncoderBlock extends Module {
   }
 
   /** x [B, T, D] → [B, T, D]. */
-  *forwardOps(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, this.config.dModel]), { 0: 'a batch', 1: 'a sequence length' });
     options = ENCODER_BLOCK_OPTIONS.check('options', options);
     const t = this.training, keep = this.activations;
@@ -117,7 +117,7 @@ export class EncoderBlock extends Module {
   }
 
   /** dy [B, T, D] → dx [B, T, D]; accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const tmp = new Scope(d);
     let dx: Tensor<'float32'>;
@@ -182,7 +182,7 @@ export class DecoderBlock extends Module {
   }
 
   /** x [B, T, D], memory [B, Tm, D] → [B, T, D]. */
-  *forwardOps(x: Tensor, memory: Tensor, options: DecoderBlockOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor, memory: Tensor, options: DecoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel;
     const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
     const mem = nonEmpty('memory', checkTensor('memory', memory, 'float32', [xt.shape[0], null, D]), { 1: 'a memory length' });
@@ -224,7 +224,7 @@ export class DecoderBlock extends Module {
   }
 
   /** dy [B, T, D] → {dx [B, T, D], dMemory [B, Tm, D]}; accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
+  *backwardProgram(dy: Tensor): Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const [d1, d2, d3] = this.drops;
     const tmp = new Scope(d);

@@ -53,7 +53,7 @@ export class FeedForward extends Module {
   }
 
   /** x [..., D] → y [..., D]. */
-  *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.dModel, 1);
     const p = this.training ? this.config.dropout : 0;
     const seed = p > 0 ? this.dropRng.seed() : 0;
@@ -68,7 +68,7 @@ export class FeedForward extends Module {
   }
 
   /** dy [..., D] → dx [..., D]; accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'FeedForward');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
     const dx = emptyLike(s.x);

@@ -38,7 +38,7 @@ export class LayerNorm extends Module {
   }
 
   /** x [..., D] → y [..., D]. */
-  *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
     this.activations.close();
     const out = emptyLike(x);
@@ -70,7 +70,7 @@ export class LayerNorm extends Module {
    * dy [..., D] → dx [..., D]; accumulates weight.grad and bias.grad. `dadd`, when given, is a
    * gradient reaching the same input along another path (a residual branch): it is added to dx.
    */
-  *backwardOps(dy: Tensor, dadd?: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor, dadd?: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'LayerNorm');
     checkTensor('dy', dy, 'float32', s.x.shape);
     if (dadd !== undefined) checkTensor('dadd', dadd, 'float32', s.x.shape);

@@ -37,7 +37,7 @@ export class Linear extends Module {
   }
 
   /** x [..., in] → y [..., out]. */
-  *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
     const y = emptyLike(x, this.config.outFeatures);
     yield* op('linearForward', { y: y.storage, x: x.storage as Float32Array, W: this.weight.storage, b: this.bias?.storage ?? null, rows,
@@ -47,7 +47,7 @@ export class Linear extends Module {
   }
 
   /** dy [..., out] → dx [..., in]; accumulates weight.grad (and bias.grad). */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const x = requireSaved(this.saved, 'Linear');
     checkTensor('dy', dy, 'float32', [...x.shape.slice(0, -1), this.config.outFeatures]);
     const dx = emptyLike(x);

@@ -50,7 +50,7 @@ export class PatchEmbedding extends Module {
   }
 
   /** images [B, C, H, W] → tokens [B, N, D]; H and W must be multiples of patchSize. */
-  *forwardOps(images: Tensor): Program<Tensor<'float32'>> {
+  *forwardProgram(images: Tensor): Program<Tensor<'float32'>> {
     const { inChannels: C, patchSize: P, dModel: D } = this.config;
     const x = nonEmpty('images', checkTensor('images', images, 'float32', [null, C, null, null]), { 2: 'a height', 3: 'a width' });
     const [B, , H, W] = x.shape;
@@ -64,7 +64,7 @@ export class PatchEmbedding extends Module {
   }
 
   /** dy [B, N, D] → d(images) [B, C, H, W]; accumulates proj.weight.grad and proj.bias.grad. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'PatchEmbedding');
     const { B, H, W, P, D } = s.dims;
     const dyt = checkTensor('dy', dy, 'float32', [B, (H / P) * (W / P), D]);

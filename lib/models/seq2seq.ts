@@ -183,7 +183,7 @@ export class Encoder extends TokenModel {
   }
 
   /** tokens [B, T] int32 → [B, T, D]. */
-  *forwardOps(tokens: Tensor, options: EncoderOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(tokens: Tensor, options: EncoderOptions = {}): Program<Tensor<'float32'>> {
     const tok = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
     keep.close();
     options = ENCODER_OPTIONS.check('options', options);
@@ -196,7 +196,7 @@ export class Encoder extends TokenModel {
   }
 
   /** dy [B, T, D]: accumulates the parameter gradients (tokens have no gradient). */
-  *backwardOps(dy: Tensor): Program<void> {
+  *backwardProgram(dy: Tensor): Program<void> {
     let d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const tmp = new Scope(d);
     if (this.norm) d = tmp.add(yield* this.norm.backwardOps(d));
@@ -228,7 +228,7 @@ export class Decoder extends TokenModel {
   }
 
   /** tokens [B, T] int32, memory [B, Tm, D] → logits [B, T, V]. */
-  *forwardOps(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Program<Tensor<'float32'>> {
     const tok = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
     keep.close();
     options = DECODER_OPTIONS.check('options', options);
@@ -243,7 +243,7 @@ export class Decoder extends TokenModel {
   }
 
   /** dLogits [B, T, V] → d(memory) [B, Tm, D]; accumulates the parameter gradients. */
-  *backwardOps(dLogits: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dLogits: Tensor): Program<Tensor<'float32'>> {
     const tmp = new Scope();
     let d = tmp.add(yield* this.head.backwardOps(dLogits));
     if (this.norm) d = tmp.add(yield* this.norm.backwardOps(d));
@@ -349,7 +349,7 @@ export class Transformer extends Module {
   }
 
   /** src [B, S], tgt [B, T] int32 → logits [B, T, tgtVocab]. */
-  *forwardOps(src: Tensor, tgt: Tensor): Program<Tensor<'float32'>> {
+  *forwardProgram(src: Tensor, tgt: Tensor): Program<Tensor<'float32'>> {
     const s = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
     const t = checkTokens('tgt', tgt, this.config.maxLen, this.config.tgtVocab);
     if (s.shape[0] !== t.shape[0]) invalidArg('tgt', `an int32 Tensor with batch ${s.shape[0]} (as src)`, t);
@@ -361,7 +361,7 @@ export class Transformer extends Module {
   }
 
   /** dLogits [B, T, tgtVocab]: accumulates every parameter gradient. */
-  *backwardOps(dLogits: Tensor): Program<void> {
+  *backwardProgram(dLogits: Tensor): Program<void> {
     const dMemory = yield* this.decoder.backwardOps(dLogits);
     yield* this.encoder.backwardOps(dMemory);
     dMemory.dispose();

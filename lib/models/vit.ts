@@ -108,7 +108,7 @@ export class ViTEncoder extends Module {
   }
 
   /** images [B, C, imgSize, imgSize] → tokens [B, N+1, D] (token 0 is CLS). */
-  *forwardOps(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
     const { inChannels: C, imgSize: S, dModel: D } = this.config;
     const x = nonEmpty('images', checkTensor('images', images, 'float32', [null, C, S, S]), { 0: 'a batch' });
     options = VIT_FORWARD_OPTIONS.check('options', options, `${this.constructor.name}.forward options`);
@@ -128,7 +128,7 @@ export class ViTEncoder extends Module {
   }
 
   /** d(tokens) [B, N+1, D] → d(images); accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const B = requireSaved(this.batch || null, 'ViTEncoder'), N = this.patch_embed.numPatches, D = this.config.dModel;
     const tmp = new Scope();
     let d = tmp.add(yield* this.norm.backwardOps(checkTensor('dy', dy, 'float32', [B, N + 1, D])));
@@ -150,7 +150,7 @@ export class ViTEncoder extends Module {
     const mode = this.training;
     this.eval();
     try {
-      (yield* this.forwardOps(images, { needWeights: true })).dispose();
+      (yield* this.forwardOps<ViTEncoder>(images, { needWeights: true })).dispose();
       return this.blocks.map((b) => b.lastWeights!);
     } finally {
       this.train(mode);
@@ -186,8 +186,8 @@ export class ViTClassifier extends ViTEncoder {
   }
 
   /** images [B, C, H, W] → logits [B, numClasses]. */
-  override *forwardOps(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
-    const tokens = yield* super.forwardOps(images, options);
+  override *forwardProgram(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
+    const tokens = yield* super.forwardProgram(images, options);
     const [B, T, D] = tokens.shape;
     const cls = this.activations.add(Tensor.empty([B, D], 'float32', tokens.device));
     yield* op('copyRows', { rows: B, cols: D, dst: cls.storage, dstStride: D, src: tokens.storage, srcStride: T * D });
@@ -196,13 +196,13 @@ export class ViTClassifier extends ViTEncoder {
   }
 
   /** dLogits [B, numClasses] → d(images); accumulates the parameter gradients. */
-  override *backwardOps(dLogits: Tensor): Program<Tensor<'float32'>> {
+  override *backwardProgram(dLogits: Tensor): Program<Tensor<'float32'>> {
     const dcls = yield* this.head.backwardOps(dLogits);
     const [B, D] = dcls.shape, T = this.patch_embed.numPatches + 1;
     const dtokens = Tensor.zeros([B, T, D], 'float32', dcls.device);
     yield* op('copyRows', { rows: B, cols: D, dst: dtokens.storage, dstStride: T * D, src: dcls.storage, srcStride: D });
     dcls.dispose();
-    const dimages = yield* super.backwardOps(dtokens);
+    const dimages = yield* super.backwardProgram(dtokens);
     dtokens.dispose();
     return dimages;
   }
@@ -291,7 +291,7 @@ export class ViTDecoder extends Module {
   }
 
   /** memory [B, Tm, D] → patches [B, N, P·P·C] (channel-last within a patch; see unpatchify). */
-  *forwardOps(memory: Tensor, options: ViTDecoderOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(memory: Tensor, options: ViTDecoderOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel, N = this.numPatches;
     const mem = nonEmpty('memory', checkTensor('memory', memory, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a memory length' });
     options = VIT_DECODER_OPTIONS.check('options', options);
@@ -321,7 +321,7 @@ export class ViTDecoder extends Module {
    * dPatches [B, N, P·P·C] (and optionally dTokens [B, N, D] for the normalised tokens) →
    * d(memory) [B, Tm, D]; accumulates the parameter gradients.
    */
-  *backwardOps(dPatches: Tensor, dTokens?: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dPatches: Tensor, dTokens?: Tensor): Program<Tensor<'float32'>> {
     const B = requireSaved(this.batch || null, 'ViTDecoder'), N = this.numPatches, D = this.config.dModel;
     const tmp = new Scope();
     const dt = tmp.add(yield* this.pred.backwardOps(dPatches));
