@@ -417,8 +417,8 @@ export abstract class Module {
    * Moves every parameter (and gradient) of this module and its children to `device` in place, and
    * frees the saved activations of the last forward. Inputs must then be on the same device
    * (Tensor.to); an op mixing devices throws ERR_NF_DEVICE. 'cuda' throws ERR_NF_NO_CUDA when
-   * nodeformer was built without CUDA. An optimizer keeps its state on the device its parameters had
-   * when it was made: create it after moving the model.
+   * nodeformer was built without CUDA. An optimizer made before the move moves its state to its
+   * parameters' device on its next step (creating it after moving the model saves that copy).
    */
   to(device: Device): this {
     checkDevice('device', device);

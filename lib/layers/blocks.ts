@@ -5,7 +5,8 @@ import type { Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
-import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from './common';
+import type { Device } from '../device';
+import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf, type Settings } from './common';
 import { accumulate, DropoutSite } from './dropout';
 import { checkAttnMask, MultiHeadAttention } from './attention';
 import { ACTIVATIONS, FeedForward, type Activation } from './feedforward';
@@ -24,12 +25,14 @@ export interface BlockConfig {
   /** LayerNorm eps (default 1e-5). */
   eps?: number;
   seed?: number;
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
 }
 
 const BLOCK_CONFIG = new OptionKeys<BlockConfig>('block config',
-  { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, eps: true, seed: true });
+  { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, eps: true, seed: true, device: true });
 
-function blockConfig(raw: BlockConfig, label: string): Required<BlockConfig> {
+function blockConfig(raw: BlockConfig, label: string): Settings<BlockConfig> {
   const config = BLOCK_CONFIG.check('config', raw, label);
   return {
     dModel: positiveInt('config.dModel', config.dModel),
@@ -61,7 +64,7 @@ const ENCODER_BLOCK_OPTIONS = new OptionKeys<EncoderBlockOptions>('EncoderBlock.
  * Post-LN: x = norm1(x + drop(attn(x))); x = norm2(x + drop(mlp(x))).
  */
 export class EncoderBlock extends Module {
-  readonly config: Required<BlockConfig>;
+  readonly config: Settings<BlockConfig>;
   readonly norm1: LayerNorm;
   readonly attn: MultiHeadAttention;
   readonly norm2: LayerNorm;
@@ -74,6 +77,7 @@ export class EncoderBlock extends Module {
   constructor(config: BlockConfig) {
     super();
     const c = (this.config = blockConfig(config, 'EncoderBlock config'));
+    this.placeOn(config.device);
     const rng = new Random(c.seed);
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.attn = this.addModule('attn', new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() }));
@@ -158,7 +162,7 @@ const DECODER_BLOCK_OPTIONS = new OptionKeys<DecoderBlockOptions>('DecoderBlock.
  * x, keys and values from memory), norm3, mlp; pre-LN or post-LN as EncoderBlock.
  */
 export class DecoderBlock extends Module {
-  readonly config: Required<BlockConfig>;
+  readonly config: Settings<BlockConfig>;
   readonly norm1: LayerNorm;
   readonly attn: MultiHeadAttention;
   readonly norm2: LayerNorm;
@@ -170,6 +174,7 @@ export class DecoderBlock extends Module {
   constructor(config: BlockConfig) {
     super();
     const c = (this.config = blockConfig(config, 'DecoderBlock config'));
+    this.placeOn(config.device);
     const rng = new Random(c.seed);
     const attn = () => new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() });
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
@@ -255,11 +260,16 @@ export class DecoderBlock extends Module {
     return { dx, dMemory };
   }
 
-  /** The per-sequence state of incremental decoding against `memory` (see decodeStep). */
+  /**
+   * The per-sequence state of incremental decoding against `memory` (see decodeStep), on memory's
+   * device; free it with disposeDecoderState when decoding ends.
+   */
   *startDecoding(memory: Tensor<'float32'>, maxT: number, memoryKeyPaddingMask?: Tensor<'bool'>): Program<DecoderState> {
     const [B, Tk] = memory.shape;
-    return { cache: new Float32Array(B * maxT * 2 * this.config.dModel), kv: yield* this.cross_attn.memoryKV(memory), Tk, maxT,
-      memoryKeyPaddingMask };
+    const kv = yield* this.cross_attn.memoryKV(memory);
+    // Rows past the step being decoded are never read (the step attends to rows 0..t): no fill.
+    const cache = Tensor.empty([B, maxT, 2 * this.config.dModel], 'float32', memory.device);
+    return { cache, kv, Tk, maxT, memoryKeyPaddingMask };
   }
 
   /**
@@ -286,11 +296,19 @@ export class DecoderBlock extends Module {
 }
 registerModelClass(DecoderBlock);
 
-/** A DecoderBlock's incremental-decoding state: its self-attention K|V cache and the memory's K|V. */
+/** A DecoderBlock's incremental-decoding state: its self-attention K|V cache [B, maxT, 2D] and the memory's K|V [B, Tk, 2D]. */
 export interface DecoderState {
-  cache: Float32Array;
-  kv: Float32Array;
+  cache: Tensor<'float32'>;
+  kv: Tensor<'float32'>;
   Tk: number;
   maxT: number;
   memoryKeyPaddingMask?: Tensor<'bool'>;
+}
+
+/** Frees the tensors of decoding states (the caches; the padding mask belongs to the caller). */
+export function disposeDecoderState(...states: DecoderState[]): void {
+  for (const s of states) {
+    s.cache.dispose();
+    s.kv.dispose();
+  }
 }
