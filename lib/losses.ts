@@ -72,7 +72,7 @@ export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: Cross
   if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
   checkTargets(t, V, ignoreIndex);
   checkFiniteArgs({ logits: l });
-  const loss = Tensor.zeros([1], 'float32', l.device), grad = Tensor.empty(l.shape, 'float32', l.device);
+  const loss = Tensor.empty([1], 'float32', l.device), grad = Tensor.empty(l.shape, 'float32', l.device);
   try {
     yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss: loss.storage, dlogits: grad.storage, logits: l.storage,
       targets: t.storage });
