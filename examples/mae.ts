@@ -10,14 +10,18 @@
  * Target: a test hidden-patch MSE of at most TARGET_RATIO (0.75) times the mean image's with the
  * default options (10 epochs, about 2-3 minutes on 2 cores).
  *
- *   npm run example:mae -- [--epochs N] [--batch-size N] [--lr RATE] [--train-size N] [--test-size N] [--seed N] [--out DIR]
+ * With --device cuda the models train on the CUDA backend (NF_CUDA_BACKEND=emulator runs it on the
+ * SIMT emulator: slow, for tests): the masks and images are made on the host and copied over, and
+ * only the predictions come back (for the test error and the picture).
+ *
+ *   npm run example:mae -- [--epochs N] [--batch-size N] [--lr RATE] [--train-size N] [--test-size N] [--seed N] [--out DIR] [--device cpu|cuda]
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
-import { AdamW, cosineWithWarmup, mse, native, patchify, Tensor, ViTDecoder, ViTEncoder } from '../lib';
+import { AdamW, cosineWithWarmup, mse, native, patchify, Tensor, ViTDecoder, ViTEncoder, type Device } from '../lib';
 import { positive, positiveInt, seedOf } from '../lib/layers/common';
 import { Random } from '../lib/random';
 import { type Digits, DIGIT_PIXELS, DIGIT_SIZE, imageBatch, loadMnist, MNIST_MEAN, MNIST_STD, permutation } from '../lib/cli/mnist';
@@ -52,6 +56,12 @@ export interface MaeOptions {
   log: (line: string) => void;
   /** Model shape (default MAE_MODEL). */
   model?: MaeModel;
+  /** Where the models train (default 'cpu'). */
+  device?: Device;
+  /** Stop after this many training steps (default: every step of every epoch), for quick checks. */
+  maxSteps?: number;
+  /** Called after each training step with its loss and the two models (for parity checks). */
+  onStep?: (step: number, loss: number, encoder: ViTEncoder, decoder: ViTDecoder) => void;
 }
 
 /** The defaults behind `npm run example:mae`. */
@@ -107,36 +117,44 @@ function sincos2d(grid: Grid, D: number): Float32Array {
   return out;
 }
 
-/** A random choice of round(75%) hidden patches per image: bool [n, patches], 1 = hidden. */
-function randomMask(n: number, grid: Grid, rng: Random): Tensor<'bool'> {
+/** `host` (a cpu tensor) on `device`: itself on cpu, else a copy (and the host tensor is freed). */
+function toDevice<T extends Tensor>(host: T, device: Device): T {
+  if (device === 'cpu') return host;
+  const t = host.to(device) as T;
+  host.dispose();
+  return t;
+}
+
+/** A random choice of round(75%) hidden patches per image: bool [n, patches], 1 = hidden (host memory: the masks are made and read here). */
+function randomMask(n: number, grid: Grid, rng: Random): Uint8Array {
   const hidden = Math.round(MASK_RATIO * grid.n), mask = new Uint8Array(n * grid.n);
   for (let b = 0; b < n; b++) for (const p of permutation(grid.n, rng).subarray(0, hidden)) mask[b * grid.n + p] = 1;
-  return Tensor.from(mask, [n, grid.n]);
+  return mask;
 }
 
 /** The encoder's view: hidden patches set to the (normalised) background, so it cannot see them. */
-function hidePatches(images: Tensor<'float32'>, mask: Tensor<'bool'>, grid: Grid): void {
+function hidePatches(images: Tensor<'float32'>, mask: Uint8Array, grid: Grid): void {
   const background = -MNIST_MEAN / MNIST_STD;
   for (let b = 0; b < images.shape[0]; b++)
     for (let p = 0; p < grid.n; p++) {
-      if (!mask.data[b * grid.n + p]) continue;
+      if (!mask[b * grid.n + p]) continue;
       for (let k = 0; k < grid.pixels; k++) images.data[b * DIGIT_PIXELS + pixelIndex(grid, p, k)] = background;
     }
 }
 
 /** The decoder's padding mask over the encoder's tokens [CLS, patches]: hidden patches are padding. */
-function memoryMask(mask: Tensor<'bool'>): Tensor<'bool'> {
-  const [n, N] = mask.shape, out = new Uint8Array(n * (N + 1));
-  for (let b = 0; b < n; b++) out.set(mask.data.subarray(b * N, (b + 1) * N), b * (N + 1) + 1);
+function memoryMask(mask: Uint8Array, n: number, grid: Grid): Tensor<'bool'> {
+  const N = grid.n, out = new Uint8Array(n * (N + 1));
+  for (let b = 0; b < n; b++) out.set(mask.subarray(b * N, (b + 1) * N), b * (N + 1) + 1);
   return Tensor.from(out, [n, N + 1]);
 }
 
-/** Target pixels [n, patches, P·P] in [0, 1] of the digits at `indices`. */
-function targetPatches(digits: Digits, indices: ArrayLike<number>, grid: Grid): Tensor<'float32'> {
+/** Target pixels [n, patches, P·P] in [0, 1] of the digits at `indices`, on `device`. */
+function targetPatches(digits: Digits, indices: ArrayLike<number>, grid: Grid, device: Device): Tensor<'float32'> {
   const raw = new Float32Array(indices.length * DIGIT_PIXELS);
   for (let i = 0; i < indices.length; i++) raw.set(digits.pixels.subarray(indices[i] * DIGIT_PIXELS, (indices[i] + 1) * DIGIT_PIXELS), i * DIGIT_PIXELS);
   using images = Tensor.from(raw, [indices.length, 1, DIGIT_SIZE, DIGIT_SIZE]);
-  return patchify(images, grid.P);
+  return toDevice(patchify(images, grid.P), device);
 }
 
 /** The encoder and decoder of one run. */
@@ -144,17 +162,19 @@ interface Mae {
   encoder: ViTEncoder;
   decoder: ViTDecoder;
   grid: Grid;
+  device: Device;
 }
 
 /**
  * One forward of encoder and decoder on a masked batch: the predicted patches [n, patches, P·P],
  * and the inputs that backward still reads (dispose them after it).
  */
-function reconstruct({ encoder, decoder, grid }: Mae, digits: Digits, indices: ArrayLike<number>, mask: Tensor<'bool'>) {
-  const images = imageBatch(digits, indices);
-  hidePatches(images, mask, grid);
+function reconstruct({ encoder, decoder, grid, device }: Mae, digits: Digits, indices: ArrayLike<number>, mask: Uint8Array) {
+  const host = imageBatch(digits, indices);
+  hidePatches(host, mask, grid);
+  const images = toDevice(host, device);
   const memory = encoder.forward(images);
-  const padding = memoryMask(mask);
+  const padding = toDevice(memoryMask(mask, indices.length, grid), device);
   const pred = decoder.forward(memory, { memoryKeyPaddingMask: padding });
   return { pred, saved: [images, memory, padding] };
 }
@@ -177,19 +197,19 @@ function evaluate(mae: Mae, train: Digits, digits: Digits, seed: number) {
     const idx = Int32Array.from({ length: Math.min(250, digits.count - start) }, (_, i) => start + i);
     const mask = randomMask(idx.length, grid, rng);
     const { pred, saved } = reconstruct(mae, digits, idx, mask);
-    const target = targetPatches(digits, idx, grid);
+    const target = targetPatches(digits, idx, grid, 'cpu'), predicted = pred.toArray();
     for (let b = 0; b < idx.length; b++)
       for (let p = 0; p < grid.n; p++) {
-        if (!mask.data[b * grid.n + p]) continue;
+        if (!mask[b * grid.n + p]) continue;
         for (let k = 0; k < grid.pixels; k++) {
           const i = (b * grid.n + p) * grid.pixels + k, t = target.data[i];
-          model += (pred.data[i] - t) ** 2;
+          model += (predicted[i] - t) ** 2;
           image += (meanImage[pixelIndex(grid, p, k)] - t) ** 2;
           pixel += (meanPixel - t) ** 2;
         }
         count += grid.pixels;
       }
-    for (const t of [mask, pred, target, ...saved]) t.dispose();
+    for (const t of [pred, target, ...saved]) t.dispose();
   }
   setTraining(mae, true);
   return { testMse: model / count, meanImageMse: image / count, meanPixelMse: pixel / count };
@@ -202,18 +222,19 @@ async function drawReconstructions(mae: Mae, test: Digits, file: string, rows: n
   const idx = Int32Array.from({ length: Math.min(rows, test.count) }, (_, i) => i);
   const mask = randomMask(idx.length, grid, new Random(123));
   const { pred, saved } = reconstruct(mae, test, idx, mask);
+  const predicted = pred.toArray();
   const images = Array.from(idx, (d, b) => {
     const original = test.pixels.slice(d * DIGIT_PIXELS, (d + 1) * DIGIT_PIXELS), masked = original.slice(), rebuilt = original.slice();
     for (let p = 0; p < grid.n; p++) {
-      if (!mask.data[b * grid.n + p]) continue;
+      if (!mask[b * grid.n + p]) continue;
       for (let k = 0; k < grid.pixels; k++) {
         masked[pixelIndex(grid, p, k)] = NaN;
-        rebuilt[pixelIndex(grid, p, k)] = pred.data[(b * grid.n + p) * grid.pixels + k];
+        rebuilt[pixelIndex(grid, p, k)] = predicted[(b * grid.n + p) * grid.pixels + k];
       }
     }
     return [original, masked, rebuilt];
   });
-  for (const t of [mask, pred, ...saved]) t.dispose();
+  for (const t of [pred, ...saved]) t.dispose();
   setTraining(mae, true);
   const hidden = Math.round(MASK_RATIO * grid.n);
   await writeChart(file, digitRowsSpec(images, ['original', 'masked', 'reconstructed'], 2, 'Masked autoencoder on MNIST test digits',
@@ -225,15 +246,19 @@ export async function runMae(o: MaeOptions): Promise<MaeResult> {
   const shape = o.model ?? MAE_MODEL;
   const grid = gridOf(shape.patchSize);
   const { train, test } = loadMnist({ trainSize: o.trainSize, testSize: o.testSize });
-  const vit = { imgSize: DIGIT_SIZE, patchSize: grid.P, inChannels: 1, dModel: shape.dModel, numHeads: shape.numHeads, dFF: shape.dFF };
+  const device = o.device ?? 'cpu';
+  const vit = { imgSize: DIGIT_SIZE, patchSize: grid.P, inChannels: 1, dModel: shape.dModel, numHeads: shape.numHeads, dFF: shape.dFF, device };
   const mae: Mae = {
     encoder: new ViTEncoder({ ...vit, depth: shape.encoderDepth, seed: o.seed }),
     decoder: new ViTDecoder({ ...vit, depth: shape.decoderDepth, seed: o.seed + 1 }),
     grid,
+    device,
   };
   const positions = sincos2d(grid, shape.dModel);
-  mae.encoder.pos_embed.data.fill(0, 0, shape.dModel).set(positions, shape.dModel); // the CLS token's row is 0
-  mae.decoder.pos_embed.data.set(positions);
+  const encoderPositions = new Float32Array((grid.n + 1) * shape.dModel);
+  encoderPositions.set(positions, shape.dModel); // the CLS token's row is 0
+  mae.encoder.pos_embed.copyFrom(encoderPositions);
+  mae.decoder.pos_embed.copyFrom(positions);
   const params = [...mae.encoder.parameters(), ...mae.decoder.parameters()];
   const opt = new AdamW(params, { lr: o.lr, weightDecay: 0.05 });
   const totalSteps = o.epochs * Math.ceil(train.count / o.batchSize);
@@ -244,21 +269,23 @@ export async function runMae(o: MaeOptions): Promise<MaeResult> {
     `${params.reduce((n, p) => n + p.size, 0).toLocaleString('en-US')} parameters; ${train.count} training digits, ` +
     `${Math.round(MASK_RATIO * grid.n)} of ${grid.n} ${grid.P}×${grid.P} patches hidden; target: test hidden-patch MSE ≤ ${TARGET_RATIO}× the mean image's`);
   const t0 = performance.now();
-  for (let epoch = 1; epoch <= o.epochs; epoch++) {
+  const maxSteps = o.maxSteps ?? Infinity;
+  for (let epoch = 1; epoch <= o.epochs && step < maxSteps; epoch++) {
     const order = permutation(train.count, rng);
     let lossSum = 0;
-    for (let start = 0; start < train.count; start += o.batchSize) {
+    for (let start = 0; start < train.count && step < maxSteps; start += o.batchSize) {
       await yieldToLoop(); // lets native buffers be recycled between steps
       const idx = order.subarray(start, Math.min(start + o.batchSize, train.count));
-      const mask = randomMask(idx.length, grid, rng);
-      const { pred, saved } = reconstruct(mae, train, idx, mask);
-      const target = targetPatches(train, idx, grid);
+      const hidden = randomMask(idx.length, grid, rng);
+      const { pred, saved } = reconstruct(mae, train, idx, hidden);
+      const target = targetPatches(train, idx, grid, device), mask = toDevice(Tensor.from(hidden, [idx.length, grid.n]), device);
       const { loss, grad } = mse(pred, target, { mask });
       opt.zeroGrad();
       mae.encoder.backward(mae.decoder.backward(grad)).dispose();
       opt.options.lr = lr(++step);
       opt.step();
       lossSum += loss * idx.length;
+      o.onStep?.(step, loss, mae.encoder, mae.decoder);
       for (const t of [mask, pred, target, grad, ...saved]) t.dispose();
     }
     o.log(`epoch ${epoch}/${o.epochs}  train hidden-patch MSE ${(lossSum / train.count).toFixed(4)}  (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
@@ -290,6 +317,7 @@ Options:
   --test-size N    test digits (default ${MAE_DEFAULTS.testSize})
   --seed N         initialisation, mask and batch-order seed (default ${MAE_DEFAULTS.seed})
   --out DIR        output folder (default ${MAE_DEFAULTS.out})
+  --device D       cpu (default) or cuda
   -h, --help       this text`;
 
 async function main(): Promise<void> {
@@ -303,6 +331,7 @@ async function main(): Promise<void> {
       'test-size': { type: 'string', default: String(d.testSize) },
       seed: { type: 'string', default: String(d.seed) },
       out: { type: 'string', default: d.out },
+      device: { type: 'string', default: 'cpu' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -311,6 +340,7 @@ async function main(): Promise<void> {
     epochs: positiveInt('--epochs', Number(values.epochs)), batchSize: positiveInt('--batch-size', Number(values['batch-size'])),
     lr: positive('--lr', Number(values.lr)), trainSize: positiveInt('--train-size', Number(values['train-size'])),
     testSize: positiveInt('--test-size', Number(values['test-size'])), seed: seedOf(Number(values.seed)), out: values.out, log: console.log,
+    device: values.device as Device,
   });
   if (!r.reachedTarget) process.exitCode = 1;
 }

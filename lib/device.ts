@@ -39,11 +39,39 @@ export interface DeviceBuffer {
   readonly __deviceBuffer: never;
 }
 
+/**
+ * The caching allocator's counters (native/cuda/device.h). Device buffers are blocks of size classes
+ * (512-byte steps up to 4 KiB, then four per power of two); a freed buffer's block is kept for the
+ * next request of its class instead of being returned with cudaFree, up to `limitBytes` idle.
+ */
+export interface CudaMemoryStats {
+  /** Capacity of the blocks held by live buffers. */
+  liveBytes: number;
+  /** The largest liveBytes so far. */
+  peakLiveBytes: number;
+  /** Capacity of the idle blocks kept for reuse. */
+  cachedBytes: number;
+  /** The cap on cachedBytes (NF_CUDA_CACHE_BYTES; default 8 GiB on a GPU, 1 GiB on the emulator). */
+  limitBytes: number;
+  /** Blocks obtained from the device (cudaMalloc) since the process started. */
+  fresh: number;
+  /** Requests served from the cache since the process started. */
+  reused: number;
+  /** Blocks given back to the device (cudaFree: over the cap, emptyCache, or to retry an allocation). */
+  released: number;
+  /** Bytes asked for by live buffers (their sizes before rounding to a size class). */
+  requestedBytes: number;
+}
+
 /** The CUDA addon's own functions: device buffers and explicit copies on the backend's stream. */
 export interface CudaMemoryOps {
-  /** A zero-filled device buffer of `bytes`. */
-  alloc(bytes: number): DeviceBuffer;
-  /** Frees the buffer now (later uses throw; later frees are no-ops). */
+  /**
+   * A device buffer of `bytes` from the caching allocator: zero-filled ('zero', the default: what
+   * accumulates), as the block was ('none': an op's output, written whole) or all 0xFF bytes
+   * ('poison': NaN in every float32, the NF_POISON_UNINITIALIZED check).
+   */
+  alloc(bytes: number, init?: 'zero' | 'none' | 'poison'): DeviceBuffer;
+  /** Returns the buffer's block to the cache now (later uses throw; later frees are no-ops). */
   free(buffer: DeviceBuffer): void;
   /** Host → device; `src` has the buffer's byte length. */
   upload(dst: DeviceBuffer, src: Float32Array | Int32Array | Uint8Array): void;
@@ -54,15 +82,25 @@ export interface CudaMemoryOps {
   fillZero(buffer: DeviceBuffer): void;
   /** Waits for the backend's stream. */
   synchronize(): void;
-  /** Bytes held by live device buffers. */
+  /** Settles once everything queued on the backend's stream so far has finished (the event loop runs meanwhile). */
+  synchronizeAsync(): Promise<void>;
+  /** Bytes requested by live device buffers. */
   deviceAllocatedBytes(): number;
+  /** The caching allocator's counters. */
+  memoryStats(): CudaMemoryStats;
+  /** Returns every idle cached block to the device (cudaFree). */
+  emptyCache(): void;
+  /** Sets the cap on idle cached bytes (0: no caching), releasing blocks over it now. */
+  setCacheLimit(bytes: number): void;
   /** Whether this is the SIMT emulator, and the number of devices. */
   backendInfo(): { emulated: boolean; devices: number };
 }
 
 /**
  * The CUDA addon: the memory functions and the layer ops it implements (float32 only; each op also
- * as `...Async`, which queues the same work and returns a settled Promise).
+ * as `...Async`, which queues the same work and returns a Promise that settles when the backend's
+ * stream has finished it, without blocking the event loop: a host callback on a GPU, the stream's
+ * worker thread on the emulator).
  */
 export type CudaBinding = CudaMemoryOps &
   WithAsync<
@@ -70,7 +108,10 @@ export type CudaBinding = CudaMemoryOps &
     Pick<AttentionOps, 'attentionForward' | 'attentionBackward'> & FeedForwardOps & PatchEmbedOps &
     Pick<EmbeddingOps, 'embeddingForward' | 'embeddingBackward' | 'clsPosForward' | 'clsPosBackward'> & ElementwiseOps &
     Pick<LossOps, 'crossEntropy'> & Pick<OptimOps, 'adamwStep'> & HostCopyOps
-  >;
+  > & WithAsync<CudaExtraOps>;
+
+/** The CUDA addon's ops of native/cuda/napi/bind_extra.cpp (generation, SGD, gradient clipping, MSE). */
+export type CudaExtraOps = Pick<AttentionOps, 'attentionDecode'> & Pick<LossOps, 'mse'> & Pick<OptimOps, 'sgdStep' | 'sumSquares' | 'scale'>;
 
 /** Ops the CPU addon lacks, written in JS for the CPU (lib/program.ts) and in CUDA for the GPU. */
 export interface HostCopyOps {
@@ -120,13 +161,30 @@ export function cuda(): CudaBinding {
   const alloc = addon.alloc;
   loaded = {
     ...addon,
-    alloc: (bytes: number) => {
-      const b = alloc(bytes);
+    alloc: (bytes: number, init?: 'zero' | 'none' | 'poison') => {
+      const b = alloc(bytes, init);
       buffers.add(b);
       return b;
     },
   };
   return loaded;
+}
+
+/**
+ * The CUDA caching allocator's counters (fresh vs reused blocks, live, peak and idle bytes): see
+ * CudaMemoryStats. Loads the CUDA addon (ERR_NF_NO_CUDA without one).
+ */
+export function cudaMemoryStats(): CudaMemoryStats {
+  return cuda().memoryStats();
+}
+
+/**
+ * Returns the idle blocks of the CUDA caching allocator to the device, as torch.cuda.empty_cache():
+ * for other processes, or before a phase that needs memory of other sizes. Live tensors are not
+ * affected. Loads the CUDA addon (ERR_NF_NO_CUDA without one).
+ */
+export function cudaEmptyCache(): void {
+  cuda().emptyCache();
 }
 
 /** Whether any CUDA buffer was made in this process (until then every op runs on the CPU addon). */

@@ -72,7 +72,7 @@ export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: Cross
   if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
   checkTargets(t, V, ignoreIndex);
   checkFiniteArgs({ logits: l });
-  const loss = Tensor.zeros([1], 'float32', l.device), grad = Tensor.empty(l.shape, 'float32', l.device);
+  const loss = Tensor.empty([1], 'float32', l.device), grad = Tensor.empty(l.shape, 'float32', l.device);
   try {
     yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss: loss.storage, dlogits: grad.storage, logits: l.storage,
       targets: t.storage });
@@ -83,9 +83,10 @@ export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: Cross
 }
 
 /**
- * Mean squared error between pred and target (same shape). With `mask` (bool, pred's shape
- * without the last dimension; true = counts) only the selected rows are scored, as the masked
- * autoencoder scores masked patches. Returns the loss and grad = d loss / d pred.
+ * Mean squared error between pred and target (same shape, same device). With `mask` (bool,
+ * pred's shape without the last dimension; true = counts) only the selected rows are scored, as
+ * the masked autoencoder scores masked patches. Returns the loss and grad = d loss / d pred (on
+ * pred's device).
  */
 export function mse(pred: Tensor, target: Tensor, options: MseOptions = {}): LossResult {
   return runSync(mseOps(pred, target, options));
@@ -98,9 +99,16 @@ export function* mseOps(pred: Tensor, target: Tensor, options: MseOptions = {}):
   const cols = p.shape.length ? p.shape[p.shape.length - 1] : 1;
   const rows = cols === 0 ? 0 : p.size / cols;
   const { mask: m } = MSE_OPTIONS.check('options', options);
-  const mask = m === undefined ? null : checkTensor('options.mask', m, 'bool', p.shape.slice(0, -1)).data;
+  const mask = m === undefined ? null : checkTensor('options.mask', m, 'bool', p.shape.slice(0, -1)).storage;
   checkFiniteArgs({ pred: p, target: t });
-  const loss = new Float32Array(1), grad = Tensor.empty(p.shape);
-  yield* op('mse', { rows, cols, loss, dpred: grad.data, pred: p.data, target: t.data, mask });
-  return { loss: loss[0], grad };
+  const loss = Tensor.empty([1], 'float32', p.device), grad = Tensor.empty(p.shape, 'float32', p.device);
+  try {
+    yield* op('mse', { rows, cols, loss: loss.storage, dpred: grad.storage, pred: p.storage, target: t.storage, mask });
+    return { loss: loss.toArray()[0], grad };
+  } catch (e) {
+    grad.dispose();
+    throw e;
+  } finally {
+    loss.dispose();
+  }
 }

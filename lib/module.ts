@@ -1,11 +1,12 @@
 /**
  * Module: the base of every layer and model. It owns named parameters and child modules (so
- * names compose as "blocks.0.attn.qkv.weight", the keys of stateDict()), the train/eval mode,
- * gradient bookkeeping, the random streams of dropout, and the intermediates of the last forward.
- * Subclasses write forward and backward once, as programs of native ops (forwardOps and
- * backwardOps, see lib/program.ts); the base class runs them synchronously (forward, backward)
- * or on worker threads (forwardAsync, backwardAsync). A forward saves what its backward needs on
- * the module, so backward follows the forward it belongs to.
+ * names compose as "blocks.0.attn.qkv.weight", the keys of stateDict()), the device they live on,
+ * the train/eval mode, gradient bookkeeping, the random streams of dropout, and the intermediates
+ * of the last forward. Subclasses write forward and backward once, as programs of native ops
+ * (forwardProgram and backwardProgram, see lib/program.ts); the base class runs them, checked,
+ * synchronously (forward, backward), on worker threads (forwardAsync, backwardAsync) or inside a
+ * parent's program (forwardOps, backwardOps). A forward saves what its backward needs on the
+ * module, so backward follows the forward it belongs to.
  */
 import { checkDevice, type Device } from './device';
 import { invalidArg, NodeformerError } from './errors';
@@ -26,12 +27,12 @@ type AnyProgramFn = (...args: unknown[]) => Program<unknown>;
 export class Parameter extends Tensor<'float32'> {
   grad: Tensor<'float32'> | null = null;
 
-  /** A parameter of the given shape holding a copy of `values`. */
-  static create(shape: readonly number[], values: Float32Array): Parameter {
+  /** A parameter of the given shape holding a copy of `values`, on `device` (default 'cpu'). */
+  static create(shape: readonly number[], values: Float32Array, device: Device = 'cpu'): Parameter {
     const size = shapeSize(shape);
     if (values.length !== size) invalidArg('values', `${size} values for shape [${shape.join(', ')}]`, values);
-    const p = new Parameter('float32', shape, size);
-    p.data.set(values);
+    const p = new Parameter('float32', shape, size, checkDevice('device', device), true);
+    p.copyFrom(values);
     return p;
   }
 
@@ -61,8 +62,6 @@ export class Parameter extends Tensor<'float32'> {
 /** A state dict: parameter name → tensor (or a Float32Array holding the values in row-major order). */
 export type StateDict = Record<string, Tensor | Float32Array>;
 
-type Method = (...args: never[]) => unknown;
-
 /** Options of Module.eval. */
 export interface EvalOptions {
   /** Forwards keep what a backward needs, so backward works with dropout off (default false). */
@@ -77,15 +76,31 @@ export interface LoadStateDictOptions {
 }
 const LOAD_STATE_DICT_OPTIONS = new OptionKeys<LoadStateDictOptions>('loadStateDict options', { strict: true });
 
-/** How many guarded module calls are running (checkFinite scans the parameters at depth 0 only). */
-let guardDepth = 0;
-
+/**
+ * The base of every layer and model. A subclass writes its passes once, as programs of native ops:
+ * `forwardProgram` and `backwardProgram` (see lib/program.ts). The base class's methods run them:
+ *
+ *   - forwardOps / backwardOps: the checked programs, what composite modules `yield*` (a block calls
+ *     `yield* this.attn.forwardOps(h)`): a backward needs a forward that kept its activations
+ *     (ERR_NF_STATE otherwise); under checkFinite the inputs and the result are scanned, naming the
+ *     module's path; a forward's end records whether a backward may follow and, in eval mode, frees
+ *     the activations;
+ *   - forward / backward: a model call on the calling thread, and forwardAsync / backwardAsync with
+ *     every op on worker threads: they check that the module is alive, and under checkFinite also
+ *     scan every parameter before a forward and every gradient after a backward, around forwardOps /
+ *     backwardOps.
+ *
+ * These are ordinary prototype methods: the method a reader sees is the method that runs.
+ */
 export abstract class Module {
   private mode = true;
   private readonly params = new Map<string, Parameter>();
+  private readonly buffers = new Map<string, Parameter>();
   private readonly children = new Map<string, Module>();
   private readonly rngs = new Map<string, Random>();
   private lane = new Lane();
+  /** Where this module's parameters are created (config.device, or the last to()). */
+  private home: Device = 'cpu';
   /**
    * Tensors this module made in its last forward for its backward (saved activations,
    * intermediates passed between children): freed when the next forward starts and by dispose().
@@ -99,50 +114,53 @@ export abstract class Module {
   private owner: { module: Module; name: string } | null = null;
   private released = false;
 
-  constructor() {
-    // Every call of the subclass's forward and backward passes through guard(): the check that
-    // the module is still alive, and the checkFinite scans (lib/finite.ts) when that mode is on.
-    const self = this as unknown as Record<'forward' | 'backward', Method>;
-    for (const method of ['forward', 'backward'] as const)
-      Object.defineProperty(this, method, { value: this.guard(method, self[method]), writable: true, configurable: true });
-    // Layers inside a model run through their programs (yield*), not forward(): under checkFinite
-    // each program also scans its inputs and its result, so the first bad layer is named.
-    for (const method of ['forward', 'backward'] as const) {
-      const ops = (this as unknown as Record<string, ((...a: never[]) => Program<unknown>) | undefined>)[`${method}Ops`];
-      if (typeof ops !== 'function') continue;
-      const names = parameterNames(ops);
-      const checked = function* (this: Module, ...args: never[]): Program<unknown> {
-        if (method === 'backward' && !this.backwardReady)
-          throw new NodeformerError('ERR_NF_STATE',
-            `${this.modulePath}.backward called without a forward in training mode (a forward in eval mode keeps no activations; ` +
-            'use eval({ keepActivations: true }) to backpropagate with dropout off)');
-        const saves = this.savesActivations, finite = checkFiniteEnabled(), where = `${this.modulePath}.${method}`;
-        if (finite) args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
-        const out = yield* ops.apply(this, args);
-        if (finite) assertFiniteIn(`the output of ${where}`, out);
-        if (method === 'forward') this.forwardDone(saves, out);
-        return out;
-      };
-      Object.defineProperty(this, `${method}Ops`, { value: checked, writable: true, configurable: true });
-    }
+  /**
+   * The forward pass as written by the subclass: a program of native ops, unchecked. Implement it;
+   * call forwardOps (or forward, forwardAsync), which run it with the checks.
+   */
+  abstract forwardProgram(...args: never[]): Program<unknown>;
+  /** The backward pass as written by the subclass (unchecked); implement it, call backwardOps. */
+  abstract backwardProgram(...args: never[]): Program<unknown>;
+
+  /**
+   * The forward pass as a checked program (arguments and result: see the module's forwardProgram):
+   * what composite modules run their children with (`yield* child.forwardOps(x)`).
+   */
+  *forwardOps<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): Program<ProgramResult<M['forwardProgram']>> {
+    const self = this as Module;
+    const saves = self.savesActivations, finite = checkFiniteEnabled();
+    if (finite) self.checkInputs('forward', args);
+    const out = yield* (self.forwardProgram as AnyProgramFn).apply(self, args);
+    if (finite) assertFiniteIn(`the output of ${self.modulePath}.forward`, out);
+    self.forwardDone(saves, out);
+    return out as ProgramResult<M['forwardProgram']>;
   }
 
-  /** The forward pass as a program of native ops; forward and forwardAsync run it. */
-  abstract forwardOps(...args: never[]): Program<unknown>;
-  /** The backward pass as a program of native ops; backward and backwardAsync run it. */
-  abstract backwardOps(...args: never[]): Program<unknown>;
+  /** The backward pass as a checked program (see backwardProgram); throws ERR_NF_STATE without a forward that kept its activations. */
+  *backwardOps<M extends Module>(this: M, ...args: ProgramArgs<M['backwardProgram']>): Program<ProgramResult<M['backwardProgram']>> {
+    const self = this as Module;
+    if (!self.backwardReady)
+      throw new NodeformerError('ERR_NF_STATE',
+        `${self.modulePath}.backward called without a forward in training mode (a forward in eval mode keeps no activations; ` +
+        'use eval({ keepActivations: true }) to backpropagate with dropout off)');
+    const finite = checkFiniteEnabled();
+    if (finite) self.checkInputs('backward', args);
+    const out = yield* (self.backwardProgram as AnyProgramFn).apply(self, args);
+    if (finite) assertFiniteIn(`the output of ${self.modulePath}.backward`, out);
+    return out as ProgramResult<M['backwardProgram']>;
+  }
 
-  /** Runs the module on the calling thread (arguments and result: see the module's forwardOps). */
-  forward<M extends Module>(this: M, ...args: ProgramArgs<M['forwardOps']>): ProgramResult<M['forwardOps']> {
-    return this.runOps('forward', (this.forwardOps as AnyProgramFn)(...args)) as ProgramResult<M['forwardOps']>;
+  /** Runs the module on the calling thread (arguments and result: see the module's forwardProgram). */
+  forward<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): ProgramResult<M['forwardProgram']> {
+    return this.runOps('forward', (this as Module).call('forward', args)) as ProgramResult<M['forwardProgram']>;
   }
 
   /**
    * Back-propagates the gradient of the last forward's output on the calling thread; accumulates
-   * into param.grad and returns the input gradient (see the module's backwardOps).
+   * into param.grad and returns the input gradient (see the module's backwardProgram).
    */
-  backward<M extends Module>(this: M, ...args: ProgramArgs<M['backwardOps']>): ProgramResult<M['backwardOps']> {
-    return this.runOps('backward', (this.backwardOps as AnyProgramFn)(...args)) as ProgramResult<M['backwardOps']>;
+  backward<M extends Module>(this: M, ...args: ProgramArgs<M['backwardProgram']>): ProgramResult<M['backwardProgram']> {
+    return this.runOps('backward', (this as Module).call('backward', args)) as ProgramResult<M['backwardProgram']>;
   }
 
   /**
@@ -150,13 +168,42 @@ export abstract class Module {
    * module and everything in its tree) run one after the other in call order; different models
    * run concurrently. Tensors passed in must stay undisposed until the Promise settles.
    */
-  forwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['forwardOps']>): Promise<ProgramResult<M['forwardOps']>> {
-    return this.enqueueOps(() => (this.forwardOps as AnyProgramFn)(...args)) as Promise<ProgramResult<M['forwardOps']>>;
+  forwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): Promise<ProgramResult<M['forwardProgram']>> {
+    return this.enqueueOps(() => (this as Module).call('forward', args)) as Promise<ProgramResult<M['forwardProgram']>>;
   }
 
   /** backward with every op on a worker thread, queued behind this model's other calls (see forwardAsync). */
-  backwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['backwardOps']>): Promise<ProgramResult<M['backwardOps']>> {
-    return this.enqueueOps(() => (this.backwardOps as AnyProgramFn)(...args)) as Promise<ProgramResult<M['backwardOps']>>;
+  backwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['backwardProgram']>): Promise<ProgramResult<M['backwardProgram']>> {
+    return this.enqueueOps(() => (this as Module).call('backward', args)) as Promise<ProgramResult<M['backwardProgram']>>;
+  }
+
+  /**
+   * A model call (forward, backward and their Async twins): checks that the module and its
+   * parameters are alive; under checkFinite scans every parameter of the model before a forward
+   * and every gradient after a backward (the layers' own forwardOps / backwardOps scan their inputs
+   * and outputs, so the first non-finite tensor is named wherever it appears).
+   */
+  private *call(method: 'forward' | 'backward', args: unknown[]): Program<unknown> {
+    if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method} called after dispose()`);
+    for (const [name, p] of this.params)
+      if (p.disposed)
+        throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method}: parameter ${this.modulePath}.${name} has been disposed`);
+    const finite = checkFiniteEnabled(), prefix = `${this.modulePath}.`;
+    if (finite && method === 'forward') {
+      this.checkInputs(method, args); // the arguments first, then the parameters, then each layer
+      for (const [name, p] of this.namedParameters()) assertFinite(`parameter ${prefix}${name}`, p);
+    }
+    const ops = (method === 'forward' ? this.forwardOps : this.backwardOps) as AnyProgramFn;
+    const out = yield* ops.apply(this, args);
+    if (finite && method === 'backward')
+      for (const [name, p] of this.namedParameters()) if (p.grad) assertFinite(`gradient ${prefix}${name}.grad`, p.grad);
+    return out;
+  }
+
+  /** Under checkFinite: scans the arguments of a forward or backward, named after forwardProgram's parameters. */
+  private checkInputs(method: 'forward' | 'backward', args: readonly unknown[]): void {
+    const names = parameterNames(method === 'forward' ? this.forwardProgram : this.backwardProgram);
+    args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${this.modulePath}.${method})`, a));
   }
 
   /**
@@ -207,10 +254,37 @@ export abstract class Module {
     return this.mode || this.keepInEval;
   }
 
+  /**
+   * Where this module's parameters live: config.device (or 'cpu') until to() moves them. Read by
+   * callers to put their inputs on the same device (`x.to(model.device)`).
+   */
+  get device(): Device {
+    return this.home;
+  }
+
+  /**
+   * Sets the device the constructor creates this module's parameters (and buffers) on, and moves
+   * its children there as they are added: what config.device does. Call it before addParameter.
+   */
+  protected placeOn(device: unknown, name = 'config.device'): void {
+    this.home = device === undefined ? 'cpu' : checkDevice(name, device);
+  }
+
+  /** A trainable parameter `name` holding a copy of `values`, on this module's device. */
   protected addParameter(name: string, shape: readonly number[], values: Float32Array): Parameter {
-    const p = Parameter.create(shape, values);
+    const p = Parameter.create(shape, values, this.home);
     this.params.set(name, p);
     return p;
+  }
+
+  /**
+   * A constant tensor the module's ops read (a position table): it follows the module to its device
+   * (to(), config.device) and is freed by dispose(), but is neither a parameter nor in stateDict().
+   */
+  protected addBuffer(name: string, shape: readonly number[], values: Float32Array): Tensor<'float32'> {
+    const b = Parameter.create(shape, values, this.home);
+    this.buffers.set(name, b);
+    return b;
   }
 
   /**
@@ -232,11 +306,15 @@ export abstract class Module {
     if (!this.savesActivations) this.activations.trim(...keep);
   }
 
-  /** Registers a child; it joins this module's queue of asynchronous calls. */
+  /**
+   * Registers a child; it joins this module's queue of asynchronous calls and moves to this
+   * module's device (so config.device reaches every layer).
+   */
   protected addModule<M extends Module>(name: string, module: M): M {
     this.children.set(name, module);
     (module as Module).owner = { module: this, name };
     module.joinLane(this.lane);
+    if (module.device !== this.home) module.to(this.home);
     return module;
   }
 
@@ -272,46 +350,6 @@ export abstract class Module {
   /** Whether dispose() was called (on this module or on a module containing it). */
   get disposed(): boolean {
     return this.released;
-  }
-
-  /**
-   * Wraps forward or backward. Every call checks the module was not disposed; under checkFinite
-   * the outermost call (the model's, not its layers') also scans every parameter of the model
-   * before a forward and every gradient after a backward, and each call scans its own inputs and
-   * outputs, so the first non-finite tensor is named wherever it appears.
-   */
-  private guard(method: 'forward' | 'backward', fn: Method): Method {
-    const ops = (this as unknown as Record<string, Method | undefined>)[`${method}Ops`];
-    const names = parameterNames(ops ?? fn);
-    return (...args: never[]) => {
-      if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method} called after dispose()`);
-      for (const [name, p] of this.params)
-        if (p.disposed)
-          throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method}: parameter ${this.modulePath}.${name} has been disposed`);
-      return checkFiniteEnabled() ? this.checkedCall(method, fn, names, args) : fn.apply(this, args);
-    };
-  }
-
-  /** A forward or backward call under checkFinite (see guard). */
-  private checkedCall(method: 'forward' | 'backward', fn: Method, names: string[], args: never[]): unknown {
-    const where = `${this.modulePath}.${method}`, prefix = `${this.modulePath}.`;
-    const outermost = guardDepth === 0;
-    args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${where})`, a));
-    if (outermost && method === 'forward') for (const [name, p] of this.namedParameters()) assertFinite(`parameter ${prefix}${name}`, p);
-    guardDepth++;
-    let out: unknown;
-    try {
-      out = fn.apply(this, args);
-    } finally {
-      guardDepth--;
-    }
-    const after = (value: unknown) => {
-      assertFiniteIn(`the output of ${where}`, value);
-      if (outermost && method === 'backward')
-        for (const [name, p] of this.namedParameters()) if (p.grad) assertFinite(`gradient ${prefix}${name}.grad`, p.grad);
-      return value;
-    };
-    return out instanceof Promise ? out.then(after) : after(out);
   }
 
   /** [name, parameter] pairs, depth first in registration order. */
@@ -379,14 +417,18 @@ export abstract class Module {
    * Moves every parameter (and gradient) of this module and its children to `device` in place, and
    * frees the saved activations of the last forward. Inputs must then be on the same device
    * (Tensor.to); an op mixing devices throws ERR_NF_DEVICE. 'cuda' throws ERR_NF_NO_CUDA when
-   * nodeformer was built without CUDA. An optimizer keeps its state on the device its parameters had
-   * when it was made: create it after moving the model.
+   * nodeformer was built without CUDA. An optimizer made before the move moves its state to its
+   * parameters' device on its next step (creating it after moving the model saves that copy).
    */
   to(device: Device): this {
     checkDevice('device', device);
     this.lane.checkIdle(`${this.constructor.name}.to`);
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.to called after dispose()`);
-    for (const m of this.modules()) m.activations.close();
+    for (const m of this.modules()) {
+      m.activations.close();
+      m.home = device;
+      for (const b of m.buffers.values()) b.moveTo(device);
+    }
     for (const p of this.parameters()) p.moveTo(device);
     return this;
   }
@@ -399,7 +441,10 @@ export abstract class Module {
   dispose(): void {
     this.lane.checkIdle(`${this.constructor.name}.dispose`);
     for (const m of this.modules()) m.released = true;
-    for (const m of this.modules()) m.activations.close();
+    for (const m of this.modules()) {
+      m.activations.close();
+      for (const b of m.buffers.values()) b.dispose();
+    }
     for (const p of this.parameters()) p.dispose();
   }
 

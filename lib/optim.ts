@@ -82,6 +82,13 @@ export abstract class Optimizer<O extends object = object> {
     for (let i = 0; i < this.params.length; i++) {
       const p = this.params[i];
       if (!p.grad) continue;
+      // State made before the model moved (module.to) follows its parameter.
+      if (this.buffers[i].some((b) => b.device !== p.device))
+        this.buffers[i] = this.buffers[i].map((b) => {
+          const moved = b.to(p.device);
+          if (moved !== b) b.dispose();
+          return moved;
+        });
       this.steps[i] += 1;
       yield* this.update(p, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i]);
     }
@@ -226,7 +233,9 @@ export class SGD extends Optimizer<Required<SGDOptions>> {
 
 /**
  * torch.nn.utils.clip_grad_norm_: scales every gradient by maxNorm / (total + 1e-6) when the
- * total L2 norm over all of them exceeds maxNorm. Returns the total norm before clipping.
+ * total L2 norm over all of them exceeds maxNorm. Returns the total norm before clipping. On
+ * 'cuda' the sums of squares stay on the device until one copy of them (a float per parameter)
+ * to the host.
  */
 export function clipGradNorm(params: Parameter[], maxNorm: number): number {
   return runSync(clipGradNormOps(params, maxNorm));
@@ -236,11 +245,22 @@ export function clipGradNorm(params: Parameter[], maxNorm: number): number {
 export function* clipGradNormOps(params: Parameter[], maxNorm: number): Program<number> {
   const ps = checkParams(params).filter((p) => p.grad);
   num('maxNorm', maxNorm, 0);
-  const out = new Float32Array(1);
+  // Each gradient's Σ g² (float32, as the op gives it) lands in slot i of a vector on its device;
+  // the vectors come to the host once, and the slots are added in parameter order on any device.
+  const sums: { cpu?: Tensor<'float32'>; cuda?: Tensor<'float32'> } = {};
+  const tmp: { cpu?: Tensor<'float32'>; cuda?: Tensor<'float32'> } = {};
   let sum = 0;
-  for (const p of ps) {
-    yield* op('sumSquares', { n: p.size, out, x: p.grad!.storage });
-    sum += out[0];
+  try {
+    for (let i = 0; i < ps.length; i++) {
+      const g = ps[i].grad!, dev = g.device;
+      const s = (sums[dev] ??= Tensor.empty([ps.length], 'float32', dev)), one = (tmp[dev] ??= Tensor.empty([1], 'float32', dev));
+      yield* op('sumSquares', { n: g.size, out: one.storage, x: g.storage });
+      yield* op('copyRows', { rows: 1, cols: 1, dst: s.storage, dstStride: 1, dstOffset: i, src: one.storage, srcStride: 1 });
+    }
+    const host = { cpu: sums.cpu?.data, cuda: sums.cuda?.toArray() };
+    for (let i = 0; i < ps.length; i++) sum += host[ps[i].grad!.device]![i];
+  } finally {
+    for (const t of [sums.cpu, sums.cuda, tmp.cpu, tmp.cuda]) t?.dispose();
   }
   const total = Math.sqrt(sum);
   const coef = maxNorm / (total + 1e-6);

@@ -279,20 +279,26 @@ export async function loadSafetensorsAsync(path: string): Promise<Record<string,
 
 const DTYPE_OF: Record<string, SafetensorsDType> = { float32: 'F32', int32: 'I32', bool: 'BOOL' };
 
-/** Serialises tensors (and string metadata) to safetensors bytes, names sorted, 8-byte aligned header. */
+/**
+ * Serialises tensors (and string metadata) to safetensors bytes, names sorted, 8-byte aligned
+ * header. Tensors on a device (a CUDA model's state dict) are copied to the host here.
+ */
 export function serializeSafetensors(record: Record<string, Tensor>, metadata: Record<string, string> = {}): Uint8Array {
   if (record === null || typeof record !== 'object') invalidArg('record', 'an object of tensors', record);
   if (metadata === null || typeof metadata !== 'object') invalidArg('metadata', 'an object of strings', metadata);
   const header: Record<string, unknown> = Object.create(null);
   const names = Object.keys(record).sort();
+  const values = new Map<string, Float32Array | Int32Array | Uint8Array>();
   let offset = 0;
   for (const name of names) {
     const t = record[name];
     if (name === '__metadata__') invalidArg('record', 'tensor names other than "__metadata__" (the format reserves it)', record);
     if (!(t instanceof Tensor)) invalidArg(`record[${JSON.stringify(name)}]`, 'a Tensor', t);
     if (t.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `record[${JSON.stringify(name)}] is a disposed tensor`);
-    header[name] = { dtype: DTYPE_OF[t.dtype], shape: [...t.shape], data_offsets: [offset, offset + t.data.byteLength] };
-    offset += t.data.byteLength;
+    const d = t.device === 'cpu' ? t.data : t.toArray();
+    values.set(name, d);
+    header[name] = { dtype: DTYPE_OF[t.dtype], shape: [...t.shape], data_offsets: [offset, offset + d.byteLength] };
+    offset += d.byteLength;
   }
   if (Object.keys(metadata).length) {
     for (const [k, v] of Object.entries(metadata)) if (typeof v !== 'string') invalidArg(`metadata.${k}`, 'a string', v);
@@ -306,7 +312,7 @@ export function serializeSafetensors(record: Record<string, Tensor>, metadata: R
   out.set(headerBytes, 8);
   let pos = 8 + headerBytes.length;
   for (const name of names) {
-    const d = record[name].data;
+    const d = values.get(name)!;
     out.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength), pos);
     pos += d.byteLength;
   }

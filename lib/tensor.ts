@@ -2,8 +2,9 @@
  * Tensor: a dense, row-major array with a shape, a dtype and a device. float32 for values, int32
  * for token ids and labels, bool (Uint8Array, 1 = True) for masks. On 'cpu' (the default) the
  * values live in an ordinary ArrayBuffer, viewed from its first 64-byte aligned address, that
- * `data` exposes; on 'cuda' they are device memory (lib/device.ts) that only ops read: copy them
- * with to('cpu') or toArray().
+ * `data` exposes; on 'cuda' they are a block of device memory from the CUDA addon's caching
+ * allocator (lib/device.ts) that only ops read: copy them with to('cpu') or toArray(). dispose()
+ * (or the GC) returns the block to the cache for the next tensor of its size class.
  *
  * Why an ordinary ArrayBuffer: V8 frees it itself when the tensor becomes unreachable, during the
  * GC, with no finalizer waiting for the event loop to turn. So a synchronous loop that never
@@ -99,7 +100,7 @@ export class Tensor<D extends DType = DType> {
   /** Storage on `device`, zero-filled unless `uninitialized` (the old storage, if any, must be freed first). */
   private allocate(device: Device, uninitialized = false): void {
     if (device === 'cuda') {
-      this.deviceBuffer = cuda().alloc(this.size * BYTES[this.dtype]);
+      this.deviceBuffer = cuda().alloc(this.size * BYTES[this.dtype], !uninitialized ? 'zero' : poison ? 'poison' : 'none');
     } else {
       const { buffer, offset } = hostBuffer(this.size * BYTES[this.dtype], uninitialized);
       this.buffer = buffer;
@@ -130,10 +131,11 @@ export class Tensor<D extends DType = DType> {
   }
 
   /**
-   * A tensor whose values are whatever its memory held before (on 'cuda': zeros), for an output
-   * that is written whole before it is read: it skips the zero-fill that `zeros` pays. Reading it
-   * first gives arbitrary values; with the NF_POISON_UNINITIALIZED environment variable set, every
-   * float32 value starts as NaN, so such a read shows up.
+   * A tensor whose values are whatever its memory held before (on 'cuda', a reused block of the
+   * caching allocator: the last tensor's values), for an output that is written whole before it is
+   * read: it skips the zero-fill that `zeros` pays. Reading it first gives arbitrary values; with
+   * the NF_POISON_UNINITIALIZED environment variable set, every float32 value starts as NaN (on
+   * either device), so such a read shows up.
    */
   static empty<D extends DType = 'float32'>(shape: readonly number[], dtype?: D, device: Device = 'cpu'): Tensor<D> {
     return new Tensor(checkDType(dtype), shape, shapeSize(shape), checkDevice('device', device), true);
@@ -146,12 +148,16 @@ export class Tensor<D extends DType = DType> {
 
   /**
    * The live storage of a cpu tensor (no copy): writes change the tensor. Throws if disposed, and
-   * ERR_NF_DEVICE on a cuda tensor (JS cannot touch device memory: use to('cpu') or toArray()).
+   * ERR_NF_DEVICE on a cuda tensor (JS cannot touch device memory: use toArray() or to('cpu') for a
+   * host copy, copyFrom() to write; no nodeformer function reads `data` of a tensor that may live on
+   * a device, so this error always comes from the caller's own code).
    */
   get data(): TypedArrayOf<D> {
     if (this._data) return this._data;
     if (this.deviceBuffer)
-      throw new NodeformerError('ERR_NF_DEVICE', `This ${describe(this)} is on cuda: read it with toArray() or to('cpu')`);
+      throw new NodeformerError('ERR_NF_DEVICE',
+        `This ${describe(this)} is on cuda: its data is device memory that JS cannot read; ` +
+          "copy it to the host with toArray() or to('cpu') (and write it with copyFrom())");
     throw new NodeformerError('ERR_NF_DISPOSED', `This ${describe(this)} has been disposed`);
   }
 
@@ -210,7 +216,7 @@ export class Tensor<D extends DType = DType> {
     const size = shapeSize(shape);
     if (size !== this.size) invalidArg('shape', `a shape of ${this.size} elements`, shape);
     if (!this.deviceBuffer) return Tensor.from(this.data, shape) as unknown as Tensor<D>;
-    const t = new Tensor(this.dtype, shape, size, 'cuda');
+    const t = new Tensor(this.dtype, shape, size, 'cuda', true);
     cuda().copy(t.deviceBuffer!, this.deviceBuffer);
     return t;
   }

@@ -29,7 +29,7 @@ export interface TrainStepOptions {
 const TRAIN_STEP_OPTIONS = new OptionKeys<TrainStepOptions>('trainStep options', { loss: true, maxGradNorm: true });
 
 /** The model's forward arguments: one tensor, or the argument list of its forward (e.g. [src, tgt]). */
-export type TrainInputs<M extends Module> = Tensor | ProgramArgs<M['forwardOps']>;
+export type TrainInputs<M extends Module> = Tensor | ProgramArgs<M['forwardProgram']>;
 
 function isProgram(v: unknown): v is Program<LossResult> {
   return typeof v === 'object' && v !== null && typeof (v as Program<LossResult>).next === 'function' &&

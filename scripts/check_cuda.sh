@@ -51,6 +51,13 @@ cls_pos_forward_kernel                   40   0
 cls_pos_backward_kernel                  48   0
 im2col_kernel                            40   0
 col2im_kernel                            40   0
+sgd_kernel                               40   0
+sum_squares_partial_kernel               40   256
+sum_partials_kernel                      40   256
+scale_kernel                             40   0
+mse_count_kernel                         40   256
+mse_partial_kernel                       40   256
+mse_mean_kernel                          40   256
 '
 
 NVCC="${NVCC:-$(command -v nvcc || true)}"

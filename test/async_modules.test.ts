@@ -79,12 +79,12 @@ describe('forwardAsync and backwardAsync', () => {
     /** y = inner(x) / 2. */
     class Halved extends Module {
       readonly inner = this.addModule('inner', new Linear({ inFeatures: 4, outFeatures: 3, seed: 1 }));
-      *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
+      *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
         const y = yield* this.inner.forwardOps(x);
         yield* op('scale', { n: y.size, x: y.data, s: 0.5 });
         return y;
       }
-      *backwardOps(dy: Tensor<'float32'>): Program<Tensor<'float32'>> {
+      *backwardProgram(dy: Tensor<'float32'>): Program<Tensor<'float32'>> {
         const d = Tensor.from(dy.data, dy.shape);
         yield* op('scale', { n: d.size, x: d.data, s: 0.5 });
         const dx = yield* this.inner.backwardOps(d);

@@ -209,3 +209,22 @@ describe('eval mode', () => {
     for (const m of [a, b]) m.dispose();
   });
 });
+
+describe('Module methods', () => {
+  it('are ordinary prototype methods: the method a reader sees is the method that runs', () => {
+    const vit = new ViTClassifier({ imgSize: 8, patchSize: 4, inChannels: 1, dModel: 8, numHeads: 2, dFF: 8, depth: 1, numClasses: 3 });
+    const attn = new MultiHeadAttention({ dModel: 8, numHeads: 2 });
+    for (const m of [vit, attn, ...vit.modules()])
+      for (const k of ['forward', 'backward', 'forwardAsync', 'backwardAsync', 'forwardOps', 'backwardOps', 'forwardProgram', 'backwardProgram'])
+        expect(Object.hasOwn(m, k), `${m.modulePath}.${k}`).toBe(false);
+    const base = Object.getPrototypeOf(Object.getPrototypeOf(ViTClassifier.prototype)); // ViTEncoder → Module
+    expect(vit.forward).toBe(base.forward);
+    expect(vit.forwardOps).toBe(base.forwardOps);
+    expect(vit.forwardProgram).toBe(ViTClassifier.prototype.forwardProgram);
+    expect(attn.forward).toBe(MultiHeadAttention.prototype.forward); // its overloads, delegating to Module's
+    // The checks (ERR_NF_STATE for a backward without a forward) live in the base class's backwardOps.
+    expect(() => vit.backward(Tensor.zeros([1, 3]))).toThrow(expect.objectContaining({ code: 'ERR_NF_STATE' }));
+    vit.dispose();
+    expect(() => vit.forward(Tensor.zeros([1, 1, 8, 8]))).toThrow(expect.objectContaining({ code: 'ERR_NF_DISPOSED' }));
+  });
+});

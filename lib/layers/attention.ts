@@ -4,8 +4,10 @@ import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
+import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
-import { bool, nonEmpty, positiveInt, probability, seedOf } from './common';
+import type { Device } from '../device';
+import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from './common';
 import { Linear } from './linear';
 
 export interface MultiHeadAttentionConfig {
@@ -17,6 +19,8 @@ export interface MultiHeadAttentionConfig {
   /** Dropout on the attention weights in training mode (default 0). */
   dropout?: number;
   seed?: number;
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
 }
 
 /** Options of MultiHeadAttention.forward. Masks are bool tensors, true = blocked (PyTorch's meaning). */
@@ -34,7 +38,7 @@ export interface AttentionOptions {
 }
 
 const ATTENTION_CONFIG = new OptionKeys<MultiHeadAttentionConfig>('MultiHeadAttention config',
-  { dModel: true, numHeads: true, bias: true, dropout: true, seed: true });
+  { dModel: true, numHeads: true, bias: true, dropout: true, seed: true, device: true });
 const ATTENTION_OPTIONS = new OptionKeys<AttentionOptions>('MultiHeadAttention.forward options',
   { memory: true, attnMask: true, keyPaddingMask: true, causal: true, needWeights: true });
 
@@ -71,7 +75,7 @@ interface Saved {
  * proj.weight [D, D], proj.bias [D]. A query row whose keys are all blocked outputs 0.
  */
 export class MultiHeadAttention extends Module {
-  readonly config: Required<MultiHeadAttentionConfig>;
+  readonly config: Settings<MultiHeadAttentionConfig>;
   readonly qkv: Linear;
   readonly proj: Linear;
   private readonly dropRng: Random;
@@ -80,6 +84,7 @@ export class MultiHeadAttention extends Module {
   constructor(config: MultiHeadAttentionConfig) {
     super();
     config = ATTENTION_CONFIG.check('config', config);
+    this.placeOn(config.device);
     const dModel = positiveInt('config.dModel', config.dModel);
     const numHeads = positiveInt('config.numHeads', config.numHeads);
     if (dModel % numHeads !== 0) invalidArg('config.numHeads', `a divisor of dModel (${dModel})`, numHeads);
@@ -97,21 +102,26 @@ export class MultiHeadAttention extends Module {
   override forward(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Tensor<'float32'>;
   override forward(x: Tensor, options: AttentionOptions & { needWeights: true }): AttentionWithWeights;
   override forward(x: Tensor, options: AttentionOptions = {}): Tensor<'float32'> | AttentionWithWeights {
-    return this.runOps('forward', this.forwardOps(x, options));
+    return super.forward<MultiHeadAttention>(x, options);
   }
 
   /** forward on worker threads (see Module.forwardAsync). */
   override forwardAsync(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Promise<Tensor<'float32'>>;
   override forwardAsync(x: Tensor, options: AttentionOptions & { needWeights: true }): Promise<AttentionWithWeights>;
   override forwardAsync(x: Tensor, options: AttentionOptions = {}): Promise<Tensor<'float32'> | AttentionWithWeights> {
-    return this.enqueueOps(() => this.forwardOps(x, options));
+    return super.forwardAsync<MultiHeadAttention>(x, options);
   }
 
-  /** The program of forward. */
-  forwardOps(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Program<Tensor<'float32'>>;
-  forwardOps(x: Tensor, options: AttentionOptions & { needWeights: true }): Program<AttentionWithWeights>;
-  forwardOps(x: Tensor, options?: AttentionOptions): Program<Tensor<'float32'> | AttentionWithWeights>;
-  *forwardOps(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
+  /** The checked program of forward (see Module.forwardOps). */
+  override forwardOps(x: Tensor, options?: AttentionOptions & { needWeights?: false }): Program<Tensor<'float32'>>;
+  override forwardOps(x: Tensor, options: AttentionOptions & { needWeights: true }): Program<AttentionWithWeights>;
+  override forwardOps(x: Tensor, options?: AttentionOptions): Program<Tensor<'float32'> | AttentionWithWeights>;
+  override forwardOps(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
+    return super.forwardOps<MultiHeadAttention>(x, options);
+  }
+
+  /** The forward pass as written (unchecked; forwardOps runs it). */
+  *forwardProgram(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
     const D = this.config.dModel, H = this.config.numHeads;
     const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
     options = ATTENTION_OPTIONS.check('options', options);
@@ -147,7 +157,7 @@ export class MultiHeadAttention extends Module {
   }
 
   /** dy [B, Tq, D] → dx (self-attention) or {dx, dMemory} (cross-attention); accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
     const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);
@@ -162,36 +172,55 @@ export class MultiHeadAttention extends Module {
 
   /**
    * Incremental self-attention for decoding (inference only): x [B, 1, D] is the new position t;
-   * its keys and values are written into `cache` [B, maxT, 2D] and it attends to positions 0..t.
+   * its keys and values are written into `cache` [B, maxT, 2D] (on x's device) and it attends to
+   * positions 0..t.
    */
-  *decodeSelf(x: Tensor<'float32'>, cache: Float32Array, t: number, maxT: number): Program<Tensor<'float32'>> {
+  *decodeSelf(x: Tensor<'float32'>, cache: Tensor<'float32'>, t: number, maxT: number): Program<Tensor<'float32'>> {
     const B = x.shape[0], D = this.config.dModel;
-    const out = Tensor.empty([B, 1, D]);
-    yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.data, x: x.data, cache, t, maxT, ...this.weights() });
+    const out = Tensor.empty([B, 1, D], 'float32', x.device);
+    yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.storage, x: x.storage, cache: cache.storage, t, maxT,
+      ...this.weights() });
     return out;
   }
 
-  /** The keys and values [B, Tm, 2D] of `memory` for cross-attention decoding (computed once per sequence). */
-  *memoryKV(memory: Tensor<'float32'>): Program<Float32Array> {
-    const D = this.config.dModel, rows = memory.size / D;
-    const kv = new Float32Array(rows * 2 * D);
-    yield* op('linearForward', { rows, inFeatures: D, outFeatures: 2 * D, y: kv, x: memory.data,
-      W: this.qkv.weight.data.subarray(D * D), b: this.qkv.bias?.data.subarray(D) ?? null });
-    return kv;
+  /**
+   * The keys and values [B, Tm, 2D] of `memory` for cross-attention decoding (computed once per
+   * sequence), on memory's device: rows D..3D-1 of qkv.weight (and bias) applied to it.
+   */
+  *memoryKV(memory: Tensor<'float32'>): Program<Tensor<'float32'>> {
+    const D = this.config.dModel, rows = memory.size / D, dev = memory.device;
+    const [B, Tm] = memory.shape;
+    const tmp = new Scope();
+    try {
+      // The K|V rows of the projection, copied out (a device buffer has no subarray).
+      const W = tmp.add(Tensor.empty([2 * D, D], 'float32', dev));
+      yield* op('copyRows', { rows: 1, cols: 2 * D * D, dst: W.storage, dstStride: 2 * D * D, src: this.qkv.weight.storage,
+        srcStride: 3 * D * D, srcOffset: D * D });
+      const bias = this.qkv.bias ? tmp.add(Tensor.empty([2 * D], 'float32', dev)) : null;
+      if (bias)
+        yield* op('copyRows', { rows: 1, cols: 2 * D, dst: bias.storage, dstStride: 2 * D, src: this.qkv.bias!.storage, srcStride: 3 * D,
+          srcOffset: D });
+      const kv = Tensor.empty([B, Tm, 2 * D], 'float32', dev);
+      yield* op('linearForward', { rows, inFeatures: D, outFeatures: 2 * D, y: kv.storage, x: memory.storage, W: W.storage,
+        b: bias?.storage ?? null });
+      return kv;
+    } finally {
+      tmp.close();
+    }
   }
 
   /** Incremental cross-attention for decoding: x [B, 1, D] attends to memoryKV(memory) [B, Tk, 2D]. */
-  *decodeCross(x: Tensor<'float32'>, kv: Float32Array, Tk: number, keyPaddingMask?: Tensor<'bool'>): Program<Tensor<'float32'>> {
+  *decodeCross(x: Tensor<'float32'>, kv: Tensor<'float32'>, Tk: number, keyPaddingMask?: Tensor<'bool'>): Program<Tensor<'float32'>> {
     const B = x.shape[0], D = this.config.dModel;
-    const out = Tensor.empty([B, 1, D]);
-    yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.data, x: x.data, kv, Tk,
-      keyPaddingMask: keyPaddingMask?.data ?? null, ...this.weights() });
+    const out = Tensor.empty([B, 1, D], 'float32', x.device);
+    yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.storage, x: x.storage, kv: kv.storage, Tk,
+      keyPaddingMask: keyPaddingMask?.storage ?? null, ...this.weights() });
     return out;
   }
 
   private weights() {
-    return { qkvWeight: this.qkv.weight.data, qkvBias: this.qkv.bias?.data ?? null,
-      projWeight: this.proj.weight.data, projBias: this.proj.bias?.data ?? null };
+    return { qkvWeight: this.qkv.weight.storage, qkvBias: this.qkv.bias?.storage ?? null,
+      projWeight: this.proj.weight.storage, projBias: this.proj.bias?.storage ?? null };
   }
 }
 registerModelClass(MultiHeadAttention);

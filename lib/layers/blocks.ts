@@ -5,7 +5,8 @@ import type { Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
-import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from './common';
+import type { Device } from '../device';
+import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf, type Settings } from './common';
 import { accumulate, DropoutSite } from './dropout';
 import { checkAttnMask, MultiHeadAttention } from './attention';
 import { ACTIVATIONS, FeedForward, type Activation } from './feedforward';
@@ -24,12 +25,14 @@ export interface BlockConfig {
   /** LayerNorm eps (default 1e-5). */
   eps?: number;
   seed?: number;
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
 }
 
 const BLOCK_CONFIG = new OptionKeys<BlockConfig>('block config',
-  { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, eps: true, seed: true });
+  { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, eps: true, seed: true, device: true });
 
-function blockConfig(raw: BlockConfig, label: string): Required<BlockConfig> {
+function blockConfig(raw: BlockConfig, label: string): Settings<BlockConfig> {
   const config = BLOCK_CONFIG.check('config', raw, label);
   return {
     dModel: positiveInt('config.dModel', config.dModel),
@@ -61,7 +64,7 @@ const ENCODER_BLOCK_OPTIONS = new OptionKeys<EncoderBlockOptions>('EncoderBlock.
  * Post-LN: x = norm1(x + drop(attn(x))); x = norm2(x + drop(mlp(x))).
  */
 export class EncoderBlock extends Module {
-  readonly config: Required<BlockConfig>;
+  readonly config: Settings<BlockConfig>;
   readonly norm1: LayerNorm;
   readonly attn: MultiHeadAttention;
   readonly norm2: LayerNorm;
@@ -74,6 +77,7 @@ export class EncoderBlock extends Module {
   constructor(config: BlockConfig) {
     super();
     const c = (this.config = blockConfig(config, 'EncoderBlock config'));
+    this.placeOn(config.device);
     const rng = new Random(c.seed);
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.attn = this.addModule('attn', new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() }));
@@ -92,7 +96,7 @@ export class EncoderBlock extends Module {
   }
 
   /** x [B, T, D] → [B, T, D]. */
-  *forwardOps(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, this.config.dModel]), { 0: 'a batch', 1: 'a sequence length' });
     options = ENCODER_BLOCK_OPTIONS.check('options', options);
     const t = this.training, keep = this.activations;
@@ -117,7 +121,7 @@ export class EncoderBlock extends Module {
   }
 
   /** dy [B, T, D] → dx [B, T, D]; accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const tmp = new Scope(d);
     let dx: Tensor<'float32'>;
@@ -158,7 +162,7 @@ const DECODER_BLOCK_OPTIONS = new OptionKeys<DecoderBlockOptions>('DecoderBlock.
  * x, keys and values from memory), norm3, mlp; pre-LN or post-LN as EncoderBlock.
  */
 export class DecoderBlock extends Module {
-  readonly config: Required<BlockConfig>;
+  readonly config: Settings<BlockConfig>;
   readonly norm1: LayerNorm;
   readonly attn: MultiHeadAttention;
   readonly norm2: LayerNorm;
@@ -170,6 +174,7 @@ export class DecoderBlock extends Module {
   constructor(config: BlockConfig) {
     super();
     const c = (this.config = blockConfig(config, 'DecoderBlock config'));
+    this.placeOn(config.device);
     const rng = new Random(c.seed);
     const attn = () => new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() });
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
@@ -182,7 +187,7 @@ export class DecoderBlock extends Module {
   }
 
   /** x [B, T, D], memory [B, Tm, D] → [B, T, D]. */
-  *forwardOps(x: Tensor, memory: Tensor, options: DecoderBlockOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor, memory: Tensor, options: DecoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel;
     const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
     const mem = nonEmpty('memory', checkTensor('memory', memory, 'float32', [xt.shape[0], null, D]), { 1: 'a memory length' });
@@ -224,7 +229,7 @@ export class DecoderBlock extends Module {
   }
 
   /** dy [B, T, D] → {dx [B, T, D], dMemory [B, Tm, D]}; accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
+  *backwardProgram(dy: Tensor): Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const [d1, d2, d3] = this.drops;
     const tmp = new Scope(d);
@@ -255,11 +260,16 @@ export class DecoderBlock extends Module {
     return { dx, dMemory };
   }
 
-  /** The per-sequence state of incremental decoding against `memory` (see decodeStep). */
+  /**
+   * The per-sequence state of incremental decoding against `memory` (see decodeStep), on memory's
+   * device; free it with disposeDecoderState when decoding ends.
+   */
   *startDecoding(memory: Tensor<'float32'>, maxT: number, memoryKeyPaddingMask?: Tensor<'bool'>): Program<DecoderState> {
     const [B, Tk] = memory.shape;
-    return { cache: new Float32Array(B * maxT * 2 * this.config.dModel), kv: yield* this.cross_attn.memoryKV(memory), Tk, maxT,
-      memoryKeyPaddingMask };
+    const kv = yield* this.cross_attn.memoryKV(memory);
+    // Rows past the step being decoded are never read (the step attends to rows 0..t): no fill.
+    const cache = Tensor.empty([B, maxT, 2 * this.config.dModel], 'float32', memory.device);
+    return { cache, kv, Tk, maxT, memoryKeyPaddingMask };
   }
 
   /**
@@ -286,11 +296,19 @@ export class DecoderBlock extends Module {
 }
 registerModelClass(DecoderBlock);
 
-/** A DecoderBlock's incremental-decoding state: its self-attention K|V cache and the memory's K|V. */
+/** A DecoderBlock's incremental-decoding state: its self-attention K|V cache [B, maxT, 2D] and the memory's K|V [B, Tk, 2D]. */
 export interface DecoderState {
-  cache: Float32Array;
-  kv: Float32Array;
+  cache: Tensor<'float32'>;
+  kv: Tensor<'float32'>;
   Tk: number;
   maxT: number;
   memoryKeyPaddingMask?: Tensor<'bool'>;
+}
+
+/** Frees the tensors of decoding states (the caches; the padding mask belongs to the caller). */
+export function disposeDecoderState(...states: DecoderState[]): void {
+  for (const s of states) {
+    s.cache.dispose();
+    s.kv.dispose();
+  }
 }

@@ -2,6 +2,9 @@
 import { invalidArg } from '../errors';
 import { Tensor } from '../tensor';
 
+/** A module's checked config as it keeps it: every field set, without `device` (where it lives is not part of its config). */
+export type Settings<C> = Required<Omit<C, 'device'>>;
+
 /** Checks a config field is a positive integer. */
 export function positiveInt(name: string, v: unknown): number {
   if (!Number.isInteger(v) || (v as number) < 1) invalidArg(name, 'a positive integer', v);

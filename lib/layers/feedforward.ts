@@ -5,7 +5,8 @@ import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
-import { oneOf, positiveInt, probability, seedOf, emptyLike } from './common';
+import type { Device } from '../device';
+import { oneOf, positiveInt, probability, seedOf, emptyLike, type Settings } from './common';
 import { Linear } from './linear';
 
 export type Activation = FeedForwardActivation;
@@ -20,14 +21,16 @@ export interface FeedForwardConfig {
   /** Dropout on the hidden activation in training mode (default 0). */
   dropout?: number;
   seed?: number;
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
 }
 
 const FEEDFORWARD_CONFIG = new OptionKeys<FeedForwardConfig>('FeedForward config',
-  { dModel: true, dFF: true, activation: true, dropout: true, seed: true });
+  { dModel: true, dFF: true, activation: true, dropout: true, seed: true, device: true });
 
 /** y = fc2(dropout(act(fc1(x)))). Parameters: fc1.weight [F, D], fc1.bias [F], fc2.weight [D, F], fc2.bias [D]. */
 export class FeedForward extends Module {
-  readonly config: Required<FeedForwardConfig>;
+  readonly config: Settings<FeedForwardConfig>;
   readonly fc1: Linear;
   readonly fc2: Linear;
   private readonly dropRng: Random;
@@ -36,6 +39,7 @@ export class FeedForward extends Module {
   constructor(config: FeedForwardConfig) {
     super();
     config = FEEDFORWARD_CONFIG.check('config', config);
+    this.placeOn(config.device);
     const dModel = positiveInt('config.dModel', config.dModel);
     const dFF = positiveInt('config.dFF', config.dFF);
     this.config = {
@@ -53,7 +57,7 @@ export class FeedForward extends Module {
   }
 
   /** x [..., D] → y [..., D]. */
-  *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.dModel, 1);
     const p = this.training ? this.config.dropout : 0;
     const seed = p > 0 ? this.dropRng.seed() : 0;
@@ -68,7 +72,7 @@ export class FeedForward extends Module {
   }
 
   /** dy [..., D] → dx [..., D]; accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'FeedForward');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
     const dx = emptyLike(s.x);

@@ -4,20 +4,23 @@ import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { checkTensor, Tensor } from '../tensor';
-import { positive, positiveInt, emptyLike } from './common';
+import type { Device } from '../device';
+import { positive, positiveInt, emptyLike, type Settings } from './common';
 
 export interface LayerNormConfig {
   /** Normalised width (the last dimension). */
   dModel: number;
   /** Added to the variance (default 1e-5, as torch.nn.LayerNorm). */
   eps?: number;
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
 }
 
-const LAYERNORM_CONFIG = new OptionKeys<LayerNormConfig>('LayerNorm config', { dModel: true, eps: true });
+const LAYERNORM_CONFIG = new OptionKeys<LayerNormConfig>('LayerNorm config', { dModel: true, eps: true, device: true });
 
 /** LayerNorm over the last dimension: y = (x − mean) / sqrt(var + eps) · weight + bias. Parameters: weight [D], bias [D]. */
 export class LayerNorm extends Module {
-  readonly config: Required<LayerNormConfig>;
+  readonly config: Settings<LayerNormConfig>;
   readonly weight: Parameter;
   readonly bias: Parameter;
   private saved: { x: Tensor<'float32'>; mean: Float32Array; rstd: Float32Array } | null = null;
@@ -31,6 +34,7 @@ export class LayerNorm extends Module {
   constructor(config: LayerNormConfig) {
     super();
     config = LAYERNORM_CONFIG.check('config', config);
+    this.placeOn(config.device);
     const dModel = positiveInt('config.dModel', config.dModel);
     this.config = { dModel, eps: positive('config.eps', config.eps ?? 1e-5) };
     this.weight = this.addParameter('weight', [dModel], constant(dModel, 1));
@@ -38,7 +42,7 @@ export class LayerNorm extends Module {
   }
 
   /** x [..., D] → y [..., D]. */
-  *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
     this.activations.close();
     const out = emptyLike(x);
@@ -70,7 +74,7 @@ export class LayerNorm extends Module {
    * dy [..., D] → dx [..., D]; accumulates weight.grad and bias.grad. `dadd`, when given, is a
    * gradient reaching the same input along another path (a residual branch): it is added to dx.
    */
-  *backwardOps(dy: Tensor, dadd?: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor, dadd?: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'LayerNorm');
     checkTensor('dy', dy, 'float32', s.x.shape);
     if (dadd !== undefined) checkTensor('dadd', dadd, 'float32', s.x.shape);

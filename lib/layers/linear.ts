@@ -5,7 +5,8 @@ import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
-import { bool, positiveInt, seedOf, emptyLike } from './common';
+import type { Device } from '../device';
+import { bool, positiveInt, seedOf, emptyLike, type Settings } from './common';
 
 export interface LinearConfig {
   inFeatures: number;
@@ -14,13 +15,15 @@ export interface LinearConfig {
   bias?: boolean;
   /** Seed of the initialisation (default 0). */
   seed?: number;
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
 }
 
-const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures: true, outFeatures: true, bias: true, seed: true });
+const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures: true, outFeatures: true, bias: true, seed: true, device: true });
 
 /** y = x Wᵀ + b. Parameters: weight [out, in], bias [out] (torch.nn.Linear's layout and initialisation). */
 export class Linear extends Module {
-  readonly config: Required<LinearConfig>;
+  readonly config: Settings<LinearConfig>;
   readonly weight: Parameter;
   readonly bias: Parameter | null;
   private saved: Tensor<'float32'> | null = null;
@@ -28,6 +31,7 @@ export class Linear extends Module {
   constructor(config: LinearConfig) {
     super();
     config = LINEAR_CONFIG.check('config', config);
+    this.placeOn(config.device);
     const inFeatures = positiveInt('config.inFeatures', config.inFeatures);
     const outFeatures = positiveInt('config.outFeatures', config.outFeatures);
     this.config = { inFeatures, outFeatures, bias: bool('config.bias', config.bias ?? true), seed: seedOf(config.seed ?? 0) };
@@ -37,7 +41,7 @@ export class Linear extends Module {
   }
 
   /** x [..., in] → y [..., out]. */
-  *forwardOps(x: Tensor): Program<Tensor<'float32'>> {
+  *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
     const y = emptyLike(x, this.config.outFeatures);
     yield* op('linearForward', { y: y.storage, x: x.storage as Float32Array, W: this.weight.storage, b: this.bias?.storage ?? null, rows,
@@ -47,7 +51,7 @@ export class Linear extends Module {
   }
 
   /** dy [..., out] → dx [..., in]; accumulates weight.grad (and bias.grad). */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const x = requireSaved(this.saved, 'Linear');
     checkTensor('dy', dy, 'float32', [...x.shape.slice(0, -1), this.config.outFeatures]);
     const dx = emptyLike(x);

@@ -6,7 +6,8 @@ import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
-import { nonEmpty, positiveInt, seedOf } from './common';
+import type { Device } from '../device';
+import { nonEmpty, positiveInt, seedOf, type Settings } from './common';
 
 export interface PatchEmbeddingConfig {
   /** Image height and width (square). */
@@ -15,10 +16,12 @@ export interface PatchEmbeddingConfig {
   inChannels: number;
   dModel: number;
   seed?: number;
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
 }
 
 const PATCH_EMBEDDING_CONFIG = new OptionKeys<PatchEmbeddingConfig>('PatchEmbedding config',
-  { imgSize: true, patchSize: true, inChannels: true, dModel: true, seed: true });
+  { imgSize: true, patchSize: true, inChannels: true, dModel: true, seed: true, device: true });
 
 /**
  * A patchSize × patchSize convolution with stride patchSize, flattened to tokens: images
@@ -26,7 +29,7 @@ const PATCH_EMBEDDING_CONFIG = new OptionKeys<PatchEmbeddingConfig>('PatchEmbedd
  * Parameters: proj.weight [D, C, P, P], proj.bias [D] (torch.nn.Conv2d's layout and initialisation).
  */
 export class PatchEmbedding extends Module {
-  readonly config: Required<PatchEmbeddingConfig>;
+  readonly config: Settings<PatchEmbeddingConfig>;
   readonly weight: Parameter;
   readonly bias: Parameter;
   /** Patches per image at imgSize. */
@@ -36,6 +39,7 @@ export class PatchEmbedding extends Module {
   constructor(config: PatchEmbeddingConfig) {
     super();
     config = PATCH_EMBEDDING_CONFIG.check('config', config);
+    this.placeOn(config.device);
     const imgSize = positiveInt('config.imgSize', config.imgSize);
     const patchSize = positiveInt('config.patchSize', config.patchSize);
     const inChannels = positiveInt('config.inChannels', config.inChannels);
@@ -50,7 +54,7 @@ export class PatchEmbedding extends Module {
   }
 
   /** images [B, C, H, W] → tokens [B, N, D]; H and W must be multiples of patchSize. */
-  *forwardOps(images: Tensor): Program<Tensor<'float32'>> {
+  *forwardProgram(images: Tensor): Program<Tensor<'float32'>> {
     const { inChannels: C, patchSize: P, dModel: D } = this.config;
     const x = nonEmpty('images', checkTensor('images', images, 'float32', [null, C, null, null]), { 2: 'a height', 3: 'a width' });
     const [B, , H, W] = x.shape;
@@ -64,7 +68,7 @@ export class PatchEmbedding extends Module {
   }
 
   /** dy [B, N, D] → d(images) [B, C, H, W]; accumulates proj.weight.grad and proj.bias.grad. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'PatchEmbedding');
     const { B, H, W, P, D } = s.dims;
     const dyt = checkTensor('dy', dy, 'float32', [B, (H / P) * (W / P), D]);

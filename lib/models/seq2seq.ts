@@ -1,5 +1,6 @@
 import { invalidArg, NodeformerError } from '../errors';
-import { DecoderBlock, EncoderBlock, type DecoderState } from '../layers/blocks';
+import type { Device } from '../device';
+import { DecoderBlock, disposeDecoderState, EncoderBlock, type DecoderState } from '../layers/blocks';
 import { bool, disposeAll, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
@@ -12,7 +13,7 @@ import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
-import { checkTensor, Tensor } from '../tensor';
+import { checkTensor, Tensor, type DType, type TypedArrayOf } from '../tensor';
 
 /** Options shared by Encoder, Decoder and Transformer (defaults: Vaswani et al.'s base model). */
 export interface SequenceConfig {
@@ -38,6 +39,8 @@ export interface SequenceConfig {
   eps?: number;
   /** Initialisation and dropout seed (default 0). */
   seed?: number;
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
 }
 
 export interface TokenModelConfig extends SequenceConfig {
@@ -47,7 +50,7 @@ export interface TokenModelConfig extends SequenceConfig {
 }
 
 const SEQUENCE_KEYS: KeySpec<SequenceConfig> = { dModel: true, numHeads: true, dFF: true, depth: true, dropout: true,
-  normFirst: true, activation: true, positional: true, scaleEmbedding: true, eps: true, seed: true };
+  normFirst: true, activation: true, positional: true, scaleEmbedding: true, eps: true, seed: true, device: true };
 const TOKEN_MODEL_CONFIG = new OptionKeys<TokenModelConfig>('token model config', { ...SEQUENCE_KEYS, vocabSize: true, maxLen: true });
 
 /** Checks the SequenceConfig fields of a config whose keys were checked already, with defaults. */
@@ -67,16 +70,25 @@ function sequenceConfig(c: SequenceConfig) {
   };
 }
 
-/** Checks an int32 token tensor [B, T] with 1 <= T <= maxLen and every id in [0, vocab). */
-function checkTokens(name: string, t: unknown, maxLen: number, vocab: number): Tensor<'int32'> {
+/** The values of a tensor in host memory: its own storage on cpu, a copy of a device tensor's. */
+function hostValues<D extends DType>(t: Tensor<D>): TypedArrayOf<D> {
+  return t.device === 'cpu' ? t.data : t.toArray();
+}
+
+/**
+ * Checks an int32 token tensor [B, T] with 1 <= T <= maxLen and every id in [0, vocab). Returns
+ * it and its ids in host memory (a copy when it lives on a device: token ids are few, and the
+ * padding masks are made from them).
+ */
+function checkTokens(name: string, t: unknown, maxLen: number, vocab: number): [Tensor<'int32'>, Int32Array] {
   const x = nonEmpty(name, checkTensor(name, t, 'int32', [null, null]), { 0: 'a batch' });
   if (x.shape[1] < 1 || x.shape[1] > maxLen) invalidArg(name, `an int32 Tensor [B, T] with 1 <= T <= maxLen (${maxLen})`, x);
-  const ids = x.data, T = x.shape[1];
+  const ids = hostValues(x), T = x.shape[1];
   for (let i = 0; i < ids.length; i++)
     if (!(ids[i] >= 0 && ids[i] < vocab))
       throw new NodeformerError('ERR_NF_INVALID_ARG',
         `Expected token ids in [0, ${vocab}) for ${name} but received ${ids[i]} at [${Math.floor(i / T)}, ${i % T}]`);
-  return x;
+  return [x, ids];
 }
 
 /**
@@ -88,7 +100,8 @@ abstract class TokenModel extends Module {
   readonly embedWeight: Parameter;
   readonly pos_embed: Parameter | null;
   protected readonly rng: Random;
-  private readonly pe: Float32Array | null;
+  /** The sinusoidal position table [maxLen, D] (a buffer: on the model's device, not in the state dict). */
+  private readonly pe: Tensor<'float32'> | null;
   private readonly drop: DropoutSite;
   private savedTokens: Tensor<'int32'> | null = null;
 
@@ -96,6 +109,7 @@ abstract class TokenModel extends Module {
     super();
     const config = TOKEN_MODEL_CONFIG.check('config', raw, `${new.target.name} config`);
     const base = sequenceConfig(config);
+    this.placeOn(config.device);
     const c = (this.config = { ...base, vocabSize: positiveInt('config.vocabSize', config.vocabSize),
       maxLen: positiveInt('config.maxLen', config.maxLen) });
     this.rng = new Random(c.seed);
@@ -105,8 +119,9 @@ abstract class TokenModel extends Module {
       this.pe = null;
     } else {
       this.pos_embed = null;
-      this.pe = new Float32Array(c.maxLen * c.dModel);
-      native.sinusoidalEncoding({ len: c.maxLen, D: c.dModel, out: this.pe });
+      const pe = new Float32Array(c.maxLen * c.dModel);
+      native.sinusoidalEncoding({ len: c.maxLen, D: c.dModel, out: pe });
+      this.pe = this.addBuffer('pe', [c.maxLen, c.dModel], pe);
     }
     this.drop = new DropoutSite(c.dropout, this.addRng('drop', new Random(this.rng.seed())));
   }
@@ -123,12 +138,17 @@ abstract class TokenModel extends Module {
       scale: c.scaleEmbedding ? Math.sqrt(c.dModel) : 1 };
   }
 
+  /** The position table: the learned pos_embed or the sinusoidal one, [maxLen, D] on the model's device. */
+  private get positions(): Tensor<'float32'> {
+    return this.pos_embed ?? this.pe!;
+  }
+
   /** drop(embed(tokens) · scale + positions[:T]) → [B, T, D]. */
   protected *embed(tokens: Tensor<'int32'>): Program<Tensor<'float32'>> {
     const dims = this.embedDims(tokens);
-    const x = Tensor.empty([dims.B, dims.T, dims.D]);
-    yield* op('embeddingForward', { ...dims, out: x.data, ids: tokens.data, table: this.embedWeight.data,
-      pos: this.pos_embed?.data ?? this.pe });
+    const x = Tensor.empty([dims.B, dims.T, dims.D], 'float32', tokens.device);
+    yield* op('embeddingForward', { ...dims, out: x.storage, ids: tokens.storage, table: this.embedWeight.storage,
+      pos: this.positions.storage });
     yield* this.drop.forwardInPlace(x, this.training);
     this.savedTokens = tokens;
     return x;
@@ -139,22 +159,32 @@ abstract class TokenModel extends Module {
     const tokens = requireSaved(this.savedTokens, this.constructor.name);
     const dd = yield* this.drop.backward(d);
     yield* op('embeddingBackward', { ...this.embedDims(tokens), dtable: this.embedWeight.gradData(),
-      dpos: this.pos_embed?.gradData() ?? null, dout: dd.data, ids: tokens.data });
+      dpos: this.pos_embed?.gradData() ?? null, dout: dd.storage, ids: tokens.storage });
     if (dd !== d) dd.dispose();
   }
 
-  /** Embeds one token per sequence at position t (inference): tokens [B] → [B, 1, D]. */
-  protected embedAt(tokens: Int32Array, t: number): Tensor<'float32'> {
-    const c = this.config, D = c.dModel, B = tokens.length;
-    const scale = c.scaleEmbedding ? Math.sqrt(D) : 1;
-    const table = this.embedWeight.data, pos = this.pos_embed?.data ?? this.pe!;
-    const x = Tensor.empty([B, 1, D]);
-    for (let b = 0; b < B; b++) {
-      const id = tokens[b];
-      if (!(id >= 0 && id < c.vocabSize)) invalidArg(`tokens[${b}]`, `a token id in [0, ${c.vocabSize})`, id);
-      for (let d = 0; d < D; d++) x.data[b * D + d] = table[id * D + d] * scale + pos[t * D + d];
+  /**
+   * Embeds one token per sequence at position t (inference): tokens [B] (host ids) → [B, 1, D] on
+   * the model's device: embed(tokens) · scale + positions[t], the embedding op over row t of the
+   * position table.
+   */
+  protected *embedAt(tokens: Int32Array, t: number): Program<Tensor<'float32'>> {
+    const c = this.config, D = c.dModel, B = tokens.length, dev = this.device;
+    for (let b = 0; b < B; b++)
+      if (!(tokens[b] >= 0 && tokens[b] < c.vocabSize)) invalidArg(`tokens[${b}]`, `a token id in [0, ${c.vocabSize})`, tokens[b]);
+    if (!Number.isInteger(t) || t < 0 || t >= c.maxLen) invalidArg('t', `a position in [0, ${c.maxLen})`, t);
+    const tmp = new Scope();
+    try {
+      const ids = tmp.add(Tensor.from(tokens, [B, 1]).to(dev));
+      const pos = tmp.add(Tensor.empty([1, D], 'float32', dev));
+      yield* op('copyRows', { rows: 1, cols: D, dst: pos.storage, dstStride: D, src: this.positions.storage, srcStride: D, srcOffset: t * D });
+      const x = Tensor.empty([B, 1, D], 'float32', dev);
+      yield* op('embeddingForward', { B, T: 1, V: c.vocabSize, D, scale: c.scaleEmbedding ? Math.sqrt(D) : 1, maxLen: 1,
+        out: x.storage, ids: ids.storage, table: this.embedWeight.storage, pos: pos.storage });
+      return x;
+    } finally {
+      tmp.close();
     }
-    return x;
   }
 
   protected blockArgs() {
@@ -183,8 +213,8 @@ export class Encoder extends TokenModel {
   }
 
   /** tokens [B, T] int32 → [B, T, D]. */
-  *forwardOps(tokens: Tensor, options: EncoderOptions = {}): Program<Tensor<'float32'>> {
-    const tok = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
+  *forwardProgram(tokens: Tensor, options: EncoderOptions = {}): Program<Tensor<'float32'>> {
+    const [tok] = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
     keep.close();
     options = ENCODER_OPTIONS.check('options', options);
     let x = yield* this.embed(tok);
@@ -196,7 +226,7 @@ export class Encoder extends TokenModel {
   }
 
   /** dy [B, T, D]: accumulates the parameter gradients (tokens have no gradient). */
-  *backwardOps(dy: Tensor): Program<void> {
+  *backwardProgram(dy: Tensor): Program<void> {
     let d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const tmp = new Scope(d);
     if (this.norm) d = tmp.add(yield* this.norm.backwardOps(d));
@@ -228,8 +258,8 @@ export class Decoder extends TokenModel {
   }
 
   /** tokens [B, T] int32, memory [B, Tm, D] → logits [B, T, V]. */
-  *forwardOps(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Program<Tensor<'float32'>> {
-    const tok = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
+  *forwardProgram(tokens: Tensor, memory: Tensor, options: DecoderOptions = {}): Program<Tensor<'float32'>> {
+    const [tok] = checkTokens('tokens', tokens, this.config.maxLen, this.config.vocabSize), keep = this.activations;
     keep.close();
     options = DECODER_OPTIONS.check('options', options);
     let x = yield* this.embed(tok);
@@ -243,7 +273,7 @@ export class Decoder extends TokenModel {
   }
 
   /** dLogits [B, T, V] → d(memory) [B, Tm, D]; accumulates the parameter gradients. */
-  *backwardOps(dLogits: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dLogits: Tensor): Program<Tensor<'float32'>> {
     const tmp = new Scope();
     let d = tmp.add(yield* this.head.backwardOps(dLogits));
     if (this.norm) d = tmp.add(yield* this.norm.backwardOps(d));
@@ -272,7 +302,7 @@ export class Decoder extends TokenModel {
    */
   *decodeStep(tokens: Int32Array, t: number, states: DecoderState[]): Program<Tensor<'float32'>> {
     const tmp = new Scope();
-    let x = this.embedAt(tokens, t);
+    let x = yield* this.embedAt(tokens, t);
     for (let i = 0; i < this.blocks.length; i++) x = yield* this.blocks[i].decodeStep(tmp.add(x), t, states[i]);
     if (this.norm) x = yield* this.norm.forwardOps(tmp.add(x));
     const logits = yield* this.head.forwardOps(tmp.add(x));
@@ -318,14 +348,19 @@ export interface TransformerConfig extends SequenceConfig {
 const TRANSFORMER_CONFIG = new OptionKeys<TransformerConfig>('Transformer config',
   { ...SEQUENCE_KEYS, srcVocab: true, tgtVocab: true, maxLen: true, padIdx: true });
 
-/** A bool mask [B, T]: true where tokens == padIdx. */
+/** A bool mask [B, T] on the tokens' device: true where tokens == padIdx. */
 export function paddingMask(tokens: Tensor<'int32'>, padIdx: number): Tensor<'bool'> {
   checkTensor('tokens', tokens, 'int32');
   if (!Number.isInteger(padIdx)) invalidArg('padIdx', 'an integer', padIdx);
-  const m = Tensor.zeros(tokens.shape, 'bool');
-  const t = tokens.data, d = m.data;
-  for (let i = 0; i < t.length; i++) d[i] = t[i] === padIdx ? 1 : 0;
-  return m;
+  return maskOf(hostValues(tokens), tokens.shape, padIdx, tokens.device);
+}
+
+/** paddingMask from the ids in host memory. */
+function maskOf(ids: Int32Array, shape: readonly number[], padIdx: number, device: Device): Tensor<'bool'> {
+  const d = new Uint8Array(ids.length);
+  for (let i = 0; i < ids.length; i++) d[i] = ids[i] === padIdx ? 1 : 0;
+  const m = Tensor.from(d, shape);
+  return device === 'cpu' ? m : m.to(device);
 }
 
 /** The sequence-to-sequence Transformer of Vaswani et al.: encoder.*, decoder.*; padding masks from padIdx. */
@@ -338,30 +373,31 @@ export class Transformer extends Module {
     super();
     const config = TRANSFORMER_CONFIG.check('config', raw);
     const base = sequenceConfig(config);
+    this.placeOn(config.device);
     const padIdx = config.padIdx ?? 0;
     if (!Number.isInteger(padIdx)) invalidArg('config.padIdx', 'an integer', padIdx);
     this.config = { ...base, srcVocab: positiveInt('config.srcVocab', config.srcVocab),
       tgtVocab: positiveInt('config.tgtVocab', config.tgtVocab), maxLen: positiveInt('config.maxLen', config.maxLen), padIdx };
     const rng = new Random(base.seed);
-    const shared = { ...base, maxLen: this.config.maxLen };
+    const shared = { ...base, maxLen: this.config.maxLen, device: this.device };
     this.encoder = this.addModule('encoder', new Encoder({ ...shared, vocabSize: this.config.srcVocab, seed: rng.seed() }));
     this.decoder = this.addModule('decoder', new Decoder({ ...shared, vocabSize: this.config.tgtVocab, seed: rng.seed() }));
   }
 
   /** src [B, S], tgt [B, T] int32 → logits [B, T, tgtVocab]. */
-  *forwardOps(src: Tensor, tgt: Tensor): Program<Tensor<'float32'>> {
-    const s = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
-    const t = checkTokens('tgt', tgt, this.config.maxLen, this.config.tgtVocab);
+  *forwardProgram(src: Tensor, tgt: Tensor): Program<Tensor<'float32'>> {
+    const [s, srcIds] = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
+    const [t, tgtIds] = checkTokens('tgt', tgt, this.config.maxLen, this.config.tgtVocab);
     if (s.shape[0] !== t.shape[0]) invalidArg('tgt', `an int32 Tensor with batch ${s.shape[0]} (as src)`, t);
-    const keep = this.activations;
+    const keep = this.activations, pad = this.config.padIdx;
     keep.close();
-    const srcPad = keep.add(paddingMask(s, this.config.padIdx)), tgtPad = keep.add(paddingMask(t, this.config.padIdx));
+    const srcPad = keep.add(maskOf(srcIds, s.shape, pad, s.device)), tgtPad = keep.add(maskOf(tgtIds, t.shape, pad, t.device));
     const memory = keep.add(yield* this.encoder.forwardOps(s, { keyPaddingMask: srcPad }));
     return yield* this.decoder.forwardOps(t, memory, { tgtKeyPaddingMask: tgtPad, memoryKeyPaddingMask: srcPad });
   }
 
   /** dLogits [B, T, tgtVocab]: accumulates every parameter gradient. */
-  *backwardOps(dLogits: Tensor): Program<void> {
+  *backwardProgram(dLogits: Tensor): Program<void> {
     const dMemory = yield* this.decoder.backwardOps(dLogits);
     yield* this.encoder.backwardOps(dMemory);
     dMemory.dispose();
@@ -371,7 +407,9 @@ export class Transformer extends Module {
    * Greedy decoding: starting from `bos`, appends the most likely next token until every
    * sequence has produced `eos` or maxLen tokens exist. With the key/value caches (default) each
    * new token costs O(T) attention instead of re-running the prefix. Runs in eval mode.
-   * Returns int32 [B, L] (L <= maxLen), bos first, padIdx after a sequence's eos.
+   * Returns int32 [B, L] (L <= maxLen) on src's device, bos first, padIdx after a sequence's eos.
+   * On 'cuda' the caches live on the device; each step copies its logits [B, V] to the host for
+   * the argmax (greedy decoding decides there whether to go on).
    */
   generate(src: Tensor, options: GenerateOptions = {}): Tensor<'int32'> {
     return this.runOps('generate', this.generateOps(src, options));
@@ -384,7 +422,7 @@ export class Transformer extends Module {
 
   /** The program of generate. */
   *generateOps(src: Tensor, options: GenerateOptions = {}): Program<Tensor<'int32'>> {
-    const s = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
+    const [s, srcIds] = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
     options = GENERATE_OPTIONS.check('options', options);
     const maxLen = options.maxLen ?? this.config.maxLen;
     if (!Number.isInteger(maxLen) || maxLen < 1 || maxLen > this.config.maxLen)
@@ -396,11 +434,12 @@ export class Transformer extends Module {
     const mode = this.training;
     this.eval();
     const tmp = new Scope();
+    let states: DecoderState[] | null = null;
     try {
-      const B = s.shape[0];
-      const srcPad = tmp.add(paddingMask(s, pad));
+      const B = s.shape[0], dev = s.device;
+      const srcPad = tmp.add(maskOf(srcIds, s.shape, pad, dev));
       const memory = tmp.add(yield* this.encoder.forwardOps(s, { keyPaddingMask: srcPad }));
-      const states = !useCache ? null : yield* this.decoder.startDecoding(memory, maxLen, srcPad);
+      if (useCache) states = yield* this.decoder.startDecoding(memory, maxLen, srcPad);
       const out = new Int32Array(B * maxLen).fill(pad);
       const done = new Uint8Array(B);
       let current: Int32Array = new Int32Array(B).fill(bos);
@@ -410,14 +449,14 @@ export class Transformer extends Module {
         let next: Int32Array;
         if (states) {
           const logits = yield* this.decoder.decodeStep(current, t, states);
-          next = argmaxRows(logits.data, B, V, V, 0);
+          next = argmaxRows(hostValues(logits), B, V, V, 0);
           logits.dispose();
         } else {
           const prefix = new Int32Array(B * (t + 1));
           for (let b = 0; b < B; b++) prefix.set(out.subarray(b * maxLen, b * maxLen + t + 1), b * (t + 1));
-          const tokens = Tensor.from(prefix, [B, t + 1]);
+          const tokens = tmp.add(Tensor.from(prefix, [B, t + 1]).to(dev));
           const logits = yield* this.decoder.forwardOps(tokens, memory, { memoryKeyPaddingMask: srcPad });
-          next = argmaxRows(logits.data, B, V, (t + 1) * V, t * V);
+          next = argmaxRows(hostValues(logits), B, V, (t + 1) * V, t * V);
           disposeAll(logits, tokens);
         }
         for (let b = 0; b < B; b++) {
@@ -430,8 +469,9 @@ export class Transformer extends Module {
       }
       const result = new Int32Array(B * L);
       for (let b = 0; b < B; b++) result.set(out.subarray(b * maxLen, b * maxLen + L), b * L);
-      return Tensor.from(result, [B, L]);
+      return Tensor.from(result, [B, L]).to(dev);
     } finally {
+      if (states) disposeDecoderState(...states);
       tmp.close();
       this.train(mode);
     }

@@ -1,4 +1,5 @@
 import { invalidArg } from '../errors';
+import type { Device } from '../device';
 import { checkAttnMask } from '../layers/attention';
 import { DecoderBlock, EncoderBlock } from '../layers/blocks';
 import { nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
@@ -38,10 +39,12 @@ export interface ViTConfig {
   activation?: Activation;
   /** Initialisation and dropout seed (default 0). */
   seed?: number;
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
 }
 
 const VIT_KEYS: KeySpec<ViTConfig> = { imgSize: true, patchSize: true, inChannels: true, dModel: true, numHeads: true, dFF: true,
-  depth: true, dropout: true, eps: true, activation: true, seed: true };
+  depth: true, dropout: true, eps: true, activation: true, seed: true, device: true };
 
 /** Options of ViTEncoder.forward (and ViTClassifier.forward). */
 export interface ViTForwardOptions {
@@ -96,6 +99,7 @@ export class ViTEncoder extends Module {
     super();
     const cls = new.target as typeof ViTEncoder;
     const c = (this.config = vitConfig(cls.configKeys.check('config', config, `${cls.name} config`)));
+    this.placeOn(config.device);
     const rng = new Random(c.seed);
     this.patch_embed = this.addModule('patch_embed', new PatchEmbedding({ imgSize: c.imgSize, patchSize: c.patchSize,
       inChannels: c.inChannels, dModel: c.dModel, seed: rng.seed() }));
@@ -108,7 +112,7 @@ export class ViTEncoder extends Module {
   }
 
   /** images [B, C, imgSize, imgSize] → tokens [B, N+1, D] (token 0 is CLS). */
-  *forwardOps(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
     const { inChannels: C, imgSize: S, dModel: D } = this.config;
     const x = nonEmpty('images', checkTensor('images', images, 'float32', [null, C, S, S]), { 0: 'a batch' });
     options = VIT_FORWARD_OPTIONS.check('options', options, `${this.constructor.name}.forward options`);
@@ -128,7 +132,7 @@ export class ViTEncoder extends Module {
   }
 
   /** d(tokens) [B, N+1, D] → d(images); accumulates the parameter gradients. */
-  *backwardOps(dy: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const B = requireSaved(this.batch || null, 'ViTEncoder'), N = this.patch_embed.numPatches, D = this.config.dModel;
     const tmp = new Scope();
     let d = tmp.add(yield* this.norm.backwardOps(checkTensor('dy', dy, 'float32', [B, N + 1, D])));
@@ -150,7 +154,7 @@ export class ViTEncoder extends Module {
     const mode = this.training;
     this.eval();
     try {
-      (yield* this.forwardOps(images, { needWeights: true })).dispose();
+      (yield* this.forwardOps<ViTEncoder>(images, { needWeights: true })).dispose();
       return this.blocks.map((b) => b.lastWeights!);
     } finally {
       this.train(mode);
@@ -186,8 +190,8 @@ export class ViTClassifier extends ViTEncoder {
   }
 
   /** images [B, C, H, W] → logits [B, numClasses]. */
-  override *forwardOps(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
-    const tokens = yield* super.forwardOps(images, options);
+  override *forwardProgram(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
+    const tokens = yield* super.forwardProgram(images, options);
     const [B, T, D] = tokens.shape;
     const cls = this.activations.add(Tensor.empty([B, D], 'float32', tokens.device));
     yield* op('copyRows', { rows: B, cols: D, dst: cls.storage, dstStride: D, src: tokens.storage, srcStride: T * D });
@@ -196,26 +200,43 @@ export class ViTClassifier extends ViTEncoder {
   }
 
   /** dLogits [B, numClasses] → d(images); accumulates the parameter gradients. */
-  override *backwardOps(dLogits: Tensor): Program<Tensor<'float32'>> {
+  override *backwardProgram(dLogits: Tensor): Program<Tensor<'float32'>> {
     const dcls = yield* this.head.backwardOps(dLogits);
     const [B, D] = dcls.shape, T = this.patch_embed.numPatches + 1;
     const dtokens = Tensor.zeros([B, T, D], 'float32', dcls.device);
     yield* op('copyRows', { rows: B, cols: D, dst: dtokens.storage, dstStride: T * D, src: dcls.storage, srcStride: D });
     dcls.dispose();
-    const dimages = yield* super.backwardOps(dtokens);
+    const dimages = yield* super.backwardProgram(dtokens);
     dtokens.dispose();
     return dimages;
   }
 }
 registerModelClass(ViTClassifier);
 
-/** [B, C, H, W] → [B, N, P·P·C], channel-last within each patch (index (py·P + px)·C + c), row-major patches. */
+/** The values in host memory: the tensor's own on cpu, a copy of a device tensor's. */
+function hostValues(t: Tensor<'float32'>): Float32Array {
+  return t.device === 'cpu' ? t.data : t.toArray();
+}
+
+/** `host` (a cpu tensor) as a tensor on `device` (itself on cpu). */
+function onDevice(host: Tensor<'float32'>, device: Device): Tensor<'float32'> {
+  if (device === 'cpu') return host;
+  const t = host.to(device);
+  host.dispose();
+  return t;
+}
+
+/**
+ * [B, C, H, W] → [B, N, P·P·C], channel-last within each patch (index (py·P + px)·C + c), row-major
+ * patches; on the images' device (a cuda tensor is rearranged in a host copy: a data-preparation
+ * step, as for the targets of a masked autoencoder).
+ */
 export function patchify(images: Tensor, patchSize: number): Tensor<'float32'> {
   const x = checkTensor('images', images, 'float32', [null, null, null, null]);
   const [B, C, H, W] = x.shape, P = positiveInt('patchSize', patchSize);
   if (H % P || W % P) invalidArg('images', `H and W multiples of patchSize ${P}`, x);
   const gh = H / P, gw = W / P, out = Tensor.empty([B, gh * gw, P * P * C]);
-  const src = x.data, dst = out.data;
+  const src = hostValues(x), dst = out.data;
   let i = 0;
   for (let b = 0; b < B; b++)
     for (let gy = 0; gy < gh; gy++)
@@ -223,17 +244,17 @@ export function patchify(images: Tensor, patchSize: number): Tensor<'float32'> {
         for (let py = 0; py < P; py++)
           for (let px = 0; px < P; px++)
             for (let c = 0; c < C; c++) dst[i++] = src[((b * C + c) * H + gy * P + py) * W + gx * P + px];
-  return out;
+  return onDevice(out, x.device);
 }
 
-/** The inverse of patchify for square images: [B, N, P·P·C] → [B, C, imgSize, imgSize]. */
+/** The inverse of patchify for square images: [B, N, P·P·C] → [B, C, imgSize, imgSize], on the patches' device. */
 export function unpatchify(patches: Tensor, imgSize: number, patchSize: number, channels: number): Tensor<'float32'> {
   const P = positiveInt('patchSize', patchSize), S = positiveInt('imgSize', imgSize), C = positiveInt('channels', channels);
   if (S % P) invalidArg('patchSize', `a divisor of imgSize (${S})`, P);
   const g = S / P;
   const x = checkTensor('patches', patches, 'float32', [null, g * g, P * P * C]);
   const B = x.shape[0], out = Tensor.empty([B, C, S, S]);
-  const src = x.data, dst = out.data;
+  const src = hostValues(x), dst = out.data;
   let i = 0;
   for (let b = 0; b < B; b++)
     for (let gy = 0; gy < g; gy++)
@@ -241,7 +262,7 @@ export function unpatchify(patches: Tensor, imgSize: number, patchSize: number, 
         for (let py = 0; py < P; py++)
           for (let px = 0; px < P; px++)
             for (let c = 0; c < C; c++) dst[((b * C + c) * S + gy * P + py) * S + gx * P + px] = src[i++];
-  return out;
+  return onDevice(out, x.device);
 }
 
 /** Options of ViTDecoder.forward. Masks are bool tensors with MultiHeadAttention's meaning: true = blocked. */
@@ -280,6 +301,7 @@ export class ViTDecoder extends Module {
   constructor(config: ViTConfig = {}) {
     super();
     const c = (this.config = vitConfig(VIT_DECODER_CONFIG.check('config', config)));
+    this.placeOn(config.device);
     const rng = new Random(c.seed);
     const n = (this.numPatches = (c.imgSize / c.patchSize) ** 2);
     this.mask_token = this.addParameter('mask_token', [1, 1, c.dModel], new Float32Array(c.dModel));
@@ -291,7 +313,7 @@ export class ViTDecoder extends Module {
   }
 
   /** memory [B, Tm, D] → patches [B, N, P·P·C] (channel-last within a patch; see unpatchify). */
-  *forwardOps(memory: Tensor, options: ViTDecoderOptions = {}): Program<Tensor<'float32'>> {
+  *forwardProgram(memory: Tensor, options: ViTDecoderOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel, N = this.numPatches;
     const mem = nonEmpty('memory', checkTensor('memory', memory, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a memory length' });
     options = VIT_DECODER_OPTIONS.check('options', options);
@@ -299,8 +321,8 @@ export class ViTDecoder extends Module {
     if (options.attnMask !== undefined) checkAttnMask('options.attnMask', options.attnMask, B, N, N);
     if (options.keyPaddingMask !== undefined) checkTensor('options.keyPaddingMask', options.keyPaddingMask, 'bool', [B, N]);
     keep.close();
-    let h = Tensor.empty([B, N, D]);
-    yield* op('tokenPosForward', { B, N, D, out: h.data, token: this.mask_token.data, pos: this.pos_embed.data });
+    let h = Tensor.empty([B, N, D], 'float32', mem.device);
+    yield* this.tokenPos(h);
     const opts = { causal: options.causal ?? false, tgtMask: options.attnMask, tgtKeyPaddingMask: options.keyPaddingMask,
       memoryKeyPaddingMask: options.memoryKeyPaddingMask };
     for (const blk of this.blocks) {
@@ -321,7 +343,7 @@ export class ViTDecoder extends Module {
    * dPatches [B, N, P·P·C] (and optionally dTokens [B, N, D] for the normalised tokens) →
    * d(memory) [B, Tm, D]; accumulates the parameter gradients.
    */
-  *backwardOps(dPatches: Tensor, dTokens?: Tensor): Program<Tensor<'float32'>> {
+  *backwardProgram(dPatches: Tensor, dTokens?: Tensor): Program<Tensor<'float32'>> {
     const B = requireSaved(this.batch || null, 'ViTDecoder'), N = this.numPatches, D = this.config.dModel;
     const tmp = new Scope();
     const dt = tmp.add(yield* this.pred.backwardOps(dPatches));
@@ -334,9 +356,35 @@ export class ViTDecoder extends Module {
       if (dMemory) yield* accumulate(dMemory, tmp.add(r.dMemory));
       else dMemory = r.dMemory;
     }
-    yield* op('tokenPosBackward', { B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: d.data });
+    yield* this.tokenPos(d, true);
     tmp.close();
     return dMemory!;
+  }
+
+  /**
+   * The decoder's start, h [B, N, D] = mask_token + pos_embed (mask_token.expand(B, N, -1) +
+   * pos_embed), or with `backward` its gradient from d = `h`: mask_token.grad += Σ_{b,n} d,
+   * pos_embed.grad += Σ_b d. On cpu the tokenPos ops; on cuda the embedding ops over ids that are
+   * all 0 (a one-row table: mask_token), which compute the same.
+   */
+  private *tokenPos(h: Tensor<'float32'>, backward = false): Program<void> {
+    const [B, N, D] = h.shape;
+    if (h.device === 'cpu') {
+      if (backward)
+        yield* op('tokenPosBackward', { B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: h.storage });
+      else yield* op('tokenPosForward', { B, N, D, out: h.storage, token: this.mask_token.storage, pos: this.pos_embed.storage });
+      return;
+    }
+    const ids = Tensor.zeros([B, N], 'int32', h.device);
+    try {
+      const dims = { B, T: N, V: 1, D, maxLen: N };
+      if (backward)
+        yield* op('embeddingBackward', { ...dims, dtable: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: h.storage,
+          ids: ids.storage });
+      else yield* op('embeddingForward', { ...dims, out: h.storage, ids: ids.storage, table: this.mask_token.storage, pos: this.pos_embed.storage });
+    } finally {
+      ids.dispose();
+    }
   }
 }
 registerModelClass(ViTDecoder);

@@ -1,9 +1,23 @@
-// The device layer (device.h) and the backend's stream and scratch buffers (common.cuh).
+// The device layer (device.h), the backend's stream and scratch buffers (common.cuh), the caching
+// allocator of tensor memory and stream-ordered host work.
 // One stream per device, created non-blocking on first use; scratch slots are per device too and
 // grow on demand (cudaFree waits for the device, so a buffer is never freed under a running kernel).
+// In the emulator build the backend stream is a worker thread (HostStream below): everything that
+// touches device memory runs there, in submission order.
 #include "device.h"
 
+#include <cstdlib>
 #include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#if !defined(__CUDACC__)
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <thread>
+#endif
 
 #include "common.cuh"
 
@@ -38,6 +52,93 @@ Status current_state(const char* op, DeviceState** s) {
   return Status::Ok();
 }
 
+#if !defined(__CUDACC__)
+// The emulator's stream: one worker thread running submitted host work in order. Never destroyed
+// (work may be submitted by GC finalizers during teardown; the thread is detached).
+class HostStream {
+ public:
+  static HostStream& get() {
+    static HostStream* s = new HostStream();
+    return *s;
+  }
+
+  bool on_stream() const { return std::this_thread::get_id() == worker_id_; }
+
+  void post(std::function<Status()> work, std::function<void(const Status&)> done) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back({std::move(work), std::move(done)});
+    ready_.notify_one();
+  }
+
+  Status run(const std::function<Status()>& work) {
+    if (on_stream()) return call(work);
+    std::mutex m;
+    std::condition_variable cv;
+    bool finished = false;
+    Status result;
+    post([&work] { return work(); },
+         [&](const Status& s) {
+           std::lock_guard<std::mutex> lock(m);
+           result = s;
+           finished = true;
+           cv.notify_one();
+         });
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return finished; });
+    return result;
+  }
+
+ private:
+  struct Item {
+    std::function<Status()> work;
+    std::function<void(const Status&)> done;
+  };
+
+  HostStream() {
+    std::thread t([this] { loop(); });
+    worker_id_ = t.get_id();
+    t.detach();
+  }
+
+  static Status call(const std::function<Status()>& work) {
+    try {
+      return work();
+    } catch (const std::exception& e) {
+      return Status::Error("stream", e.what());
+    }
+  }
+
+  void loop() {
+    for (;;) {
+      Item item;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return !queue_.empty(); });
+        item = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      const Status s = call(item.work);
+      if (item.done) item.done(s);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Item> queue_;
+  std::thread::id worker_id_;
+};
+#endif
+
+// Runs f in stream order: on a GPU directly (it only queues work), in the emulator on the stream.
+template <class F>
+Status ordered(F&& f) {
+#if defined(__CUDACC__)
+  return f();
+#else
+  return HostStream::get().run(std::function<Status()>(std::forward<F>(f)));
+#endif
+}
+
 }  // namespace
 
 Status backend_stream(cudaStream_t* stream) {
@@ -69,15 +170,17 @@ Status workspace(int slot, size_t bytes, void** ptr) {
 }
 
 Status release_workspace() {
-  std::lock_guard<std::mutex> lock(state_mutex());
-  DeviceState* s = nullptr;
-  NF_TRY(current_state("release_workspace", &s));
-  for (int i = 0; i < kWorkspaceSlots; ++i) {
-    NF_CUDA_TRY("release_workspace", cudaFree(s->scratch[i]));
-    s->scratch[i] = nullptr;
-    s->scratch_bytes[i] = 0;
-  }
-  return Status::Ok();
+  return ordered([] {
+    std::lock_guard<std::mutex> lock(state_mutex());
+    DeviceState* s = nullptr;
+    NF_TRY(current_state("release_workspace", &s));
+    for (int i = 0; i < kWorkspaceSlots; ++i) {
+      NF_CUDA_TRY("release_workspace", cudaFree(s->scratch[i]));
+      s->scratch[i] = nullptr;
+      s->scratch_bytes[i] = 0;
+    }
+    return Status::Ok();
+  });
 }
 
 Status device_count(int* n) {
@@ -91,44 +194,232 @@ Status device_alloc(void** ptr, size_t bytes) {
 }
 
 Status device_free(void* ptr) {
-  NF_CUDA_TRY("device_free", cudaFree(ptr));
-  return Status::Ok();
+  return ordered([ptr] {
+    NF_CUDA_TRY("device_free", cudaFree(ptr));
+    return Status::Ok();
+  });
 }
 
 Status copy_to_device(void* dst, const void* src, size_t bytes) {
-  cudaStream_t s;
-  NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("copy_to_device", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
-  return Status::Ok();
+  return ordered([=] {
+    cudaStream_t s;
+    NF_TRY(backend_stream(&s));
+    NF_CUDA_TRY("copy_to_device", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+    return Status::Ok();
+  });
 }
 
 Status copy_to_host(void* dst, const void* src, size_t bytes) {
-  cudaStream_t s;
-  NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("copy_to_host", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
-  NF_CUDA_TRY("copy_to_host", cudaStreamSynchronize(s));
-  return Status::Ok();
+  return ordered([=] {
+    cudaStream_t s;
+    NF_TRY(backend_stream(&s));
+    NF_CUDA_TRY("copy_to_host", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+    NF_CUDA_TRY("copy_to_host", cudaStreamSynchronize(s));
+    return Status::Ok();
+  });
 }
 
 Status copy_on_device(void* dst, const void* src, size_t bytes) {
-  cudaStream_t s;
-  NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("copy_on_device", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-  return Status::Ok();
+  return ordered([=] {
+    cudaStream_t s;
+    NF_TRY(backend_stream(&s));
+    NF_CUDA_TRY("copy_on_device", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+    return Status::Ok();
+  });
+}
+
+Status fill_bytes(void* dst, int value, size_t bytes) {
+  return ordered([=] {
+    cudaStream_t s;
+    NF_TRY(backend_stream(&s));
+    NF_CUDA_TRY("fill_bytes", cudaMemsetAsync(dst, value, bytes, s));
+    return Status::Ok();
+  });
 }
 
 Status fill_zero(void* dst, size_t bytes) {
-  cudaStream_t s;
-  NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("fill_zero", cudaMemsetAsync(dst, 0, bytes, s));
-  return Status::Ok();
+  Status st = fill_bytes(dst, 0, bytes);
+  if (!st.ok()) st.op = "fill_zero";
+  return st;
 }
 
 Status synchronize() {
+  return ordered([] {
+    cudaStream_t s;
+    NF_TRY(backend_stream(&s));
+    NF_CUDA_TRY("synchronize", cudaStreamSynchronize(s));
+    return Status::Ok();
+  });
+}
+
+// ---- Stream-ordered host work ----------------------------------------------------------------
+Status stream_run(const std::function<Status()>& work) { return ordered([&work] { return work(); }); }
+
+#if defined(__CUDACC__)
+namespace {
+void CUDART_CB host_done(void* data) {
+  auto* done = static_cast<std::function<void(const Status&)>*>(data);
+  (*done)(Status::Ok());
+  delete done;
+}
+}  // namespace
+#endif
+
+Status stream_run_async(std::function<Status()> work, std::function<void(const Status&)> done) {
+#if defined(__CUDACC__)
+  NF_TRY(work());
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("synchronize", cudaStreamSynchronize(s));
+  auto* callback = new std::function<void(const Status&)>(std::move(done));
+  const cudaError_t e = cudaLaunchHostFunc(s, host_done, callback);
+  if (e != cudaSuccess) {
+    delete callback;
+    return Status::Error("stream_run_async", error_text(e, "cudaLaunchHostFunc", __FILE__));
+  }
   return Status::Ok();
+#else
+  HostStream::get().post(std::move(work), std::move(done));
+  return Status::Ok();
+#endif
+}
+
+// ---- The caching allocator -----------------------------------------------------------------------
+namespace {
+
+constexpr size_t kSmall = 4096, kSmallStep = 512;
+
+int64_t limit_from_env() {
+#if defined(__CUDACC__)
+  constexpr int64_t kDefault = int64_t{8} << 30;
+#else
+  constexpr int64_t kDefault = int64_t{1} << 30;
+#endif
+  const char* v = std::getenv("NF_CUDA_CACHE_BYTES");
+  if (!v || !*v) return kDefault;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  return (end && *end == '\0' && n >= 0) ? n : kDefault;
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void*>> idle;  // capacity -> idle blocks
+  MemoryStats stats;
+
+  Cache() { stats.limit_bytes = limit_from_env(); }
+
+  // Takes idle blocks out until cached_bytes <= target (the caller frees them). Holds the mutex.
+  void take_over(int64_t target, std::vector<void*>* out) {
+    for (auto it = idle.begin(); it != idle.end() && stats.cached_bytes > target;) {
+      auto& blocks = it->second;
+      while (!blocks.empty() && stats.cached_bytes > target) {
+        out->push_back(blocks.back());
+        blocks.pop_back();
+        stats.cached_bytes -= int64_t(it->first);
+        ++stats.released;
+      }
+      it = blocks.empty() ? idle.erase(it) : std::next(it);
+    }
+  }
+};
+
+// Never destroyed: blocks may be returned by GC finalizers during process teardown.
+Cache& cache() {
+  static Cache* c = new Cache();
+  return *c;
+}
+
+Status release_blocks(const std::vector<void*>& blocks) {
+  if (blocks.empty()) return Status::Ok();
+  return ordered([&blocks] {
+    for (void* p : blocks) NF_CUDA_TRY("empty_cache", cudaFree(p));
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+size_t cached_block_capacity(size_t bytes) {
+  if (bytes <= kSmall) return bytes == 0 ? kSmallStep : (bytes + kSmallStep - 1) / kSmallStep * kSmallStep;
+  if (bytes > (SIZE_MAX >> 2)) return 0;
+  const size_t octave = size_t{1} << (63 - __builtin_clzll(bytes));  // largest power of two <= bytes
+  const size_t step = octave / 4;
+  return (bytes + step - 1) / step * step;
+}
+
+Status cached_alloc(void** ptr, size_t bytes) {
+  const size_t capacity = cached_block_capacity(bytes);
+  NF_CHECK(capacity != 0, "device_alloc", "request of " + std::to_string(bytes) + " bytes is too large");
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.idle.find(capacity);
+    if (it != c.idle.end() && !it->second.empty()) {
+      *ptr = it->second.back();
+      it->second.pop_back();
+      c.stats.cached_bytes -= int64_t(capacity);
+      c.stats.live_bytes += int64_t(capacity);
+      if (c.stats.live_bytes > c.stats.peak_live_bytes) c.stats.peak_live_bytes = c.stats.live_bytes;
+      ++c.stats.reused;
+      return Status::Ok();
+    }
+  }
+  void* p = nullptr;
+  if (cudaMalloc(&p, capacity) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky-free error of a failed allocation
+    NF_TRY(empty_cache());     // memory is short: give the idle blocks back and try once more
+    NF_CUDA_TRY("device_alloc", cudaMalloc(&p, capacity));
+  }
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.stats.live_bytes += int64_t(capacity);
+  if (c.stats.live_bytes > c.stats.peak_live_bytes) c.stats.peak_live_bytes = c.stats.live_bytes;
+  ++c.stats.fresh;
+  *ptr = p;
+  return Status::Ok();
+}
+
+Status cached_free(void* ptr, size_t bytes) {
+  if (!ptr) return Status::Ok();
+  const size_t capacity = cached_block_capacity(bytes);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.stats.live_bytes -= int64_t(capacity);
+    if (c.stats.cached_bytes + int64_t(capacity) <= c.stats.limit_bytes) {
+      c.idle[capacity].push_back(ptr);
+      c.stats.cached_bytes += int64_t(capacity);
+      return Status::Ok();
+    }
+    ++c.stats.released;
+  }
+  return release_blocks({ptr});
+}
+
+MemoryStats memory_stats() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.stats;
+}
+
+Status empty_cache() {
+  std::vector<void*> blocks;
+  {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.take_over(0, &blocks);
+  }
+  return release_blocks(blocks);
+}
+
+Status set_cache_limit(int64_t bytes) {
+  std::vector<void*> blocks;
+  {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.stats.limit_bytes = bytes < 0 ? 0 : bytes;
+    c.take_over(c.stats.limit_bytes, &blocks);
+  }
+  return release_blocks(blocks);
 }
 
 }  // namespace nf::cuda

@@ -1,6 +1,8 @@
-// The CUDA addon's memory functions: device buffers and the explicit copies between them and host
-// typed arrays, all on the backend's stream (copies to the host wait for it), plus what the backend
-// is (a GPU build or the SIMT emulator) and its live device bytes.
+// The CUDA addon's memory functions: device buffers (blocks of the caching allocator, device.h) and
+// the explicit copies between them and host typed arrays, all on the backend's stream (copies to the
+// host wait for it); the allocator's statistics, emptyCache and its cap; synchronize and its
+// Promise twin; what the backend is (a GPU build or the SIMT emulator) and its live device bytes.
+#include <cstdint>
 #include <string>
 
 #include "../device.h"
@@ -37,14 +39,22 @@ NF_REGISTER_OPS(cuda_memory) {
   auto fn = [&](const char* name, Napi::Value (*f)(const Napi::CallbackInfo&)) {
     exports.Set(name, Napi::Function::New(env, f, name));
   };
-  // alloc(bytes): a zero-filled device buffer.
+  // alloc(bytes, init = 'zero'): a device buffer from the cache, filled with zeros, left as the
+  // block was ('none': for outputs written whole) or with 0xFF bytes ('poison': NaN floats).
   fn("alloc", [](const Napi::CallbackInfo& info) -> Napi::Value {
     if (info.Length() < 1 || !info[0].IsNumber() || info[0].As<Napi::Number>().DoubleValue() < 0 ||
         info[0].As<Napi::Number>().DoubleValue() > double(int64_t(1) << 42))
       throw_error(info.Env(), "ERR_NF_INVALID_ARG", "alloc: expected a byte count");
-    return new_device_buffer(info.Env(), size_t(info[0].As<Napi::Number>().Int64Value()));
+    BufferInit init = BufferInit::zero;
+    if (info.Length() > 1 && !info[1].IsUndefined()) {
+      const std::string how = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
+      if (how == "none") init = BufferInit::none;
+      else if (how == "poison") init = BufferInit::poison;
+      else if (how != "zero") throw_error(info.Env(), "ERR_NF_INVALID_ARG", "alloc: expected 'zero', 'none' or 'poison' for init");
+    }
+    return new_device_buffer(info.Env(), size_t(info[0].As<Napi::Number>().Int64Value()), init);
   });
-  // free(buffer): releases the memory now; later frees are no-ops.
+  // free(buffer): returns the memory to the cache now; later frees are no-ops.
   fn("free", [](const Napi::CallbackInfo& info) -> Napi::Value {
     DeviceBuffer* b = info.Length() > 0 ? device_buffer(info[0]) : nullptr;
     if (!b) throw_error(info.Env(), "ERR_NF_INVALID_ARG", "free: expected a device buffer");
@@ -84,8 +94,39 @@ NF_REGISTER_OPS(cuda_memory) {
     check_device(info.Env(), cuda::synchronize());
     return info.Env().Undefined();
   });
+  // synchronizeAsync(): a Promise settled once everything queued so far has finished (no blocking).
+  fn("synchronizeAsync", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    return settle_when_done(info.Env(), [] { return Status::Ok(); }, {});
+  });
   fn("deviceAllocatedBytes", [](const Napi::CallbackInfo& info) -> Napi::Value {
     return Napi::Number::New(info.Env(), double(device_allocated_bytes()));
+  });
+  // memoryStats(): the caching allocator's counters (device.h MemoryStats), bytes as numbers.
+  fn("memoryStats", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const cuda::MemoryStats s = cuda::memory_stats();
+    Napi::Object o = Napi::Object::New(info.Env());
+    o.Set("liveBytes", double(s.live_bytes));
+    o.Set("peakLiveBytes", double(s.peak_live_bytes));
+    o.Set("cachedBytes", double(s.cached_bytes));
+    o.Set("limitBytes", double(s.limit_bytes));
+    o.Set("fresh", double(s.fresh));
+    o.Set("reused", double(s.reused));
+    o.Set("released", double(s.released));
+    o.Set("requestedBytes", double(device_allocated_bytes()));
+    return o;
+  });
+  // emptyCache(): returns every idle block to the device.
+  fn("emptyCache", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    check_device(info.Env(), cuda::empty_cache());
+    return info.Env().Undefined();
+  });
+  // setCacheLimit(bytes): the cap on idle bytes (0 disables caching); trims the cache to it now.
+  fn("setCacheLimit", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsNumber() || !(info[0].As<Napi::Number>().DoubleValue() >= 0))
+      throw_error(info.Env(), "ERR_NF_INVALID_ARG", "setCacheLimit: expected a non-negative byte count");
+    const double v = info[0].As<Napi::Number>().DoubleValue();
+    check_device(info.Env(), cuda::set_cache_limit(v >= 9.2e18 ? INT64_MAX : int64_t(v)));
+    return info.Env().Undefined();
   });
   // backendInfo(): {emulated, devices} (devices: an error on a machine without a usable GPU).
   fn("backendInfo", [](const Napi::CallbackInfo& info) -> Napi::Value {

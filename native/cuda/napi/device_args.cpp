@@ -1,7 +1,9 @@
 #include "device_args.h"
 
 #include <atomic>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "../device.h"
 
@@ -33,13 +35,15 @@ std::string describe_value(const Napi::Value& v) {
 
 }  // namespace
 
-Napi::Value new_device_buffer(Napi::Env env, size_t bytes) {
+Napi::Value new_device_buffer(Napi::Env env, size_t bytes, BufferInit init) {
   void* ptr = nullptr;
-  check_device(env, cuda::device_alloc(&ptr, bytes ? bytes : 1));
-  Status zero = cuda::fill_zero(ptr, bytes);
-  if (!zero.ok()) {
-    (void)cuda::device_free(ptr);
-    check_device(env, zero);
+  check_device(env, cuda::cached_alloc(&ptr, bytes));
+  if (init != BufferInit::none) {
+    Status fill = cuda::fill_bytes(ptr, init == BufferInit::zero ? 0 : 0xff, bytes);
+    if (!fill.ok()) {
+      (void)cuda::cached_free(ptr, bytes);
+      check_device(env, fill);
+    }
   }
   auto* b = new DeviceBuffer{ptr, bytes};
   live_bytes() += int64_t(bytes);
@@ -66,7 +70,7 @@ Status free_device_buffer(DeviceBuffer* b) {
   void* p = b->ptr;
   b->ptr = nullptr;
   live_bytes() -= int64_t(b->bytes);
-  return cuda::device_free(p);
+  return cuda::cached_free(p, b->bytes);
 }
 
 DeviceArgs::DeviceArgs(const Napi::CallbackInfo& info, const char* op) : Args(info, op), obj_(info[0].As<Napi::Object>()) {}
@@ -78,40 +82,137 @@ void* DeviceArgs::typed(const char* name, int64_t len, size_t elem, const char* 
   if (!b || !b->ptr || b->bytes != size_t(len) * elem)
     fail(std::string("expected a cuda ") + type + " buffer of " + std::to_string(len) + " elements for " + name +
          " but received " + describe_value(v));
+  handles_.push_back(v);
   return b->ptr;
 }
 
-void check_device(Napi::Env env, const Status& s) {
-  if (s.ok()) return;
+Napi::Error device_error(Napi::Env env, const Status& s) {
   const bool cuda_call = s.message.rfind("cudaError", 0) == 0;
-  throw_error(env, cuda_call ? "ERR_NF_CUDA" : "ERR_NF_KERNEL", s.op + ": " + s.message);
+  Napi::Error e = Napi::Error::New(env, s.op + ": " + s.message);
+  e.Set("code", Napi::String::New(env, cuda_call ? "ERR_NF_CUDA" : "ERR_NF_KERNEL"));
+  return e;
+}
+
+void check_device(Napi::Env env, const Status& s) {
+  if (!s.ok()) throw device_error(env, s);
+}
+
+namespace {
+
+// Settling Promises from the stream: one thread-safe function per env (the addon may load in several
+// worker_threads). It keeps the event loop alive only while Promises are pending.
+struct Completion;
+void settle(Napi::Env env, Napi::Function, void*, Completion* c);
+using SettleFn = Napi::TypedThreadSafeFunction<void, Completion, settle>;
+
+struct Settler {
+  SettleFn tsfn;
+  int64_t pending = 0;
+  bool closed = false;
+};
+
+struct Completion {
+  Settler* settler;
+  Napi::Promise::Deferred deferred;
+  std::vector<Napi::Reference<Napi::Value>> keep;
+  Status status;
+};
+
+std::mutex& settlers_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_map<napi_env, Settler*>& settlers() {
+  static auto* m = new std::unordered_map<napi_env, Settler*>();
+  return *m;
+}
+
+void settle(Napi::Env env, Napi::Function, void*, Completion* c) {
+  if (env == nullptr) {  // the env is going away: nothing to settle, no reference to delete
+    for (auto& r : c->keep) r.SuppressDestruct();
+    delete c;
+    return;
+  }
+  Settler* s = c->settler;
+  if (--s->pending == 0 && !s->closed) s->tsfn.Unref(env);
+  if (c->status.ok()) c->deferred.Resolve(env.Undefined());
+  else c->deferred.Reject(device_error(env, c->status).Value());
+  delete c;
+}
+
+Settler* settler_of(Napi::Env env) {
+  std::lock_guard<std::mutex> lock(settlers_mutex());
+  auto it = settlers().find(env);
+  if (it != settlers().end()) return it->second;
+  auto* s = new Settler();
+  s->tsfn = SettleFn::New(env, "nodeformer:cuda-stream", 0, 1);
+  s->tsfn.Unref(env);
+  settlers()[env] = s;
+  // At teardown: let the stream finish (its callbacks then find the function still open), then close.
+  napi_add_env_cleanup_hook(
+      env,
+      [](void* arg) {
+        auto* st = static_cast<Settler*>(arg);
+        (void)cuda::synchronize();
+        std::lock_guard<std::mutex> lock(settlers_mutex());
+        for (auto it = settlers().begin(); it != settlers().end(); ++it)
+          if (it->second == st) {
+            settlers().erase(it);
+            break;
+          }
+        st->closed = true;
+        st->tsfn.Release();
+      },
+      s);
+  return s;
+}
+
+}  // namespace
+
+Napi::Promise settle_when_done(Napi::Env env, Job job, const std::vector<Napi::Value>& keep) {
+  Settler* s = settler_of(env);
+  auto* c = new Completion{s, Napi::Promise::Deferred::New(env), {}, Status::Ok()};
+  for (const Napi::Value& v : keep) c->keep.push_back(Napi::Reference<Napi::Value>::New(v, 1));
+  Napi::Promise promise = c->deferred.Promise();
+  if (s->pending++ == 0) s->tsfn.Ref(env);
+  const Status queued = cuda::stream_run_async(std::move(job), [c](const Status& st) {
+    c->status = st;
+    (void)c->settler->tsfn.NonBlockingCall(c);  // (fails only once the env is gone: c is then left)
+  });
+  if (!queued.ok()) {  // (a GPU job that failed while queueing: done is never called)
+    if (--s->pending == 0) s->tsfn.Unref(env);
+    c->deferred.Reject(device_error(env, queued).Value());
+    delete c;
+  }
+  return promise;
 }
 
 void register_device_op(Napi::Env env, Napi::Object exports, const char* name, DeviceParser parse) {
   std::string op(name);
-  auto run = [op, parse](const Napi::CallbackInfo& info) {
-    DeviceArgs args(info, op.c_str());
-    check_device(info.Env(), parse(args)());
-  };
   exports.Set(name, Napi::Function::New(
                         env,
-                        [run](const Napi::CallbackInfo& info) -> Napi::Value {
-                          run(info);
+                        [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
+                          DeviceArgs args(info, op.c_str());
+                          check_device(info.Env(), cuda::stream_run(parse(args)));
                           return info.Env().Undefined();
                         },
                         name));
   const std::string async_name = op + "Async";
   exports.Set(async_name, Napi::Function::New(
                               env,
-                              [run](const Napi::CallbackInfo& info) -> Napi::Value {
-                                auto d = Napi::Promise::Deferred::New(info.Env());
+                              [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
+                                Job job;
+                                std::vector<Napi::Value> keep;
                                 try {
-                                  run(info);
-                                  d.Resolve(info.Env().Undefined());
-                                } catch (const Napi::Error& e) {
+                                  DeviceArgs args(info, op.c_str());
+                                  job = parse(args);
+                                  keep = args.handles();
+                                } catch (const Napi::Error& e) {  // invalid arguments reject the Promise
+                                  auto d = Napi::Promise::Deferred::New(info.Env());
                                   d.Reject(e.Value());
+                                  return d.Promise();
                                 }
-                                return d.Promise();
+                                return settle_when_done(info.Env(), std::move(job), keep);
                               },
                               async_name));
 }

@@ -9,25 +9,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "../../napi/args.h"
 
 namespace nf::napi {
 
-// Device memory owned by a JS handle (a type-tagged External): freed by free() or, failing that,
-// when the handle is garbage-collected.
+// Device memory owned by a JS handle (a type-tagged External): a block of the caching allocator
+// (device.h), returned to the cache by free() or, failing that, when the handle is garbage-collected.
 struct DeviceBuffer {
   void* ptr = nullptr;  // null once freed
   size_t bytes = 0;
 };
 
-// A new handle owning `bytes` of zero-filled device memory.
-Napi::Value new_device_buffer(Napi::Env env, size_t bytes);
+// What a new buffer holds: zeros (for what accumulates: parameter gradients, Tensor.zeros), whatever
+// the block held before (an op's output, written whole), or 0xFF bytes (NaN in every float32: the
+// NF_POISON_UNINITIALIZED check that no op reads what it never wrote).
+enum class BufferInit { zero, none, poison };
+
+// A new handle owning `bytes` of device memory from the cache.
+Napi::Value new_device_buffer(Napi::Env env, size_t bytes, BufferInit init = BufferInit::zero);
 // The buffer behind `v`, or null when v is not a device buffer handle.
 DeviceBuffer* device_buffer(const Napi::Value& v);
-// Bytes of device memory held by live handles (in every context).
+// Bytes requested by live handles (in every context; the cache's block capacities are in
+// cuda::memory_stats()).
 int64_t device_allocated_bytes();
-// Frees a handle's memory now (later frees and the GC's are no-ops).
+// Returns a handle's memory to the cache now (later frees and the GC's are no-ops).
 Status free_device_buffer(DeviceBuffer* b);
 
 class DeviceArgs : public Args {
@@ -44,6 +51,9 @@ class DeviceArgs : public Args {
   T* buf_opt(const char* name, int64_t len) {
     return static_cast<T*>(typed(name, len, sizeof(T), type_name<T>(), true));
   }
+  // The buffer handles this call read: an asynchronous call keeps them alive until it settles.
+  const std::vector<Napi::Value>& handles() const { return handles_; }
+
   // The element count of buffer `name` if it is one of T, else -1.
   template <class T>
   int64_t buf_length(const char* name) const {
@@ -59,16 +69,24 @@ class DeviceArgs : public Args {
   void* typed(const char* name, int64_t len, size_t elem, const char* type, bool optional);
 
   Napi::Object obj_;
+  std::vector<Napi::Value> handles_;
 };
 
-// Registers `name` and `nameAsync` on exports. The op validates its arguments and queues its kernels
-// on the backend's stream before returning (on a GPU that is asynchronous already; the emulator runs
-// them there and then), so `nameAsync` does the same and returns a settled Promise. A failing CUDA
-// call (a Status whose message starts with "cudaError...", with file:line) throws code ERR_NF_CUDA,
-// any other kernel failure ERR_NF_KERNEL.
+// Registers `name` and `nameAsync` on exports. Both validate their arguments on the calling thread.
+// `name` then runs the op's job in stream order (cuda::stream_run: on a GPU the kernels are queued
+// and it returns; the emulator runs them on its stream thread and waits). `nameAsync` submits the
+// job (cuda::stream_run_async) and returns a Promise that settles when the stream has finished it,
+// without blocking the event loop: on a GPU a host callback on the stream, in the emulator the
+// stream thread, settle it through a thread-safe function (settle_when_done). Invalid arguments
+// reject the Promise. A failing CUDA call (a Status whose message starts with "cudaError...", with
+// file:line) throws or rejects with code ERR_NF_CUDA, any other kernel failure ERR_NF_KERNEL.
 using DeviceParser = Job (*)(DeviceArgs&);
 void register_device_op(Napi::Env env, Napi::Object exports, const char* name, DeviceParser parse);
-// Throws the JS Error for a failed Status (as register_device_op's ops do).
+// Submits `job` to the stream and returns a Promise settled (on this env's thread) when it and all
+// work before it has finished; `keep` stays referenced until then.
+Napi::Promise settle_when_done(Napi::Env env, Job job, const std::vector<Napi::Value>& keep);
+// The JS Error for a failed Status (as register_device_op's ops throw it), and throwing it.
+Napi::Error device_error(Napi::Env env, const Status& s);
 void check_device(Napi::Env env, const Status& s);
 
 }  // namespace nf::napi

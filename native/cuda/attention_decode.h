@@ -1,0 +1,25 @@
+// One step of incremental decoding on the GPU (greedy generation with a key/value cache): the CUDA
+// twin of native/cpu/attention.h's attention_decode, composed from the layer's own pieces (the QKV
+// projection GEMM, a strided row copy into the cache, the attention core with strided K/V views,
+// the output projection). No kernel of its own.
+#pragma once
+#include <cstdint>
+
+#include "../core/status.h"
+#include "../cpu/attention.h"  // the dims struct, shared with the CPU kernels
+
+namespace nf::cuda {
+
+using AttentionDecodeDims = cpu::AttentionDecodeDims;
+
+// The new query row x [B, 1, D] is projected and attends to
+//   self-attention (cache non-null): the K|V cache [B, max_t, 2D], after this step's own K|V are
+//     written into row t, so keys 0..t (Tk = t + 1) are attended; kv must be null;
+//   cross-attention (kv non-null): the memory's precomputed K|V [B, Tk, 2D] (rows D..3D-1 of Wqkv
+//     applied to memory), with key_padding [B, Tk] (optional).
+// out [B, 1, D] = proj(attention). No dropout (inference). Scratch: workspace slot 2.
+Status attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding,
+                        const float* Wqkv, const float* bqkv, const float* Wproj, const float* bproj,
+                        AttentionDecodeDims d);
+
+}  // namespace nf::cuda
