@@ -205,15 +205,15 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   }
 
   /** The wrapped model's forward (same arguments and result), after the start (readyOps). */
-  *forwardOps(...args: ProgramArgs<M['forwardOps']>): Program<ProgramResult<M['forwardOps']>> {
+  *forwardProgram(...args: ProgramArgs<M['forwardProgram']>): Program<ProgramResult<M['forwardProgram']>> {
     yield* this.readyOps();
-    return (yield* (this.module.forwardOps as AnyProgramFn).apply(this.module, args)) as ProgramResult<M['forwardOps']>;
+    return (yield* (this.module.forwardOps as AnyProgramFn).apply(this.module, args)) as ProgramResult<M['forwardProgram']>;
   }
 
   /** The wrapped model's backward (same arguments and result), with the gradients averaged over the ranks. */
-  *backwardOps(...args: ProgramArgs<M['backwardOps']>): Program<ProgramResult<M['backwardOps']>> {
+  *backwardProgram(...args: ProgramArgs<M['backwardProgram']>): Program<ProgramResult<M['backwardProgram']>> {
     const sync = this.sync;
-    const inner = (this.module.backwardOps as AnyProgramFn).apply(this.module, args) as Program<ProgramResult<M['backwardOps']>>;
+    const inner = (this.module.backwardOps as AnyProgramFn).apply(this.module, args) as Program<ProgramResult<M['backwardProgram']>>;
     if (!sync) return yield* inner;
     const t0 = performance.now(), comm0 = distributed.commSeconds();
     for (const p of this.gradParams) p.gradData(); // every rank reduces every gradient (zero when unused)
