@@ -60,21 +60,33 @@ export function pool(outcomes: Outcome[]): Outcome {
     ...(notes.length ? { note: notes.join('; ') } : {}) };
 }
 
-/** One model measurement repeated in rounds: each side's timed runs pooled, the first round's agreement check. */
+/** One model measurement repeated in rounds: each side's timed runs pooled, the first round's agreement checks. */
 export function pooled(rounds: ModelResult[]): ModelResult {
   const [first] = rounds;
   if (rounds.length === 1) return first;
   return {
     ...first,
     ours: pool(rounds.map((r) => r.ours)),
-    peer: first.peer && { ...first.peer, outcome: pool(rounds.map((r) => r.peer?.outcome).filter((o): o is Outcome => !!o)) },
+    peers: first.peers.map((p) => ({
+      ...p, outcome: pool(rounds.map((r) => r.peers.find((q) => q.name === p.name)?.outcome).filter((o): o is Outcome => !!o)),
+    })),
   };
 }
 
-export interface PeerInfo {
-  name: 'onnxruntime-node' | 'PyTorch';
-  /** Version and what it ran on (e.g. the BLAS library). */
-  detail: string;
+export type PeerName = 'onnxruntime-node' | 'PyTorch';
+
+/** That a peer ran the same model: logits (inference) or the first step's loss (training) against ours. */
+export interface Agreement {
+  maxAbsDiff?: number;
+  maxAbs?: number;
+  oursLoss?: number;
+  peerLoss?: number;
+}
+
+export interface PeerResult {
+  name: PeerName;
+  outcome: Outcome;
+  agreement: Agreement | null;
 }
 
 export interface ModelResult {
@@ -88,9 +100,8 @@ export interface ModelResult {
   /** Analytic FLOPs of one step (flops.ts). */
   flops: number;
   ours: Outcome;
-  peer: (PeerInfo & { outcome: Outcome }) | null;
-  /** Checks that the peer ran the same model: logits (inference) or first-step loss (training). */
-  agreement: { maxAbsDiff?: number; maxAbs?: number; oursLoss?: number; peerLoss?: number } | null;
+  /** onnxruntime-node and PyTorch (inference), PyTorch (training): those requested. */
+  peers: PeerResult[];
 }
 
 export interface IsaPeak {
@@ -99,37 +110,39 @@ export interface IsaPeak {
   threads: number;
 }
 
-export interface GemmResult {
-  label: string; M: number; N: number; K: number; transB: boolean;
-  isa: string;
+/**
+ * One row of the operator table: one pass (forward, backward, a GEMM of the backward, an
+ * optimizer step) of one operator at one model's shapes, ours against PyTorch's.
+ */
+export interface OpRow {
+  model: string;
+  /** e.g. 'GEMM fc1', 'attention layer', 'GELU'. */
+  op: string;
+  pass: string;
+  /** The shape in words, e.g. '4160×512×128' or 'B8 H12 T197 Dh64'. */
+  shape: string;
+  /** FLOPs of the pass when it is a matrix product (GFLOP/s and % of peak); null otherwise. */
+  flops: number | null;
   ours: Outcome;
-  openblas: Outcome | null;
-}
-
-export interface AttentionResult {
-  B: number; T: number; D: number; H: number;
-  isa: string;
-  forward: Outcome;
-  backward: Outcome;
-  /** Bytes saved for backward (O(T)), and what one naive T×T weights tensor [B, H, T, T] would take. */
-  savedBytes: number | null;
-  naiveWeightsBytes: number;
-  extraPeakRssKb: number | null;
-}
-
-export interface LayerNormResult {
-  label: string; rows: number; D: number;
-  isa: string;
-  forward: Outcome;
-  backward: Outcome;
+  torch: Outcome;
+  /**
+   * Ours is not a separate kernel here (it is fused into a layer op): its time is the layer's
+   * median minus the medians of the layer's Linears, measured in the same process.
+   */
+  derived?: string;
 }
 
 export interface Results {
   date: string;
+  /** How the run was started (npm run bench -- <arguments>). */
+  command: string;
   machine: Record<string, unknown>;
   options: Record<string, unknown>;
+  /** The ISA our kernels ran on (the active one: the best this CPU has unless NF_ISA says otherwise). */
+  isa: string;
   peaks: IsaPeak[];
+  /** Each peer's version and what it runs on. */
   peers: Record<string, string>;
   models: ModelResult[];
-  kernels: { gemm: GemmResult[]; attention: AttentionResult[]; layernorm: LayerNormResult[] };
+  ops: OpRow[];
 }
