@@ -1,7 +1,7 @@
 /**
  * The model benchmarks: for each model, our inference against onnxruntime-node and PyTorch 2.x
  * (eager, torch.inference_mode()), and our training step against PyTorch's, every one in its own
- * process, on the weights and inputs that a `prepare` worker saved from our model (so every side
+ * process and each peer in each of its thread-waiting variants (variants.ts), on the weights and inputs that a `prepare` worker saved from our model (so every side
  * runs identical weights on identical inputs), ours and the peers alternating over --rounds.
  */
 import * as fs from 'node:fs';
@@ -14,6 +14,7 @@ import { exportInputs, hashOf, runScript, type PythonInfo } from './peers';
 import type { Repeat } from './protocol';
 import { missing, outcomeOf, pooled, type Agreement, type Missing, type ModelResult, type Outcome, type PeerName, type PeerResult } from './results';
 import { archKey, itemsPerStep, unit, type ModelSpec } from './specs';
+import { ORT_VARIANTS, TORCH_VARIANTS } from './variants';
 
 export interface SuiteContext {
   opts: Options;
@@ -74,36 +75,44 @@ function describe(o: Outcome, items: number, u: string): string {
   return `${(items / o.medianSeconds).toFixed(1)} ${u} (${o.samples.length} timed run(s)${o.note ? `; ${o.note}` : ''})`;
 }
 
-function peerResult(name: PeerName, r: ChildResult | Missing, agreement: Agreement | null = null): PeerResult {
-  return { name, outcome: 'status' in r ? r : outcomeOf(r), agreement };
+function peerResult(name: PeerName, variant: string, r: ChildResult | Missing, agreement: Agreement | null = null): PeerResult {
+  return { name, variant, outcome: 'status' in r ? r : outcomeOf(r), agreement };
 }
 
-/** onnxruntime-node on the ONNX export, compared with our logits when ours ran. */
-async function ort(spec: ModelSpec, files: Files, oursRan: boolean, ctx: SuiteContext): Promise<PeerResult> {
-  const o = ctx.opts;
-  if (!ctx.python.torch) return peerResult('onnxruntime-node', missing('unavailable', `no ONNX export without PyTorch (${ctx.python.reason})`));
+/** onnxruntime-node on the ONNX export in each variant, compared with our logits when ours ran. */
+async function ort(spec: ModelSpec, files: Files, oursRan: boolean, ctx: SuiteContext): Promise<PeerResult[]> {
+  const o = ctx.opts, all = (m: Missing) => ORT_VARIANTS.map((v) => peerResult('onnxruntime-node', v.label, m));
+  if (!ctx.python.torch) return all(missing('unavailable', `no ONNX export without PyTorch (${ctx.python.reason})`));
   const onnx = await onnxExport(spec, files, ctx);
-  if (typeof onnx !== 'string') return peerResult('onnxruntime-node', onnx);
-  const r = await runWorker({ task: 'ort', arch: spec.arch, onnxPath: onnx, inputsPath: files.inputs,
-    logitsPath: oursRan ? files.logits : null, threads: o.threads, repeat: repeatOf(o) }, { timeoutS: o.timeout });
-  return peerResult('onnxruntime-node', r, (lastEvent(r, 'result')?.agreement as Agreement | null | undefined) ?? null);
+  if (typeof onnx !== 'string') return all(onnx);
+  const out: PeerResult[] = [];
+  for (const v of ORT_VARIANTS) {
+    const r = await runWorker({ task: 'ort', arch: spec.arch, onnxPath: onnx, inputsPath: files.inputs, spinning: v.spinning,
+      logitsPath: oursRan ? files.logits : null, threads: o.threads, repeat: repeatOf(o) }, { timeoutS: o.timeout });
+    out.push(peerResult('onnxruntime-node', v.label, r, (lastEvent(r, 'result')?.agreement as Agreement | null | undefined) ?? null));
+  }
+  return out;
 }
 
-/** PyTorch eager (scripts/torch_bench.py): inference compared with our logits, training with our first-step loss. */
-async function torch(spec: ModelSpec, files: Files, mode: 'infer' | 'train', oursRun: ChildResult, ctx: SuiteContext): Promise<PeerResult> {
+/** PyTorch eager (scripts/torch_bench.py) in each variant: inference compared with our logits, training with our first-step loss. */
+async function torch(spec: ModelSpec, files: Files, mode: 'infer' | 'train', oursRun: ChildResult, ctx: SuiteContext): Promise<PeerResult[]> {
   const o = ctx.opts;
-  if (!ctx.python.torch) return peerResult('PyTorch', missing('unavailable', ctx.python.reason ?? ''));
-  const oursRan = lastEvent(oursRun, 'result') !== undefined;
-  const r = await runScript('torch_bench.py', ['--mode', mode, '--arch', JSON.stringify(spec.arch), '--weights', files.weights,
-    '--inputs', files.inputs, ...(mode === 'infer' && oursRan ? ['--ours-logits', files.logits] : []), '--threads', String(o.threads),
-    '--warmup', String(o.warmup), '--reps', String(o.reps), '--budget', String(o.budget)], o.threads, { timeoutS: o.timeout });
-  const result = lastEvent(r, 'result');
-  if (mode === 'infer') return peerResult('PyTorch', r, (result?.agreement as Agreement | null | undefined) ?? null);
-  const oursLoss = lastEvent(oursRun, 'result')?.firstLoss, peerLoss = result?.firstLoss;
-  return peerResult('PyTorch', r, typeof oursLoss === 'number' && typeof peerLoss === 'number' ? { oursLoss, peerLoss } : null);
+  if (!ctx.python.torch) return TORCH_VARIANTS.map((v) => peerResult('PyTorch', v.label, missing('unavailable', ctx.python.reason ?? '')));
+  const oursResult = lastEvent(oursRun, 'result');
+  const args = ['--mode', mode, '--arch', JSON.stringify(spec.arch), '--weights', files.weights, '--inputs', files.inputs,
+    ...(mode === 'infer' && oursResult ? ['--ours-logits', files.logits] : []), '--threads', String(o.threads),
+    '--warmup', String(o.warmup), '--reps', String(o.reps), '--budget', String(o.budget)];
+  const out: PeerResult[] = [];
+  for (const v of TORCH_VARIANTS) {
+    const r = await runScript('torch_bench.py', args, o.threads, { timeoutS: o.timeout, variant: v });
+    const result = lastEvent(r, 'result'), oursLoss = oursResult?.firstLoss, peerLoss = result?.firstLoss;
+    out.push(peerResult('PyTorch', v.label, r, mode === 'infer' ? (result?.agreement as Agreement | null | undefined) ?? null
+      : typeof oursLoss === 'number' && typeof peerLoss === 'number' ? { oursLoss, peerLoss } : null));
+  }
+  return out;
 }
 
-/** One round of one mode: ours, then each requested peer. */
+/** One round of one mode: ours, then each requested peer in each of its variants. */
 async function round(spec: ModelSpec, files: Files, mode: 'infer' | 'train', ctx: SuiteContext): Promise<ModelResult> {
   const o = ctx.opts, tag = `[${spec.id} b${spec.batch} ${mode}]`, items = itemsPerStep(spec), u = unit(spec);
   const oursRun = await runWorker({ task: 'ours', spec, mode, weightsPath: files.weights, inputsPath: files.inputs,
@@ -111,9 +120,9 @@ async function round(spec: ModelSpec, files: Files, mode: 'infer' | 'train', ctx
   const ours = outcomeOf(oursRun);
   ctx.log(`${tag} ours: ${describe(ours, items, u)}`);
   const peers: PeerResult[] = [];
-  if (mode === 'infer' && o.peers.includes('ort')) peers.push(await ort(spec, files, ours.status === 'ok', ctx));
-  if (o.peers.includes('torch')) peers.push(await torch(spec, files, mode, oursRun, ctx));
-  for (const p of peers) ctx.log(`${tag} ${p.name}: ${describe(p.outcome, items, u)}`);
+  if (mode === 'infer' && o.peers.includes('ort')) peers.push(...(await ort(spec, files, ours.status === 'ok', ctx)));
+  if (o.peers.includes('torch')) peers.push(...(await torch(spec, files, mode, oursRun, ctx)));
+  for (const p of peers) ctx.log(`${tag} ${p.name} (${p.variant}): ${describe(p.outcome, items, u)}`);
   return row(spec, mode, ours, peers);
 }
 

@@ -102,3 +102,20 @@ export function opCases(spec: ModelSpec, families: readonly OpFamily[]): OpCase[
   if (want('adamw')) out.push({ op: 'adamw', sizes: parameterSizes(spec) });
   return out;
 }
+
+/**
+ * How many times one training step calls a case as a standalone op (its backward as many times):
+ * the Linears inside the attention and feed-forward ops count 0 there (they are part of those
+ * ops), the Transformer's vocabulary head 1; AdamW once. Pre-LN ViT: two LayerNorms per block and
+ * the final one; post-LN Transformer: two per encoder block, three per decoder block.
+ */
+export function callsPerStep(spec: ModelSpec, c: OpCase): number {
+  const a = spec.arch, L = a.depth, vit = a.kind === 'vit';
+  switch (c.op) {
+    case 'linear': return c.label === 'head' ? 1 : 0;
+    case 'attention': return L;
+    case 'feedforward': return vit ? L : 2 * L;
+    case 'layernorm': return vit ? 2 * L + 1 : 5 * L;
+    case 'adamw': return 1;
+  }
+}

@@ -24,11 +24,17 @@ function difference(layer: Outcome, linears: Outcome): Outcome {
 
 const dims = (...parts: (string | false)[]) => parts.filter(Boolean).join(' ');
 
-/** The rows of one case; `ours` and `torch` are the pooled samples of each pass (empty when a side did not run). */
-export function opRows(model: string, c: OpCase, ours: CaseSamples, torch: CaseSamples, whyOurs: string, whyTorch: string): OpRow[] {
-  const o = (pass: string) => samplesOutcome(ours[pass], whyOurs), t = (pass: string) => samplesOutcome(torch[pass], whyTorch);
+/**
+ * The rows of one case; `ours` and `torch` are the pooled samples of each pass (empty when a side
+ * did not run), `torchVariant` which of PyTorch's variants each pass of `torch` comes from.
+ */
+export function opRows(model: string, c: OpCase, ours: CaseSamples, torch: CaseSamples, whyOurs: string, whyTorch: string,
+  torchVariant: Record<string, string> = {}): OpRow[] {
+  const o = (pass: string) => samplesOutcome(ours[pass], whyOurs);
+  const t = (pass: string) => ({ torch: samplesOutcome(torch[pass], whyTorch), ...(torchVariant[pass] ? { torchVariant: torchVariant[pass] } : {}) });
+  const id = { model, family: c.op, label: 'label' in c ? c.label : '' };
   const row = (op: string, pass: string, shape: string, flops: number | null, key = pass): OpRow =>
-    ({ model, op, pass, shape, flops, ours: o(key), torch: t(key) });
+    ({ ...id, op, pass, shape, flops, ours: o(key), ...t(key) });
   switch (c.op) {
     case 'linear': {
       const { rows: M, inFeatures: K, outFeatures: N, label } = c, f = gemmFlops(M, N, K);
@@ -41,18 +47,18 @@ export function opRows(model: string, c: OpCase, ours: CaseSamples, torch: CaseS
       const shape = dims(`B${B} H${H} T${Tq}`, Tk !== Tq || c.cross ? `Tk${Tk}` : false, `Dh${D / H}`, c.causal && 'causal');
       const core = 4 * B * Tq * Tk * D;
       return [row(`attention layer, ${c.label}`, 'forward', shape, f), row(`attention layer, ${c.label}`, 'backward', shape, 2 * f),
-        { model, op: `attention core (SDPA), ${c.label}`, pass: 'forward', shape, flops: core, ours: difference(o('forward'), o('linearsForward')),
-          torch: t('coreForward'), derived: 'attention layer − its projections' },
-        { model, op: `attention core (SDPA), ${c.label}`, pass: 'backward', shape, flops: 2 * core, ours: difference(o('backward'), o('linearsBackward')),
-          torch: t('coreBackward'), derived: 'attention layer − its projections' }];
+        { ...id, op: `attention core (SDPA), ${c.label}`, pass: 'forward', shape, flops: core, ours: difference(o('forward'), o('linearsForward')),
+          ...t('coreForward'), derived: 'attention layer − its projections' },
+        { ...id, op: `attention core (SDPA), ${c.label}`, pass: 'backward', shape, flops: 2 * core, ours: difference(o('backward'), o('linearsBackward')),
+          ...t('coreBackward'), derived: 'attention layer − its projections' }];
     }
     case 'feedforward': {
       const { rows, D, F } = c, f = 4 * rows * D * F, act = c.activation === 'gelu' ? 'GELU' : 'ReLU', shape = `${rows}×${D}→${F}`;
       return [row(`feed-forward (fc1, ${act}, fc2)`, 'forward', shape, f), row(`feed-forward (fc1, ${act}, fc2)`, 'backward', shape, 2 * f),
-        { model, op: act, pass: 'forward', shape: `${rows}×${F}`, flops: null, ours: difference(o('forward'), o('linearsForward')),
-          torch: t('coreForward'), derived: 'feed-forward − its two Linears' },
-        { model, op: act, pass: 'backward', shape: `${rows}×${F}`, flops: null, ours: difference(o('backward'), o('linearsBackward')),
-          torch: t('coreBackward'), derived: 'feed-forward − its two Linears' }];
+        { ...id, op: act, pass: 'forward', shape: `${rows}×${F}`, flops: null, ours: difference(o('forward'), o('linearsForward')),
+          ...t('coreForward'), derived: 'feed-forward − its two Linears' },
+        { ...id, op: act, pass: 'backward', shape: `${rows}×${F}`, flops: null, ours: difference(o('backward'), o('linearsBackward')),
+          ...t('coreBackward'), derived: 'feed-forward − its two Linears' }];
     }
     case 'layernorm':
       return [row('LayerNorm', 'forward', `${c.rows}×${c.D}`, null), row('LayerNorm', 'backward', `${c.rows}×${c.D}`, null)];

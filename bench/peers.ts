@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { REPO_ROOT, runChild, type ChildOptions, type ChildResult } from './child';
+import { torchEnv, TORCH_VARIANTS, type TorchVariant } from './variants';
 
 /** What the probe found: the Python, and PyTorch's build and settings, or why there is none. */
 export interface PythonInfo {
@@ -71,11 +72,12 @@ export function describeTorch(p: PythonInfo): string {
     `numpy ${b.numpy}, onnx ${b.onnx}${p.reason ? `. FLAGGED: ${p.reason}` : ''}`;
 }
 
-/** Runs one of the repository's Python scripts with arguments, `threads` threads. */
-export function runScript(script: string, args: readonly string[], threads: number, o: Omit<ChildOptions, 'env'>): Promise<ChildResult> {
+/** Runs one of the repository's Python scripts with arguments, `threads` threads, in a PyTorch variant (default: the first). */
+export function runScript(script: string, args: readonly string[], threads: number,
+  o: Omit<ChildOptions, 'env'> & { variant?: TorchVariant }): Promise<ChildResult> {
   const python = pythonPath();
   if (!python) throw new Error(`no Python for the PyTorch peer: ${SETUP_HINT}`);
-  return runChild(python, [path.join(SCRIPTS, script), ...args], { ...o, env: pythonEnv(threads) });
+  return runChild(python, [path.join(SCRIPTS, script), ...args], { ...o, env: torchEnv(pythonEnv(threads), o.variant ?? TORCH_VARIANTS[0]) });
 }
 
 /** A SHA-256 over files and strings (the ONNX export's cache key). */

@@ -47,6 +47,8 @@ export interface OrtRequest {
   /** Our logits to compare with (raw float32), when our inference ran. */
   logitsPath: string | null;
   threads: number;
+  /** Whether the intra-op threads spin while waiting (variants.ts). */
+  spinning: boolean;
   repeat: Repeat;
 }
 

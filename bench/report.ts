@@ -5,8 +5,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import type { OpFamily } from './cli';
+import { stepBudget, type BudgetRow } from './op_budget';
 import { targetChecks, speedup, type TargetCheck } from './targets';
-import type { ModelResult, OpRow, Outcome, PeerName, Results } from './results';
+import { bestOf, type ModelResult, type OpRow, type Outcome, type PeerName, type Results } from './results';
 
 const fmt = (x: number, digits = 1) => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 /** Three significant digits below 100 (0.0412, 5.53, 48.3), whole numbers above. */
@@ -42,7 +44,7 @@ const PEER_COLUMNS: readonly PeerName[] = ['onnxruntime-node', 'PyTorch'];
 
 /** ours against the faster peer that ran, e.g. "1.23× PyTorch". */
 function bestRatio(r: ModelResult): string {
-  const s = speedup(r, r.peers.map((p) => p.name));
+  const s = speedup(r, [...new Set(r.peers.map((p) => p.name))]);
   return s.ratio == null ? '—' : `${sig(s.ratio)}× ${short(s.best!)}`;
 }
 
@@ -51,7 +53,7 @@ export function modelTable(rows: ModelResult[], peak: number): string {
     ['model', 'batch', 'step', 'ours', ...PEER_COLUMNS.map(short), 'ours ÷ faster peer', 'GFLOP/s', '% FMA peak', 'peak RSS MB ours / onnxruntime / PyTorch'],
     rows.map((r) => {
       const g = rate(r.ours, r.flops / 1e9), bound = g?.upper ? '< ' : '';
-      const peer = (name: PeerName) => r.peers.find((p) => p.name === name)?.outcome;
+      const peer = (name: PeerName) => bestOf(r.peers, name)?.outcome;
       return [r.model, String(r.batch), r.mode === 'infer' ? 'inference' : 'training', cell(r.ours, r.items, r.unit),
         ...PEER_COLUMNS.map((n) => cell(peer(n), r.items, r.unit)), bestRatio(r),
         g ? `${bound}${sig(g.value)}` : '—', g ? `${bound}${pct(g.value, peak)}` : '—',
@@ -59,16 +61,25 @@ export function modelTable(rows: ModelResult[], peak: number): string {
     }));
 }
 
-/** Notes under the model table: the agreement checks, and every measurement that did not run. */
+/** Each peer's variants side by side (the table shows the faster), e.g. "PyTorch: 12.3 img/s OpenMP default, 15.1 PASSIVE". */
+function variantNote(r: ModelResult, name: PeerName): string | null {
+  const vs = r.peers.filter((p) => p.name === name);
+  if (vs.length < 2) return null;
+  return `${short(name)} ${vs.map((p) => `${cell(p.outcome, r.items, r.unit)} (${p.variant})`).join(', ')}`;
+}
+
+/** Notes under the model table: the peers' variants, the agreement checks, and every measurement that did not run. */
 export function modelNotes(rows: ModelResult[]): string[] {
   const notes: string[] = [];
   for (const r of rows) {
     const tag = `${r.model} ${r.mode === 'infer' ? 'inference' : 'training'}`;
-    for (const [who, o] of [['ours', r.ours], ...r.peers.map((p) => [p.name, p.outcome] as const)] as const) {
+    for (const [who, o] of [['ours', r.ours], ...r.peers.map((p) => [`${p.name} (${p.variant})`, p.outcome] as const)] as const) {
       if (o.status !== 'ok') notes.push(`${tag}, ${who}: ${o.status} — ${o.reason}`);
       else if (o.note) notes.push(`${tag}, ${who} (*): ${o.note}`);
     }
-    const logits = r.peers.filter((p) => p.agreement?.maxAbsDiff !== undefined)
+    const variants = PEER_COLUMNS.map((n) => variantNote(r, n)).filter(Boolean);
+    if (variants.length) notes.push(`${tag}: ${variants.join('; ')}`);
+    const logits = PEER_COLUMNS.map((n) => r.peers.find((p) => p.name === n && p.agreement?.maxAbsDiff !== undefined)).filter((p) => !!p)
       .map((p) => `${short(p.name)} max |Δ| ${p.agreement!.maxAbsDiff!.toExponential(1)}`);
     if (logits.length) notes.push(`${tag}: logits agree with ${logits.join(', ')} (max |logit| ${fmt(r.peers.find((p) => p.agreement?.maxAbs)?.agreement?.maxAbs ?? NaN, 2)})`);
     const loss = r.peers.find((p) => p.agreement?.oursLoss !== undefined)?.agreement;
@@ -94,12 +105,27 @@ export function opTable(rows: OpRow[], peak: number): string {
     }));
 }
 
-/** The reasons behind the operator table's missing cells (once each). */
+/** Which PyTorch variant was faster how often, and the reasons behind the operator table's missing cells (once each). */
 function opNotes(rows: OpRow[]): string[] {
-  const reasons = new Set<string>();
+  const wins = new Map<string, number>();
+  for (const r of rows) if (r.torchVariant) wins.set(r.torchVariant, (wins.get(r.torchVariant) ?? 0) + 1);
+  const reasons = new Set<string>(wins.size ? [`PyTorch's faster variant per row: ${[...wins].map(([v, n]) => `${v} ${n}`).join(', ')}`] : []);
   for (const r of rows)
     for (const [who, o] of [['ours', r.ours], ['PyTorch', r.torch]] as const) if (o.status !== 'ok') reasons.add(`${r.model}, ${who}: ${o.status} — ${o.reason}`);
   return [...reasons];
+}
+
+const BUDGET_COLUMNS: readonly [OpFamily, string][] = [['attention', 'attention'], ['feedforward', 'feed-forward'],
+  ['layernorm', 'LayerNorm'], ['linear', 'head GEMMs'], ['adamw', 'AdamW']];
+
+export function budgetTable(rows: BudgetRow[]): string {
+  const t = (s: number | null | undefined) => (s == null ? '—' : fmt(s * 1e3, s < 0.1 ? 1 : 0));
+  return table(['model', 'side', ...BUDGET_COLUMNS.map(([, h]) => `${h} ms`), 'Σ ops ms', 'training step ms', 'rest ms'],
+    rows.map((r) => {
+      const parts = Object.values(r.families), sum = parts.some((x) => x === null) ? null : parts.reduce<number>((a, b) => a + (b ?? 0), 0);
+      return [r.model, r.side, ...BUDGET_COLUMNS.map(([f]) => (f in r.families ? t(r.families[f]) : '—')), t(sum), t(r.step),
+        sum != null && r.step != null ? t(r.step - sum) : '—'];
+    }));
 }
 
 export function targetTable(checks: TargetCheck[]): string {
@@ -129,6 +155,10 @@ export function render(res: Results): string {
       opTable(res.ops, peak?.gflops ?? 0), '',
       '- † ours is fused into a layer op here: its time is that layer\'s median minus the medians of the layer\'s Linears (same process), set against PyTorch\'s separate op; ≤ 0 means within the noise.');
     out.push(...opNotes(res.ops).map((n) => `- ${n}`));
+    const budget = stepBudget(res.models, res.ops, (res.options.ops as OpFamily[] | undefined) ?? []);
+    if (budget.length)
+      out.push('', 'Where a training step goes: each operator\'s median × the calls one step makes (the Linears inside attention and feed-forward counted there), against the measured step; the rest is embeddings, residual adds, the loss, a ViT\'s head, overhead:', '',
+        budgetTable(budget));
   }
   const checks = targetChecks(res);
   const count = (s: TargetCheck['status']) => checks.filter((c) => c.status === s).length;

@@ -3,6 +3,7 @@
  * writes as JSON.
  */
 import { eventsOf, failureReason, lastEvent, type ChildResult } from './child';
+import type { OpFamily } from './cli';
 import { median } from './sampling';
 
 export interface Measured {
@@ -60,17 +61,25 @@ export function pool(outcomes: Outcome[]): Outcome {
     ...(notes.length ? { note: notes.join('; ') } : {}) };
 }
 
-/** One model measurement repeated in rounds: each side's timed runs pooled, the first round's agreement checks. */
+/** One model measurement repeated in rounds: each side's (each peer variant's) timed runs pooled, the first round's agreement checks. */
 export function pooled(rounds: ModelResult[]): ModelResult {
   const [first] = rounds;
   if (rounds.length === 1) return first;
+  const same = (p: PeerResult) => (q: PeerResult) => q.name === p.name && q.variant === p.variant;
   return {
     ...first,
     ours: pool(rounds.map((r) => r.ours)),
     peers: first.peers.map((p) => ({
-      ...p, outcome: pool(rounds.map((r) => r.peers.find((q) => q.name === p.name)?.outcome).filter((o): o is Outcome => !!o)),
+      ...p, outcome: pool(rounds.map((r) => r.peers.find(same(p))?.outcome).filter((o): o is Outcome => !!o)),
     })),
   };
+}
+
+/** The variant of a peer that stands for it: the fastest that ran (by median), else its first; undefined when absent. */
+export function bestOf(peers: readonly PeerResult[], name: PeerName): PeerResult | undefined {
+  const mine = peers.filter((p) => p.name === name);
+  const ran = mine.filter((p) => p.outcome.status === 'ok') as (PeerResult & { outcome: Measured })[];
+  return ran.sort((a, b) => a.outcome.medianSeconds - b.outcome.medianSeconds)[0] ?? mine[0];
 }
 
 export type PeerName = 'onnxruntime-node' | 'PyTorch';
@@ -85,6 +94,8 @@ export interface Agreement {
 
 export interface PeerResult {
   name: PeerName;
+  /** How its threads wait (variants.ts): each peer is measured in each variant. */
+  variant: string;
   outcome: Outcome;
   agreement: Agreement | null;
 }
@@ -100,7 +111,7 @@ export interface ModelResult {
   /** Analytic FLOPs of one step (flops.ts). */
   flops: number;
   ours: Outcome;
-  /** onnxruntime-node and PyTorch (inference), PyTorch (training): those requested. */
+  /** onnxruntime-node and PyTorch (inference), PyTorch (training): those requested, each in every variant (variants.ts). */
   peers: PeerResult[];
 }
 
@@ -116,6 +127,9 @@ export interface IsaPeak {
  */
 export interface OpRow {
   model: string;
+  /** The case it measures: its family and, for Linears and attention, its label (op_cases.ts). */
+  family: OpFamily;
+  label: string;
   /** e.g. 'GEMM fc1', 'attention layer', 'GELU'. */
   op: string;
   pass: string;
@@ -124,7 +138,9 @@ export interface OpRow {
   /** FLOPs of the pass when it is a matrix product (GFLOP/s and % of peak); null otherwise. */
   flops: number | null;
   ours: Outcome;
+  /** The faster of PyTorch's variants for this pass (variants.ts), which `torchVariant` names. */
   torch: Outcome;
+  torchVariant?: string;
   /**
    * Ours is not a separate kernel here (it is fused into a layer op): its time is the layer's
    * median minus the medians of the layer's Linears, measured in the same process.

@@ -6,7 +6,7 @@
  * own, which --batch or --quick do). A ratio is the peer's median step time
  * over ours, so 1.3× means ours takes 1/1.3 of the peer's time.
  */
-import type { ModelResult, Outcome, PeerName, Results } from './results';
+import { bestOf, type ModelResult, type Outcome, type PeerName, type Results } from './results';
 import { MODELS } from './specs';
 
 export interface TargetCheck {
@@ -37,10 +37,10 @@ const seconds = (o: Outcome | null | undefined) => (o?.status === 'ok' ? o.media
 const times = (x: number) => `${x.toPrecision(3)}×`;
 const short = (p: PeerName) => (p === 'onnxruntime-node' ? 'onnxruntime' : p);
 
-/** ours against the fastest of `peers`: the ratio, which peer, and which peers are missing. */
+/** ours against the fastest of `peers` (each in its fastest variant): the ratio, which peer, and which peers are missing. */
 export function speedup(m: ModelResult | undefined, peers: readonly PeerName[]): { ratio: number | null; best: PeerName | null; missing: PeerName[] } {
   const ours = seconds(m?.ours);
-  const ran = peers.map((name) => ({ name, s: seconds(m?.peers.find((p) => p.name === name)?.outcome) }));
+  const ran = peers.map((name) => ({ name, s: seconds(m && bestOf(m.peers, name)?.outcome) }));
   const missing = ran.filter((p) => p.s == null).map((p) => p.name);
   const fastest = ran.filter((p): p is { name: PeerName; s: number } => p.s != null).sort((a, b) => a.s - b.s)[0];
   return { ratio: ours && fastest ? fastest.s / ours : null, best: fastest?.name ?? null, missing };

@@ -48,7 +48,7 @@ async function ours(q: OursRequest): Promise<void> {
 async function ort(q: OrtRequest): Promise<void> {
   const loaded = loadOrt();
   if ('reason' in loaded) return emit('unavailable', { reason: loaded.reason });
-  const session = await ortSession(loaded.ort, q.arch, q.onnxPath, q.inputsPath, q.threads);
+  const session = await ortSession(loaded.ort, q.arch, q.onnxPath, q.inputsPath, q.threads, q.spinning);
   emit('ready', { threads: q.threads, version: session.version });
   const kept: { logits: Float32Array } = { logits: new Float32Array(0) };
   await repeat(async () => {

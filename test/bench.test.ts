@@ -16,7 +16,7 @@ import { forwardFlops, trainFlops } from '../bench/flops';
 import { opCases, parameterSizes } from '../bench/op_cases';
 import { opRows } from '../bench/op_rows';
 import { render } from '../bench/report';
-import { pool, pooled, type ModelResult, type PeerName, type Results } from '../bench/results';
+import { bestOf, pool, pooled, type ModelResult, type PeerName, type Results } from '../bench/results';
 import { MODELS } from '../bench/specs';
 import { targetChecks } from '../bench/targets';
 import { buildModel } from '../bench/workloads';
@@ -51,17 +51,19 @@ describe('bench options', () => {
     expect(() => parseOptions(['--peers', 'openblas'])).toThrow(/Expected one of ort, torch for --peers but received openblas/);
   });
 
-  it('--rounds pools the timed runs of every round, ours and each peer, and keeps the first round\'s agreement', () => {
+  it('--rounds pools the timed runs of every round, ours and each peer variant, and keeps the first round\'s agreement', () => {
     const ok = (samples: number[], maxRssKb: number) => ({ status: 'ok' as const, samples, medianSeconds: samples[0], maxRssKb });
-    const round = (ours: number[], ort: number[], torch: number[], rss: number): ModelResult => ({
+    const round = (ours: number[], ort: number[], torch: [number[], number[]], rss: number): ModelResult => ({
       model: 'm', title: 'm', batch: 1, mode: 'infer', unit: 'img/s', items: 1, flops: 1, ours: ok(ours, rss),
-      peers: [{ name: 'onnxruntime-node', outcome: ok(ort, rss), agreement: { maxAbsDiff: rss } },
-        { name: 'PyTorch', outcome: ok(torch, rss), agreement: null }],
+      peers: [{ name: 'onnxruntime-node', variant: 'spin', outcome: ok(ort, rss), agreement: { maxAbsDiff: rss } },
+        { name: 'PyTorch', variant: 'a', outcome: ok(torch[0], rss), agreement: null },
+        { name: 'PyTorch', variant: 'b', outcome: ok(torch[1], rss), agreement: null }],
     });
-    const r = pooled([round([1, 2], [5], [1], 10), round([3], [6, 7], [2], 30), round([4, 9], [8], [3], 20)]);
+    const r = pooled([round([1, 2], [5], [[1], [9]], 10), round([3], [6, 7], [[2], [8]], 30), round([4, 9], [8], [[3], [7]], 20)]);
     expect(r.ours).toMatchObject({ samples: [1, 2, 3, 4, 9], medianSeconds: 3, maxRssKb: 30 });
     expect(r.peers[0]).toMatchObject({ name: 'onnxruntime-node', outcome: { samples: [5, 6, 7, 8], medianSeconds: 6.5 }, agreement: { maxAbsDiff: 10 } });
-    expect(r.peers[1].outcome).toMatchObject({ samples: [1, 2, 3], medianSeconds: 2 });
+    expect(r.peers.slice(1).map((p) => [p.variant, p.outcome])).toMatchObject([['a', { samples: [1, 2, 3], medianSeconds: 2 }], ['b', { samples: [9, 8, 7], medianSeconds: 8 }]]);
+    expect(bestOf(r.peers, 'PyTorch')?.variant).toBe('a');
     expect(pool([{ status: 'failed', reason: 'x' }, ok([2], 1)])).toMatchObject({ samples: [2] });
     expect(pool([{ status: 'failed', reason: 'x' }])).toMatchObject({ status: 'failed' });
   });
@@ -110,9 +112,10 @@ describe('bench operator cases', () => {
 
 describe('bench target checks', () => {
   const ok = (medianSeconds: number) => ({ status: 'ok' as const, samples: [medianSeconds], medianSeconds, maxRssKb: null });
+  /** Each peer in two variants: the one given and one 10% slower (the faster must stand for the peer). */
   const model = (id: string, mode: 'infer' | 'train', ours: number, peers: [PeerName, number][], batch = spec(id).batch): ModelResult => ({
     model: id, title: id, batch, mode, unit: 'img/s', items: 1, flops: 100e9, ours: ok(ours),
-    peers: peers.map(([name, s]) => ({ name, outcome: ok(s), agreement: null })),
+    peers: peers.flatMap(([name, s]) => [{ name, variant: 'slow', outcome: ok(1.1 * s), agreement: null }, { name, variant: 'fast', outcome: ok(s), agreement: null }]),
   });
   const res: Results = {
     date: '', command: '', machine: { cpu: 'Test CPU' }, options: {}, peers: {}, isa: 'avx2', ops: [],
@@ -176,7 +179,7 @@ describe('npm run bench -- --quick', () => {
     for (const m of res.models) {
       expect(m.ours.status).toBe('ok');
       expect(m.flops).toBeGreaterThan(0);
-      expect(m.peers.map((p) => p.name)).toEqual(m.mode === 'infer' ? ['onnxruntime-node', 'PyTorch'] : ['PyTorch']);
+      expect([...new Set(m.peers.map((p) => p.name))]).toEqual(m.mode === 'infer' ? ['onnxruntime-node', 'PyTorch'] : ['PyTorch']);
       for (const p of m.peers) {
         // A missing peer (no PyTorch here) is reported, not a failure; one that ran ran the same model on the same inputs.
         expect(['ok', 'unavailable']).toContain(p.outcome.status);
