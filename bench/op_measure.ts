@@ -2,13 +2,14 @@
  * Our side of the operator table, run inside a worker process: each case of op_cases.ts timed
  * through the raw ops of lib/native (the calls our layers make), on the active ISA. Operands hold
  * seeded random values (speed does not depend on them, but denormals or NaNs could). A backward
- * pass is timed after one forward, reusing what that forward saved (our backward ops only read it).
+ * pass is timed after the forward runs, reusing what the last forward saved (our backward ops only
+ * read it).
  */
 import { native } from '../lib';
 import { Random } from '../lib/random';
 import type { AttentionCase, AdamWCase, CaseSamples, FeedForwardCase, LayerNormCase, LinearCase, OpCase } from './op_cases';
 import type { Repeat } from './protocol';
-import { repeat } from './sampling';
+import { repeat, repeatPaired } from './sampling';
 
 function randomArray(n: number, rng: Random, scale = 1): Float32Array {
   const a = new Float32Array(n);
@@ -33,12 +34,17 @@ async function linear(c: LinearCase, r: Repeat): Promise<CaseSamples> {
   };
 }
 
-/** Times forward and backward of the Linears a fused layer op contains (for the part of it that is not GEMM). */
-async function linearsOf(shapes: [rows: number, inF: number, outF: number][], r: Repeat, rng: Random): Promise<CaseSamples> {
+/**
+ * A fused layer op timed in pairs with the Linears it contains (forward, then backward after one
+ * forward), so op_rows.ts can take the part that is not GEMM as a paired difference.
+ */
+async function withLinears(layer: { forward: () => void; backward: () => void }, shapes: [rows: number, inF: number, outF: number][],
+  r: Repeat, rng: Random): Promise<CaseSamples> {
   const ops = shapes.map(([rows, inFeatures, outFeatures]) => ({ dims: { rows, inFeatures, outFeatures }, ...linearOperands(rows, inFeatures, outFeatures, rng) }));
-  const forward = await repeat(() => ops.forEach((o) => native.linearForward({ ...o.dims, y: o.y, x: o.x, W: o.W, b: o.b })), r);
-  const backward = await repeat(() => ops.forEach((o) => native.linearBackward({ ...o.dims, dx: o.dx, dW: o.dW, db: o.db, dy: o.dy, x: o.x, W: o.W })), r);
-  return { linearsForward: forward, linearsBackward: backward };
+  const forward = await repeatPaired(layer.forward, () => ops.forEach((o) => native.linearForward({ ...o.dims, y: o.y, x: o.x, W: o.W, b: o.b })), r);
+  const backward = await repeatPaired(layer.backward,
+    () => ops.forEach((o) => native.linearBackward({ ...o.dims, dx: o.dx, dW: o.dW, db: o.db, dy: o.dy, x: o.x, W: o.W })), r);
+  return { forward: forward.a, linearsForward: forward.b, backward: backward.a, linearsBackward: backward.b };
 }
 
 async function attention(c: AttentionCase, r: Repeat): Promise<CaseSamples> {
@@ -53,13 +59,13 @@ async function attention(c: AttentionCase, r: Repeat): Promise<CaseSamples> {
   const out = new Float32Array(B * Tq * D), dout = randomArray(B * Tq * D, rng);
   const grads = { dx: new Float32Array(B * Tq * D), dMemory: c.cross ? new Float32Array(B * Tk * D) : null,
     dQkvWeight: new Float32Array(3 * D * D), dQkvBias: new Float32Array(3 * D), dProjWeight: new Float32Array(D * D), dProjBias: new Float32Array(D) };
-  const forward = await repeat(() => native.attentionForward({ ...common, ...w, ...saved, out, x }), r);
-  const backward = await repeat(() => native.attentionBackward({ ...common, ...saved, ...grads, dout, x,
-    qkvWeight: w.qkvWeight, projWeight: w.projWeight }), r);
   const projections: [number, number, number][] = c.cross
     ? [[B * Tq, D, D], [B * Tk, D, 2 * D], [B * Tq, D, D]]
     : [[B * Tq, D, 3 * D], [B * Tq, D, D]];
-  return { forward, backward, ...(await linearsOf(projections, r, rng)) };
+  return withLinears({
+    forward: () => native.attentionForward({ ...common, ...w, ...saved, out, x }),
+    backward: () => native.attentionBackward({ ...common, ...saved, ...grads, dout, x, qkvWeight: w.qkvWeight, projWeight: w.projWeight }),
+  }, projections, r, rng);
 }
 
 async function feedforward(c: FeedForwardCase, r: Repeat): Promise<CaseSamples> {
@@ -69,9 +75,11 @@ async function feedforward(c: FeedForwardCase, r: Repeat): Promise<CaseSamples> 
   const dy = randomArray(rows * D, rng), dx = new Float32Array(rows * D);
   const grads = { dW1: new Float32Array(F * D), db1: new Float32Array(F), dW2: new Float32Array(D * F), db2: new Float32Array(D) };
   const dims = { rows, D, F, activation: c.activation };
-  const forward = await repeat(() => native.feedforwardForward({ ...dims, y, h, a, x, W1, b1, W2, b2 }), r);
-  const backward = await repeat(() => native.feedforwardBackward({ ...dims, ...grads, dx, dy, x, h, a, W1, W2 }), r);
-  return { forward, backward, ...(await linearsOf([[rows, D, F], [rows, F, D]], r, rng)) };
+  native.feedforwardForward({ ...dims, y, h, a, x, W1, b1, W2, b2 });  // what backward reads
+  return withLinears({
+    forward: () => native.feedforwardForward({ ...dims, y, h, a, x, W1, b1, W2, b2 }),
+    backward: () => native.feedforwardBackward({ ...dims, ...grads, dx, dy, x, h, a, W1, W2 }),
+  }, [[rows, D, F], [rows, F, D]], r, rng);
 }
 
 async function layernorm(c: LayerNormCase, r: Repeat): Promise<CaseSamples> {

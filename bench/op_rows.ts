@@ -2,7 +2,7 @@
  * The operator table's rows from the pooled timed runs of one model's cases (op_cases.ts): one row
  * per pass, with its FLOPs when it is matrix products. Where our op is fused (the attention core
  * inside the attention layer, the activation inside the feed-forward op) its row is derived: the
- * layer's median minus the median of the layer's own Linears measured in the same process, set
+ * median of the paired differences between the layer and its own Linears, timed in turn, set
  * against PyTorch's separate op (F.scaled_dot_product_attention, the activation).
  */
 import { attentionLayerFlops, gemmFlops } from './flops';
@@ -14,12 +14,16 @@ export function samplesOutcome(samples: number[] | undefined, why: string): Outc
   return samples?.length ? { status: 'ok', samples, medianSeconds: median(samples), maxRssKb: null } : missing('failed', why);
 }
 
-/** A fused op's part: the layer's median minus its Linears' (may be ≤ 0 when the part is within the noise). */
+/**
+ * A fused op's part: the median of the paired differences layer − its Linears (op_measure.ts times
+ * them in pairs); ≤ 0 when the part is within the noise.
+ */
 function difference(layer: Outcome, linears: Outcome): Outcome {
   if (layer.status !== 'ok') return layer;
   if (linears.status !== 'ok') return linears;
-  const s = layer.medianSeconds - linears.medianSeconds;
-  return { status: 'ok', samples: [s], medianSeconds: s, maxRssKb: null };
+  if (layer.samples.length !== linears.samples.length) return missing('failed', 'unpaired samples');
+  const diffs = layer.samples.map((s, i) => s - linears.samples[i]);
+  return { status: 'ok', samples: diffs, medianSeconds: median(diffs), maxRssKb: null };
 }
 
 const dims = (...parts: (string | false)[]) => parts.filter(Boolean).join(' ');

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import type { OpFamily } from './cli';
-import { stepBudget, type BudgetRow } from './op_budget';
+import { stepBudget, total, type BudgetRow } from './op_budget';
 import { targetChecks, speedup, type TargetCheck } from './targets';
 import { bestOf, type ModelResult, type OpRow, type Outcome, type PeerName, type Results } from './results';
 
@@ -118,14 +118,16 @@ function opNotes(rows: OpRow[]): string[] {
 const BUDGET_COLUMNS: readonly [OpFamily, string][] = [['attention', 'attention'], ['feedforward', 'feed-forward'],
   ['layernorm', 'LayerNorm'], ['linear', 'head GEMMs'], ['adamw', 'AdamW']];
 
+/** Per model and family: ours / PyTorch ms per training step (PyTorch ÷ ours). */
 export function budgetTable(rows: BudgetRow[]): string {
-  const t = (s: number | null | undefined) => (s == null ? '—' : fmt(s * 1e3, s < 0.1 ? 1 : 0));
-  return table(['model', 'side', ...BUDGET_COLUMNS.map(([, h]) => `${h} ms`), 'Σ ops ms', 'training step ms', 'rest ms'],
-    rows.map((r) => {
-      const parts = Object.values(r.families), sum = parts.some((x) => x === null) ? null : parts.reduce<number>((a, b) => a + (b ?? 0), 0);
-      return [r.model, r.side, ...BUDGET_COLUMNS.map(([f]) => (f in r.families ? t(r.families[f]) : '—')), t(sum), t(r.step),
-        sum != null && r.step != null ? t(r.step - sum) : '—'];
-    }));
+  const pair = (a: number | null | undefined, b: number | null | undefined) => {
+    if (a === undefined && b === undefined) return '—';
+    const t = (s: number | null | undefined) => (s == null ? '—' : fmt(s * 1e3, s < 0.1 ? 1 : 0));
+    return `${t(a)} / ${t(b)}${a && b ? ` (${sig(b / a)}×)` : ''}`;
+  };
+  return table(['model', ...BUDGET_COLUMNS.map(([, h]) => `${h}: ms ours / PyTorch`), 'Σ ops', 'training step, PyTorch ÷ ours'],
+    rows.map((r) => [r.model, ...BUDGET_COLUMNS.map(([f]) => pair(r.ours[f], r.torch[f])), pair(total(r.ours), total(r.torch)),
+      r.stepRatio == null ? '—' : `${sig(r.stepRatio)}×`]));
 }
 
 export function targetTable(checks: TargetCheck[]): string {
@@ -153,11 +155,11 @@ export function render(res: Results): string {
   if (res.ops.length) {
     out.push('', 'Operators at each model\'s shapes, ours (the raw ops of lib/native) against PyTorch 2.x eager (autograd on; ratio = PyTorch ms ÷ ours ms):', '',
       opTable(res.ops, peak?.gflops ?? 0), '',
-      '- † ours is fused into a layer op here: its time is that layer\'s median minus the medians of the layer\'s Linears (same process), set against PyTorch\'s separate op; ≤ 0 means within the noise.');
+      '- † ours is fused into a layer op here: its time is the median of the paired differences between that layer and the layer\'s own Linears, timed in turn, set against PyTorch\'s separate op; ≤ 0 means within the noise.');
     out.push(...opNotes(res.ops).map((n) => `- ${n}`));
     const budget = stepBudget(res.models, res.ops, (res.options.ops as OpFamily[] | undefined) ?? []);
     if (budget.length)
-      out.push('', 'Where a training step goes: each operator\'s median × the calls one step makes (the Linears inside attention and feed-forward counted there), against the measured step; the rest is embeddings, residual adds, the loss, a ViT\'s head, overhead:', '',
+      out.push('', 'Where a training step goes, op by op: each operator\'s median × the calls one step makes (the Linears inside attention and feed-forward counted there), ours / PyTorch ms (PyTorch ÷ ours), beside the models\' training-step ratio (embeddings, residual adds, the loss, a ViT\'s head and overhead are only in the latter):', '',
         budgetTable(budget));
   }
   const checks = targetChecks(res);

@@ -142,8 +142,8 @@ export interface OpRow {
   torch: Outcome;
   torchVariant?: string;
   /**
-   * Ours is not a separate kernel here (it is fused into a layer op): its time is the layer's
-   * median minus the medians of the layer's Linears, measured in the same process.
+   * Ours is not a separate kernel here (it is fused into a layer op): its time is the median of
+   * the paired differences between the layer and the layer's Linears, timed in turn.
    */
   derived?: string;
 }

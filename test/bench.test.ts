@@ -97,9 +97,9 @@ describe('bench operator cases', () => {
     expect(opCases(spec('seed-cifar'), ['linear'])[0]).toEqual({ op: 'linear', label: 'qkv', rows: 64 * 65, inFeatures: 128, outFeatures: 384 });
   });
 
-  it('derive a fused part as the layer minus its Linears, and report a missing side with its reason', () => {
+  it('derive a fused part as the median paired difference of the layer and its Linears, and report a missing side with its reason', () => {
     const c = opCases(spec('seed-cifar'), ['feedforward'])[0];
-    const rows = opRows('seed-cifar', c, { forward: [3, 5, 4], backward: [9], linearsForward: [3.5], linearsBackward: [10] },
+    const rows = opRows('seed-cifar', c, { forward: [3, 5, 4], backward: [9], linearsForward: [2.5, 4, 3.5], linearsBackward: [10] },
       { forward: [6], backward: [12], coreForward: [1], coreBackward: [2] }, '', '');
     expect(rows.map((r) => [r.op, r.pass, r.ours.status === 'ok' ? r.ours.medianSeconds : r.ours.status, r.torch.status === 'ok' ? r.torch.medianSeconds : null, !!r.derived]))
       .toEqual([['feed-forward (fc1, GELU, fc2)', 'forward', 4, 6, false], ['feed-forward (fc1, GELU, fc2)', 'backward', 9, 12, false],
