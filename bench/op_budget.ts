@@ -9,7 +9,7 @@
  */
 import type { OpFamily } from './cli';
 import { callsPerStep, opCases } from './op_cases';
-import { bestOf, type ModelResult, type OpRow, type Outcome } from './results';
+import { bestOf, seconds, type ModelResult, type OpRow, type Outcome } from './results';
 import { MODELS } from './specs';
 
 /** Seconds per training step in each family (null: one of its rows did not run). */
@@ -22,8 +22,6 @@ export interface BudgetRow {
   /** PyTorch's training step median ÷ ours (null when either did not run). */
   stepRatio: number | null;
 }
-
-const seconds = (o: Outcome | undefined) => (o?.status === 'ok' ? o.medianSeconds : null);
 
 /** Σ calls × median per family over one side's rows (`pick` chooses the side). */
 function sums(rows: readonly OpRow[], calls: ReadonlyMap<string, number>, pick: (r: OpRow) => Outcome): FamilySeconds {

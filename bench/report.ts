@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import type { OpFamily } from './cli';
 import { stepBudget, total, type BudgetRow } from './op_budget';
 import { targetChecks, speedup, type TargetCheck } from './targets';
-import { bestOf, type ModelResult, type OpRow, type Outcome, type PeerName, type Results } from './results';
+import { bestOf, shortName as short, type ModelResult, type OpRow, type Outcome, type PeerName, type Results } from './results';
 
 const fmt = (x: number, digits = 1) => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 /** Three significant digits below 100 (0.0412, 5.53, 48.3), whole numbers above. */
@@ -39,29 +39,28 @@ function cell(o: Outcome | undefined, items: number, unit: string): string {
 }
 
 const pct = (gflops: number | null, peak: number) => (gflops == null || !peak ? '—' : `${fmt((100 * gflops) / peak, 0)}%`);
-const short = (p: PeerName) => (p === 'onnxruntime-node' ? 'onnxruntime' : p);
 const PEER_COLUMNS: readonly PeerName[] = ['onnxruntime-node', 'PyTorch'];
 
-/** ours against the faster peer that ran, e.g. "1.23× PyTorch". */
-function bestRatio(r: ModelResult): string {
+/** ours against the faster peer that ran, e.g. "1.23× PyTorch", and the ratio of the fastest runs. */
+function bestRatio(r: ModelResult): [string, string] {
   const s = speedup(r, [...new Set(r.peers.map((p) => p.name))]);
-  return s.ratio == null ? '—' : `${sig(s.ratio)}× ${short(s.best!)}`;
+  return [s.ratio == null ? '—' : `${sig(s.ratio)}× ${short(s.best!)}`, s.fastestRuns == null ? '—' : `${sig(s.fastestRuns)}×`];
 }
 
 export function modelTable(rows: ModelResult[], peak: number): string {
   return table(
-    ['model', 'batch', 'step', 'ours', ...PEER_COLUMNS.map(short), 'ours ÷ faster peer', 'GFLOP/s', '% FMA peak', 'peak RSS MB ours / onnxruntime / PyTorch'],
+    ['model', 'batch', 'step', 'ours', ...PEER_COLUMNS.map(short), 'ours ÷ faster peer', 'fastest runs', 'GFLOP/s', '% FMA peak', 'peak RSS MB ours / onnxruntime / PyTorch'],
     rows.map((r) => {
       const g = rate(r.ours, r.flops / 1e9), bound = g?.upper ? '< ' : '';
       const peer = (name: PeerName) => bestOf(r.peers, name)?.outcome;
       return [r.model, String(r.batch), r.mode === 'infer' ? 'inference' : 'training', cell(r.ours, r.items, r.unit),
-        ...PEER_COLUMNS.map((n) => cell(peer(n), r.items, r.unit)), bestRatio(r),
+        ...PEER_COLUMNS.map((n) => cell(peer(n), r.items, r.unit)), ...bestRatio(r),
         g ? `${bound}${sig(g.value)}` : '—', g ? `${bound}${pct(g.value, peak)}` : '—',
         [r.ours.maxRssKb, ...PEER_COLUMNS.map((n) => peer(n)?.maxRssKb)].map(mb).join(' / ')];
     }));
 }
 
-/** Each peer's variants side by side (the table shows the faster), e.g. "PyTorch: 12.3 img/s OpenMP default, 15.1 PASSIVE". */
+/** Each peer's variants side by side (the table shows the faster), e.g. "PyTorch 139 img/s (OpenMP default), 444 img/s (OMP_WAIT_POLICY=PASSIVE)". */
 function variantNote(r: ModelResult, name: PeerName): string | null {
   const vs = r.peers.filter((p) => p.name === name);
   if (vs.length < 2) return null;
@@ -147,7 +146,7 @@ export function render(res: Results): string {
     `Command: \`${res.command}\`; ${res.options.threads} threads everywhere, ${res.options.rounds} round(s) (ours and the peers alternating, timed runs pooled), warm-up ${res.options.warmup}, at most ${res.options.reps} timed runs per measurement and round.`,
   ];
   if (res.models.length) {
-    out.push('', `Models (median of the timed runs; throughput in images or source+target tokens per second; ratio = the faster peer's median time ÷ ours; GFLOP/s ours, % of the ${res.isa} peak):`, '',
+    out.push('', `Models (median of the timed runs; throughput in images or source+target tokens per second; ratio = the faster peer's median time ÷ ours, and the same for the fastest runs of each side; GFLOP/s ours, % of the ${res.isa} peak):`, '',
       modelTable(res.models, peak?.gflops ?? 0));
     const notes = modelNotes(res.models);
     if (notes.length) out.push('', ...notes.map((n) => `- ${n}`));

@@ -30,6 +30,15 @@ export type Outcome = Measured | Missing;
 
 export const missing = (status: Missing['status'], reason: string): Missing => ({ status, reason });
 
+/** The median seconds of a measured outcome, else null. */
+export const seconds = (o: Outcome | null | undefined): number | null => (o?.status === 'ok' ? o.medianSeconds : null);
+
+/**
+ * The fastest timed run of a measured outcome, else null: on a shared machine, where other
+ * processes only ever slow a run down, the closest to what the code does alone.
+ */
+export const fastestRun = (o: Outcome | null | undefined): number | null => (o?.status === 'ok' ? Math.min(...o.samples) : null);
+
 /** The Outcome of a child that reported `sample` events (ours, onnxruntime, PyTorch). */
 export function outcomeOf(r: ChildResult): Outcome {
   const unavailable = lastEvent(r, 'unavailable');
@@ -83,6 +92,9 @@ export function bestOf(peers: readonly PeerResult[], name: PeerName): PeerResult
 }
 
 export type PeerName = 'onnxruntime-node' | 'PyTorch';
+
+/** A peer's name in a table cell. */
+export const shortName = (p: PeerName): string => (p === 'onnxruntime-node' ? 'onnxruntime' : p);
 
 /** That a peer ran the same model: logits (inference) or the first step's loss (training) against ours. */
 export interface Agreement {
