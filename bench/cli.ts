@@ -3,15 +3,16 @@ import { parseArgs } from 'node:util';
 
 import { DEFAULT_MODELS, MODELS } from './specs';
 
-export const KERNEL_FAMILIES = ['gemm', 'attention', 'layernorm'] as const;
-export type KernelFamily = (typeof KERNEL_FAMILIES)[number];
-export const PEERS = ['ort', 'torch', 'openblas'] as const;
+export const OP_FAMILIES = ['linear', 'attention', 'feedforward', 'layernorm', 'adamw'] as const;
+export type OpFamily = (typeof OP_FAMILIES)[number];
+export const PEERS = ['ort', 'torch'] as const;
 export type Peer = (typeof PEERS)[number];
 
 export interface Options {
   models: string[];
   modes: ('infer' | 'train')[];
-  kernels: KernelFamily[];
+  /** The operator table's families (at every requested model's shapes). */
+  ops: OpFamily[];
   peers: Peer[];
   /** Override every model's batch size. */
   batch: number | null;
@@ -20,7 +21,7 @@ export interface Options {
   reps: number;
   /** Seconds of timed runs after which a measurement stops (it always gets one). */
   budget: number;
-  /** Times each model measurement (ours, then the peer) is repeated, alternating; samples pooled. */
+  /** Times each measurement (ours, then each peer) is repeated, alternating; samples pooled. */
   rounds: number;
   /** Wall-clock limit of one measurement process (ours or a peer's) and of the ONNX export. */
   timeout: number;
@@ -31,30 +32,37 @@ export interface Options {
 
 export const HELP = `npm run bench -- [options]
 
-Measures nodeformer against onnxruntime-node (inference) and PyTorch (training) on the same
-weights and inputs, and its kernels (GEMM against OpenBLAS, attention, LayerNorm) per ISA.
+Measures nodeformer against onnxruntime-node and PyTorch 2.x eager on the same weights, inputs,
+batch and threads: every model's inference (ours, onnxruntime-node, PyTorch under
+torch.inference_mode()) and training step (ours, PyTorch: forward, cross-entropy, backward,
+AdamW); then an operator table at each model's shapes (GEMMs forward and backward, attention
+against F.scaled_dot_product_attention, feed-forward and its activation, LayerNorm, AdamW), ours
+against PyTorch's; then issue 12's targets judged from the run. Each peer runs with its threads
+spinning and sleeping (bench/variants.ts) and the faster stands for it. PyTorch comes from
+NF_BENCH_PYTHON or the project's .venv-bench (\`npm run bench:setup\` creates it).
 
   --models a,b     ${MODELS.map((m) => m.id).join(', ')} (default: all but the tiny ones)
   --modes a,b      infer, train (default: both)
-  --kernels a,b    ${KERNEL_FAMILIES.join(', ')}, all or none (default: all)
+  --ops a,b        ${OP_FAMILIES.join(', ')}, all or none (default: all)
   --peers a,b      ${PEERS.join(', ')}, all or none (default: all)
   --batch N        override every model's batch size
   --threads N      threads for us and every peer (default 2)
   --warmup N       untimed runs before timing (default 1)
   --reps N         timed runs per measurement, at most (default 5)
-  --budget S       stop a measurement after S seconds of timed runs, keeping at least one (default 15)
-  --rounds N       measure each model N times, ours and its peer alternating, and pool the timed
-                   runs: on a shared machine this spreads a slow spell over both sides (default 1)
+  --budget S       stop a model measurement after S seconds of timed runs, keeping at least one
+                   (default 15; an operator's pass gets a quarter of it, at most 2 s)
+  --rounds N       measure each model (and each model's operators) N times, ours and the peers
+                   alternating, and pool the timed runs: on a shared machine this spreads a slow
+                   spell over every side (default 1)
   --timeout S      wall-clock limit of one measurement process (ours or a peer's); one stopped
                    there reports the runs it finished, or a lower bound on its run time (default 120)
-  --quick          a CI-sized run: seed-cifar at batch 16 (unless --models is given), kernels at
-                   small sizes, 2 timed runs, about a minute (explicit options still apply)
+  --quick          a CI-sized run: seed-cifar at batch 16 (unless --models is given), 2 timed runs
+                   (explicit options still apply)
   --out FILE       the JSON results (default bench/results/<date>.json)
   --cache-dir DIR  weights, inputs and ONNX exports, reused across runs (default bench/.cache)
   --help
 
-Environment: NF_BENCH_PYTHON (default /usr/bin/python3), NF_BENCH_OPENBLAS (an OpenBLAS .so to
-preload into the Python peers; default: found through ldconfig), NF_TORCH_REFERENCE.`;
+Environment: NF_BENCH_PYTHON (a Python with PyTorch, onnx and numpy; default .venv-bench/bin/python).`;
 
 function list<T extends string>(name: string, value: string, allowed: readonly T[], all: readonly T[] = allowed): T[] {
   if (value === 'all') return [...all];
@@ -78,7 +86,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
   const { values: v } = parseArgs({
     args: [...argv], strict: true, allowPositionals: false,
     options: {
-      models: { type: 'string' }, modes: { type: 'string' }, kernels: { type: 'string' }, peers: { type: 'string' },
+      models: { type: 'string' }, modes: { type: 'string' }, ops: { type: 'string' }, peers: { type: 'string' },
       batch: { type: 'string' }, threads: { type: 'string' }, warmup: { type: 'string' }, reps: { type: 'string' },
       budget: { type: 'string' }, rounds: { type: 'string' }, timeout: { type: 'string' }, quick: { type: 'boolean' },
       out: { type: 'string' }, 'cache-dir': { type: 'string' }, help: { type: 'boolean' },
@@ -91,7 +99,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
   return {
     models: list('models', v.models ?? (quick ? 'seed-cifar' : DEFAULT_MODELS.join(',')), ids, DEFAULT_MODELS),
     modes: list('modes', v.modes ?? 'all', ['infer', 'train'] as const),
-    kernels: list('kernels', v.kernels ?? 'all', KERNEL_FAMILIES),
+    ops: list('ops', v.ops ?? 'all', OP_FAMILIES),
     peers: list('peers', v.peers ?? 'all', PEERS),
     batch: v.batch === undefined ? (quick && v.models === undefined ? 16 : null) : number('batch', v.batch, 1, 1),
     threads: number('threads', v.threads, 2, 1),

@@ -47,7 +47,7 @@ export function gemmFlops(M: number, N: number, K: number): number {
   return 2 * M * N * K;
 }
 
-/** FLOPs of the attention layer's forward over B sequences of T tokens (projections included). */
-export function attentionForwardFlops(B: number, T: number, D: number): number {
-  return B * selfAttention(T, D);
+/** FLOPs of the attention layer's forward (projections included) over B sequences: self-attention (Tk = Tq) or cross-attention. */
+export function attentionLayerFlops(B: number, Tq: number, Tk: number, D: number, cross: boolean): number {
+  return B * (cross ? crossAttention(Tq, Tk, D) : selfAttention(Tq, D));
 }

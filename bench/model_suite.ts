@@ -1,23 +1,24 @@
 /**
- * The model benchmarks: for each model, our inference against onnxruntime-node and our training
- * step against PyTorch, every one in its own process, on the weights and inputs that a `prepare`
- * worker saved from our model (so all three run identical weights on identical inputs).
+ * The model benchmarks: for each model, our inference against onnxruntime-node and PyTorch 2.x
+ * (eager, torch.inference_mode()), and our training step against PyTorch's, every one in its own
+ * process and each peer in each of its thread-waiting variants (variants.ts), on the weights and inputs that a `prepare` worker saved from our model (so every side
+ * runs identical weights on identical inputs), ours and the peers alternating over --rounds.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { eventsOf, failureReason, lastEvent, runWorker, type ChildResult } from './child';
+import { failureReason, lastEvent, runWorker, type ChildResult } from './child';
 import type { Options } from './cli';
 import { forwardFlops, trainFlops } from './flops';
-import { exportInputs, hashFiles, pythonEnv, runScript, type PythonInfo } from './peers';
+import { exportInputs, hashOf, runScript, type PythonInfo } from './peers';
 import type { Repeat } from './protocol';
-import { missing, outcomeOf, pooled, type Missing, type ModelResult, type Outcome, type PeerInfo } from './results';
+import { missing, outcomeOf, pooled, type Agreement, type Missing, type ModelResult, type Outcome, type PeerName, type PeerResult } from './results';
 import { archKey, itemsPerStep, unit, type ModelSpec } from './specs';
+import { ORT_VARIANTS, TORCH_VARIANTS } from './variants';
 
 export interface SuiteContext {
   opts: Options;
   python: PythonInfo;
-  openblas: string | null;
   /** Progress lines (stderr). */
   log: (line: string) => void;
 }
@@ -25,6 +26,7 @@ export interface SuiteContext {
 interface Files {
   weights: string;
   inputs: string;
+  /** Our last inference logits (raw float32), which the peers compare theirs with. */
   logits: string;
 }
 
@@ -55,14 +57,14 @@ async function prepareFiles(spec: ModelSpec, ctx: SuiteContext): Promise<Files |
   return files;
 }
 
-/** The ONNX export of the model with these weights, reused while the weights and export scripts are unchanged. */
+/** The ONNX export of the model with these weights, reused while the weights, export scripts and PyTorch are unchanged. */
 async function onnxExport(spec: ModelSpec, files: Files, ctx: SuiteContext): Promise<string | Missing> {
   const onnx = path.join(ctx.opts.cacheDir, `${archKey(spec.arch)}.onnx`), keyFile = `${onnx}.key`;
-  const key = hashFiles([files.weights, ...exportInputs()]);
+  const key = hashOf([files.weights, ...exportInputs()], [ctx.python.torch ?? '']);
   if (fs.existsSync(onnx) && fs.existsSync(keyFile) && fs.readFileSync(keyFile, 'utf8') === key) return onnx;
   ctx.log(`  exporting ${spec.id} to ONNX with PyTorch ...`);
   const r = await runScript('export_onnx.py', ['--arch', JSON.stringify(spec.arch), '--weights', files.weights,
-    '--inputs', files.inputs, '--out', onnx], { timeoutS: SETUP_TIMEOUT_S, env: pythonEnv(ctx.opts.threads, ctx.openblas) });
+    '--inputs', files.inputs, '--out', onnx, '--threads', String(ctx.opts.threads)], ctx.opts.threads, { timeoutS: SETUP_TIMEOUT_S });
   if (!lastEvent(r, 'result')) return missing('failed', `ONNX export failed: ${failureReason(r)}`);
   fs.writeFileSync(keyFile, key);
   return onnx;
@@ -73,83 +75,76 @@ function describe(o: Outcome, items: number, u: string): string {
   return `${(items / o.medianSeconds).toFixed(1)} ${u} (${o.samples.length} timed run(s)${o.note ? `; ${o.note}` : ''})`;
 }
 
-async function inference(spec: ModelSpec, files: Files, ctx: SuiteContext): Promise<ModelResult> {
-  const o = ctx.opts, tag = `[${spec.id} b${spec.batch} infer]`;
-  const oursRun = await runWorker({ task: 'ours', spec, mode: 'infer', weightsPath: files.weights, inputsPath: files.inputs,
-    logitsPath: files.logits, threads: o.threads, repeat: repeatOf(o) }, { timeoutS: o.timeout });
-  const ours = outcomeOf(oursRun);
-  ctx.log(`${tag} ours: ${describe(ours, itemsPerStep(spec), unit(spec))}`);
-  let peer: (PeerInfo & { outcome: Outcome }) | null = null, agreement: ModelResult['agreement'] = null;
-  if (o.peers.includes('ort')) {
-    peer = { name: 'onnxruntime-node', detail: '', outcome: missing('unavailable', '') };
-    const onnx = ctx.python.torch ? await onnxExport(spec, files, ctx)
-      : missing('unavailable', `no ONNX export without PyTorch (${ctx.python.reason})`);
-    if (typeof onnx !== 'string') {
-      peer.outcome = onnx;
-    } else {
-      const r = await runWorker({ task: 'ort', arch: spec.arch, onnxPath: onnx, inputsPath: files.inputs,
-        logitsPath: ours.status === 'ok' ? files.logits : null, threads: o.threads, repeat: repeatOf(o) }, { timeoutS: o.timeout });
-      peer.outcome = outcomeOf(r);
-      const ready = lastEvent(r, 'ready');
-      peer.detail = ready ? `${ready.version}, ${o.threads} intra-op threads, graph optimisations all` : '';
-      agreement = (lastEvent(r, 'result')?.agreement as ModelResult['agreement']) ?? null;
-    }
-    ctx.log(`${tag} onnxruntime-node: ${describe(peer.outcome, itemsPerStep(spec), unit(spec))}`);
+function peerResult(name: PeerName, variant: string, r: ChildResult | Missing, agreement: Agreement | null = null): PeerResult {
+  return { name, variant, outcome: 'status' in r ? r : outcomeOf(r), agreement };
+}
+
+/** onnxruntime-node on the ONNX export in each variant, compared with our logits when ours ran. */
+async function ort(spec: ModelSpec, files: Files, oursRan: boolean, ctx: SuiteContext): Promise<PeerResult[]> {
+  const o = ctx.opts, all = (m: Missing) => ORT_VARIANTS.map((v) => peerResult('onnxruntime-node', v.label, m));
+  if (!ctx.python.torch) return all(missing('unavailable', `no ONNX export without PyTorch (${ctx.python.reason})`));
+  const onnx = await onnxExport(spec, files, ctx);
+  if (typeof onnx !== 'string') return all(onnx);
+  const out: PeerResult[] = [];
+  for (const v of ORT_VARIANTS) {
+    const r = await runWorker({ task: 'ort', arch: spec.arch, onnxPath: onnx, inputsPath: files.inputs, spinning: v.spinning,
+      logitsPath: oursRan ? files.logits : null, threads: o.threads, repeat: repeatOf(o) }, { timeoutS: o.timeout });
+    out.push(peerResult('onnxruntime-node', v.label, r, (lastEvent(r, 'result')?.agreement as Agreement | null | undefined) ?? null));
   }
-  return row(spec, 'infer', ours, peer, agreement);
+  return out;
 }
 
-function torchDetail(r: ChildResult, openblas: string | null): string {
-  const ready = lastEvent(r, 'ready');
-  if (!ready) return '';
-  const blas = ready.blas as { kind: string; path: string | null };
-  const how = blas.kind === 'openblas' && openblas ? ' (preloaded)' : blas.kind === 'reference' ? ': netlib reference BLAS, not representative' : '';
-  return `${ready.torch}, ${ready.threads} threads, BLAS ${blas.kind}${how}`;
-}
-
-async function training(spec: ModelSpec, files: Files, ctx: SuiteContext): Promise<ModelResult> {
-  const o = ctx.opts, tag = `[${spec.id} b${spec.batch} train]`;
-  const oursRun = await runWorker({ task: 'ours', spec, mode: 'train', weightsPath: files.weights, inputsPath: files.inputs,
-    logitsPath: null, threads: o.threads, repeat: repeatOf(o) }, { timeoutS: o.timeout });
-  const ours = outcomeOf(oursRun);
-  ctx.log(`${tag} ours: ${describe(ours, itemsPerStep(spec), unit(spec))}`);
-  let peer: (PeerInfo & { outcome: Outcome }) | null = null, agreement: ModelResult['agreement'] = null;
-  if (o.peers.includes('torch')) {
-    peer = { name: 'PyTorch', detail: '', outcome: missing('unavailable', ctx.python.reason ?? '') };
-    if (ctx.python.torch) {
-      const r = await runScript('torch_train_bench.py', ['--arch', JSON.stringify(spec.arch), '--weights', files.weights,
-        '--inputs', files.inputs, '--threads', String(o.threads), '--warmup', String(o.warmup), '--reps', String(o.reps),
-        '--budget', String(o.budget)], { timeoutS: o.timeout, env: pythonEnv(o.threads, ctx.openblas) });
-      peer.outcome = outcomeOf(r);
-      peer.detail = torchDetail(r, ctx.openblas);
-      const oursLoss = lastEvent(oursRun, 'result')?.firstLoss, peerLoss = eventsOf(r, 'sample')[0]?.loss;
-      if (typeof oursLoss === 'number' && typeof peerLoss === 'number') agreement = { oursLoss, peerLoss };
-    }
-    ctx.log(`${tag} PyTorch: ${describe(peer.outcome, itemsPerStep(spec), unit(spec))}`);
+/** PyTorch eager (scripts/torch_bench.py) in each variant: inference compared with our logits, training with our first-step loss. */
+async function torch(spec: ModelSpec, files: Files, mode: 'infer' | 'train', oursRun: ChildResult, ctx: SuiteContext): Promise<PeerResult[]> {
+  const o = ctx.opts;
+  if (!ctx.python.torch) return TORCH_VARIANTS.map((v) => peerResult('PyTorch', v.label, missing('unavailable', ctx.python.reason ?? '')));
+  const oursResult = lastEvent(oursRun, 'result');
+  const args = ['--mode', mode, '--arch', JSON.stringify(spec.arch), '--weights', files.weights, '--inputs', files.inputs,
+    ...(mode === 'infer' && oursResult ? ['--ours-logits', files.logits] : []), '--threads', String(o.threads),
+    '--warmup', String(o.warmup), '--reps', String(o.reps), '--budget', String(o.budget)];
+  const out: PeerResult[] = [];
+  for (const v of TORCH_VARIANTS) {
+    const r = await runScript('torch_bench.py', args, o.threads, { timeoutS: o.timeout, variant: v });
+    const result = lastEvent(r, 'result'), oursLoss = oursResult?.firstLoss, peerLoss = result?.firstLoss;
+    out.push(peerResult('PyTorch', v.label, r, mode === 'infer' ? (result?.agreement as Agreement | null | undefined) ?? null
+      : typeof oursLoss === 'number' && typeof peerLoss === 'number' ? { oursLoss, peerLoss } : null));
   }
-  return row(spec, 'train', ours, peer, agreement);
+  return out;
 }
 
-function row(spec: ModelSpec, mode: 'infer' | 'train', ours: Outcome, peer: ModelResult['peer'], agreement: ModelResult['agreement']): ModelResult {
+/** One round of one mode: ours, then each requested peer in each of its variants. */
+async function round(spec: ModelSpec, files: Files, mode: 'infer' | 'train', ctx: SuiteContext): Promise<ModelResult> {
+  const o = ctx.opts, tag = `[${spec.id} b${spec.batch} ${mode}]`, items = itemsPerStep(spec), u = unit(spec);
+  const oursRun = await runWorker({ task: 'ours', spec, mode, weightsPath: files.weights, inputsPath: files.inputs,
+    logitsPath: mode === 'infer' ? files.logits : null, threads: o.threads, repeat: repeatOf(o) }, { timeoutS: o.timeout });
+  const ours = outcomeOf(oursRun);
+  ctx.log(`${tag} ours: ${describe(ours, items, u)}`);
+  const peers: PeerResult[] = [];
+  if (mode === 'infer' && o.peers.includes('ort')) peers.push(...(await ort(spec, files, ours.status === 'ok', ctx)));
+  if (o.peers.includes('torch')) peers.push(...(await torch(spec, files, mode, oursRun, ctx)));
+  for (const p of peers) ctx.log(`${tag} ${p.name} (${p.variant}): ${describe(p.outcome, items, u)}`);
+  return row(spec, mode, ours, peers);
+}
+
+function row(spec: ModelSpec, mode: 'infer' | 'train', ours: Outcome, peers: PeerResult[]): ModelResult {
   return { model: spec.id, title: spec.title, batch: spec.batch, mode, unit: unit(spec), items: itemsPerStep(spec),
-    flops: mode === 'infer' ? forwardFlops(spec) : trainFlops(spec), ours, peer, agreement };
+    flops: mode === 'infer' ? forwardFlops(spec) : trainFlops(spec), ours, peers };
 }
 
-/** Every requested mode of one model. */
+/** Every requested mode of one model, each in --rounds rounds pooled. */
 export async function runModel(spec: ModelSpec, ctx: SuiteContext): Promise<ModelResult[]> {
   fs.mkdirSync(ctx.opts.cacheDir, { recursive: true });
   const files = await prepareFiles(spec, ctx);
   const out: ModelResult[] = [];
   for (const mode of ctx.opts.modes) {
     if (typeof files === 'string') {
-      out.push(row(spec, mode, missing('failed', files), null, null));
+      out.push(row(spec, mode, missing('failed', files), []));
       ctx.log(`[${spec.id}] ${files}`);
-    } else {
-      const rounds: ModelResult[] = [];
-      for (let r = 0; r < ctx.opts.rounds; r++)
-        rounds.push(mode === 'infer' ? await inference(spec, files, ctx) : await training(spec, files, ctx));
-      out.push(pooled(rounds));
+      continue;
     }
+    const rounds: ModelResult[] = [];
+    for (let r = 0; r < ctx.opts.rounds; r++) rounds.push(await round(spec, files, mode, ctx));
+    out.push(pooled(rounds));
   }
   return out;
 }

@@ -1,7 +1,8 @@
 /**
  * The onnxruntime-node peer (inference), run inside a worker process: the ONNX export of the same
  * model (scripts/export_onnx.py) on the same inputs, CPU execution provider, `threads` intra-op
- * threads, one inter-op thread, sequential execution, every graph optimisation on.
+ * threads, one inter-op thread, sequential execution, every graph optimisation on; intra-op
+ * threads spinning or not (variants.ts).
  */
 import * as fs from 'node:fs';
 
@@ -26,10 +27,11 @@ export interface OrtRun {
 }
 
 /** A session over `onnxPath` and a function running it on the inputs of `inputsPath`. */
-export async function ortSession(ort: typeof Ort, arch: Arch, onnxPath: string, inputsPath: string, threads: number): Promise<OrtRun> {
+export async function ortSession(ort: typeof Ort, arch: Arch, onnxPath: string, inputsPath: string, threads: number, spinning: boolean): Promise<OrtRun> {
   const session = await ort.InferenceSession.create(onnxPath, {
     executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1,
     executionMode: 'sequential', graphOptimizationLevel: 'all',
+    extra: { session: { intra_op: { allow_spinning: spinning ? '1' : '0' } } },
   });
   const x = loadInputs(inputsPath);
   const int64 = (t: NonNullable<typeof x.src>) => new ort.Tensor('int64', BigInt64Array.from(t.data as Int32Array, (v) => BigInt(v)), [...t.shape]);

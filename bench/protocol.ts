@@ -5,10 +5,11 @@
  * Python peers (scripts/*_bench.py, export_onnx.py) speak the same protocol.
  *   ready   the process is set up (what it runs on)
  *   sample  one timed run: { seconds, warmup, label? } — kept even if the process is stopped later
- *   case    one kernel case's result
+ *   case    one operator case's timed runs: { index, passes: { pass: seconds[] } }
  *   result  the final figures ({ maxRssKb, ... })
  *   unavailable / error  { reason } / { message }
  */
+import type { OpCase } from './op_cases';
 import type { Arch, ModelSpec } from './specs';
 
 /** Repetition policy: `warmup` untimed runs, then timed runs until `reps` or `budget` seconds (at least one). */
@@ -46,6 +47,8 @@ export interface OrtRequest {
   /** Our logits to compare with (raw float32), when our inference ran. */
   logitsPath: string | null;
   threads: number;
+  /** Whether the intra-op threads spin while waiting (variants.ts). */
+  spinning: boolean;
   repeat: Repeat;
 }
 
@@ -55,47 +58,15 @@ export interface PeakRequest {
   minSeconds: number;
 }
 
-export interface GemmCase {
-  label: string;
-  M: number; N: number; K: number;
-  /** B stored [N, K] (a Linear layer's x·Wᵀ). */
-  transB: boolean;
-}
-
-export interface GemmRequest {
-  task: 'gemm';
-  isa: string;
+/** The operator table's cases of one model (op_cases.ts), measured one after the other. */
+export interface OpsRequest {
+  task: 'ops';
   threads: number;
-  cases: GemmCase[];
+  cases: OpCase[];
   repeat: Repeat;
 }
 
-export interface AttentionCase {
-  B: number; T: number; D: number; H: number;
-}
-
-export interface AttentionRequest {
-  task: 'attention';
-  isa: string;
-  threads: number;
-  shape: AttentionCase;
-  repeat: Repeat;
-}
-
-export interface LayerNormCase {
-  label: string;
-  rows: number; D: number;
-}
-
-export interface LayerNormRequest {
-  task: 'layernorm';
-  isa: string;
-  threads: number;
-  cases: LayerNormCase[];
-  repeat: Repeat;
-}
-
-export type WorkerRequest = PrepareRequest | OursRequest | OrtRequest | PeakRequest | GemmRequest | AttentionRequest | LayerNormRequest;
+export type WorkerRequest = PrepareRequest | OursRequest | OrtRequest | PeakRequest | OpsRequest;
 
 /** One JSON line from a child process. */
 export interface ChildEvent {

@@ -3,6 +3,7 @@
  * writes as JSON.
  */
 import { eventsOf, failureReason, lastEvent, type ChildResult } from './child';
+import type { OpFamily } from './cli';
 import { median } from './sampling';
 
 export interface Measured {
@@ -28,6 +29,15 @@ export interface Missing {
 export type Outcome = Measured | Missing;
 
 export const missing = (status: Missing['status'], reason: string): Missing => ({ status, reason });
+
+/** The median seconds of a measured outcome, else null. */
+export const seconds = (o: Outcome | null | undefined): number | null => (o?.status === 'ok' ? o.medianSeconds : null);
+
+/**
+ * The fastest timed run of a measured outcome, else null: on a shared machine, where other
+ * processes only ever slow a run down, the closest to what the code does alone.
+ */
+export const fastestRun = (o: Outcome | null | undefined): number | null => (o?.status === 'ok' ? Math.min(...o.samples) : null);
 
 /** The Outcome of a child that reported `sample` events (ours, onnxruntime, PyTorch). */
 export function outcomeOf(r: ChildResult): Outcome {
@@ -60,21 +70,46 @@ export function pool(outcomes: Outcome[]): Outcome {
     ...(notes.length ? { note: notes.join('; ') } : {}) };
 }
 
-/** One model measurement repeated in rounds: each side's timed runs pooled, the first round's agreement check. */
+/** One model measurement repeated in rounds: each side's (each peer variant's) timed runs pooled, the first round's agreement checks. */
 export function pooled(rounds: ModelResult[]): ModelResult {
   const [first] = rounds;
   if (rounds.length === 1) return first;
+  const same = (p: PeerResult) => (q: PeerResult) => q.name === p.name && q.variant === p.variant;
   return {
     ...first,
     ours: pool(rounds.map((r) => r.ours)),
-    peer: first.peer && { ...first.peer, outcome: pool(rounds.map((r) => r.peer?.outcome).filter((o): o is Outcome => !!o)) },
+    peers: first.peers.map((p) => ({
+      ...p, outcome: pool(rounds.map((r) => r.peers.find(same(p))?.outcome).filter((o): o is Outcome => !!o)),
+    })),
   };
 }
 
-export interface PeerInfo {
-  name: 'onnxruntime-node' | 'PyTorch';
-  /** Version and what it ran on (e.g. the BLAS library). */
-  detail: string;
+/** The variant of a peer that stands for it: the fastest that ran (by median), else its first; undefined when absent. */
+export function bestOf(peers: readonly PeerResult[], name: PeerName): PeerResult | undefined {
+  const mine = peers.filter((p) => p.name === name);
+  const ran = mine.filter((p) => p.outcome.status === 'ok') as (PeerResult & { outcome: Measured })[];
+  return ran.sort((a, b) => a.outcome.medianSeconds - b.outcome.medianSeconds)[0] ?? mine[0];
+}
+
+export type PeerName = 'onnxruntime-node' | 'PyTorch';
+
+/** A peer's name in a table cell. */
+export const shortName = (p: PeerName): string => (p === 'onnxruntime-node' ? 'onnxruntime' : p);
+
+/** That a peer ran the same model: logits (inference) or the first step's loss (training) against ours. */
+export interface Agreement {
+  maxAbsDiff?: number;
+  maxAbs?: number;
+  oursLoss?: number;
+  peerLoss?: number;
+}
+
+export interface PeerResult {
+  name: PeerName;
+  /** How its threads wait (variants.ts): each peer is measured in each variant. */
+  variant: string;
+  outcome: Outcome;
+  agreement: Agreement | null;
 }
 
 export interface ModelResult {
@@ -88,9 +123,8 @@ export interface ModelResult {
   /** Analytic FLOPs of one step (flops.ts). */
   flops: number;
   ours: Outcome;
-  peer: (PeerInfo & { outcome: Outcome }) | null;
-  /** Checks that the peer ran the same model: logits (inference) or first-step loss (training). */
-  agreement: { maxAbsDiff?: number; maxAbs?: number; oursLoss?: number; peerLoss?: number } | null;
+  /** onnxruntime-node and PyTorch (inference), PyTorch (training): those requested, each in every variant (variants.ts). */
+  peers: PeerResult[];
 }
 
 export interface IsaPeak {
@@ -99,37 +133,44 @@ export interface IsaPeak {
   threads: number;
 }
 
-export interface GemmResult {
-  label: string; M: number; N: number; K: number; transB: boolean;
-  isa: string;
+/**
+ * One row of the operator table: one pass (forward, backward, a GEMM of the backward, an
+ * optimizer step) of one operator at one model's shapes, ours against PyTorch's.
+ */
+export interface OpRow {
+  model: string;
+  /** The case it measures: its family and, for Linears and attention, its label (op_cases.ts). */
+  family: OpFamily;
+  label: string;
+  /** e.g. 'GEMM fc1', 'attention layer', 'GELU'. */
+  op: string;
+  pass: string;
+  /** The shape in words, e.g. '4160×512×128' or 'B8 H12 T197 Dh64'. */
+  shape: string;
+  /** FLOPs of the pass when it is a matrix product (GFLOP/s and % of peak); null otherwise. */
+  flops: number | null;
   ours: Outcome;
-  openblas: Outcome | null;
-}
-
-export interface AttentionResult {
-  B: number; T: number; D: number; H: number;
-  isa: string;
-  forward: Outcome;
-  backward: Outcome;
-  /** Bytes saved for backward (O(T)), and what one naive T×T weights tensor [B, H, T, T] would take. */
-  savedBytes: number | null;
-  naiveWeightsBytes: number;
-  extraPeakRssKb: number | null;
-}
-
-export interface LayerNormResult {
-  label: string; rows: number; D: number;
-  isa: string;
-  forward: Outcome;
-  backward: Outcome;
+  /** The faster of PyTorch's variants for this pass (variants.ts), which `torchVariant` names. */
+  torch: Outcome;
+  torchVariant?: string;
+  /**
+   * Ours is not a separate kernel here (it is fused into a layer op): its time is the median of
+   * the paired differences between the layer and the layer's Linears, timed in turn.
+   */
+  derived?: string;
 }
 
 export interface Results {
   date: string;
+  /** How the run was started (npm run bench -- <arguments>). */
+  command: string;
   machine: Record<string, unknown>;
   options: Record<string, unknown>;
+  /** The ISA our kernels ran on (the active one: the best this CPU has unless NF_ISA says otherwise). */
+  isa: string;
   peaks: IsaPeak[];
+  /** Each peer's version and what it runs on. */
   peers: Record<string, string>;
   models: ModelResult[];
-  kernels: { gemm: GemmResult[]; attention: AttentionResult[]; layernorm: LayerNormResult[] };
+  ops: OpRow[];
 }

@@ -8,9 +8,9 @@ import * as path from 'node:path';
 
 import { lastEvent, runWorker } from './child';
 import { HELP, parseOptions, type Options } from './cli';
-import { runKernels } from './kernel_suite';
 import { runModel, type SuiteContext } from './model_suite';
-import { findOpenBlas, probePython } from './peers';
+import { runOps } from './op_suite';
+import { describeTorch, probePython } from './peers';
 import { render, writeJson } from './report';
 import type { IsaPeak, Results } from './results';
 import { MODELS } from './specs';
@@ -26,20 +26,22 @@ function cpuName(): string {
   }
 }
 
-function ortAvailability(): string {
+function describeOrt(threads: number): string {
   try {
-    require.resolve('onnxruntime-node');
-    return 'onnxruntime-node installed';
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { version } = require('onnxruntime-node/package.json') as { version: string };
+    return `${version}: CPU execution provider, ${threads} intra-op threads, 1 inter-op, sequential, graph optimisations all`;
   } catch {
-    return 'onnxruntime-node not installed (npm install --save-dev onnxruntime-node)';
+    return 'not installed (npm install --save-dev onnxruntime-node)';
   }
 }
 
-async function measurePeaks(o: Options): Promise<IsaPeak[]> {
+/** The FP32 FMA peak of every ISA variant this CPU runs, and the ISA the measurements run on. */
+async function measurePeaks(o: Options): Promise<{ peaks: IsaPeak[]; isa: string }> {
   const r = await runWorker({ task: 'peak', threads: o.threads, minSeconds: o.quick ? 0.1 : 0.3 }, { timeoutS: 120 });
-  const peaks = lastEvent(r, 'result')?.peaks as IsaPeak[] | undefined;
-  if (!peaks) throw new Error('the FMA peak measurement failed: is the addon built (npm run build:native)?');
-  return peaks;
+  const res = lastEvent(r, 'result');
+  if (!res) throw new Error('the FMA peak measurement failed: is the addon built (npm run build:native)?');
+  return { peaks: res.peaks as IsaPeak[], isa: String(res.isa) };
 }
 
 async function main(): Promise<void> {
@@ -50,30 +52,30 @@ async function main(): Promise<void> {
   if (os.loadavg()[0] > os.cpus().length / 2)
     log(`note: the machine is busy (load average ${loadStart} on ${os.cpus().length} cores); figures will be noisy`);
 
-  const [python, peaks] = await Promise.all([probePython(), measurePeaks(o)]);
-  const openblas = findOpenBlas();
+  const python = await probePython(o.threads);
+  const { peaks, isa } = await measurePeaks(o);
   const peers = {
-    'onnxruntime-node': o.peers.includes('ort') ? ortAvailability() : 'not requested',
-    PyTorch: !o.peers.includes('torch') ? 'not requested' : python.torch ? `${python.torch} (${python.python})` : `unavailable: ${python.reason}`,
-    OpenBLAS: !o.peers.includes('openblas') && !o.peers.includes('torch') ? 'not requested'
-      : openblas ? `${openblas} (preloaded into the Python peers)` : 'not found (apt-get install libopenblas0-pthread, or set NF_BENCH_OPENBLAS)',
+    'onnxruntime-node': o.peers.includes('ort') ? describeOrt(o.threads) : 'not requested',
+    PyTorch: o.peers.includes('torch') ? describeTorch(python) : 'not requested',
   };
-  log(`FMA peak: ${peaks.map((p) => `${p.isa} ${p.gflops.toFixed(1)} GFLOP/s`).join(', ')}`);
+  log(`FMA peak: ${peaks.map((p) => `${p.isa} ${p.gflops.toFixed(1)} GFLOP/s`).join(', ')}; our kernels run ${isa}`);
   for (const [k, v] of Object.entries(peers)) log(`${k}: ${v}`);
 
-  const ctx: SuiteContext = { opts: o, python, openblas, log };
-  const models = [];
-  for (const id of o.models) {
+  const ctx: SuiteContext = { opts: o, python, log };
+  const specs = o.models.map((id) => {
     const spec = MODELS.find((m) => m.id === id)!;
-    models.push(...(await runModel(o.batch ? { ...spec, batch: o.batch } : spec, ctx)));
-  }
-  const kernels = await runKernels(ctx, peaks, o.kernels);
+    return o.batch ? { ...spec, batch: o.batch } : spec;
+  });
+  const models = [], ops = [];
+  for (const spec of specs) models.push(...(await runModel(spec, ctx)));
+  for (const spec of specs) ops.push(...(await runOps(spec, ctx)));
 
   const results: Results = {
     date: started.toISOString(),
+    command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
     machine: { cpu: cpuName(), cores: os.cpus().length, memoryGiB: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version,
       platform: `${process.platform}-${process.arch}`, loadStart, loadEnd: load(), seconds: (Date.now() - started.getTime()) / 1e3 },
-    options: { ...o }, peaks, peers, models, kernels,
+    options: { ...o }, isa, peaks, peers, models, ops,
   };
   console.log(render(results));
   writeJson(o.out, results);

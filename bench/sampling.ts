@@ -27,6 +27,26 @@ export async function repeat(fn: () => unknown, r: Repeat, onRun?: (seconds: num
   return timed;
 }
 
+/**
+ * `repeat` over pairs: each run times `a`, then `b`, so both see the same moment of a busy
+ * machine and a[i] − b[i] is a paired difference. Returns the timed runs' seconds of each.
+ */
+export async function repeatPaired(a: () => unknown, b: () => unknown, r: Repeat): Promise<{ a: number[]; b: number[] }> {
+  const out = { a: [] as number[], b: [] as number[] };
+  let second = 0;
+  await repeat(async () => {
+    await a();
+    const t0 = now();
+    await b();
+    second = now() - t0;
+  }, r, (seconds, warmup) => {
+    if (warmup) return;
+    out.a.push(seconds - second);
+    out.b.push(second);
+  });
+  return out;
+}
+
 /** The median of a non-empty list. */
 export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;

@@ -53,6 +53,13 @@ export const MODELS: readonly ModelSpec[] = [
 /** The models of a default run (all but the smoke tests' tiny ones). */
 export const DEFAULT_MODELS = MODELS.filter((m) => !m.id.startsWith('tiny')).map((m) => m.id);
 
+/** Tokens per sequence of a ViT: its patches and the CLS token. */
+export function tokensPerSequence(spec: ModelSpec): number {
+  const a = spec.arch;
+  if (a.kind !== 'vit') throw new Error(`${spec.id} is not a ViT`);
+  return (a.imgSize / a.patchSize) ** 2 + 1;
+}
+
 /** Images per step for a ViT; source plus target tokens per step for the Transformer. */
 export function itemsPerStep(spec: ModelSpec): number {
   const a = spec.arch;

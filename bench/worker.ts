@@ -5,8 +5,7 @@
 import * as fs from 'node:fs';
 
 import { native } from '../lib';
-import type { Isa } from '../lib';
-import { attentionFigures, gemmSamples, layernormSamples } from './kernels';
+import { measureOp } from './op_measure';
 import { compareLogits, loadOrt, ortSession } from './ort';
 import type { OrtRequest, OursRequest, WorkerRequest } from './protocol';
 import { repeat } from './sampling';
@@ -19,10 +18,9 @@ function emit(event: string, fields: Record<string, unknown> = {}): void {
 const maxRssKb = () => process.resourceUsage().maxRSS;
 const onRun = (seconds: number, warmup: boolean) => emit('sample', { seconds, warmup });
 
-/** Sets the threads and ISA; `ready` follows when the measurement's setup is done (a time-out's lower bound counts from it). */
-function setup(threads: number, isa?: string): void {
+/** Sets the threads; `ready` follows when the measurement's setup is done (a time-out's lower bound counts from it). */
+function setup(threads: number): void {
   native.setNumThreads(threads);
-  if (isa) native.setIsa(isa as Isa);
 }
 
 const ready = () => emit('ready', { threads: native.numThreads(), isa: native.isaInfo().active });
@@ -50,7 +48,7 @@ async function ours(q: OursRequest): Promise<void> {
 async function ort(q: OrtRequest): Promise<void> {
   const loaded = loadOrt();
   if ('reason' in loaded) return emit('unavailable', { reason: loaded.reason });
-  const session = await ortSession(loaded.ort, q.arch, q.onnxPath, q.inputsPath, q.threads);
+  const session = await ortSession(loaded.ort, q.arch, q.onnxPath, q.inputsPath, q.threads, q.spinning);
   emit('ready', { threads: q.threads, version: session.version });
   const kept: { logits: Float32Array } = { logits: new Float32Array(0) };
   await repeat(async () => {
@@ -71,27 +69,19 @@ async function main(q: WorkerRequest): Promise<void> {
       return ort(q);
     case 'peak': {
       native.setNumThreads(q.threads);
+      const active = native.isaInfo().active;  // the ISA every other measurement runs on
       const peaks = native.isaInfo().available.map((isa) => {
         native.setIsa(isa);
         const out = new Float64Array(3);
         native.fmaPeak({ minSeconds: q.minSeconds, out });
         return { isa, gflops: out[0] / out[1] / 1e9, threads: out[2] };
       });
-      return emit('result', { peaks });
+      return emit('result', { peaks, isa: active });
     }
-    case 'gemm':
-      setup(q.threads, q.isa);
+    case 'ops':
+      setup(q.threads);
       ready();
-      for (const [index, c] of q.cases.entries()) emit('case', { index, samples: await gemmSamples(c, q.repeat) });
-      return emit('result', { maxRssKb: maxRssKb() });
-    case 'attention':
-      setup(q.threads, q.isa);
-      ready();
-      return emit('result', { ...(await attentionFigures(q.shape, q.repeat)), maxRssKb: maxRssKb() });
-    case 'layernorm':
-      setup(q.threads, q.isa);
-      ready();
-      for (const [index, c] of q.cases.entries()) emit('case', { index, ...(await layernormSamples(c, q.repeat)) });
+      for (const [index, c] of q.cases.entries()) emit('case', { index, passes: await measureOp(c, q.repeat) });
       return emit('result', { maxRssKb: maxRssKb() });
   }
 }

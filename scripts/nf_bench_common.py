@@ -1,65 +1,23 @@
-"""Shared by the benchmark's Python peers (export_onnx.py, torch_train_bench.py, blas_gemm_bench.py).
+"""Shared by the benchmark's Python peers (torch_bench.py, torch_ops_bench.py, export_onnx.py).
 
-- load_reference(): the PyTorch reference spec, found as scripts/make_fixtures.py finds it:
-  $NF_TORCH_REFERENCE, else shared/reference/torch_reference.py in the nearest ancestor of the
-  repository that has one.
-- build_model(arch): the reference model for a benchmark architecture (the JSON the harness passes,
-  see bench/specs.ts), loaded with our model's weights by load_weights().
-- blas_library(): which BLAS shared library this process has mapped (to say what a peer ran on).
-- emit(): one JSON line on stdout, the protocol every benchmark child process speaks.
+- emit() / fail(): one JSON line on stdout, the protocol every benchmark child process speaks
+  (bench/protocol.ts).
+- torch_setup(threads): sets PyTorch's threads to ours and says what PyTorch runs on (version,
+  BLAS, oneDNN, CPU capability, threads), from torch.__config__.
+- load_safetensors() / load_weights() / load_inputs(): the harness's files (our model's stateDict
+  and the batch), read without the safetensors package.
+- timed_runs(): the repetition policy of bench/sampling.ts (warm-up runs, then timed runs until
+  --reps or --budget seconds, at least one), with add_timer_args() for its options.
 """
-import importlib.util
 import json
-import os
+import re
+import struct
 import sys
+import time
 
-from reference_path import reference_path
+import numpy as np
 
-
-def load_reference():
-    path = reference_path()
-    if not os.path.isfile(path):
-        fail(f"reference spec not found at {path} (set NF_TORCH_REFERENCE)")
-    spec = importlib.util.spec_from_file_location("torch_reference", path)
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
-    return ref
-
-
-def build_model(ref, arch):
-    """arch: {"kind": "vit", imgSize, patchSize, inChannels, numClasses, dModel, numHeads, dFF, depth}
-    or {"kind": "seq2seq", vocab, maxLen, dModel, numHeads, dFF, depth} (bench/specs.ts)."""
-    common = dict(d_model=arch["dModel"], num_heads=arch["numHeads"], d_ff=arch["dFF"], depth=arch["depth"])
-    if arch["kind"] == "vit":
-        return ref.ViTClassifier(img_size=arch["imgSize"], patch_size=arch["patchSize"], in_channels=arch["inChannels"],
-                                 num_classes=arch["numClasses"], **common)
-    if arch["kind"] == "seq2seq":
-        return ref.Transformer(arch["vocab"], arch["vocab"], arch["maxLen"], pad_idx=0, **common)
-    fail(f"unknown architecture kind {arch['kind']!r}")
-
-
-def load_weights(ref, model, path):
-    """Copies every tensor of a safetensors file (our model's stateDict) into the model (strict)."""
-    import torch
-
-    tensors = ref.load_safetensors(path)
-    state = {k: torch.from_numpy(v.copy()) for k, v in tensors.items()}
-    model.load_state_dict(state, strict=True)
-
-
-def blas_library():
-    """The BLAS shared library mapped into this process: {"path", "kind"} where kind is "openblas",
-    "blis", "mkl", "reference" (netlib's libblas3, very slow) or "none"."""
-    try:
-        with open("/proc/self/maps") as f:
-            libs = sorted({line.split()[-1] for line in f if ".so" in line})
-    except OSError:
-        return {"path": None, "kind": "unknown"}
-    for key, kind in (("openblas", "openblas"), ("blis", "blis"), ("mkl", "mkl"), ("libblas.so", "reference")):
-        hit = next((lib for lib in libs if key in lib), None)
-        if hit:
-            return {"path": hit, "kind": kind}
-    return {"path": None, "kind": "none"}
+_DT = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64, "U8": np.uint8, "BOOL": np.bool_}
 
 
 def emit(event, **fields):
@@ -69,3 +27,100 @@ def emit(event, **fields):
 def fail(message):
     emit("error", message=message)
     sys.exit(1)
+
+
+def torch_setup(threads):
+    """torch.set_num_threads(threads); returns what PyTorch runs on, for the report."""
+    import torch
+
+    torch.set_num_threads(threads)
+    config = torch.__config__.show()
+
+    def find(pattern):
+        m = re.search(pattern, config)
+        return m.group(1).strip() if m else None
+
+    return {
+        "torch": torch.__version__,
+        "blas": find(r"BLAS_INFO=(\w+)"),
+        "mkl": find(r"Math Kernel Library Version ([\w.]+)"),
+        "onednn": find(r"MKL-DNN (v[\w.]+)"),
+        "cpuCapability": find(r"CPU capability usage: (\w+)"),
+        "parallel": find(r"ATen parallel backend: (\w+)") or find(r"(OpenMP [\d.]+)"),
+        "threads": torch.get_num_threads(),
+        "mkldnnEnabled": bool(torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled),
+        "adamw": adamw_implementation(torch),
+    }
+
+
+def adamw_implementation(torch):
+    """What torch.optim.AdamW runs on CPU tensors by default: fused, foreach or the for-loop."""
+    try:
+        from torch.optim.optimizer import _default_to_fused_or_foreach
+    except ImportError:
+        return "unknown"
+    fused, foreach = _default_to_fused_or_foreach([torch.zeros(1, requires_grad=True)], differentiable=False, use_fused=False)
+    return "fused" if fused else "foreach" if foreach else "for-loop (single tensor)"
+
+
+def load_safetensors(path):
+    """name -> numpy array (a view of the file's bytes)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    return {name: np.frombuffer(data[s:e], dtype=_DT[info["dtype"]]).reshape(info["shape"])
+            for name, info in header.items() if name != "__metadata__"
+            for s, e in [info["data_offsets"]]}
+
+
+def load_weights(model, path):
+    """Copies every tensor of our stateDict file into the model (strict: names and shapes must match)."""
+    import torch
+
+    state = {k: torch.from_numpy(v.copy()) for k, v in load_safetensors(path).items()}
+    model.load_state_dict(state, strict=True)
+
+
+def load_inputs(arch, path):
+    """(model inputs tuple, int64 labels) of the harness's batch."""
+    import torch
+
+    data = load_safetensors(path)
+    labels = torch.from_numpy(data["labels"].astype("int64"))
+    if arch["kind"] == "vit":
+        return (torch.from_numpy(data["images"].copy()),), labels
+    return (torch.from_numpy(data["src"].astype("int64")), torch.from_numpy(data["tgt"].astype("int64"))), labels
+
+
+def timed_runs(fn, args, on_run=None):
+    """Runs fn() args.warmup times untimed, then timed until args.reps runs or args.budget seconds of
+    them (at least one); returns the timed runs' seconds. fn may return the seconds it timed itself
+    (a backward pass after its untimed forward), else its whole call is timed. on_run(seconds,
+    warmup) hears of every run as it ends."""
+    timed, spent, i = [], 0.0, 0
+    while len(timed) < args.reps and (not timed or spent < args.budget):
+        t0 = time.perf_counter()
+        own = fn()
+        s = own if isinstance(own, float) else time.perf_counter() - t0
+        warmup = i < args.warmup
+        if on_run:
+            on_run(s, warmup)
+        if not warmup:
+            timed.append(s)
+            spent += s
+        i += 1
+    return timed
+
+
+def add_timer_args(ap):
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--budget", type=float, default=15.0)
+
+
+def max_rss_kb():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -11,12 +11,15 @@ import * as path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { parseOptions, type Options } from '../bench/cli';
+import { OP_FAMILIES, parseOptions, type Options } from '../bench/cli';
 import { forwardFlops, trainFlops } from '../bench/flops';
+import { opCases, parameterSizes } from '../bench/op_cases';
+import { opRows } from '../bench/op_rows';
 import { render } from '../bench/report';
-import { pool, pooled, type Results } from '../bench/results';
-import { targetChecks } from '../bench/targets';
+import { bestOf, pool, pooled, type ModelResult, type PeerName, type Results } from '../bench/results';
 import { MODELS } from '../bench/specs';
+import { targetChecks } from '../bench/targets';
+import { buildModel } from '../bench/workloads';
 
 const spec = (id: string) => MODELS.find((m) => m.id === id)!;
 
@@ -38,24 +41,29 @@ describe('bench FLOP counts', () => {
 });
 
 describe('bench options', () => {
-  it('default to every model but the tiny ones, both steps, every kernel and peer, 2 threads', () => {
+  it('default to every model but the tiny ones, both steps, every operator family and peer, 2 threads', () => {
     const o = parseOptions([]) as Options;
     expect(o.models).toEqual(['seed-cifar', 'seed-stl10', 'vit-b16-b1', 'vit-b16-b8', 'transformer-base']);
-    expect(o).toMatchObject({ modes: ['infer', 'train'], kernels: ['gemm', 'attention', 'layernorm'], threads: 2, batch: null, rounds: 1 });
+    expect(o).toMatchObject({ modes: ['infer', 'train'], ops: ['linear', 'attention', 'feedforward', 'layernorm', 'adamw'],
+      peers: ['ort', 'torch'], threads: 2, batch: null, rounds: 1 });
     expect(parseOptions(['--rounds', '3'])).toMatchObject({ rounds: 3 });
     expect(() => parseOptions(['--rounds', '0'])).toThrow(/for --rounds/);
+    expect(() => parseOptions(['--peers', 'openblas'])).toThrow(/Expected one of ort, torch for --peers but received openblas/);
   });
 
-  it('--rounds pools the timed runs of every round, ours and the peer each', () => {
+  it('--rounds pools the timed runs of every round, ours and each peer variant, and keeps the first round\'s agreement', () => {
     const ok = (samples: number[], maxRssKb: number) => ({ status: 'ok' as const, samples, medianSeconds: samples[0], maxRssKb });
-    const round = (ours: number[], peer: number[], rss: number) => ({
-      model: 'm', title: 'm', batch: 1, mode: 'infer' as const, unit: 'img/s' as const, items: 1, flops: 1, agreement: { maxAbsDiff: rss },
-      ours: ok(ours, rss), peer: { name: 'onnxruntime-node' as const, detail: 'd', outcome: ok(peer, rss) },
+    const round = (ours: number[], ort: number[], torch: [number[], number[]], rss: number): ModelResult => ({
+      model: 'm', title: 'm', batch: 1, mode: 'infer', unit: 'img/s', items: 1, flops: 1, ours: ok(ours, rss),
+      peers: [{ name: 'onnxruntime-node', variant: 'spin', outcome: ok(ort, rss), agreement: { maxAbsDiff: rss } },
+        { name: 'PyTorch', variant: 'a', outcome: ok(torch[0], rss), agreement: null },
+        { name: 'PyTorch', variant: 'b', outcome: ok(torch[1], rss), agreement: null }],
     });
-    const r = pooled([round([1, 2], [5], 10), round([3], [6, 7], 30), round([4, 9], [8], 20)]);
+    const r = pooled([round([1, 2], [5], [[1], [9]], 10), round([3], [6, 7], [[2], [8]], 30), round([4, 9], [8], [[3], [7]], 20)]);
     expect(r.ours).toMatchObject({ samples: [1, 2, 3, 4, 9], medianSeconds: 3, maxRssKb: 30 });
-    expect(r.peer?.outcome).toMatchObject({ samples: [5, 6, 7, 8], medianSeconds: 6.5 });
-    expect(r.agreement).toEqual({ maxAbsDiff: 10 });
+    expect(r.peers[0]).toMatchObject({ name: 'onnxruntime-node', outcome: { samples: [5, 6, 7, 8], medianSeconds: 6.5 }, agreement: { maxAbsDiff: 10 } });
+    expect(r.peers.slice(1).map((p) => [p.variant, p.outcome])).toMatchObject([['a', { samples: [1, 2, 3], medianSeconds: 2 }], ['b', { samples: [9, 8, 7], medianSeconds: 8 }]]);
+    expect(bestOf(r.peers, 'PyTorch')?.variant).toBe('a');
     expect(pool([{ status: 'failed', reason: 'x' }, ok([2], 1)])).toMatchObject({ samples: [2] });
     expect(pool([{ status: 'failed', reason: 'x' }])).toMatchObject({ status: 'failed' });
   });
@@ -72,41 +80,83 @@ describe('bench options', () => {
   });
 });
 
-describe('bench target checks', () => {
-  const ok = (medianSeconds: number, maxRssKb: number | null = null) => ({ status: 'ok' as const, samples: [medianSeconds], medianSeconds, maxRssKb });
-  const model = (id: string, mode: 'infer' | 'train', ours: number, peer: number | null, rss: [number, number] = [1, 1]) => ({
-    model: id, title: id, batch: 1, mode, unit: 'img/s' as const, items: 1, flops: 100e9, agreement: null,
-    ours: ok(ours, rss[0]), peer: peer == null ? null : { name: 'PyTorch' as const, detail: '', outcome: ok(peer, rss[1]) },
+describe('bench operator cases', () => {
+  it('count every parameter tensor of the models (the AdamW case)', () => {
+    for (const id of ['tiny', 'tiny-s2s', 'seed-cifar']) {
+      const model = buildModel(spec(id).arch);
+      expect([...parameterSizes(spec(id))].sort((a, b) => a - b)).toEqual(model.parameters().map((p) => p.size).sort((a, b) => a - b));
+      model.dispose();
+    }
   });
-  const res = {
-    date: '', machine: {}, options: {}, peers: {}, peaks: [{ isa: 'scalar', gflops: 10, threads: 2 }, { isa: 'avx2', gflops: 200, threads: 2 }],
-    models: [model('seed-cifar', 'infer', 1, 1.3), model('seed-stl10', 'infer', 1, null),
-      model('seed-cifar', 'train', 1, 3, [100, 200]), model('seed-stl10', 'train', 0.5, 2.5, [300, 200])],
-    kernels: {
-      gemm: [{ label: 'square 1024', M: 1024, N: 1024, K: 1024, transB: false, isa: 'avx2', ours: ok(0.01), openblas: ok(0.0095) },
-        { label: 'seed-cifar fc1', M: 1000, N: 1000, K: 100, transB: true, isa: 'avx2', ours: ok(0.002), openblas: null },
-        { label: 'seed-cifar fc1', M: 1000, N: 1000, K: 100, transB: true, isa: 'scalar', ours: ok(1), openblas: null }],
-      attention: [{ B: 1, T: 4096, D: 768, H: 12, isa: 'avx2', forward: ok(1), backward: ok(2), savedBytes: 50 * 2 ** 20, naiveWeightsBytes: 768 * 2 ** 20, extraPeakRssKb: null }],
-      layernorm: [],
-    },
-  } as Results;
 
-  it('judge each target of issue 5 from the run, on the best ISA only, and say what was not measured', () => {
+  it('cover each model\'s ops: a ViT\'s four Linears and self-attention, the Transformer\'s three attentions and vocabulary head', () => {
+    const ops = (id: string) => opCases(spec(id), OP_FAMILIES).map((c) => ('label' in c ? `${c.op} ${c.label}` : c.op));
+    expect(ops('seed-cifar')).toEqual(['layernorm', 'attention self', 'feedforward', 'linear qkv', 'linear proj', 'linear fc1', 'linear fc2', 'adamw']);
+    expect(ops('transformer-base')).toEqual(['attention encoder self', 'attention decoder causal', 'attention cross', 'layernorm', 'feedforward',
+      'linear qkv', 'linear fc1', 'linear fc2', 'linear head', 'adamw']);
+    expect(opCases(spec('seed-cifar'), ['linear'])[0]).toEqual({ op: 'linear', label: 'qkv', rows: 64 * 65, inFeatures: 128, outFeatures: 384 });
+  });
+
+  it('derive a fused part as the median paired difference of the layer and its Linears, and report a missing side with its reason', () => {
+    const c = opCases(spec('seed-cifar'), ['feedforward'])[0];
+    const rows = opRows('seed-cifar', c, { forward: [3, 5, 4], backward: [9], linearsForward: [2.5, 4, 3.5], linearsBackward: [10] },
+      { forward: [6], backward: [12], coreForward: [1], coreBackward: [2] }, '', '');
+    expect(rows.map((r) => [r.op, r.pass, r.ours.status === 'ok' ? r.ours.medianSeconds : r.ours.status, r.torch.status === 'ok' ? r.torch.medianSeconds : null, !!r.derived]))
+      .toEqual([['feed-forward (fc1, GELU, fc2)', 'forward', 4, 6, false], ['feed-forward (fc1, GELU, fc2)', 'backward', 9, 12, false],
+        ['GELU', 'forward', 0.5, 1, true], ['GELU', 'backward', -1, 2, true]]);
+    expect(rows[0].flops).toBe(4 * 64 * 65 * 128 * 512);
+    const none = opRows('m', { op: 'layernorm', rows: 2, D: 3 }, { forward: [1] }, {}, 'x', 'PyTorch unavailable');
+    expect(none.map((r) => [r.ours.status, r.torch.status === 'ok' ? '' : r.torch.reason])).toEqual([['ok', 'PyTorch unavailable'], ['failed', 'PyTorch unavailable']]);
+  });
+});
+
+describe('bench target checks', () => {
+  const ok = (medianSeconds: number) => ({ status: 'ok' as const, samples: [medianSeconds], medianSeconds, maxRssKb: null });
+  /** Each peer in two variants: the one given and one 10% slower (the faster must stand for the peer). */
+  const model = (id: string, mode: 'infer' | 'train', ours: number, peers: [PeerName, number][], batch = spec(id).batch): ModelResult => ({
+    model: id, title: id, batch, mode, unit: 'img/s', items: 1, flops: 100e9, ours: ok(ours),
+    peers: peers.flatMap(([name, s]) => [{ name, variant: 'slow', outcome: ok(1.1 * s), agreement: null }, { name, variant: 'fast', outcome: ok(s), agreement: null }]),
+  });
+  const res: Results = {
+    date: '', command: '', machine: { cpu: 'Test CPU' }, options: {}, peers: {}, isa: 'avx2', ops: [],
+    peaks: [{ isa: 'scalar', gflops: 10, threads: 2 }, { isa: 'avx2', gflops: 200, threads: 2 }, { isa: 'avx512', gflops: 400, threads: 2 }],
+    models: [
+      model('seed-cifar', 'train', 1, [['PyTorch', 1.3]]),
+      model('seed-stl10', 'train', 0.5, [['PyTorch', 0.6]]),
+      model('vit-b16-b8', 'train', 1, [['PyTorch', 1.5]], 4),
+      model('seed-cifar', 'infer', 1, [['onnxruntime-node', 2], ['PyTorch', 1.2]]),
+      model('seed-stl10', 'infer', 1, [['onnxruntime-node', 1.4], ['PyTorch', 1.5]]),
+      model('vit-b16-b1', 'infer', 1, [['PyTorch', 3]]),
+    ],
+  };
+
+  it('judge each target of issue 12 from the run: against the faster peer, on the ISA that ran, at the model\'s own batch', () => {
     const rows = targetChecks(res).map((c) => `${c.target} | ${c.subject} | ${c.measured} | ${c.status}`);
     expect(rows).toEqual([
-      'inference ≥ 1.2× onnxruntime-node | seed-cifar | 1.30× | met',
-      'inference ≥ 1.2× onnxruntime-node | seed-stl10 | — | not measured',
-      'training step ≥ 4× PyTorch | seed-cifar | 3.00× | not met',
-      'training step ≥ 50% of the FMA peak | seed-cifar | 50% | met',
-      'training step ≥ 4× PyTorch | seed-stl10 | 5.00× | met',
-      'training step ≥ 50% of the FMA peak | seed-stl10 | 100% | met',
-      'GEMM ≥ 90% of OpenBLAS | square 1024 | 95% | met',
-      'GEMM ≥ 70% of the FMA peak | seed-cifar fc1 | 50% | not met',
-      'attention at T = 4096 trains with O(T) saved memory | T=4096, 1×12 heads | saves 50 MiB, not 768 MiB | met',
-      'training peak RSS ≤ PyTorch’s | seed-cifar | 0 / 0 MB | met',
-      'training peak RSS ≤ PyTorch’s | seed-stl10 | 0 / 0 MB | not met',
+      'training step ≥ 1.3× PyTorch 2.x | seed-cifar | 1.30× PyTorch (fastest runs 1.30×) | met',
+      'training step ≥ 1.3× PyTorch 2.x | seed-stl10 | 1.20× PyTorch (fastest runs 1.20×) | not met',
+      'training step ≥ 1.1× PyTorch 2.x | vit-b16-b8 | 1.50× PyTorch (fastest runs 1.50×) (at batch 4, not 8) | not measured',
+      'training step ≥ 1.1× PyTorch 2.x | transformer-base | — | not measured',
+      'training step ≥ 65% of the FMA peak | seed-stl10 | 100% of 200 GFLOP/s (avx2; fastest run 100%) | met',
+      'training step ≥ 65% of the FMA peak | vit-b16-b8 | 50% of 200 GFLOP/s (avx2; fastest run 50%) (at batch 4, not 8) | not measured',
+      'inference ≥ 1.3× the faster of onnxruntime-node and PyTorch 2.x | seed-cifar | 1.20× PyTorch (fastest runs 1.20×) | not met',
+      'inference ≥ 1.3× the faster of onnxruntime-node and PyTorch 2.x | seed-stl10 | 1.40× onnxruntime (fastest runs 1.40×) | met',
+      'inference ≥ 1.1× the faster of onnxruntime-node and PyTorch 2.x | vit-b16-b1 | 3.00× PyTorch (fastest runs 3.00×) (onnxruntime not measured) | not measured',
+      'inference ≥ 1.1× the faster of onnxruntime-node and PyTorch 2.x | vit-b16-b8 | — | not measured',
+      'inference ≥ 1.1× the faster of onnxruntime-node and PyTorch 2.x | transformer-base | — | not measured',
     ]);
-    expect(render(res)).toMatch(/Targets: 7 met, 3 not met, 1 not measured\./);
+    expect(render(res)).toMatch(/Targets \(issue 12\) on Test CPU, avx2: 3 met, 2 not met, 6 not measured\./);
+  });
+
+  it('judge by medians, and print the ratio of the fastest runs beside them', () => {
+    const spread = (xs: number[]) => ({ status: 'ok' as const, samples: xs, medianSeconds: [...xs].sort((a, b) => a - b)[xs.length >> 1], maxRssKb: null });
+    const m: ModelResult = { ...model('seed-cifar', 'train', 1, []), ours: spread([1, 3, 2]),
+      peers: [{ name: 'PyTorch', variant: 'a', outcome: spread([4, 1.5, 5]), agreement: null }, { name: 'PyTorch', variant: 'b', outcome: spread([3, 0.9, 3]), agreement: null }] };
+    expect(targetChecks({ ...res, models: [m] })[0]).toMatchObject({ measured: '1.50× PyTorch (fastest runs 0.900×)', status: 'met' });
+  });
+
+  it('put the ratio against the faster peer in the model table', () => {
+    expect(render(res)).toMatch(/\| seed-cifar +\| 64 +\| inference +\| 1\.00 img\/s +\| 0\.500 img\/s +\| 0\.833 img\/s +\| 1\.20× PyTorch/);
   });
 });
 
@@ -118,35 +168,35 @@ function runBench(args: string[]): Promise<{ code: number; stdout: string; stder
 }
 
 describe('npm run bench -- --quick', () => {
-  it('runs the tiny ViT and Transformer and the kernels end to end and writes the JSON', { timeout: 600_000 }, async () => {
+  it('runs the tiny ViT and Transformer, their operators and the target judge end to end and writes the JSON', { timeout: 600_000 }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-bench-'));
     const out = path.join(dir, 'results.json');
     const r = await runBench(['--quick', '--models', 'tiny,tiny-s2s', '--warmup', '0', '--reps', '1', '--out', out, '--cache-dir', path.join(dir, 'cache')]);
     expect(r.stderr).not.toMatch(/^bench: /m);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/\| model +\| batch/);
+    expect(r.stdout).toMatch(/\| model +\| op +\| pass/);
+    expect(r.stdout).toMatch(/Targets \(issue 12\) on .*: 0 met, 0 not met, 11 not measured/);
     const res = JSON.parse(fs.readFileSync(out, 'utf8')) as Results;
 
     expect(res.peaks.length).toBeGreaterThan(0);
     for (const p of res.peaks) expect(p.gflops).toBeGreaterThan(0);
+    expect(res.peaks.map((p) => p.isa)).toContain(res.isa);
     expect(res.models.map((m) => `${m.model} ${m.mode}`)).toEqual(['tiny infer', 'tiny train', 'tiny-s2s infer', 'tiny-s2s train']);
     for (const m of res.models) {
       expect(m.ours.status).toBe('ok');
       expect(m.flops).toBeGreaterThan(0);
-      expect(m.peer).not.toBeNull();
-      expect(['ok', 'unavailable', 'failed', 'timeout']).toContain(m.peer!.outcome.status);
-      // A peer that ran must have run the same model on the same inputs.
-      if (m.peer!.outcome.status !== 'ok') continue;
-      if (m.mode === 'infer') expect(m.agreement!.maxAbsDiff).toBeLessThan(1e-3);
-      else expect(Math.abs(m.agreement!.oursLoss! - m.agreement!.peerLoss!)).toBeLessThan(1e-4);
+      expect([...new Set(m.peers.map((p) => p.name))]).toEqual(m.mode === 'infer' ? ['onnxruntime-node', 'PyTorch'] : ['PyTorch']);
+      for (const p of m.peers) {
+        // A missing peer (no PyTorch here) is reported, not a failure; one that ran ran the same model on the same inputs.
+        expect(['ok', 'unavailable']).toContain(p.outcome.status);
+        if (p.outcome.status !== 'ok') continue;
+        if (m.mode === 'infer') expect(p.agreement!.maxAbsDiff).toBeLessThan(1e-3);
+        else expect(Math.abs(p.agreement!.oursLoss! - p.agreement!.peerLoss!)).toBeLessThan(1e-4);
+      }
     }
-
-    const best = res.peaks.at(-1)!.isa;
-    const { gemm, attention, layernorm } = res.kernels;
-    for (const rows of [gemm.map((g) => g.ours), attention.map((a) => a.forward), attention.map((a) => a.backward)]) expect(rows.length).toBeGreaterThan(0);
-    for (const g of gemm.filter((x) => x.isa === best)) expect(g.ours.status).toBe('ok');
-    for (const a of attention.filter((x) => x.isa === best)) expect([a.forward.status, a.backward.status]).toEqual(['ok', 'ok']);
-    for (const l of layernorm) expect([l.forward.status, l.backward.status]).toEqual(['ok', 'ok']);
+    expect(new Set(res.ops.map((o) => o.model))).toEqual(new Set(['tiny', 'tiny-s2s']));
+    for (const o of res.ops.filter((x) => !x.derived)) expect(o.ours.status).toBe('ok');
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });
