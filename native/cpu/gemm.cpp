@@ -229,13 +229,14 @@ namespace nf::cpu {
 // The packing scratch one thread needs for a call (per ISA; defined above).
 NF_KERNEL_DECL(void gemm_scratch_bytes(const GemmDims& d, size_t* bytes))
 
-Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d) {
+Status run(const ops::Gemm<float>& p) {
+  GemmDims d = p.d;
   NF_TRY(gemm_check(&d));
   if (d.M == 0 || d.N == 0) return Status::Ok();
   size_t bytes = 0;
   NF_DISPATCH(gemm_scratch_bytes, d, &bytes);
   NF_CHECK(thread_scratch(0, bytes), "gemm", "out of memory for the packing buffers");
-  NF_DISPATCH(gemm, C, preact, A, B, bias, d);
+  NF_DISPATCH(gemm, p.C, p.preact, p.A, p.B, p.bias, d);
   return Status::Ok();
 }
 

@@ -115,16 +115,20 @@ Outputs attention_family(Isa isa) {
 
 // LayerNorm of x + residual, rows = 3, D = 37, forward then backward (with a gradient to add).
 Outputs layernorm_family(Isa isa) {
-  LayerNormDims d;
-  d.rows = 3, d.D = 37;
-  const int64_t n = d.rows * d.D;
-  Floats x = fixed(n, 30, 2.0f), residual = fixed(n, 31), gamma = fixed(d.D, 32), beta = fixed(d.D, 33);
-  Floats y(n), sum(n), mean(d.rows), rstd(d.rows), dout = fixed(n, 34), dadd = fixed(n, 35);
-  NF_DISPATCH_TO(isa, layernorm_forward, y.data(), sum.data(), mean.data(), rstd.data(), x.data(), residual.data(),
-                 gamma.data(), beta.data(), d);
-  Floats dx(n), dgamma(d.D, 0.0f), dbeta(d.D, 0.0f);
-  NF_DISPATCH_TO(isa, layernorm_backward, dx.data(), dgamma.data(), dbeta.data(), dout.data(), dadd.data(),
-                 sum.data(), mean.data(), rstd.data(), gamma.data(), d);
+  const int64_t rows = 3, D = 37, n = rows * D;
+  Floats x = fixed(n, 30, 2.0f), residual = fixed(n, 31), gamma = fixed(D, 32), beta = fixed(D, 33);
+  Floats y(n), sum(n), mean(rows), rstd(rows), dout = fixed(n, 34), dadd = fixed(n, 35);
+  ops::LayerNormForward<float> f;
+  f.rows = rows, f.D = D;
+  f.out = y.data(), f.sum = sum.data(), f.mean = mean.data(), f.rstd = rstd.data();
+  f.x = x.data(), f.residual = residual.data(), f.gamma = gamma.data(), f.beta = beta.data();
+  NF_DISPATCH_TO(isa, layernorm_forward, f);
+  Floats dx(n), dgamma(D, 0.0f), dbeta(D, 0.0f);
+  ops::LayerNormBackward<float> b;
+  b.rows = rows, b.D = D;
+  b.dx = dx.data(), b.dgamma = dgamma.data(), b.dbeta = dbeta.data(), b.dout = dout.data(), b.dadd = dadd.data();
+  b.x = sum.data(), b.mean = mean.data(), b.rstd = rstd.data(), b.gamma = gamma.data();
+  NF_DISPATCH_TO(isa, layernorm_backward, b);
   return {{"layernorm forward out", y}, {"layernorm forward mean", mean}, {"layernorm forward rstd", rstd},
           {"layernorm backward dx", dx}, {"layernorm backward dgamma", dgamma},
           {"layernorm backward dbeta", dbeta}};
@@ -141,11 +145,15 @@ Outputs feedforward_family(Isa isa, Act act) {
   Floats x = fixed(rows * D, seed, 2.0f), W1 = fixed(F * D, seed + 1, 0.6f), b1 = fixed(F, seed + 2);
   Floats W2 = fixed(D * F, seed + 3, 0.3f), b2 = fixed(D, seed + 4), dy = fixed(rows * D, seed + 5);
   Floats y(rows * D), h(rows * F), a(rows * F);
-  NF_DISPATCH_TO(isa, feedforward_forward, y.data(), h.data(), a.data(), x.data(), W1.data(), b1.data(), W2.data(),
-                 b2.data(), d);
+  ops::FeedForwardForward<float> f;
+  f.d = d, f.y = y.data(), f.h = h.data(), f.a = a.data();
+  f.x = x.data(), f.W1 = W1.data(), f.b1 = b1.data(), f.W2 = W2.data(), f.b2 = b2.data();
+  NF_DISPATCH_TO(isa, feedforward_forward, f);
   Floats dx(rows * D), dW1(F * D, 0.0f), db1(F, 0.0f), dW2(D * F, 0.0f), db2(D, 0.0f);
-  NF_DISPATCH_TO(isa, feedforward_backward, dx.data(), dW1.data(), db1.data(), dW2.data(), db2.data(), dy.data(),
-                 x.data(), h.data(), a.data(), W1.data(), W2.data(), d);
+  ops::FeedForwardBackward<float> b;
+  b.d = d, b.dx = dx.data(), b.dW1 = dW1.data(), b.db1 = db1.data(), b.dW2 = dW2.data(), b.db2 = db2.data();
+  b.dy = dy.data(), b.x = x.data(), b.h = h.data(), b.a = a.data(), b.W1 = W1.data(), b.W2 = W2.data();
+  NF_DISPATCH_TO(isa, feedforward_backward, b);
   const std::string name = std::string("feedforward ") + act_name(act);
   return {{name + " forward y", y}, {name + " forward activation", a}, {name + " backward dx", dx},
           {name + " backward dW1", dW1}, {name + " backward db1", db1}, {name + " backward dW2", dW2}};

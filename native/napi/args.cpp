@@ -118,17 +118,23 @@ int64_t Args::length(const char* name) {
   return v.IsTypedArray() ? static_cast<int64_t>(v.As<Napi::TypedArray>().ElementLength()) : -1;
 }
 
-int64_t Args::count(std::initializer_list<int64_t> dims) {
+bool Args::given(const char* name) const {
+  Napi::Value v = field(name);
+  return !v.IsUndefined() && !v.IsNull();
+}
+
+int64_t Args::count(const int64_t* dims, size_t count) {
   constexpr int64_t kMax = int64_t(1) << 40;
   int64_t n = 1;
   bool over = false;
-  for (int64_t d : dims) {
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t d = dims[i];
     if (d < 0 || (d > 0 && n > kMax / d)) over = true;
     else n *= d;
   }
   if (over) {
     std::string list;
-    for (int64_t d : dims) list += (list.empty() ? "" : " x ") + std::to_string(d);
+    for (size_t i = 0; i < count; ++i) list += (list.empty() ? "" : " x ") + std::to_string(dims[i]);
     fail("expected dims describing at most 2^40 elements but received " + list);
   }
   return n;

@@ -36,8 +36,11 @@ class Args {
   bool is_f64(const char* name);
   // The element count of typed array `name`, or -1 when the field is not a typed array.
   int64_t length(const char* name);
+  // Whether field `name` is present (neither undefined nor null).
+  bool given(const char* name) const;
   // The product of dims, failing with a clear error past 2^40 elements (so lengths never overflow).
-  int64_t count(std::initializer_list<int64_t> dims);
+  int64_t count(std::initializer_list<int64_t> dims) { return count(dims.begin(), dims.size()); }
+  int64_t count(const int64_t* dims, size_t n);
 
   // Typed arrays of exactly `len` elements. The *_opt forms return nullptr for null/undefined.
   template <class T>

@@ -1,89 +1,92 @@
-// The CUDA addon's layer ops: the CPU addon's op names and option fields (native/napi/bind_*.cpp,
-// lib/native/*.ts), with device buffers (device_args.h) in place of typed arrays, running the
-// kernels of native/cuda on the backend's stream. float32 only (no float64 reference twins here).
+// The CUDA addon's ops: every op of the op table (native/ops/ops.h) that has a CUDA kernel
+// (native/cuda/ops.h: a `run(const ops::X<float>&)` overload), under the CPU addon's name and
+// fields (the same schema, read by the same reader, native/napi/op_reader.h) with device buffers in
+// place of typed arrays. float32 only (the float64 reference twins are the CPU addon's).
+// Also exports opSchema(): the JSON of the ops registered here (what supports(op, 'cuda') reads).
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "../attention.h"
 #include "../elementwise.h"
 #include "../embedding.h"
 #include "../feedforward.h"
-#include "../layernorm.h"
 #include "../linear.h"
 #include "../loss.h"
+#include "../ops.h"
 #include "../optim.h"
 #include "../patch_embed.h"
+#include "../../napi/op_reader.h"
 #include "../../napi/registry.h"
+#include "../../ops/ops.h"
+#include "../../ops/recorder.h"
 #include "device_args.h"
 
 namespace nf::napi {
 namespace {
 
-constexpr int64_t kMaxSafeInteger = (int64_t(1) << 53) - 1;
+// The CUDA addon's step from a name to a pointer: a device buffer of exactly `len` elements of E
+// (at least, when at_least).
+struct DeviceSource {
+  DeviceArgs& a;
+  template <class E>
+  E* pointer(const char* name, int64_t len, bool optional, bool at_least) {
+    using V = std::remove_const_t<E>;
+    static_assert(sizeof(V) == 4 || sizeof(V) == 1, "device buffers hold float32, int32 or bool");
+    if (at_least && a.buf_length<V>(name) > len) len = a.buf_length<V>(name);
+    return optional ? a.buf_opt<V>(name, len) : a.buf<V>(name, len);
+  }
+  template <class E>
+  int64_t array_length(const char* name) {
+    return a.buf_length<E>(name);
+  }
+};
 
-cuda::Act activation(DeviceArgs& a, const char* name, const char* def) {
-  const std::string act = a.text(name, def);
-  if (act == "none") return cuda::Act::none;
-  if (act == "relu") return cuda::Act::relu;
-  if (act == "gelu") return cuda::Act::gelu;
-  if (act == "gelu_tanh") return cuda::Act::gelu_tanh;
-  a.fail(std::string("expected 'none', 'relu', 'gelu' or 'gelu_tanh' for ") + name + " but received '" + act + "'");
+// Whether the CUDA backend has a kernel for params type P.
+template <class P, class = void>
+struct has_cuda : std::false_type {};
+template <class P>
+struct has_cuda<P, std::void_t<decltype(cuda::run(std::declval<const P&>()))>> : std::true_type {};
+
+template <template <class> class Op>
+Job parse_device(DeviceArgs& a) {
+  Op<float> p;
+  OpReader<float, DeviceSource> r(a, DeviceSource{a});
+  Op<float>::fields(r, p);
+  return [p] { return cuda::run(p); };
 }
+
+struct RegisterDevice {
+  Napi::Env env;
+  Napi::Object exports;
+  std::string* schema;
+  template <template <class> class Op>
+  void operator()() {
+    if constexpr (has_cuda<Op<float>>::value) {
+      register_device_op(env, exports, Op<float>::name, parse_device<Op>);
+      *schema += (schema->size() > 1 ? ", " : "") + ops::record_op<Op>();
+    }
+  }
+};
+
+}  // namespace
+
+NF_REGISTER_OPS(cuda_schema_ops) {
+  std::string schema = "[";
+  ops::AllOps::each(RegisterDevice{env, exports, &schema});
+  schema += "]";
+  exports.Set("opSchema", Napi::Function::New(
+                              env, [schema](const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), schema); },
+                              "opSchema"));
+}
+
+// ---- Ops not yet in the op table -------------------------------------------------------------
+namespace {
+
+constexpr int64_t kMaxSafeInteger = (int64_t(1) << 53) - 1;
 
 uint64_t seed_arg(DeviceArgs& a, const char* name) {
   return static_cast<uint64_t>(a.integer(name, 0, 0, kMaxSafeInteger));
-}
-
-// ---- Linear ----------------------------------------------------------------------------------
-Job linear_forward(DeviceArgs& a) {
-  const cuda::LinearDims d{a.dim("rows", 0), a.dim("inFeatures"), a.dim("outFeatures")};
-  const cuda::Act act = activation(a, "act", "none");
-  float* y = a.buf<float>("y", a.count({d.rows, d.out}));
-  float* preact = a.buf_opt<float>("preact", a.count({d.rows, d.out}));
-  const float* x = a.buf<float>("x", a.count({d.rows, d.in}));
-  const float* W = a.buf<float>("W", a.count({d.out, d.in}));
-  const float* b = a.buf_opt<float>("b", d.out);
-  return [=] { return cuda::linear_forward(y, preact, x, W, b, d, act); };
-}
-
-Job linear_backward(DeviceArgs& a) {
-  const cuda::LinearDims d{a.dim("rows", 0), a.dim("inFeatures"), a.dim("outFeatures")};
-  float* dx = a.buf_opt<float>("dx", a.count({d.rows, d.in}));
-  float* dW = a.buf<float>("dW", a.count({d.out, d.in}));
-  float* db = a.buf_opt<float>("db", d.out);
-  const float* dy = a.buf<float>("dy", a.count({d.rows, d.out}));
-  const float* x = a.buf<float>("x", a.count({d.rows, d.in}));
-  const float* W = a.buf<float>("W", a.count({d.out, d.in}));
-  return [=] { return cuda::linear_backward(dx, dW, db, dy, x, W, d); };
-}
-
-// ---- LayerNorm -------------------------------------------------------------------------------
-Job layernorm_forward(DeviceArgs& a) {
-  const cuda::LayerNormDims d{a.dim("rows", 0), a.dim("D"), float(a.number("eps", 1e-5, 1e-30, 1.0))};
-  const int64_t n = a.count({d.rows, d.D});
-  float* out = a.buf<float>("out", n);
-  float* mean = a.buf<float>("mean", d.rows);
-  float* rstd = a.buf<float>("rstd", d.rows);
-  const float* x = a.buf<float>("x", n);
-  const float* residual = a.buf_opt<float>("residual", n);
-  float* sum = residual ? a.buf<float>("sum", n) : nullptr;
-  const float* gamma = a.buf<float>("gamma", d.D);
-  const float* beta = a.buf<float>("beta", d.D);
-  return [=] { return cuda::layernorm_forward(out, sum, mean, rstd, x, residual, gamma, beta, d); };
-}
-
-Job layernorm_backward(DeviceArgs& a) {
-  const cuda::LayerNormDims d{a.dim("rows", 0), a.dim("D"), 1e-5f};
-  const int64_t n = a.count({d.rows, d.D});
-  float* dx = a.buf<float>("dx", n);
-  float* dgamma = a.buf<float>("dgamma", d.D);
-  float* dbeta = a.buf<float>("dbeta", d.D);
-  const float* dout = a.buf<float>("dout", n);
-  const float* dadd = a.buf_opt<float>("dadd", n);
-  const float* x = a.buf<float>("x", n);
-  const float* mean = a.buf<float>("mean", d.rows);
-  const float* rstd = a.buf<float>("rstd", d.rows);
-  const float* gamma = a.buf<float>("gamma", d.D);
-  return [=] { return cuda::layernorm_backward(dx, dgamma, dbeta, dout, dadd, x, mean, rstd, gamma, d); };
 }
 
 // ---- Attention (the layer: projections + core) -----------------------------------------------
@@ -159,49 +162,6 @@ Job attention_backward(DeviceArgs& a) {
     return cuda::attention_backward(dx, dmemory, dWqkv, dbqkv, dWproj, dbproj, dout, qkv, q, kv, ctx, lse, x,
                                     c.memory, c.m, Wqkv, Wproj, c.d);
   };
-}
-
-// ---- Feed-forward ----------------------------------------------------------------------------
-cuda::FeedForwardDims feedforward_dims(DeviceArgs& a) {
-  cuda::FeedForwardDims d;
-  d.rows = a.dim("rows", 0), d.D = a.dim("D"), d.F = a.dim("F");
-  d.activation = activation(a, "activation", "gelu");
-  if (d.activation == cuda::Act::none) a.fail("expected 'gelu', 'gelu_tanh' or 'relu' for activation");
-  const double p = a.number("dropout", 0.0, 0.0, 1.0);
-  if (p >= 1.0) a.fail("expected dropout in [0, 1) but received 1");
-  d.dropout = float(p), d.seed = seed_arg(a, "seed"), d.offset = seed_arg(a, "offset");
-  return d;
-}
-
-Job feedforward_forward(DeviceArgs& a) {
-  const cuda::FeedForwardDims d = feedforward_dims(a);
-  const int64_t nx = a.count({d.rows, d.D}), nh = a.count({d.rows, d.F}), nw = a.count({d.F, d.D});
-  float* y = a.buf<float>("y", nx);
-  float* h = a.buf_opt<float>("h", nh);
-  float* act = a.buf<float>("a", nh);
-  const float* x = a.buf<float>("x", nx);
-  const float* W1 = a.buf<float>("W1", nw);
-  const float* b1 = a.buf<float>("b1", d.F);
-  const float* W2 = a.buf<float>("W2", nw);
-  const float* b2 = a.buf<float>("b2", d.D);
-  return [=] { return cuda::feedforward_forward(y, h, act, x, W1, b1, W2, b2, d); };
-}
-
-Job feedforward_backward(DeviceArgs& a) {
-  const cuda::FeedForwardDims d = feedforward_dims(a);
-  const int64_t nx = a.count({d.rows, d.D}), nh = a.count({d.rows, d.F}), nw = a.count({d.F, d.D});
-  float* dx = a.buf<float>("dx", nx);
-  float* dW1 = a.buf<float>("dW1", nw);
-  float* db1 = a.buf<float>("db1", d.F);
-  float* dW2 = a.buf<float>("dW2", nw);
-  float* db2 = a.buf<float>("db2", d.D);
-  const float* dy = a.buf<float>("dy", nx);
-  const float* x = a.buf<float>("x", nx);
-  const float* h = a.buf<float>("h", nh);
-  const float* act = a.buf<float>("a", nh);
-  const float* W1 = a.buf<float>("W1", nw);
-  const float* W2 = a.buf<float>("W2", nw);
-  return [=] { return cuda::feedforward_backward(dx, dW1, db1, dW2, db2, dy, x, h, act, W1, W2, d); };
 }
 
 // ---- Patch embedding -------------------------------------------------------------------------
@@ -363,10 +323,7 @@ Job adamw_step(DeviceArgs& a) {
 
 NF_REGISTER_OPS(cuda_ops) {
   const std::pair<const char*, DeviceParser> ops[] = {
-      {"linearForward", linear_forward},       {"linearBackward", linear_backward},
-      {"layernormForward", layernorm_forward}, {"layernormBackward", layernorm_backward},
       {"attentionForward", attention_forward}, {"attentionBackward", attention_backward},
-      {"feedforwardForward", feedforward_forward}, {"feedforwardBackward", feedforward_backward},
       {"patchEmbedForward", patch_embed_forward}, {"patchEmbedBackward", patch_embed_backward},
       {"embeddingForward", embedding_forward}, {"embeddingBackward", embedding_backward},
       {"clsPosForward", cls_pos_forward},     {"clsPosBackward", cls_pos_backward},

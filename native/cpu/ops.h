@@ -1,0 +1,9 @@
+// The CPU backend's kernels of the op table (native/ops/ops.h): every `Status run(const
+// ops::X<float>&)` overload, one header per op family. The CPU binding includes this and nothing
+// else of native/cpu.
+#pragma once
+
+#include "gemm.h"
+#include "feedforward.h"
+#include "layernorm.h"
+#include "linear.h"

@@ -1,0 +1,8 @@
+// The float64 reference twins of the op table (native/ops/ops.h): every `template <class T> void
+// run(const ops::X<T>&)` overload, one header per op family. An op without one here runs in
+// float32 only (a Float64Array argument is then an invalid argument).
+#pragma once
+
+#include "feedforward.h"
+#include "layernorm.h"
+#include "linear.h"

@@ -1,0 +1,94 @@
+// The CPU addon's ops, all of them, from the op table (native/ops/ops.h): for each op, a function
+// `name(options)` (and `nameAsync`, see register_op) that reads the options object through the
+// op's schema (native/napi/op_reader.h) and runs
+//   - the ISA-dispatched kernel cpu::run(const Op<float>&) when the float tensors are Float32Array,
+//   - the float64 reference twin ref::run(const Op<double>&) when they are Float64Array (decided by
+//     the first float tensor the op reads: ops::Recorder::precision_field); ops without a twin take
+//     Float32Array only.
+// Also exports opSchema(): the JSON of every op's fields (native/ops/recorder.h) with, per op,
+// whether it has a reference twin: what scripts/gen_native_types.js turns into the TypeScript
+// interface, and what lib/device.ts's supports(op, 'cpu') reads.
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../cpu/ops.h"
+#include "../cpu/ref/ops.h"
+#include "../ops/ops.h"
+#include "../ops/recorder.h"
+#include "op_reader.h"
+#include "registry.h"
+
+namespace nf::napi {
+namespace {
+
+// Whether the reference backend has a twin for params type P.
+template <class P, class = void>
+struct has_ref : std::false_type {};
+template <class P>
+struct has_ref<P, std::void_t<decltype(ref::run(std::declval<const P&>()))>> : std::true_type {};
+
+// A kernel's result as a Status (the reference twins return nothing).
+template <class F>
+Status status_of(F&& run) {
+  if constexpr (std::is_void_v<decltype(run())>) {
+    run();
+    return Status::Ok();
+  } else {
+    return run();
+  }
+}
+
+template <template <class> class Op>
+std::string precision_field() {
+  ops::Recorder probe;
+  Op<float> p;
+  Op<float>::fields(probe, p);
+  return probe.precision_field();
+}
+
+template <class T, template <class> class Op>
+Job read(Args& a) {
+  Op<T> p;
+  OpReader<T, HostSource> r(a, HostSource{a});
+  Op<T>::fields(r, p);
+  return [p]() -> Status {
+    if constexpr (std::is_same_v<T, double>) return status_of([&] { return ref::run(p); });
+    else return status_of([&] { return cpu::run(p); });
+  };
+}
+
+template <template <class> class Op>
+Job parse(Args& a) {
+  if constexpr (has_ref<Op<double>>::value) {
+    static const std::string field = precision_field<Op>();
+    if (!field.empty() && a.is_f64(field.c_str())) return read<double, Op>(a);
+  }
+  return read<float, Op>(a);
+}
+
+struct Register {
+  Napi::Env env;
+  Napi::Object exports;
+  std::string* schema;
+  template <template <class> class Op>
+  void operator()() {
+    register_op(env, exports, Op<float>::name, parse<Op>);
+    const bool reference = has_ref<Op<double>>::value;
+    *schema += (schema->size() > 1 ? ", " : "") +
+               ops::record_op<Op>(std::string(", \"reference\": ") + (reference ? "true" : "false"));
+  }
+};
+
+}  // namespace
+
+NF_REGISTER_OPS(ops) {
+  std::string schema = "[";
+  ops::AllOps::each(Register{env, exports, &schema});
+  schema += "]";
+  exports.Set("opSchema", Napi::Function::New(
+                              env, [schema](const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), schema); },
+                              "opSchema"));
+}
+
+}  // namespace nf::napi

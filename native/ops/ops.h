@@ -1,0 +1,26 @@
+// The op table: every op of the addons, as its params struct (native/ops/<family>.h). The CPU
+// binding registers each one (native/napi/bind_ops.cpp), the CUDA binding those with a CUDA
+// kernel (native/cuda/napi/bind_ops.cpp), the recorder writes their schema, and the parity suite
+// walks it. Adding an op: its params struct in its family's header, one entry here, its kernels
+// (`run` overloads in each backend that has it) and its tests.
+#pragma once
+
+#include "feedforward.h"
+#include "layernorm.h"
+#include "linear.h"
+
+namespace nf::ops {
+
+template <template <class> class... Ops>
+struct OpList {
+  // Calls f.template operator()<Op>() for every op, in order.
+  template <class F>
+  static void each(F&& f) {
+    (f.template operator()<Ops>(), ...);
+  }
+};
+
+using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, LinearForward, LinearBackward,
+                      FeedForwardForward, FeedForwardBackward>;
+
+}  // namespace nf::ops
