@@ -101,12 +101,18 @@ Outputs attention_family(Isa isa) {
   Floats x = fixed(rows * D, 20), Wqkv = fixed(3 * D * D, 21, 0.3f), bqkv = fixed(3 * D, 22, 0.1f);
   Floats Wproj = fixed(D * D, 23, 0.3f), bproj = fixed(D, 24, 0.1f), dout = fixed(rows * D, 25);
   Floats y(rows * D), weights(d.B * d.H * d.Tq * d.Tk), qkv(rows * 3 * D), ctx(rows * D), lse(d.B * d.H * d.Tq);
-  NF_DISPATCH_TO(isa, attention_forward, y.data(), weights.data(), qkv.data(), nullptr, nullptr, ctx.data(),
-                 lse.data(), x.data(), nullptr, masks, Wqkv.data(), bqkv.data(), Wproj.data(), bproj.data(), d);
+  ops::AttentionForward<float> f;
+  f.d = d, f.m = masks;
+  f.out = y.data(), f.weights = weights.data(), f.qkv = qkv.data(), f.ctx = ctx.data(), f.lse = lse.data();
+  f.x = x.data(), f.Wqkv = Wqkv.data(), f.bqkv = bqkv.data(), f.Wproj = Wproj.data(), f.bproj = bproj.data();
+  NF_DISPATCH_TO(isa, attention_forward, f);
   Floats dx(rows * D), dWqkv(3 * D * D, 0.0f), dbqkv(3 * D, 0.0f), dWproj(D * D, 0.0f), dbproj(D, 0.0f);
-  NF_DISPATCH_TO(isa, attention_backward, dx.data(), nullptr, dWqkv.data(), dbqkv.data(), dWproj.data(),
-                 dbproj.data(), dout.data(), qkv.data(), nullptr, nullptr, ctx.data(), lse.data(), x.data(), nullptr,
-                 masks, Wqkv.data(), Wproj.data(), d);
+  ops::AttentionBackward<float> b;
+  b.d = d, b.m = masks;
+  b.dx = dx.data(), b.dWqkv = dWqkv.data(), b.dbqkv = dbqkv.data(), b.dWproj = dWproj.data(), b.dbproj = dbproj.data();
+  b.dout = dout.data(), b.qkv = qkv.data(), b.ctx = ctx.data(), b.lse = lse.data(), b.x = x.data();
+  b.Wqkv = Wqkv.data(), b.Wproj = Wproj.data();
+  NF_DISPATCH_TO(isa, attention_backward, b);
   return {{"attention forward out", y}, {"attention forward weights", weights},
           {"attention forward lse", lse}, {"attention backward dx", dx},
           {"attention backward dWqkv", dWqkv}, {"attention backward dbqkv", dbqkv},

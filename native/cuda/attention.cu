@@ -466,7 +466,7 @@ Status attention_core_backward(float* dq, float* dk, float* dv, const float* dou
 namespace {
 
 Status layer_check(const char* op, const AttentionDims& d, bool cross, const void* qkv, const void* q, const void* kv) {
-  NF_TRY(cpu::attention_check(op, d, cross, qkv, q, kv));  // the checks both backends share
+  NF_TRY(ops::attention_check(op, d, cross, qkv, q, kv));  // the checks every backend shares
   NF_CHECK(d.D / d.H <= kMaxDh, op, "the CUDA kernels take head widths Dh from 1 to 128");
   NF_CHECK(d.B <= 65535 && d.H <= 65535, op, "B and H must be at most 65535");
   return Status::Ok();
@@ -488,9 +488,11 @@ AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
 
 }  // namespace
 
-Status attention_forward(float* out, float* weights, float* qkv, float* q, float* kv, float* ctx, float* lse,
-                         const float* x, const float* memory, const AttentionMasks& masks, const float* Wqkv,
-                         const float* bqkv, const float* Wproj, const float* bproj, AttentionDims d) {
+Status run(const ops::AttentionForward<float>& p) {
+  const AttentionDims& d = p.d;
+  const AttentionMasks& masks = p.m;
+  float *out = p.out, *weights = p.weights, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse;
+  const float *x = p.x, *memory = p.memory, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
   const bool cross = memory != nullptr;
   NF_TRY(layer_check("attention_forward", d, cross, qkv, q, kv));
   const int64_t D = d.D;
@@ -506,12 +508,15 @@ Status attention_forward(float* out, float* weights, float* qkv, float* q, float
   return linear_forward(out, nullptr, ctx, Wproj, bproj, {d.B * d.Tq, D, D});
 }
 
-Status attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, float* dWproj, float* dbproj,
-                          const float* dout, const float* qkv, const float* q, const float* kv, const float* ctx,
-                          const float* lse, const float* x, const float* memory, const AttentionMasks& masks,
-                          const float* Wqkv, const float* Wproj, AttentionDims d) {
+Status run(const ops::AttentionBackward<float>& p) {
+  const AttentionDims& d = p.d;
+  const AttentionMasks& masks = p.m;
+  float *dx = p.dx, *dmemory = p.dmemory, *dWqkv = p.dWqkv, *dbqkv = p.dbqkv, *dWproj = p.dWproj, *dbproj = p.dbproj;
+  const float *dout = p.dout, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse, *x = p.x;
+  const float *memory = p.memory, *Wqkv = p.Wqkv, *Wproj = p.Wproj;
   const bool cross = memory != nullptr;
   NF_TRY(layer_check("attention_backward", d, cross, qkv, q, kv));
+  NF_CHECK(memory || !dmemory, "attention_backward", "dmemory is only for cross-attention");
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
   // Scratch: dctx [rq, D] (slot 2); the projections' output gradients laid out like the saved
   // buffers (slot 3): self dqkv [rq, 3D]; cross dq [rq, D] then dkv [rk, 2D].

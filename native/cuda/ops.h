@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gemm.h"
+#include "attention.h"
 #include "feedforward.h"
 #include "layernorm.h"
 #include "linear.h"

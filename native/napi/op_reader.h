@@ -47,7 +47,7 @@ class OpReader : public ops::FieldReader<OpReader<T, Source>, T> {
 
   void dim(int64_t& v, const char* name, int64_t min = 1, int64_t max = ops::kMaxDim) { v = a_.dim(name, min, max); }
   void dim(int64_t& v, const char* name, int64_t min, int64_t max, ops::When w) {
-    if (w.required) v = a_.dim(name, min, max);
+    if (w.cond) v = a_.dim(name, min, max);
   }
   template <class I>
   void integer(I& v, const char* name, int64_t def, int64_t min, int64_t max) {
@@ -82,8 +82,12 @@ class OpReader : public ops::FieldReader<OpReader<T, Source>, T> {
 
   template <class E>
   void array(E*& ptr, const ops::Field& f) {
+    if (!f.active) {
+      ptr = nullptr;
+      return;
+    }
     const int64_t len = count(f.shape);
-    ptr = src_.template pointer<E>(f.name, len, !f.required, f.shape.at_least);
+    ptr = src_.template pointer<E>(f.name, len, f.optional, f.shape.at_least);
   }
 
   bool given(const char* name) { return a_.given(name); }

@@ -5,6 +5,7 @@
 // (`run` overloads in each backend that has it) and its tests.
 #pragma once
 
+#include "attention.h"
 #include "feedforward.h"
 #include "layernorm.h"
 #include "linear.h"
@@ -21,6 +22,7 @@ struct OpList {
 };
 
 using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, LinearForward, LinearBackward,
-                      FeedForwardForward, FeedForwardBackward>;
+                      FeedForwardForward, FeedForwardBackward, AttentionForward, AttentionBackward,
+                      AttentionDecode>;
 
 }  // namespace nf::ops

@@ -6,7 +6,9 @@
 //     {"name": "eps", "kind": "number", "default": 1e-05},
 //     {"name": "act", "kind": "choice", "type": "Activation", "choices": ["none", ...], "default": "none"},
 //     {"name": "out", "kind": "array", "role": "out", "dtype": "real", "shape": "[rows, D]",
-//      "optional": false, "requiredWhen": "...", "gradOf": "x", "doc": "..."}, ...]}
+//      "optional": false, "when": "...", "gradOf": "x", "doc": "..."}, ...]}
+// `optional`: may be absent; `when`: read only in the calls it describes (required there unless
+// optional), ignored in the others.
 // The recorder gives every dim its smallest valid value, every pointer a dummy address and says
 // every field is given, so `fields` runs straight through; its checks are ignored.
 #pragma once
@@ -95,7 +97,7 @@ class Recorder : public FieldReader<Recorder, float> {
   void dim(int64_t& v, const char* name, int64_t min, int64_t max, When w) {
     v = min > 1 ? min : (max < 1 ? max : 1);
     add(name, "\"kind\": \"dim\", \"min\": " + std::to_string(min) + ", \"max\": " + std::to_string(max) +
-                  ", \"requiredWhen\": " + json_string(w.text));
+                  ", \"when\": " + json_string(w.text));
   }
   template <class I>
   void integer(I& v, const char* name, int64_t def, int64_t min, int64_t max) {
@@ -130,15 +132,15 @@ class Recorder : public FieldReader<Recorder, float> {
   template <class E>
   void array(E*& ptr, const Field& f) {
     ptr = reinterpret_cast<E*>(&dummy_);
-    if (f.dtype == DType::real && f.required && !f.optional && !f.required_when) {
+    if (f.dtype == DType::real && f.always_required()) {
       if (first_read_.empty() && (f.role == Role::in || f.role == Role::inout)) first_read_ = f.name;
       if (first_real_.empty()) first_real_ = f.name;
     }
     add(f.name, std::string("\"kind\": \"array\", \"role\": \"") + role_name(f.role) + "\", \"dtype\": \"" +
                     dtype_name(f.dtype) + "\", \"shape\": " + json_string(shape_text(f.shape).c_str()) +
                     ", \"orLonger\": " + (f.shape.at_least ? "true" : "false") +
-                    ", \"optional\": " + (f.optional || f.required_when ? "true" : "false") +
-                    ", \"requiredWhen\": " + json_string(f.required_when) + ", \"gradOf\": " + json_string(f.grad_of) +
+                    ", \"optional\": " + (f.optional ? "true" : "false") + ", \"when\": " + json_string(f.when) +
+                    ", \"gradOf\": " + json_string(f.grad_of) +
                     ", \"doc\": " + json_string(f.doc));
   }
   bool given(const char*) { return true; }

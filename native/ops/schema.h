@@ -36,8 +36,8 @@
 //     parity suite walks (test/ops_parity.test.ts).
 // Rules for `fields`, so every reader sees every field:
 //   - read every field unconditionally, in a fixed order (dims first, then the arrays);
-//   - a field needed only in some calls says so with `when(cond, "text")` (required when cond,
-//     optional otherwise; for a dim: read only when cond), never with an `if` around the read;
+//   - a field read only in some calls says so with `when(cond, "text")` (read, and required unless
+//     also `optional`, when cond holds; ignored otherwise; dims too), never with an `if` around it;
 //   - a check between fields is `if (bad) r.fail("message")` (the recorder ignores it).
 // Kernels take `const Params<T>&` and every backend's kernel for op X is `run(const X<T>&)` in its
 // own namespace (nf::cpu, nf::ref, nf::cuda): the bindings find them by overload, so a backend
@@ -46,6 +46,7 @@
 //
 // The reader interface (R):
 //   dim(int64_t& v, name, min = 1, max = 2^40 [, When])      a required integer in [min, max]
+//                                                             (with When: read only when cond)
 //   integer(I& v, name, def, min, max)                        an optional integer (default def)
 //   number(F& v, name, def, min = -1e300, max = 1e300)        an optional finite number
 //   required_number(F& v, name, min = -1e300, max = 1e300)    a number the caller must give
@@ -112,14 +113,16 @@ struct Shape {
 #define NF_SHAPE(...) ::nf::ops::Shape::expressions(#__VA_ARGS__, __VA_ARGS__)
 
 // Field options, given after the shape in any order.
+// May be absent (null or undefined): the pointer is then null.
 struct Optional {};
 inline constexpr Optional optional{};
-// Required when `required` holds, optional otherwise; `text` says when (for the schema).
+// Read only when `cond` holds (required then, unless also `optional`); otherwise not read at all
+// (null, whatever the caller passed). `text` says when, for the schema. Also for dims.
 struct When {
-  bool required;
+  bool cond;
   const char* text;
 };
-inline When when(bool required, const char* text) { return {required, text}; }
+inline When when(bool cond, const char* text) { return {cond, text}; }
 // The gradient of field `of` (of the forward op; "out" for the gradient flowing in).
 struct GradOf {
   const char* of;
@@ -137,20 +140,22 @@ struct Field {
   Role role = Role::in;
   DType dtype = DType::real;
   Shape shape;
-  bool required = true;                // this call: must it be given?
-  const char* required_when = nullptr;  // the condition's text, for a conditional field
-  bool optional = false;               // never required (the schema's `?`)
+  bool optional = false;        // may be absent
+  bool active = true;           // this call reads it (false: a `when` whose condition fails)
+  const char* when = nullptr;   // the condition's text, for a conditional field
   const char* grad_of = nullptr;
   const char* doc = nullptr;
+
+  // Whether this call must give it.
+  bool required() const { return active && !optional; }
+  // Whether every call must give it.
+  bool always_required() const { return !optional && !when; }
 };
 
-inline void apply(Field& f, Optional) {
-  f.required = false;
-  f.optional = true;
-}
+inline void apply(Field& f, Optional) { f.optional = true; }
 inline void apply(Field& f, When w) {
-  f.required = w.required;
-  f.required_when = w.text;
+  f.active = w.cond;
+  f.when = w.text;
 }
 inline void apply(Field& f, GradOf g) { f.grad_of = g.of; }
 inline void apply(Field& f, Doc d) { f.doc = d.text; }

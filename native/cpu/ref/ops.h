@@ -3,6 +3,7 @@
 // float32 only (a Float64Array argument is then an invalid argument).
 #pragma once
 
+#include "attention.h"
 #include "feedforward.h"
 #include "layernorm.h"
 #include "linear.h"

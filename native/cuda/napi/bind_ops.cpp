@@ -85,84 +85,6 @@ namespace {
 
 constexpr int64_t kMaxSafeInteger = (int64_t(1) << 53) - 1;
 
-uint64_t seed_arg(DeviceArgs& a, const char* name) {
-  return static_cast<uint64_t>(a.integer(name, 0, 0, kMaxSafeInteger));
-}
-
-// ---- Attention (the layer: projections + core) -----------------------------------------------
-struct AttentionCommon {
-  cuda::AttentionDims d;
-  cuda::AttentionMasks m;
-  const float* memory = nullptr;
-  int64_t q, k, qkv, kv, lse, wqkv, wproj;  // element counts
-};
-
-AttentionCommon attention_common(DeviceArgs& a) {
-  AttentionCommon c;
-  cuda::AttentionDims& d = c.d;
-  d.B = a.dim("B"), d.Tq = a.dim("Tq"), d.Tk = a.integer("Tk", d.Tq, 1, int64_t(1) << 40);
-  d.D = a.dim("D"), d.H = a.dim("H");
-  if (d.D % d.H != 0) a.fail("D (" + std::to_string(d.D) + ") must be divisible by H (" + std::to_string(d.H) + ")");
-  c.memory = a.buf_opt<float>("memory", a.count({d.B, d.Tk, d.D}));
-  if (!c.memory && d.Tk != d.Tq) a.fail("self-attention (no memory) needs Tk == Tq");
-  c.m.causal = a.flag("causal", false);
-  c.m.key_padding = a.buf_opt<uint8_t>("keyPaddingMask", a.count({d.B, d.Tk}));
-  c.m.attn_batched = d.B > 1 && a.buf_length<uint8_t>("attnMask") == a.count({d.B, d.Tq, d.Tk});
-  c.m.attn = a.buf_opt<uint8_t>("attnMask", c.m.attn_batched ? a.count({d.B, d.Tq, d.Tk}) : a.count({d.Tq, d.Tk}));
-  const double p = a.number("dropoutP", 0.0, 0.0, 1.0);
-  if (p >= 1.0) a.fail("expected dropoutP in [0, 1) but received 1");
-  d.dropout.p = float(p);
-  d.dropout.seed = seed_arg(a, "seed");
-  d.dropout.offset = seed_arg(a, "offset");
-  c.q = a.count({d.B, d.Tq, d.D}), c.k = a.count({d.B, d.Tk, d.D}), c.qkv = a.count({3, d.B, d.Tq, d.D});
-  c.kv = a.count({2, d.B, d.Tk, d.D}), c.lse = a.count({d.B, d.H, d.Tq});
-  c.wqkv = a.count({3, d.D, d.D}), c.wproj = a.count({d.D, d.D});
-  return c;
-}
-
-Job attention_forward(DeviceArgs& a) {
-  const AttentionCommon c = attention_common(a);
-  float* out = a.buf<float>("out", c.q);
-  float* weights = a.buf_opt<float>("weights", a.count({c.d.B, c.d.H, c.d.Tq, c.d.Tk}));
-  float* qkv = c.memory ? nullptr : a.buf<float>("qkv", c.qkv);
-  float* q = c.memory ? a.buf<float>("q", c.q) : nullptr;
-  float* kv = c.memory ? a.buf<float>("kv", c.kv) : nullptr;
-  float* ctx = a.buf<float>("ctx", c.q);
-  float* lse = a.buf<float>("lse", c.lse);
-  const float* x = a.buf<float>("x", c.q);
-  const float* Wqkv = a.buf<float>("qkvWeight", c.wqkv);
-  const float* bqkv = a.buf_opt<float>("qkvBias", a.count({3, c.d.D}));
-  const float* Wproj = a.buf<float>("projWeight", c.wproj);
-  const float* bproj = a.buf_opt<float>("projBias", c.d.D);
-  return [=] {
-    return cuda::attention_forward(out, weights, qkv, q, kv, ctx, lse, x, c.memory, c.m, Wqkv, bqkv, Wproj, bproj,
-                                   c.d);
-  };
-}
-
-Job attention_backward(DeviceArgs& a) {
-  const AttentionCommon c = attention_common(a);
-  float* dx = a.buf<float>("dx", c.q);
-  float* dmemory = a.buf_opt<float>("dMemory", c.k);
-  if (dmemory && !c.memory) a.fail("dMemory is only for cross-attention (with memory)");
-  float* dWqkv = a.buf<float>("dQkvWeight", c.wqkv);
-  float* dbqkv = a.buf_opt<float>("dQkvBias", a.count({3, c.d.D}));
-  float* dWproj = a.buf<float>("dProjWeight", c.wproj);
-  float* dbproj = a.buf_opt<float>("dProjBias", c.d.D);
-  const float* dout = a.buf<float>("dout", c.q);
-  const float* qkv = c.memory ? nullptr : a.buf<float>("qkv", c.qkv);
-  const float* q = c.memory ? a.buf<float>("q", c.q) : nullptr;
-  const float* kv = c.memory ? a.buf<float>("kv", c.kv) : nullptr;
-  const float* ctx = a.buf<float>("ctx", c.q);
-  const float* lse = a.buf<float>("lse", c.lse);
-  const float* x = a.buf<float>("x", c.q);
-  const float* Wqkv = a.buf<float>("qkvWeight", c.wqkv);
-  const float* Wproj = a.buf<float>("projWeight", c.wproj);
-  return [=] {
-    return cuda::attention_backward(dx, dmemory, dWqkv, dbqkv, dWproj, dbproj, dout, qkv, q, kv, ctx, lse, x,
-                                    c.memory, c.m, Wqkv, Wproj, c.d);
-  };
-}
 
 // ---- Patch embedding -------------------------------------------------------------------------
 cuda::PatchEmbedDims patch_dims(DeviceArgs& a) {
@@ -323,7 +245,6 @@ Job adamw_step(DeviceArgs& a) {
 
 NF_REGISTER_OPS(cuda_ops) {
   const std::pair<const char*, DeviceParser> ops[] = {
-      {"attentionForward", attention_forward}, {"attentionBackward", attention_backward},
       {"patchEmbedForward", patch_embed_forward}, {"patchEmbedBackward", patch_embed_backward},
       {"embeddingForward", embedding_forward}, {"embeddingBackward", embedding_backward},
       {"clsPosForward", cls_pos_forward},     {"clsPosBackward", cls_pos_backward},
