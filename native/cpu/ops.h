@@ -5,6 +5,8 @@
 
 #include "gemm.h"
 #include "attention.h"
+#include "embedding.h"
 #include "feedforward.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "patch_embed.h"

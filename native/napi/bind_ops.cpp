@@ -2,8 +2,8 @@
 // `name(options)` (and `nameAsync`, see register_op) that reads the options object through the
 // op's schema (native/napi/op_reader.h) and runs
 //   - the ISA-dispatched kernel cpu::run(const Op<float>&) when the float tensors are Float32Array,
-//   - the float64 reference twin ref::run(const Op<double>&) when they are Float64Array (decided by
-//     the first float tensor the op reads: ops::Recorder::precision_field); ops without a twin take
+//   - the float64 reference twin ref::run(const Op<double>&) when they are Float64Array (most of
+//     the float tensors every call gives decide, see is_f64_call); ops without a twin take
 //     Float32Array only.
 // Also exports opSchema(): the JSON of every op's fields (native/ops/recorder.h) with, per op,
 // whether it has a reference twin: what scripts/gen_native_types.js turns into the TypeScript
@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "../cpu/ops.h"
 #include "../cpu/ref/ops.h"
@@ -39,12 +40,21 @@ Status status_of(F&& run) {
   }
 }
 
+// The float tensors every call of Op must give: most of them decide the call's precision.
 template <template <class> class Op>
-std::string precision_field() {
+std::vector<std::string> precision_fields() {
   ops::Recorder probe;
   Op<float> p;
   Op<float>::fields(probe, p);
-  return probe.precision_field();
+  return probe.required_real();
+}
+
+// Whether a call is float64: most of its required float tensors are Float64Array (so in a call
+// that mixes the two, the odd ones out are the fields its error names).
+bool is_f64_call(Args& a, const std::vector<std::string>& fields) {
+  int f64 = 0;
+  for (const std::string& f : fields) f64 += a.is_f64(f.c_str()) ? 1 : -1;
+  return f64 > 0;
 }
 
 template <class T, template <class> class Op>
@@ -61,8 +71,8 @@ Job read(Args& a) {
 template <template <class> class Op>
 Job parse(Args& a) {
   if constexpr (has_ref<Op<double>>::value) {
-    static const std::string field = precision_field<Op>();
-    if (!field.empty() && a.is_f64(field.c_str())) return read<double, Op>(a);
+    static const std::vector<std::string> fields = precision_fields<Op>();
+    if (is_f64_call(a, fields)) return read<double, Op>(a);
   }
   return read<float, Op>(a);
 }

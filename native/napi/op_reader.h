@@ -4,7 +4,8 @@
 // argument source and decides only how a field's name becomes a pointer:
 //   Args        (the CPU addon): typed arrays, Float32Array or Float64Array for T;
 //   DeviceArgs  (the CUDA addon, native/cuda/napi/op_binding.h): device buffers.
-// A source provides pointer<E>(name, len, optional, at_least) and array_length<E>(name).
+// A source provides pointer<E>(name, len, optional, at_least), array_length<E>(name) and says
+// whether its arrays are host memory (host_memory).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,6 +30,7 @@ E* host_pointer(Args& a, const char* name, int64_t len, bool optional, bool at_l
 }
 
 struct HostSource {
+  static constexpr bool host_memory = true;  // the arrays' values can be read here
   Args& a;
   template <class E>
   E* pointer(const char* name, int64_t len, bool optional, bool at_least) {
@@ -88,6 +90,16 @@ class OpReader : public ops::FieldReader<OpReader<T, Source>, T> {
     }
     const int64_t len = count(f.shape);
     ptr = src_.template pointer<E>(f.name, len, f.optional, f.shape.at_least);
+  }
+
+  // A check of array values (ids or targets in range): run before any work where the arrays are
+  // host memory, its error an invalid argument; device buffers are checked by their kernels.
+  template <class F>
+  void check_values(F&& check) {
+    if constexpr (Source::host_memory) {
+      const Status s = check();
+      if (!s.ok()) a_.fail(s.message);
+    }
   }
 
   bool given(const char* name) { return a_.given(name); }

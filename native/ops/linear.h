@@ -109,7 +109,6 @@ struct Gemm {
     const int64_t c = operand(r, "C", "ldc", "strideC", d.batch, d.M, d.N, &d.ldc, &d.strideC);
     if (d.batch > 1 && d.M > 0 && d.N > 0 && d.strideC < (d.M - 1) * d.ldc + d.N)
       r.fail("strideC is too small: the batch entries of C would overlap");
-    // (A first: the precision of a call is that of the first tensor it reads.)
     r.in(p.A, "A", Shape::flat(a, "[batch, M, K] ([batch, K, M] when transA; strided by lda, strideA)"));
     r.in(p.B, "B", Shape::flat(b, "[batch, K, N] ([batch, N, K] when transB; strided by ldb, strideB)"));
     const char* c_text = "[batch, M, N] (strided by ldc, strideC)";

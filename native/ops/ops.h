@@ -6,9 +6,11 @@
 #pragma once
 
 #include "attention.h"
+#include "embedding.h"
 #include "feedforward.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "patch_embed.h"
 
 namespace nf::ops {
 
@@ -23,6 +25,7 @@ struct OpList {
 
 using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, LinearForward, LinearBackward,
                       FeedForwardForward, FeedForwardBackward, AttentionForward, AttentionBackward,
-                      AttentionDecode>;
+                      AttentionDecode, PatchEmbedForward, PatchEmbedBackward, EmbeddingForward, EmbeddingBackward,
+                      SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward>;
 
 }  // namespace nf::ops

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "schema.h"
 
@@ -132,10 +133,7 @@ class Recorder : public FieldReader<Recorder, float> {
   template <class E>
   void array(E*& ptr, const Field& f) {
     ptr = reinterpret_cast<E*>(&dummy_);
-    if (f.dtype == DType::real && f.always_required()) {
-      if (first_read_.empty() && (f.role == Role::in || f.role == Role::inout)) first_read_ = f.name;
-      if (first_real_.empty()) first_real_ = f.name;
-    }
+    if (f.dtype == DType::real && f.always_required()) required_real_.push_back(f.name);
     add(f.name, std::string("\"kind\": \"array\", \"role\": \"") + role_name(f.role) + "\", \"dtype\": \"" +
                     dtype_name(f.dtype) + "\", \"shape\": " + json_string(shape_text(f.shape).c_str()) +
                     ", \"orLonger\": " + (f.shape.at_least ? "true" : "false") +
@@ -143,6 +141,8 @@ class Recorder : public FieldReader<Recorder, float> {
                     ", \"gradOf\": " + json_string(f.grad_of) +
                     ", \"doc\": " + json_string(f.doc));
   }
+  template <class F>
+  void check_values(F&&) {}
   bool given(const char*) { return true; }
   template <class E>
   int64_t length(const char*, E*) {
@@ -157,9 +157,8 @@ class Recorder : public FieldReader<Recorder, float> {
 
   // The fields recorded, as a JSON array body.
   const std::string& fields() const { return fields_; }
-  // The float tensor whose array type decides a call's precision: the first one every call must
-  // give that the op reads (else the first one every call must give).
-  const std::string& precision_field() const { return first_read_.empty() ? first_real_ : first_read_; }
+  // The float tensors every call must give (their array types decide a call's precision).
+  const std::vector<std::string>& required_real() const { return required_real_; }
 
  private:
   static std::string range(double min, double max) {
@@ -171,7 +170,8 @@ class Recorder : public FieldReader<Recorder, float> {
   void add(const char* name, const std::string& rest) {
     fields_ += (fields_.empty() ? "" : ", ") + std::string("{\"name\": ") + json_string(name) + ", " + rest + "}";
   }
-  std::string fields_, first_real_, first_read_;
+  std::string fields_;
+  std::vector<std::string> required_real_;
   alignas(64) unsigned char dummy_[64] = {};
 };
 

@@ -54,6 +54,9 @@
 //   choice(E& v, name, const Choices<E>&, E def)              one of a list of names (an enum)
 //   in / out / inout / saved(E*& ptr, name, Shape [, options]) a tensor (E: T, double, int32_t,
 //                                                             uint8_t; const for what is only read)
+//   check_values(F check)                                     check() -> Status over arrays already
+//                                                             read (ids in range): run where they are
+//                                                             host memory, before any work
 //   bool given(name)                                          whether the field is present
 //   int64_t length(name, E* tag)                              the element count of array `name`
 //                                                             (-1 when it is not an array of E)

@@ -4,6 +4,8 @@
 #pragma once
 
 #include "attention.h"
+#include "embedding.h"
 #include "feedforward.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "patch_embed.h"

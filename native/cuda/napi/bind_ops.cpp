@@ -28,6 +28,7 @@ namespace {
 // The CUDA addon's step from a name to a pointer: a device buffer of exactly `len` elements of E
 // (at least, when at_least).
 struct DeviceSource {
+  static constexpr bool host_memory = false;  // the kernels check values (ids, targets) on the device
   DeviceArgs& a;
   template <class E>
   E* pointer(const char* name, int64_t len, bool optional, bool at_least) {
@@ -85,86 +86,6 @@ namespace {
 
 constexpr int64_t kMaxSafeInteger = (int64_t(1) << 53) - 1;
 
-
-// ---- Patch embedding -------------------------------------------------------------------------
-cuda::PatchEmbedDims patch_dims(DeviceArgs& a) {
-  cuda::PatchEmbedDims d;
-  d.B = a.dim("B", 0), d.C = a.dim("C"), d.H = a.dim("H"), d.W = a.dim("W"), d.P = a.dim("P"), d.D = a.dim("D");
-  if (d.H % d.P != 0 || d.W % d.P != 0) a.fail("H and W must be multiples of P");
-  return d;
-}
-
-Job patch_embed_forward(DeviceArgs& a) {
-  const cuda::PatchEmbedDims d = patch_dims(a);
-  float* out = a.buf<float>("out", a.count({d.B, d.H / d.P, d.W / d.P, d.D}));
-  const float* images = a.buf<float>("images", a.count({d.B, d.C, d.H, d.W}));
-  const float* weight = a.buf<float>("weight", a.count({d.D, d.C, d.P, d.P}));
-  const float* bias = a.buf<float>("bias", d.D);
-  return [=] { return cuda::patch_embed_forward(out, images, weight, bias, d); };
-}
-
-Job patch_embed_backward(DeviceArgs& a) {
-  const cuda::PatchEmbedDims d = patch_dims(a);
-  float* dimages = a.buf_opt<float>("dimages", a.count({d.B, d.C, d.H, d.W}));
-  float* dweight = a.buf<float>("dweight", a.count({d.D, d.C, d.P, d.P}));
-  float* dbias = a.buf<float>("dbias", d.D);
-  const float* dout = a.buf<float>("dout", a.count({d.B, d.H / d.P, d.W / d.P, d.D}));
-  const float* images = a.buf<float>("images", a.count({d.B, d.C, d.H, d.W}));
-  const float* weight = a.buf<float>("weight", a.count({d.D, d.C, d.P, d.P}));
-  return [=] { return cuda::patch_embed_backward(dimages, dweight, dbias, dout, images, weight, d); };
-}
-
-// ---- Embeddings ------------------------------------------------------------------------------
-struct EmbeddingArgs {
-  cuda::EmbeddingDims d;
-  int64_t max_len;
-};
-
-EmbeddingArgs embedding_args(DeviceArgs& a) {
-  EmbeddingArgs e;
-  e.d.B = a.dim("B", 0), e.d.T = a.dim("T", 0), e.d.V = a.dim("V", 1, INT32_MAX), e.d.D = a.dim("D");
-  e.d.scale = float(a.number("scale", 1.0));
-  e.max_len = a.integer("maxLen", e.d.T, e.d.T, int64_t(1) << 40);
-  return e;
-}
-
-Job embedding_forward(DeviceArgs& a) {
-  const EmbeddingArgs e = embedding_args(a);
-  const cuda::EmbeddingDims& d = e.d;
-  const int32_t* ids = a.buf<int32_t>("ids", a.count({d.B, d.T}));
-  float* out = a.buf<float>("out", a.count({d.B, d.T, d.D}));
-  const float* table = a.buf<float>("table", a.count({d.V, d.D}));
-  const float* pos = a.buf_opt<float>("pos", a.count({e.max_len, d.D}));
-  return [=] { return cuda::embedding_forward(out, ids, table, pos, d); };
-}
-
-Job embedding_backward(DeviceArgs& a) {
-  const EmbeddingArgs e = embedding_args(a);
-  const cuda::EmbeddingDims& d = e.d;
-  const int32_t* ids = a.buf<int32_t>("ids", a.count({d.B, d.T}));
-  float* dtable = a.buf<float>("dtable", a.count({d.V, d.D}));
-  float* dpos = a.buf_opt<float>("dpos", a.count({e.max_len, d.D}));
-  const float* dout = a.buf<float>("dout", a.count({d.B, d.T, d.D}));
-  return [=] { return cuda::embedding_backward(dtable, dpos, dout, ids, d); };
-}
-
-Job cls_pos_forward(DeviceArgs& a) {
-  const int64_t B = a.dim("B", 0), N = a.dim("N", 0), D = a.dim("D");
-  float* out = a.buf<float>("out", a.count({B, N + 1, D}));
-  const float* cls = a.buf<float>("cls", D);
-  const float* patches = a.buf<float>("patches", a.count({B, N, D}));
-  const float* pos = a.buf<float>("pos", a.count({N + 1, D}));
-  return [=] { return cuda::cls_pos_forward(out, cls, patches, pos, B, N, D); };
-}
-
-Job cls_pos_backward(DeviceArgs& a) {
-  const int64_t B = a.dim("B", 0), N = a.dim("N", 0), D = a.dim("D");
-  float* dcls = a.buf<float>("dcls", D);
-  float* dpatches = a.buf<float>("dpatches", a.count({B, N, D}));
-  float* dpos = a.buf<float>("dpos", a.count({N + 1, D}));
-  const float* dout = a.buf<float>("dout", a.count({B, N + 1, D}));
-  return [=] { return cuda::cls_pos_backward(dcls, dpatches, dpos, dout, B, N, D); };
-}
 
 // ---- Elementwise -----------------------------------------------------------------------------
 Job add(DeviceArgs& a) {
@@ -245,9 +166,6 @@ Job adamw_step(DeviceArgs& a) {
 
 NF_REGISTER_OPS(cuda_ops) {
   const std::pair<const char*, DeviceParser> ops[] = {
-      {"patchEmbedForward", patch_embed_forward}, {"patchEmbedBackward", patch_embed_backward},
-      {"embeddingForward", embedding_forward}, {"embeddingBackward", embedding_backward},
-      {"clsPosForward", cls_pos_forward},     {"clsPosBackward", cls_pos_backward},
       {"add", add},                           {"accumulate", accumulate},
       {"dropoutForward", dropout<true>},      {"dropoutBackward", dropout<false>},
       {"copyRows", copy_rows},                {"crossEntropy", cross_entropy},
