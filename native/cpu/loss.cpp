@@ -169,35 +169,21 @@ static bool scratch_for_chunks(int64_t rows, int64_t width) {
   return thread_scratch(2, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(rows, width))) != nullptr;
 }
 
-Status cross_entropy_check_targets(const int32_t* targets, const CrossEntropyDims& d) {
-  for (int64_t r = 0; r < d.N; ++r) {
-    const int32_t t = targets[r];
-    NF_CHECK(t == d.ignore_index || (t >= 0 && t < d.V), "cross_entropy",
-             "target " + std::to_string(t) + " at row " + std::to_string(r) + " is outside [0, " +
-                 std::to_string(d.V) + ") and is not ignore_index (" + std::to_string(d.ignore_index) + ")");
-  }
-  return Status::Ok();
-}
-
-Status cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets, CrossEntropyDims d) {
+Status run(const ops::CrossEntropy<float>& p) {
   const char* op = "cross_entropy";
-  NF_CHECK(d.N >= 0, op, "N must be non-negative");
-  NF_CHECK(d.V >= 1, op, "V must be at least 1");
-  NF_CHECK(d.label_smoothing >= 0.0 && d.label_smoothing <= 1.0, op, "label_smoothing must lie in [0, 1]");
-  NF_CHECK(std::isfinite(d.grad_scale), op, "grad_scale must be finite");
-  NF_TRY(cross_entropy_check_targets(targets, d));
+  const CrossEntropyDims& d = p.d;
+  NF_TRY(ops::cross_entropy_check(op, d));
+  NF_TRY(cross_entropy_check_targets(p.targets, d));
   NF_CHECK(scratch_for_chunks(d.N, d.V), op, "out of memory for the per-chunk loss sums");
-  NF_DISPATCH(cross_entropy, loss, dlogits, logits, targets, d);
+  NF_DISPATCH(cross_entropy, p.loss, p.dlogits, p.logits, p.targets, d);
   return Status::Ok();
 }
 
-Status mse(float* loss, float* dpred, const float* pred, const float* target, const uint8_t* mask, MseDims d) {
+Status run(const ops::Mse<float>& p) {
   const char* op = "mse";
-  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.cols >= 1, op, "cols must be at least 1");
-  NF_CHECK(std::isfinite(d.grad_scale), op, "grad_scale must be finite");
-  NF_CHECK(scratch_for_chunks(d.rows, d.cols), op, "out of memory for the per-chunk loss sums");
-  NF_DISPATCH(mse, loss, dpred, pred, target, mask, d);
+  NF_TRY(ops::mse_check(op, p.d));
+  NF_CHECK(scratch_for_chunks(p.d.rows, p.d.cols), op, "out of memory for the per-chunk loss sums");
+  NF_DISPATCH(mse, p.loss, p.dpred, p.pred, p.target, p.mask, p.d);
   return Status::Ok();
 }
 

@@ -3,10 +3,15 @@
 // else of native/cpu.
 #pragma once
 
-#include "gemm.h"
 #include "attention.h"
+#include "elementwise.h"
 #include "embedding.h"
 #include "feedforward.h"
+#include "finite.h"
+#include "gemm.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "loss.h"
+#include "optim.h"
 #include "patch_embed.h"
+#include "peak.h"

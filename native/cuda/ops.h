@@ -3,10 +3,13 @@
 // declared here, and that is the CUDA addon's list of supported ops (lib/device.ts supports()).
 #pragma once
 
-#include "gemm.h"
 #include "attention.h"
+#include "elementwise.h"
 #include "embedding.h"
 #include "feedforward.h"
+#include "gemm.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "loss.h"
+#include "optim.h"
 #include "patch_embed.h"

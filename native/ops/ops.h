@@ -6,11 +6,16 @@
 #pragma once
 
 #include "attention.h"
+#include "elementwise.h"
 #include "embedding.h"
 #include "feedforward.h"
+#include "finite.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "loss.h"
+#include "optim.h"
 #include "patch_embed.h"
+#include "peak.h"
 
 namespace nf::ops {
 
@@ -26,6 +31,8 @@ struct OpList {
 using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, LinearForward, LinearBackward,
                       FeedForwardForward, FeedForwardBackward, AttentionForward, AttentionBackward,
                       AttentionDecode, PatchEmbedForward, PatchEmbedBackward, EmbeddingForward, EmbeddingBackward,
-                      SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward>;
+                      SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward, Add,
+                      Accumulate, DropoutForward, DropoutBackward, CopyRows, CrossEntropy, Mse, AdamWStep, SgdStep,
+                      SumSquares, Scale, ClipGradNorm, FirstNonFinite, FmaPeak>;
 
 }  // namespace nf::ops

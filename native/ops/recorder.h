@@ -7,8 +7,8 @@
 //     {"name": "act", "kind": "choice", "type": "Activation", "choices": ["none", ...], "default": "none"},
 //     {"name": "out", "kind": "array", "role": "out", "dtype": "real", "shape": "[rows, D]",
 //      "optional": false, "when": "...", "gradOf": "x", "doc": "..."}, ...]}
-// `optional`: may be absent; `when`: read only in the calls it describes (required there unless
-// optional), ignored in the others.
+// `optional`: may be absent (in some calls, those `requiredWhen` does not describe); `when`: read
+// only in the calls it describes (required there unless optional), ignored in the others.
 // The recorder gives every dim its smallest valid value, every pointer a dummy address and says
 // every field is given, so `fields` runs straight through; its checks are ignored.
 #pragma once
@@ -137,7 +137,8 @@ class Recorder : public FieldReader<Recorder, float> {
     add(f.name, std::string("\"kind\": \"array\", \"role\": \"") + role_name(f.role) + "\", \"dtype\": \"" +
                     dtype_name(f.dtype) + "\", \"shape\": " + json_string(shape_text(f.shape).c_str()) +
                     ", \"orLonger\": " + (f.shape.at_least ? "true" : "false") +
-                    ", \"optional\": " + (f.optional ? "true" : "false") + ", \"when\": " + json_string(f.when) +
+                    ", \"optional\": " + (f.optional || f.required_when ? "true" : "false") +
+                    ", \"when\": " + json_string(f.when) + ", \"requiredWhen\": " + json_string(f.required_when) +
                     ", \"gradOf\": " + json_string(f.grad_of) +
                     ", \"doc\": " + json_string(f.doc));
   }

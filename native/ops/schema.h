@@ -126,6 +126,12 @@ struct When {
   const char* text;
 };
 inline When when(bool cond, const char* text) { return {cond, text}; }
+// Required when `cond` holds, optional otherwise; `text` says when, for the schema.
+struct RequiredIf {
+  bool cond;
+  const char* text;
+};
+inline RequiredIf required_if(bool cond, const char* text) { return {cond, text}; }
 // The gradient of field `of` (of the forward op; "out" for the gradient flowing in).
 struct GradOf {
   const char* of;
@@ -146,19 +152,24 @@ struct Field {
   bool optional = false;        // may be absent
   bool active = true;           // this call reads it (false: a `when` whose condition fails)
   const char* when = nullptr;   // the condition's text, for a conditional field
+  const char* required_when = nullptr;  // for an optional field required in some calls
   const char* grad_of = nullptr;
   const char* doc = nullptr;
 
   // Whether this call must give it.
   bool required() const { return active && !optional; }
   // Whether every call must give it.
-  bool always_required() const { return !optional && !when; }
+  bool always_required() const { return !optional && !when && !required_when; }
 };
 
 inline void apply(Field& f, Optional) { f.optional = true; }
 inline void apply(Field& f, When w) {
   f.active = w.cond;
   f.when = w.text;
+}
+inline void apply(Field& f, RequiredIf r) {
+  f.optional = !r.cond;
+  f.required_when = r.text;
 }
 inline void apply(Field& f, GradOf g) { f.grad_of = g.of; }
 inline void apply(Field& f, Doc d) { f.doc = d.text; }

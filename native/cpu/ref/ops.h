@@ -4,8 +4,12 @@
 #pragma once
 
 #include "attention.h"
+#include "elementwise.h"
 #include "embedding.h"
 #include "feedforward.h"
+#include "finite.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "loss.h"
+#include "optim.h"
 #include "patch_embed.h"
