@@ -12,11 +12,11 @@
  * every op goes straight to the CPU addon.
  */
 import { NodeformerError } from './errors';
-import { cuda, cudaInUse, isDeviceBuffer, type HostCopyOps } from './device';
-import { native, type NativeBinding, type WithAsync } from './native';
+import { cuda, cudaInUse, isDeviceBuffer } from './device';
+import { native, type NativeBinding } from './native';
 
-/** The ops a program can request: the CPU addon's and the few written in JS for the CPU (HostCopyOps). */
-type Ops = NativeBinding & WithAsync<HostCopyOps>;
+/** The ops a program can request: the CPU addon's (every op of the op table, native/ops/). */
+type Ops = NativeBinding;
 
 /** Names of the ops that have an `...Async` twin. */
 export type OpName = {
@@ -42,21 +42,9 @@ export function* op<K extends OpName>(name: K, args: OpArgs<K>): Program<void> {
 
 type RawOp = (args: object) => unknown;
 
-function copyRows(a: OpArgs<'copyRows'>): void {
-  const { rows, cols, dst, dstStride, src, srcStride, dstOffset = 0, srcOffset = 0 } = a;
-  for (let r = 0; r < rows; r++)
-    dst.set(src.subarray(srcOffset + r * srcStride, srcOffset + r * srcStride + cols), dstOffset + r * dstStride);
-}
-
-/** The CPU implementations of HostCopyOps (plain JS: the work is a few row copies). */
-const hostOps: Record<string, RawOp> = {
-  copyRows: (a) => copyRows(a as OpArgs<'copyRows'>),
-  copyRowsAsync: async (a) => copyRows(a as OpArgs<'copyRows'>),
-};
-
 /**
  * The function that runs `name` (an op or its Async twin) on the arguments of request `req`: the
- * CUDA addon's when the arrays are device buffers, else the CPU addon's (or a host op).
+ * CUDA addon's when the arrays are device buffers, else the CPU addon's.
  */
 function opFunction(req: OpRequest, name: string): RawOp {
   if (cudaInUse()) {
@@ -75,7 +63,7 @@ function opFunction(req: OpRequest, name: string): RawOp {
       return fn;
     }
   }
-  return (native as unknown as Record<string, RawOp | undefined>)[name] ?? hostOps[name];
+  return (native as unknown as Record<string, RawOp>)[name];
 }
 
 /** Runs a program on the calling thread. */

@@ -1,8 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { native } from '../lib/native';
-import type { FeedForwardActivation, FeedForwardDims } from '../lib/native/feedforward';
-import type { FloatArray } from '../lib/native/layernorm';
+import type { FeedforwardForwardArgs, FeedForwardActivation, FloatArray } from '../lib/native/ops.generated';
+
+/** The dims, activation and dropout of a feed-forward call. */
+type FeedForwardDims = Pick<FeedforwardForwardArgs, 'rows' | 'D' | 'F' | 'activation' | 'dropout' | 'seed' | 'offset'>;
 import { dot, ErrorLog, f32, finiteDiffErr, isas, randn32, relErr, rng, withIsa } from './helpers';
 
 const fwdLog = new ErrorLog(1e-5), bwdLog = new ErrorLog(1e-4);

@@ -134,10 +134,10 @@ struct AttentionForward {
     const bool self = !p.memory;
     r.out(p.out, "out", NF_SHAPE(d.B, d.Tq, d.D));
     r.out(p.weights, "weights", NF_SHAPE(d.B, d.H, d.Tq, d.Tk), optional, doc("the pre-dropout attention weights"));
-    r.saved(p.qkv, "qkv", NF_SHAPE(d.B, d.Tq, 3 * d.D), when(self, "self-attention"),
+    r.saved(p.qkv, "qkv", NF_SHAPE(d.B, d.Tq, 3 * d.D), when(self, "memory is absent (self-attention)"),
             doc("Q | K | V of each token, heads interleaved along D"));
-    r.saved(p.q, "q", NF_SHAPE(d.B, d.Tq, d.D), when(!self, "cross-attention"));
-    r.saved(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "cross-attention"), doc("K | V"));
+    r.saved(p.q, "q", NF_SHAPE(d.B, d.Tq, d.D), when(!self, "memory is given (cross-attention)"));
+    r.saved(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "memory is given (cross-attention)"), doc("K | V"));
     r.saved(p.ctx, "ctx", NF_SHAPE(d.B, d.Tq, d.D), doc("the heads' outputs before the output projection"));
     r.saved(p.lse, "lse", NF_SHAPE(d.B, d.H, d.Tq), doc("each row's log Σ exp(score) (-Infinity for a fully blocked row)"));
     r.in(p.x, "x", NF_SHAPE(d.B, d.Tq, d.D));
@@ -187,9 +187,9 @@ struct AttentionBackward {
     r.inout(p.dWproj, "dProjWeight", NF_SHAPE(d.D, d.D), grad_of("projWeight"));
     r.inout(p.dbproj, "dProjBias", NF_SHAPE(d.D), optional, grad_of("projBias"));
     r.in(p.dout, "dout", NF_SHAPE(d.B, d.Tq, d.D), grad_of("out"));
-    r.saved(p.qkv, "qkv", NF_SHAPE(d.B, d.Tq, 3 * d.D), when(self, "self-attention"));
-    r.saved(p.q, "q", NF_SHAPE(d.B, d.Tq, d.D), when(!self, "cross-attention"));
-    r.saved(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "cross-attention"));
+    r.saved(p.qkv, "qkv", NF_SHAPE(d.B, d.Tq, 3 * d.D), when(self, "memory is absent (self-attention)"));
+    r.saved(p.q, "q", NF_SHAPE(d.B, d.Tq, d.D), when(!self, "memory is given (cross-attention)"));
+    r.saved(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "memory is given (cross-attention)"));
     r.saved(p.ctx, "ctx", NF_SHAPE(d.B, d.Tq, d.D));
     r.saved(p.lse, "lse", NF_SHAPE(d.B, d.H, d.Tq));
     r.in(p.x, "x", NF_SHAPE(d.B, d.Tq, d.D));
@@ -241,13 +241,13 @@ struct AttentionDecode {
       r.fail("D (" + std::to_string(d.D) + ") must be divisible by H (" + std::to_string(d.H) + ")");
     const bool self = r.given("cache");
     if (self == r.given("kv")) r.fail("expected exactly one of cache (self-attention) and kv (cross-attention)");
-    r.dim(d.max_t, "maxT", 1, kMaxDim, when(self, "self-attention (cache)"));
-    r.dim(d.t, "t", 0, d.max_t - 1, when(self, "self-attention (cache)"));
-    r.inout(p.cache, "cache", NF_SHAPE(d.B, d.max_t, 2 * d.D), when(self, "self-attention"),
+    r.dim(d.max_t, "maxT", 1, kMaxDim, when(self, "cache is given (self-attention)"));
+    r.dim(d.t, "t", 0, d.max_t - 1, when(self, "cache is given (self-attention)"));
+    r.inout(p.cache, "cache", Shape("[B, maxT, 2 * D]", d.B, d.max_t, 2 * d.D), when(self, "cache is given (self-attention)"),
             doc("K | V of the rows decoded so far; this step's go into row t"));
-    r.dim(d.Tk, "Tk", 1, kMaxDim, when(!self, "cross-attention (kv)"));
-    r.in(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "cross-attention"));
-    r.in(p.key_padding, "keyPaddingMask", NF_SHAPE(d.B, d.Tk), optional, when(!self, "cross-attention"));
+    r.dim(d.Tk, "Tk", 1, kMaxDim, when(!self, "kv is given (cross-attention)"));
+    r.in(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "kv is given (cross-attention)"));
+    r.in(p.key_padding, "keyPaddingMask", NF_SHAPE(d.B, d.Tk), optional, when(!self, "kv is given (cross-attention)"));
     r.out(p.out, "out", NF_SHAPE(d.B, d.D));
     r.in(p.x, "x", NF_SHAPE(d.B, d.D));
     r.in(p.Wqkv, "qkvWeight", NF_SHAPE(3 * d.D, d.D));
