@@ -44,10 +44,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // a short last tile (T = 65: 64 + 1 keys) costs one vector per row, not kBK / W.
 int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
-// Per-thread scratch (slot 3) of the core, in floats (the forward's chunks have at most Tq rows).
+// Per-thread scratch (slot `tile`) of the core, in floats (the forward's chunks have at most Tq rows).
 int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) { return Dh * kBK + kBQ * kBK + kBK + 2 * Tq; }
 int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) { return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq; }
-// The backward's gradient buffer for the projections' outputs (slot 2 of the calling thread):
+// The backward's gradient buffer for the projections' outputs (slot `layer` of the calling thread):
 // self-attention dqkv [B, T, 3D]; cross-attention dq [B, Tq, D] then dkv [B, Tk, 2D].
 int64_t grad_floats(const AttentionDims& d) { return (d.B * d.Tq + 2 * d.B * d.Tk) * d.D; }
 
@@ -366,7 +366,7 @@ void attention_core_forward(float* o, float* lse, float* weights, const float* q
                             const AttentionMasks& masks, const AttentionCoreDims& d) {
   const int64_t rows = chunk_rows(d), chunks = (d.Tq + rows - 1) / rows;
   parallel_for(d.B * d.H * chunks, [&](int64_t t0, int64_t t1) {
-    float* scratch = static_cast<float*>(thread_scratch(3, sizeof(float) * forward_scratch_floats(d.Dh, d.Tq)));
+    float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * forward_scratch_floats(d.Dh, d.Tq)));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t bh = t / chunks, c0 = t % chunks * rows;
       forward_chunk(o, lse, weights, q, k, v, masks, d, bh / d.H, bh % d.H, c0, std::min(rows, d.Tq - c0), scratch);
@@ -378,7 +378,7 @@ void attention_core_backward(float* dq, float* dk, float* dv, const float* dout,
                              const float* v, const float* o, const float* lse, const AttentionMasks& masks,
                              const AttentionCoreDims& d) {
   parallel_for(d.B * d.H, [&](int64_t t0, int64_t t1) {
-    float* scratch = static_cast<float*>(thread_scratch(3, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
+    float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
     for (int64_t t = t0; t < t1; ++t)
       backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch);
   });
@@ -410,7 +410,7 @@ void attention_decode(const ops::AttentionDecode<float>& p) {
   const float *kv = p.kv, *x = p.x, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
   const int64_t B = d.B, D = d.D;
   // The projected query (self-attention: q | k | v) [B, 3D], then the context [B, D].
-  float* proj_in = static_cast<float*>(thread_scratch(2, sizeof(float) * B * 4 * D));
+  float* proj_in = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * B * 4 * D));
   float* ctx = proj_in + B * 3 * D;
   AttentionCoreDims c;
   c.B = B, c.H = d.H, c.Tq = 1, c.Dh = D / d.H;
@@ -449,7 +449,7 @@ void attention_backward(const ops::AttentionBackward<float>& p) {
   float* dctx = dx;
   NF_ISA_NS::linear_backward(dctx, dWproj, dbproj, dout, ctx, Wproj, {rq, D, D});
   // Gradients of the projections' outputs, laid out like the saved buffers.
-  float* grad = static_cast<float*>(thread_scratch(2, sizeof(float) * grad_floats(d)));
+  float* grad = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * grad_floats(d)));
   const float* Q = cross ? q : qkv;
   const float* K = cross ? kv : qkv + D;
   float* dK = cross ? grad + rq * D : grad + D;
@@ -471,7 +471,7 @@ namespace nf::cpu {
 Status run(const ops::AttentionForward<float>& p) {
   const AttentionDims& d = p.d;
   NF_TRY(ops::attention_check("attention_forward", d, p.memory != nullptr, p.qkv, p.q, p.kv));
-  NF_CHECK(thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, d.Tq)), "attention_forward",
+  NF_CHECK(thread_scratch(ScratchSlot::tile, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, d.Tq)), "attention_forward",
            "out of memory for the attention tiles");
   NF_DISPATCH(attention_forward, p);
   return Status::Ok();
@@ -485,8 +485,8 @@ Status run(const ops::AttentionDecode<float>& p) {
            "exactly one of cache (self-attention) and kv (cross-attention)");
   if (p.cache) NF_CHECK(d.t >= 0 && d.t < d.max_t, op, "t must be in [0, max_t)");
   else NF_CHECK(d.Tk >= 1, op, "Tk must be at least 1");
-  NF_CHECK(thread_scratch(2, sizeof(float) * d.B * 4 * d.D) &&
-               thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, 1)),
+  NF_CHECK(thread_scratch(ScratchSlot::layer, sizeof(float) * d.B * 4 * d.D) &&
+               thread_scratch(ScratchSlot::tile, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, 1)),
            op, "out of memory for the decode buffers");
   NF_DISPATCH(attention_decode, p);
   return Status::Ok();
@@ -496,8 +496,8 @@ Status run(const ops::AttentionBackward<float>& p) {
   const AttentionDims& d = p.d;
   NF_TRY(ops::attention_check("attention_backward", d, p.memory != nullptr, p.qkv, p.q, p.kv));
   NF_CHECK(p.memory || !p.dmemory, "attention_backward", "dmemory is only for cross-attention");
-  NF_CHECK(thread_scratch(2, sizeof(float) * scalar::grad_floats(d)) &&
-               thread_scratch(3, sizeof(float) * scalar::backward_scratch_floats(d.D / d.H, d.Tq)),
+  NF_CHECK(thread_scratch(ScratchSlot::layer, sizeof(float) * scalar::grad_floats(d)) &&
+               thread_scratch(ScratchSlot::tile, sizeof(float) * scalar::backward_scratch_floats(d.D / d.H, d.Tq)),
            "attention_backward", "out of memory for the attention gradients");
   NF_DISPATCH(attention_backward, p);
   return Status::Ok();

@@ -5,7 +5,7 @@
 //   dx = dh W1; dW1 += dhᵀ x; db1 += Σ dh. The mask is regenerated from (seed, offset).
 // Layout: x, y, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
 // fc1's bias and activation run in the GEMM epilogue, which also writes h. Backward keeps da/dh
-// [rows, F] in the calling thread's scratch slot 2.
+// [rows, F] in the calling thread's scratch slot `layer`.
 // Dimension key: rows = B*T, D = model width, F = hidden width.
 #include "feedforward.h"
 
@@ -43,7 +43,7 @@ void feedforward_forward(const ops::FeedForwardForward<float>& p) {
 void feedforward_backward(const ops::FeedForwardBackward<float>& p) {
   const FeedForwardDims& d = p.d;
   const int64_t F = d.F;
-  float* dh = static_cast<float*>(thread_scratch(2, sizeof(float) * d.rows * F));
+  float* dh = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * d.rows * F));
   NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D});  // dh holds da = dy W2
   parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) {
     if (d.dropout > 0.0f) apply_dropout(dh, r0 * F, r1 * F, d);
@@ -68,7 +68,7 @@ Status run(const ops::FeedForwardBackward<float>& p) {
   NF_TRY(ops::feedforward_check("feedforward_backward", p.d));
   NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
   if (p.d.rows == 0) return Status::Ok();
-  NF_CHECK(thread_scratch(2, sizeof(float) * p.d.rows * p.d.F), "feedforward_backward",
+  NF_CHECK(thread_scratch(ScratchSlot::layer, sizeof(float) * p.d.rows * p.d.F), "feedforward_backward",
            "out of memory for the hidden-layer gradient");
   NF_DISPATCH(feedforward_backward, p);
   return Status::Ok();

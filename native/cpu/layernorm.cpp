@@ -80,7 +80,7 @@ void layernorm_backward(const ops::LayerNormBackward<float>& p) {
   const int64_t chunk = 32;
   const int64_t nchunks = (rows + chunk - 1) / chunk;
   // Per-chunk partial dγ, dβ: [nchunks, 2, D] in the calling thread's scratch.
-  float* partial = static_cast<float*>(thread_scratch(1, sizeof(float) * nchunks * 2 * D));
+  float* partial = static_cast<float*>(thread_scratch(ScratchSlot::partials, sizeof(float) * nchunks * 2 * D));
   parallel_for(nchunks, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       float* pg = partial + c * 2 * D;
@@ -161,7 +161,7 @@ Status run(const ops::LayerNormForward<float>& p) {
 Status run(const ops::LayerNormBackward<float>& p) {
   NF_TRY(ops::layernorm_check("layernorm_backward", p));
   if (p.rows == 0) return Status::Ok();
-  NF_CHECK(thread_scratch(1, sizeof(float) * 2 * p.D * ((p.rows + 31) / 32)), "layernorm_backward",
+  NF_CHECK(thread_scratch(ScratchSlot::partials, sizeof(float) * 2 * p.D * ((p.rows + 31) / 32)), "layernorm_backward",
            "out of memory for the gradient partial sums");
   NF_DISPATCH(layernorm_backward, p);
   return Status::Ok();

@@ -9,7 +9,7 @@
 //   loss = Σ (pred − target)² / n;  dpred = grad_scale · 2 (pred − target) / n, 0 on other rows.
 // Layout: logits, dlogits [N, V]; targets [N]; pred, target, dpred [rows, cols]; mask [rows].
 // Dimension key: N = rows = B*T (or batch), V = classes, cols = values per row.
-// Threads split rows in fixed chunks; each chunk's loss sum is kept (double) in scratch slot 2 and
+// Threads split rows in fixed chunks; each chunk's loss sum is kept (double) in scratch slot `layer` and
 // the chunks are added in order, so the result does not depend on the thread count.
 #include "loss.h"
 
@@ -39,7 +39,7 @@ int64_t chunk_count(int64_t rows, int64_t width) {
 template <class F>
 double sum_rows(int64_t rows, int64_t width, F&& row) {
   const int64_t rpc = rows_per_chunk(width), nchunks = chunk_count(rows, width);
-  double* partial = static_cast<double*>(thread_scratch(2, sizeof(double) * nchunks));
+  double* partial = static_cast<double*>(thread_scratch(ScratchSlot::layer, sizeof(double) * nchunks));
   parallel_for(nchunks, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       double s = 0;
@@ -166,7 +166,7 @@ namespace nf::cpu {
 // The scratch sum_rows uses for its per-chunk sums, allocated here so a failure is a Status (at
 // least one double: thread_scratch returns null for 0 bytes on a slot never used before).
 static bool scratch_for_chunks(int64_t rows, int64_t width) {
-  return thread_scratch(2, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(rows, width))) != nullptr;
+  return thread_scratch(ScratchSlot::layer, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(rows, width))) != nullptr;
 }
 
 Status run(const ops::CrossEntropy<float>& p) {

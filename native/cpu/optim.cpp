@@ -106,7 +106,7 @@ void sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n, c
 
 void sum_squares(double* out, const float* x, int64_t n) {
   const int64_t nchunks = chunk_count(n);
-  double* partial = static_cast<double*>(thread_scratch(2, sizeof(double) * nchunks));
+  double* partial = static_cast<double*>(thread_scratch(ScratchSlot::layer, sizeof(double) * nchunks));
   parallel_for(nchunks, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) partial[c] = sum_squares_serial(x + c * kChunk, std::min(kChunk, n - c * kChunk));
   });
@@ -141,7 +141,7 @@ Status run(const ops::SgdStep<float>& p) {
 // Status (at least one double: thread_scratch returns null for 0 bytes on a slot never used before).
 static Status dispatch_sum_squares(double* out, const float* x, int64_t n, const char* op) {
   NF_CHECK(n >= 0, op, "n must be non-negative");
-  NF_CHECK(thread_scratch(2, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(n))), op,
+  NF_CHECK(thread_scratch(ScratchSlot::layer, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(n))), op,
            "out of memory for the partial sums");
   NF_DISPATCH(sum_squares, out, x, n);
   return Status::Ok();

@@ -6,7 +6,7 @@
 //   image exactly, so every pixel is written once).
 // Layout: images/dimages [B, C, H, W] (NCHW); patches [B*N, K] (row b*N + gy*Gw + gx); out/dout
 //   [B, N, D]; weight [D, K]; bias [D]. The patch matrix is not saved: forward gathers it into the
-//   calling thread's scratch slot 2, backward gathers it again (and keeps dpatches in slot 3).
+//   calling thread's scratch slot `layer`, backward gathers it again (and keeps dpatches in `tile`).
 // Dimension key: B images, C channels, H x W pixels, P patch side, Gh = H/P, Gw = W/P, N = Gh*Gw,
 //   K = C*P*P, D embedding width.
 #include "patch_embed.h"
@@ -42,12 +42,12 @@ void for_each_run(const PatchEmbedDims& d, Copy copy) {
   });
 }
 
-float* patch_matrix(int slot, const PatchEmbedDims& d) {
+float* patch_matrix(ScratchSlot slot, const PatchEmbedDims& d) {
   return static_cast<float*>(thread_scratch(slot, sizeof(float) * d.B * d.C * d.H * d.W));
 }
 
 float* gather_patches(const float* images, const PatchEmbedDims& d) {
-  float* patches = patch_matrix(2, d);
+  float* patches = patch_matrix(ScratchSlot::layer, d);
   const size_t run = sizeof(float) * d.P;
   for_each_run(d, [&](int64_t pat, int64_t img) { std::memcpy(patches + pat, images + img, run); });
   return patches;
@@ -64,7 +64,7 @@ void patch_embed_forward(const ops::PatchEmbedForward<float>& p) {
 
 void patch_embed_backward(const ops::PatchEmbedBackward<float>& p) {
   const PatchEmbedDims& d = p.d;
-  float* dpatches = p.dimages ? patch_matrix(3, d) : nullptr;
+  float* dpatches = p.dimages ? patch_matrix(ScratchSlot::tile, d) : nullptr;
   NF_ISA_NS::linear_backward(dpatches, p.dweight, p.dbias, p.dout, gather_patches(p.images, d), p.weight,
                              linear_dims(d));
   if (!p.dimages) return;
@@ -82,8 +82,8 @@ namespace nf::cpu {
 static Status patch_embed_check(const char* op, const PatchEmbedDims& d, bool image_grad) {
   NF_TRY(ops::patch_embed_check(op, d));
   const size_t bytes = sizeof(float) * d.B * d.C * d.H * d.W;
-  NF_CHECK(d.B == 0 || thread_scratch(2, bytes), op, "out of memory for the patch matrix");
-  NF_CHECK(d.B == 0 || !image_grad || thread_scratch(3, bytes), op, "out of memory for the patch gradients");
+  NF_CHECK(d.B == 0 || thread_scratch(ScratchSlot::layer, bytes), op, "out of memory for the patch matrix");
+  NF_CHECK(d.B == 0 || !image_grad || thread_scratch(ScratchSlot::tile, bytes), op, "out of memory for the patch gradients");
   return Status::Ok();
 }
 
