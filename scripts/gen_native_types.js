@@ -113,7 +113,9 @@ function render(schema) {
         if (seen && seen !== list) throw new Error(`choice type ${f.type} has two lists: ${seen} and ${list}`);
         choices.set(f.type, list);
       }
-  for (const [name, list] of [...choices].sort()) out.push(`export type ${name} = ${list};`, '');
+  for (const [name, list] of [...choices].sort())
+    out.push(`export type ${name} = ${list};`, `/** Every ${name}, in the schema's order. */`,
+      `export const ${name}s: readonly ${name}[] = [${list.split(' | ').join(', ')}];`, '');
   for (const op of schema) {
     out.push(...comment(`The options of ${op.name}.`, ''), `export interface ${typeName(op)} {`);
     for (const f of op.fields) {

@@ -9,8 +9,12 @@
 export type FloatArray = Float32Array | Float64Array;
 
 export type Activation = 'none' | 'relu' | 'gelu' | 'gelu_tanh';
+/** Every Activation, in the schema's order. */
+export const Activations: readonly Activation[] = ['none', 'relu', 'gelu', 'gelu_tanh'];
 
 export type FeedForwardActivation = 'gelu' | 'gelu_tanh' | 'relu';
+/** Every FeedForwardActivation, in the schema's order. */
+export const FeedForwardActivations: readonly FeedForwardActivation[] = ['gelu', 'gelu_tanh', 'relu'];
 
 /** The options of layernormForward. */
 export interface LayernormForwardArgs {
