@@ -83,6 +83,7 @@ const families: Family[] = [
       { label: 'batch 2 of 7 x 5 x 12, transB, relu', args: { M: 7, N: 5, K: 12, batch: 2, transB: true, act: 'relu' }, extra: { batch: 2 } },
       { label: '1 x 1 x 1', args: { M: 1, N: 1, K: 1 } },
       { label: '33 x 40 x 65, both transposed, gelu', args: { M: 33, N: 40, K: 65, transA: true, transB: true, act: 'gelu' }, give: ['bias'] },
+      { label: '9 x 70 x 17, silu, preact', args: { M: 9, N: 70, K: 17, act: 'silu' }, give: ['bias', 'preact'] },
     ],
   },
   {
@@ -96,12 +97,13 @@ const families: Family[] = [
     ],
   },
   {
-    forward: 'feedforwardForward', backward: 'feedforwardBackward',
+    forward: 'feedforwardForward', backward: 'feedforwardBackward', cuda: 4,
     values: { W1: scaled(0.3), W2: scaled(0.3) },
     cases: [
       { label: 'rows 1, D 24, F 72, gelu', args: { rows: 1, D: 24, F: 72, activation: 'gelu' }, give: ['h'] },
       { label: 'rows 7, D 40, F 20, gelu_tanh, dropout 0.1', args: { rows: 7, D: 40, F: 20, activation: 'gelu_tanh', dropout: 0.1, seed: 9, offset: 4 }, give: ['h'] },
       { label: 'rows 30, D 12, F 48, relu', args: { rows: 30, D: 12, F: 48, activation: 'relu' }, give: ['h'], fd: false },
+      { label: 'rows 9, D 20, F 33, silu, dropout 0.2', args: { rows: 9, D: 20, F: 33, activation: 'silu', dropout: 0.2, seed: 2, offset: 5 }, give: ['h'] },
     ],
   },
   {

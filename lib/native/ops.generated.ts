@@ -8,13 +8,13 @@
  */
 export type FloatArray = Float32Array | Float64Array;
 
-export type Activation = 'none' | 'relu' | 'gelu' | 'gelu_tanh';
+export type Activation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu';
 /** Every Activation, in the schema's order. */
-export const Activations: readonly Activation[] = ['none', 'relu', 'gelu', 'gelu_tanh'];
+export const Activations: readonly Activation[] = ['none', 'relu', 'gelu', 'gelu_tanh', 'silu'];
 
-export type FeedForwardActivation = 'gelu' | 'gelu_tanh' | 'relu';
+export type FeedForwardActivation = 'gelu' | 'gelu_tanh' | 'relu' | 'silu';
 /** Every FeedForwardActivation, in the schema's order. */
-export const FeedForwardActivations: readonly FeedForwardActivation[] = ['gelu', 'gelu_tanh', 'relu'];
+export const FeedForwardActivations: readonly FeedForwardActivation[] = ['gelu', 'gelu_tanh', 'relu', 'silu'];
 
 /** The options of layernormForward. */
 export interface LayernormForwardArgs {

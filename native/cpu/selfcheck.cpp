@@ -2,7 +2,7 @@
 // core/cpu_features.h): before the first variant is chosen, every kernel family runs once on a
 // tiny fixed input under each candidate variant (avx512, avx2: those the CPU has) and under the
 // scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then uses the
-// next one down). The families: GEMM with each epilogue (none, relu, gelu, gelu_tanh; alpha, beta,
+// next one down). The families: GEMM with each epilogue (none, relu, gelu, gelu_tanh, silu; alpha, beta,
 // bias, preact, every transpose, a strided batch), self-attention forward and backward (causal),
 // layernorm forward and backward (with the residual add), the feed-forward network forward and
 // backward with each activation, softmax cross-entropy with its gradient, and an AdamW step.
@@ -66,6 +66,7 @@ const char* act_name(Act act) {
     case Act::relu: return "relu";
     case Act::gelu: return "gelu";
     case Act::gelu_tanh: return "gelu_tanh";
+    case Act::silu: return "silu";
     default: return "none";
   }
 }
@@ -190,10 +191,10 @@ Outputs adamw_family(Isa isa) {
 Outputs run_all(Isa isa) {
   Outputs all;
   const auto add = [&all](Outputs some) { all.insert(all.end(), some.begin(), some.end()); };
-  for (Act act : {Act::none, Act::relu, Act::gelu, Act::gelu_tanh}) add(gemm_family(isa, act));
+  for (Act act : {Act::none, Act::relu, Act::gelu, Act::gelu_tanh, Act::silu}) add(gemm_family(isa, act));
   add(attention_family(isa));
   add(layernorm_family(isa));
-  for (Act act : {Act::relu, Act::gelu, Act::gelu_tanh}) add(feedforward_family(isa, act));
+  for (Act act : {Act::relu, Act::gelu, Act::gelu_tanh, Act::silu}) add(feedforward_family(isa, act));
   add(cross_entropy_family(isa));
   add(adamw_family(isa));
   return all;

@@ -18,7 +18,7 @@ NF_TEST(cuda_feedforward_parity) {
     float p;
   };
   const Case cases[] = {{1, 24, 72, Act::gelu, 0.0f}, {30, 48, 72, Act::gelu, 0.0f}, {65, 40, 96, Act::relu, 0.25f},
-                        {7, 72, 24, Act::gelu_tanh, 0.1f}};
+                        {7, 72, 24, Act::gelu_tanh, 0.1f}, {9, 20, 33, Act::silu, 0.2f}};
   for (const Case& c : cases) {
     const std::string name = dims({{"rows", c.rows}, {"D", c.D}, {"F", c.F}, {"act", int(c.act)}}) +
                              " p=" + std::to_string(c.p);
