@@ -303,7 +303,7 @@ export interface AttentionBackwardArgs {
   dout: FloatArray;
   /**
    * [B, Tq, 3 * D], the forward's saved buffer. Required when memory is absent (self-attention), ignored
-   * otherwise.
+   * otherwise. (Q | K | V of each token, heads interleaved along D)
    */
   qkv?: FloatArray | null;
   /**
@@ -313,12 +313,14 @@ export interface AttentionBackwardArgs {
   q?: FloatArray | null;
   /**
    * [B, Tk, 2 * D], the forward's saved buffer. Required when memory is given (cross-attention), ignored
-   * otherwise.
+   * otherwise. (K | V)
    */
   kv?: FloatArray | null;
-  /** [B, Tq, D], the forward's saved buffer. */
+  /** [B, Tq, D], the forward's saved buffer. (the heads' outputs before the output projection) */
   ctx: FloatArray;
-  /** [B, H, Tq], the forward's saved buffer. */
+  /**
+   * [B, H, Tq], the forward's saved buffer. (each row's log Σ exp(score) (-Infinity for a fully blocked row))
+   */
   lse: FloatArray;
   /** [B, Tq, D]. */
   x: FloatArray;

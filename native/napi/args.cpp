@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <type_traits>
 
 #include "allocations.h"
 
@@ -154,34 +155,19 @@ void* Args::typed(const char* name, int64_t len, napi_typedarray_type type, bool
   return static_cast<uint8_t*>(buf.Data()) + t.ByteOffset();
 }
 
-template <>
-float* Args::floats<float>(const char* name, int64_t len) {
-  return static_cast<float*>(typed(name, len, napi_float32_array, false));
+template <class E>
+E* Args::array(const char* name, int64_t len, bool optional) {
+  napi_typedarray_type type = napi_uint8_array;
+  if constexpr (std::is_same_v<E, float>) type = napi_float32_array;
+  else if constexpr (std::is_same_v<E, double>) type = napi_float64_array;
+  else if constexpr (std::is_same_v<E, int32_t>) type = napi_int32_array;
+  else static_assert(std::is_same_v<E, uint8_t>, "typed arrays of float, double, int32_t or uint8_t");
+  return static_cast<E*>(typed(name, len, type, optional));
 }
-template <>
-double* Args::floats<double>(const char* name, int64_t len) {
-  return static_cast<double*>(typed(name, len, napi_float64_array, false));
-}
-template <>
-float* Args::floats_opt<float>(const char* name, int64_t len) {
-  return static_cast<float*>(typed(name, len, napi_float32_array, true));
-}
-template <>
-double* Args::floats_opt<double>(const char* name, int64_t len) {
-  return static_cast<double*>(typed(name, len, napi_float64_array, true));
-}
-int32_t* Args::ints(const char* name, int64_t len) {
-  return static_cast<int32_t*>(typed(name, len, napi_int32_array, false));
-}
-int32_t* Args::ints_opt(const char* name, int64_t len) {
-  return static_cast<int32_t*>(typed(name, len, napi_int32_array, true));
-}
-uint8_t* Args::bools(const char* name, int64_t len) {
-  return static_cast<uint8_t*>(typed(name, len, napi_uint8_array, false));
-}
-uint8_t* Args::bools_opt(const char* name, int64_t len) {
-  return static_cast<uint8_t*>(typed(name, len, napi_uint8_array, true));
-}
+template float* Args::array<float>(const char*, int64_t, bool);
+template double* Args::array<double>(const char*, int64_t, bool);
+template int32_t* Args::array<int32_t>(const char*, int64_t, bool);
+template uint8_t* Args::array<uint8_t>(const char*, int64_t, bool);
 
 void check(Napi::Env env, const Status& s) {
   if (!s.ok()) throw_error(env, "ERR_NF_KERNEL", s.op + ": " + s.message);

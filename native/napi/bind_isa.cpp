@@ -27,25 +27,22 @@ Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
   o.Set("detected", isa_name(detected_isa()));
   o.Set("available", isa_names(env, isa_usable));
   o.Set("compiled", isa_names(env, [](Isa) { return true; }));
-  Napi::Array rejected = Napi::Array::New(env);
-  for (const IsaRejection& r : check.rejected) {
-    Napi::Object e = Napi::Object::New(env);
-    e.Set("isa", isa_name(r.isa));
-    e.Set("reason", r.reason);
-    rejected.Set(rejected.Length(), e);
-  }
-  o.Set("rejected", rejected);
+  // [{isa, <key>: value}] of a list of (isa, value) records.
+  const auto per_isa = [&](const auto& items, const char* key, auto value) {
+    Napi::Array list = Napi::Array::New(env);
+    for (const auto& item : items) {
+      Napi::Object e = Napi::Object::New(env);
+      e.Set("isa", isa_name(item.isa));
+      e.Set(key, value(item));
+      list.Set(list.Length(), e);
+    }
+    return list;
+  };
+  o.Set("rejected", per_isa(check.rejected, "reason", [](const IsaRejection& r) { return r.reason; }));
   Napi::Object self = Napi::Object::New(env);
   self.Set("ms", check.ms);
   self.Set("tolerance", check.tolerance);
-  Napi::Array checked = Napi::Array::New(env);
-  for (const IsaChecked& c : check.checked) {
-    Napi::Object e = Napi::Object::New(env);
-    e.Set("isa", isa_name(c.isa));
-    e.Set("maxError", c.max_error);
-    checked.Set(checked.Length(), e);
-  }
-  self.Set("checked", checked);
+  self.Set("checked", per_isa(check.checked, "maxError", [](const IsaChecked& c) { return c.max_error; }));
   o.Set("selfCheck", self);
   return o;
 }

@@ -8,6 +8,7 @@
 // Also exports opSchema(): the JSON of every op's fields (native/ops/recorder.h) with, per op,
 // whether it has a reference twin: what scripts/gen_native_types.js turns into the TypeScript
 // interface, and what lib/device.ts's supports(op, 'cpu') reads.
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -15,9 +16,9 @@
 
 #include "../cpu/ops.h"
 #include "../cpu/ref/ops.h"
-#include "../ops/ops.h"
 #include "../ops/recorder.h"
 #include "op_reader.h"
+#include "op_table.h"
 #include "registry.h"
 
 namespace nf::napi {
@@ -77,28 +78,19 @@ Job parse(Args& a) {
   return read<float, Op>(a);
 }
 
+// Registers op Op; its schema entry also says whether it has a reference twin.
 struct Register {
   Napi::Env env;
   Napi::Object exports;
-  std::string* schema;
   template <template <class> class Op>
-  void operator()() {
+  std::optional<std::string> operator()() {
     register_op(env, exports, Op<float>::name, parse<Op>);
-    const bool reference = has_ref<Op<double>>::value;
-    *schema += (schema->size() > 1 ? ", " : "") +
-               ops::record_op<Op>(std::string(", \"reference\": ") + (reference ? "true" : "false"));
+    return std::string(", \"reference\": ") + (has_ref<Op<double>>::value ? "true" : "false");
   }
 };
 
 }  // namespace
 
-NF_REGISTER_OPS(ops) {
-  std::string schema = "[";
-  ops::AllOps::each(Register{env, exports, &schema});
-  schema += "]";
-  exports.Set("opSchema", Napi::Function::New(
-                              env, [schema](const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), schema); },
-                              "opSchema"));
-}
+NF_REGISTER_OPS(ops) { register_op_table(env, exports, Register{env, exports}); }
 
 }  // namespace nf::napi

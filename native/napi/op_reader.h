@@ -21,12 +21,7 @@ template <class E>
 E* host_pointer(Args& a, const char* name, int64_t len, bool optional, bool at_least) {
   using V = std::remove_const_t<E>;
   if (at_least && a.length(name) > len) len = a.length(name);
-  if constexpr (std::is_same_v<V, float> || std::is_same_v<V, double>)
-    return optional ? a.floats_opt<V>(name, len) : a.floats<V>(name, len);
-  else if constexpr (std::is_same_v<V, int32_t>)
-    return optional ? a.ints_opt(name, len) : a.ints(name, len);
-  else
-    return optional ? a.bools_opt(name, len) : a.bools(name, len);
+  return a.array<V>(name, len, optional);
 }
 
 struct HostSource {

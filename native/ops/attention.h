@@ -101,6 +101,18 @@ void attention_common(R& r, AttentionDims& d, AttentionMasks& m, const T*& memor
   r.integer(d.dropout.offset, "offset", 0, 0, kMaxSafeInteger);
 }
 
+// The buffers the forward saves for the backward (P = T*) and the backward takes back (P = const T*):
+// the projections (self-attention qkv, cross-attention q and kv), ctx and lse.
+template <class R, class P>
+void attention_saved(R& r, const AttentionDims& d, bool self, P& qkv, P& q, P& kv, P& ctx, P& lse) {
+  r.saved(qkv, "qkv", NF_SHAPE(d.B, d.Tq, 3 * d.D), when(self, "memory is absent (self-attention)"),
+          doc("Q | K | V of each token, heads interleaved along D"));
+  r.saved(q, "q", NF_SHAPE(d.B, d.Tq, d.D), when(!self, "memory is given (cross-attention)"));
+  r.saved(kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "memory is given (cross-attention)"), doc("K | V"));
+  r.saved(ctx, "ctx", NF_SHAPE(d.B, d.Tq, d.D), doc("the heads' outputs before the output projection"));
+  r.saved(lse, "lse", NF_SHAPE(d.B, d.H, d.Tq), doc("each row's log Σ exp(score) (-Infinity for a fully blocked row)"));
+}
+
 template <class T>
 struct AttentionForward {
   static constexpr const char* name = "attentionForward";
@@ -134,12 +146,7 @@ struct AttentionForward {
     const bool self = !p.memory;
     r.out(p.out, "out", NF_SHAPE(d.B, d.Tq, d.D));
     r.out(p.weights, "weights", NF_SHAPE(d.B, d.H, d.Tq, d.Tk), optional, doc("the pre-dropout attention weights"));
-    r.saved(p.qkv, "qkv", NF_SHAPE(d.B, d.Tq, 3 * d.D), when(self, "memory is absent (self-attention)"),
-            doc("Q | K | V of each token, heads interleaved along D"));
-    r.saved(p.q, "q", NF_SHAPE(d.B, d.Tq, d.D), when(!self, "memory is given (cross-attention)"));
-    r.saved(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "memory is given (cross-attention)"), doc("K | V"));
-    r.saved(p.ctx, "ctx", NF_SHAPE(d.B, d.Tq, d.D), doc("the heads' outputs before the output projection"));
-    r.saved(p.lse, "lse", NF_SHAPE(d.B, d.H, d.Tq), doc("each row's log Σ exp(score) (-Infinity for a fully blocked row)"));
+    attention_saved(r, d, self, p.qkv, p.q, p.kv, p.ctx, p.lse);
     r.in(p.x, "x", NF_SHAPE(d.B, d.Tq, d.D));
     r.in(p.Wqkv, "qkvWeight", NF_SHAPE(3 * d.D, d.D));
     r.in(p.bqkv, "qkvBias", NF_SHAPE(3 * d.D), optional);
@@ -187,11 +194,7 @@ struct AttentionBackward {
     r.inout(p.dWproj, "dProjWeight", NF_SHAPE(d.D, d.D), grad_of("projWeight"));
     r.inout(p.dbproj, "dProjBias", NF_SHAPE(d.D), optional, grad_of("projBias"));
     r.in(p.dout, "dout", NF_SHAPE(d.B, d.Tq, d.D), grad_of("out"));
-    r.saved(p.qkv, "qkv", NF_SHAPE(d.B, d.Tq, 3 * d.D), when(self, "memory is absent (self-attention)"));
-    r.saved(p.q, "q", NF_SHAPE(d.B, d.Tq, d.D), when(!self, "memory is given (cross-attention)"));
-    r.saved(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "memory is given (cross-attention)"));
-    r.saved(p.ctx, "ctx", NF_SHAPE(d.B, d.Tq, d.D));
-    r.saved(p.lse, "lse", NF_SHAPE(d.B, d.H, d.Tq));
+    attention_saved(r, d, self, p.qkv, p.q, p.kv, p.ctx, p.lse);
     r.in(p.x, "x", NF_SHAPE(d.B, d.Tq, d.D));
     r.in(p.Wqkv, "qkvWeight", NF_SHAPE(3 * d.D, d.D));
     r.in(p.Wproj, "projWeight", NF_SHAPE(d.D, d.D));

@@ -3,15 +3,15 @@
 // fields (the same schema, read by the same reader, native/napi/op_reader.h) with device buffers in
 // place of typed arrays. float32 only (the float64 reference twins are the CPU addon's).
 // Also exports opSchema(): the JSON of the ops registered here (what supports(op, 'cuda') reads).
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "../ops.h"
 #include "../../napi/op_reader.h"
+#include "../../napi/op_table.h"
 #include "../../napi/registry.h"
-#include "../../ops/ops.h"
-#include "../../ops/recorder.h"
 #include "device_args.h"
 
 namespace nf::napi {
@@ -49,28 +49,23 @@ Job parse_device(DeviceArgs& a) {
   return [p] { return cuda::run(p); };
 }
 
+// Registers op Op when the CUDA backend has a kernel for it.
 struct RegisterDevice {
   Napi::Env env;
   Napi::Object exports;
-  std::string* schema;
   template <template <class> class Op>
-  void operator()() {
-    if constexpr (has_cuda<Op<float>>::value) {
+  std::optional<std::string> operator()() {
+    if constexpr (!has_cuda<Op<float>>::value) {
+      return std::nullopt;
+    } else {
       register_device_op(env, exports, Op<float>::name, parse_device<Op>);
-      *schema += (schema->size() > 1 ? ", " : "") + ops::record_op<Op>();
+      return "";
     }
   }
 };
 
 }  // namespace
 
-NF_REGISTER_OPS(cuda_schema_ops) {
-  std::string schema = "[";
-  ops::AllOps::each(RegisterDevice{env, exports, &schema});
-  schema += "]";
-  exports.Set("opSchema", Napi::Function::New(
-                              env, [schema](const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), schema); },
-                              "opSchema"));
-}
+NF_REGISTER_OPS(cuda_schema_ops) { register_op_table(env, exports, RegisterDevice{env, exports}); }
 
 }  // namespace nf::napi
