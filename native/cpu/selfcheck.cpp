@@ -2,7 +2,7 @@
 // core/cpu_features.h): before the first variant is chosen, every kernel family runs once on a
 // tiny fixed input under each candidate variant (avx512, avx2: those the CPU has) and under the
 // scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then uses the
-// next one down). The families: GEMM with each epilogue (none, relu, gelu, gelu_tanh, silu; alpha, beta,
+// next one down). The families: GEMM with each epilogue (every activation of the schema; alpha, beta,
 // bias, preact, every transpose, a strided batch), self-attention forward and backward (causal),
 // layernorm forward and backward (with the residual add), the feed-forward network forward and
 // backward with each activation, softmax cross-entropy with its gradient, and an AdamW step.
@@ -61,14 +61,11 @@ Floats fixed(int64_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
+// The activation's name in the op schema (native/ops/activation.h).
 const char* act_name(Act act) {
-  switch (act) {
-    case Act::relu: return "relu";
-    case Act::gelu: return "gelu";
-    case Act::gelu_tanh: return "gelu_tanh";
-    case Act::silu: return "silu";
-    default: return "none";
-  }
+  for (const ops::Choice<Act>& c : ops::kActivationList)
+    if (c.value == act) return c.name;
+  return "?";
 }
 
 // C = act(alpha op(A) op(B) + beta C + bias), M = 13, N = 37, K = 19, with the transposes and
@@ -191,10 +188,10 @@ Outputs adamw_family(Isa isa) {
 Outputs run_all(Isa isa) {
   Outputs all;
   const auto add = [&all](Outputs some) { all.insert(all.end(), some.begin(), some.end()); };
-  for (Act act : {Act::none, Act::relu, Act::gelu, Act::gelu_tanh, Act::silu}) add(gemm_family(isa, act));
+  for (int a = 0; a < ops::kActCount; ++a) add(gemm_family(isa, static_cast<Act>(a)));  // every epilogue
   add(attention_family(isa));
   add(layernorm_family(isa));
-  for (Act act : {Act::relu, Act::gelu, Act::gelu_tanh, Act::silu}) add(feedforward_family(isa, act));
+  for (const ops::Choice<Act>& c : ops::kFeedForwardActivationList) add(feedforward_family(isa, c.value));
   add(cross_entropy_family(isa));
   add(adamw_family(isa));
   return all;
