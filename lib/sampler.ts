@@ -8,6 +8,7 @@
 import * as distributed from './distributed';
 import { invalidArg } from './errors';
 import { OptionKeys } from './options';
+import { mulberry32 } from './random';
 
 export interface DistributedSamplerOptions {
   /** Shuffle every epoch (default true). */
@@ -23,18 +24,6 @@ export interface DistributedSamplerOptions {
 }
 const OPTIONS = new OptionKeys<DistributedSamplerOptions>('DistributedSampler options',
   { shuffle: true, seed: true, dropLast: true, rank: true, worldSize: true });
-
-/** A 32-bit PRNG (mulberry32): the same sequence on every rank and platform. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export class DistributedSampler implements Iterable<number> {
   readonly datasetSize: number;

@@ -3,19 +3,11 @@
  * running a block under every ISA variant this CPU has, and finite-difference gradient checks.
  */
 import { native } from '../lib/native';
+import { mulberry32 } from '../lib/random';
 import type { Isa } from '../lib/native/core';
 
 /** A seeded generator (mulberry32) of uniform numbers in [0, 1). */
-export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const rng = mulberry32;
 
 /** n standard-normal samples (Box-Muller) times `scale`, as float64. */
 export function randn(n: number, rand: () => number, scale = 1): Float64Array {

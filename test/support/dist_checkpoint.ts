@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 
 import { AdamW, cosineWithWarmup, distributed, DistributedDataParallel, resumeAsync, Tensor, trainStep, ViTClassifier } from '../../lib';
-import type { Module } from '../../lib';
+import { paramHash } from './param_hash';
 
 const cfg = { imgSize: 8, patchSize: 4, inChannels: 1, numClasses: 3, dModel: 16, numHeads: 2, dFF: 32, depth: 1, dropout: 0.1 };
 const file = path.join(process.argv[2], 'ddp.ckpt');
@@ -35,15 +35,6 @@ function watch(obj: Record<string, unknown>, names: string[], prefix: string): v
 const realFs = createRequire(__filename)('node:fs') as typeof fs;
 watch(realFs as unknown as Record<string, unknown>, ['openSync', 'writeFileSync', 'renameSync'], 'fs.');
 watch(realFs.promises as unknown as Record<string, unknown>, ['open', 'writeFile', 'rename'], 'fs.promises.');
-
-function hash(m: Module): string {
-  let h = 0x811c9dc5;
-  for (const p of m.parameters()) {
-    const u = new Uint32Array(p.data.buffer, p.data.byteOffset, p.size);
-    for (let i = 0; i < u.length; i++) h = Math.imul(h ^ u[i], 0x01000193);
-  }
-  return (h >>> 0).toString(16);
-}
 
 /** This rank's batch of step s. */
 function batch(s: number, r: number): { x: Tensor; y: Tensor } {
@@ -65,7 +56,7 @@ async function main(): Promise<void> {
     trainStep(m, o, x, y);
   };
   for (let s = 1; s <= 2; s++) step(ddp, opt, s, schedule(s));
-  out.savedHash = hash(ddp);
+  out.savedHash = paramHash(ddp);
 
   out.wrote = await distributed.saveCheckpoint(file, { model: ddp, optimizer: opt, schedule, step: 2 });
   const st = fs.statSync(file);
@@ -79,12 +70,12 @@ async function main(): Promise<void> {
   const opt2 = new AdamW(ddp2.parameters(), { lr: 1, weightDecay: 0 });
   const resumed = await resumeAsync(file, { model: ddp2, optimizer: opt2 });
   out.resumedStep = resumed.step;
-  out.resumedAtSave = hash(ddp2) === out.savedHash;
+  out.resumedAtSave = paramHash(ddp2) === out.savedHash;
 
   step(ddp, opt, 3, schedule(3));
   step(ddp2, opt2, 3, resumed.schedule!(resumed.step + 1));
-  out.continuedHash = hash(ddp);
-  out.resumedHash = hash(ddp2);
+  out.continuedHash = paramHash(ddp);
+  out.resumedHash = paramHash(ddp2);
   // A write that fails on rank 0 fails on every rank, at once (no rank waits for the timeout).
   const t0 = performance.now();
   try {

@@ -10,18 +10,9 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { AdamW, crossEntropy, distributed, DistributedDataParallel, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../../lib';
-import type { Module } from '../../lib';
+import { paramHash } from './param_hash';
 
 const cfg = { imgSize: 8, patchSize: 4, inChannels: 1, numClasses: 3, dModel: 16, numHeads: 2, dFF: 32, depth: 2 };
-
-function hash(m: Module): string {
-  let h = 0x811c9dc5;
-  for (const p of m.parameters()) {
-    const u = new Uint32Array(p.data.buffer, p.data.byteOffset, p.size);
-    for (let i = 0; i < u.length; i++) h = Math.imul(h ^ u[i], 0x01000193);
-  }
-  return (h >>> 0).toString(16);
-}
 
 function relErr(a: Float32Array, b: Float32Array): number {
   let d = 0, n = 0;
@@ -54,9 +45,9 @@ async function main(): Promise<void> {
   const ddp = new DistributedDataParallel(model, { bucketBytes: 4096, firstBucketBytes: 1024, overlap: process.env.NO_OVERLAP ? false : true });
   await ddp.ready();
   out.buckets = ddp.buckets.length;
-  out.broadcastHash = hash(ddp);
+  out.broadcastHash = paramHash(ddp);
   const ref = new ViTClassifier({ ...cfg, seed: 100 });
-  out.broadcastEqualsRank0Init = hash(ref) === hash(ddp);
+  out.broadcastEqualsRank0Init = paramHash(ref) === paramHash(ddp);
 
   const B = 4;
   const opt = new AdamW(ddp.parameters(), { lr: 1e-2, weightDecay: 0.01 });
@@ -68,7 +59,7 @@ async function main(): Promise<void> {
     const xs = rows(x, r * B, B), ys = rows(y, r * B, B);
     if (s < 3) trainStep(ddp, opt, xs, ys);
     else await trainStepAsync(ddp, opt, xs, ys);
-    stepHashes.push(hash(ddp));
+    stepHashes.push(paramHash(ddp));
   }
   out.stepHashes = stepHashes;
   const refState = ref.stateDict();
