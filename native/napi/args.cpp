@@ -224,16 +224,10 @@ class OpWorker : public Napi::AsyncWorker {
 }  // namespace
 
 void register_op(Napi::Env env, Napi::Object exports, const char* name, Parser parse) {
-  const std::string op(name);
-  export_op_pair(
-      env, exports, op,
-      [op, parse](const Napi::CallbackInfo& info) {
-        Args args(info, op.c_str());
-        check(info.Env(), parse(args)());
-      },
-      [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
-        Args args(info, op.c_str());
-        auto* worker = new OpWorker(info.Env(), parse(args), args.arrays());
+  export_op<Args>(
+      env, exports, name, parse, [](Napi::Env e, const Job& job) { check(e, job()); },
+      [](Napi::Env e, Job job, Args& args) {
+        auto* worker = new OpWorker(e, std::move(job), args.arrays());
         Napi::Promise p = worker->promise();
         worker->Queue();
         return p;

@@ -13,24 +13,29 @@ using RegisterFn = void (*)(Napi::Env env, Napi::Object exports);
 bool add_registration(RegisterFn fn);
 void run_registrations(Napi::Env env, Napi::Object exports);
 
-// Exports op `name`, which runs sync(info) and returns undefined, and its twin `name`Async, which
-// returns async(info)'s Promise; an argument error either throws (a Napi::Error) rejects the
-// Promise instead of throwing. The CPU and CUDA addons' op registration (args.cpp, device_args.cpp).
-template <class Sync, class Async>
-void export_op_pair(Napi::Env env, Napi::Object exports, const std::string& name, Sync sync, Async async) {
-  exports.Set(name, Napi::Function::New(
-                        env,
-                        [sync](const Napi::CallbackInfo& info) -> Napi::Value {
-                          sync(info);
-                          return info.Env().Undefined();
-                        },
-                        name));
-  const std::string async_name = name + "Async";
+// Exports op `name` and its twin `name`Async, for either addon: each call reads its arguments into
+// an ArgsT (the addon's reader: host arrays or device buffers) and parses them into a job; `name`
+// runs it with run_sync(env, job) and returns undefined, `name`Async returns run_async(env, job,
+// args)'s Promise. An argument error (a Napi::Error) throws from `name` and rejects the Promise of
+// `name`Async.
+template <class ArgsT, class Parse, class RunSync, class RunAsync>
+void export_op(Napi::Env env, Napi::Object exports, const char* name, Parse parse, RunSync run_sync, RunAsync run_async) {
+  const std::string op(name);
+  exports.Set(op, Napi::Function::New(
+                      env,
+                      [op, parse, run_sync](const Napi::CallbackInfo& info) -> Napi::Value {
+                        ArgsT args(info, op.c_str());
+                        run_sync(info.Env(), parse(args));
+                        return info.Env().Undefined();
+                      },
+                      op));
+  const std::string async_name = op + "Async";
   exports.Set(async_name, Napi::Function::New(
                               env,
-                              [async](const Napi::CallbackInfo& info) -> Napi::Value {
+                              [op, parse, run_async](const Napi::CallbackInfo& info) -> Napi::Value {
                                 try {
-                                  return async(info);
+                                  ArgsT args(info, op.c_str());
+                                  return run_async(info.Env(), parse(args), args);
                                 } catch (const Napi::Error& e) {
                                   auto d = Napi::Promise::Deferred::New(info.Env());
                                   d.Reject(e.Value());

@@ -189,18 +189,9 @@ Napi::Promise settle_when_done(Napi::Env env, Job job, const std::vector<Napi::V
 }
 
 void register_device_op(Napi::Env env, Napi::Object exports, const char* name, DeviceParser parse) {
-  const std::string op(name);
-  export_op_pair(
-      env, exports, op,
-      [op, parse](const Napi::CallbackInfo& info) {
-        DeviceArgs args(info, op.c_str());
-        check_device(info.Env(), cuda::stream_run(parse(args)));
-      },
-      [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
-        DeviceArgs args(info, op.c_str());
-        Job job = parse(args);
-        return settle_when_done(info.Env(), std::move(job), args.handles());
-      });
+  export_op<DeviceArgs>(
+      env, exports, name, parse, [](Napi::Env e, Job job) { check_device(e, cuda::stream_run(std::move(job))); },
+      [](Napi::Env e, Job job, DeviceArgs& args) { return settle_when_done(e, std::move(job), args.handles()); });
 }
 
 }  // namespace nf::napi
