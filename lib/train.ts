@@ -49,7 +49,7 @@ export function* trainStepOps<M extends Module>(
   if (typeof lossFn !== 'function') invalidArg('options.loss', 'a function (output, targets) => {loss, grad}', lossFn);
   const tmp = new Scope(...args.filter((a): a is Tensor => a instanceof Tensor), targets);
   try {
-    optimizer.clearGrads();
+    yield* optimizer.zeroGradOps();
     const output = yield* (model.forwardOps as AnyProgramFn).apply(model, args);
     if (!(output instanceof Tensor) || output.dtype !== 'float32')
       invalidArg('the model output', 'a float32 Tensor (write a custom step for models that return objects)', output);
