@@ -63,3 +63,6 @@ export { DistributedSampler } from './sampler';
 export type { DistributedSamplerOptions } from './sampler';
 export { DistributedDataParallel } from './ddp';
 export type { DdpStats, DistributedDataParallelOptions } from './ddp';
+
+export { SummaryWriter } from './tensorboard';
+export type { AddHparamsOptions, HistogramValues, HparamValue, SummaryWriterOptions } from './tensorboard';
