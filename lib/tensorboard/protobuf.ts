@@ -48,22 +48,23 @@ export class ProtoWriter {
     return this;
   }
 
+  /** A fixed-width field of `size` bytes, written by `put` (little-endian). */
+  private fixed(field: number, wire: Wire, size: number, put: (view: DataView, at: number) => void): this {
+    this.tag(field, wire);
+    this.reserve(size);
+    put(new DataView(this.buf.buffer, this.buf.byteOffset), this.len);
+    this.len += size;
+    return this;
+  }
+
   /** A double field. */
   double(field: number, v: number): this {
-    this.tag(field, Wire.Fixed64);
-    this.reserve(8);
-    new DataView(this.buf.buffer, this.buf.byteOffset).setFloat64(this.len, v, true);
-    this.len += 8;
-    return this;
+    return this.fixed(field, Wire.Fixed64, 8, (view, at) => view.setFloat64(at, v, true));
   }
 
   /** A float field. */
   float(field: number, v: number): this {
-    this.tag(field, Wire.Fixed32);
-    this.reserve(4);
-    new DataView(this.buf.buffer, this.buf.byteOffset).setFloat32(this.len, v, true);
-    this.len += 4;
-    return this;
+    return this.fixed(field, Wire.Fixed32, 4, (view, at) => view.setFloat32(at, v, true));
   }
 
   /** A bytes field, or an embedded message given as its bytes. */
