@@ -167,7 +167,7 @@ function attentionImages(writer: SummaryWriter, model: ViTClassifier, test: Digi
       logits.dispose();
       batch.dispose();
       const samples = attentionSamples(model, test, chosen, predicted);
-      writer.addImage('attention', await renderChart(attentionGridSpec(samples, 6, `Test digits after epoch ${logs.epoch}`), 1), logs.epoch);
+      writer.addImage('attention', await renderChart(attentionGridSpec(samples, 6, `Test digits after epoch ${logs.epoch}`)), logs.epoch);
     },
   };
 }
