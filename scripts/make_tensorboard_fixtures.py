@@ -104,7 +104,7 @@ def hparams_case():
 def main():
     fixture = {"wallTime": WALL, "records": written_records(), "histograms": histogram_cases(), "hparams": hparams_case()}
     with open(OUT, "w") as f:
-        json.dump(fixture, f, indent=1)
+        json.dump(fixture, f)
         f.write("\n")
     print(f"wrote {OUT} ({os.path.getsize(OUT)} bytes)")
 

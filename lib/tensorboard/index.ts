@@ -1,4 +1,4 @@
-/** TensorBoard logging: SummaryWriter and the pieces of its file format. */
+/** TensorBoard logging: SummaryWriter writes event files (TFRecord framing, Event/Summary protobufs) for TensorBoard. */
 export { SummaryWriter } from './writer';
 export type { AddHparamsOptions, HistogramValues, SummaryWriterOptions } from './writer';
 export type { HparamValue } from './hparams';
