@@ -94,6 +94,7 @@ function program(io: Io): Command {
     .addOption(new Option('--train-size <n>', 'training digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.trainSize))
     .addOption(new Option('--test-size <n>', 'test digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.testSize))
     .addOption(new Option('--out <dir>', 'output folder').default(TRAIN_DEFAULTS.out))
+    .addOption(new Option('--logdir <dir>', 'TensorBoard log folder: loss, accuracy, learning rate, throughput and the attention grid per epoch'))
     .addOption(new Option('--distributed', 'data-parallel over the ranks of `mpirun -np N` (each rank reads its share; global batch = batch size × N)')))
     .action(async (o) => {
       setupRuntime(o);

@@ -63,3 +63,13 @@ export { DistributedSampler } from './sampler';
 export type { DistributedSamplerOptions } from './sampler';
 export { DistributedDataParallel } from './ddp';
 export type { DdpStats, DistributedDataParallelOptions } from './ddp';
+
+export { SummaryWriter } from './tensorboard';
+export type { AddHparamsOptions, HistogramValues, HparamValue, SummaryWriterOptions } from './tensorboard';
+export { fit } from './fit';
+export type { Batch, BatchSource, FitOptions } from './fit';
+export { earlyStopping, modelCheckpoint, progressBar, tensorBoard } from './callbacks';
+export type {
+  BatchLogs, Callback, EarlyStoppingOptions, EpochLogs, FitContext, ModelCheckpointOptions, MonitorKey, MonitorMode,
+  ProgressBarOptions, TensorBoardOptions,
+} from './callbacks';

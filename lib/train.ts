@@ -38,6 +38,12 @@ function isProgram(v: unknown): v is Program<LossResult> {
 
 type AnyProgramFn = (...args: unknown[]) => Program<unknown>;
 
+/** The loss of `output` as a program, whichever kind `lossFn` is (see LossFn). */
+export function* lossOps(lossFn: LossFn, output: Tensor<'float32'>, targets: Tensor): Program<LossResult> {
+  const r = lossFn(output, targets);
+  return isProgram(r) ? yield* r : r;
+}
+
 /** The program of one training step; returns the loss. */
 export function* trainStepOps<M extends Module>(
   model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
@@ -54,8 +60,7 @@ export function* trainStepOps<M extends Module>(
     if (!(output instanceof Tensor) || output.dtype !== 'float32')
       invalidArg('the model output', 'a float32 Tensor (write a custom step for models that return objects)', output);
     tmp.add(output);
-    const r = lossFn(output as Tensor<'float32'>, targets);
-    const { loss, grad } = isProgram(r) ? yield* r : r;
+    const { loss, grad } = yield* lossOps(lossFn, output as Tensor<'float32'>, targets);
     tmp.add(grad);
     // The input gradients (a Tensor, or an object of them) are not the step's result: free them now.
     const inputGrads: unknown = yield* (model.backwardOps as AnyProgramFn).call(model, grad);
