@@ -63,3 +63,10 @@ export { DistributedSampler } from './sampler';
 export type { DistributedSamplerOptions } from './sampler';
 export { DistributedDataParallel } from './ddp';
 export type { DdpStats, DistributedDataParallelOptions } from './ddp';
+
+export { ImageFolder, IMAGE_EXTENSIONS } from './data/image_folder';
+export type { ImageFolderOptions, ImageSample } from './data/image_folder';
+export { DataLoader } from './data/loader';
+export type { Batch, DataLoaderOptions } from './data/loader';
+export { IMAGENET_MEAN, IMAGENET_STD } from './data/transforms';
+export type { ImageTransform, TransformOptions } from './data/transforms';
