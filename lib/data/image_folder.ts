@@ -90,6 +90,7 @@ export class ImageFolder {
 
   constructor(root: string, options: ImageFolderOptions = {}) {
     const o = OPTIONS.check('options', options);
+    const sharp = requireOptional<Sharp>('sharp', 'ImageFolder decodes images with sharp');
     if (typeof root !== 'string' || !isDirectory(root)) invalidArg('root', 'a folder of class folders (root/<class>/<image>)', root);
     const extensions = checkExtensions(o.extensions ?? IMAGE_EXTENSIONS);
     const classes = fs.readdirSync(root).sort(byName).filter((c) => isDirectory(path.join(root, c)));
@@ -102,7 +103,7 @@ export class ImageFolder {
     Object.assign(this, {
       root, classes, classToIdx: Object.fromEntries(classes.map((c, i) => [c, i])), samples,
       transform: resolveTransform(o.transform ?? 'eval', positiveInt('imageSize', o.imageSize ?? 224), o.mean, o.std),
-      sharp: requireOptional<Sharp>('sharp', 'ImageFolder decodes images with sharp'),
+      sharp,
     });
   }
 
