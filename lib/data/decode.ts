@@ -16,13 +16,14 @@ import { evalGeometry, type ImageTransform, normalizeInto, randomResizedCropBox 
 /** The sharp module (loaded by the caller: requireOptional on the main thread, its path in a worker). */
 export type Sharp = typeof sharp;
 
-/** Decoding aborts on corrupt or truncated data, not on warnings (what many real JPEGs carry). */
-const SHARP_INPUT = { autoOrient: true, failOn: 'error' } as const;
-
 /** The transformed image as interleaved RGB bytes, imageSize × imageSize × 3. */
 async function transformedRgb(sharp: Sharp, bytes: Buffer, t: ImageTransform, seed: number): Promise<Buffer> {
-  const { autoOrient: { width, height } } = await sharp(bytes, SHARP_INPUT).metadata();
-  let img = sharp(bytes, SHARP_INPUT);
+  // Rotation, alpha removal and colour conversion only when the file needs them: each is a pass.
+  const meta = await sharp(bytes).metadata();
+  const rotated = (meta.orientation ?? 1) > 1;
+  const { width, height } = rotated ? meta.autoOrient : meta;
+  // Decoding aborts on corrupt or truncated data, not on warnings (what many real JPEGs carry).
+  let img = sharp(bytes, { autoOrient: rotated, failOn: 'error' });
   if (t.mode === 'train') {
     const rng = mulberry32(seed);
     const box = randomResizedCropBox(width, height, t, rng);
@@ -31,9 +32,11 @@ async function transformedRgb(sharp: Sharp, bytes: Buffer, t: ImageTransform, se
     const { resize, crop } = evalGeometry(width, height, t);
     img = img.resize(resize.width, resize.height, { fit: 'fill', kernel: 'linear' }).extract(crop);
   }
-  const { data, info } = await img.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
-  if (info.channels !== 3 || info.width !== t.imageSize || info.height !== t.imageSize)
-    throw new Error(`sharp returned ${info.width}×${info.height}×${info.channels} instead of ${t.imageSize}×${t.imageSize}×3`);
+  if (meta.hasAlpha) img = img.removeAlpha();
+  if (meta.space !== 'srgb' || meta.depth !== 'uchar' || meta.channels !== (meta.hasAlpha ? 4 : 3)) img = img.toColourspace('srgb');
+  const { data, info } = await img.raw().toBuffer({ resolveWithObject: true });
+  if (info.channels !== 3 || info.width !== t.imageSize || info.height !== t.imageSize || data.length !== 3 * t.imageSize * t.imageSize)
+    throw new Error(`sharp returned ${info.width}×${info.height}×${info.channels} (${data.length} bytes) instead of ${t.imageSize}×${t.imageSize}×3 bytes`);
   return data;
 }
 
