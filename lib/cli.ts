@@ -78,7 +78,7 @@ interface Io {
 function program(io: Io): Command {
   const out = io.out;
   const prog = new Command('nodeformer')
-    .description('Transformer engine for Node.js: train a ViT on MNIST digits, evaluate it, classify PNG digits.')
+    .description('Transformer engine for Node.js: train a ViT on MNIST digits or a folder of images, evaluate it, classify pictures.')
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
