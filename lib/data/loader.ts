@@ -101,8 +101,10 @@ export class DataLoader implements AsyncIterable<Batch> {
     const order = this.sampler.indices(), count = this.length, B = this.batchSize, size = this.dataset.transform.imageSize;
     const targets = this.dataset.targets;
     const pending = new Map<number, ReturnType<typeof deferred<Float32Array>>>();
+    let failure: Error | null = null; // a worker that failed or stopped fails this batch and every later one
     const failAll = (e: Error) => {
-      for (const d of pending.values()) d.reject(e);
+      failure ??= e;
+      for (const d of pending.values()) d.reject(failure);
     };
     const workers: Worker[] = [];
     try {
@@ -125,8 +127,10 @@ export class DataLoader implements AsyncIterable<Batch> {
       let sent = 0;
       for (let b = 0; b < count; b++) {
         for (; sent < count && sent - b < this.prefetch; sent++) {
-          pending.set(sent, deferred<Float32Array>());
-          workers[sent % workers.length].postMessage({ id: sent, epoch, indices: order.slice(sent * B, Math.min((sent + 1) * B, order.length)) });
+          const d = deferred<Float32Array>();
+          pending.set(sent, d);
+          if (failure) d.reject(failure);
+          else workers[sent % workers.length].postMessage({ id: sent, epoch, indices: order.slice(sent * B, Math.min((sent + 1) * B, order.length)) });
         }
         const input = await pending.get(b)!.promise;
         pending.delete(b);
@@ -135,7 +139,7 @@ export class DataLoader implements AsyncIterable<Batch> {
       }
     } finally {
       pending.clear();
-      for (const w of workers) w.removeAllListeners();
+      for (const w of workers) w.removeAllListeners().on('error', () => undefined); // the others may fail as they stop
       await Promise.all(workers.map((w) => w.terminate()));
     }
   }
