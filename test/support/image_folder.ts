@@ -1,7 +1,8 @@
 /**
  * Image folders for the data tests, the CLI test and bench/image_loader.ts, drawn with sharp from
- * seeded pixels: class k is a disc of its own colour on a background of another, placed and sized
- * at random, with noise, so that classes are learnable and every image decodes differently.
+ * seeded pixels: class k is a disc (a square for classes 6 to 11) of its own colour on a grey of
+ * its own, placed and sized at random, with noise, so that classes are learnable and every image
+ * decodes differently.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -10,7 +11,7 @@ import sharp from 'sharp';
 
 import { mulberry32 } from '../../lib/random';
 
-/** Colours of the classes' discs (class k: COLOURS[k % 6]) and backgrounds. */
+/** Colours of the classes' shapes (class k: COLOURS[k % 6]; the background is a grey of its own). */
 const COLOURS = [[220, 40, 40], [40, 180, 60], [50, 70, 230], [230, 200, 40], [160, 60, 200], [40, 200, 210]];
 
 export interface FolderSpec {
@@ -22,14 +23,16 @@ export interface FolderSpec {
   seed?: number;
 }
 
-/** Interleaved RGB pixels of image `i` of class `k`. */
+/** Interleaved RGB pixels of an image of class `k`. */
 export function drawImage(k: number, width: number, height: number, rng: () => number): Buffer {
   const px = Buffer.alloc(width * height * 3);
-  const fg = COLOURS[k % COLOURS.length], bg = COLOURS[(k + 3) % COLOURS.length];
+  const grey = 30 + 20 * (k % COLOURS.length), fg = COLOURS[k % COLOURS.length], bg = [grey, grey, grey];
+  const square = Math.floor(k / COLOURS.length) % 2 === 1;
   const r = (0.2 + 0.2 * rng()) * Math.min(width, height), cx = r + rng() * (width - 2 * r), cy = r + rng() * (height - 2 * r);
   for (let y = 0; y < height; y++)
     for (let x = 0; x < width; x++) {
-      const inside = (x - cx) ** 2 + (y - cy) ** 2 < r * r, c = inside ? fg : bg;
+      const inside = square ? Math.max(Math.abs(x - cx), Math.abs(y - cy)) < r : (x - cx) ** 2 + (y - cy) ** 2 < r * r;
+      const c = inside ? fg : bg;
       for (let ch = 0; ch < 3; ch++) px[3 * (y * width + x) + ch] = Math.max(0, Math.min(255, c[ch] * (0.6 + 0.4 * (y / height)) + 40 * (rng() - 0.5)));
     }
   return px;
