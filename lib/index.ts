@@ -73,3 +73,9 @@ export type {
   BatchLogs, Callback, EarlyStoppingOptions, EpochLogs, FitContext, ModelCheckpointOptions, MonitorKey, MonitorMode,
   ProgressBarOptions, TensorBoardOptions,
 } from './callbacks';
+export { ImageFolder, IMAGE_EXTENSIONS } from './data/image_folder';
+export type { ImageFolderOptions, ImageSample } from './data/image_folder';
+export { DataLoader } from './data/loader';
+export type { DataLoaderOptions, ImageBatch } from './data/loader';
+export { IMAGENET_MEAN, IMAGENET_STD } from './data/transforms';
+export type { ImageTransform, TransformOptions } from './data/transforms';
