@@ -43,6 +43,11 @@ export class FlatBuffer {
     return flat;
   }
 
+  /** The elements [from, to) of the arena that tensors first … last (indices) span, padding included. */
+  range(first: number, last: number): [number, number] {
+    return [this.offsets[first], last + 1 < this.offsets.length ? this.offsets[last + 1] : this.arena.size];
+  }
+
   /** Whether every one of `tensors` is still the view of its slice. */
   holds(tensors: readonly (Tensor<'float32'> | null)[]): boolean {
     return tensors.length === this.offsets.length && tensors.every((t, i) => t !== null && t.isSliceOf(this.arena, this.offsets[i]));
@@ -64,6 +69,11 @@ export class OptimizerArenas {
   /** The elements of each arena (padding included). */
   get size(): number {
     return this.params.arena.size;
+  }
+
+  /** The elements [from, to) of each arena that parameters first … last (indices) span. */
+  range(first: number, last: number): [number, number] {
+    return this.params.range(first, last);
   }
 
   /** Arenas for `params` and `state` (per parameter, its buffers), or null when some parameter is not on the CPU. */

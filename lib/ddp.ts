@@ -116,7 +116,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     if (!distributed.isInitialized())
       throw new NodeformerError('ERR_NF_STATE', 'new DistributedDataParallel called before `await distributed.init()`');
     this.module = model;
-    const named = model.namedParameters();
+    const named = model.namedParameters().filter(([, p]) => p.requiresGrad); // (frozen ones have no gradient to average)
     this.gradParams = named.map(([, p]) => p);
     this.paramNames = named.map(([n]) => n);
     this.buckets = [];

@@ -41,7 +41,9 @@ export type {
 export { crossEntropy, crossEntropyOps, mse, mseOps } from './losses';
 export type { CrossEntropyOptions, LossResult, MseOptions } from './losses';
 export { AdamW, clipGradNorm, clipGradNormOps, Optimizer, SGD } from './optim';
-export type { AdamWOptions, OptimizerState, SGDOptions } from './optim';
+export type { AdamWOptions, OptimizerState, ParamGroup, SGDOptions } from './optim';
+export { paramGroups } from './param_groups';
+export type { ParamGroupsOptions } from './param_groups';
 export { trainStep, trainStepAsync, trainStepOps } from './train';
 export type { LossFn, TrainInputs, TrainStepOptions } from './train';
 export { cosineWithWarmup, inverseSqrtWarmup, scheduleFromConfig } from './schedule';

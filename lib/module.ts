@@ -26,6 +26,14 @@ type AnyProgramFn = (...args: unknown[]) => Program<unknown>;
 /** A trainable tensor; `grad` is allocated (zero) by the first backward that reaches it. */
 export class Parameter extends Tensor<'float32'> {
   grad: Tensor<'float32'> | null = null;
+  /**
+   * Whether backward keeps this parameter's gradient and the optimizers update it (default true).
+   * Frozen (false), it gets no `grad` and no optimizer state, and AdamW/SGD skip it; input gradients
+   * still flow through its layer. (The fused backward kernels still compute its weight gradient, into
+   * a scratch buffer that is never read.)
+   */
+  requiresGrad = true;
+  private scratchGrad: Tensor<'float32'> | null = null;
 
   /** A parameter of the given shape holding a copy of `values`, on `device` (default 'cpu'). */
   static create(shape: readonly number[], values: Float32Array, device: Device = 'cpu'): Parameter {
@@ -36,8 +44,18 @@ export class Parameter extends Tensor<'float32'> {
     return p;
   }
 
-  /** The gradient's storage (what ops take, see Tensor.storage), created zero-filled on the parameter's device on first use. */
+  /**
+   * The gradient's storage (what ops take, see Tensor.storage), created zero-filled on the parameter's
+   * device on first use; for a frozen parameter (requiresGrad false), a scratch buffer instead.
+   */
   gradData(): Float32Array {
+    if (!this.requiresGrad) {
+      if (this.scratchGrad?.device !== this.device) {
+        this.scratchGrad?.dispose();
+        this.scratchGrad = Tensor.empty(this.shape, 'float32', this.device);
+      }
+      return this.scratchGrad.storage;
+    }
     if (!this.grad) this.grad = Tensor.zeros(this.shape, 'float32', this.device);
     return this.grad.storage;
   }
@@ -55,6 +73,8 @@ export class Parameter extends Tensor<'float32'> {
   override dispose(): void {
     this.grad?.dispose();
     this.grad = null;
+    this.scratchGrad?.dispose();
+    this.scratchGrad = null;
     super.dispose();
   }
 }
@@ -406,6 +426,16 @@ export abstract class Module {
     if (problems.length)
       throw new NodeformerError('ERR_NF_STATE_DICT', `loadStateDict: ${problems.length} problem(s): ${problems.join('; ')}`);
     for (const [p, values] of plan) p.copyFrom(values);
+  }
+
+  /**
+   * Freezes (false) or unfreezes (true, the default) every parameter of this module and its children
+   * (Parameter.requiresGrad), as torch's module.requires_grad_(). Returns this.
+   */
+  requiresGrad(flag = true): this {
+    if (typeof flag !== 'boolean') invalidArg('flag', 'a boolean', flag);
+    for (const p of this.parameters()) p.requiresGrad = flag;
+    return this;
   }
 
   /** Sets every parameter gradient to zero. */

@@ -11,10 +11,25 @@ import { OptionKeys } from './options';
 import { Lane, op, runSync, type Program } from './program';
 import { Tensor } from './tensor';
 
-function checkParams(params: unknown): Parameter[] {
+function checkParams(params: unknown, name = 'params'): Parameter[] {
   if (!Array.isArray(params) || params.length === 0 || params.some((p) => !p || typeof p.gradData !== 'function'))
-    invalidArg('params', 'a non-empty array of Parameters (model.parameters())', params);
+    invalidArg(name, 'a non-empty array of Parameters (model.parameters())', params);
   return params as Parameter[];
+}
+
+/**
+ * A parameter group (torch's param_groups): parameters and the options that differ for them from
+ * the optimizer's, e.g. `{ params: biases, weightDecay: 0 }`. A group's `lr` is its own, fixed (a
+ * schedule sets the optimizer's `options.lr`, which the groups without an `lr` follow); `lrScale`
+ * multiplies the group's learning rate either way (layer-wise decay, see paramGroups()).
+ */
+export type ParamGroup<O extends object = object> = { params: Parameter[]; lrScale?: number } & Partial<O>;
+
+/** A checked group: its parameters' indices in Optimizer.params, its option overrides and scale. */
+interface Group<O> {
+  readonly indices: readonly number[];
+  overrides: Partial<O>;
+  lrScale: number;
 }
 
 function num(name: string, v: unknown, min: number, max = Infinity): number {
@@ -27,9 +42,11 @@ export interface OptimizerState {
   /** The optimizer's class name ('AdamW', 'SGD'); loadStateDict checks it when present. */
   type?: string;
   options: Record<string, unknown>;
+  /** Each parameter group's overrides and lrScale (absent: one group without overrides). */
+  groups?: Record<string, unknown>[];
   state: { step: number; buffers: Float32Array[] }[];
 }
-const STATE_KEYS = new OptionKeys<OptimizerState>('optimizer state', { type: true, options: true, state: true });
+const STATE_KEYS = new OptionKeys<OptimizerState>('optimizer state', { type: true, options: true, groups: true, state: true });
 const STATE_ENTRY_KEYS = new OptionKeys<OptimizerState['state'][number]>('optimizer state entry', { step: true, buffers: true });
 
 /**
@@ -39,6 +56,8 @@ const STATE_ENTRY_KEYS = new OptionKeys<OptimizerState['state'][number]>('optimi
  * parameter left its arena and has not come back to the CPU) each parameter is updated on its own.
  * Every parameter gets a gradient (zero until a backward writes it), so a parameter no backward
  * reaches is still updated from a zero gradient, as torch with zero_grad(set_to_none=False).
+ * Frozen parameters (requiresGrad false) are skipped; parameter groups (ParamGroup) give parts of
+ * the model their own options, one update op per group.
  */
 export abstract class Optimizer<O extends object = object> {
   readonly params: Parameter[];
@@ -46,27 +65,57 @@ export abstract class Optimizer<O extends object = object> {
   options: O;
   protected steps: number[];
   protected buffers: Tensor<'float32'>[][];
-  private arenas: OptimizerArenas | null;
+  /** The parameter groups (one, without overrides, when the constructor got a plain array). */
+  private readonly groups: Group<O>[];
+  private arenas: OptimizerArenas | null = null;
+  /** @internal trainStep calls that added gradients since the last update (trainStep's accumulate option). */
+  accumulated = 0;
   /** @internal The queue of this optimizer's asynchronous calls (trainStepAsync joins it). */
   readonly lane = new Lane();
 
-  constructor(params: Parameter[], options: O, buffersPerParam: number) {
-    this.params = checkParams(params);
-    for (const device of new Set(this.params.map((p) => p.device))) checkDeviceOps(device, [this], this.constructor.name, OPTIMIZER_ENTRIES);
+  constructor(params: Parameter[] | ParamGroup<O>[], options: O, buffersPerParam: number) {
     this.options = options;
+    const isGroups = Array.isArray(params) && params.length > 0 && params.every((g) => g && typeof g === 'object' && 'params' in g);
+    const raw: ParamGroup<O>[] = isGroups ? (params as ParamGroup<O>[]) : [{ params: checkParams(params) } as ParamGroup<O>];
+    this.params = [];
+    this.groups = raw.map((g, k) => {
+      const name = isGroups ? `params[${k}]` : 'params';
+      const { params: ps, lrScale = 1, ...overrides } = objectArg(name, g);
+      const start = this.params.length;
+      this.params.push(...checkParams(ps, isGroups ? `${name}.params` : 'params'));
+      num(`${name}.lrScale`, lrScale, 0);
+      this.checkOptions({ ...this.options, ...(overrides as Partial<O>) }, name);
+      return { indices: ps.map((_, i) => start + i), overrides: overrides as Partial<O>, lrScale };
+    });
+    if (new Set(this.params).size !== this.params.length) invalidArg('params', 'each parameter in one group only (as torch)', params);
+    for (const device of new Set(this.params.map((p) => p.device))) checkDeviceOps(device, [this], this.constructor.name, OPTIMIZER_ENTRIES);
     this.steps = this.params.map(() => 0);
     this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => Tensor.zeros([p.size], 'float32', p.device)));
-    this.arenas = OptimizerArenas.build(this.params, this.buffers);
+    this.flat();
+  }
+
+  /** The indices of the parameters a step updates (requiresGrad), in order. */
+  private trainable(): number[] {
+    return this.params.flatMap((p, i) => (p.requiresGrad ? [i] : []));
   }
 
   /**
-   * The arenas, rebuilt (one copy of every parameter, gradient and state buffer) when a tensor has
-   * left its slice and all are on the CPU again; null while some parameter is on another device.
+   * The arenas of the trainable parameters `live` (Optimizer.params indices), rebuilt (one copy of
+   * each parameter, gradient and state buffer) when a tensor has left its slice or the trainable set
+   * changed and all are on the CPU; null while some parameter is on another device.
    */
-  private flat(): OptimizerArenas | null {
-    if (this.arenas?.holds(this.params, this.buffers)) return this.arenas;
+  private flat(live = this.trainable()): OptimizerArenas | null {
+    const ps = live.map((i) => this.params[i]), bs = live.map((i) => this.buffers[i]);
+    if (this.arenas?.holds(ps, bs)) return this.arenas;
     // (An old arena is freed when the last of its tensors is copied out of it below.)
-    return (this.arenas = OptimizerArenas.build(this.params, this.buffers));
+    return (this.arenas = live.length ? OptimizerArenas.build(ps, bs) : null);
+  }
+
+  /** The options of group `g` in force now (the optimizer's, the group's overrides, its lrScale). */
+  protected groupOptions(g: Group<O>): O {
+    const o = { ...this.options, ...g.overrides } as O & { lr: number };
+    o.lr *= g.lrScale;
+    return o;
   }
 
   /** Sets every parameter gradient to zero. */
@@ -77,9 +126,9 @@ export abstract class Optimizer<O extends object = object> {
 
   /** The program of zeroGrad: one native `zero` over the gradient arena (one per gradient off the CPU). */
   *zeroGradOps(): Program<void> {
-    const flat = this.flat();
+    const live = this.trainable(), flat = this.flat(live);
     if (flat) yield* op('zero', { n: flat.size, x: flat.grads.arena.storage });
-    else for (const p of this.params) if (p.grad) yield* op('zero', { n: p.size, x: p.grad.storage });
+    else for (const i of live) if (this.params[i].grad) yield* op('zero', { n: this.params[i].size, x: this.params[i].grad!.storage });
   }
 
   /** One update of every parameter that has a gradient. */
@@ -103,13 +152,23 @@ export abstract class Optimizer<O extends object = object> {
       // Under checkFinite, every gradient is scanned before any parameter changes.
       checkFiniteArgs({ [`the gradient of optimizer parameter ${i}`]: this.params[i].grad });
     }
-    const flat = this.flat();
-    if (flat && this.steps.every((s) => s === this.steps[0])) {
-      this.steps.fill(this.steps[0] + 1);
-      yield* this.update(flat.size, flat.params.arena.storage, flat.grads.arena.storage, flat.state.map((s) => s.arena.storage), this.steps[0]);
+    const live = this.trainable(), flat = this.flat(live);
+    if (flat && live.every((i) => this.steps[i] === this.steps[live[0]])) {
+      const step = this.steps[live[0]] + 1;
+      for (const i of live) this.steps[i] = step;
+      // Each group's trainable parameters are one contiguous range of the arenas (live is in group order).
+      const at = new Map(live.map((i, k) => [i, k]));
+      for (const g of this.groups) {
+        const ks = g.indices.filter((i) => at.has(i)).map((i) => at.get(i)!);
+        if (ks.length === 0) continue;
+        const [from, to] = flat.range(ks[0], ks[ks.length - 1]);
+        const slice = (a: Tensor<'float32'>) => a.storage.subarray(from, to);
+        yield* this.update(to - from, slice(flat.params.arena), slice(flat.grads.arena), flat.state.map((s) => slice(s.arena)), step, this.groupOptions(g));
+      }
       return;
     }
-    for (let i = 0; i < this.params.length; i++) {
+    const groupOf = new Map(this.groups.flatMap((g) => g.indices.map((i) => [i, g] as const)));
+    for (const i of live) {
       const p = this.params[i];
       if (!p.grad) continue;
       // State made before the model moved (module.to) follows its parameter.
@@ -120,16 +179,18 @@ export abstract class Optimizer<O extends object = object> {
           return moved;
         });
       this.steps[i] += 1;
-      yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i]);
+      yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i], this.groupOptions(groupOf.get(i)!));
     }
   }
 
-  /** The program updating `n` parameter values from their gradients and state buffers at `step`. */
-  protected abstract update(n: number, param: Float32Array, grad: Float32Array, buffers: Float32Array[], step: number): Program<void>;
+  /** The program updating `n` parameter values from their gradients and state buffers at `step`, with options `o`. */
+  protected abstract update(n: number, param: Float32Array, grad: Float32Array, buffers: Float32Array[], step: number, o: O): Program<void>;
 
-  /** A copy of the options, step counts and buffers (for checkpoints). */
+  /** A copy of the options, the groups' overrides (when there are groups), step counts and buffers (for checkpoints). */
   stateDict(): OptimizerState {
+    const plain = this.groups.length === 1 && this.groups[0].lrScale === 1 && Object.keys(this.groups[0].overrides).length === 0;
     return { type: this.constructor.name, options: { ...this.options } as Record<string, unknown>,
+      ...(plain ? {} : { groups: this.groups.map((g) => ({ ...g.overrides, lrScale: g.lrScale })) }),
       state: this.params.map((_, i) => ({ step: this.steps[i], buffers: this.buffers[i].map((b) => b.toArray()) })) };
   }
 
@@ -144,6 +205,14 @@ export abstract class Optimizer<O extends object = object> {
     STATE_KEYS.check('state', s, `${this.constructor.name}.loadStateDict state`);
     if (s.type !== undefined && s.type !== this.constructor.name) invalidArg('state.type', `'${this.constructor.name}'`, s.type);
     const options = this.checkOptions({ ...this.options, ...objectArg('state.options', s.options as Partial<O>) }, 'state.options');
+    if (s.groups !== undefined && (!Array.isArray(s.groups) || s.groups.length !== this.groups.length))
+      invalidArg('state.groups', `the overrides of ${this.groups.length} parameter group(s)`, s.groups);
+    const groups = (s.groups ?? []).map((g, k) => {
+      const { lrScale = 1, ...overrides } = objectArg(`state.groups[${k}]`, g);
+      num(`state.groups[${k}].lrScale`, lrScale, 0);
+      this.checkOptions({ ...options, ...(overrides as Partial<O>) }, `state.groups[${k}]`);
+      return { overrides: overrides as Partial<O>, lrScale: lrScale as number };
+    });
     s.state.forEach((e, i) => {
       if (e !== null && typeof e === 'object') STATE_ENTRY_KEYS.check(`state.state[${i}]`, e, `state.state[${i}]`);
       if (!Number.isInteger(e?.step) || e.step < 0 || !Array.isArray(e.buffers) || e.buffers.length !== this.buffers[i].length ||
@@ -151,6 +220,7 @@ export abstract class Optimizer<O extends object = object> {
         invalidArg(`state.state[${i}]`, `a step count and ${this.buffers[i].length} Float32Array(s) of ${this.params[i].size} values`, e);
     });
     this.options = options;
+    groups.forEach((g, k) => Object.assign(this.groups[k], g));
     s.state.forEach((e, i) => {
       this.steps[i] = e.step;
       e.buffers.forEach((b, j) => this.buffers[i][j].copyFrom(b));
@@ -200,7 +270,7 @@ function adamwOptions(raw: AdamWOptions, prefix: string): Required<AdamWOptions>
 
 /** torch.optim.AdamW: decoupled weight decay, bias-corrected moments. */
 export class AdamW extends Optimizer<Required<AdamWOptions>> {
-  constructor(params: Parameter[], options: AdamWOptions = {}) {
+  constructor(params: Parameter[] | ParamGroup<AdamWOptions>[], options: AdamWOptions = {}) {
     super(params, adamwOptions(options, 'options'), 2);
   }
 
@@ -208,8 +278,8 @@ export class AdamW extends Optimizer<Required<AdamWOptions>> {
     return adamwOptions(options, prefix);
   }
 
-  protected *update(n: number, param: Float32Array, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number): Program<void> {
-    const o = this.options;
+  protected *update(n: number, param: Float32Array, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number,
+    o: Required<AdamWOptions>): Program<void> {
     yield* op('adamwStep', { n, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
       param, grad, expAvg, expAvgSq });
   }
@@ -248,7 +318,7 @@ function sgdOptions(raw: SGDOptions, prefix: string): Required<SGDOptions> {
 
 /** torch.optim.SGD with momentum, dampening, weight decay and Nesterov momentum. */
 export class SGD extends Optimizer<Required<SGDOptions>> {
-  constructor(params: Parameter[], options: SGDOptions = {}) {
+  constructor(params: Parameter[] | ParamGroup<SGDOptions>[], options: SGDOptions = {}) {
     super(params, sgdOptions(options, 'options'), 1);
   }
 
@@ -256,8 +326,8 @@ export class SGD extends Optimizer<Required<SGDOptions>> {
     return sgdOptions(options, prefix);
   }
 
-  protected *update(n: number, param: Float32Array, grad: Float32Array, [momentumBuf]: Float32Array[], step: number): Program<void> {
-    const o = this.options;
+  protected *update(n: number, param: Float32Array, grad: Float32Array, [momentumBuf]: Float32Array[], step: number,
+    o: Required<SGDOptions>): Program<void> {
     yield* op('sgdStep', { n, step, lr: o.lr, momentum: o.momentum, dampening: o.dampening, weightDecay: o.weightDecay,
       nesterov: o.nesterov, param, grad, momentumBuf: o.momentum !== 0 ? momentumBuf : null });
   }

@@ -9,7 +9,7 @@ import { crossEntropyOps, type LossResult } from './losses';
 import type { Module, ProgramArgs } from './module';
 import { clipGradNormOps, type Optimizer } from './optim';
 import { OptionKeys } from './options';
-import type { Program } from './program';
+import { op, type Program } from './program';
 import { Scope } from './scope';
 import { Tensor } from './tensor';
 
@@ -25,8 +25,14 @@ export interface TrainStepOptions {
   loss?: LossFn;
   /** Clip the total gradient norm to this before the update (default: no clipping). */
   maxGradNorm?: number;
+  /**
+   * Gradient accumulation over this many calls (default 1): the first call of each cycle zeroes the
+   * gradients, every call adds the gradient of loss / accumulate, and the last one clips and updates
+   * (the cycle counts this optimizer's trainStep calls). The returned loss is the batch's own.
+   */
+  accumulate?: number;
 }
-const TRAIN_STEP_OPTIONS = new OptionKeys<TrainStepOptions>('trainStep options', { loss: true, maxGradNorm: true });
+const TRAIN_STEP_OPTIONS = new OptionKeys<TrainStepOptions>('trainStep options', { loss: true, maxGradNorm: true, accumulate: true });
 
 /** The model's forward arguments: one tensor, or the argument list of its forward (e.g. [src, tgt]). */
 export type TrainInputs<M extends Module> = Tensor | ProgramArgs<M['forwardProgram']>;
@@ -52,20 +58,25 @@ export function* trainStepOps<M extends Module>(
   if (!Array.isArray(args)) invalidArg('inputs', 'a Tensor or an array of forward arguments', inputs);
   options = TRAIN_STEP_OPTIONS.check('options', options);
   const lossFn = options.loss ?? crossEntropyOps;
+  const k = options.accumulate ?? 1;
+  if (!Number.isInteger(k) || k < 1) invalidArg('options.accumulate', 'a positive integer', k);
   if (typeof lossFn !== 'function') invalidArg('options.loss', 'a function (output, targets) => {loss, grad}', lossFn);
   const tmp = new Scope(...args.filter((a): a is Tensor => a instanceof Tensor), targets);
   try {
-    yield* optimizer.zeroGradOps();
+    if (optimizer.accumulated % k === 0) yield* optimizer.zeroGradOps();
     const output = yield* (model.forwardOps as AnyProgramFn).apply(model, args);
     if (!(output instanceof Tensor) || output.dtype !== 'float32')
       invalidArg('the model output', 'a float32 Tensor (write a custom step for models that return objects)', output);
     tmp.add(output);
     const { loss, grad } = yield* lossOps(lossFn, output as Tensor<'float32'>, targets);
     tmp.add(grad);
+    if (k > 1) yield* op('scale', { n: grad.size, x: grad.storage, s: 1 / k });
     // The input gradients (a Tensor, or an object of them) are not the step's result: free them now.
     const inputGrads: unknown = yield* (model.backwardOps as AnyProgramFn).call(model, grad);
     for (const g of inputGrads instanceof Tensor ? [inputGrads] : Object.values(inputGrads ?? {})) if (g instanceof Tensor) tmp.add(g);
-    if (options.maxGradNorm !== undefined) yield* clipGradNormOps(optimizer.params, options.maxGradNorm);
+    if (++optimizer.accumulated % k !== 0) return loss;
+    optimizer.accumulated = 0;
+    if (options.maxGradNorm !== undefined) yield* clipGradNormOps(optimizer.params.filter((p) => p.requiresGrad), options.maxGradNorm);
     yield* optimizer.stepOps();
     return loss;
   } finally {
