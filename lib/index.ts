@@ -32,7 +32,7 @@ export type { PatchEmbeddingConfig } from './layers/patch_embedding';
 export { DecoderBlock, EncoderBlock } from './layers/blocks';
 export type { BlockConfig, DecoderBlockOptions, EncoderBlockOptions } from './layers/blocks';
 export { patchify, unpatchify, ViTClassifier, ViTDecoder, ViTEncoder } from './models/vit';
-export type { ViTClassifierConfig, ViTConfig, ViTDecoderOptions, ViTForwardOptions } from './models/vit';
+export type { GlobalPool, ViTClassifierConfig, ViTConfig, ViTDecoderConfig, ViTDecoderOptions, ViTForwardOptions } from './models/vit';
 export { Decoder, Encoder, paddingMask, Transformer } from './models/seq2seq';
 export type {
   DecoderOptions, EncoderOptions, GenerateOptions, SequenceConfig, TokenModelConfig, TransformerConfig,
@@ -55,7 +55,7 @@ export {
 export type { Checkpoint, CheckpointState, RandomState, ResumeResult, ResumeTarget } from './checkpoint';
 export { loadModel, saveModel } from './persist';
 export type { ConfiguredModule, ModelClass } from './persist';
-export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert';
+export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert/torch';
 
 export * as distributed from './distributed';
 export type { InitOptions, ReduceOp } from './distributed';

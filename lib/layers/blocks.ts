@@ -1,3 +1,4 @@
+import { invalidArg } from '../errors';
 import { Module } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
@@ -8,9 +9,10 @@ import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
 import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf, type Settings } from './common';
 import { accumulate, DropoutSite } from './dropout';
-import { checkAttnMask, MultiHeadAttention } from './attention';
+import { checkAttnMask, headDimOf, MultiHeadAttention } from './attention';
 import { ACTIVATIONS, FeedForward, type Activation } from './feedforward';
 import { LayerNorm } from './layernorm';
+import { LayerScale } from './layer_scale';
 
 export interface BlockConfig {
   dModel: number;
@@ -24,13 +26,27 @@ export interface BlockConfig {
   dropout?: number;
   /** LayerNorm eps (default 1e-5). */
   eps?: number;
+  /** Width of each attention head (default dModel / numHeads; see MultiHeadAttention). */
+  headDim?: number;
+  /** Bias on the attention's qkv projection (default true; timm's qkv_bias). */
+  qkvBias?: boolean;
+  /** Bias on the attention's output projection (default true; timm's proj_bias). */
+  projBias?: boolean;
+  /** Biases on the feed-forward layers (default true; timm's proj_bias also switches them). */
+  mlpBias?: boolean;
+  /**
+   * EncoderBlock: with a value > 0, LayerScale on both residual branches (ls1, ls2: timm's
+   * init_values, their initial value); 0 (default): none.
+   */
+  initValues?: number;
   seed?: number;
   /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
   device?: Device;
 }
 
 const BLOCK_CONFIG = new OptionKeys<BlockConfig>('block config',
-  { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, eps: true, seed: true, device: true });
+  { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, eps: true, headDim: true, qkvBias: true,
+    projBias: true, mlpBias: true, initValues: true, seed: true, device: true });
 
 function blockConfig(raw: BlockConfig, label: string): Settings<BlockConfig> {
   const config = BLOCK_CONFIG.check('config', raw, label);
@@ -42,8 +58,24 @@ function blockConfig(raw: BlockConfig, label: string): Settings<BlockConfig> {
     activation: oneOf('config.activation', config.activation ?? 'gelu', ACTIVATIONS),
     dropout: probability('config.dropout', config.dropout ?? 0),
     eps: positive('config.eps', config.eps ?? 1e-5),
+    headDim: headDimOf(positiveInt('config.dModel', config.dModel), positiveInt('config.numHeads', config.numHeads), config.headDim),
+    qkvBias: bool('config.qkvBias', config.qkvBias ?? true),
+    projBias: bool('config.projBias', config.projBias ?? true),
+    mlpBias: bool('config.mlpBias', config.mlpBias ?? true),
+    initValues: config.initValues === undefined || config.initValues === 0 ? 0 : positive('config.initValues', config.initValues),
     seed: seedOf(config.seed ?? 0),
   };
+}
+
+/** The attention of a block: its width, heads, biases and dropout. */
+function attentionOf(c: Settings<BlockConfig>, seed: number): MultiHeadAttention {
+  return new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, headDim: c.headDim, qkvBias: c.qkvBias, projBias: c.projBias,
+    dropout: c.dropout, seed });
+}
+
+/** The feed-forward layer of a block. */
+function mlpOf(c: Settings<BlockConfig>, seed: number): FeedForward {
+  return new FeedForward({ dModel: c.dModel, dFF: c.dFF, activation: c.activation, dropout: c.dropout, bias: c.mlpBias, seed });
 }
 
 /** Self-attention options of an encoder block. Masks: bool tensors, true = blocked. */
@@ -59,9 +91,9 @@ const ENCODER_BLOCK_OPTIONS = new OptionKeys<EncoderBlockOptions>('EncoderBlock.
   { attnMask: true, keyPaddingMask: true, causal: true, needWeights: true });
 
 /**
- * Transformer encoder block: norm1, attn, norm2, mlp.
- * Pre-LN: x = x + drop(attn(norm1(x))); x = x + drop(mlp(norm2(x))).
- * Post-LN: x = norm1(x + drop(attn(x))); x = norm2(x + drop(mlp(x))).
+ * Transformer encoder block: norm1, attn, norm2, mlp (and with initValues, LayerScale ls1, ls2).
+ * Pre-LN: x = x + drop(ls1(attn(norm1(x)))); x = x + drop(ls2(mlp(norm2(x)))).
+ * Post-LN: x = norm1(x + drop(ls1(attn(x)))); x = norm2(x + drop(ls2(mlp(x)))).
  */
 export class EncoderBlock extends Module {
   readonly config: Settings<BlockConfig>;
@@ -69,6 +101,9 @@ export class EncoderBlock extends Module {
   readonly attn: MultiHeadAttention;
   readonly norm2: LayerNorm;
   readonly mlp: FeedForward;
+  /** LayerScale of the attention and MLP branches (null without initValues). */
+  readonly ls1: LayerScale | null;
+  readonly ls2: LayerScale | null;
   /** The attention weights of the last forward run with needWeights. */
   lastWeights: Tensor<'float32'> | null = null;
   private readonly drop1: DropoutSite;
@@ -80,9 +115,12 @@ export class EncoderBlock extends Module {
     this.placeOn(config.device);
     const rng = new Random(c.seed);
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
-    this.attn = this.addModule('attn', new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() }));
+    this.attn = this.addModule('attn', attentionOf(c, rng.seed()));
+    const ls = (name: string) => c.initValues > 0 ? this.addModule(name, new LayerScale({ dModel: c.dModel, initValues: c.initValues })) : null;
+    this.ls1 = ls('ls1');
     this.norm2 = this.addModule('norm2', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
-    this.mlp = this.addModule('mlp', new FeedForward({ dModel: c.dModel, dFF: c.dFF, activation: c.activation, dropout: c.dropout, seed: rng.seed() }));
+    this.mlp = this.addModule('mlp', mlpOf(c, rng.seed()));
+    this.ls2 = ls('ls2');
     this.drop1 = new DropoutSite(c.dropout, this.addRng('drop1', new Random(rng.seed())));
     this.drop2 = new DropoutSite(c.dropout, this.addRng('drop2', new Random(rng.seed())));
   }
@@ -95,6 +133,16 @@ export class EncoderBlock extends Module {
     return output;
   }
 
+  /** A branch's output through its LayerScale (the unscaled output is kept for backward), or itself without one. */
+  private *scaled(ls: LayerScale | null, branch: Tensor<'float32'>): Program<Tensor<'float32'>> {
+    return ls ? yield* ls.forwardOps(this.activations.add(branch)) : branch;
+  }
+
+  /** A branch's gradient through its LayerScale, or itself without one. */
+  private *unscaled(ls: LayerScale | null, d: Tensor<'float32'>, tmp: Scope): Program<Tensor<'float32'>> {
+    return ls ? tmp.add(yield* ls.backwardOps(d)) : d;
+  }
+
   /** x [B, T, D] → [B, T, D]. */
   *forwardProgram(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, this.config.dModel]), { 0: 'a batch', 1: 'a sequence length' });
@@ -102,18 +150,18 @@ export class EncoderBlock extends Module {
     const t = this.training, keep = this.activations;
     keep.close();
     if (this.config.normFirst) {
-      const a = keep.add(yield* this.attend(keep.add(yield* this.norm1.forwardOps(xt)), options));
+      const a = keep.add(yield* this.scaled(this.ls1, yield* this.attend(keep.add(yield* this.norm1.forwardOps(xt)), options)));
       yield* this.drop1.forwardInPlace(a, t);
       const x1 = yield* accumulate(a, xt);
-      const m = yield* this.mlp.forwardOps(keep.add(yield* this.norm2.forwardOps(x1)));
+      const m = yield* this.scaled(this.ls2, yield* this.mlp.forwardOps(keep.add(yield* this.norm2.forwardOps(x1))));
       yield* this.drop2.forwardInPlace(m, t);
       return yield* accumulate(m, x1);
     }
-    const a = yield* this.attend(xt, options);
+    const a = yield* this.scaled(this.ls1, yield* this.attend(xt, options));
     yield* this.drop1.forwardInPlace(a, t);
     const x1 = keep.add(yield* this.norm1.forwardResidual(a, xt));
     a.dispose(); // norm1 keeps the sum it normalised; backward needs nothing else of a
-    const m = yield* this.mlp.forwardOps(x1);
+    const m = yield* this.scaled(this.ls2, yield* this.mlp.forwardOps(x1));
     yield* this.drop2.forwardInPlace(m, t);
     const y = yield* this.norm2.forwardResidual(m, x1);
     m.dispose();
@@ -124,17 +172,20 @@ export class EncoderBlock extends Module {
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const tmp = new Scope(d);
+    const branch = function* (self: EncoderBlock, drop: DropoutSite, ls: LayerScale | null, g: Tensor<'float32'>) {
+      return yield* self.unscaled(ls, tmp.add(yield* drop.backward(g)), tmp);
+    };
     let dx: Tensor<'float32'>;
     if (this.config.normFirst) {
-      const dm = tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* this.drop2.backward(d))));
+      const dm = tmp.add(yield* this.mlp.backwardOps(yield* branch(this, this.drop2, this.ls2, d)));
       const dx1 = tmp.add(yield* this.norm2.backwardOps(dm, d));
-      const dh = tmp.add((yield* this.attn.backwardOps(tmp.add(yield* this.drop1.backward(dx1)))) as Tensor<'float32'>);
+      const dh = tmp.add((yield* this.attn.backwardOps(yield* branch(this, this.drop1, this.ls1, dx1))) as Tensor<'float32'>);
       dx = yield* this.norm1.backwardOps(dh, dx1);
     } else {
       const ds2 = tmp.add(yield* this.norm2.backwardOps(d));
-      const dx1 = yield* accumulate(tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* this.drop2.backward(ds2)))), ds2);
+      const dx1 = yield* accumulate(tmp.add(yield* this.mlp.backwardOps(yield* branch(this, this.drop2, this.ls2, ds2))), ds2);
       const ds1 = tmp.add(yield* this.norm1.backwardOps(dx1));
-      dx = yield* accumulate((yield* this.attn.backwardOps(tmp.add(yield* this.drop1.backward(ds1)))) as Tensor<'float32'>, ds1);
+      dx = yield* accumulate((yield* this.attn.backwardOps(yield* branch(this, this.drop1, this.ls1, ds1))) as Tensor<'float32'>, ds1);
     }
     tmp.close(dx);
     return dx;
@@ -174,15 +225,16 @@ export class DecoderBlock extends Module {
   constructor(config: BlockConfig) {
     super();
     const c = (this.config = blockConfig(config, 'DecoderBlock config'));
+    if (c.initValues > 0) invalidArg('config.initValues', '0 (LayerScale is an EncoderBlock option)', c.initValues);
     this.placeOn(config.device);
     const rng = new Random(c.seed);
-    const attn = () => new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() });
+    const attn = () => attentionOf(c, rng.seed());
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.attn = this.addModule('attn', attn());
     this.norm2 = this.addModule('norm2', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.cross_attn = this.addModule('cross_attn', attn());
     this.norm3 = this.addModule('norm3', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
-    this.mlp = this.addModule('mlp', new FeedForward({ dModel: c.dModel, dFF: c.dFF, activation: c.activation, dropout: c.dropout, seed: rng.seed() }));
+    this.mlp = this.addModule('mlp', mlpOf(c, rng.seed()));
     this.drops = [1, 2, 3].map((i) => new DropoutSite(c.dropout, this.addRng(`drop${i}`, new Random(rng.seed()))));
   }
 
