@@ -177,6 +177,11 @@ export class ViTEncoder extends Module {
     this.drop = new DropoutSite(c.dropout, this.addRng('drop', new Random(rng.seed())));
   }
 
+  /** The image [height, width] the model takes (config.imgSize). */
+  get imageSize(): [number, number] {
+    return imageSize(this.config);
+  }
+
   /** Tokens per image: patches, plus the class token. */
   get numTokens(): number {
     return this.patch_embed.numPatches + (this.cls_token ? 1 : 0);
@@ -184,7 +189,7 @@ export class ViTEncoder extends Module {
 
   /** images [B, C, H, W] (imgSize) → tokens [B, T, D] (token 0 is the class token when there is one). */
   *forwardProgram(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
-    const C = this.config.inChannels, [H, W] = imageSize(this.config);
+    const C = this.config.inChannels, [H, W] = this.imageSize;
     const x = nonEmpty('images', checkTensor('images', images, 'float32', [null, C, H, W]), { 0: 'a batch' });
     options = VIT_FORWARD_OPTIONS.check('options', options, `${this.constructor.name}.forward options`);
     const B = x.shape[0], keep = this.activations;
