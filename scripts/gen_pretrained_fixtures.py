@@ -4,8 +4,8 @@ Builds each model with random weights (no downloads) at small, awkward configs, 
 its library does (timm: model.safetensors plus a config.json holding timm's own argument names
 under "model_args", as timm's Hub files do; transformers: save_pretrained) into
 test/fixtures/pretrained/<name>/, and beside it io.safetensors with the inputs, the library's
-outputs and (ViTs) the gradients of the scalar loss sum(output * upstream) with respect to the
-images and a few parameters. Also resample_<name>.safetensors: timm's resample_abs_pos_embed on
+outputs and the gradients of the scalar loss sum(output * upstream) with respect to the images (ViTs)
+and a few parameters. Also resample_<name>.safetensors: timm's resample_abs_pos_embed on
 a random position table.
 
 Outputs and gradients are computed in float64 (model.double()) from the float32 weights and
@@ -298,17 +298,26 @@ def hf_bert_case(name, kwargs, batch, lengths, gen):
     types_ = torch.randint(0, kwargs['type_vocab_size'], (batch, T), generator=gen, dtype=torch.int64)
     mask = torch.tensor([[1 if t < n else 0 for t in range(T)] for n in lengths], dtype=torch.int64)
     ids = ids * mask  # padding ids 0, as a tokenizer's pad
+    names = checkpoint_names(model, folder)
     m = model.double().eval()
-    with torch.no_grad():
-        out = m(input_ids=ids, token_type_ids=types_, attention_mask=mask)
+    out = m(input_ids=ids, token_type_ids=types_, attention_mask=mask)
+    D = kwargs['hidden_size']
+    dhidden, dpooled = torch.randn(batch, T, D, generator=gen), torch.randn(batch, D, generator=gen)
+    ((out.last_hidden_state * f64(dhidden)).sum() + (out.pooler_output * f64(dpooled)).sum()).backward()
+    grads = {f'grad.param.{names[n]}': f64(p.grad) for n, p in m.named_parameters()
+             if n in BERT_GRAD_PARAMS or n.endswith('layer.1.output.LayerNorm.weight')}
     save_file({'input.inputIds': ids.to(torch.int32), 'input.tokenTypeIds': types_.to(torch.int32),
-               'input.attentionMask': mask.to(torch.int32), 'output.lastHiddenState': f64(out.last_hidden_state),
-               'output.poolerOutput': f64(out.pooler_output)},
+               'input.attentionMask': mask.to(torch.int32), 'input.dLastHiddenState': dhidden, 'input.dPoolerOutput': dpooled,
+               'output.lastHiddenState': f64(out.last_hidden_state), 'output.poolerOutput': f64(out.pooler_output), **grads},
               os.path.join(folder, 'io.safetensors'),
               metadata={'description': f'transformers {transformers.__version__} BertModel'})
     check_size(folder)
 
 
+BERT_GRAD_PARAMS = ['embeddings.word_embeddings.weight', 'embeddings.position_embeddings.weight',
+                    'embeddings.token_type_embeddings.weight', 'embeddings.LayerNorm.bias',
+                    'encoder.layer.0.attention.self.query.weight', 'encoder.layer.0.attention.self.value.bias',
+                    'pooler.dense.weight']
 BERT_CASES = [
     ('hf_bert', dict(vocab_size=53, hidden_size=36, num_hidden_layers=2, num_attention_heads=4, intermediate_size=47,
                      max_position_embeddings=24, type_vocab_size=3), 3, [13, 9, 5]),

@@ -14,6 +14,7 @@ import { OptionKeys, type KeySpec } from '../options';
 import { loadSafetensors } from '../safetensors';
 import { Tensor } from '../tensor';
 import { ViTClassifier, type GlobalPool, type ViTClassifierConfig } from '../models/vit';
+import { loadStrict } from './strict';
 import { resamplePosEmbed } from './resample';
 
 /** timm VisionTransformer's keyword arguments (those this library can build; `attn_head_dim` is timm's Attention's). */
@@ -130,16 +131,11 @@ export function fromTimm(stateDict: StateDict, timmConfig: TimmViTArgs | { model
     record = { ...stateDict, pos_embed: resampled };
     config.imgSize = o.imgSize;
   }
-  const model = new ViTClassifier(config);
   try {
-    model.loadStateDict(record, { strict: true });
-  } catch (e) {
-    model.dispose();
-    throw e;
+    return loadStrict(new ViTClassifier(config), record);
   } finally {
     resampled?.dispose();
   }
-  return model;
 }
 
 /**
