@@ -2,9 +2,11 @@
  * Devices: where a tensor's storage lives and which addon runs the ops on it. 'cpu' tensors hold
  * native host memory that JS reads directly (the CPU addon, lib/native.ts). 'cuda' tensors hold an
  * opaque device buffer that only the CUDA addon (nodeformer_cuda.node, native/cuda/napi) reads; it
- * has the CPU addon's op names and option fields, with device buffers in place of typed arrays, so
- * the layers yield the same op requests whatever the device and the program runner picks the addon
- * from the arguments (opFunction). Host↔device copies are explicit: Tensor.to('cuda' | 'cpu').
+ * has the CPU addon's op names and option fields (one schema, native/ops/), with device buffers in
+ * place of typed arrays, so the layers yield the same op requests whatever the device and the
+ * program runner picks the addon from the arguments (opFunction). Host↔device copies are explicit:
+ * Tensor.to('cuda' | 'cpu'). Which ops each device runs is what its addon reports: supports(op,
+ * device), checked for a whole module by Module.to and by the optimizers' constructors.
  *
  * Which CUDA addon is loaded (the first time a 'cuda' tensor or module is asked for) is chosen by
  * the environment variable NF_CUDA_BACKEND:
@@ -20,16 +22,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { invalidArg, NodeformerError } from './errors';
-import { packageRoot, type WithAsync } from './native';
-import type { AttentionOps } from './native/attention';
-import type { ElementwiseOps } from './native/elementwise';
-import type { EmbeddingOps } from './native/embedding';
-import type { FeedForwardOps } from './native/feedforward';
-import type { LayerNormOps } from './native/layernorm';
-import type { LinearOps } from './native/linear';
-import type { LossOps } from './native/loss';
-import type { OptimOps } from './native/optim';
-import type { PatchEmbedOps } from './native/patch_embed';
+import { native, packageRoot, type OpSchemaExport, type WithAsync } from './native';
+import type { NativeOps } from './native/ops.generated';
 
 export type Device = 'cpu' | 'cuda';
 export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
@@ -97,33 +91,11 @@ export interface CudaMemoryOps {
 }
 
 /**
- * The CUDA addon: the memory functions and the layer ops it implements (float32 only; each op also
- * as `...Async`, which queues the same work and returns a Promise that settles when the backend's
- * stream has finished it, without blocking the event loop: a host callback on a GPU, the stream's
- * worker thread on the emulator).
+ * The CUDA addon: the memory functions and the ops it has kernels for (float32 only; each op also as
+ * `...Async`, which queues the same work and returns a settled Promise). Which ops those are is the
+ * addon's own list (its opSchema(); supports(op, 'cuda')), not a type: an op it lacks is undefined.
  */
-export type CudaBinding = CudaMemoryOps &
-  WithAsync<
-    Pick<LinearOps, 'linearForward' | 'linearBackward'> & LayerNormOps &
-    Pick<AttentionOps, 'attentionForward' | 'attentionBackward'> & FeedForwardOps & PatchEmbedOps &
-    Pick<EmbeddingOps, 'embeddingForward' | 'embeddingBackward' | 'clsPosForward' | 'clsPosBackward'> & ElementwiseOps &
-    Pick<LossOps, 'crossEntropy'> & Pick<OptimOps, 'adamwStep'> & HostCopyOps
-  > & WithAsync<CudaExtraOps>;
-
-/** The CUDA addon's ops of native/cuda/napi/bind_extra.cpp (generation, SGD, gradient clipping, MSE). */
-export type CudaExtraOps = Pick<AttentionOps, 'attentionDecode'> & Pick<LossOps, 'mse'> & Pick<OptimOps, 'sgdStep' | 'sumSquares' | 'scale'>;
-
-/** Ops the CPU addon lacks, written in JS for the CPU (lib/program.ts) and in CUDA for the GPU. */
-export interface HostCopyOps {
-  /**
-   * dst[dstOffset + r·dstStride + c] = src[srcOffset + r·srcStride + c] for r < rows, c < cols: a
-   * block of rows between two row-major buffers (e.g. the CLS rows out of [B, T, D] tokens).
-   */
-  copyRows(a: {
-    rows: number; cols: number; dst: Float32Array; dstStride: number; dstOffset?: number;
-    src: Float32Array; srcStride: number; srcOffset?: number;
-  }): void;
-}
+export type CudaBinding = CudaMemoryOps & OpSchemaExport & Partial<WithAsync<NativeOps>>;
 
 /** The .node file NF_CUDA_BACKEND selects, or null for 'none'. */
 function addonFile(): string | null {
@@ -202,4 +174,138 @@ export function checkDevice(name: string, device: unknown): Device {
   if (!DEVICES.includes(device as Device)) invalidArg(name, "'cpu' or 'cuda'", device);
   if (device === 'cuda') cuda();
   return device as Device;
+}
+
+/** The names of the ops an addon reports in its op schema. */
+function opNames(addon: OpSchemaExport): ReadonlySet<string> {
+  return new Set((JSON.parse(addon.opSchema()) as { name: string }[]).map((o) => o.name));
+}
+
+let cpuOps: ReadonlySet<string> | null = null;
+let cudaOps: ReadonlySet<string> | null = null;
+
+/**
+ * The ops `device` runs: the CPU addon's, or the CUDA addon's (none when there is no CUDA backend).
+ * Both come from the addons themselves (native/napi/bind_ops.cpp, native/cuda/napi/bind_ops.cpp
+ * register every op with a kernel), so there is no list to keep by hand.
+ */
+export function supportedOps(device: Device): ReadonlySet<string> {
+  if (device === 'cpu') return (cpuOps ??= opNames(native));
+  if (cudaOps) return cudaOps;
+  let addon: CudaBinding;
+  try {
+    addon = cuda();
+  } catch {
+    return new Set();
+  }
+  return (cudaOps = opNames(addon));
+}
+
+/** Whether `device` has a kernel for op `op` (e.g. supports('tokenPosForward', 'cuda')). */
+export function supports(op: string, device: Device): boolean {
+  return supportedOps(device).has(op);
+}
+
+/**
+ * Throws ERR_NF_DEVICE, before anything runs, when `device` lacks a kernel for any of `ops`, naming
+ * every one of them and `what` needs them (e.g. 'ViTDecoder', 'SGD').
+ */
+export function checkSupported(device: Device, ops: Iterable<string>, what: string): void {
+  const have = supportedOps(device);
+  const missing = [...new Set(ops)].filter((op) => !have.has(op)).sort();
+  if (missing.length === 0) return;
+  throw new NodeformerError('ERR_NF_DEVICE',
+    `${what} cannot run on ${device}: the ${device === 'cuda' ? 'CUDA' : 'CPU'} backend has no kernel for ` +
+      `${missing.join(', ')} (${missing.length > 1 ? 'ops' : 'an op'} it would run); keep it on cpu`);
+}
+
+/** A class's methods (its own and those it inherits, down to Object): name → their source texts. */
+const methodCache = new WeakMap<object, Map<string, string[]>>();
+
+function methodsOf(obj: object): Map<string, string[]> {
+  const proto = Object.getPrototypeOf(obj) as object;
+  const cached = methodCache.get(proto);
+  if (cached) return cached;
+  const methods = new Map<string, string[]>();
+  for (let p: object | null = proto; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null)
+    for (const key of Object.getOwnPropertyNames(p)) {
+      const d = Object.getOwnPropertyDescriptor(p, key);
+      for (const fn of [d?.value, d?.get])
+        if (typeof fn === 'function' && key !== 'constructor') {
+          if (!methods.has(key)) methods.set(key, []);
+          methods.get(key)!.push(Function.prototype.toString.call(fn));
+        }
+    }
+  methodCache.set(proto, methods);
+  return methods;
+}
+
+/** `objects` and the class instances they hold directly or in arrays (a block's dropout sites). */
+function withHelpers(objects: Iterable<object>): object[] {
+  const all: object[] = [];
+  const add = (o: unknown) => {
+    if (typeof o !== 'object' || o === null || ArrayBuffer.isView(o) || all.includes(o)) return;
+    const proto = Object.getPrototypeOf(o);
+    if (proto !== Object.prototype && proto !== null && proto !== Array.prototype) all.push(o);
+  };
+  for (const obj of objects) {
+    add(obj);
+    for (const v of Object.values(obj)) (Array.isArray(v) ? v : [v]).forEach(add);
+  }
+  return all;
+}
+
+/**
+ * The native ops `objects` (a module tree, an optimizer) request when their methods `entries` run:
+ * the names in the op('…') calls (lib/program.ts's op(), whatever a bundler renamed it to) of every
+ * method those entries reach by name (a call or reference `.name` in a reached method reaches `name`
+ * of every object, e.g. forwardOps reaches the forwardProgram it applies: an over-approximation that
+ * never misses a method), in the objects' classes and in the
+ * class instances they hold, plus the ops a class lists in a static `nativeOps` array: the way to
+ * declare what its methods request through helpers defined outside any class, which this reading
+ * of the methods' source cannot see.
+ */
+export function requestedOps(objects: Iterable<object>, entries: readonly string[]): Set<string> {
+  const all = withHelpers(objects);
+  const known = supportedOps('cpu'); // every op runs on the CPU: it is the list of op names
+  const reached = new Set(entries), pending = [...entries];
+  while (pending.length > 0) {
+    const name = pending.pop()!;
+    for (const obj of all)
+      for (const src of methodsOf(obj).get(name) ?? [])
+        for (const m of src.matchAll(/\.(\w+)\b/g))
+          if (!reached.has(m[1])) {
+            reached.add(m[1]);
+            pending.push(m[1]);
+          }
+  }
+  const ops = new Set<string>();
+  for (const obj of all) {
+    for (const [name, sources] of methodsOf(obj))
+      if (reached.has(name))
+        for (const src of sources)
+          for (const m of src.matchAll(/\bop\w*\)?\(\s*(['"`])(\w+)\1/g)) if (known.has(m[2])) ops.add(m[2]);
+    for (let c = obj.constructor as { nativeOps?: unknown } | undefined; c && c !== Object; c = Object.getPrototypeOf(c)) {
+      if (Object.prototype.hasOwnProperty.call(c, 'nativeOps') && Array.isArray(c.nativeOps))
+        for (const op of c.nativeOps as string[]) ops.add(op);
+    }
+  }
+  return ops;
+}
+
+/** The methods a training step runs on a module tree: what Module.to checks. */
+export const MODULE_ENTRIES: readonly string[] = ['forwardOps', 'backwardOps', 'forwardProgram', 'backwardProgram'];
+/** The method an optimizer step runs: what the optimizers' constructors check. */
+export const OPTIMIZER_ENTRIES: readonly string[] = ['stepOps'];
+
+/**
+ * The check Module.to and the optimizers' constructors run before anything moves or is allocated
+ * on `device`: every op that `objects` request when `entries` run (requestedOps) must have a kernel
+ * there, else ERR_NF_DEVICE names all the missing ones (rather than a step failing halfway at the
+ * first of them). The CPU runs every op.
+ */
+export function checkDeviceOps(device: Device, objects: Iterable<object>, what: string,
+  entries: readonly string[] = MODULE_ENTRIES): void {
+  if (device === 'cpu') return;
+  checkSupported(device, requestedOps(objects, entries), what);
 }

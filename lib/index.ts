@@ -11,7 +11,7 @@ export { assertFinite, checkFiniteEnabled, setCheckFinite } from './finite';
 export type { ErrorCode } from './errors';
 export { Tensor } from './tensor';
 export type { DType } from './tensor';
-export { cudaEmptyCache, cudaMemoryStats } from './device';
+export { cudaEmptyCache, cudaMemoryStats, supportedOps, supports } from './device';
 export type { CudaBinding, CudaMemoryStats, Device, DeviceBuffer } from './device';
 export { Module, Parameter } from './module';
 export type { EvalOptions, LoadStateDictOptions, ProgramArgs, ProgramResult, StateDict } from './module';

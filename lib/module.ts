@@ -8,7 +8,7 @@
  * parent's program (forwardOps, backwardOps). A forward saves what its backward needs on the
  * module, so backward follows the forward it belongs to.
  */
-import { checkDevice, type Device } from './device';
+import { checkDevice, checkDeviceOps, type Device } from './device';
 import { invalidArg, NodeformerError } from './errors';
 import { OptionKeys } from './options';
 import { Lane, runSync, type Program } from './program';
@@ -417,11 +417,13 @@ export abstract class Module {
    * Moves every parameter (and gradient) of this module and its children to `device` in place, and
    * frees the saved activations of the last forward. Inputs must then be on the same device
    * (Tensor.to); an op mixing devices throws ERR_NF_DEVICE. 'cuda' throws ERR_NF_NO_CUDA when
-   * nodeformer was built without CUDA. An optimizer made before the move moves its state to its
-   * parameters' device on its next step (creating it after moving the model saves that copy).
+   * nodeformer was built without CUDA, and ERR_NF_DEVICE (moving nothing) when the device has no
+   * kernel for some op the model runs, naming them. An optimizer made before the move moves its state
+   * to its parameters' device on its next step (creating it after moving the model saves that copy).
    */
   to(device: Device): this {
     checkDevice('device', device);
+    checkDeviceOps(device, this.modules(), this.constructor.name);
     this.lane.checkIdle(`${this.constructor.name}.to`);
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.to called after dispose()`);
     for (const m of this.modules()) {

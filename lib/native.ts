@@ -14,17 +14,7 @@ import * as path from 'node:path';
 import { NodeformerError } from './errors';
 
 import type { CoreOps } from './native/core';
-import type { AttentionOps } from './native/attention';
-import type { ElementwiseOps } from './native/elementwise';
-import type { EmbeddingOps } from './native/embedding';
-import type { FeedForwardOps } from './native/feedforward';
-import type { FiniteOps } from './native/finite';
-import type { LayerNormOps } from './native/layernorm';
-import type { LinearOps } from './native/linear';
-import type { LossOps } from './native/loss';
-import type { OptimOps } from './native/optim';
-import type { PatchEmbedOps } from './native/patch_embed';
-import type { PeakOps } from './native/peak';
+import type { NativeOps } from './native/ops.generated';
 import type { SimdProbeOps } from './native/simd_probe';
 
 /**
@@ -36,9 +26,18 @@ export type WithAsync<T> = T & {
   [K in keyof T as `${string & K}Async`]: T[K] extends (a: infer A) => void ? (a: A) => Promise<void> : never;
 };
 
-/** The raw binding: every op takes one options object of typed arrays and dims (see native/napi). */
-export type NativeBinding = CoreOps & SimdProbeOps &
-  WithAsync<LayerNormOps & LinearOps & AttentionOps & FeedForwardOps & PatchEmbedOps & EmbeddingOps & ElementwiseOps & LossOps & OptimOps & FiniteOps & PeakOps>;
+/** What an addon says about its ops: the JSON of their schema (native/ops/recorder.h). */
+export interface OpSchemaExport {
+  /** The ops this addon runs, each with its fields (name, kind, role, dtype, shape, ...), as JSON. */
+  opSchema(): string;
+}
+
+/**
+ * The raw binding: every op takes one options object of typed arrays and dims. The ops' interface,
+ * NativeOps, is generated from the addon's op schema (lib/native/ops.generated.ts, written by
+ * scripts/gen_native_types.js from native/ops/*.h).
+ */
+export type NativeBinding = CoreOps & SimdProbeOps & OpSchemaExport & WithAsync<NativeOps>;
 
 /** The folder of nodeformer's package.json at or above `start`. */
 export function packageRoot(start: string): string {

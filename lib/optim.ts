@@ -2,6 +2,7 @@
  * Optimizers over a model's parameters (PyTorch's AdamW and SGD, same formulas and defaults),
  * updating each parameter from its `grad` in native code, and gradient-norm clipping.
  */
+import { checkDeviceOps, OPTIMIZER_ENTRIES } from './device';
 import { invalidArg, NodeformerError, objectArg } from './errors';
 import { checkFiniteArgs } from './finite';
 import type { Parameter } from './module';
@@ -42,6 +43,7 @@ export abstract class Optimizer<O extends object = object> {
 
   constructor(params: Parameter[], options: O, buffersPerParam: number) {
     this.params = checkParams(params);
+    for (const device of new Set(this.params.map((p) => p.device))) checkDeviceOps(device, [this], this.constructor.name, OPTIMIZER_ENTRIES);
     this.options = options;
     this.steps = this.params.map(() => 0);
     this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => Tensor.zeros([p.size], 'float32', p.device)));

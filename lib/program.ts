@@ -12,11 +12,11 @@
  * every op goes straight to the CPU addon.
  */
 import { NodeformerError } from './errors';
-import { cuda, cudaInUse, isDeviceBuffer, type HostCopyOps } from './device';
-import { native, type NativeBinding, type WithAsync } from './native';
+import { cuda, cudaInUse, isDeviceBuffer } from './device';
+import { native, type NativeBinding } from './native';
 
-/** The ops a program can request: the CPU addon's and the few written in JS for the CPU (HostCopyOps). */
-type Ops = NativeBinding & WithAsync<HostCopyOps>;
+/** The ops a program can request: the CPU addon's (every op of the op table, native/ops/). */
+type Ops = NativeBinding;
 
 /** Names of the ops that have an `...Async` twin. */
 export type OpName = {
@@ -42,17 +42,8 @@ export function* op<K extends OpName>(name: K, args: OpArgs<K>): Program<void> {
 
 type RawOp = (args: object) => unknown;
 
-function copyRows(a: OpArgs<'copyRows'>): void {
-  const { rows, cols, dst, dstStride, src, srcStride, dstOffset = 0, srcOffset = 0 } = a;
-  for (let r = 0; r < rows; r++)
-    dst.set(src.subarray(srcOffset + r * srcStride, srcOffset + r * srcStride + cols), dstOffset + r * dstStride);
-}
-
-/** The CPU implementations of HostCopyOps (plain JS: the work is a few row copies). */
-const hostOps: Record<string, RawOp> = {
-  copyRows: (a) => copyRows(a as OpArgs<'copyRows'>),
-  copyRowsAsync: async (a) => copyRows(a as OpArgs<'copyRows'>),
-};
+/** Host ops (registerHostOp): name and its Async twin → the function that runs it. */
+const hostOps: Record<string, RawOp> = {};
 
 /**
  * Registers a host op: `name` runs `sync` under runSync and `async` (awaited) under runAsync.

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { native } from '../lib/native';
-import type { FloatArray } from '../lib/native/layernorm';
+import type { FloatArray } from '../lib/native/ops.generated';
 import { dot, ErrorLog, f32, finiteDiffErr, isas, randn32, relErr, rng, withIsa } from './helpers';
 
 const fwdLog = new ErrorLog(1e-5), bwdLog = new ErrorLog(1e-4);

@@ -15,10 +15,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import {
-  AdamW, crossEntropy, Linear, NodeformerError, Tensor, trainStep, ViTClassifier,
+  AdamW, crossEntropy, Linear, Module, NodeformerError, SGD, supportedOps, supports, Tensor, trainStep, Transformer,
+  ViTClassifier, ViTDecoder,
 } from '../lib/index';
 import { main } from '../lib/cli';
-import { cuda } from '../lib/device';
+import { cuda, MODULE_ENTRIES, requestedOps } from '../lib/device';
+import { OP_NAMES } from '../lib/native/ops.generated';
+import type { Program } from '../lib/program';
 import { randn32, relErr, rng } from './helpers';
 import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
 
@@ -133,6 +136,58 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
     }
     close('step 2 loss', [got.loss2], [ref.loss2]);
   }, 120_000);
+
+  it("supports(op, 'cuda') is the CUDA addon's own list; Module.to and the optimizers check it, naming what is missing", () => {
+    const names = (JSON.parse(cuda().opSchema()) as { name: string }[]).map((o) => o.name);
+    expect([...supportedOps('cuda')].sort()).toEqual([...names].sort());
+    for (const op of ['layernormForward', 'attentionBackward', 'gemm', 'copyRows']) expect(supports(op, 'cuda'), op).toBe(true);
+    expect(supports('fmaPeak', 'cuda')).toBe(false); // a CPU measurement
+    const missing = new Set<string>(OP_NAMES.filter((op) => !supports(op, 'cuda')));
+    const failure = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (e) {
+        return e as NodeformerError;
+      }
+      return null;
+    };
+
+    // A module that requests an op without a CUDA kernel fails before anything moves.
+    class Probe extends Module {
+      static readonly nativeOps = ['fmaPeak', 'layernormForward'];
+      readonly w = this.addParameter('w', [2], new Float32Array(2));
+      *forwardProgram(): Program<void> {}
+      *backwardProgram(): Program<void> {}
+    }
+    const probe = new Probe();
+    const err = failure(() => probe.to('cuda'));
+    expect(err?.code).toBe('ERR_NF_DEVICE');
+    expect(err?.message).toBe('Probe cannot run on cuda: the CUDA backend has no kernel for fmaPeak (an op it would run); keep it on cpu');
+    expect(probe.w.device).toBe('cpu');
+
+    // The models: to('cuda') succeeds exactly when every op they request has a CUDA kernel.
+    const small = { dModel: 16, numHeads: 2, dFF: 24, depth: 1 };
+    for (const model of [new ViTClassifier({ imgSize: 8, patchSize: 4, numClasses: 3, ...small }),
+      new ViTDecoder({ imgSize: 8, patchSize: 4, ...small }), new Transformer({ srcVocab: 5, tgtVocab: 5, maxLen: 6, ...small })]) {
+      const need = [...requestedOps(model.modules(), MODULE_ENTRIES)].filter((op) => missing.has(op)).sort();
+      const e = failure(() => model.to('cuda'));
+      if (need.length === 0) {
+        expect(e, model.constructor.name).toBeNull();
+        model.to('cpu');
+      } else {
+        expect(e?.code, model.constructor.name).toBe('ERR_NF_DEVICE');
+        expect(e?.message).toContain(`${model.constructor.name} cannot run on cuda: the CUDA backend has no kernel for ${need.join(', ')}`);
+        expect(new Set(model.parameters().map((p) => p.device))).toEqual(new Set(['cpu']));
+      }
+    }
+
+    // The optimizers, over parameters on cuda.
+    const params = new Linear({ inFeatures: 3, outFeatures: 2 }).to('cuda').parameters();
+    expect(failure(() => new AdamW(params))).toBeNull();
+    const sgd = failure(() => new SGD(params, { momentum: 0.9 }));
+    if (missing.has('sgdStep')) expect(sgd?.message).toBe('SGD cannot run on cuda: the CUDA backend has no kernel for sgdStep (an op it would run); keep it on cpu');
+    else expect(sgd).toBeNull();
+  });
 
   it('the command line trains, evaluates and predicts with --device cuda', async () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-cli-cuda-'));

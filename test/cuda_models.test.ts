@@ -275,7 +275,7 @@ describe.skipIf(reason !== null)("every model on device 'cuda' (SIMT emulator) m
     let ticks = 0;
     const timer = setInterval(() => ticks++, 1);
     const started = performance.now();
-    await cuda().linearForwardAsync({ rows: n, inFeatures: n, outFeatures: n, y: out.storage as never, x: a.storage as never,
+    await cuda().linearForwardAsync!({ rows: n, inFeatures: n, outFeatures: n, y: out.storage as never, x: a.storage as never,
       W: a.storage as never, b: null });
     const ms = performance.now() - started;
     clearInterval(timer);
@@ -283,7 +283,7 @@ describe.skipIf(reason !== null)("every model on device 'cuda' (SIMT emulator) m
     expect(ms).toBeGreaterThan(10);
     expect(ticks).toBeGreaterThan(Math.floor(ms / 25));
     const sync = Tensor.empty([n, n], 'float32', 'cuda');
-    cuda().linearForward({ rows: n, inFeatures: n, outFeatures: n, y: sync.storage as never, x: a.storage as never, W: a.storage as never, b: null });
+    cuda().linearForward!({ rows: n, inFeatures: n, outFeatures: n, y: sync.storage as never, x: a.storage as never, W: a.storage as never, b: null });
     expect(out.toArray()).toEqual(sync.toArray());
     // A module's forwardAsync on cuda gives what forward gives; synchronizeAsync settles; bad
     // arguments reject the Promise instead of throwing.
@@ -291,7 +291,7 @@ describe.skipIf(reason !== null)("every model on device 'cuda' (SIMT emulator) m
     const x = floats(4 * 3 * 64, 9, [4, 3, 8, 8]).to('cuda');
     expect((await model.forwardAsync(x)).toArray()).toEqual(model.forward(x).toArray());
     await cuda().synchronizeAsync();
-    const bad = cuda().addAsync({ n: 3, out: x.storage as never, a: x.storage as never, b: x.storage as never });
+    const bad = cuda().addAsync!({ n: 3, out: x.storage as never, a: x.storage as never, b: x.storage as never });
     await expect(bad).rejects.toMatchObject({ code: 'ERR_NF_INVALID_ARG' });
     model.dispose();
   });

@@ -1,9 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { native } from '../lib/native';
-import type { FeedForwardActivation, FeedForwardDims } from '../lib/native/feedforward';
-import type { FloatArray } from '../lib/native/layernorm';
+import { FeedForward, Tensor } from '../lib/index';
+import { FeedForwardActivations, type FeedforwardForwardArgs, type FeedForwardActivation, type FloatArray } from '../lib/native/ops.generated';
 import { dot, ErrorLog, f32, finiteDiffErr, isas, randn32, relErr, rng, withIsa } from './helpers';
+
+/** The dims, activation and dropout of a feed-forward call. */
+type FeedForwardDims = Pick<FeedforwardForwardArgs, 'rows' | 'D' | 'F' | 'activation' | 'dropout' | 'seed' | 'offset'>;
 
 const fwdLog = new ErrorLog(1e-5), bwdLog = new ErrorLog(1e-4);
 afterAll(() => {
@@ -14,7 +17,7 @@ afterAll(() => {
 type Dims = Required<FeedForwardDims>;
 type Params = { x: Float64Array; W1: Float64Array; b1: Float64Array; W2: Float64Array; b2: Float64Array };
 
-const activations: FeedForwardActivation[] = ['gelu', 'gelu_tanh', 'relu'];
+const activations: FeedForwardActivation[] = [...FeedForwardActivations]; // every one the op takes
 const shapes = [
   { rows: 1, D: 24, F: 40 },
   { rows: 7, D: 72, F: 96 },
@@ -134,6 +137,19 @@ describe('feedforward dropout', () => {
     expect(out.a.every((v) => v === 0)).toBe(true);
     const b2 = f32(p.b2);
     for (let r = 0; r < base.rows; r++) expect(relErr(out.y.subarray(r * base.D, (r + 1) * base.D), b2)).toBe(0);
+  });
+});
+
+describe('the FeedForward layer', () => {
+  it.each(FeedForwardActivations)("takes activation '%s' and computes the op's float64 reference with it", (activation) => {
+    const m = new FeedForward({ dModel: 6, dFF: 10, activation, seed: 3 });
+    const x = Float32Array.from(randn32(4 * 6, rng(8)));
+    const y = m.forward(Tensor.from(x, [4, 6])).toArray();
+    const ref = new Float64Array(24);
+    const w = (t: Tensor) => Float64Array.from(t.toArray() as Float32Array);
+    native.feedforwardForward({ rows: 4, D: 6, F: 10, activation, y: ref, a: new Float64Array(40), x: Float64Array.from(x),
+      W1: w(m.fc1.weight), b1: w(m.fc1.bias!), W2: w(m.fc2.weight), b2: w(m.fc2.bias!) });
+    expect(relErr(y, ref)).toBeLessThan(1e-5);
   });
 });
 

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { native } from '../lib/native';
-import type { Activation } from '../lib/native/linear';
+import type { Activation } from '../lib/native/ops.generated';
 import { ErrorLog, f32, isas, randn32, relErr, rng, withIsa } from './helpers';
 
 const log = new ErrorLog(1e-5);

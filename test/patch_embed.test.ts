@@ -1,7 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { native } from '../lib/native';
-import type { PatchEmbedDims } from '../lib/native/patch_embed';
+import type { PatchEmbedForwardArgs } from '../lib/native/ops.generated';
+
+type PatchEmbedDims = Pick<PatchEmbedForwardArgs, 'B' | 'C' | 'H' | 'W' | 'P' | 'D'>;
 import { dot, ErrorLog, f32, finiteDiffErr, isas, randn32, relErr, rng, withIsa } from './helpers';
 
 const fwdLog = new ErrorLog(1e-5), bwdLog = new ErrorLog(1e-4);

@@ -1,5 +1,5 @@
 import { requireSaved, rowsOf, Module } from '../module';
-import type { FeedForwardActivation } from '../native/feedforward';
+import { FeedForwardActivations, type FeedForwardActivation } from '../native/feedforward';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
@@ -10,13 +10,14 @@ import { bool, oneOf, positiveInt, probability, seedOf, emptyLike, type Settings
 import { Linear } from './linear';
 
 export type Activation = FeedForwardActivation;
-export const ACTIVATIONS: readonly Activation[] = ['gelu', 'gelu_tanh', 'relu'];
+/** The activations the native feed-forward op takes (its schema: native/ops/activation.h). */
+export const ACTIVATIONS: readonly Activation[] = FeedForwardActivations;
 
 export interface FeedForwardConfig {
   dModel: number;
   /** Hidden width. */
   dFF: number;
-  /** 'gelu' (erf, default), 'gelu_tanh' or 'relu'. */
+  /** 'gelu' (erf, default), 'gelu_tanh', 'relu' or 'silu'. */
   activation?: Activation;
   /** Dropout on the hidden activation in training mode (default 0). */
   dropout?: number;

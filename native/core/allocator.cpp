@@ -36,7 +36,8 @@ struct Scratch {
 thread_local Scratch tls_scratch;
 }  // namespace
 
-void* thread_scratch(int slot, size_t bytes) {
+void* thread_scratch(ScratchSlot which, size_t bytes) {
+  const int slot = static_cast<int>(which);
   if (slot < 0 || slot >= kScratchSlots) return nullptr;
   Scratch& s = tls_scratch;
   if (s.size[slot] < bytes || !s.ptr[slot]) {

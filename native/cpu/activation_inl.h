@@ -4,7 +4,9 @@
 //   gelu(x) = x Φ(x) = ½ x (1 + erf(x/√2))      gelu'(x) = Φ(x) + x φ(x), φ(x) = e^{-x²/2}/√(2π)
 //   gelu_tanh(x) = ½ x (1 + tanh(u)), u = √(2/π) (x + 0.044715 x³)
 //   gelu_tanh'(x) = ½ (1 + tanh u) + ½ x (1 − tanh² u) √(2/π) (1 + 3·0.044715 x²)
+//   silu(x) = x σ(x), σ(x) = 1 / (1 + e^{-x})    silu'(x) = σ(x) (1 + x (1 − σ(x)))
 #pragma once
+
 
 inline vf act_forward(vf x, Act act) {
   switch (act) {
@@ -15,6 +17,7 @@ inline vf act_forward(vf x, Act act) {
       vf u = vmul(vset1(0.79788456080286536f), vfma(vset1(0.044715f), x3, x));
       return vmul(vmul(vset1(0.5f), x), vadd(vset1(1.0f), vtanh(u)));
     }
+    case Act::silu: return vdiv(x, vadd(vset1(1.0f), vexp(vsub(vzero(), x))));  // vexp saturates: x < -88 gives -0
     default: return x;
   }
 }
@@ -35,6 +38,10 @@ inline vf act_derivative(vf x, Act act) {
       vf du = vmul(vset1(0.79788456080286536f), vfma(vset1(3.0f * 0.044715f), x2, vset1(1.0f)));
       vf sech2 = vfnma(t, t, vset1(1.0f));
       return vfma(vmul(vset1(0.5f), x), vmul(sech2, du), vmul(vset1(0.5f), vadd(vset1(1.0f), t)));
+    }
+    case Act::silu: {
+      vf s = vdiv(vset1(1.0f), vadd(vset1(1.0f), vexp(vsub(vzero(), x))));  // σ(x)
+      return vmul(s, vfma(x, vsub(vset1(1.0f), s), vset1(1.0f)));
     }
     default: return vset1(1.0f);
   }

@@ -44,10 +44,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // a short last tile (T = 65: 64 + 1 keys) costs one vector per row, not kBK / W.
 int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
-// Per-thread scratch (slot 3) of the core, in floats (the forward's chunks have at most Tq rows).
+// Per-thread scratch (slot `tile`) of the core, in floats (the forward's chunks have at most Tq rows).
 int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) { return Dh * kBK + kBQ * kBK + kBK + 2 * Tq; }
 int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) { return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq; }
-// The backward's gradient buffer for the projections' outputs (slot 2 of the calling thread):
+// The backward's gradient buffer for the projections' outputs (slot `layer` of the calling thread):
 // self-attention dqkv [B, T, 3D]; cross-attention dq [B, Tq, D] then dkv [B, Tk, 2D].
 int64_t grad_floats(const AttentionDims& d) { return (d.B * d.Tq + 2 * d.B * d.Tk) * d.D; }
 
@@ -366,7 +366,7 @@ void attention_core_forward(float* o, float* lse, float* weights, const float* q
                             const AttentionMasks& masks, const AttentionCoreDims& d) {
   const int64_t rows = chunk_rows(d), chunks = (d.Tq + rows - 1) / rows;
   parallel_for(d.B * d.H * chunks, [&](int64_t t0, int64_t t1) {
-    float* scratch = static_cast<float*>(thread_scratch(3, sizeof(float) * forward_scratch_floats(d.Dh, d.Tq)));
+    float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * forward_scratch_floats(d.Dh, d.Tq)));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t bh = t / chunks, c0 = t % chunks * rows;
       forward_chunk(o, lse, weights, q, k, v, masks, d, bh / d.H, bh % d.H, c0, std::min(rows, d.Tq - c0), scratch);
@@ -378,15 +378,17 @@ void attention_core_backward(float* dq, float* dk, float* dv, const float* dout,
                              const float* v, const float* o, const float* lse, const AttentionMasks& masks,
                              const AttentionCoreDims& d) {
   parallel_for(d.B * d.H, [&](int64_t t0, int64_t t1) {
-    float* scratch = static_cast<float*>(thread_scratch(3, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
+    float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
     for (int64_t t = t0; t < t1; ++t)
       backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch);
   });
 }
 
-void attention_forward(float* out, float* weights, float* qkv, float* q, float* kv, float* ctx, float* lse,
-                       const float* x, const float* memory, const AttentionMasks& masks, const float* Wqkv,
-                       const float* bqkv, const float* Wproj, const float* bproj, const AttentionDims& d) {
+void attention_forward(const ops::AttentionForward<float>& p) {
+  const AttentionDims& d = p.d;
+  const AttentionMasks& masks = p.m;
+  float *out = p.out, *weights = p.weights, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse;
+  const float *x = p.x, *memory = p.memory, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
   const bool cross = memory != nullptr;
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1)
@@ -402,12 +404,13 @@ void attention_forward(float* out, float* weights, float* qkv, float* q, float* 
   NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {rq, D, D}, Act::none);
 }
 
-void attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding,
-                      const float* Wqkv, const float* bqkv, const float* Wproj, const float* bproj,
-                      const AttentionDecodeDims& d) {
+void attention_decode(const ops::AttentionDecode<float>& p) {
+  const AttentionDecodeDims& d = p.d;
+  float *out = p.out, *cache = p.cache;
+  const float *kv = p.kv, *x = p.x, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
   const int64_t B = d.B, D = d.D;
   // The projected query (self-attention: q | k | v) [B, 3D], then the context [B, D].
-  float* proj_in = static_cast<float*>(thread_scratch(2, sizeof(float) * B * 4 * D));
+  float* proj_in = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * B * 4 * D));
   float* ctx = proj_in + B * 3 * D;
   AttentionCoreDims c;
   c.B = B, c.H = d.H, c.Tq = 1, c.Dh = D / d.H;
@@ -428,23 +431,25 @@ void attention_decode(float* out, float* cache, const float* kv, const float* x,
     c.Tk = d.Tk;
     c.q = {D, D, c.Dh};
     c.k = c.v = {d.Tk * 2 * D, 2 * D, c.Dh};
-    masks.key_padding = key_padding;
+    masks.key_padding = p.key_padding;
   }
   NF_ISA_NS::attention_core_forward(ctx, nullptr, nullptr, proj_in, K, K + D, masks, c);
   NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {B, D, D}, Act::none);
 }
 
-void attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, float* dWproj, float* dbproj,
-                        const float* dout, const float* qkv, const float* q, const float* kv, const float* ctx,
-                        const float* lse, const float* x, const float* memory, const AttentionMasks& masks,
-                        const float* Wqkv, const float* Wproj, const AttentionDims& d) {
+void attention_backward(const ops::AttentionBackward<float>& p) {
+  const AttentionDims& d = p.d;
+  const AttentionMasks& masks = p.m;
+  float *dx = p.dx, *dmemory = p.dmemory, *dWqkv = p.dWqkv, *dbqkv = p.dbqkv, *dWproj = p.dWproj, *dbproj = p.dbproj;
+  const float *dout = p.dout, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse, *x = p.x;
+  const float *memory = p.memory, *Wqkv = p.Wqkv, *Wproj = p.Wproj;
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
   const bool cross = memory != nullptr;
   // dctx = dout Wproj lives in dx until the input projections' backward overwrites it.
   float* dctx = dx;
   NF_ISA_NS::linear_backward(dctx, dWproj, dbproj, dout, ctx, Wproj, {rq, D, D});
   // Gradients of the projections' outputs, laid out like the saved buffers.
-  float* grad = static_cast<float*>(thread_scratch(2, sizeof(float) * grad_floats(d)));
+  float* grad = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * grad_floats(d)));
   const float* Q = cross ? q : qkv;
   const float* K = cross ? kv : qkv + D;
   float* dK = cross ? grad + rq * D : grad + D;
@@ -463,42 +468,38 @@ void attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, f
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
-Status attention_forward(float* out, float* weights, float* qkv, float* q, float* kv, float* ctx, float* lse,
-                         const float* x, const float* memory, const AttentionMasks& masks, const float* Wqkv,
-                         const float* bqkv, const float* Wproj, const float* bproj, AttentionDims d) {
-  NF_TRY(attention_check("attention_forward", d, memory != nullptr, qkv, q, kv));
-  NF_CHECK(thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, d.Tq)), "attention_forward",
+Status run(const ops::AttentionForward<float>& p) {
+  const AttentionDims& d = p.d;
+  NF_TRY(ops::attention_check("attention_forward", d, p.memory != nullptr, p.qkv, p.q, p.kv));
+  NF_CHECK(thread_scratch(ScratchSlot::tile, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, d.Tq)), "attention_forward",
            "out of memory for the attention tiles");
-  NF_DISPATCH(attention_forward, out, weights, qkv, q, kv, ctx, lse, x, memory, masks, Wqkv, bqkv, Wproj, bproj, d);
+  NF_DISPATCH(attention_forward, p);
   return Status::Ok();
 }
 
-Status attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding,
-                        const float* Wqkv, const float* bqkv, const float* Wproj, const float* bproj,
-                        AttentionDecodeDims d) {
+Status run(const ops::AttentionDecode<float>& p) {
   const char* op = "attention_decode";
+  const AttentionDecodeDims& d = p.d;
   NF_CHECK(d.B >= 1 && d.D >= 1 && d.H >= 1 && d.D % d.H == 0, op, "B, D, H must be positive with D divisible by H");
-  NF_CHECK((cache != nullptr) != (kv != nullptr), op, "exactly one of cache (self-attention) and kv (cross-attention)");
-  if (cache) NF_CHECK(d.t >= 0 && d.t < d.max_t, op, "t must be in [0, max_t)");
+  NF_CHECK((p.cache != nullptr) != (p.kv != nullptr), op,
+           "exactly one of cache (self-attention) and kv (cross-attention)");
+  if (p.cache) NF_CHECK(d.t >= 0 && d.t < d.max_t, op, "t must be in [0, max_t)");
   else NF_CHECK(d.Tk >= 1, op, "Tk must be at least 1");
-  NF_CHECK(thread_scratch(2, sizeof(float) * d.B * 4 * d.D) &&
-               thread_scratch(3, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, 1)),
+  NF_CHECK(thread_scratch(ScratchSlot::layer, sizeof(float) * d.B * 4 * d.D) &&
+               thread_scratch(ScratchSlot::tile, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, 1)),
            op, "out of memory for the decode buffers");
-  NF_DISPATCH(attention_decode, out, cache, kv, x, key_padding, Wqkv, bqkv, Wproj, bproj, d);
+  NF_DISPATCH(attention_decode, p);
   return Status::Ok();
 }
 
-Status attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, float* dWproj, float* dbproj,
-                          const float* dout, const float* qkv, const float* q, const float* kv, const float* ctx,
-                          const float* lse, const float* x, const float* memory, const AttentionMasks& masks,
-                          const float* Wqkv, const float* Wproj, AttentionDims d) {
-  NF_TRY(attention_check("attention_backward", d, memory != nullptr, qkv, q, kv));
-  NF_CHECK(memory || !dmemory, "attention_backward", "dmemory is only for cross-attention");
-  NF_CHECK(thread_scratch(2, sizeof(float) * scalar::grad_floats(d)) &&
-               thread_scratch(3, sizeof(float) * scalar::backward_scratch_floats(d.D / d.H, d.Tq)),
+Status run(const ops::AttentionBackward<float>& p) {
+  const AttentionDims& d = p.d;
+  NF_TRY(ops::attention_check("attention_backward", d, p.memory != nullptr, p.qkv, p.q, p.kv));
+  NF_CHECK(p.memory || !p.dmemory, "attention_backward", "dmemory is only for cross-attention");
+  NF_CHECK(thread_scratch(ScratchSlot::layer, sizeof(float) * scalar::grad_floats(d)) &&
+               thread_scratch(ScratchSlot::tile, sizeof(float) * scalar::backward_scratch_floats(d.D / d.H, d.Tq)),
            "attention_backward", "out of memory for the attention gradients");
-  NF_DISPATCH(attention_backward, dx, dmemory, dWqkv, dbqkv, dWproj, dbproj, dout, qkv, q, kv, ctx, lse, x, memory,
-              masks, Wqkv, Wproj, d);
+  NF_DISPATCH(attention_backward, p);
   return Status::Ok();
 }
 

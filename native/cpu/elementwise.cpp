@@ -52,21 +52,20 @@ void dropout(float* out, const float* x, const DropoutDims& d) {
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
-Status add(float* out, const float* a, const float* b, int64_t n) {
-  NF_CHECK(n >= 0, "add", "n must be non-negative");
-  NF_DISPATCH(add, out, a, b, n);
+Status run(const ops::Add<float>& p) {
+  NF_CHECK(p.n >= 0, "add", "n must be non-negative");
+  NF_DISPATCH(add, p.out, p.a, p.b, p.n);
   return Status::Ok();
 }
 
-Status accumulate(float* y, const float* x, int64_t n) {
-  NF_CHECK(n >= 0, "accumulate", "n must be non-negative");
-  NF_DISPATCH(add, y, y, x, n);
+Status run(const ops::Accumulate<float>& p) {
+  NF_CHECK(p.n >= 0, "accumulate", "n must be non-negative");
+  NF_DISPATCH(add, p.y, p.y, p.x, p.n);
   return Status::Ok();
 }
 
 static Status dropout_run(const char* op, float* out, const float* x, const DropoutDims& d) {
-  NF_CHECK(d.n >= 0, op, "n must be non-negative");
-  NF_CHECK(d.p >= 0.0f && d.p < 1.0f, op, "p must lie in [0, 1)");
+  NF_TRY(ops::dropout_check(op, d));
   if (d.p == 0.0f) {
     if (out != x && d.n > 0) std::memmove(out, x, sizeof(float) * d.n);
     return Status::Ok();
@@ -75,10 +74,18 @@ static Status dropout_run(const char* op, float* out, const float* x, const Drop
   return Status::Ok();
 }
 
-Status dropout_forward(float* out, const float* x, DropoutDims d) { return dropout_run("dropout_forward", out, x, d); }
+Status run(const ops::DropoutForward<float>& p) { return dropout_run("dropout_forward", p.out, p.x, p.d); }
 
-Status dropout_backward(float* dx, const float* dout, DropoutDims d) {
-  return dropout_run("dropout_backward", dx, dout, d);
+Status run(const ops::DropoutBackward<float>& p) { return dropout_run("dropout_backward", p.dx, p.dout, p.d); }
+
+Status run(const ops::CopyRows<float>& p) {
+  NF_CHECK(p.rows >= 0 && p.cols >= 0, "copy_rows", "rows and cols must be non-negative");
+  NF_CHECK(p.dst_stride >= p.cols && p.src_stride >= p.cols, "copy_rows", "strides must be at least cols");
+  float* dst = p.dst + p.dst_offset;
+  const float* src = p.src + p.src_offset;
+  for (int64_t r = 0; r < p.rows; ++r)  // a few rows (e.g. the CLS token of each image): no threads
+    std::memmove(dst + r * p.dst_stride, src + r * p.src_stride, sizeof(float) * p.cols);
+  return Status::Ok();
 }
 
 }  // namespace nf::cpu

@@ -1,31 +1,26 @@
-// Elementwise ops of the residual stream: add (residual add), accumulate (merging gradients) and
-// dropout (nn.Dropout with Philox masks regenerated in backward).
+// Elementwise ops of the residual stream: add (residual add), accumulate (merging gradients),
+// dropout (nn.Dropout with Philox masks regenerated in backward) and a strided row copy (the ops
+// and their fields: native/ops/elementwise.h).
 #pragma once
 #include <cstdint>
 
+#include "../ops/elementwise.h"
 #include "kernel_decl.h"
 
 namespace nf::cpu {
 
-struct DropoutDims {
-  int64_t n = 0;        // elements
-  float p = 0.0f;       // drop probability, in [0, 1); 0 is the identity
-  uint64_t seed = 0;    // Philox key
-  uint64_t offset = 0;  // Philox stream: one per dropout site and step
-};
+using DropoutDims = ops::DropoutDims;
 
 // out[n] = a + b. out may be a or b (not a partial overlap).
-Status add(float* out, const float* a, const float* b, int64_t n);
-
+Status run(const ops::Add<float>& p);
 // y[n] += x.
-Status accumulate(float* y, const float* x, int64_t n);
-
-// out = x * keep_i / (1 - p), keep_i = nf::dropout_keep(seed, offset, i, p) (core/philox.h).
-// out may be x.
-Status dropout_forward(float* out, const float* x, DropoutDims d);
-
+Status run(const ops::Accumulate<float>& p);
+// out = x * keep_i / (1 - p), keep_i = nf::dropout_keep(seed, offset, i, p) (core/philox.h); out may be x.
+Status run(const ops::DropoutForward<float>& p);
 // dx = dout * keep_i / (1 - p): the forward's mask, regenerated from (seed, offset). dx may be dout.
-Status dropout_backward(float* dx, const float* dout, DropoutDims d);
+Status run(const ops::DropoutBackward<float>& p);
+// dst[dst_offset + r*dst_stride + c] = src[src_offset + r*src_stride + c], r < rows, c < cols.
+Status run(const ops::CopyRows<float>& p);
 
 NF_KERNEL_DECL(void add(float* out, const float* a, const float* b, int64_t n))
 // out = x * keep_i / (1 - p), the forward and the backward alike (p > 0).

@@ -82,18 +82,26 @@ void for_column_blocks(int64_t D, F&& f) {
 
 }  // namespace
 
-void embedding_forward(float* out, const int32_t* ids, const float* table, const float* pos,
-                       const EmbeddingDims& d) {
+void embedding_forward(const ops::EmbeddingForward<float>& p) {
+  const EmbeddingDims& d = p.d;
+  float* out = p.out;
+  const int32_t* ids = p.ids;
+  const float *table = p.table, *pos = p.pos;
+  const float scale = static_cast<float>(d.scale);
   const int64_t D = d.D, T = d.T;
   parallel_for(d.B * T, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      scale_add_row(out + r * D, table + int64_t(ids[r]) * D, d.scale, pos ? pos + (r % T) * D : nullptr, D);
+      scale_add_row(out + r * D, table + int64_t(ids[r]) * D, scale, pos ? pos + (r % T) * D : nullptr, D);
   });
 }
 
-void embedding_backward(float* dtable, float* dpos, const float* dout, const int32_t* ids, const EmbeddingDims& d) {
+void embedding_backward(const ops::EmbeddingBackward<float>& p) {
+  const EmbeddingDims& d = p.d;
+  float *dtable = p.dtable, *dpos = p.dpos;
+  const float* dout = p.dout;
+  const int32_t* ids = p.ids;
   const int64_t D = d.D, rows = d.B * d.T;
-  const vf vs = vset1(d.scale);
+  const vf vs = vset1(static_cast<float>(d.scale));
   for_column_blocks(D, [&](int64_t c0, int64_t c1) {
     for (int64_t r = 0; r < rows; ++r) {
       float* dt = dtable + int64_t(ids[r]) * D;
@@ -107,7 +115,10 @@ void embedding_backward(float* dtable, float* dpos, const float* dout, const int
   });
 }
 
-void cls_pos_forward(float* out, const float* cls, const float* patches, const float* pos, const TokenPosDims& d) {
+void cls_pos_forward(const ops::ClsPosForward<float>& p) {
+  const TokenPosDims& d = p.d;
+  float* out = p.out;
+  const float *cls = p.cls, *patches = p.patches, *pos = p.pos;
   const int64_t D = d.D, R = d.N + 1;
   parallel_for(d.B * R, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -117,7 +128,10 @@ void cls_pos_forward(float* out, const float* cls, const float* patches, const f
   });
 }
 
-void cls_pos_backward(float* dcls, float* dpatches, float* dpos, const float* dout, const TokenPosDims& d) {
+void cls_pos_backward(const ops::ClsPosBackward<float>& p) {
+  const TokenPosDims& d = p.d;
+  float *dcls = p.dcls, *dpatches = p.dpatches, *dpos = p.dpos;
+  const float* dout = p.dout;
   const int64_t D = d.D, R = d.N + 1;
   parallel_for(d.B * d.N, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -128,15 +142,21 @@ void cls_pos_backward(float* dcls, float* dpatches, float* dpos, const float* do
   for_column_blocks(D, [&](int64_t c0, int64_t c1) { batch_sums(dpos, dcls, 1, dout, d.B, R, D, c0, c1); });
 }
 
-void token_pos_forward(float* out, const float* token, const float* pos, const TokenPosDims& d) {
+void token_pos_forward(const ops::TokenPosForward<float>& p) {
+  const TokenPosDims& d = p.d;
+  float* out = p.out;
+  const float *token = p.token, *pos = p.pos;
   const int64_t D = d.D;
   parallel_for(d.B * d.N, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) scale_add_row(out + r * D, token, 1.0f, pos + (r % d.N) * D, D);
   });
 }
 
-void token_pos_backward(float* dtoken, float* dpos, const float* dout, const TokenPosDims& d) {
-  for_column_blocks(d.D, [&](int64_t c0, int64_t c1) { batch_sums(dpos, dtoken, d.N, dout, d.B, d.N, d.D, c0, c1); });
+void token_pos_backward(const ops::TokenPosBackward<float>& p) {
+  const TokenPosDims& d = p.d;
+  for_column_blocks(d.D, [&](int64_t c0, int64_t c1) {
+    batch_sums(p.dpos, p.dtoken, d.N, p.dout, d.B, d.N, d.D, c0, c1);
+  });
 }
 
 }  // namespace nf::cpu::NF_ISA_NS
@@ -144,81 +164,60 @@ void token_pos_backward(float* dtoken, float* dpos, const float* dout, const Tok
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
-static Status embedding_check(const char* op, const EmbeddingDims& d) {
-  NF_CHECK(d.B >= 0 && d.T >= 0, op, "B and T must be non-negative");
-  NF_CHECK(d.V >= 1, op, "V must be at least 1");
-  NF_CHECK(d.D >= 1, op, "D must be at least 1");
-  NF_CHECK(std::isfinite(d.scale), op, "scale must be finite");
+Status run(const ops::EmbeddingForward<float>& p) {
+  NF_TRY(ops::embedding_check("embedding_forward", p.d));
+  NF_TRY(ops::embedding_check_ids("embedding_forward", p.ids, p.d));
+  NF_DISPATCH(embedding_forward, p);
   return Status::Ok();
 }
 
-Status embedding_check_ids(const char* op, const int32_t* ids, const EmbeddingDims& d) {
-  for (int64_t i = 0; i < d.B * d.T; ++i)
-    if (ids[i] < 0 || ids[i] >= d.V)
-      return Status::Error(op, "ids[" + std::to_string(i) + "] (batch " + std::to_string(i / d.T) + ", position " +
-                                   std::to_string(i % d.T) + ") is " + std::to_string(ids[i]) +
-                                   ", outside the vocabulary [0, " + std::to_string(d.V) + ")");
+Status run(const ops::EmbeddingBackward<float>& p) {
+  NF_TRY(ops::embedding_check("embedding_backward", p.d));
+  NF_TRY(ops::embedding_check_ids("embedding_backward", p.ids, p.d));
+  NF_DISPATCH(embedding_backward, p);
   return Status::Ok();
 }
 
-Status embedding_forward(float* out, const int32_t* ids, const float* table, const float* pos, EmbeddingDims d) {
-  NF_TRY(embedding_check("embedding_forward", d));
-  NF_TRY(embedding_check_ids("embedding_forward", ids, d));
-  NF_DISPATCH(embedding_forward, out, ids, table, pos, d);
-  return Status::Ok();
-}
-
-Status embedding_backward(float* dtable, float* dpos, const float* dout, const int32_t* ids, EmbeddingDims d) {
-  NF_TRY(embedding_check("embedding_backward", d));
-  NF_TRY(embedding_check_ids("embedding_backward", ids, d));
-  NF_DISPATCH(embedding_backward, dtable, dpos, dout, ids, d);
-  return Status::Ok();
-}
-
-Status sinusoidal_encoding(float* out, int64_t len, int64_t D) {
+Status run(const ops::SinusoidalEncoding<float>& p) {
+  const int64_t len = p.len, D = p.D;
+  float* out = p.out;
   NF_CHECK(len >= 0, "sinusoidal_encoding", "len must be non-negative");
   NF_CHECK(D >= 1, "sinusoidal_encoding", "D must be at least 1");
   // div[j] = 10000^(2⌊j/2⌋ / D), as torch_reference.py forms it (float64 arange / D, then pow).
-  double* div = static_cast<double*>(thread_scratch(2, sizeof(double) * D));
+  double* div = static_cast<double*>(thread_scratch(ScratchSlot::layer, sizeof(double) * D));
   NF_CHECK(div, "sinusoidal_encoding", "out of memory for the frequency table");
   for (int64_t j = 0; j < D; ++j) div[j] = std::pow(10000.0, double(j - j % 2) / double(D));
   parallel_for(len, 8, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p)
+    for (int64_t i = p0; i < p1; ++i)
       for (int64_t j = 0; j < D; ++j) {
-        const double a = double(p) / div[j];
-        out[p * D + j] = static_cast<float>(j % 2 ? std::cos(a) : std::sin(a));
+        const double a = double(i) / div[j];
+        out[i * D + j] = static_cast<float>(j % 2 ? std::cos(a) : std::sin(a));
       }
   });
   return Status::Ok();
 }
 
-static Status token_pos_check(const char* op, const TokenPosDims& d) {
-  NF_CHECK(d.B >= 0 && d.N >= 0, op, "B and N must be non-negative");
-  NF_CHECK(d.D >= 1, op, "D must be at least 1");
+Status run(const ops::ClsPosForward<float>& p) {
+  NF_TRY(ops::token_pos_check("cls_pos_forward", p.d));
+  NF_DISPATCH(cls_pos_forward, p);
   return Status::Ok();
 }
 
-Status cls_pos_forward(float* out, const float* cls, const float* patches, const float* pos, TokenPosDims d) {
-  NF_TRY(token_pos_check("cls_pos_forward", d));
-  NF_DISPATCH(cls_pos_forward, out, cls, patches, pos, d);
+Status run(const ops::ClsPosBackward<float>& p) {
+  NF_TRY(ops::token_pos_check("cls_pos_backward", p.d));
+  NF_DISPATCH(cls_pos_backward, p);
   return Status::Ok();
 }
 
-Status cls_pos_backward(float* dcls, float* dpatches, float* dpos, const float* dout, TokenPosDims d) {
-  NF_TRY(token_pos_check("cls_pos_backward", d));
-  NF_DISPATCH(cls_pos_backward, dcls, dpatches, dpos, dout, d);
+Status run(const ops::TokenPosForward<float>& p) {
+  NF_TRY(ops::token_pos_check("token_pos_forward", p.d));
+  NF_DISPATCH(token_pos_forward, p);
   return Status::Ok();
 }
 
-Status token_pos_forward(float* out, const float* token, const float* pos, TokenPosDims d) {
-  NF_TRY(token_pos_check("token_pos_forward", d));
-  NF_DISPATCH(token_pos_forward, out, token, pos, d);
-  return Status::Ok();
-}
-
-Status token_pos_backward(float* dtoken, float* dpos, const float* dout, TokenPosDims d) {
-  NF_TRY(token_pos_check("token_pos_backward", d));
-  NF_DISPATCH(token_pos_backward, dtoken, dpos, dout, d);
+Status run(const ops::TokenPosBackward<float>& p) {
+  NF_TRY(ops::token_pos_check("token_pos_backward", p.d));
+  NF_DISPATCH(token_pos_backward, p);
   return Status::Ok();
 }
 

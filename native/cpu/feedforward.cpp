@@ -5,7 +5,7 @@
 //   dx = dh W1; dW1 += dhᵀ x; db1 += Σ dh. The mask is regenerated from (seed, offset).
 // Layout: x, y, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
 // fc1's bias and activation run in the GEMM epilogue, which also writes h. Backward keeps da/dh
-// [rows, F] in the calling thread's scratch slot 2.
+// [rows, F] in the calling thread's scratch slot `layer`.
 // Dimension key: rows = B*T, D = model width, F = hidden width.
 #include "feedforward.h"
 
@@ -31,26 +31,25 @@ void apply_dropout(float* v, int64_t i0, int64_t i1, const FeedForwardDims& d) {
 
 }  // namespace
 
-void feedforward_forward(float* y, float* h, float* a, const float* x, const float* W1, const float* b1,
-                         const float* W2, const float* b2, const FeedForwardDims& d) {
+void feedforward_forward(const ops::FeedForwardForward<float>& p) {
+  const FeedForwardDims& d = p.d;
   const int64_t F = d.F;
-  NF_ISA_NS::linear_forward(a, h, x, W1, b1, {d.rows, d.D, F}, d.activation);
+  NF_ISA_NS::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, F}, d.activation);
   if (d.dropout > 0.0f)
-    parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) { apply_dropout(a, r0 * F, r1 * F, d); });
-  NF_ISA_NS::linear_forward(y, nullptr, a, W2, b2, {d.rows, F, d.D}, Act::none);
+    parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) { apply_dropout(p.a, r0 * F, r1 * F, d); });
+  NF_ISA_NS::linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, F, d.D}, Act::none);
 }
 
-void feedforward_backward(float* dx, float* dW1, float* db1, float* dW2, float* db2, const float* dy,
-                          const float* x, const float* h, const float* a, const float* W1, const float* W2,
-                          const FeedForwardDims& d) {
+void feedforward_backward(const ops::FeedForwardBackward<float>& p) {
+  const FeedForwardDims& d = p.d;
   const int64_t F = d.F;
-  float* dh = static_cast<float*>(thread_scratch(2, sizeof(float) * d.rows * F));
-  NF_ISA_NS::linear_backward(dh, dW2, db2, dy, a, W2, {d.rows, F, d.D});  // dh holds da = dy W2
+  float* dh = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * d.rows * F));
+  NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D});  // dh holds da = dy W2
   parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) {
     if (d.dropout > 0.0f) apply_dropout(dh, r0 * F, r1 * F, d);
-    act_backward_n(dh + r0 * F, dh + r0 * F, h + r0 * F, (r1 - r0) * F, d.activation);
+    act_backward_n(dh + r0 * F, dh + r0 * F, p.h + r0 * F, (r1 - r0) * F, d.activation);
   });
-  NF_ISA_NS::linear_backward(dx, dW1, db1, dh, x, W1, {d.rows, d.D, F});
+  NF_ISA_NS::linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, {d.rows, d.D, F});
 }
 
 }  // namespace nf::cpu::NF_ISA_NS
@@ -58,32 +57,20 @@ void feedforward_backward(float* dx, float* dW1, float* db1, float* dW2, float* 
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
-static Status feedforward_check(const char* op, const FeedForwardDims& d) {
-  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.D >= 1 && d.F >= 1, op, "D and F must be at least 1");
-  NF_CHECK(d.activation == Act::relu || d.activation == Act::gelu || d.activation == Act::gelu_tanh, op,
-           "activation must be relu, gelu or gelu_tanh");
-  NF_CHECK(d.dropout >= 0.0f && d.dropout <= 1.0f, op, "dropout must lie in [0, 1]");
+Status run(const ops::FeedForwardForward<float>& p) {
+  NF_TRY(ops::feedforward_check("feedforward_forward", p.d));
+  if (p.d.rows == 0) return Status::Ok();
+  NF_DISPATCH(feedforward_forward, p);
   return Status::Ok();
 }
 
-Status feedforward_forward(float* y, float* h, float* a, const float* x, const float* W1, const float* b1,
-                           const float* W2, const float* b2, FeedForwardDims d) {
-  NF_TRY(feedforward_check("feedforward_forward", d));
-  if (d.rows == 0) return Status::Ok();
-  NF_DISPATCH(feedforward_forward, y, h, a, x, W1, b1, W2, b2, d);
-  return Status::Ok();
-}
-
-Status feedforward_backward(float* dx, float* dW1, float* db1, float* dW2, float* db2, const float* dy,
-                            const float* x, const float* h, const float* a, const float* W1, const float* W2,
-                            FeedForwardDims d) {
-  NF_TRY(feedforward_check("feedforward_backward", d));
-  NF_CHECK(h && a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
-  if (d.rows == 0) return Status::Ok();
-  NF_CHECK(thread_scratch(2, sizeof(float) * d.rows * d.F), "feedforward_backward",
+Status run(const ops::FeedForwardBackward<float>& p) {
+  NF_TRY(ops::feedforward_check("feedforward_backward", p.d));
+  NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
+  if (p.d.rows == 0) return Status::Ok();
+  NF_CHECK(thread_scratch(ScratchSlot::layer, sizeof(float) * p.d.rows * p.d.F), "feedforward_backward",
            "out of memory for the hidden-layer gradient");
-  NF_DISPATCH(feedforward_backward, dx, dW1, db1, dW2, db2, dy, x, h, a, W1, W2, d);
+  NF_DISPATCH(feedforward_backward, p);
   return Status::Ok();
 }
 

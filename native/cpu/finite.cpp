@@ -82,5 +82,12 @@ Status first_nonfinite(int64_t* first, const float* x, int64_t n) {
   return Status::Ok();
 }
 
+Status run(const ops::FirstNonFinite<float>& p) {
+  int64_t first = -1;
+  NF_TRY(first_nonfinite(&first, p.x, p.n));
+  *p.index = static_cast<double>(first);
+  return Status::Ok();
+}
+
 }  // namespace nf::cpu
 #endif

@@ -4,12 +4,16 @@
 #pragma once
 #include <cstdint>
 
+#include "../ops/finite.h"
 #include "kernel_decl.h"
 
 namespace nf::cpu {
 
 // *first = the smallest i < n with x[i] NaN or ±Inf, or -1 when all n values are finite.
 Status first_nonfinite(int64_t* first, const float* x, int64_t n);
+
+// The firstNonFinite op (native/ops/finite.h): index[0] = first_nonfinite.
+Status run(const ops::FirstNonFinite<float>& p);
 
 // The variant scan of x[begin, end): the first non-finite index there, or -1.
 NF_KERNEL_DECL(int64_t first_nonfinite_range(const float* x, int64_t begin, int64_t end))

@@ -21,7 +21,7 @@
 // once for all the row blocks of its chunk, and a thread slowed down by another process on its
 // core hands its second chunk to the others (+7-19% with one busy neighbour on 2 cores, no cost
 // on a quiet machine). Inside a parallel region it runs on the calling thread alone.
-// Scratch: slot 0 of the running thread holds the packed B block followed by the packed A block.
+// Scratch: ScratchSlot::gemm_pack of the running thread holds the packed B block followed by the packed A block.
 #include "gemm.h"
 
 #include <algorithm>
@@ -208,7 +208,7 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
   // chunks per thread (see the header), each packing its B blocks once for all its row blocks.
   const int64_t tiles = d.batch * p.nJC * p.nIC;
   parallel_for(tiles, ceil_div(tiles, 2 * num_threads()), [&](int64_t t0, int64_t t1) {
-    float* bp = static_cast<float*>(thread_scratch(0, p.scratch_bytes()));
+    float* bp = static_cast<float*>(thread_scratch(ScratchSlot::gemm_pack, p.scratch_bytes()));
     if (!bp) return;  // unreachable for the calling thread: the public entry reserved this
     float* ap = bp + p.b_block_floats();
     for (int64_t t = t0; t < t1;) {
@@ -229,13 +229,14 @@ namespace nf::cpu {
 // The packing scratch one thread needs for a call (per ISA; defined above).
 NF_KERNEL_DECL(void gemm_scratch_bytes(const GemmDims& d, size_t* bytes))
 
-Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d) {
+Status run(const ops::Gemm<float>& p) {
+  GemmDims d = p.d;
   NF_TRY(gemm_check(&d));
   if (d.M == 0 || d.N == 0) return Status::Ok();
   size_t bytes = 0;
   NF_DISPATCH(gemm_scratch_bytes, d, &bytes);
-  NF_CHECK(thread_scratch(0, bytes), "gemm", "out of memory for the packing buffers");
-  NF_DISPATCH(gemm, C, preact, A, B, bias, d);
+  NF_CHECK(thread_scratch(ScratchSlot::gemm_pack, bytes), "gemm", "out of memory for the packing buffers");
+  NF_DISPATCH(gemm, p.C, p.preact, p.A, p.B, p.bias, d);
   return Status::Ok();
 }
 

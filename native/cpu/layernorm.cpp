@@ -41,11 +41,12 @@ void row_moments(const float* x, int64_t D, float* mean_out, float* rstd_out, fl
 
 }  // namespace
 
-void layernorm_forward(float* out, float* sum, float* mean, float* rstd, const float* x,
-                       const float* residual, const float* gamma, const float* beta,
-                       const LayerNormDims& d) {
-  const int64_t D = d.D;
-  parallel_for(d.rows, 16, [&](int64_t r0, int64_t r1) {
+void layernorm_forward(const ops::LayerNormForward<float>& p) {
+  float *out = p.out, *sum = p.sum, *mean = p.mean, *rstd = p.rstd;
+  const float *x = p.x, *residual = p.residual, *gamma = p.gamma, *beta = p.beta;
+  const int64_t D = p.D;
+  const float eps = static_cast<float>(p.eps);
+  parallel_for(p.rows, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * D;
       if (residual) {
@@ -57,7 +58,7 @@ void layernorm_forward(float* out, float* sum, float* mean, float* rstd, const f
         xr = sr;
       }
       float m, rs;
-      row_moments(xr, D, &m, &rs, d.eps);
+      row_moments(xr, D, &m, &rs, eps);
       mean[r] = m;
       rstd[r] = rs;
       float* o = out + r * D;
@@ -72,14 +73,14 @@ void layernorm_forward(float* out, float* sum, float* mean, float* rstd, const f
   });
 }
 
-void layernorm_backward(float* dx, float* dgamma, float* dbeta, const float* dout, const float* dadd,
-                        const float* x, const float* mean, const float* rstd, const float* gamma,
-                        const LayerNormDims& d) {
-  const int64_t D = d.D, rows = d.rows;
+void layernorm_backward(const ops::LayerNormBackward<float>& p) {
+  float *dx = p.dx, *dgamma = p.dgamma, *dbeta = p.dbeta;
+  const float *dout = p.dout, *dadd = p.dadd, *x = p.x, *mean = p.mean, *rstd = p.rstd, *gamma = p.gamma;
+  const int64_t D = p.D, rows = p.rows;
   const int64_t chunk = 32;
   const int64_t nchunks = (rows + chunk - 1) / chunk;
   // Per-chunk partial dγ, dβ: [nchunks, 2, D] in the calling thread's scratch.
-  float* partial = static_cast<float*>(thread_scratch(1, sizeof(float) * nchunks * 2 * D));
+  float* partial = static_cast<float*>(thread_scratch(ScratchSlot::partials, sizeof(float) * nchunks * 2 * D));
   parallel_for(nchunks, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       float* pg = partial + c * 2 * D;
@@ -150,29 +151,19 @@ void layernorm_backward(float* dx, float* dgamma, float* dbeta, const float* dou
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
-static Status layernorm_check(const char* op, const LayerNormDims& d) {
-  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.D >= 1, op, "D must be at least 1");
-  NF_CHECK(d.eps > 0.0f, op, "eps must be positive");
+Status run(const ops::LayerNormForward<float>& p) {
+  NF_TRY(ops::layernorm_check("layernorm_forward", p));
+  NF_CHECK(!p.residual || p.sum, "layernorm_forward", "the residual variant needs a `sum` output");
+  NF_DISPATCH(layernorm_forward, p);
   return Status::Ok();
 }
 
-Status layernorm_forward(float* out, float* sum, float* mean, float* rstd, const float* x,
-                         const float* residual, const float* gamma, const float* beta, LayerNormDims d) {
-  NF_TRY(layernorm_check("layernorm_forward", d));
-  NF_CHECK(!residual || sum, "layernorm_forward", "the residual variant needs a `sum` output");
-  NF_DISPATCH(layernorm_forward, out, sum, mean, rstd, x, residual, gamma, beta, d);
-  return Status::Ok();
-}
-
-Status layernorm_backward(float* dx, float* dgamma, float* dbeta, const float* dout, const float* dadd,
-                          const float* x, const float* mean, const float* rstd, const float* gamma,
-                          LayerNormDims d) {
-  NF_TRY(layernorm_check("layernorm_backward", d));
-  if (d.rows == 0) return Status::Ok();
-  NF_CHECK(thread_scratch(1, sizeof(float) * 2 * d.D * ((d.rows + 31) / 32)), "layernorm_backward",
+Status run(const ops::LayerNormBackward<float>& p) {
+  NF_TRY(ops::layernorm_check("layernorm_backward", p));
+  if (p.rows == 0) return Status::Ok();
+  NF_CHECK(thread_scratch(ScratchSlot::partials, sizeof(float) * 2 * p.D * ((p.rows + 31) / 32)), "layernorm_backward",
            "out of memory for the gradient partial sums");
-  NF_DISPATCH(layernorm_backward, dx, dgamma, dbeta, dout, dadd, x, mean, rstd, gamma, d);
+  NF_DISPATCH(layernorm_backward, p);
   return Status::Ok();
 }
 

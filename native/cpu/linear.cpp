@@ -71,25 +71,17 @@ void linear_backward(float* dx, float* dW, float* db, const float* dy, const flo
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
-static Status linear_check(const char* op, const LinearDims& d) {
-  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.in >= 1 && d.out >= 1, op, "in and out features must be at least 1");
+Status run(const ops::LinearForward<float>& p) {
+  NF_TRY(ops::linear_check("linear_forward", p.d));
+  if (p.d.rows == 0) return Status::Ok();
+  NF_DISPATCH(linear_forward, p.y, p.preact, p.x, p.W, p.b, p.d, p.act);
   return Status::Ok();
 }
 
-Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
-                      Act act) {
-  NF_TRY(linear_check("linear_forward", d));
-  if (d.rows == 0) return Status::Ok();
-  NF_DISPATCH(linear_forward, y, preact, x, W, b, d, act);
-  return Status::Ok();
-}
-
-Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-                       LinearDims d) {
-  NF_TRY(linear_check("linear_backward", d));
-  if (d.rows == 0) return Status::Ok();
-  NF_DISPATCH(linear_backward, dx, dW, db, dy, x, W, d);
+Status run(const ops::LinearBackward<float>& p) {
+  NF_TRY(ops::linear_check("linear_backward", p.d));
+  if (p.d.rows == 0) return Status::Ok();
+  NF_DISPATCH(linear_backward, p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d);
   return Status::Ok();
 }
 

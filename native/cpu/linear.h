@@ -6,20 +6,19 @@
 
 namespace nf::cpu {
 
-struct LinearDims {
-  int64_t rows = 0;  // B*T (every leading dimension flattened)
-  int64_t in = 0;    // input features
-  int64_t out = 0;   // output features
-};
+// rows = B*T (every leading dimension flattened), in and out features (native/ops/linear.h).
+using LinearDims = ops::LinearDims;
 
-// y[rows,out] = act(x[rows,in] W[out,in]ᵀ + b[out]); b optional; preact (optional) receives the
-// value before the activation.
-Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
-                      Act act = Act::none);
+// The linearForward op: y[rows,out] = act(x[rows,in] W[out,in]ᵀ + b[out]); b optional; preact
+// (optional) receives the value before the activation.
+Status run(const ops::LinearForward<float>& p);
 
-// dx[rows,in] = dy W (overwritten; skipped when dx is null); dW += dyᵀ x; db += Σ_rows dy (when db).
-Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-                       LinearDims d);
+// The linearBackward op: dx[rows,in] = dy W (overwritten; skipped when dx is null); dW += dyᵀ x;
+// db += Σ_rows dy (when db).
+Status run(const ops::LinearBackward<float>& p);
+
+// The variants below are the building blocks other kernels (attention, the feed-forward network,
+// the patch embedding) run their products through.
 
 NF_KERNEL_DECL(void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b,
                                    const LinearDims& d, Act act))

@@ -9,7 +9,7 @@
 //   loss = Σ (pred − target)² / n;  dpred = grad_scale · 2 (pred − target) / n, 0 on other rows.
 // Layout: logits, dlogits [N, V]; targets [N]; pred, target, dpred [rows, cols]; mask [rows].
 // Dimension key: N = rows = B*T (or batch), V = classes, cols = values per row.
-// Threads split rows in fixed chunks; each chunk's loss sum is kept (double) in scratch slot 2 and
+// Threads split rows in fixed chunks; each chunk's loss sum is kept (double) in scratch slot `layer` and
 // the chunks are added in order, so the result does not depend on the thread count.
 #include "loss.h"
 
@@ -39,7 +39,7 @@ int64_t chunk_count(int64_t rows, int64_t width) {
 template <class F>
 double sum_rows(int64_t rows, int64_t width, F&& row) {
   const int64_t rpc = rows_per_chunk(width), nchunks = chunk_count(rows, width);
-  double* partial = static_cast<double*>(thread_scratch(2, sizeof(double) * nchunks));
+  double* partial = static_cast<double*>(thread_scratch(ScratchSlot::layer, sizeof(double) * nchunks));
   parallel_for(nchunks, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       double s = 0;
@@ -166,38 +166,24 @@ namespace nf::cpu {
 // The scratch sum_rows uses for its per-chunk sums, allocated here so a failure is a Status (at
 // least one double: thread_scratch returns null for 0 bytes on a slot never used before).
 static bool scratch_for_chunks(int64_t rows, int64_t width) {
-  return thread_scratch(2, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(rows, width))) != nullptr;
+  return thread_scratch(ScratchSlot::layer, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(rows, width))) != nullptr;
 }
 
-Status cross_entropy_check_targets(const int32_t* targets, const CrossEntropyDims& d) {
-  for (int64_t r = 0; r < d.N; ++r) {
-    const int32_t t = targets[r];
-    NF_CHECK(t == d.ignore_index || (t >= 0 && t < d.V), "cross_entropy",
-             "target " + std::to_string(t) + " at row " + std::to_string(r) + " is outside [0, " +
-                 std::to_string(d.V) + ") and is not ignore_index (" + std::to_string(d.ignore_index) + ")");
-  }
-  return Status::Ok();
-}
-
-Status cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets, CrossEntropyDims d) {
+Status run(const ops::CrossEntropy<float>& p) {
   const char* op = "cross_entropy";
-  NF_CHECK(d.N >= 0, op, "N must be non-negative");
-  NF_CHECK(d.V >= 1, op, "V must be at least 1");
-  NF_CHECK(d.label_smoothing >= 0.0 && d.label_smoothing <= 1.0, op, "label_smoothing must lie in [0, 1]");
-  NF_CHECK(std::isfinite(d.grad_scale), op, "grad_scale must be finite");
-  NF_TRY(cross_entropy_check_targets(targets, d));
+  const CrossEntropyDims& d = p.d;
+  NF_TRY(ops::cross_entropy_check(op, d));
+  NF_TRY(cross_entropy_check_targets(p.targets, d));
   NF_CHECK(scratch_for_chunks(d.N, d.V), op, "out of memory for the per-chunk loss sums");
-  NF_DISPATCH(cross_entropy, loss, dlogits, logits, targets, d);
+  NF_DISPATCH(cross_entropy, p.loss, p.dlogits, p.logits, p.targets, d);
   return Status::Ok();
 }
 
-Status mse(float* loss, float* dpred, const float* pred, const float* target, const uint8_t* mask, MseDims d) {
+Status run(const ops::Mse<float>& p) {
   const char* op = "mse";
-  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.cols >= 1, op, "cols must be at least 1");
-  NF_CHECK(std::isfinite(d.grad_scale), op, "grad_scale must be finite");
-  NF_CHECK(scratch_for_chunks(d.rows, d.cols), op, "out of memory for the per-chunk loss sums");
-  NF_DISPATCH(mse, loss, dpred, pred, target, mask, d);
+  NF_TRY(ops::mse_check(op, p.d));
+  NF_CHECK(scratch_for_chunks(p.d.rows, p.d.cols), op, "out of memory for the per-chunk loss sums");
+  NF_DISPATCH(mse, p.loss, p.dpred, p.pred, p.target, p.mask, p.d);
   return Status::Ok();
 }
 

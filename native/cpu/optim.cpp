@@ -106,7 +106,7 @@ void sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n, c
 
 void sum_squares(double* out, const float* x, int64_t n) {
   const int64_t nchunks = chunk_count(n);
-  double* partial = static_cast<double*>(thread_scratch(2, sizeof(double) * nchunks));
+  double* partial = static_cast<double*>(thread_scratch(ScratchSlot::layer, sizeof(double) * nchunks));
   parallel_for(nchunks, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) partial[c] = sum_squares_serial(x + c * kChunk, std::min(kChunk, n - c * kChunk));
   });
@@ -125,30 +125,15 @@ void scale(float* x, int64_t n, float s) {
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
-Status adamw_step(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
-                  const AdamWParams& p) {
-  const char* op = "adamw_step";
-  NF_CHECK(n >= 0, op, "n must be non-negative");
-  NF_CHECK(p.lr >= 0, op, "lr must be non-negative");
-  NF_CHECK(p.beta1 >= 0 && p.beta1 < 1 && p.beta2 >= 0 && p.beta2 < 1, op, "betas must lie in [0, 1)");
-  NF_CHECK(p.eps >= 0, op, "eps must be non-negative");
-  NF_CHECK(p.weight_decay >= 0, op, "weight_decay must be non-negative");
-  NF_CHECK(p.step >= 1, op, "step must be at least 1 (it is 1-based)");
-  NF_DISPATCH(adamw_step, param, exp_avg, exp_avg_sq, grad, n, p);
+Status run(const ops::AdamWStep<float>& p) {
+  NF_TRY(ops::adamw_check("adamw_step", p.n, p.h));
+  NF_DISPATCH(adamw_step, p.param, p.exp_avg, p.exp_avg_sq, p.grad, p.n, p.h);
   return Status::Ok();
 }
 
-Status sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n, const SgdParams& p) {
-  const char* op = "sgd_step";
-  NF_CHECK(n >= 0, op, "n must be non-negative");
-  NF_CHECK(p.lr >= 0, op, "lr must be non-negative");
-  NF_CHECK(p.momentum >= 0, op, "momentum must be non-negative");
-  NF_CHECK(p.weight_decay >= 0, op, "weight_decay must be non-negative");
-  NF_CHECK(!p.nesterov || (p.momentum > 0 && p.dampening == 0), op,
-           "nesterov momentum requires a momentum and zero dampening");
-  NF_CHECK(p.momentum == 0 || momentum_buf, op, "momentum needs a momentum_buf");
-  NF_CHECK(p.step >= 1, op, "step must be at least 1 (it is 1-based)");
-  NF_DISPATCH(sgd_step, param, momentum_buf, grad, n, p);
+Status run(const ops::SgdStep<float>& p) {
+  NF_TRY(ops::sgd_check("sgd_step", p.n, p.h, p.momentum_buf));
+  NF_DISPATCH(sgd_step, p.param, p.momentum_buf, p.grad, p.n, p.h);
   return Status::Ok();
 }
 
@@ -156,32 +141,32 @@ Status sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n,
 // Status (at least one double: thread_scratch returns null for 0 bytes on a slot never used before).
 static Status dispatch_sum_squares(double* out, const float* x, int64_t n, const char* op) {
   NF_CHECK(n >= 0, op, "n must be non-negative");
-  NF_CHECK(thread_scratch(2, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(n))), op,
+  NF_CHECK(thread_scratch(ScratchSlot::layer, sizeof(double) * std::max<int64_t>(1, NF_ISA_NS::chunk_count(n))), op,
            "out of memory for the partial sums");
   NF_DISPATCH(sum_squares, out, x, n);
   return Status::Ok();
 }
 
-Status sum_squares(float* out, const float* x, int64_t n) {
+Status run(const ops::SumSquares<float>& p) {
   double s;
-  NF_TRY(dispatch_sum_squares(&s, x, n, "sum_squares"));
-  *out = static_cast<float>(s);
+  NF_TRY(dispatch_sum_squares(&s, p.x, p.n, "sum_squares"));
+  *p.out = static_cast<float>(s);
   return Status::Ok();
 }
 
-Status scale(float* x, int64_t n, float s) {
-  NF_CHECK(n >= 0, "scale", "n must be non-negative");
-  NF_DISPATCH(scale, x, n, s);
+Status run(const ops::Scale<float>& p) {
+  NF_CHECK(p.n >= 0, "scale", "n must be non-negative");
+  NF_DISPATCH(scale, p.x, p.n, static_cast<float>(p.s));
   return Status::Ok();
 }
 
-Status clip_grad_norm(float* total_norm, float* grad, int64_t n, double max_norm) {
-  NF_CHECK(max_norm >= 0 && std::isfinite(max_norm), "clip_grad_norm", "max_norm must be finite and non-negative");
+Status run(const ops::ClipGradNorm<float>& p) {
+  NF_CHECK(p.max_norm >= 0 && std::isfinite(p.max_norm), "clip_grad_norm", "max_norm must be finite and non-negative");
   double s;
-  NF_TRY(dispatch_sum_squares(&s, grad, n, "clip_grad_norm"));
-  const double total = std::sqrt(s), coef = max_norm / (total + 1e-6);
-  if (!(coef >= 1)) NF_DISPATCH(scale, grad, n, static_cast<float>(coef));  // a NaN norm scales by NaN, as torch
-  *total_norm = static_cast<float>(total);
+  NF_TRY(dispatch_sum_squares(&s, p.grad, p.n, "clip_grad_norm"));
+  const double total = std::sqrt(s), coef = p.max_norm / (total + 1e-6);
+  if (!(coef >= 1)) NF_DISPATCH(scale, p.grad, p.n, static_cast<float>(coef));  // a NaN norm scales by NaN, as torch
+  *p.total_norm = static_cast<float>(total);
   return Status::Ok();
 }
 

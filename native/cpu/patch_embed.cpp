@@ -6,7 +6,7 @@
 //   image exactly, so every pixel is written once).
 // Layout: images/dimages [B, C, H, W] (NCHW); patches [B*N, K] (row b*N + gy*Gw + gx); out/dout
 //   [B, N, D]; weight [D, K]; bias [D]. The patch matrix is not saved: forward gathers it into the
-//   calling thread's scratch slot 2, backward gathers it again (and keeps dpatches in slot 3).
+//   calling thread's scratch slot `layer`, backward gathers it again (and keeps dpatches in `tile`).
 // Dimension key: B images, C channels, H x W pixels, P patch side, Gh = H/P, Gw = W/P, N = Gh*Gw,
 //   K = C*P*P, D embedding width.
 #include "patch_embed.h"
@@ -42,12 +42,12 @@ void for_each_run(const PatchEmbedDims& d, Copy copy) {
   });
 }
 
-float* patch_matrix(int slot, const PatchEmbedDims& d) {
+float* patch_matrix(ScratchSlot slot, const PatchEmbedDims& d) {
   return static_cast<float*>(thread_scratch(slot, sizeof(float) * d.B * d.C * d.H * d.W));
 }
 
 float* gather_patches(const float* images, const PatchEmbedDims& d) {
-  float* patches = patch_matrix(2, d);
+  float* patches = patch_matrix(ScratchSlot::layer, d);
   const size_t run = sizeof(float) * d.P;
   for_each_run(d, [&](int64_t pat, int64_t img) { std::memcpy(patches + pat, images + img, run); });
   return patches;
@@ -57,18 +57,19 @@ LinearDims linear_dims(const PatchEmbedDims& d) { return {d.B * (d.H / d.P) * (d
 
 }  // namespace
 
-void patch_embed_forward(float* out, const float* images, const float* weight, const float* bias,
-                         const PatchEmbedDims& d) {
-  NF_ISA_NS::linear_forward(out, nullptr, gather_patches(images, d), weight, bias, linear_dims(d), Act::none);
+void patch_embed_forward(const ops::PatchEmbedForward<float>& p) {
+  const PatchEmbedDims& d = p.d;
+  NF_ISA_NS::linear_forward(p.out, nullptr, gather_patches(p.images, d), p.weight, p.bias, linear_dims(d), Act::none);
 }
 
-void patch_embed_backward(float* dimages, float* dweight, float* dbias, const float* dout, const float* images,
-                          const float* weight, const PatchEmbedDims& d) {
-  float* dpatches = dimages ? patch_matrix(3, d) : nullptr;
-  NF_ISA_NS::linear_backward(dpatches, dweight, dbias, dout, gather_patches(images, d), weight, linear_dims(d));
-  if (!dimages) return;
+void patch_embed_backward(const ops::PatchEmbedBackward<float>& p) {
+  const PatchEmbedDims& d = p.d;
+  float* dpatches = p.dimages ? patch_matrix(ScratchSlot::tile, d) : nullptr;
+  NF_ISA_NS::linear_backward(dpatches, p.dweight, p.dbias, p.dout, gather_patches(p.images, d), p.weight,
+                             linear_dims(d));
+  if (!p.dimages) return;
   const size_t run = sizeof(float) * d.P;
-  for_each_run(d, [&](int64_t pat, int64_t img) { std::memcpy(dimages + img, dpatches + pat, run); });
+  for_each_run(d, [&](int64_t pat, int64_t img) { std::memcpy(p.dimages + img, dpatches + pat, run); });
 }
 
 }  // namespace nf::cpu::NF_ISA_NS
@@ -76,31 +77,27 @@ void patch_embed_backward(float* dimages, float* dweight, float* dbias, const fl
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
+// The shared checks, then the scratch the kernels take: the patch matrix, and its gradient when
+// the images get one.
 static Status patch_embed_check(const char* op, const PatchEmbedDims& d, bool image_grad) {
-  NF_CHECK(d.B >= 0, op, "B must be non-negative");
-  NF_CHECK(d.C >= 1 && d.H >= 1 && d.W >= 1 && d.P >= 1 && d.D >= 1, op, "C, H, W, P and D must be at least 1");
-  NF_CHECK(d.H % d.P == 0 && d.W % d.P == 0, op,
-           "H (" + std::to_string(d.H) + ") and W (" + std::to_string(d.W) + ") must be multiples of P (" +
-               std::to_string(d.P) + ")");
+  NF_TRY(ops::patch_embed_check(op, d));
   const size_t bytes = sizeof(float) * d.B * d.C * d.H * d.W;
-  NF_CHECK(d.B == 0 || thread_scratch(2, bytes), op, "out of memory for the patch matrix");
-  NF_CHECK(d.B == 0 || !image_grad || thread_scratch(3, bytes), op, "out of memory for the patch gradients");
+  NF_CHECK(d.B == 0 || thread_scratch(ScratchSlot::layer, bytes), op, "out of memory for the patch matrix");
+  NF_CHECK(d.B == 0 || !image_grad || thread_scratch(ScratchSlot::tile, bytes), op, "out of memory for the patch gradients");
   return Status::Ok();
 }
 
-Status patch_embed_forward(float* out, const float* images, const float* weight, const float* bias,
-                           PatchEmbedDims d) {
-  NF_TRY(patch_embed_check("patch_embed_forward", d, false));
-  if (d.B == 0) return Status::Ok();
-  NF_DISPATCH(patch_embed_forward, out, images, weight, bias, d);
+Status run(const ops::PatchEmbedForward<float>& p) {
+  NF_TRY(patch_embed_check("patch_embed_forward", p.d, false));
+  if (p.d.B == 0) return Status::Ok();
+  NF_DISPATCH(patch_embed_forward, p);
   return Status::Ok();
 }
 
-Status patch_embed_backward(float* dimages, float* dweight, float* dbias, const float* dout, const float* images,
-                            const float* weight, PatchEmbedDims d) {
-  NF_TRY(patch_embed_check("patch_embed_backward", d, dimages != nullptr));
-  if (d.B == 0) return Status::Ok();
-  NF_DISPATCH(patch_embed_backward, dimages, dweight, dbias, dout, images, weight, d);
+Status run(const ops::PatchEmbedBackward<float>& p) {
+  NF_TRY(patch_embed_check("patch_embed_backward", p.d, p.dimages != nullptr));
+  if (p.d.B == 0) return Status::Ok();
+  NF_DISPATCH(patch_embed_backward, p);
   return Status::Ok();
 }
 

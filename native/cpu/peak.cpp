@@ -127,5 +127,14 @@ Status fma_peak(double min_seconds, FmaPeakResult* out) {
   return Status::Ok();
 }
 
+Status run(const ops::FmaPeak<float>& p) {
+  FmaPeakResult r;
+  NF_TRY(fma_peak(p.min_seconds, &r));
+  p.out[0] = r.flops;
+  p.out[1] = r.seconds;
+  p.out[2] = r.threads;
+  return Status::Ok();
+}
+
 }  // namespace nf::cpu
 #endif

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 
+#include "../ops/peak.h"
 #include "kernel_decl.h"
 
 namespace nf::cpu {
@@ -19,6 +20,9 @@ struct FmaPeakResult {
 // preempted by other processes does not count: on a busy machine the figure is still the peak
 // of the machine's cores (on an idle one it equals the wall time). Peak FLOP/s = flops / seconds.
 Status fma_peak(double min_seconds, FmaPeakResult* out);
+
+// The fmaPeak op (native/ops/peak.h): out = [flops, seconds, threads] of fma_peak.
+Status run(const ops::FmaPeak<float>& p);
 
 // The calling thread's CPU time in seconds (wall time where the platform has no thread clock).
 double thread_cpu_seconds();

@@ -2,7 +2,7 @@
 // core/cpu_features.h): before the first variant is chosen, every kernel family runs once on a
 // tiny fixed input under each candidate variant (avx512, avx2: those the CPU has) and under the
 // scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then uses the
-// next one down). The families: GEMM with each epilogue (none, relu, gelu, gelu_tanh; alpha, beta,
+// next one down). The families: GEMM with each epilogue (every activation of the schema; alpha, beta,
 // bias, preact, every transpose, a strided batch), self-attention forward and backward (causal),
 // layernorm forward and backward (with the residual add), the feed-forward network forward and
 // backward with each activation, softmax cross-entropy with its gradient, and an AdamW step.
@@ -61,13 +61,11 @@ Floats fixed(int64_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
+// The activation's name in the op schema (native/ops/activation.h).
 const char* act_name(Act act) {
-  switch (act) {
-    case Act::relu: return "relu";
-    case Act::gelu: return "gelu";
-    case Act::gelu_tanh: return "gelu_tanh";
-    default: return "none";
-  }
+  for (const ops::Choice<Act>& c : ops::kActivationList)
+    if (c.value == act) return c.name;
+  return "?";
 }
 
 // C = act(alpha op(A) op(B) + beta C + bias), M = 13, N = 37, K = 19, with the transposes and
@@ -101,12 +99,18 @@ Outputs attention_family(Isa isa) {
   Floats x = fixed(rows * D, 20), Wqkv = fixed(3 * D * D, 21, 0.3f), bqkv = fixed(3 * D, 22, 0.1f);
   Floats Wproj = fixed(D * D, 23, 0.3f), bproj = fixed(D, 24, 0.1f), dout = fixed(rows * D, 25);
   Floats y(rows * D), weights(d.B * d.H * d.Tq * d.Tk), qkv(rows * 3 * D), ctx(rows * D), lse(d.B * d.H * d.Tq);
-  NF_DISPATCH_TO(isa, attention_forward, y.data(), weights.data(), qkv.data(), nullptr, nullptr, ctx.data(),
-                 lse.data(), x.data(), nullptr, masks, Wqkv.data(), bqkv.data(), Wproj.data(), bproj.data(), d);
+  ops::AttentionForward<float> f;
+  f.d = d, f.m = masks;
+  f.out = y.data(), f.weights = weights.data(), f.qkv = qkv.data(), f.ctx = ctx.data(), f.lse = lse.data();
+  f.x = x.data(), f.Wqkv = Wqkv.data(), f.bqkv = bqkv.data(), f.Wproj = Wproj.data(), f.bproj = bproj.data();
+  NF_DISPATCH_TO(isa, attention_forward, f);
   Floats dx(rows * D), dWqkv(3 * D * D, 0.0f), dbqkv(3 * D, 0.0f), dWproj(D * D, 0.0f), dbproj(D, 0.0f);
-  NF_DISPATCH_TO(isa, attention_backward, dx.data(), nullptr, dWqkv.data(), dbqkv.data(), dWproj.data(),
-                 dbproj.data(), dout.data(), qkv.data(), nullptr, nullptr, ctx.data(), lse.data(), x.data(), nullptr,
-                 masks, Wqkv.data(), Wproj.data(), d);
+  ops::AttentionBackward<float> b;
+  b.d = d, b.m = masks;
+  b.dx = dx.data(), b.dWqkv = dWqkv.data(), b.dbqkv = dbqkv.data(), b.dWproj = dWproj.data(), b.dbproj = dbproj.data();
+  b.dout = dout.data(), b.qkv = qkv.data(), b.ctx = ctx.data(), b.lse = lse.data(), b.x = x.data();
+  b.Wqkv = Wqkv.data(), b.Wproj = Wproj.data();
+  NF_DISPATCH_TO(isa, attention_backward, b);
   return {{"attention forward out", y}, {"attention forward weights", weights},
           {"attention forward lse", lse}, {"attention backward dx", dx},
           {"attention backward dWqkv", dWqkv}, {"attention backward dbqkv", dbqkv},
@@ -115,16 +119,20 @@ Outputs attention_family(Isa isa) {
 
 // LayerNorm of x + residual, rows = 3, D = 37, forward then backward (with a gradient to add).
 Outputs layernorm_family(Isa isa) {
-  LayerNormDims d;
-  d.rows = 3, d.D = 37;
-  const int64_t n = d.rows * d.D;
-  Floats x = fixed(n, 30, 2.0f), residual = fixed(n, 31), gamma = fixed(d.D, 32), beta = fixed(d.D, 33);
-  Floats y(n), sum(n), mean(d.rows), rstd(d.rows), dout = fixed(n, 34), dadd = fixed(n, 35);
-  NF_DISPATCH_TO(isa, layernorm_forward, y.data(), sum.data(), mean.data(), rstd.data(), x.data(), residual.data(),
-                 gamma.data(), beta.data(), d);
-  Floats dx(n), dgamma(d.D, 0.0f), dbeta(d.D, 0.0f);
-  NF_DISPATCH_TO(isa, layernorm_backward, dx.data(), dgamma.data(), dbeta.data(), dout.data(), dadd.data(),
-                 sum.data(), mean.data(), rstd.data(), gamma.data(), d);
+  const int64_t rows = 3, D = 37, n = rows * D;
+  Floats x = fixed(n, 30, 2.0f), residual = fixed(n, 31), gamma = fixed(D, 32), beta = fixed(D, 33);
+  Floats y(n), sum(n), mean(rows), rstd(rows), dout = fixed(n, 34), dadd = fixed(n, 35);
+  ops::LayerNormForward<float> f;
+  f.rows = rows, f.D = D;
+  f.out = y.data(), f.sum = sum.data(), f.mean = mean.data(), f.rstd = rstd.data();
+  f.x = x.data(), f.residual = residual.data(), f.gamma = gamma.data(), f.beta = beta.data();
+  NF_DISPATCH_TO(isa, layernorm_forward, f);
+  Floats dx(n), dgamma(D, 0.0f), dbeta(D, 0.0f);
+  ops::LayerNormBackward<float> b;
+  b.rows = rows, b.D = D;
+  b.dx = dx.data(), b.dgamma = dgamma.data(), b.dbeta = dbeta.data(), b.dout = dout.data(), b.dadd = dadd.data();
+  b.x = sum.data(), b.mean = mean.data(), b.rstd = rstd.data(), b.gamma = gamma.data();
+  NF_DISPATCH_TO(isa, layernorm_backward, b);
   return {{"layernorm forward out", y}, {"layernorm forward mean", mean}, {"layernorm forward rstd", rstd},
           {"layernorm backward dx", dx}, {"layernorm backward dgamma", dgamma},
           {"layernorm backward dbeta", dbeta}};
@@ -141,11 +149,15 @@ Outputs feedforward_family(Isa isa, Act act) {
   Floats x = fixed(rows * D, seed, 2.0f), W1 = fixed(F * D, seed + 1, 0.6f), b1 = fixed(F, seed + 2);
   Floats W2 = fixed(D * F, seed + 3, 0.3f), b2 = fixed(D, seed + 4), dy = fixed(rows * D, seed + 5);
   Floats y(rows * D), h(rows * F), a(rows * F);
-  NF_DISPATCH_TO(isa, feedforward_forward, y.data(), h.data(), a.data(), x.data(), W1.data(), b1.data(), W2.data(),
-                 b2.data(), d);
+  ops::FeedForwardForward<float> f;
+  f.d = d, f.y = y.data(), f.h = h.data(), f.a = a.data();
+  f.x = x.data(), f.W1 = W1.data(), f.b1 = b1.data(), f.W2 = W2.data(), f.b2 = b2.data();
+  NF_DISPATCH_TO(isa, feedforward_forward, f);
   Floats dx(rows * D), dW1(F * D, 0.0f), db1(F, 0.0f), dW2(D * F, 0.0f), db2(D, 0.0f);
-  NF_DISPATCH_TO(isa, feedforward_backward, dx.data(), dW1.data(), db1.data(), dW2.data(), db2.data(), dy.data(),
-                 x.data(), h.data(), a.data(), W1.data(), W2.data(), d);
+  ops::FeedForwardBackward<float> b;
+  b.d = d, b.dx = dx.data(), b.dW1 = dW1.data(), b.db1 = db1.data(), b.dW2 = dW2.data(), b.db2 = db2.data();
+  b.dy = dy.data(), b.x = x.data(), b.h = h.data(), b.a = a.data(), b.W1 = W1.data(), b.W2 = W2.data();
+  NF_DISPATCH_TO(isa, feedforward_backward, b);
   const std::string name = std::string("feedforward ") + act_name(act);
   return {{name + " forward y", y}, {name + " forward activation", a}, {name + " backward dx", dx},
           {name + " backward dW1", dW1}, {name + " backward db1", db1}, {name + " backward dW2", dW2}};
@@ -176,10 +188,10 @@ Outputs adamw_family(Isa isa) {
 Outputs run_all(Isa isa) {
   Outputs all;
   const auto add = [&all](Outputs some) { all.insert(all.end(), some.begin(), some.end()); };
-  for (Act act : {Act::none, Act::relu, Act::gelu, Act::gelu_tanh}) add(gemm_family(isa, act));
+  for (int a = 0; a < ops::kActCount; ++a) add(gemm_family(isa, static_cast<Act>(a)));  // every epilogue
   add(attention_family(isa));
   add(layernorm_family(isa));
-  for (Act act : {Act::relu, Act::gelu, Act::gelu_tanh}) add(feedforward_family(isa, act));
+  for (const ops::Choice<Act>& c : ops::kFeedForwardActivationList) add(feedforward_family(isa, c.value));
   add(cross_entropy_family(isa));
   add(adamw_family(isa));
   return all;

@@ -112,8 +112,8 @@ Status run_transpose(const SimdProbe& p) {
 }
 
 Status run_act(const SimdProbe& p, const std::string& fn) {
-  NF_CHECK(p.arg[0] >= 0 && p.arg[0] <= static_cast<int64_t>(Act::gelu_tanh), kOp,
-           fn + ": arg[0] must be an Act (0 none, 1 relu, 2 gelu, 3 gelu_tanh)");
+  NF_CHECK(p.arg[0] >= 0 && p.arg[0] < ops::kActCount, kOp,
+           fn + ": arg[0] must be an Act (0 none, 1 relu, 2 gelu, 3 gelu_tanh, 4 silu)");
   const Act act = static_cast<Act>(p.arg[0]);
   if (fn == "act_forward") return lanes<1>(p, [act](vf x) { return act_forward(x, act); });
   if (fn == "act_derivative") return lanes<1>(p, [act](vf x) { return act_derivative(x, act); });

@@ -1,6 +1,6 @@
 // Bias + activation on the GPU, forward and backward.
 // Math: h = x + b (per column); y = act(h). Backward: dh = dy act'(h); db += Σ_rows dh.
-//   act ∈ {none, relu, gelu (erf), gelu_tanh}; formulas in activation.cuh.
+//   act ∈ {none, relu, gelu (erf), gelu_tanh, silu}; formulas in activation.cuh.
 // Layout: x, y, preact, dy, dx are [rows, n] row-major; b, db [n].
 // Dimension key: rows = B*T, n = features.
 // Elementwise kernels over a grid-stride loop (memory-bound: one read, one or two writes per
@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kThreads)
 Status check(const char* op, const BiasActDims& d) {
   NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
   NF_CHECK(d.n >= 1 && d.n < (int64_t(1) << 31), op, "n must be in [1, 2^31)");
-  NF_CHECK(int(d.act) >= 0 && int(d.act) <= 3, op, "unknown activation");
+  NF_CHECK(int(d.act) >= 0 && int(d.act) < ops::kActCount, op, "unknown activation");
   return Status::Ok();
 }
 

@@ -466,7 +466,7 @@ Status attention_core_backward(float* dq, float* dk, float* dv, const float* dou
 namespace {
 
 Status layer_check(const char* op, const AttentionDims& d, bool cross, const void* qkv, const void* q, const void* kv) {
-  NF_TRY(cpu::attention_check(op, d, cross, qkv, q, kv));  // the checks both backends share
+  NF_TRY(ops::attention_check(op, d, cross, qkv, q, kv));  // the checks every backend shares
   NF_CHECK(d.D / d.H <= kMaxDh, op, "the CUDA kernels take head widths Dh from 1 to 128");
   NF_CHECK(d.B <= 65535 && d.H <= 65535, op, "B and H must be at most 65535");
   return Status::Ok();
@@ -488,30 +488,29 @@ AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
 
 }  // namespace
 
-Status attention_forward(float* out, float* weights, float* qkv, float* q, float* kv, float* ctx, float* lse,
-                         const float* x, const float* memory, const AttentionMasks& masks, const float* Wqkv,
-                         const float* bqkv, const float* Wproj, const float* bproj, AttentionDims d) {
-  const bool cross = memory != nullptr;
-  NF_TRY(layer_check("attention_forward", d, cross, qkv, q, kv));
+Status run(const ops::AttentionForward<float>& p) {
+  const AttentionDims& d = p.d;
+  const bool cross = p.memory != nullptr;
+  NF_TRY(layer_check("attention_forward", d, cross, p.qkv, p.q, p.kv));
   const int64_t D = d.D;
+  const float* bk = p.bqkv ? p.bqkv + D : nullptr;
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1)
-    NF_TRY(linear_forward(q, nullptr, x, Wqkv, bqkv, {d.B * d.Tq, D, D}));
-    NF_TRY(linear_forward(kv, nullptr, memory, Wqkv + D * D, bqkv ? bqkv + D : nullptr, {d.B * d.Tk, D, 2 * D}));
+    NF_TRY(linear_forward(p.q, nullptr, p.x, p.Wqkv, p.bqkv, {d.B * d.Tq, D, D}));
+    NF_TRY(linear_forward(p.kv, nullptr, p.memory, p.Wqkv + D * D, bk, {d.B * d.Tk, D, 2 * D}));
   } else {
-    NF_TRY(linear_forward(qkv, nullptr, x, Wqkv, bqkv, {d.B * d.Tq, D, 3 * D}));
+    NF_TRY(linear_forward(p.qkv, nullptr, p.x, p.Wqkv, p.bqkv, {d.B * d.Tq, D, 3 * D}));
   }
-  const float* Q = cross ? q : qkv;
-  const float* K = cross ? kv : qkv + D;
-  NF_TRY(attention_core_forward(ctx, lse, weights, Q, K, K + D, masks, core_dims(d, cross)));
-  return linear_forward(out, nullptr, ctx, Wproj, bproj, {d.B * d.Tq, D, D});
+  const float* Q = cross ? p.q : p.qkv;
+  const float* K = cross ? p.kv : p.qkv + D;
+  NF_TRY(attention_core_forward(p.ctx, p.lse, p.weights, Q, K, K + D, p.m, core_dims(d, cross)));
+  return linear_forward(p.out, nullptr, p.ctx, p.Wproj, p.bproj, {d.B * d.Tq, D, D});
 }
 
-Status attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv, float* dWproj, float* dbproj,
-                          const float* dout, const float* qkv, const float* q, const float* kv, const float* ctx,
-                          const float* lse, const float* x, const float* memory, const AttentionMasks& masks,
-                          const float* Wqkv, const float* Wproj, AttentionDims d) {
-  const bool cross = memory != nullptr;
-  NF_TRY(layer_check("attention_backward", d, cross, qkv, q, kv));
+Status run(const ops::AttentionBackward<float>& p) {
+  const AttentionDims& d = p.d;
+  const bool cross = p.memory != nullptr;
+  NF_TRY(layer_check("attention_backward", d, cross, p.qkv, p.q, p.kv));
+  NF_CHECK(cross || !p.dmemory, "attention_backward", "dmemory is only for cross-attention");
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
   // Scratch: dctx [rq, D] (slot 2); the projections' output gradients laid out like the saved
   // buffers (slot 3): self dqkv [rq, 3D]; cross dq [rq, D] then dkv [rk, 2D].
@@ -521,15 +520,15 @@ Status attention_backward(float* dx, float* dmemory, float* dWqkv, float* dbqkv,
   NF_TRY(workspace(3, sizeof(float) * size_t((rq + 2 * rk) * D), &grad_p));
   float* dctx = static_cast<float*>(dctx_p);
   float* grad = static_cast<float*>(grad_p);
-  NF_TRY(linear_backward(dctx, dWproj, dbproj, dout, ctx, Wproj, {rq, D, D}));
-  const float* Q = cross ? q : qkv;
-  const float* K = cross ? kv : qkv + D;
+  NF_TRY(linear_backward(dctx, p.dWproj, p.dbproj, p.dout, p.ctx, p.Wproj, {rq, D, D}));
+  const float* Q = cross ? p.q : p.qkv;
+  const float* K = cross ? p.kv : p.qkv + D;
   float* gQ = grad;
   float* gK = cross ? grad + rq * D : grad + D;
-  NF_TRY(attention_core_backward(gQ, gK, gK + D, dctx, Q, K, K + D, ctx, lse, masks, core_dims(d, cross)));
-  if (!cross) return linear_backward(dx, dWqkv, dbqkv, grad, x, Wqkv, {rq, D, 3 * D});
-  NF_TRY(linear_backward(dx, dWqkv, dbqkv, gQ, x, Wqkv, {rq, D, D}));
-  return linear_backward(dmemory, dWqkv + D * D, dbqkv ? dbqkv + D : nullptr, gK, memory, Wqkv + D * D,
+  NF_TRY(attention_core_backward(gQ, gK, gK + D, dctx, Q, K, K + D, p.ctx, p.lse, p.m, core_dims(d, cross)));
+  if (!cross) return linear_backward(p.dx, p.dWqkv, p.dbqkv, grad, p.x, p.Wqkv, {rq, D, 3 * D});
+  NF_TRY(linear_backward(p.dx, p.dWqkv, p.dbqkv, gQ, p.x, p.Wqkv, {rq, D, D}));
+  return linear_backward(p.dmemory, p.dWqkv + D * D, p.dbqkv ? p.dbqkv + D : nullptr, gK, p.memory, p.Wqkv + D * D,
                          {rk, D, 2 * D});
 }
 

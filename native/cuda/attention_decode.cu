@@ -58,4 +58,8 @@ Status attention_decode(float* out, float* cache, const float* kv, const float* 
   return linear_forward(out, nullptr, ctx, Wproj, bproj, {B, D, D});
 }
 
+Status run(const ops::AttentionDecode<float>& p) {
+  return attention_decode(p.out, p.cache, p.kv, p.x, p.key_padding, p.Wqkv, p.bqkv, p.Wproj, p.bproj, p.d);
+}
+
 }  // namespace nf::cuda

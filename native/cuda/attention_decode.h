@@ -6,11 +6,11 @@
 #include <cstdint>
 
 #include "../core/status.h"
-#include "../cpu/attention.h"  // the dims struct, shared with the CPU kernels
+#include "../ops/attention.h"
 
 namespace nf::cuda {
 
-using AttentionDecodeDims = cpu::AttentionDecodeDims;
+using AttentionDecodeDims = ops::AttentionDecodeDims;
 
 // The new query row x [B, 1, D] is projected and attends to
 //   self-attention (cache non-null): the K|V cache [B, max_t, 2D], after this step's own K|V are
@@ -21,5 +21,7 @@ using AttentionDecodeDims = cpu::AttentionDecodeDims;
 Status attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding,
                         const float* Wqkv, const float* bqkv, const float* Wproj, const float* bproj,
                         AttentionDecodeDims d);
+
+Status run(const ops::AttentionDecode<float>& p);
 
 }  // namespace nf::cuda

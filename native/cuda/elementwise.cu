@@ -73,4 +73,16 @@ Status copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_s
   return Status::Ok();
 }
 
+Status run(const ops::Add<float>& p) { return add(p.out, p.a, p.b, p.n); }
+
+Status run(const ops::Accumulate<float>& p) { return add(p.y, p.y, p.x, p.n); }
+
+Status run(const ops::DropoutForward<float>& p) { return dropout(p.out, p.x, p.d.n, p.d.p, p.d.seed, p.d.offset); }
+
+Status run(const ops::DropoutBackward<float>& p) { return dropout(p.dx, p.dout, p.d.n, p.d.p, p.d.seed, p.d.offset); }
+
+Status run(const ops::CopyRows<float>& p) {
+  return copy_rows(p.dst + p.dst_offset, p.dst_stride, p.src + p.src_offset, p.src_stride, p.rows, p.cols);
+}
+
 }  // namespace nf::cuda

@@ -1,12 +1,20 @@
-// Elementwise ops of the residual stream on the GPU, with the semantics of native/cpu/elementwise.h
+// Elementwise ops of the residual stream on the GPU, with the semantics of native/ops/elementwise.h
 // (device pointers, queued on the backend's stream), and a strided row copy (slicing token rows out
 // of a [B, T, D] buffer and back).
 #pragma once
 #include <cstdint>
 
 #include "../core/status.h"
+#include "../ops/elementwise.h"
 
 namespace nf::cuda {
+
+// The ops (native/ops/elementwise.h), on the building blocks below.
+Status run(const ops::Add<float>& p);
+Status run(const ops::Accumulate<float>& p);
+Status run(const ops::DropoutForward<float>& p);
+Status run(const ops::DropoutBackward<float>& p);
+Status run(const ops::CopyRows<float>& p);
 
 // out = a + b over n elements; out may be a or b (y += x is add(y, y, x)).
 Status add(float* out, const float* a, const float* b, int64_t n);

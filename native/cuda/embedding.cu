@@ -124,8 +124,12 @@ Status check_tokens(const char* op, int64_t B, int64_t N, int64_t D) {
 
 }  // namespace
 
-Status embedding_forward(float* out, const int32_t* ids, const float* table, const float* pos, EmbeddingDims d) {
+Status run(const ops::EmbeddingForward<float>& p) {
   const char* op = "embedding_forward";
+  const EmbeddingDims& d = p.d;
+  float* out = p.out;
+  const int32_t* ids = p.ids;
+  const float *table = p.table, *pos = p.pos;
   NF_TRY(check_dims(op, d));
   if (d.B * d.T == 0) return Status::Ok();
   cudaStream_t s;
@@ -133,28 +137,34 @@ Status embedding_forward(float* out, const int32_t* ids, const float* table, con
   NF_TRY(check_ids(op, ids, d, s));
   const int64_t total = d.B * d.T * d.D;
   NF_CUDA_TRY(op, launch(embedding_forward_kernel, blocks_for(total), dim3(kThreads), 0, s, out, ids, table, pos,
-                         total, d.T, int(d.D), d.scale));
+                         total, d.T, int(d.D), float(d.scale)));
   return Status::Ok();
 }
 
-Status embedding_backward(float* dtable, float* dpos, const float* dout, const int32_t* ids, EmbeddingDims d) {
+Status run(const ops::EmbeddingBackward<float>& p) {
   const char* op = "embedding_backward";
+  const EmbeddingDims& d = p.d;
+  float *dtable = p.dtable, *dpos = p.dpos;
+  const float* dout = p.dout;
+  const int32_t* ids = p.ids;
   NF_TRY(check_dims(op, d));
   if (d.B * d.T == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   NF_TRY(check_ids(op, ids, d, s));
   NF_CUDA_TRY(op, launch(embedding_scatter_kernel, dim3(unsigned(ceil_div(d.D, kThreads))), dim3(kThreads), 0, s,
-                         dtable, dout, ids, d.B * d.T, int(d.D), d.scale));
+                         dtable, dout, ids, d.B * d.T, int(d.D), float(d.scale)));
   if (dpos)
     NF_CUDA_TRY(op, launch(position_grad_kernel, blocks_for(d.T * d.D), dim3(kThreads), 0, s, dpos, dout, d.B, d.T,
                            int(d.D)));
   return Status::Ok();
 }
 
-Status cls_pos_forward(float* out, const float* cls, const float* patches, const float* pos, int64_t B, int64_t N,
-                       int64_t D) {
+Status run(const ops::ClsPosForward<float>& p) {
   const char* op = "cls_pos_forward";
+  const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
+  float* out = p.out;
+  const float *cls = p.cls, *patches = p.patches, *pos = p.pos;
   NF_TRY(check_tokens(op, B, N, D));
   if (B == 0) return Status::Ok();
   cudaStream_t s;
@@ -165,8 +175,11 @@ Status cls_pos_forward(float* out, const float* cls, const float* patches, const
   return Status::Ok();
 }
 
-Status cls_pos_backward(float* dcls, float* dpatches, float* dpos, const float* dout, int64_t B, int64_t N, int64_t D) {
+Status run(const ops::ClsPosBackward<float>& p) {
   const char* op = "cls_pos_backward";
+  const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
+  float *dcls = p.dcls, *dpatches = p.dpatches, *dpos = p.dpos;
+  const float* dout = p.dout;
   NF_TRY(check_tokens(op, B, N, D));
   if (B == 0) return Status::Ok();
   cudaStream_t s;

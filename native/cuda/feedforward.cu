@@ -18,35 +18,34 @@ namespace nf::cuda {
 namespace {
 
 Status check(const char* op, const FeedForwardDims& d) {
-  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.D >= 1 && d.F >= 1, op, "D and F must be at least 1");
-  NF_CHECK(d.dropout >= 0.0f && d.dropout < 1.0f, op, "dropout must be in [0, 1)");
+  NF_TRY(ops::feedforward_check(op, d));  // the checks every backend shares
+  NF_CHECK(d.dropout < 1.0f, op, "dropout must be in [0, 1)");
   return Status::Ok();
 }
 
 }  // namespace
 
-Status feedforward_forward(float* y, float* h, float* a, const float* x, const float* W1, const float* b1,
-                           const float* W2, const float* b2, FeedForwardDims d) {
+Status run(const ops::FeedForwardForward<float>& p) {
+  const FeedForwardDims& d = p.d;
   NF_TRY(check("feedforward_forward", d));
   if (d.rows == 0) return Status::Ok();
-  NF_TRY(cuda::linear_forward(a, h, x, W1, b1, {d.rows, d.D, d.F}, d.activation));
-  if (d.dropout > 0.0f) NF_TRY(dropout(a, a, d.rows * d.F, d.dropout, d.seed, d.offset));
-  return linear_forward(y, nullptr, a, W2, b2, {d.rows, d.F, d.D});
+  NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation));
+  if (d.dropout > 0.0f) NF_TRY(dropout(p.a, p.a, d.rows * d.F, d.dropout, d.seed, d.offset));
+  return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D});
 }
 
-Status feedforward_backward(float* dx, float* dW1, float* db1, float* dW2, float* db2, const float* dy,
-                            const float* x, const float* h, const float* a, const float* W1, const float* W2,
-                            FeedForwardDims d) {
+Status run(const ops::FeedForwardBackward<float>& p) {
+  const FeedForwardDims& d = p.d;
   NF_TRY(check("feedforward_backward", d));
+  NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
   if (d.rows == 0) return Status::Ok();
-  void* p = nullptr;
-  NF_TRY(workspace(2, sizeof(float) * size_t(d.rows * d.F), &p));
-  float* dh = static_cast<float*>(p);
-  NF_TRY(linear_backward(dh, dW2, db2, dy, a, W2, {d.rows, d.F, d.D}));
+  void* scratch = nullptr;
+  NF_TRY(workspace(2, sizeof(float) * size_t(d.rows * d.F), &scratch));
+  float* dh = static_cast<float*>(scratch);
+  NF_TRY(linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, d.F, d.D}));
   if (d.dropout > 0.0f) NF_TRY(dropout(dh, dh, d.rows * d.F, d.dropout, d.seed, d.offset));
-  NF_TRY(bias_act_backward(dh, db1, dh, h, {d.rows, d.F, d.activation}));
-  return linear_backward(dx, dW1, nullptr, dh, x, W1, {d.rows, d.D, d.F});
+  NF_TRY(bias_act_backward(dh, p.db1, dh, p.h, {d.rows, d.F, d.activation}));
+  return linear_backward(p.dx, p.dW1, nullptr, dh, p.x, p.W1, {d.rows, d.D, d.F});
 }
 
 }  // namespace nf::cuda

@@ -210,7 +210,7 @@ int splits_for(int64_t small_tiles, int64_t K) {
 }  // namespace
 
 Status gemm_check(GemmDims* d) {
-  NF_TRY(cpu::gemm_check(d));  // the checks and leading-dimension defaults both backends share
+  NF_TRY(ops::gemm_check(d));  // the checks and leading-dimension defaults every backend shares
   NF_CHECK(d->M < INT_MAX && d->N < INT_MAX && d->K < INT_MAX, "gemm", "M, N and K must be below 2^31");
   NF_CHECK(d->batch <= 65535, "gemm", "batch must be in [1, 65535]");
   NF_CHECK(d->M <= 65535LL * 64, "gemm", "M is too large for the CUDA grid");
@@ -243,5 +243,7 @@ Status gemm(float* C, float* preact, const float* A, const float* B, const float
                              dim3(kReduceThreads), 0, s, g, splits));
   return Status::Ok();
 }
+
+Status run(const ops::Gemm<float>& p) { return gemm(p.C, p.preact, p.A, p.B, p.bias, p.d); }
 
 }  // namespace nf::cuda

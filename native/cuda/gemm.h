@@ -8,17 +8,20 @@
 #include <cstdint>
 
 #include "../core/status.h"
-#include "../cpu/gemm.h"  // the dims structs, shared with the CPU kernels
+#include "../ops/linear.h"  // the GEMM descriptor and the gemm op
 
 namespace nf::cuda {
 
-using Act = cpu::Act;
+using Act = ops::Act;
+using GemmDims = ops::GemmDims;
 
-using GemmDims = cpu::GemmDims;
-
-// Fills the lda/ldb/ldc defaults and checks sizes.
+// Fills the lda/ldb/ldc defaults and checks sizes (ops::gemm_check, then the CUDA grid's limits).
 Status gemm_check(GemmDims* d);
 
+// The building block of every product in the backend.
 Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d);
+
+// The gemm op.
+Status run(const ops::Gemm<float>& p);
 
 }  // namespace nf::cuda

@@ -69,4 +69,7 @@ Status scale(float* x, int64_t n, float factor) {
   return Status::Ok();
 }
 
+Status run(const ops::SumSquares<float>& p) { return sum_squares(p.out, p.x, p.n); }
+Status run(const ops::Scale<float>& p) { return scale(p.x, p.n, float(p.s)); }
+
 }  // namespace nf::cuda

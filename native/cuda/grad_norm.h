@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "../core/status.h"
+#include "../ops/optim.h"
 
 namespace nf::cuda {
 
@@ -11,5 +12,8 @@ namespace nf::cuda {
 Status sum_squares(float* out, const float* x, int64_t n);
 // x *= s.
 Status scale(float* x, int64_t n, float s);
+
+Status run(const ops::SumSquares<float>& p);
+Status run(const ops::Scale<float>& p);
 
 }  // namespace nf::cuda

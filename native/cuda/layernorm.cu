@@ -104,11 +104,10 @@ __global__ void __launch_bounds__(kReduceThreads)
   else dbeta[i - D] += s;
 }
 
-Status layernorm_check(const char* op, const LayerNormDims& d) {
-  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.D >= 1, op, "D must be at least 1");
-  NF_CHECK(d.D <= (int64_t(1) << 30) / kWarp, op, "D is too large");
-  NF_CHECK(d.eps > 0.0f, op, "eps must be positive");
+template <class P>
+Status check_dims(const char* op, const P& p) {
+  NF_TRY(ops::layernorm_check(op, p));  // the checks every backend shares
+  NF_CHECK(p.D <= (int64_t(1) << 30) / kWarp, op, "D is too large");
   return Status::Ok();
 }
 
@@ -120,39 +119,37 @@ int backward_warps(int64_t D) {
 
 }  // namespace
 
-Status layernorm_forward(float* out, float* sum, float* mean, float* rstd, const float* x,
-                         const float* residual, const float* gamma, const float* beta, LayerNormDims d) {
+Status run(const ops::LayerNormForward<float>& p) {
   const char* op = "layernorm_forward";
-  NF_TRY(layernorm_check(op, d));
-  NF_CHECK(!residual || sum, op, "the residual variant needs a `sum` output");
-  if (d.rows == 0) return Status::Ok();
+  NF_TRY(check_dims(op, p));
+  NF_CHECK(!p.residual || p.sum, op, "the residual variant needs a `sum` output");
+  if (p.rows == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY(op, launch(layernorm_forward_kernel, dim3(unsigned(ceil_div(d.rows, kRowsPerBlock))),
-                         dim3(kRowsPerBlock * kWarp), 0, s, out, sum, mean, rstd, x, residual, gamma, beta, d.rows,
-                         int(d.D), d.eps));
+  NF_CUDA_TRY(op, launch(layernorm_forward_kernel, dim3(unsigned(ceil_div(p.rows, kRowsPerBlock))),
+                         dim3(kRowsPerBlock * kWarp), 0, s, p.out, p.sum, p.mean, p.rstd, p.x, p.residual, p.gamma,
+                         p.beta, p.rows, int(p.D), float(p.eps)));
   return Status::Ok();
 }
 
-Status layernorm_backward(float* dx, float* dgamma, float* dbeta, const float* dout, const float* dadd,
-                          const float* x, const float* mean, const float* rstd, const float* gamma,
-                          LayerNormDims d) {
+Status run(const ops::LayerNormBackward<float>& p) {
   const char* op = "layernorm_backward";
-  NF_TRY(layernorm_check(op, d));
-  const int warps = backward_warps(d.D);
+  NF_TRY(check_dims(op, p));
+  const int warps = backward_warps(p.D);
   NF_CHECK(warps >= 1, op, "D is too large for the CUDA kernel (at most 6144)");
-  if (d.rows == 0) return Status::Ok();
-  const int D = int(d.D);
-  const int blocks = int(ceil_div(d.rows, warps) < kMaxBackwardBlocks ? ceil_div(d.rows, warps) : kMaxBackwardBlocks);
+  if (p.rows == 0) return Status::Ok();
+  const int D = int(p.D);
+  const int blocks = int(ceil_div(p.rows, warps) < kMaxBackwardBlocks ? ceil_div(p.rows, warps) : kMaxBackwardBlocks);
   void* partial = nullptr;
   NF_TRY(workspace(0, sizeof(float) * size_t(blocks) * 2 * size_t(D), &partial));
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   NF_CUDA_TRY(op, launch(layernorm_backward_kernel, dim3(unsigned(blocks)), dim3(unsigned(warps * kWarp)),
-                         sizeof(float) * size_t(warps) * 2 * size_t(D), s, dx, static_cast<float*>(partial), dout,
-                         dadd, x, mean, rstd, gamma, d.rows, D));
+                         sizeof(float) * size_t(warps) * 2 * size_t(D), s, p.dx, static_cast<float*>(partial),
+                         p.dout, p.dadd, p.x, p.mean, p.rstd, p.gamma, p.rows, D));
   NF_CUDA_TRY(op, launch(layernorm_param_grad_kernel, dim3(unsigned(ceil_div(2 * D, kReduceThreads))),
-                         dim3(kReduceThreads), 0, s, dgamma, dbeta, static_cast<const float*>(partial), blocks, D));
+                         dim3(kReduceThreads), 0, s, p.dgamma, p.dbeta, static_cast<const float*>(partial), blocks,
+                         D));
   return Status::Ok();
 }
 

@@ -43,12 +43,6 @@ __global__ void add_chunks_kernel(float* db, const float* partial, int chunks, i
   db[col] += s;
 }
 
-Status linear_check(const char* op, const LinearDims& d) {
-  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.in >= 1 && d.out >= 1, op, "in and out must be at least 1");
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n) {
@@ -76,7 +70,7 @@ Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n) {
 
 Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
                       Act act) {
-  NF_TRY(linear_check("linear_forward", d));
+  NF_TRY(ops::linear_check("linear_forward", d));
   if (d.rows == 0) return Status::Ok();
   GemmDims g;
   g.M = d.rows, g.N = d.out, g.K = d.in, g.transB = true, g.act = act;
@@ -85,7 +79,7 @@ Status linear_forward(float* y, float* preact, const float* x, const float* W, c
 
 Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
                        LinearDims d) {
-  NF_TRY(linear_check("linear_backward", d));
+  NF_TRY(ops::linear_check("linear_backward", d));
   if (d.rows == 0) return Status::Ok();
   if (dx) {  // dx [rows, in] = dy [rows, out] W [out, in]
     GemmDims g;
@@ -98,5 +92,9 @@ Status linear_backward(float* dx, float* dW, float* db, const float* dy, const f
   if (db) NF_TRY(bias_grad(db, dy, d.rows, d.out));
   return Status::Ok();
 }
+
+Status run(const ops::LinearForward<float>& p) { return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act); }
+
+Status run(const ops::LinearBackward<float>& p) { return linear_backward(p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d); }
 
 }  // namespace nf::cuda

@@ -5,11 +5,16 @@
 #include <cstdint>
 
 #include "gemm.h"
-#include "../cpu/linear.h"  // the dims structs, shared with the CPU kernels
 
 namespace nf::cuda {
 
-using LinearDims = cpu::LinearDims;
+using LinearDims = ops::LinearDims;
+
+// The ops (native/ops/linear.h).
+Status run(const ops::LinearForward<float>& p);
+Status run(const ops::LinearBackward<float>& p);
+
+// The building blocks the other layers' kernels run their products through:
 
 // y[rows,out] = act(x[rows,in] W[out,in]ᵀ + b[out]); b optional; preact (optional) receives the
 // value before the activation.

@@ -110,4 +110,6 @@ Status cross_entropy(float* loss, float* dlogits, const float* logits, const int
   return Status::Ok();
 }
 
+Status run(const ops::CrossEntropy<float>& p) { return cross_entropy(p.loss, p.dlogits, p.logits, p.targets, p.d); }
+
 }  // namespace nf::cuda

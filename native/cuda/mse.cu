@@ -62,10 +62,8 @@ __global__ void __launch_bounds__(kReduceThreads)
 
 Status mse(float* loss, float* dpred, const float* pred, const float* target, const uint8_t* mask, MseDims d) {
   const char* op = "mse";
-  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.cols >= 1, op, "cols must be at least 1");
+  NF_TRY(ops::mse_check(op, d));
   NF_CHECK(d.rows <= (int64_t(1) << 40) / d.cols, op, "rows · cols must be at most 2^40");
-  NF_CHECK(std::isfinite(d.grad_scale), op, "grad_scale must be finite");
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   const int64_t total = d.rows * d.cols;
@@ -82,5 +80,7 @@ Status mse(float* loss, float* dpred, const float* pred, const float* target, co
                          d.cols));
   return Status::Ok();
 }
+
+Status run(const ops::Mse<float>& p) { return mse(p.loss, p.dpred, p.pred, p.target, p.mask, p.d); }
 
 }  // namespace nf::cuda

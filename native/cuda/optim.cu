@@ -51,4 +51,6 @@ Status adamw_step(float* param, float* exp_avg, float* exp_avg_sq, const float* 
   return Status::Ok();
 }
 
+Status run(const ops::AdamWStep<float>& p) { return adamw_step(p.param, p.exp_avg, p.exp_avg_sq, p.grad, p.n, p.h); }
+
 }  // namespace nf::cuda

@@ -49,10 +49,7 @@ dim3 blocks_for(int64_t total) {
 }
 
 Status check(const char* op, const PatchEmbedDims& d) {
-  NF_CHECK(d.B >= 0, op, "B must be non-negative");
-  NF_CHECK(d.C >= 1 && d.P >= 1 && d.D >= 1, op, "C, P and D must be at least 1");
-  NF_CHECK(d.H >= d.P && d.W >= d.P && d.H % d.P == 0 && d.W % d.P == 0, op,
-           "H and W must be positive multiples of P");
+  NF_TRY(ops::patch_embed_check(op, d));  // the checks every backend shares
   NF_CHECK(d.C * d.H * d.W < (int64_t(1) << 31), op, "an image must have fewer than 2^31 elements");
   return Status::Ok();
 }
@@ -70,8 +67,11 @@ Status im2col(const char* op, float** X, const float* images, const PatchEmbedDi
 
 }  // namespace
 
-Status patch_embed_forward(float* out, const float* images, const float* weight, const float* bias, PatchEmbedDims d) {
+Status run(const ops::PatchEmbedForward<float>& p) {
   const char* op = "patch_embed_forward";
+  const PatchEmbedDims& d = p.d;
+  float* out = p.out;
+  const float *images = p.images, *weight = p.weight, *bias = p.bias;
   NF_TRY(check(op, d));
   if (d.B == 0) return Status::Ok();
   cudaStream_t s;
@@ -81,9 +81,11 @@ Status patch_embed_forward(float* out, const float* images, const float* weight,
   return linear_forward(out, nullptr, X, weight, bias, {d.B * (d.H / d.P) * (d.W / d.P), d.C * d.P * d.P, d.D});
 }
 
-Status patch_embed_backward(float* dimages, float* dweight, float* dbias, const float* dout, const float* images,
-                            const float* weight, PatchEmbedDims d) {
+Status run(const ops::PatchEmbedBackward<float>& p) {
   const char* op = "patch_embed_backward";
+  const PatchEmbedDims& d = p.d;
+  float *dimages = p.dimages, *dweight = p.dweight, *dbias = p.dbias;
+  const float *dout = p.dout, *images = p.images, *weight = p.weight;
   NF_TRY(check(op, d));
   if (d.B == 0) return Status::Ok();
   cudaStream_t s;

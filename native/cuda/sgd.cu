@@ -34,14 +34,7 @@ __global__ void __launch_bounds__(kThreads)
 
 Status sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n, const SgdParams& p) {
   const char* op = "sgd_step";
-  NF_CHECK(n >= 0, op, "n must be non-negative");
-  NF_CHECK(p.lr >= 0, op, "lr must be non-negative");
-  NF_CHECK(p.momentum >= 0, op, "momentum must be non-negative");
-  NF_CHECK(p.weight_decay >= 0, op, "weight_decay must be non-negative");
-  NF_CHECK(!p.nesterov || (p.momentum > 0 && p.dampening == 0), op,
-           "nesterov momentum requires a momentum and zero dampening");
-  NF_CHECK(p.momentum == 0 || momentum_buf, op, "momentum needs a momentum_buf");
-  NF_CHECK(p.step >= 1, op, "step must be at least 1 (it is 1-based)");
+  NF_TRY(ops::sgd_check(op, n, p, momentum_buf));
   if (n == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
@@ -51,5 +44,7 @@ Status sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n,
                          float(1 - p.dampening), float(-p.lr), p.step == 1, p.nesterov));
   return Status::Ok();
 }
+
+Status run(const ops::SgdStep<float>& p) { return sgd_step(p.param, p.momentum_buf, p.grad, p.n, p.h); }
 
 }  // namespace nf::cuda

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <type_traits>
 
 #include "allocations.h"
+#include "registry.h"
 
 namespace nf::napi {
 namespace {
@@ -118,17 +120,23 @@ int64_t Args::length(const char* name) {
   return v.IsTypedArray() ? static_cast<int64_t>(v.As<Napi::TypedArray>().ElementLength()) : -1;
 }
 
-int64_t Args::count(std::initializer_list<int64_t> dims) {
+bool Args::given(const char* name) const {
+  Napi::Value v = field(name);
+  return !v.IsUndefined() && !v.IsNull();
+}
+
+int64_t Args::count(const int64_t* dims, size_t count) {
   constexpr int64_t kMax = int64_t(1) << 40;
   int64_t n = 1;
   bool over = false;
-  for (int64_t d : dims) {
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t d = dims[i];
     if (d < 0 || (d > 0 && n > kMax / d)) over = true;
     else n *= d;
   }
   if (over) {
     std::string list;
-    for (int64_t d : dims) list += (list.empty() ? "" : " x ") + std::to_string(d);
+    for (size_t i = 0; i < count; ++i) list += (list.empty() ? "" : " x ") + std::to_string(dims[i]);
     fail("expected dims describing at most 2^40 elements but received " + list);
   }
   return n;
@@ -148,34 +156,19 @@ void* Args::typed(const char* name, int64_t len, napi_typedarray_type type, bool
   return static_cast<uint8_t*>(buf.Data()) + t.ByteOffset();
 }
 
-template <>
-float* Args::floats<float>(const char* name, int64_t len) {
-  return static_cast<float*>(typed(name, len, napi_float32_array, false));
+template <class E>
+E* Args::array(const char* name, int64_t len, bool optional) {
+  napi_typedarray_type type = napi_uint8_array;
+  if constexpr (std::is_same_v<E, float>) type = napi_float32_array;
+  else if constexpr (std::is_same_v<E, double>) type = napi_float64_array;
+  else if constexpr (std::is_same_v<E, int32_t>) type = napi_int32_array;
+  else static_assert(std::is_same_v<E, uint8_t>, "typed arrays of float, double, int32_t or uint8_t");
+  return static_cast<E*>(typed(name, len, type, optional));
 }
-template <>
-double* Args::floats<double>(const char* name, int64_t len) {
-  return static_cast<double*>(typed(name, len, napi_float64_array, false));
-}
-template <>
-float* Args::floats_opt<float>(const char* name, int64_t len) {
-  return static_cast<float*>(typed(name, len, napi_float32_array, true));
-}
-template <>
-double* Args::floats_opt<double>(const char* name, int64_t len) {
-  return static_cast<double*>(typed(name, len, napi_float64_array, true));
-}
-int32_t* Args::ints(const char* name, int64_t len) {
-  return static_cast<int32_t*>(typed(name, len, napi_int32_array, false));
-}
-int32_t* Args::ints_opt(const char* name, int64_t len) {
-  return static_cast<int32_t*>(typed(name, len, napi_int32_array, true));
-}
-uint8_t* Args::bools(const char* name, int64_t len) {
-  return static_cast<uint8_t*>(typed(name, len, napi_uint8_array, false));
-}
-uint8_t* Args::bools_opt(const char* name, int64_t len) {
-  return static_cast<uint8_t*>(typed(name, len, napi_uint8_array, true));
-}
+template float* Args::array<float>(const char*, int64_t, bool);
+template double* Args::array<double>(const char*, int64_t, bool);
+template int32_t* Args::array<int32_t>(const char*, int64_t, bool);
+template uint8_t* Args::array<uint8_t>(const char*, int64_t, bool);
 
 void check(Napi::Env env, const Status& s) {
   if (!s.ok()) throw_error(env, "ERR_NF_KERNEL", s.op + ": " + s.message);
@@ -231,34 +224,14 @@ class OpWorker : public Napi::AsyncWorker {
 }  // namespace
 
 void register_op(Napi::Env env, Napi::Object exports, const char* name, Parser parse) {
-  std::string op(name);
-  exports.Set(name, Napi::Function::New(
-                        env,
-                        [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
-                          Args args(info, op.c_str());
-                          Job job = parse(args);
-                          check(info.Env(), job());
-                          return info.Env().Undefined();
-                        },
-                        name));
-  std::string async_name = op + "Async";
-  exports.Set(async_name, Napi::Function::New(
-                              env,
-                              [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
-                                try {
-                                  Args args(info, op.c_str());
-                                  Job job = parse(args);
-                                  auto* worker = new OpWorker(info.Env(), std::move(job), args.arrays());
-                                  Napi::Promise p = worker->promise();
-                                  worker->Queue();
-                                  return p;
-                                } catch (const Napi::Error& e) {  // invalid arguments reject the Promise
-                                  auto d = Napi::Promise::Deferred::New(info.Env());
-                                  d.Reject(e.Value());
-                                  return d.Promise();
-                                }
-                              },
-                              async_name));
+  export_op<Args>(
+      env, exports, name, parse, [](Napi::Env e, const Job& job) { check(e, job()); },
+      [](Napi::Env e, Job job, Args& args) {
+        auto* worker = new OpWorker(e, std::move(job), args.arrays());
+        Napi::Promise p = worker->promise();
+        worker->Queue();
+        return p;
+      });
 }
 
 }  // namespace nf::napi

@@ -36,18 +36,16 @@ class Args {
   bool is_f64(const char* name);
   // The element count of typed array `name`, or -1 when the field is not a typed array.
   int64_t length(const char* name);
+  // Whether field `name` is present (neither undefined nor null).
+  bool given(const char* name) const;
   // The product of dims, failing with a clear error past 2^40 elements (so lengths never overflow).
-  int64_t count(std::initializer_list<int64_t> dims);
+  int64_t count(std::initializer_list<int64_t> dims) { return count(dims.begin(), dims.size()); }
+  int64_t count(const int64_t* dims, size_t n);
 
-  // Typed arrays of exactly `len` elements. The *_opt forms return nullptr for null/undefined.
-  template <class T>
-  T* floats(const char* name, int64_t len);
-  template <class T>
-  T* floats_opt(const char* name, int64_t len);
-  int32_t* ints(const char* name, int64_t len);
-  int32_t* ints_opt(const char* name, int64_t len);
-  uint8_t* bools(const char* name, int64_t len);
-  uint8_t* bools_opt(const char* name, int64_t len);
+  // A typed array of E (float: Float32Array, double: Float64Array, int32_t: Int32Array, uint8_t:
+  // Uint8Array) of exactly `len` elements; with `optional`, nullptr for null/undefined.
+  template <class E>
+  E* array(const char* name, int64_t len, bool optional = false);
 
   [[noreturn]] void fail(const std::string& message) const;
 

@@ -21,13 +21,13 @@ Napi::Value SimdProbeFn(const Napi::CallbackInfo& info) {
   cpu::SimdProbe p;
   p.fn = fn.c_str();
   p.out_n = a.length("out");
-  p.out = a.floats<float>("out", p.out_n);
+  p.out = a.array<float>("out", p.out_n);
   p.n = std::max<int64_t>(0, a.length("a"));
   const char* names[4] = {"a", "b", "c", "d"};
-  for (int k = 0; k < 4; ++k) p.in[k] = a.floats_opt<float>(names[k], p.n);
+  for (int k = 0; k < 4; ++k) p.in[k] = a.array<float>(names[k], p.n, true);
   const int64_t nargs = std::max<int64_t>(0, a.length("args"));
   if (nargs > 4) a.fail("expected at most 4 args");
-  const int32_t* args = a.ints_opt("args", nargs);
+  const int32_t* args = a.array<int32_t>("args", nargs, true);
   for (int64_t k = 0; k < nargs; ++k) p.arg[k] = args[k];
   int width = 0;
   check(a.env(), cpu::simd_probe(isa, p, &width));

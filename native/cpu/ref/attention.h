@@ -1,7 +1,8 @@
 // Reference multi-head attention: torch_reference.py's MultiHeadAttention done the straightforward
-// way, a full Tq x Tk softmax per head, double accumulators, templated on the storage type. Same
-// arguments and saved buffers as ../attention.h (qkv [B, T, 3D] for self-attention, q [B, Tq, D]
-// and kv [B, Tk, 2D] for cross-attention; ctx [B, Tq, D]; lse [B, H, Tq]). Dropout draws the same
+// way, a full Tq x Tk softmax per head, double accumulators, templated on the storage type: the
+// ops of native/ops/attention.h with the same saved buffers (qkv [B, T, 3D] for self-attention,
+// q [B, Tq, D] and kv [B, Tk, 2D] for cross-attention; ctx [B, Tq, D]; lse [B, H, Tq]). There is no
+// twin of attentionDecode (its reference is the full forward). Dropout draws the same
 // Philox elements as the fast kernel (index ((b*H + h)*Tq + i)*Tk + j), so the two agree for any p.
 // The backward recomputes the softmax from Q and K (it does not use lse).
 #pragma once
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "../../core/philox.h"
+#include "../../ops/attention.h"
 #include "linear.h"
 
 namespace nf::ref {
@@ -36,6 +38,12 @@ struct AttentionSpec {
     return dropout_keep(seed, offset, index, dropout_p) ? 1.0 / (1.0 - double(dropout_p)) : 0.0;
   }
 };
+
+// The spec of a layer op's params.
+inline AttentionSpec attention_spec(const ops::AttentionDims& d, const ops::AttentionMasks& m) {
+  return {d.B, d.Tq, d.Tk, d.D, d.H, m.causal, m.key_padding, m.attn, m.attn_batched,
+          d.dropout.p, d.dropout.seed, d.dropout.offset};
+}
 
 namespace detail {
 
@@ -87,8 +95,10 @@ void softmax_rows(double* P, double* lse, const AttentionSpec& s, const HeadRows
 }  // namespace detail
 
 template <class T>
-void attention_forward(T* out, T* weights, T* qkv, T* q, T* kv, T* ctx, T* lse, const T* x, const T* memory,
-                       const AttentionSpec& s, const T* Wqkv, const T* bqkv, const T* Wproj, const T* bproj) {
+void run(const ops::AttentionForward<T>& p) {
+  const AttentionSpec s = attention_spec(p.d, p.m);
+  T *out = p.out, *weights = p.weights, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse;
+  const T *x = p.x, *memory = p.memory, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
   const int64_t D = s.D, Dh = s.Dh(), Tq = s.Tq, Tk = s.Tk;
   if (memory) {
     linear_forward(q, x, Wqkv, bqkv, s.B * Tq, D, D);
@@ -118,9 +128,11 @@ void attention_forward(T* out, T* weights, T* qkv, T* q, T* kv, T* ctx, T* lse, 
 }
 
 template <class T>
-void attention_backward(T* dx, T* dmemory, T* dWqkv, T* dbqkv, T* dWproj, T* dbproj, const T* dout, const T* qkv,
-                        const T* q, const T* kv, const T* ctx, const T* lse, const T* x, const T* memory,
-                        const AttentionSpec& s, const T* Wqkv, const T* Wproj) {
+void run(const ops::AttentionBackward<T>& p) {
+  const AttentionSpec s = attention_spec(p.d, p.m);
+  T *dx = p.dx, *dmemory = p.dmemory, *dWqkv = p.dWqkv, *dbqkv = p.dbqkv, *dWproj = p.dWproj, *dbproj = p.dbproj;
+  const T *dout = p.dout, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *x = p.x, *memory = p.memory;
+  const T *Wqkv = p.Wqkv, *Wproj = p.Wproj;
   const int64_t D = s.D, Dh = s.Dh(), Tq = s.Tq, Tk = s.Tk, rq = s.B * Tq, rk = s.B * Tk;
   const double scale = 1.0 / std::sqrt(double(Dh));
   std::vector<T> dctx(rq * D);

@@ -1,16 +1,22 @@
 // Reference embeddings and positions: plain scalar loops, double accumulators, templated on the
-// storage type. The math and layouts are in ../embedding.cpp's header; ids must already be checked
-// (nf::cpu::embedding_check_ids).
+// storage type. The ops, math and layouts: native/ops/embedding.h; ids must already be checked
+// (ops::embedding_check_ids).
 #pragma once
 #include <cmath>
 #include <cstdint>
+
+#include "../../ops/embedding.h"
 
 namespace nf::ref {
 
 // out[B*T, D] = table[ids] * scale + pos[t] (pos optional)
 template <class T>
-void embedding_forward(T* out, const int32_t* ids, const T* table, const T* pos, int64_t B, int64_t Tn, int64_t D,
-                       double scale) {
+void run(const ops::EmbeddingForward<T>& p) {
+  T* out = p.out;
+  const int32_t* ids = p.ids;
+  const T *table = p.table, *pos = p.pos;
+  const int64_t B = p.d.B, Tn = p.d.T, D = p.d.D;
+  const double scale = p.d.scale;
   for (int64_t r = 0; r < B * Tn; ++r)
     for (int64_t i = 0; i < D; ++i)
       out[r * D + i] = static_cast<T>(double(table[ids[r] * D + i]) * scale + (pos ? double(pos[(r % Tn) * D + i]) : 0.0));
@@ -18,8 +24,12 @@ void embedding_forward(T* out, const int32_t* ids, const T* table, const T* pos,
 
 // dtable[v] += scale Σ_{r: ids[r]=v} dout[r]; dpos[t] += Σ_b dout[b, t] (dpos optional)
 template <class T>
-void embedding_backward(T* dtable, T* dpos, const T* dout, const int32_t* ids, int64_t B, int64_t Tn, int64_t D,
-                        double scale) {
+void run(const ops::EmbeddingBackward<T>& p) {
+  T *dtable = p.dtable, *dpos = p.dpos;
+  const T* dout = p.dout;
+  const int32_t* ids = p.ids;
+  const int64_t B = p.d.B, Tn = p.d.T, D = p.d.D;
+  const double scale = p.d.scale;
   for (int64_t r = 0; r < B * Tn; ++r)  // accumulates in T: the tests run it in double
     for (int64_t i = 0; i < D; ++i) dtable[ids[r] * D + i] += static_cast<T>(scale * double(dout[r * D + i]));
   if (dpos)
@@ -33,17 +43,21 @@ void embedding_backward(T* dtable, T* dpos, const T* dout, const int32_t* ids, i
 
 // PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(p / 10000^(2i/D)), [len, D]
 template <class T>
-void sinusoidal_encoding(T* out, int64_t len, int64_t D) {
-  for (int64_t p = 0; p < len; ++p)
+void run(const ops::SinusoidalEncoding<T>& p) {
+  const int64_t len = p.len, D = p.D;
+  for (int64_t i = 0; i < len; ++i)
     for (int64_t j = 0; j < D; ++j) {
-      double a = double(p) / std::pow(10000.0, double(j - j % 2) / double(D));
-      out[p * D + j] = static_cast<T>(j % 2 ? std::cos(a) : std::sin(a));
+      double a = double(i) / std::pow(10000.0, double(j - j % 2) / double(D));
+      p.out[i * D + j] = static_cast<T>(j % 2 ? std::cos(a) : std::sin(a));
     }
 }
 
 // out[B, N+1, D] = cat(cls, patches[b]) + pos
 template <class T>
-void cls_pos_forward(T* out, const T* cls, const T* patches, const T* pos, int64_t B, int64_t N, int64_t D) {
+void run(const ops::ClsPosForward<T>& p) {
+  T* out = p.out;
+  const T *cls = p.cls, *patches = p.patches, *pos = p.pos;
+  const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t <= N; ++t)
       for (int64_t i = 0; i < D; ++i) {
@@ -54,7 +68,10 @@ void cls_pos_forward(T* out, const T* cls, const T* patches, const T* pos, int64
 
 // dcls += Σ_b dout[b, 0]; dpatches[b, n] = dout[b, 1+n]; dpos += Σ_b dout[b]
 template <class T>
-void cls_pos_backward(T* dcls, T* dpatches, T* dpos, const T* dout, int64_t B, int64_t N, int64_t D) {
+void run(const ops::ClsPosBackward<T>& p) {
+  T *dcls = p.dcls, *dpatches = p.dpatches, *dpos = p.dpos;
+  const T* dout = p.dout;
+  const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
   for (int64_t t = 0; t <= N; ++t)
     for (int64_t i = 0; i < D; ++i) {
       double s = 0;
@@ -69,14 +86,20 @@ void cls_pos_backward(T* dcls, T* dpatches, T* dpos, const T* dout, int64_t B, i
 
 // out[B, N, D] = token + pos
 template <class T>
-void token_pos_forward(T* out, const T* token, const T* pos, int64_t B, int64_t N, int64_t D) {
+void run(const ops::TokenPosForward<T>& p) {
+  T* out = p.out;
+  const T *token = p.token, *pos = p.pos;
+  const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
   for (int64_t r = 0; r < B * N; ++r)
     for (int64_t i = 0; i < D; ++i) out[r * D + i] = static_cast<T>(double(token[i]) + pos[(r % N) * D + i]);
 }
 
 // dtoken += Σ_{b,n} dout[b, n]; dpos[n] += Σ_b dout[b, n]
 template <class T>
-void token_pos_backward(T* dtoken, T* dpos, const T* dout, int64_t B, int64_t N, int64_t D) {
+void run(const ops::TokenPosBackward<T>& p) {
+  T *dtoken = p.dtoken, *dpos = p.dpos;
+  const T* dout = p.dout;
+  const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
   for (int64_t i = 0; i < D; ++i) {
     double all = 0;
     for (int64_t n = 0; n < N; ++n) {

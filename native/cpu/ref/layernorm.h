@@ -1,14 +1,19 @@
 // Reference LayerNorm: plain scalar loops, double accumulators, templated on the storage type so
-// tests can run it in float64. The math is in ../layernorm.cpp's header and torch's nn.LayerNorm.
+// tests can run it in float64. The op and its math: native/ops/layernorm.h (and torch's nn.LayerNorm).
 #pragma once
 #include <cmath>
 #include <cstdint>
 
+#include "../../ops/layernorm.h"
+
 namespace nf::ref {
 
 template <class T>
-void layernorm_forward(T* out, T* sum, T* mean, T* rstd, const T* x, const T* residual, const T* gamma,
-                       const T* beta, int64_t rows, int64_t D, double eps) {
+void run(const ops::LayerNormForward<T>& p) {
+  T *out = p.out, *sum = p.sum, *mean = p.mean, *rstd = p.rstd;
+  const T *x = p.x, *residual = p.residual, *gamma = p.gamma, *beta = p.beta;
+  const int64_t rows = p.rows, D = p.D;
+  const double eps = p.eps;
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * D;
     if (residual) {
@@ -27,8 +32,10 @@ void layernorm_forward(T* out, T* sum, T* mean, T* rstd, const T* x, const T* re
 }
 
 template <class T>
-void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dout, const T* dadd, const T* x, const T* mean,
-                        const T* rstd, const T* gamma, int64_t rows, int64_t D) {
+void run(const ops::LayerNormBackward<T>& p) {
+  T *dx = p.dx, *dgamma = p.dgamma, *dbeta = p.dbeta;
+  const T *dout = p.dout, *dadd = p.dadd, *x = p.x, *mean = p.mean, *rstd = p.rstd, *gamma = p.gamma;
+  const int64_t rows = p.rows, D = p.D;
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * D;
     const T* g = dout + r * D;

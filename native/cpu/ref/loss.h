@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "../../ops/loss.h"
+
 namespace nf::ref {
 
 template <class T>
@@ -57,6 +59,17 @@ void mse(T* loss, T* dpred, const T* pred, const T* target, const uint8_t* mask,
       if (dpred) dpred[i] = static_cast<T>(on ? grad_scale * 2 * d / n : 0.0);
     }
   *loss = selected ? static_cast<T>(total / n) : std::numeric_limits<T>::quiet_NaN();
+}
+
+// The ops (native/ops/loss.h).
+template <class T>
+void run(const ops::CrossEntropy<T>& p) {
+  cross_entropy(p.loss, p.dlogits, p.logits, p.targets, p.d.N, p.d.V, p.d.label_smoothing, p.d.ignore_index,
+                p.d.grad_scale);
+}
+template <class T>
+void run(const ops::Mse<T>& p) {
+  mse(p.loss, p.dpred, p.pred, p.target, p.mask, p.d.rows, p.d.cols, p.d.grad_scale);
 }
 
 }  // namespace nf::ref

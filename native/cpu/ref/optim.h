@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "../../ops/optim.h"
+
 namespace nf::ref {
 
 template <class T>
@@ -55,6 +57,30 @@ double clip_grad_norm(T* grad, int64_t n, double max_norm) {
   const double total = std::sqrt(sum_squares(grad, n)), coef = max_norm / (total + 1e-6);
   if (!(coef >= 1)) scale(grad, n, coef);
   return total;
+}
+
+// The ops (native/ops/optim.h).
+template <class T>
+void run(const ops::AdamWStep<T>& p) {
+  adamw_step(p.param, p.exp_avg, p.exp_avg_sq, p.grad, p.n, p.h.lr, p.h.beta1, p.h.beta2, p.h.eps,
+             p.h.weight_decay, p.h.step);
+}
+template <class T>
+void run(const ops::SgdStep<T>& p) {
+  sgd_step(p.param, p.momentum_buf, p.grad, p.n, p.h.lr, p.h.momentum, p.h.dampening, p.h.weight_decay,
+           p.h.nesterov, p.h.step);
+}
+template <class T>
+void run(const ops::SumSquares<T>& p) {
+  *p.out = static_cast<T>(sum_squares(p.x, p.n));
+}
+template <class T>
+void run(const ops::Scale<T>& p) {
+  scale(p.x, p.n, p.s);
+}
+template <class T>
+void run(const ops::ClipGradNorm<T>& p) {
+  *p.total_norm = static_cast<T>(clip_grad_norm(p.grad, p.n, p.max_norm));
 }
 
 }  // namespace nf::ref

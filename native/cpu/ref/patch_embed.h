@@ -1,15 +1,19 @@
 // Reference patch embedding: the P x P, stride-P convolution written out directly (no patch
-// matrix), double accumulators, templated on the storage type. The math is in
-// ../patch_embed.cpp's header and torch_reference.py's PatchEmbedding.
+// matrix), double accumulators, templated on the storage type. The ops and their math:
+// native/ops/patch_embed.h and torch_reference.py's PatchEmbedding.
 #pragma once
 #include <cstdint>
+
+#include "../../ops/patch_embed.h"
 
 namespace nf::ref {
 
 // out[b, gy*Gw + gx, o] = bias[o] + Σ_{c,py,px} weight[o, c, py, px] img[b, c, gy*P + py, gx*P + px]
 template <class T>
-void patch_embed_forward(T* out, const T* images, const T* weight, const T* bias, int64_t B, int64_t C, int64_t H,
-                         int64_t W, int64_t P, int64_t D) {
+void run(const ops::PatchEmbedForward<T>& p) {
+  T* out = p.out;
+  const T *images = p.images, *weight = p.weight, *bias = p.bias;
+  const int64_t B = p.d.B, C = p.d.C, H = p.d.H, W = p.d.W, P = p.d.P, D = p.d.D;
   const int64_t Gh = H / P, Gw = W / P;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t gy = 0; gy < Gh; ++gy)
@@ -27,8 +31,10 @@ void patch_embed_forward(T* out, const T* images, const T* weight, const T* bias
 
 // dweight += Σ_{b,n} dout[b,n,o] img(patch n); dbias += Σ dout; dimages (optional) = Σ_o dout[b,n,o] weight[o].
 template <class T>
-void patch_embed_backward(T* dimages, T* dweight, T* dbias, const T* dout, const T* images, const T* weight,
-                          int64_t B, int64_t C, int64_t H, int64_t W, int64_t P, int64_t D) {
+void run(const ops::PatchEmbedBackward<T>& p) {
+  T *dimages = p.dimages, *dweight = p.dweight, *dbias = p.dbias;
+  const T *dout = p.dout, *images = p.images, *weight = p.weight;
+  const int64_t B = p.d.B, C = p.d.C, H = p.d.H, W = p.d.W, P = p.d.P, D = p.d.D;
   const int64_t Gh = H / P, Gw = W / P, N = Gh * Gw;
   for (int64_t o = 0; o < D; ++o) {
     double sb = 0;

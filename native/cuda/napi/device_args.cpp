@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "../device.h"
+#include "../../napi/registry.h"
 
 namespace nf::napi {
 namespace {
@@ -188,33 +189,9 @@ Napi::Promise settle_when_done(Napi::Env env, Job job, const std::vector<Napi::V
 }
 
 void register_device_op(Napi::Env env, Napi::Object exports, const char* name, DeviceParser parse) {
-  std::string op(name);
-  exports.Set(name, Napi::Function::New(
-                        env,
-                        [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
-                          DeviceArgs args(info, op.c_str());
-                          check_device(info.Env(), cuda::stream_run(parse(args)));
-                          return info.Env().Undefined();
-                        },
-                        name));
-  const std::string async_name = op + "Async";
-  exports.Set(async_name, Napi::Function::New(
-                              env,
-                              [op, parse](const Napi::CallbackInfo& info) -> Napi::Value {
-                                Job job;
-                                std::vector<Napi::Value> keep;
-                                try {
-                                  DeviceArgs args(info, op.c_str());
-                                  job = parse(args);
-                                  keep = args.handles();
-                                } catch (const Napi::Error& e) {  // invalid arguments reject the Promise
-                                  auto d = Napi::Promise::Deferred::New(info.Env());
-                                  d.Reject(e.Value());
-                                  return d.Promise();
-                                }
-                                return settle_when_done(info.Env(), std::move(job), keep);
-                              },
-                              async_name));
+  export_op<DeviceArgs>(
+      env, exports, name, parse, [](Napi::Env e, Job job) { check_device(e, cuda::stream_run(std::move(job))); },
+      [](Napi::Env e, Job job, DeviceArgs& args) { return settle_when_done(e, std::move(job), args.handles()); });
 }
 
 }  // namespace nf::napi

@@ -51,40 +51,53 @@ void run_case(const Case& c) {
   if (c.blocked_row >= 0)
     for (int64_t j = 0; j < c.Tk; ++j) am[size_t(c.blocked_row * c.Tk + j)] = 1;
 
-  nf::ref::AttentionSpec spec;
-  spec.B = c.B, spec.Tq = c.Tq, spec.Tk = c.Tk, spec.D = D, spec.H = c.H, spec.causal = c.causal;
-  spec.key_padding = c.key_padding ? kp.data() : nullptr;
-  spec.attn_mask = c.attn ? am.data() : nullptr;
-  spec.attn_batched = c.attn_batched;
-  spec.dropout_p = c.p, spec.seed = 1234567, spec.offset = 42;
+  // The ops' params for either precision: dims and masks from the case, the buffers given.
+  const nf::ops::AttentionDims dims{c.B, c.Tq, c.Tk, D, c.H, {c.p, 1234567, 42}};
+  const auto masks = [&c](const uint8_t* kp_ptr, const uint8_t* am_ptr) {
+    nf::ops::AttentionMasks m;
+    m.causal = c.causal;
+    m.key_padding = c.key_padding ? kp_ptr : nullptr;
+    m.attn = c.attn ? am_ptr : nullptr;
+    m.attn_batched = c.attn_batched;
+    return m;
+  };
+  // Self-attention saves qkv, cross-attention q and kv: the other pointers stay null.
+  const auto saved = [&c](auto& p, auto* qkv, auto* q, auto* kv) {
+    p.qkv = c.cross ? nullptr : qkv;
+    p.q = c.cross ? q : nullptr;
+    p.kv = c.cross ? kv : nullptr;
+  };
   // Reference forward and backward (parameter gradients accumulate onto 0.5).
   Vec out(size_t(rq * D)), weights(c.weights ? size_t(c.B * c.H * c.Tq * c.Tk) : 0), qkv(c.cross ? 0 : size_t(rq * 3 * D)),
       q(c.cross ? size_t(rq * D) : 0), kv(c.cross ? size_t(rk * 2 * D) : 0), ctx(size_t(rq * D)),
       lse(size_t(c.B * c.H * c.Tq));
   auto ptr = [](Vec& v) { return v.empty() ? nullptr : v.data(); };
-  auto cptr = [](const Vec& v) { return v.empty() ? nullptr : v.data(); };
-  nf::ref::attention_forward<double>(out.data(), ptr(weights), ptr(qkv), ptr(q), ptr(kv), ctx.data(), lse.data(),
-                                     x.data(), cptr(memory), spec, Wqkv.data(), bqkv.data(), Wproj.data(), bproj.data());
+  nf::ops::AttentionForward<double> rf;
+  rf.d = dims, rf.m = masks(kp.data(), am.data()), rf.memory = c.cross ? memory.data() : nullptr;
+  rf.out = out.data(), rf.weights = ptr(weights), rf.ctx = ctx.data(), rf.lse = lse.data();
+  saved(rf, ptr(qkv), ptr(q), ptr(kv));
+  rf.x = x.data(), rf.Wqkv = Wqkv.data(), rf.bqkv = bqkv.data(), rf.Wproj = Wproj.data(), rf.bproj = bproj.data();
+  nf::ref::run(rf);
   Vec dx(size_t(rq * D)), dmem(memory.size()), dWqkv(Wqkv.size(), 0.5), dbqkv(bqkv.size(), 0.5),
       dWproj(Wproj.size(), 0.5), dbproj(bproj.size(), 0.5);
-  nf::ref::attention_backward<double>(dx.data(), ptr(dmem), dWqkv.data(), dbqkv.data(), dWproj.data(), dbproj.data(),
-                                      dout.data(), cptr(qkv), cptr(q), cptr(kv), ctx.data(), lse.data(), x.data(),
-                                      cptr(memory), spec, Wqkv.data(), Wproj.data());
+  nf::ops::AttentionBackward<double> rb;
+  rb.d = dims, rb.m = rf.m, rb.memory = rf.memory;
+  rb.dx = dx.data(), rb.dmemory = ptr(dmem), rb.dWqkv = dWqkv.data(), rb.dbqkv = dbqkv.data();
+  rb.dWproj = dWproj.data(), rb.dbproj = dbproj.data(), rb.dout = dout.data();
+  saved(rb, rf.qkv, rf.q, rf.kv);
+  rb.ctx = ctx.data(), rb.lse = lse.data(), rb.x = x.data(), rb.Wqkv = Wqkv.data(), rb.Wproj = Wproj.data();
+  nf::ref::run(rb);
   // CUDA.
   DeviceF d_x(x), d_mem(memory), d_Wqkv(Wqkv), d_bqkv(bqkv), d_Wproj(Wproj), d_bproj(bproj), d_dout(dout),
       d_out(out.size()), d_weights(weights.size()), d_qkv(qkv.size()), d_q(q.size()), d_kv(kv.size()),
       d_ctx(ctx.size()), d_lse(lse.size());
   Device<uint8_t> d_kp(kp), d_am(am);
-  nf::cuda::AttentionMasks masks;
-  masks.causal = c.causal;
-  masks.key_padding = c.key_padding ? d_kp.get() : nullptr;
-  masks.attn = c.attn ? d_am.get() : nullptr;
-  masks.attn_batched = c.attn_batched;
-  nf::cuda::AttentionDims d{c.B, c.Tq, c.Tk, D, c.H, {c.p, 1234567, 42}};
-  float* none = nullptr;
-  NF_ASSERT_OK(nf::cuda::attention_forward(d_out, c.weights ? d_weights.get() : none, c.cross ? none : d_qkv.get(),
-                                           c.cross ? d_q.get() : none, c.cross ? d_kv.get() : none, d_ctx, d_lse, d_x,
-                                           c.cross ? d_mem.get() : none, masks, d_Wqkv, d_bqkv, d_Wproj, d_bproj, d));
+  nf::ops::AttentionForward<float> f;
+  f.d = dims, f.m = masks(d_kp, d_am), f.memory = c.cross ? d_mem.get() : nullptr;
+  f.out = d_out, f.weights = c.weights ? d_weights.get() : nullptr, f.ctx = d_ctx, f.lse = d_lse;
+  saved(f, d_qkv.get(), d_q.get(), d_kv.get());
+  f.x = d_x, f.Wqkv = d_Wqkv, f.bqkv = d_bqkv, f.Wproj = d_Wproj, f.bproj = d_bproj;
+  NF_ASSERT_OK(nf::cuda::run(f));
   check_close("attention out", name, d_out.download(), out, kFwdTol);
   check_close("attention ctx", name, d_ctx.download(), ctx, kFwdTol);
   check_lse(name, d_lse.download(), lse);
@@ -92,10 +105,13 @@ void run_case(const Case& c) {
   DeviceF d_dx(dx.size()), d_dmem(dmem.size()), d_dWqkv(std::vector<float>(Wqkv.size(), 0.5f)),
       d_dbqkv(std::vector<float>(bqkv.size(), 0.5f)), d_dWproj(std::vector<float>(Wproj.size(), 0.5f)),
       d_dbproj(std::vector<float>(bproj.size(), 0.5f));
-  NF_ASSERT_OK(nf::cuda::attention_backward(d_dx, c.cross ? d_dmem.get() : none, d_dWqkv, d_dbqkv, d_dWproj, d_dbproj,
-                                            d_dout, c.cross ? none : d_qkv.get(), c.cross ? d_q.get() : none,
-                                            c.cross ? d_kv.get() : none, d_ctx, d_lse, d_x,
-                                            c.cross ? d_mem.get() : none, masks, d_Wqkv, d_Wproj, d));
+  nf::ops::AttentionBackward<float> bw;
+  bw.d = dims, bw.m = f.m, bw.memory = f.memory;
+  bw.dx = d_dx, bw.dmemory = c.cross ? d_dmem.get() : nullptr, bw.dWqkv = d_dWqkv, bw.dbqkv = d_dbqkv;
+  bw.dWproj = d_dWproj, bw.dbproj = d_dbproj, bw.dout = d_dout;
+  saved(bw, f.qkv, f.q, f.kv);
+  bw.ctx = d_ctx, bw.lse = d_lse, bw.x = d_x, bw.Wqkv = d_Wqkv, bw.Wproj = d_Wproj;
+  NF_ASSERT_OK(nf::cuda::run(bw));
   check_close("attention dx", name, d_dx.download(), dx, kBwdTol);
   if (c.cross) check_close("attention dmemory", name, d_dmem.download(), dmem, kBwdTol);
   check_close("attention dWqkv", name, d_dWqkv.download(), dWqkv, kBwdTol);
@@ -118,19 +134,19 @@ NF_TEST(cuda_attention_parity) {
 }
 
 NF_TEST(cuda_attention_bad_dims) {
-  nf::cuda::AttentionMasks m;
-  nf::cuda::AttentionDims d{1, 4, 4, 258, 2, {}};  // Dh 129
   float buf = 0;
-  nf::Status st = nf::cuda::attention_forward(&buf, nullptr, &buf, nullptr, nullptr, &buf, &buf, &buf, nullptr, m,
-                                              &buf, nullptr, &buf, nullptr, d);
+  nf::ops::AttentionForward<float> f;
+  f.d = {1, 4, 4, 258, 2, {}};  // Dh 129
+  f.out = f.qkv = f.ctx = f.lse = &buf, f.x = f.Wqkv = f.Wproj = &buf;
+  nf::Status st = nf::cuda::run(f);
   NF_EXPECT(!st.ok() && st.message.find("head widths") != std::string::npos, st.message);
-  d = {1, 4, 5, 8, 2, {}};
-  st = nf::cuda::attention_forward(&buf, nullptr, &buf, nullptr, nullptr, &buf, &buf, &buf, nullptr, m, &buf,
-                                   nullptr, &buf, nullptr, d);
+  f.d = {1, 4, 5, 8, 2, {}};
+  st = nf::cuda::run(f);
   NF_EXPECT(!st.ok() && st.message.find("Tk == Tq") != std::string::npos, st.message);
-  d = {1, 4, 4, 9, 2, {}};
-  st = nf::cuda::attention_backward(&buf, nullptr, &buf, nullptr, &buf, nullptr, &buf, &buf, nullptr, nullptr, &buf,
-                                    &buf, &buf, nullptr, m, &buf, &buf, d);
+  nf::ops::AttentionBackward<float> b;
+  b.d = {1, 4, 4, 9, 2, {}};
+  b.dx = b.dWqkv = b.dWproj = &buf, b.dout = b.qkv = b.ctx = b.lse = b.x = b.Wqkv = b.Wproj = &buf;
+  st = nf::cuda::run(b);
   NF_EXPECT(!st.ok() && st.message.find("divisible") != std::string::npos, st.message);
 }
 

@@ -1,6 +1,8 @@
 // Parity of the CUDA embeddings (token gather with positions, deterministic scatter-add backward with
 // repeated ids, bad ids) and of the ViT CLS + position start, with the float64 references
 // native/cpu/ref/embedding.h.
+#include <type_traits>
+
 #include "../../cpu/ref/embedding.h"
 #include "../embedding.h"
 #include "parity.h"
@@ -23,18 +25,28 @@ NF_TEST(cuda_embedding_parity) {
     std::vector<int32_t> ids(rows);
     for (size_t r = 0; r < rows; ++r) ids[r] = int32_t((r * r * 7 + 3) % size_t(c.V));  // repeats when V < rows
     const Vec table = randn(size_t(c.V * c.D)), pos = c.pos ? randn(size_t(c.T * c.D)) : Vec(), dout = randn(n);
+    const nf::ops::EmbeddingDims d{c.B, c.T, c.V, c.D, c.scale};
+    // The ops' params on either precision's buffers.
+    const auto forward = [&](auto* out, const int32_t* ids_ptr, const auto* table_ptr, const auto* pos_ptr) {
+      nf::ops::EmbeddingForward<std::remove_pointer_t<decltype(out)>> f;
+      f.d = d, f.max_len = c.T, f.out = out, f.ids = ids_ptr, f.table = table_ptr, f.pos = c.pos ? pos_ptr : nullptr;
+      return f;
+    };
+    const auto backward = [&](auto* dtable_ptr, auto* dpos_ptr, const auto* dout_ptr, const int32_t* ids_ptr) {
+      nf::ops::EmbeddingBackward<std::remove_pointer_t<decltype(dtable_ptr)>> b;
+      b.d = d, b.max_len = c.T, b.dtable = dtable_ptr, b.dpos = c.pos ? dpos_ptr : nullptr, b.dout = dout_ptr;
+      b.ids = ids_ptr;
+      return b;
+    };
     Vec out(n), dtable(table.size(), 0.5), dpos(pos.size(), -0.25);
-    nf::ref::embedding_forward<double>(out.data(), ids.data(), table.data(), c.pos ? pos.data() : nullptr, c.B, c.T,
-                                       c.D, c.scale);
-    nf::ref::embedding_backward<double>(dtable.data(), c.pos ? dpos.data() : nullptr, dout.data(), ids.data(), c.B,
-                                        c.T, c.D, c.scale);
+    nf::ref::run(forward(out.data(), ids.data(), table.data(), pos.data()));
+    nf::ref::run(backward(dtable.data(), dpos.data(), dout.data(), ids.data()));
     Device<int32_t> d_ids(ids);
     DeviceF d_table(table), d_pos(pos), d_out(n), d_dout(dout), d_dtable(std::vector<float>(table.size(), 0.5f)),
         d_dpos(std::vector<float>(pos.size(), -0.25f));
-    const nf::cuda::EmbeddingDims d{c.B, c.T, c.V, c.D, float(c.scale)};
-    NF_ASSERT_OK(nf::cuda::embedding_forward(d_out, d_ids, d_table, c.pos ? d_pos.get() : nullptr, d));
+    NF_ASSERT_OK(nf::cuda::run(forward(d_out.get(), d_ids.get(), d_table.get(), d_pos.get())));
     check_close("embedding out", name, d_out.download(), out, kFwdTol);
-    NF_ASSERT_OK(nf::cuda::embedding_backward(d_dtable, c.pos ? d_dpos.get() : nullptr, d_dout, d_ids, d));
+    NF_ASSERT_OK(nf::cuda::run(backward(d_dtable.get(), d_dpos.get(), d_dout.get(), d_ids.get())));
     check_close("embedding dtable", name, d_dtable.download(), dtable, kBwdTol);
     if (c.pos) check_close("embedding dpos", name, d_dpos.download(), dpos, kBwdTol);
   }
@@ -43,10 +55,14 @@ NF_TEST(cuda_embedding_parity) {
 NF_TEST(cuda_embedding_bad_ids) {
   Device<int32_t> ids(std::vector<int32_t>{0, 3, 4, -1});
   DeviceF table(randn(4 * 8)), out(4 * 8);
-  const nf::Status st = nf::cuda::embedding_forward(out, ids, table, nullptr, {1, 4, 4, 8, 1.0f});
+  nf::ops::EmbeddingForward<float> f;
+  f.d = {1, 4, 4, 8, 1.0}, f.max_len = 4, f.out = out, f.ids = ids, f.table = table;
+  const nf::Status st = nf::cuda::run(f);
   NF_EXPECT(!st.ok() && st.op == "embedding_forward" && st.message.find("position 2") != std::string::npos,
             st.message);
-  const nf::Status bw = nf::cuda::embedding_backward(table, nullptr, out, ids, {2, 2, 4, 8, 1.0f});
+  nf::ops::EmbeddingBackward<float> b;
+  b.d = {2, 2, 4, 8, 1.0}, b.max_len = 2, b.dtable = table, b.dout = out, b.ids = ids;
+  const nf::Status bw = nf::cuda::run(b);
   NF_EXPECT(!bw.ok() && bw.message.find("position 2") != std::string::npos, bw.message);
 }
 
@@ -59,14 +75,25 @@ NF_TEST(cuda_cls_pos_parity) {
     const std::string name = dims({{"B", c.B}, {"N", c.N}, {"D", c.D}});
     const size_t nt = size_t(c.B * (c.N + 1) * c.D), np = size_t(c.B * c.N * c.D), npos = size_t((c.N + 1) * c.D);
     const Vec cls = randn(size_t(c.D)), patches = randn(np), pos = randn(npos), dout = randn(nt);
+    const nf::ops::TokenPosDims d{c.B, c.N, c.D};
+    const auto forward = [&d](auto* out, const auto* cls_ptr, const auto* patches_ptr, const auto* pos_ptr) {
+      nf::ops::ClsPosForward<std::remove_pointer_t<decltype(out)>> f;
+      f.d = d, f.out = out, f.cls = cls_ptr, f.patches = patches_ptr, f.pos = pos_ptr;
+      return f;
+    };
+    const auto backward = [&d](auto* dcls_ptr, auto* dpatches_ptr, auto* dpos_ptr, const auto* dout_ptr) {
+      nf::ops::ClsPosBackward<std::remove_pointer_t<decltype(dcls_ptr)>> b;
+      b.d = d, b.dcls = dcls_ptr, b.dpatches = dpatches_ptr, b.dpos = dpos_ptr, b.dout = dout_ptr;
+      return b;
+    };
     Vec out(nt), dcls(size_t(c.D), 0.5), dpatches(np), dpos(npos, -0.25);
-    nf::ref::cls_pos_forward<double>(out.data(), cls.data(), patches.data(), pos.data(), c.B, c.N, c.D);
-    nf::ref::cls_pos_backward<double>(dcls.data(), dpatches.data(), dpos.data(), dout.data(), c.B, c.N, c.D);
+    nf::ref::run(forward(out.data(), cls.data(), patches.data(), pos.data()));
+    nf::ref::run(backward(dcls.data(), dpatches.data(), dpos.data(), dout.data()));
     DeviceF d_cls(cls), d_patches(patches), d_pos(pos), d_out(nt), d_dout(dout),
         d_dcls(std::vector<float>(size_t(c.D), 0.5f)), d_dpatches(np), d_dpos(std::vector<float>(npos, -0.25f));
-    NF_ASSERT_OK(nf::cuda::cls_pos_forward(d_out, d_cls, d_patches, d_pos, c.B, c.N, c.D));
+    NF_ASSERT_OK(nf::cuda::run(forward(d_out.get(), d_cls.get(), d_patches.get(), d_pos.get())));
     check_close("cls_pos out", name, d_out.download(), out, kFwdTol);
-    NF_ASSERT_OK(nf::cuda::cls_pos_backward(d_dcls, d_dpatches, d_dpos, d_dout, c.B, c.N, c.D));
+    NF_ASSERT_OK(nf::cuda::run(backward(d_dcls.get(), d_dpatches.get(), d_dpos.get(), d_dout.get())));
     check_close("cls_pos dcls", name, d_dcls.download(), dcls, kBwdTol);
     check_close("cls_pos dpatches", name, d_dpatches.download(), dpatches, kBwdTol);
     check_close("cls_pos dpos", name, d_dpos.download(), dpos, kBwdTol);

@@ -1,4 +1,4 @@
-// Parity of the CUDA ops added beside the layer ops (napi/bind_extra.cpp): SGD (momentum, dampening,
+// Parity of the CUDA ops added beside the layer ops (registered through the op schema like the layer ops): SGD (momentum, dampening,
 // weight decay, Nesterov) and the gradient-clipping reductions with native/cpu/ref/optim.h, the
 // masked MSE with native/cpu/ref/loss.h, and incremental decoding (self-attention through the
 // key/value cache step by step, cross-attention with key padding) with the float64 reference of the
@@ -104,11 +104,12 @@ NF_TEST(cuda_attention_decode_parity) {
     const std::string name = dims({{"B", B}, {"T", T}, {"D", D}, {"H", c.H}});
     // Self-attention: the reference is a causal forward over the whole sequence; the decode steps
     // see one position at a time and must give each row.
-    nf::ref::AttentionSpec s;
-    s.B = B, s.Tq = s.Tk = T, s.D = D, s.H = c.H, s.causal = true;
     Vec out(size_t(B * T * D)), qkv(size_t(B * T * 3 * D)), ctx(size_t(B * T * D)), lse(size_t(B * c.H * T));
-    nf::ref::attention_forward<double>(out.data(), nullptr, qkv.data(), nullptr, nullptr, ctx.data(), lse.data(),
-                                       x.data(), nullptr, s, Wqkv.data(), bqkv.data(), Wproj.data(), bproj.data());
+    nf::ops::AttentionForward<double> s;
+    s.d.B = B, s.d.Tq = s.d.Tk = T, s.d.D = D, s.d.H = c.H, s.m.causal = true;
+    s.out = out.data(), s.qkv = qkv.data(), s.ctx = ctx.data(), s.lse = lse.data();
+    s.x = x.data(), s.Wqkv = Wqkv.data(), s.bqkv = bqkv.data(), s.Wproj = Wproj.data(), s.bproj = bproj.data();
+    nf::ref::run(s);
     const int64_t max_t = T + 1;
     DeviceF d_cache(size_t(B * max_t * 2 * D)), d_x(size_t(B * D)), d_out(size_t(B * D));
     std::vector<float> got(size_t(B * T * D));
@@ -129,15 +130,15 @@ NF_TEST(cuda_attention_decode_parity) {
     const int64_t Tk = T + 2;
     std::vector<uint8_t> kp(size_t(B * Tk));
     for (int64_t b = 0; b < B; ++b) kp[size_t(b * Tk + (b + 1) % Tk)] = 1;
-    nf::ref::AttentionSpec sc;
-    sc.B = B, sc.Tq = 1, sc.Tk = Tk, sc.D = D, sc.H = c.H, sc.key_padding = kp.data();
     Vec x1(size_t(B * D)), cout(size_t(B * D)), q(size_t(B * D)), kv(size_t(B * Tk * 2 * D)), cctx(size_t(B * D)),
         clse(size_t(B * c.H));
     for (int64_t b = 0; b < B; ++b)
       for (int64_t i = 0; i < D; ++i) x1[size_t(b * D + i)] = x[size_t((b * T) * D + i)];
-    nf::ref::attention_forward<double>(cout.data(), nullptr, nullptr, q.data(), kv.data(), cctx.data(), clse.data(),
-                                       x1.data(), memory.data(), sc, Wqkv.data(), bqkv.data(), Wproj.data(),
-                                       bproj.data());
+    nf::ops::AttentionForward<double> sc;
+    sc.d.B = B, sc.d.Tq = 1, sc.d.Tk = Tk, sc.d.D = D, sc.d.H = c.H, sc.m.key_padding = kp.data(), sc.memory = memory.data();
+    sc.out = cout.data(), sc.q = q.data(), sc.kv = kv.data(), sc.ctx = cctx.data(), sc.lse = clse.data();
+    sc.x = x1.data(), sc.Wqkv = Wqkv.data(), sc.bqkv = bqkv.data(), sc.Wproj = Wproj.data(), sc.bproj = bproj.data();
+    nf::ref::run(sc);
     DeviceF d_kv(kv), d_x1(x1), d_cout(size_t(B * D));
     Device<uint8_t> d_kp(kp);
     nf::cuda::AttentionDecodeDims d;

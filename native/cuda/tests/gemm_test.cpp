@@ -60,7 +60,7 @@ void run_gemm_case(const GemmCase& c) {
   for (int64_t b = 0; b < c.batch; ++b)
     nf::ref::gemm<double>(C[b].data(), P[b].data(), A[b].data(), B[c.broadcast_B ? 0 : b].data(),
                           c.bias ? bias.data() : nullptr, c.M, c.N, c.K, c.transA, c.transB, c.alpha, c.beta,
-                          int(c.act));
+                          c.act);
   // CUDA: the batches side by side, each in a strided buffer. With beta = 0, C starts as NaN: it
   // must not be read.
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -137,7 +137,7 @@ NF_TEST(cuda_linear_parity) {
               dy = randn(size_t(c.rows * c.out));
     Vec y(size_t(c.rows * c.out)), pre(y.size());
     nf::ref::gemm<double>(y.data(), pre.data(), x.data(), W.data(), c.bias ? b.data() : nullptr, c.rows, c.out, c.in,
-                          false, true, 1.0, 0.0, int(c.act));
+                          false, true, 1.0, 0.0, c.act);
     Vec dx(size_t(c.rows * c.in)), dW(W.size(), 0.5), db(b.size(), -0.25);
     nf::ref::linear_backward<double>(dx.data(), dW.data(), c.bias ? db.data() : nullptr, dy.data(), x.data(), W.data(),
                                      c.rows, c.in, c.out);
@@ -155,7 +155,7 @@ NF_TEST(cuda_linear_parity) {
 }
 
 NF_TEST(cuda_bias_act_parity) {
-  for (Act act : {Act::none, Act::relu, Act::gelu, Act::gelu_tanh})
+  for (Act act : {Act::none, Act::relu, Act::gelu, Act::gelu_tanh, Act::silu})
     for (int64_t rows : {1, 65, 1100}) {
       const int64_t n = rows == 65 ? 72 : 24;
       const std::string name = dims({{"rows", rows}, {"n", n}, {"act", int(act)}});
@@ -164,8 +164,8 @@ NF_TEST(cuda_bias_act_parity) {
       Vec y(total), pre(total), dx(total), db(size_t(n), 0.5);
       for (size_t i = 0; i < total; ++i) {
         pre[i] = x[i] + b[i % size_t(n)];
-        y[i] = nf::ref::act_forward(pre[i], int(act));
-        dx[i] = dy[i] * nf::ref::act_derivative(pre[i], int(act));
+        y[i] = nf::ref::act_forward(pre[i], act);
+        dx[i] = dy[i] * nf::ref::act_derivative(pre[i], act);
         db[i % size_t(n)] += dx[i];
       }
       DeviceF d_xy(x), d_b(b), d_pre(total), d_dy(dy), d_db(std::vector<float>(size_t(n), 0.5f));

@@ -23,20 +23,27 @@ NF_TEST(cuda_layernorm_parity) {
               beta = randn(size_t(c.D)), dout = randn(n), dadd = c.dadd ? randn(n) : Vec();
     // Reference.
     Vec out(n), sum(c.residual ? n : 0), mean(size_t(c.rows)), rstd(size_t(c.rows));
-    nf::ref::layernorm_forward<double>(out.data(), c.residual ? sum.data() : nullptr, mean.data(), rstd.data(),
-                                       x.data(), c.residual ? res.data() : nullptr, gamma.data(), beta.data(),
-                                       c.rows, c.D, 1e-5);
+    nf::ops::LayerNormForward<double> rf;
+    rf.rows = c.rows, rf.D = c.D;
+    rf.out = out.data(), rf.sum = c.residual ? sum.data() : nullptr, rf.mean = mean.data(), rf.rstd = rstd.data();
+    rf.x = x.data(), rf.residual = c.residual ? res.data() : nullptr, rf.gamma = gamma.data(), rf.beta = beta.data();
+    nf::ref::run(rf);
     const Vec& xin = c.residual ? sum : x;
     Vec dx(n), dgamma(size_t(c.D), 0.5), dbeta(size_t(c.D), -0.25);
-    nf::ref::layernorm_backward<double>(dx.data(), dgamma.data(), dbeta.data(), dout.data(),
-                                        c.dadd ? dadd.data() : nullptr, xin.data(), mean.data(), rstd.data(),
-                                        gamma.data(), c.rows, c.D);
+    nf::ops::LayerNormBackward<double> rb;
+    rb.rows = c.rows, rb.D = c.D;
+    rb.dx = dx.data(), rb.dgamma = dgamma.data(), rb.dbeta = dbeta.data(), rb.dout = dout.data();
+    rb.dadd = c.dadd ? dadd.data() : nullptr, rb.x = xin.data(), rb.mean = mean.data(), rb.rstd = rstd.data();
+    rb.gamma = gamma.data();
+    nf::ref::run(rb);
     // CUDA.
     DeviceF d_x(x), d_res(res), d_gamma(gamma), d_beta(beta), d_out(n), d_sum(sum.size()), d_mean(size_t(c.rows)),
         d_rstd(size_t(c.rows));
-    const nf::cuda::LayerNormDims d{c.rows, c.D, 1e-5f};
-    NF_ASSERT_OK(nf::cuda::layernorm_forward(d_out, c.residual ? d_sum.get() : nullptr, d_mean, d_rstd, d_x,
-                                             c.residual ? d_res.get() : nullptr, d_gamma, d_beta, d));
+    nf::ops::LayerNormForward<float> f;
+    f.rows = c.rows, f.D = c.D;
+    f.out = d_out, f.sum = c.residual ? d_sum.get() : nullptr, f.mean = d_mean, f.rstd = d_rstd;
+    f.x = d_x, f.residual = c.residual ? d_res.get() : nullptr, f.gamma = d_gamma, f.beta = d_beta;
+    NF_ASSERT_OK(nf::cuda::run(f));
     check_close("layernorm out", name, d_out.download(), out, kFwdTol);
     check_close("layernorm mean", name, d_mean.download(), mean, kFwdTol);
     check_close("layernorm rstd", name, d_rstd.download(), rstd, kFwdTol);
@@ -45,8 +52,11 @@ NF_TEST(cuda_layernorm_parity) {
         d_dbeta(std::vector<float>(size_t(c.D), -0.25f));
     // dx aliases dadd when there is one (allowed).
     float* dx_ptr = c.dadd ? d_dadd.get() : d_dx.get();
-    NF_ASSERT_OK(nf::cuda::layernorm_backward(dx_ptr, d_dgamma, d_dbeta, d_dout, c.dadd ? d_dadd.get() : nullptr,
-                                              c.residual ? d_sum.get() : d_x.get(), d_mean, d_rstd, d_gamma, d));
+    nf::ops::LayerNormBackward<float> b;
+    b.rows = c.rows, b.D = c.D;
+    b.dx = dx_ptr, b.dgamma = d_dgamma, b.dbeta = d_dbeta, b.dout = d_dout, b.dadd = c.dadd ? d_dadd.get() : nullptr;
+    b.x = c.residual ? d_sum.get() : d_x.get(), b.mean = d_mean, b.rstd = d_rstd, b.gamma = d_gamma;
+    NF_ASSERT_OK(nf::cuda::run(b));
     check_close("layernorm dx", name, (c.dadd ? d_dadd : d_dx).download(), dx, kBwdTol);
     check_close("layernorm dgamma", name, d_dgamma.download(), dgamma, kBwdTol);
     check_close("layernorm dbeta", name, d_dbeta.download(), dbeta, kBwdTol);
@@ -54,17 +64,16 @@ NF_TEST(cuda_layernorm_parity) {
 }
 
 NF_TEST(cuda_layernorm_bad_dims) {
-  nf::cuda::LayerNormDims d{4, 0, 1e-5f};
-  nf::Status st = nf::cuda::layernorm_forward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                              nullptr, d);
+  nf::ops::LayerNormForward<float> f;
+  f.rows = 4, f.D = 0;
+  nf::Status st = nf::cuda::run(f);
   NF_EXPECT(!st.ok() && st.op == "layernorm_forward" && st.message.find("D") != std::string::npos, st.message);
-  d = {4, 8, 0.0f};
-  st = nf::cuda::layernorm_backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                    nullptr, d);
+  nf::ops::LayerNormBackward<float> b;
+  b.rows = 4, b.D = 8, b.eps = 0.0;
+  st = nf::cuda::run(b);
   NF_EXPECT(!st.ok() && st.message.find("eps") != std::string::npos, st.message);
-  d = {4, 100000, 1e-5f};
-  st = nf::cuda::layernorm_backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                    nullptr, d);
+  b.D = 100000, b.eps = 1e-5;
+  st = nf::cuda::run(b);
   NF_EXPECT(!st.ok() && st.message.find("too large") != std::string::npos, st.message);
 }
 

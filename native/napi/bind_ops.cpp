@@ -1,0 +1,96 @@
+// The CPU addon's ops, all of them, from the op table (native/ops/ops.h): for each op, a function
+// `name(options)` (and `nameAsync`, see register_op) that reads the options object through the
+// op's schema (native/napi/op_reader.h) and runs
+//   - the ISA-dispatched kernel cpu::run(const Op<float>&) when the float tensors are Float32Array,
+//   - the float64 reference twin ref::run(const Op<double>&) when they are Float64Array (most of
+//     the float tensors every call gives decide, see is_f64_call); ops without a twin take
+//     Float32Array only.
+// Also exports opSchema(): the JSON of every op's fields (native/ops/recorder.h) with, per op,
+// whether it has a reference twin: what scripts/gen_native_types.js turns into the TypeScript
+// interface, and what lib/device.ts's supports(op, 'cpu') reads.
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../cpu/ops.h"
+#include "../cpu/ref/ops.h"
+#include "../ops/recorder.h"
+#include "op_reader.h"
+#include "op_table.h"
+#include "registry.h"
+
+namespace nf::napi {
+namespace {
+
+// Whether the reference backend has a twin for params type P.
+template <class P, class = void>
+struct has_ref : std::false_type {};
+template <class P>
+struct has_ref<P, std::void_t<decltype(ref::run(std::declval<const P&>()))>> : std::true_type {};
+
+// A kernel's result as a Status (the reference twins return nothing).
+template <class F>
+Status status_of(F&& run) {
+  if constexpr (std::is_void_v<decltype(run())>) {
+    run();
+    return Status::Ok();
+  } else {
+    return run();
+  }
+}
+
+// The float tensors every call of Op must give: most of them decide the call's precision.
+template <template <class> class Op>
+std::vector<std::string> precision_fields() {
+  ops::Recorder probe;
+  Op<float> p;
+  Op<float>::fields(probe, p);
+  return probe.required_real();
+}
+
+// Whether a call is float64: most of its required float tensors are Float64Array (so in a call
+// that mixes the two, the odd ones out are the fields its error names).
+bool is_f64_call(Args& a, const std::vector<std::string>& fields) {
+  int f64 = 0;
+  for (const std::string& f : fields) f64 += a.is_f64(f.c_str()) ? 1 : -1;
+  return f64 > 0;
+}
+
+template <class T, template <class> class Op>
+Job read(Args& a) {
+  Op<T> p;
+  OpReader<T, HostSource> r(a, HostSource{a});
+  Op<T>::fields(r, p);
+  return [p]() -> Status {
+    if constexpr (std::is_same_v<T, double>) return status_of([&] { return ref::run(p); });
+    else return status_of([&] { return cpu::run(p); });
+  };
+}
+
+template <template <class> class Op>
+Job parse(Args& a) {
+  if constexpr (has_ref<Op<double>>::value) {
+    static const std::vector<std::string> fields = precision_fields<Op>();
+    if (is_f64_call(a, fields)) return read<double, Op>(a);
+  }
+  return read<float, Op>(a);
+}
+
+// Registers op Op; its schema entry also says whether it has a reference twin.
+struct Register {
+  Napi::Env env;
+  Napi::Object exports;
+  template <template <class> class Op>
+  std::optional<std::string> operator()() {
+    register_op(env, exports, Op<float>::name, parse<Op>);
+    return std::string(", \"reference\": ") + (has_ref<Op<double>>::value ? "true" : "false");
+  }
+};
+
+}  // namespace
+
+NF_REGISTER_OPS(ops) { register_op_table(env, exports, Register{env, exports}); }
+
+}  // namespace nf::napi

@@ -1,0 +1,120 @@
+// The feed-forward network (the Transformer MLP, torch_reference.py FeedForward):
+//   y = fc2(dropout(act(fc1(x)))) = dropout(act(x W1ᵀ + b1)) W2ᵀ + b2.
+//   Backward: da = dy W2, dW2 += dyᵀ a, db2 += Σ dy; dh = da ∘ mask/(1−p) ∘ act'(h);
+//   dx = dh W1 (overwritten), dW1 += dhᵀ x, db1 += Σ dh. The mask is regenerated from (seed, offset).
+// Layout: x, y, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
+// Dimension key: rows = B*T (every row transformed independently), D = model width, F = hidden width.
+#pragma once
+#include <cstdint>
+
+#include "../core/status.h"
+#include "activation.h"
+#include "schema.h"
+
+namespace nf::ops {
+
+struct FeedForwardDims {
+  int64_t rows = 0;
+  int64_t D = 0;
+  int64_t F = 0;
+  Act activation = Act::gelu;
+  float dropout = 0.0f;           // probability of zeroing a hidden value, in [0, 1]
+  uint64_t seed = 0, offset = 0;  // the Philox stream of the dropout mask (element index row*F + f)
+};
+
+// A plausibility bound on the widths D and F (rejected naming the dim); the array lengths go
+// through the reader's count, which rules out overflow whatever the dims.
+constexpr int64_t kMaxWidth = int64_t(1) << 20;
+
+inline Status feedforward_check(const char* op, const FeedForwardDims& d) {
+  NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
+  NF_CHECK(d.D >= 1 && d.F >= 1, op, "D and F must be at least 1");
+  NF_CHECK(d.activation != Act::none, op, "the activation must not be 'none'");
+  NF_CHECK(d.dropout >= 0.0f && d.dropout <= 1.0f, op, "dropout must lie in [0, 1]");
+  return Status::Ok();
+}
+
+// The dims, activation and dropout both ops read.
+template <class R>
+void feedforward_dims(R& r, FeedForwardDims& d) {
+  r.dim(d.rows, "rows", 0);
+  r.dim(d.D, "D", 1, kMaxWidth);
+  r.dim(d.F, "F", 1, kMaxWidth);
+  r.choice(d.activation, "activation", kFeedForwardActivations, Act::gelu);
+  r.number(d.dropout, "dropout", 0.0, 0.0, 1.0);
+  r.integer(d.seed, "seed", 0, 0, kMaxSafeInteger);
+  r.integer(d.offset, "offset", 0, 0, kMaxSafeInteger);
+}
+
+template <class T>
+struct FeedForwardForward {
+  static constexpr const char* name = "feedforwardForward";
+  static constexpr const char* summary =
+      "y [rows, D] = dropout(act(x W1ᵀ + b1)) W2ᵀ + b2, with x [rows, D], W1 [F, D], b1 [F], W2 [D, F], b2 [D]. "
+      "Saves h [rows, F] = x W1ᵀ + b1 (optional: omit when no backward follows) and a [rows, F] = "
+      "dropout(act(h)), the fc2 input. Dropout (probability `dropout`, default 0) on the hidden activation keeps "
+      "element row*F + f by the Philox stream (seed, offset), scaling kept values by 1/(1 − dropout); backward "
+      "must get the same values.";
+  FeedForwardDims d;
+  T* y = nullptr;
+  T* h = nullptr;
+  T* a = nullptr;
+  const T* x = nullptr;
+  const T* W1 = nullptr;
+  const T* b1 = nullptr;
+  const T* W2 = nullptr;
+  const T* b2 = nullptr;
+
+  template <class R>
+  static void fields(R& r, FeedForwardForward& p) {
+    feedforward_dims(r, p.d);
+    const FeedForwardDims& d = p.d;
+    r.out(p.y, "y", NF_SHAPE(d.rows, d.D));
+    r.saved(p.h, "h", NF_SHAPE(d.rows, d.F), optional, doc("the pre-activation x W1ᵀ + b1"));
+    r.saved(p.a, "a", NF_SHAPE(d.rows, d.F), doc("dropout(act(h)), the fc2 input"));
+    r.in(p.x, "x", NF_SHAPE(d.rows, d.D));
+    r.in(p.W1, "W1", NF_SHAPE(d.F, d.D));
+    r.in(p.b1, "b1", NF_SHAPE(d.F));
+    r.in(p.W2, "W2", NF_SHAPE(d.D, d.F));
+    r.in(p.b2, "b2", NF_SHAPE(d.D));
+  }
+};
+
+template <class T>
+struct FeedForwardBackward {
+  static constexpr const char* name = "feedforwardBackward";
+  static constexpr const char* summary =
+      "dx [rows, D] = dh W1 (overwritten) with dh = (dy W2 ∘ dropout mask) ∘ act'(h); dW1 += dhᵀ x; db1 += Σ dh; "
+      "dW2 += dyᵀ a; db2 += Σ dy. Same dims, activation, dropout, seed and offset as the forward.";
+  FeedForwardDims d;
+  T* dx = nullptr;
+  T* dW1 = nullptr;
+  T* db1 = nullptr;
+  T* dW2 = nullptr;
+  T* db2 = nullptr;
+  const T* dy = nullptr;
+  const T* x = nullptr;
+  const T* h = nullptr;
+  const T* a = nullptr;
+  const T* W1 = nullptr;
+  const T* W2 = nullptr;
+
+  template <class R>
+  static void fields(R& r, FeedForwardBackward& p) {
+    feedforward_dims(r, p.d);
+    const FeedForwardDims& d = p.d;
+    r.out(p.dx, "dx", NF_SHAPE(d.rows, d.D), grad_of("x"));
+    r.inout(p.dW1, "dW1", NF_SHAPE(d.F, d.D), grad_of("W1"));
+    r.inout(p.db1, "db1", NF_SHAPE(d.F), grad_of("b1"));
+    r.inout(p.dW2, "dW2", NF_SHAPE(d.D, d.F), grad_of("W2"));
+    r.inout(p.db2, "db2", NF_SHAPE(d.D), grad_of("b2"));
+    r.in(p.dy, "dy", NF_SHAPE(d.rows, d.D), grad_of("y"));
+    r.in(p.x, "x", NF_SHAPE(d.rows, d.D));
+    r.saved(p.h, "h", NF_SHAPE(d.rows, d.F));
+    r.saved(p.a, "a", NF_SHAPE(d.rows, d.F));
+    r.in(p.W1, "W1", NF_SHAPE(d.F, d.D));
+    r.in(p.W2, "W2", NF_SHAPE(d.D, d.F));
+  }
+};
+
+}  // namespace nf::ops

@@ -1,0 +1,38 @@
+// The op table: every op of the addons, as its params struct (native/ops/<family>.h). The CPU
+// binding registers each one (native/napi/bind_ops.cpp), the CUDA binding those with a CUDA
+// kernel (native/cuda/napi/bind_ops.cpp), the recorder writes their schema, and the parity suite
+// walks it. Adding an op: its params struct in its family's header, one entry here, its kernels
+// (`run` overloads in each backend that has it) and its tests.
+#pragma once
+
+#include "attention.h"
+#include "elementwise.h"
+#include "embedding.h"
+#include "feedforward.h"
+#include "finite.h"
+#include "layernorm.h"
+#include "linear.h"
+#include "loss.h"
+#include "optim.h"
+#include "patch_embed.h"
+#include "peak.h"
+
+namespace nf::ops {
+
+template <template <class> class... Ops>
+struct OpList {
+  // Calls f.template operator()<Op>() for every op, in order.
+  template <class F>
+  static void each(F&& f) {
+    (f.template operator()<Ops>(), ...);
+  }
+};
+
+using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, LinearForward, LinearBackward,
+                      FeedForwardForward, FeedForwardBackward, AttentionForward, AttentionBackward,
+                      AttentionDecode, PatchEmbedForward, PatchEmbedBackward, EmbeddingForward, EmbeddingBackward,
+                      SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward, Add,
+                      Accumulate, DropoutForward, DropoutBackward, CopyRows, CrossEntropy, Mse, AdamWStep, SgdStep,
+                      SumSquares, Scale, ClipGradNorm, FirstNonFinite, FmaPeak>;
+
+}  // namespace nf::ops
