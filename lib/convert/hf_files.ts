@@ -75,7 +75,8 @@ export function hfActivation(name: unknown): Activation {
     case 'gelu': return 'gelu';
     case 'gelu_new': case 'gelu_pytorch_tanh': case 'gelu_fast': return 'gelu_tanh';
     case 'relu': return 'relu';
-    default: return invalidArg('config.hidden_act', "'gelu', 'gelu_new', 'gelu_pytorch_tanh' or 'relu'", name);
+    case 'silu': case 'swish': return 'silu';
+    default: return invalidArg('config.hidden_act', "'gelu', 'gelu_new', 'gelu_pytorch_tanh', 'relu' or 'silu'", name);
   }
 }
 

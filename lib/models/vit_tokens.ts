@@ -47,7 +47,7 @@ export function* startTokens(layout: TokenLayout, patches: Tensor<'float32'>, cl
   }
   if (!cls) return patches;
   const T = N + 1, h = Tensor.empty([B, T, D], 'float32', patches.device);
-  yield* op('copyRows', { rows: B, cols: D, dst: h.storage, dstStride: T * D, src: cls.storage, srcStride: 0 });
+  for (let b = 0; b < B; b++) yield* op('copyRows', { rows: 1, cols: D, dst: h.storage, dstStride: D, dstOffset: b * T * D, src: cls.storage, srcStride: D });
   yield* op('copyRows', { rows: B, cols: N * D, dst: h.storage, dstStride: T * D, dstOffset: D, src: patches.storage, srcStride: N * D });
   patches.dispose();
   return h;
