@@ -255,14 +255,19 @@ def checkpoint_names(model, folder):
     return out
 
 
-def hf_vit_case(name, cls, kwargs, batch, grad_params, gen):
-    config = ViTConfig(hidden_act='gelu', layer_norm_eps=1e-12, **kwargs)
+def hf_saved(name, cls, config, gen):
+    """A random transformers model (eager attention, exact in float64) saved with save_pretrained into
+    fixture folder `name`: (model, folder, in-memory name → checkpoint name)."""
     config._attn_implementation = 'eager'
     model = cls(config)
     randomize(model, gen)
     folder = fresh_dir(name)
     model.save_pretrained(folder)
-    names = checkpoint_names(model, folder)
+    return model, folder, checkpoint_names(model, folder)
+
+
+def hf_vit_case(name, cls, kwargs, batch, grad_params, gen):
+    model, folder, names = hf_saved(name, cls, ViTConfig(hidden_act='gelu', layer_norm_eps=1e-12, **kwargs), gen)
     S = kwargs['image_size']
     images = torch.randn(batch, kwargs['num_channels'], S, S, generator=gen)
     if cls is ViTModel:
@@ -287,18 +292,12 @@ def hf_vit_case(name, cls, kwargs, batch, grad_params, gen):
 
 
 def hf_bert_case(name, kwargs, batch, lengths, gen):
-    config = BertConfig(hidden_act='gelu', layer_norm_eps=1e-12, **kwargs)
-    config._attn_implementation = 'eager'
-    model = BertModel(config)
-    randomize(model, gen)
-    folder = fresh_dir(name)
-    model.save_pretrained(folder)
+    model, folder, names = hf_saved(name, BertModel, BertConfig(hidden_act='gelu', layer_norm_eps=1e-12, **kwargs), gen)
     T = max(lengths)
     ids = torch.randint(0, kwargs['vocab_size'], (batch, T), generator=gen, dtype=torch.int64)
     types_ = torch.randint(0, kwargs['type_vocab_size'], (batch, T), generator=gen, dtype=torch.int64)
     mask = torch.tensor([[1 if t < n else 0 for t in range(T)] for n in lengths], dtype=torch.int64)
     ids = ids * mask  # padding ids 0, as a tokenizer's pad
-    names = checkpoint_names(model, folder)
     m = model.double().eval()
     out = m(input_ids=ids, token_type_ids=types_, attention_mask=mask)
     D = kwargs['hidden_size']

@@ -105,6 +105,8 @@ export class MultiHeadAttention extends Module {
   readonly proj: Linear;
   private readonly dropRng: Random;
   private saved: Saved | null = null;
+  /** The ops of attention_width.ts's helpers (run with headDim wider than dModel / numHeads), which Module.to cannot read in the methods. */
+  static readonly nativeOps: readonly string[] = ['copyRows', 'accumulate'];
   /** The zero-padded copies of a forward at width I > D (null at width D). */
   private padded: PaddedAttention | null = null;
 

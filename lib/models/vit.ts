@@ -151,6 +151,8 @@ export class ViTEncoder extends Module {
   private batch = 0;
   /** The keys of this class's config (a subclass adds its own). */
   protected static readonly configKeys: OptionKeys<ViTConfig> = new OptionKeys<ViTConfig>('ViTEncoder config', VIT_KEYS);
+  /** The ops of the token start (lib/models/vit_tokens.ts's helpers, which Module.to cannot read in the methods). */
+  static readonly nativeOps: readonly string[] = ['clsPosForward', 'clsPosBackward', 'embeddingForward', 'embeddingBackward', 'copyRows'];
 
   /** The pooling settings of `config` (none: the encoder returns every token). */
   protected static headSettings(_config: ViTClassifierConfig, _classToken: boolean): HeadSettings | null {
@@ -237,9 +239,16 @@ export class ViTEncoder extends Module {
 }
 registerModelClass(ViTEncoder);
 
-/** n ones (a cpu tensor owned by `scope`): the average pool's GEMM operand. */
-function ones(n: number, scope: Scope): Float32Array {
-  return scope.add(Tensor.from(new Float32Array(n).fill(1), [n])).storage;
+/**
+ * The average pool's weights over the T tokens, owned by `scope`: 0 for the leading T − N (class
+ * token; an exact zero in the sum), 1 for the N patches (the GEMM's alpha is 1/N).
+ */
+function poolWeights(T: number, N: number, device: Device, scope: Scope): Float32Array {
+  const host = Tensor.from(new Float32Array(T).fill(1, T - N), [T]);
+  if (device === 'cpu') return scope.add(host).storage;
+  const t = scope.add(host.to(device));
+  host.dispose();
+  return t.storage;
 }
 
 /** ViTClassifier's pooling of the tokens: the class token, or the mean of the patch tokens (timm's global_pool). */
@@ -258,7 +267,7 @@ export interface ViTClassifierConfig extends ViTConfig {
 /**
  * ViT classifier: logits = head(fc_norm(pool(encoder(images)))), pool = the class token or the
  * mean of the patch tokens; parameters as ViTEncoder plus fc_norm.* (with fcNorm) and head.*
- * [classes, D]. The average pool runs as a GEMM: on the CPU (the CUDA addon has no GEMM op yet).
+ * [classes, D].
  */
 export class ViTClassifier extends ViTEncoder {
   declare readonly config: ViTEncoder['config'] & HeadSettings & { numClasses: number };
@@ -298,10 +307,10 @@ export class ViTClassifier extends ViTEncoder {
     if (this.config.globalPool === 'token') {
       yield* op('copyRows', { rows: B, cols: D, dst: pooled.storage, dstStride: D, src: tokens.storage, srcStride: T * D });
     } else {
-      // pooled[b] = (1/N) Σ_n tokens[b, prefix + n]: per image, ones [1, N] times the patch rows [N, D].
+      // pooled[b] = (1/N) Σ_n tokens[b, prefix + n]: per image, the weights [1, T] times the tokens [T, D].
       const N = this.patch_embed.numPatches;
-      yield* op('gemm', { M: 1, N: D, K: N, batch: B, lda: N, strideA: 0, ldb: D, strideB: T * D, ldc: D, strideC: D, alpha: 1 / N,
-        A: ones(N, keep), B: tokens.storage.subarray((T - N) * D), C: pooled.storage });
+      yield* op('gemm', { M: 1, N: D, K: T, batch: B, lda: T, strideA: 0, ldb: D, strideB: T * D, ldc: D, strideC: D, alpha: 1 / N,
+        A: poolWeights(T, N, tokens.device, keep), B: tokens.storage, C: pooled.storage });
     }
     tokens.dispose();
     if (this.fc_norm) pooled = keep.add(yield* this.fc_norm.forwardOps(pooled));
@@ -318,9 +327,9 @@ export class ViTClassifier extends ViTEncoder {
     if (this.config.globalPool === 'token') {
       yield* op('copyRows', { rows: B, cols: D, dst: dtokens.storage, dstStride: T * D, src: dp.storage, srcStride: D });
     } else {
-      // dtokens[b, prefix + n] = dp[b] / N: per image, ones [N, 1] times dp[b] [1, D].
-      yield* op('gemm', { M: N, N: D, K: 1, batch: B, lda: 1, strideA: 0, ldb: D, strideB: D, ldc: D, strideC: T * D, alpha: 1 / N,
-        A: ones(N, tmp), B: dp.storage, C: dtokens.storage.subarray((T - N) * D) });
+      // dtokens[b, prefix + n] = dp[b] / N: per image, the weights [T, 1] times dp[b] [1, D].
+      yield* op('gemm', { M: T, N: D, K: 1, batch: B, lda: 1, strideA: 0, ldb: D, strideB: D, ldc: D, strideC: T * D, alpha: 1 / N,
+        A: poolWeights(T, N, dp.device, tmp), B: dp.storage, C: dtokens.storage });
     }
     const dimages = yield* super.backwardProgram(dtokens);
     tmp.close();
