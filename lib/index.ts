@@ -66,9 +66,11 @@ export { fromTimm, loadTimm, timmViTConfig } from './convert/timm';
 export type { FromTimmOptions, TimmViTArgs } from './convert/timm';
 export { resamplePosEmbed } from './convert/resample';
 export type { ResamplePosEmbedOptions } from './convert/resample';
-export { hfViTConfig, loadHfViTClassifier, loadHfViTModel } from './convert/hf_vit';
+export { HF_VIT_RULES, hfViTConfig, loadHfViTClassifier, loadHfViTModel } from './convert/hf_vit';
 export type { HfViTModel } from './convert/hf_vit';
-export { hfBertConfig, loadHfBert } from './convert/hf_bert';
+export { HF_BERT_RULES, hfBertConfig, loadHfBert } from './convert/hf_bert';
+export { renameKeys } from './convert/hf_files';
+export type { RenameRule } from './convert/hf_files';
 
 export * as distributed from './distributed';
 export type { InitOptions, ReduceOp } from './distributed';
