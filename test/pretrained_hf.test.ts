@@ -94,7 +94,7 @@ describe('Hugging Face BertModel', () => {
       const io = readIo(`${name}/io.safetensors`);
       const ids = io.input('inputIds'), types = io.input('tokenTypeIds'), mask = io.input('attentionMask');
       const dh = io.input('dLastHiddenState'), dp = io.input('dPoolerOutput');
-      expect(model.config.dropout).toBe(0.1); // transformers' default, off in eval mode as there
+      expect([model.config.dropout, model.config.attnDropout]).toEqual([0.1, 0.1]); // transformers' defaults, off in eval mode as there
       model.eval({ keepActivations: true });
       const out = model.forward(ids, { tokenTypeIds: types, attentionMask: mask });
       model.backward(dh, dp);

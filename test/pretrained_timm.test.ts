@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { fromTimm, loadTimm, timmViTConfig } from '../lib/convert/timm';
 import { resamplePosEmbed } from '../lib/convert/resample';
+import { ViTClassifier } from '../lib/models/vit';
 import { loadSafetensors } from '../lib/safetensors';
 import { Tensor } from '../lib/tensor';
 import { maxErr, PRETRAINED, readIo } from './support/pretrained';
@@ -58,11 +59,21 @@ describe('timm VisionTransformer', () => {
       projBias: false, mlpBias: false, initValues: 1e-5, patchSize: 16 });
   });
 
+  it("puts dropout where timm does: attention weights, branches, MLP hidden, embeddings, drop path rising over the blocks", () => {
+    const c = timmViTConfig({ attn_drop_rate: 0.1, proj_drop_rate: 0.2, pos_drop_rate: 0.3, drop_path_rate: 0.25, depth: 3, embed_dim: 8,
+      num_heads: 2, img_size: 8, patch_size: 4 });
+    expect(c).toMatchObject({ attnDropout: 0.1, projDropout: 0.2, hiddenDropout: 0.2, embedDropout: 0.3, dropPath: 0.25 });
+    const model = new ViTClassifier(c);
+    expect(model.blocks.map((b) => b.config.dropPath)).toEqual([0, Math.fround(0.125), 0.25]);
+    expect(model.blocks[1].attn.config.dropout).toBe(0.1);
+    expect(model.blocks[1].mlp.config.dropout).toBe(0.2);
+    model.dispose();
+  });
+
   it('rejects variants it cannot build and unknown arguments, naming them', () => {
     expect(() => timmViTConfig({ qk_norm: true as false })).toThrow(/timmConfig\.qk_norm/);
-    expect(() => timmViTConfig({ drop_path_rate: 0.1 as 0 })).toThrow(/timmConfig\.drop_path_rate/);
+    expect(() => timmViTConfig({ drop_rate: 0.1 as 0 })).toThrow(/timmConfig\.drop_rate/);
     expect(() => timmViTConfig({ embed_dims: 8 } as never)).toThrow(/did you mean 'embed_dim'/);
-    expect(() => timmViTConfig({ drop_rate: 0.1, attn_drop_rate: 0 })).toThrow(/one dropout rate/);
   });
 
   it('refuses a state dict with a missing or extra parameter (strict)', () => {

@@ -7,7 +7,7 @@
 import { invalidArg } from '../errors';
 import { BertModel, type BertConfig } from '../models/bert';
 import {
-  checkArchitecture, disposeRecords, hfActivation, hfDropout, hfInt, joinQkv, readHfFolder, renameKeys, type RenameRule,
+  checkArchitecture, disposeRecords, hfActivation, hfDropouts, hfInt, joinQkv, readHfFolder, renameKeys, type RenameRule,
 } from './hf_files';
 import { loadStrict } from './strict';
 
@@ -41,7 +41,7 @@ export function hfBertConfig(config: Record<string, unknown>, pooler = true): Be
     numHeads: hfInt(config, 'num_attention_heads', 12), dFF: hfInt(config, 'intermediate_size', 3072),
     depth: hfInt(config, 'num_hidden_layers', 12), maxPositions: hfInt(config, 'max_position_embeddings', 512),
     typeVocabSize: hfInt(config, 'type_vocab_size', 2), padIdx: config.pad_token_id === null ? null : hfInt(config, 'pad_token_id', 0), eps: (config.layer_norm_eps ?? 1e-12) as number,
-    activation: hfActivation(config.hidden_act ?? 'gelu'), dropout: hfDropout(config), pooler,
+    activation: hfActivation(config.hidden_act ?? 'gelu'), dropout: hfDropouts(config).hidden, attnDropout: hfDropouts(config).attention, pooler,
   };
 }
 

@@ -80,11 +80,9 @@ export function hfActivation(name: unknown): Activation {
   }
 }
 
-/** The one dropout rate of hidden_dropout_prob and attention_probs_dropout_prob (the blocks have one rate for every site). */
-export function hfDropout(config: Record<string, unknown>): number {
-  const hidden = (config.hidden_dropout_prob ?? 0) as number, attention = (config.attention_probs_dropout_prob ?? 0) as number;
-  if (hidden !== attention) invalidArg('config.attention_probs_dropout_prob', `hidden_dropout_prob (${hidden}): one dropout rate for every site`, attention);
-  return hidden;
+/** transformers' dropout rates: hidden_dropout_prob (the embeddings and each residual branch), attention_probs_dropout_prob. */
+export function hfDropouts(config: Record<string, unknown>): { hidden: number; attention: number } {
+  return { hidden: (config.hidden_dropout_prob ?? 0) as number, attention: (config.attention_probs_dropout_prob ?? 0) as number };
 }
 
 /** A numeric field of a transformers config. */

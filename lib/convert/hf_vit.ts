@@ -8,7 +8,7 @@ import { Pooler } from '../layers/pooler';
 import { ViTClassifier, ViTEncoder, type ViTClassifierConfig } from '../models/vit';
 import { Tensor } from '../tensor';
 import {
-  checkArchitecture, disposeRecords, hfActivation, hfDropout, hfInt, joinQkv, readHfFolder, renameKeys, type HfPretrained, type RenameRule,
+  checkArchitecture, disposeRecords, hfActivation, hfDropouts, hfInt, joinQkv, readHfFolder, renameKeys, type HfPretrained, type RenameRule,
 } from './hf_files';
 import { loadStrict } from './strict';
 
@@ -34,6 +34,12 @@ export const HF_VIT_RULES: readonly RenameRule[] = [
   [/^classifier\.(weight|bias)$/, 'head.$1'],
 ];
 
+/** Where transformers' ViT drops out: embeddings and branch outputs (hidden), attention weights; not the MLP's hidden layer. */
+function vitDropouts(config: Record<string, unknown>) {
+  const { hidden, attention } = hfDropouts(config);
+  return { embedDropout: hidden, projDropout: hidden, attnDropout: attention, hiddenDropout: 0 };
+}
+
 /** The ViTClassifier config of a transformers ViTConfig (config.json). */
 export function hfViTConfig(config: Record<string, unknown>): ViTClassifierConfig {
   const size = config.image_size ?? 224;
@@ -44,7 +50,7 @@ export function hfViTConfig(config: Record<string, unknown>): ViTClassifierConfi
     dModel: hfInt(config, 'hidden_size', 768), depth: hfInt(config, 'num_hidden_layers', 12),
     numHeads: hfInt(config, 'num_attention_heads', 12), dFF: hfInt(config, 'intermediate_size', 3072),
     eps: (config.layer_norm_eps ?? 1e-12) as number, activation: hfActivation(config.hidden_act ?? 'gelu'),
-    dropout: hfDropout(config), qkvBias: (config.qkv_bias ?? true) as boolean,
+    ...vitDropouts(config), qkvBias: (config.qkv_bias ?? true) as boolean,
     numClasses: labels ? Object.keys(labels).length : hfInt(config, 'num_labels', 2),
   };
 }

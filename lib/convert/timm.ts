@@ -41,12 +41,12 @@ export interface TimmViTArgs {
   fc_norm?: boolean | null;
   pool_include_prefix?: false;
   dynamic_img_size?: false;
-  drop_rate?: number;
+  drop_rate?: 0;
   pos_drop_rate?: number;
   patch_drop_rate?: 0;
   proj_drop_rate?: number;
   attn_drop_rate?: number;
-  drop_path_rate?: 0;
+  drop_path_rate?: number;
   weight_init?: string;
   fix_init?: boolean;
   act_layer?: Activation | null;
@@ -64,7 +64,7 @@ const TIMM_ARGS = new OptionKeys<TimmViTArgs>('timm VisionTransformer arguments'
 
 /** Arguments whose other values build a model this library does not have (the value it needs, as timm's default). */
 const FIXED: [keyof TimmViTArgs, unknown][] = [['qk_norm', false], ['pos_embed', 'learn'], ['reg_tokens', 0], ['pre_norm', false],
-  ['pool_include_prefix', false], ['dynamic_img_size', false], ['patch_drop_rate', 0], ['drop_path_rate', 0]];
+  ['pool_include_prefix', false], ['dynamic_img_size', false], ['patch_drop_rate', 0], ['drop_rate', 0]];
 
 export interface FromTimmOptions {
   /** Build the model for this image size instead of img_size, resampling pos_embed (timm's resample_abs_pos_embed). */
@@ -74,21 +74,14 @@ export interface FromTimmOptions {
 }
 const FROM_TIMM_OPTIONS = new OptionKeys<FromTimmOptions>('fromTimm options', { imgSize: true, antialias: true });
 
-/** The one dropout rate of timm's per-site rates (this library has one rate for every site yet). */
-function dropoutOf(a: TimmViTArgs): number {
-  const rates = [a.drop_rate, a.pos_drop_rate, a.proj_drop_rate, a.attn_drop_rate].map((r) => r ?? 0);
-  if (rates.some((r) => r !== rates[0]))
-    invalidArg('timmConfig', 'drop_rate, pos_drop_rate, proj_drop_rate and attn_drop_rate equal (one dropout rate for every site)', a);
-  return rates[0];
-}
-
 /**
  * The ViTClassifier config of timm's VisionTransformer(**args): timm's defaults (img_size 224,
  * patch 16, embed_dim 768, depth 12, 12 heads, mlp_ratio 4, qkv_bias true, LayerNorm eps 1e-6,
  * global_pool 'token', fc_norm when global_pool is 'avg') and its names mapped to this library's.
- * Accepts the args themselves or a timm config.json that holds them under `model_args`. Variants
- * the library cannot build (qk_norm, register tokens, pre_norm, drop path, ...) are an
- * ERR_NF_INVALID_ARG naming the argument.
+ * Accepts the args themselves or a timm config.json that holds them under `model_args`. Dropout
+ * goes where timm puts it (attn_drop_rate, proj_drop_rate, pos_drop_rate, drop_path_rate).
+ * Variants the library cannot build (qk_norm, register tokens, pre_norm, head dropout drop_rate,
+ * ...) are an ERR_NF_INVALID_ARG naming the argument.
  */
 export function timmViTConfig(timmConfig: TimmViTArgs | { model_args: TimmViTArgs }): ViTClassifierConfig {
   const raw = timmConfig !== null && typeof timmConfig === 'object' && 'model_args' in timmConfig ? timmConfig.model_args : timmConfig;
@@ -102,7 +95,8 @@ export function timmViTConfig(timmConfig: TimmViTArgs | { model_args: TimmViTArg
   const config: ViTClassifierConfig = {
     imgSize: a.img_size ?? 224, patchSize: a.patch_size ?? 16, inChannels: a.in_chans ?? 3, numClasses: a.num_classes ?? 1000,
     dModel, depth: a.depth ?? 12, numHeads: a.num_heads ?? 12, dFF: Math.floor(dModel * (a.mlp_ratio ?? 4)),
-    eps: 1e-6, activation, dropout: dropoutOf(a), qkvBias: a.qkv_bias ?? true, projBias: a.proj_bias ?? true,
+    eps: 1e-6, activation, attnDropout: a.attn_drop_rate ?? 0, projDropout: a.proj_drop_rate ?? 0, hiddenDropout: a.proj_drop_rate ?? 0,
+    embedDropout: a.pos_drop_rate ?? 0, dropPath: a.drop_path_rate ?? 0, qkvBias: a.qkv_bias ?? true, projBias: a.proj_bias ?? true,
     mlpBias: a.proj_bias ?? true, initValues: a.init_values ?? 0, classToken: a.class_token ?? true,
     noEmbedClass: a.no_embed_class ?? false, finalNorm: a.final_norm ?? true, globalPool: a.global_pool ?? 'token',
   };

@@ -42,8 +42,10 @@ export interface BertConfig {
   eps?: number;
   /** Feed-forward activation (hidden_act; default 'gelu', the erf form). */
   activation?: Activation;
-  /** Dropout on the embeddings and in the blocks (default 0). */
+  /** Dropout on the embeddings and on the blocks' residual branches, as BERT's (hidden_dropout_prob; default 0). */
   dropout?: number;
+  /** Dropout on the attention weights (attention_probs_dropout_prob; default `dropout`). BERT has none on the MLP hidden layer. */
+  attnDropout?: number;
   /** The pooler, tanh(dense(h[:, 0])) (default true; add_pooling_layer). */
   pooler?: boolean;
   seed?: number;
@@ -52,7 +54,7 @@ export interface BertConfig {
 }
 
 const BERT_CONFIG = new OptionKeys<BertConfig>('BertModel config', { vocabSize: true, dModel: true, numHeads: true, dFF: true, depth: true,
-  maxPositions: true, typeVocabSize: true, padIdx: true, eps: true, activation: true, dropout: true, pooler: true, seed: true, device: true });
+  maxPositions: true, typeVocabSize: true, padIdx: true, eps: true, activation: true, dropout: true, attnDropout: true, pooler: true, seed: true, device: true });
 
 /** Inputs of BertModel.forward besides the token ids; as transformers' BertModel(input_ids, token_type_ids=..., attention_mask=...). */
 export interface BertInputs {
@@ -100,6 +102,7 @@ export class BertModel extends Module {
       typeVocabSize: positiveInt('config.typeVocabSize', raw.typeVocabSize ?? 2), padIdx: padIdxOf(raw.padIdx ?? null, raw.vocabSize ?? 30522),
       eps: positive('config.eps', raw.eps ?? 1e-12),
       activation: oneOf('config.activation', raw.activation ?? 'gelu', ACTIVATIONS), dropout: probability('config.dropout', raw.dropout ?? 0),
+      attnDropout: probability('config.attnDropout', raw.attnDropout ?? raw.dropout ?? 0),
       pooler: bool('config.pooler', raw.pooler ?? true), seed: seedOf(raw.seed ?? 0),
     });
     const rng = new Random(c.seed), D = c.dModel;
@@ -109,7 +112,8 @@ export class BertModel extends Module {
     this.token_type_embeddings = table('token_type_embeddings', c.typeVocabSize);
     this.embed_norm = this.addModule('embed_norm', new LayerNorm({ dModel: D, eps: c.eps }));
     this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new EncoderBlock({ dModel: D, numHeads: c.numHeads,
-      dFF: c.dFF, normFirst: false, activation: c.activation, dropout: c.dropout, eps: c.eps, seed: rng.seed() })));
+      dFF: c.dFF, normFirst: false, activation: c.activation, projDropout: c.dropout, attnDropout: c.attnDropout, hiddenDropout: 0, eps: c.eps,
+      seed: rng.seed() })));
     this.pooler = c.pooler ? this.addModule('pooler', new Pooler({ dModel: D, seed: rng.seed() })) : null;
     this.drop = new DropoutSite(c.dropout, this.addRng('drop', new Random(rng.seed())));
   }

@@ -63,12 +63,22 @@ export interface ViTConfig extends ViTDecoderConfig {
   mlpBias?: boolean;
   /** LayerScale (ls1.gamma, ls2.gamma) with this initial value when > 0 (default 0: none; init_values). */
   initValues?: number;
+  /** Dropout on the attention weights (default `dropout`; attn_drop_rate). */
+  attnDropout?: number;
+  /** Dropout on the blocks' residual branches (default `dropout`; proj_drop_rate). */
+  projDropout?: number;
+  /** Dropout on the MLP hidden layer (default `dropout`; timm's Mlp takes proj_drop_rate). */
+  hiddenDropout?: number;
+  /** Dropout on the tokens after the position embedding (default `dropout`; pos_drop_rate). */
+  embedDropout?: number;
+  /** Stochastic depth of the last block, rising linearly from 0 at the first (default 0; drop_path_rate). */
+  dropPath?: number;
 }
 
 const DECODER_KEYS: KeySpec<ViTDecoderConfig> = { imgSize: true, patchSize: true, inChannels: true, dModel: true, numHeads: true, dFF: true,
   depth: true, dropout: true, eps: true, activation: true, seed: true, device: true };
 const VIT_KEYS: KeySpec<ViTConfig> = { ...DECODER_KEYS, classToken: true, noEmbedClass: true, finalNorm: true, headDim: true, qkvBias: true,
-  projBias: true, mlpBias: true, initValues: true };
+  projBias: true, mlpBias: true, initValues: true, attnDropout: true, projDropout: true, hiddenDropout: true, embedDropout: true, dropPath: true };
 
 /** Options of ViTEncoder.forward (and ViTClassifier.forward). */
 export interface ViTForwardOptions {
@@ -112,6 +122,11 @@ function vitConfig(c: ViTConfig) {
     projBias,
     mlpBias: bool('config.mlpBias', c.mlpBias ?? projBias),
     initValues: c.initValues === undefined || c.initValues === 0 ? 0 : positive('config.initValues', c.initValues),
+    attnDropout: probability('config.attnDropout', c.attnDropout ?? base.dropout),
+    projDropout: probability('config.projDropout', c.projDropout ?? base.dropout),
+    hiddenDropout: probability('config.hiddenDropout', c.hiddenDropout ?? base.dropout),
+    embedDropout: probability('config.embedDropout', c.embedDropout ?? base.dropout),
+    dropPath: probability('config.dropPath', c.dropPath ?? 0),
   };
 }
 
@@ -120,10 +135,15 @@ function imageSize(c: { imgSize: number | readonly [number, number] }): [number,
   return typeof c.imgSize === 'number' ? [c.imgSize, c.imgSize] : [c.imgSize[0], c.imgSize[1]];
 }
 
-/** The arguments of one block of a ViT encoder or decoder. */
-function blockArgs(c: ReturnType<typeof decoderConfig> & Partial<ReturnType<typeof vitConfig>>, seed: number) {
+/**
+ * The arguments of block i of a ViT encoder or decoder; drop path rises linearly over the blocks
+ * (timm's torch.linspace(0, drop_path_rate, depth), in float32 as there).
+ */
+function blockArgs(c: ReturnType<typeof decoderConfig> & Partial<ReturnType<typeof vitConfig>>, seed: number, i: number) {
+  const dropPath = c.dropPath && c.depth > 1 ? Math.fround((c.dropPath * i) / (c.depth - 1)) : 0;
   return { dModel: c.dModel, numHeads: c.numHeads, dFF: c.dFF, normFirst: true, activation: c.activation, dropout: c.dropout, eps: c.eps,
-    headDim: c.headDim, qkvBias: c.qkvBias, projBias: c.projBias, mlpBias: c.mlpBias, initValues: c.initValues, seed };
+    attnDropout: c.attnDropout, projDropout: c.projDropout, hiddenDropout: c.hiddenDropout, dropPath, headDim: c.headDim, qkvBias: c.qkvBias,
+    projBias: c.projBias, mlpBias: c.mlpBias, initValues: c.initValues, seed };
 }
 
 /** ViTClassifier's pooling (the encoder builds its final norm from it: before pooling, or as fc_norm after). */
@@ -174,9 +194,9 @@ export class ViTEncoder extends Module {
     this.cls_token = c.classToken ? this.addParameter('cls_token', [1, 1, c.dModel], clsValues) : null;
     const rows = c.noEmbedClass ? n : n + prefix;
     this.pos_embed = this.addParameter('pos_embed', [1, rows, c.dModel], rng.normalArray(rows * c.dModel, 0.02));
-    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new EncoderBlock(blockArgs(c, rng.seed()))));
+    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new EncoderBlock(blockArgs(c, rng.seed(), i))));
     this.norm = c.finalNorm && !head?.fcNorm ? this.addModule('norm', new LayerNorm({ dModel: c.dModel, eps: c.eps })) : null;
-    this.drop = new DropoutSite(c.dropout, this.addRng('drop', new Random(rng.seed())));
+    this.drop = new DropoutSite(c.embedDropout, this.addRng('drop', new Random(rng.seed())));
   }
 
   /** The image [height, width] the model takes (config.imgSize). */
@@ -432,7 +452,7 @@ export class ViTDecoder extends Module {
     const n = (this.numPatches = gh * gw);
     this.mask_token = this.addParameter('mask_token', [1, 1, c.dModel], new Float32Array(c.dModel));
     this.pos_embed = this.addParameter('pos_embed', [1, n, c.dModel], rng.normalArray(n * c.dModel, 0.02));
-    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new DecoderBlock(blockArgs(c, rng.seed()))));
+    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new DecoderBlock(blockArgs(c, rng.seed(), i))));
     this.norm = this.addModule('norm', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     const pixels = c.patchSize * c.patchSize * c.inChannels;
     this.pred = this.addModule('pred', new Linear({ inFeatures: c.dModel, outFeatures: pixels, seed: rng.seed() }));
