@@ -33,7 +33,7 @@ export interface ViTDecoderConfig {
   dFF?: number;
   /** Blocks (default 4). */
   depth?: number;
-  /** Dropout (default 0). */
+  /** Dropout (default 0): every site's; ViTEncoder's per-site rates default to it. */
   dropout?: number;
   /** LayerNorm eps (default 1e-5; timm's ViTs use 1e-6, Hugging Face's 1e-12: see fromTimm and loadHfViT). */
   eps?: number;
