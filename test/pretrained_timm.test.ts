@@ -11,6 +11,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fromTimm, loadTimm, timmViTConfig } from '../lib/convert/timm';
 import { resamplePosEmbed } from '../lib/convert/resample';
 import { ViTClassifier } from '../lib/models/vit';
+import { AdamW } from '../lib/optim';
+import { trainStep, trainStepAsync } from '../lib/train';
 import { loadSafetensors } from '../lib/safetensors';
 import { Tensor } from '../lib/tensor';
 import { maxErr, PRETRAINED, readIo } from './support/pretrained';
@@ -96,6 +98,32 @@ describe('timm VisionTransformer', () => {
     for (const t of [images, logits]) t.dispose();
     model.dispose();
   });
+});
+
+describe('the ViT variant options', () => {
+  for (const variant of [
+    { classToken: false, globalPool: 'avg' as const, initValues: 0.1, dropPath: 0.3, projBias: false },
+    { noEmbedClass: true, globalPool: 'avg' as const, headDim: 24, dropout: 0.1, fcNorm: false },
+  ])
+    it(`free their intermediates: steps do not grow tensor memory, dispose() frees it (${Object.keys(variant).join(', ')})`, async () => {
+      const external = () => process.memoryUsage().arrayBuffers;
+      const start = external();
+      const m = new ViTClassifier({ imgSize: [16, 12], patchSize: 4, inChannels: 1, numClasses: 4, dModel: 64, numHeads: 4, dFF: 128, depth: 2,
+        ...variant });
+      const opt = new AdamW(m.parameters());
+      const x = Tensor.zeros([16, 1, 16, 12]), y = Tensor.zeros([16], 'int32');
+      trainStep(m, opt, x, y);
+      const oneStep = external() - start;
+      for (let i = 0; i < 4; i++) trainStep(m, opt, x, y);
+      for (let i = 0; i < 4; i++) await trainStepAsync(m, opt, x, y);
+      const growth = external() - start - oneStep;
+      m.dispose();
+      opt.dispose();
+      expect(growth).toBeLessThan(512 * 1024);
+      expect(external() - start - (x.data.byteLength + y.data.byteLength)).toBeLessThan(512 * 1024);
+      x.dispose();
+      y.dispose();
+    });
 });
 
 describe('resamplePosEmbed', () => {
