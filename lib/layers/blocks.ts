@@ -107,8 +107,9 @@ const ENCODER_BLOCK_OPTIONS = new OptionKeys<EncoderBlockOptions>('EncoderBlock.
 
 /**
  * Transformer encoder block: norm1, attn, norm2, mlp (and with initValues, LayerScale ls1, ls2).
- * Pre-LN: x = x + drop(ls1(attn(norm1(x)))); x = x + drop(ls2(mlp(norm2(x)))).
- * Post-LN: x = norm1(x + drop(ls1(attn(x)))); x = norm2(x + drop(ls2(mlp(x)))).
+ * Pre-LN: x = x + path(drop(ls1(attn(norm1(x))))); x = x + path(drop(ls2(mlp(norm2(x))))).
+ * Post-LN: x = norm1(x + path(drop(ls1(attn(x))))); x = norm2(x + path(drop(ls2(mlp(x))))).
+ * drop: projDropout; path: drop path (dropPath), per sample.
  */
 export class EncoderBlock extends Module {
   readonly config: Settings<BlockConfig>;
