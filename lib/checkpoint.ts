@@ -28,8 +28,10 @@ export interface CheckpointState {
   schedule?: Schedule;
   /** Training steps done so far. */
   step: number;
+  /** JSON-serialisable data of the caller's, returned by resume (fit() keeps its epoch and history here). */
+  meta?: Record<string, unknown>;
 }
-const CHECKPOINT_STATE = new OptionKeys<CheckpointState>('saveCheckpoint state', { model: true, optimizer: true, schedule: true, step: true });
+const CHECKPOINT_STATE = new OptionKeys<CheckpointState>('saveCheckpoint state', { model: true, optimizer: true, schedule: true, step: true, meta: true });
 
 /** A random stream's state (Random.getState). */
 export type RandomState = ReturnType<Random['getState']>;
@@ -44,6 +46,8 @@ export interface Checkpoint {
   /** The model's dropout random streams by name (Module.namedRngs). */
   rng: Record<string, RandomState>;
   schedule: ScheduleConfig | null;
+  /** The caller's data saved with it (CheckpointState.meta), or null. */
+  meta: Record<string, unknown> | null;
 }
 
 /** What resume returns. */
@@ -52,6 +56,8 @@ export interface ResumeResult {
   step: number;
   /** The saved schedule, rebuilt (null when none was saved). */
   schedule: Schedule | null;
+  /** The caller's data saved with it (CheckpointState.meta), or null. */
+  meta: Record<string, unknown> | null;
 }
 
 function checkState(state: CheckpointState): void {
@@ -63,6 +69,8 @@ function checkState(state: CheckpointState): void {
     invalidArg('state.optimizer', 'an Optimizer (AdamW, SGD)', state.optimizer);
   if (state.schedule !== undefined && (typeof state.schedule !== 'function' || !state.schedule.config))
     invalidArg('state.schedule', 'a schedule made by cosineWithWarmup or inverseSqrtWarmup', state.schedule);
+  if (state.meta !== undefined && (state.meta === null || typeof state.meta !== 'object' || Array.isArray(state.meta)))
+    invalidArg('state.meta', 'an object of JSON-serialisable values', state.meta);
 }
 
 /** The checkpoint's bytes; a program so it runs between the model's queued calls. */
@@ -84,6 +92,7 @@ function* serializeOps(state: CheckpointState): Program<Uint8Array> {
     }
     metadata.rng = JSON.stringify(Object.fromEntries(state.model.namedRngs().map(([n, r]) => [n, r.getState()])));
     if (state.schedule) metadata.schedule = JSON.stringify(state.schedule.config);
+    if (state.meta) metadata.meta = JSON.stringify(state.meta);
     return serializeSafetensors(record, metadata);
   } finally {
     for (const t of copies) t.dispose();
@@ -142,7 +151,8 @@ export function parseCheckpoint(bytes: Uint8Array, source?: string): Checkpoint 
   }
   const modelEntries = Object.fromEntries(Object.entries(entries).filter(([k]) => k.startsWith('model.')).map(([k, e]) => [k.slice(6), e]));
   return { step, model: entriesToTensors(modelEntries), optimizer,
-    rng: json<Record<string, RandomState>>(metadata, 'rng') ?? {}, schedule: json<ScheduleConfig>(metadata, 'schedule') };
+    rng: json<Record<string, RandomState>>(metadata, 'rng') ?? {}, schedule: json<ScheduleConfig>(metadata, 'schedule'),
+    meta: json<Record<string, unknown>>(metadata, 'meta') };
 }
 
 /** Reads the checkpoint at `path` (see resume to apply it). */
@@ -201,7 +211,7 @@ function* applyOps(ck: Checkpoint, { model, optimizer }: ResumeTarget): Program<
       for (const [n, s] of before.rng) rngs.get(n)!.setState(s);
       throw e;
     }
-    return { step: ck.step, schedule: ck.schedule ? scheduleFromConfig(ck.schedule) : null };
+    return { step: ck.step, schedule: ck.schedule ? scheduleFromConfig(ck.schedule) : null, meta: ck.meta };
   } finally {
     for (const t of Object.values(ck.model)) t.dispose();
   }

@@ -13,10 +13,10 @@ import { cuda, type Device } from './device';
 import { NodeformerError } from './errors';
 import { ViTClassifier } from './models/vit';
 import { native, packageRoot } from './native';
-import { argmaxRows, checkDigitClassifier, evaluate, onDevice } from './cli/classify';
-import { digitBatch, readDigitPng } from './cli/images';
-import { DIGIT_SIZE, loadMnist } from './cli/mnist';
+import { checkDigitClassifier, evaluate, loadClassifier, predictImages } from './cli/classify';
+import { loadMnist } from './cli/mnist';
 import { TRAIN_DEFAULTS, trainDemo } from './cli/train';
+import { trainFolder } from './cli/train_folder';
 import { USAGE_EXIT, UsageError } from './cli/usage';
 
 const DEFAULT_MODEL = path.join(TRAIN_DEFAULTS.out, 'model.safetensors');
@@ -33,6 +33,12 @@ function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
 function positiveNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('Expected a positive number.');
+  return n;
+}
+
+function fraction(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !(n >= 0 && n < 1)) throw new InvalidArgumentError('Expected a number in [0, 1).');
   return n;
 }
 
@@ -56,16 +62,8 @@ function setupRuntime(o: { threads: number; device: Device }): void {
   native.setNumThreads(o.threads);
 }
 
-function loadClassifier(file: string): ViTClassifier {
-  if (!fs.existsSync(file))
-    throw new UsageError(`Cannot read the checkpoint ${file}: no such file (train one with \`nodeformer train\`, or pass --model)`);
-  let model: ViTClassifier;
-  try {
-    model = ViTClassifier.load(file);
-  } catch (e) {
-    if (e instanceof NodeformerError) throw new UsageError(`Cannot load the checkpoint ${file}: ${e.message}`);
-    throw e;
-  }
+function loadDigitClassifier(file: string): ViTClassifier {
+  const model = loadClassifier(file);
   checkDigitClassifier(model, file);
   return model;
 }
@@ -80,7 +78,7 @@ interface Io {
 function program(io: Io): Command {
   const out = io.out;
   const prog = new Command('nodeformer')
-    .description('Transformer engine for Node.js: train a ViT on MNIST digits, evaluate it, classify PNG digits.')
+    .description('Transformer engine for Node.js: train a ViT on MNIST digits or a folder of images, evaluate it, classify pictures.')
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
@@ -94,9 +92,19 @@ function program(io: Io): Command {
     .addOption(new Option('--train-size <n>', 'training digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.trainSize))
     .addOption(new Option('--test-size <n>', 'test digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.testSize))
     .addOption(new Option('--out <dir>', 'output folder').default(TRAIN_DEFAULTS.out))
-    .addOption(new Option('--distributed', 'data-parallel over the ranks of `mpirun -np N` (each rank reads its share; global batch = batch size × N)')))
+    .addOption(new Option('--logdir <dir>', 'TensorBoard log folder: loss, accuracy, learning rate, throughput and the attention grid per epoch'))
+    .addOption(new Option('--distributed', 'data-parallel over the ranks of `mpirun -np N` (each rank reads its share; global batch = batch size × N)'))
+    // Training on an image folder instead of MNIST (lib/cli/train_folder.ts, lib/cli/data_source.ts).
+    .addOption(new Option('--data <folder>', 'train on an image folder (<folder>/<class>/<image>, any format sharp reads) instead of MNIST'))
+    .addOption(new Option('--val-split <fraction>', 'with --data: fraction of the images kept for validation').argParser(fraction).default(0.1))
+    .addOption(new Option('--image-size <n>', 'with --data: side of the (square) images the model sees, a multiple of 8').argParser(integer(8, 1024)).default(64))
+    .addOption(new Option('--workers <n>', 'with --data: image decoding worker threads (default: the cores but one)').argParser(integer(1, 64))))
     .action(async (o) => {
       setupRuntime(o);
+      if (o.data !== undefined) {
+        await trainFolder({ ...o, log: out });
+        return;
+      }
       if (o.trainSize + o.testSize > 10000)
         throw new UsageError(`Expected --train-size + --test-size of at most 10000 (the digits of the mnist package) but received ${o.trainSize + o.testSize}`);
       await trainDemo({ ...o, distributed: Boolean(o.distributed), progress: Boolean(process.stderr.isTTY), log: out });
@@ -109,7 +117,7 @@ function program(io: Io): Command {
     .addOption(new Option('--batch-size <n>', 'images per forward').argParser(integer(1, 10000)).default(250)))
     .action((o) => {
       setupRuntime(o);
-      const model = loadClassifier(o.model).to(o.device);
+      const model = loadDigitClassifier(o.model).to(o.device);
       const { test } = loadMnist({ trainSize: 1, testSize: o.testSize });
       const t0 = performance.now();
       const r = evaluate(model, test, o.batchSize);
@@ -120,19 +128,13 @@ function program(io: Io): Command {
     });
 
   withRuntime(prog.command('predict')
-    .description('classify digit pictures (PNG, any size; dark-on-light is inverted to MNIST\'s light-on-dark)')
-    .argument('<png...>', 'PNG files')
+    .description('classify pictures (any format sharp reads): digits for the demo\'s model (dark-on-light is inverted to ' +
+      'MNIST\'s light-on-dark), or the classes of a model trained with --data')
+    .argument('<image...>', 'image files (PNG, JPEG, WebP, AVIF, GIF, TIFF)')
     .addOption(new Option('--model <file>', 'checkpoint written by train').default(DEFAULT_MODEL)))
-    .action((files: string[], o) => {
+    .action(async (files: string[], o) => {
       setupRuntime(o);
-      const model = loadClassifier(o.model).to(o.device);
-      const x = onDevice(digitBatch(files.map(readDigitPng), DIGIT_SIZE), o.device);
-      model.eval();
-      const logits = model.forward(x);
-      argmaxRows(logits.toArray(), model.numClasses).forEach((p, i) => out(`${files[i]}: ${p.label} (${(100 * p.probability).toFixed(1)}%)`));
-      x.dispose();
-      logits.dispose();
-      model.dispose();
+      for (const line of await predictImages(o.model, files, o.device)) out(line);
     });
 
   prog.command('bench')

@@ -295,8 +295,8 @@ export function requestedOps(objects: Iterable<object>, entries: readonly string
 
 /** The methods a training step runs on a module tree: what Module.to checks. */
 export const MODULE_ENTRIES: readonly string[] = ['forwardOps', 'backwardOps', 'forwardProgram', 'backwardProgram'];
-/** The method an optimizer step runs: what the optimizers' constructors check. */
-export const OPTIMIZER_ENTRIES: readonly string[] = ['stepOps'];
+/** The methods an optimizer's zeroGrad and step run: what the optimizers' constructors check. */
+export const OPTIMIZER_ENTRIES: readonly string[] = ['stepOps', 'zeroGradOps'];
 
 /**
  * The check Module.to and the optimizers' constructors run before anything moves or is allocated

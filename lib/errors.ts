@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'ERR_NF_NO_MPI' // distributed.init() without the MPI addon (nodeformer_mpi.node: Open MPI, `npm run build:mpi`)
   | 'ERR_NF_DISTRIBUTED' // a collective failed or timed out (a rank died or stopped), or ranks disagree (parameter signature)
   | 'ERR_NF_DEVICE' // tensors on different devices in one op, or host access to device memory
+  | 'ERR_NF_MISSING_PACKAGE' // an optional peer dependency (sharp, the command line's packages) is not installed; the message names the npm install
   | 'ERR_NF_OUT_OF_MEMORY';
 
 /** The error type of the library: a message naming the argument, and a stable `code`. */

@@ -78,3 +78,19 @@ export { DistributedSampler } from './sampler';
 export type { DistributedSamplerOptions } from './sampler';
 export { DistributedDataParallel } from './ddp';
 export type { DdpStats, DistributedDataParallelOptions } from './ddp';
+
+export { SummaryWriter } from './tensorboard';
+export type { AddHparamsOptions, HistogramValues, HparamValue, SummaryWriterOptions } from './tensorboard';
+export { fit } from './fit';
+export type { Batch, BatchSource, FitOptions } from './fit';
+export { earlyStopping, modelCheckpoint, progressBar, tensorBoard } from './callbacks';
+export type {
+  BatchLogs, Callback, EarlyStoppingOptions, EpochLogs, FitContext, ModelCheckpointOptions, MonitorKey, MonitorMode,
+  ProgressBarOptions, TensorBoardOptions,
+} from './callbacks';
+export { ImageFolder, IMAGE_EXTENSIONS } from './data/image_folder';
+export type { ImageFolderOptions, ImageSample } from './data/image_folder';
+export { DataLoader } from './data/loader';
+export type { DataLoaderOptions, ImageBatch } from './data/loader';
+export { IMAGENET_MEAN, IMAGENET_STD } from './data/transforms';
+export type { ImageTransform, TransformOptions } from './data/transforms';

@@ -2,6 +2,7 @@
  * Optimizers over a model's parameters (PyTorch's AdamW and SGD, same formulas and defaults),
  * updating each parameter from its `grad` in native code, and gradient-norm clipping.
  */
+import { OptimizerArenas } from './arena';
 import { checkDeviceOps, OPTIMIZER_ENTRIES } from './device';
 import { invalidArg, NodeformerError, objectArg } from './errors';
 import { checkFiniteArgs } from './finite';
@@ -31,13 +32,21 @@ export interface OptimizerState {
 const STATE_KEYS = new OptionKeys<OptimizerState>('optimizer state', { type: true, options: true, state: true });
 const STATE_ENTRY_KEYS = new OptionKeys<OptimizerState['state'][number]>('optimizer state entry', { step: true, buffers: true });
 
-/** The base of AdamW and SGD: per-parameter step counts and state buffers in native memory. */
+/**
+ * The base of AdamW and SGD: per-parameter step counts and state buffers. On the CPU the
+ * parameters, their gradients and each state buffer live in flat arenas (lib/arena.ts), so zeroGrad
+ * is one native `zero` op and a step one update op over all parameters; elsewhere (or after a
+ * parameter left its arena and has not come back to the CPU) each parameter is updated on its own.
+ * Every parameter gets a gradient (zero until a backward writes it), so a parameter no backward
+ * reaches is still updated from a zero gradient, as torch with zero_grad(set_to_none=False).
+ */
 export abstract class Optimizer<O extends object = object> {
   readonly params: Parameter[];
   /** Options in force; change `options.lr` to schedule the learning rate. */
   options: O;
   protected steps: number[];
   protected buffers: Tensor<'float32'>[][];
+  private arenas: OptimizerArenas | null;
   /** @internal The queue of this optimizer's asynchronous calls (trainStepAsync joins it). */
   readonly lane = new Lane();
 
@@ -47,17 +56,30 @@ export abstract class Optimizer<O extends object = object> {
     this.options = options;
     this.steps = this.params.map(() => 0);
     this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => Tensor.zeros([p.size], 'float32', p.device)));
+    this.arenas = OptimizerArenas.build(this.params, this.buffers);
+  }
+
+  /**
+   * The arenas, rebuilt (one copy of every parameter, gradient and state buffer) when a tensor has
+   * left its slice and all are on the CPU again; null while some parameter is on another device.
+   */
+  private flat(): OptimizerArenas | null {
+    if (this.arenas?.holds(this.params, this.buffers)) return this.arenas;
+    // (An old arena is freed when the last of its tensors is copied out of it below.)
+    return (this.arenas = OptimizerArenas.build(this.params, this.buffers));
   }
 
   /** Sets every parameter gradient to zero. */
   zeroGrad(): void {
     this.lane.checkIdle(`${this.constructor.name}.zeroGrad`);
-    this.clearGrads();
+    runSync(this.zeroGradOps());
   }
 
-  /** @internal zeroGrad without the idle check, for programs that own the optimizer's lane. */
-  clearGrads(): void {
-    for (const p of this.params) p.grad?.fillZero();
+  /** The program of zeroGrad: one native `zero` over the gradient arena (one per gradient off the CPU). */
+  *zeroGradOps(): Program<void> {
+    const flat = this.flat();
+    if (flat) yield* op('zero', { n: flat.size, x: flat.grads.arena.storage });
+    else for (const p of this.params) if (p.grad) yield* op('zero', { n: p.size, x: p.grad.storage });
   }
 
   /** One update of every parameter that has a gradient. */
@@ -81,6 +103,12 @@ export abstract class Optimizer<O extends object = object> {
       // Under checkFinite, every gradient is scanned before any parameter changes.
       checkFiniteArgs({ [`the gradient of optimizer parameter ${i}`]: this.params[i].grad });
     }
+    const flat = this.flat();
+    if (flat && this.steps.every((s) => s === this.steps[0])) {
+      this.steps.fill(this.steps[0] + 1);
+      yield* this.update(flat.size, flat.params.arena.storage, flat.grads.arena.storage, flat.state.map((s) => s.arena.storage), this.steps[0]);
+      return;
+    }
     for (let i = 0; i < this.params.length; i++) {
       const p = this.params[i];
       if (!p.grad) continue;
@@ -92,11 +120,12 @@ export abstract class Optimizer<O extends object = object> {
           return moved;
         });
       this.steps[i] += 1;
-      yield* this.update(p, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i]);
+      yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i]);
     }
   }
 
-  protected abstract update(p: Parameter, grad: Float32Array, buffers: Float32Array[], step: number): Program<void>;
+  /** The program updating `n` parameter values from their gradients and state buffers at `step`. */
+  protected abstract update(n: number, param: Float32Array, grad: Float32Array, buffers: Float32Array[], step: number): Program<void>;
 
   /** A copy of the options, step counts and buffers (for checkpoints). */
   stateDict(): OptimizerState {
@@ -134,7 +163,8 @@ export abstract class Optimizer<O extends object = object> {
    */
   dispose(): void {
     this.lane.checkIdle(`${this.constructor.name}.dispose`);
-    for (const bs of this.buffers) for (const b of bs) b.dispose();
+    for (const bs of this.buffers) for (const b of bs) b.dispose(); // (the state arenas go with their last slice)
+    this.arenas = null;
   }
 
   [Symbol.dispose](): void {
@@ -178,10 +208,10 @@ export class AdamW extends Optimizer<Required<AdamWOptions>> {
     return adamwOptions(options, prefix);
   }
 
-  protected *update(p: Parameter, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number): Program<void> {
+  protected *update(n: number, param: Float32Array, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number): Program<void> {
     const o = this.options;
-    yield* op('adamwStep', { n: p.size, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
-      param: p.storage, grad, expAvg, expAvgSq });
+    yield* op('adamwStep', { n, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
+      param, grad, expAvg, expAvgSq });
   }
 }
 
@@ -226,10 +256,10 @@ export class SGD extends Optimizer<Required<SGDOptions>> {
     return sgdOptions(options, prefix);
   }
 
-  protected *update(p: Parameter, grad: Float32Array, [momentumBuf]: Float32Array[], step: number): Program<void> {
+  protected *update(n: number, param: Float32Array, grad: Float32Array, [momentumBuf]: Float32Array[], step: number): Program<void> {
     const o = this.options;
-    yield* op('sgdStep', { n: p.size, step, lr: o.lr, momentum: o.momentum, dampening: o.dampening, weightDecay: o.weightDecay,
-      nesterov: o.nesterov, param: p.storage, grad, momentumBuf: o.momentum !== 0 ? momentumBuf : null });
+    yield* op('sgdStep', { n, step, lr: o.lr, momentum: o.momentum, dampening: o.dampening, weightDecay: o.weightDecay,
+      nesterov: o.nesterov, param, grad, momentumBuf: o.momentum !== 0 ? momentumBuf : null });
   }
 }
 

@@ -14,12 +14,13 @@ export type ModelClass<M extends ConfiguredModule> = { new (config: never): M; r
 
 /**
  * Writes model.stateDict() to `path` (atomically) with the metadata { module: the class name,
- * config: JSON of model.config }. Restore it with loadModel (or ViTClassifier.load).
+ * config: JSON of model.config } and `extra` (e.g. an image classifier's class names; readable with
+ * readSafetensorsMetadata). Restore it with loadModel (or ViTClassifier.load).
  */
-export function saveModel(path: string, model: ConfiguredModule): void {
+export function saveModel(path: string, model: ConfiguredModule, extra: Record<string, string> = {}): void {
   if (!(model instanceof Module) || typeof model.config !== 'object' || model.config === null)
     invalidArg('model', 'a Module with a config', model);
-  saveSafetensors(path, model.stateDict(), { module: model.constructor.name, config: JSON.stringify(model.config) });
+  saveSafetensors(path, model.stateDict(), { ...extra, module: model.constructor.name, config: JSON.stringify(model.config) });
 }
 
 function formatError(path: string, expected: string, received: string): never {

@@ -88,6 +88,10 @@ export class Tensor<D extends DType = DType> {
   private buffer: ArrayBuffer | null = null;
   private _data: TypedArrayOf<D> | null = null;
   private deviceBuffer: DeviceBuffer | null = null;
+  /** The flat arena (lib/arena.ts) whose buffer this tensor's storage is a slice of, or null when it owns its memory. */
+  private arena: Tensor | null = null;
+  /** For an arena: how many tensors' storage is a slice of it (the last one to go frees it). */
+  private slices = 0;
 
   /** A zero-filled tensor on `device` (uninitialized on 'cpu' when `uninitialized`). */
   protected constructor(dtype: D, shape: readonly number[], size: number, device: Device = 'cpu', uninitialized = false) {
@@ -225,10 +229,33 @@ export class Tensor<D extends DType = DType> {
    * Moves the storage to `device` in place (Module.to moves its parameters so): the values are
    * copied and the old storage freed.
    */
+  /**
+   * @internal Makes this CPU tensor's storage the elements [offset, offset + size) of `arena` (a CPU
+   * tensor of the same dtype: a flat arena, lib/arena.ts), copying its values there. The tensor then
+   * reads and writes the arena's memory; its dispose() drops the view, and the arena's memory is
+   * freed when its last slice is disposed or moved out. Returns this.
+   */
+  moveInto(arena: Tensor<D>, offset: number): this {
+    if (arena.dtype !== this.dtype || arena.device !== 'cpu' || !Number.isInteger(offset) || offset < 0 || offset + this.size > arena.size)
+      invalidArg('offset', `a slice of a ${this.dtype} CPU arena that holds ${describe(this)}`, offset);
+    const slice = view(arena.buffer!, this.dtype, this.size, arena.data.byteOffset + offset * BYTES[this.dtype]) as TypedArrayOf<D>;
+    slice.set(this.data as never);
+    this.releaseStorage();
+    this._data = slice;
+    this.arena = arena;
+    arena.slices += 1;
+    return this;
+  }
+
+  /** @internal Whether this tensor's storage is the slice of `arena` that starts `offset` elements in. */
+  isSliceOf(arena: Tensor<D>, offset: number): boolean {
+    return this.arena === arena && this._data !== null && this._data.byteOffset === arena.data.byteOffset + offset * BYTES[this.dtype];
+  }
+
   protected moveStorage(device: Device): void {
     if (device === this.device) return;
     const values = this.toArray();
-    this.dispose();
+    this.releaseStorage();
     this.allocate(device, true);
     this.copyFrom(values);
   }
@@ -239,6 +266,17 @@ export class Tensor<D extends DType = DType> {
    * no longer referenced is freed by the GC.
    */
   dispose(): void {
+    this.releaseStorage();
+  }
+
+  /** Frees (or, for a slice of an arena, drops) this tensor's storage: what dispose() does, without a subclass's additions. */
+  private releaseStorage(): void {
+    if (this.arena) {
+      if (--this.arena.slices === 0) this.arena.releaseStorage();
+      this.arena = null;
+      this._data = null;
+      return;
+    }
     if (this.deviceBuffer) {
       cuda().free(this.deviceBuffer);
       this.deviceBuffer = null;

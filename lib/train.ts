@@ -38,6 +38,12 @@ function isProgram(v: unknown): v is Program<LossResult> {
 
 type AnyProgramFn = (...args: unknown[]) => Program<unknown>;
 
+/** The loss of `output` as a program, whichever kind `lossFn` is (see LossFn). */
+export function* lossOps(lossFn: LossFn, output: Tensor<'float32'>, targets: Tensor): Program<LossResult> {
+  const r = lossFn(output, targets);
+  return isProgram(r) ? yield* r : r;
+}
+
 /** The program of one training step; returns the loss. */
 export function* trainStepOps<M extends Module>(
   model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
@@ -49,13 +55,12 @@ export function* trainStepOps<M extends Module>(
   if (typeof lossFn !== 'function') invalidArg('options.loss', 'a function (output, targets) => {loss, grad}', lossFn);
   const tmp = new Scope(...args.filter((a): a is Tensor => a instanceof Tensor), targets);
   try {
-    optimizer.clearGrads();
+    yield* optimizer.zeroGradOps();
     const output = yield* (model.forwardOps as AnyProgramFn).apply(model, args);
     if (!(output instanceof Tensor) || output.dtype !== 'float32')
       invalidArg('the model output', 'a float32 Tensor (write a custom step for models that return objects)', output);
     tmp.add(output);
-    const r = lossFn(output as Tensor<'float32'>, targets);
-    const { loss, grad } = isProgram(r) ? yield* r : r;
+    const { loss, grad } = yield* lossOps(lossFn, output as Tensor<'float32'>, targets);
     tmp.add(grad);
     // The input gradients (a Tensor, or an object of them) are not the step's result: free them now.
     const inputGrads: unknown = yield* (model.backwardOps as AnyProgramFn).call(model, grad);

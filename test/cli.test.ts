@@ -101,6 +101,6 @@ describe('nodeformer command line', () => {
 
     const notPng = await run('predict', checkpoint, '--model', checkpoint);
     expect(notPng.status).toBe(2);
-    expect(notPng.stderr).toContain('Expected a PNG image');
+    expect(notPng.stderr).toContain('Expected an image (PNG, JPEG');
   });
 });

@@ -93,7 +93,7 @@ describe('digit preprocessing shared by the CLI and the server', () => {
     fs.writeFileSync(notPng, fs.readFileSync(model));
     const r = await cliPredict(notPng, '--model', model);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/Expected a PNG image for .*weights\.png but received \d+ bytes that are not a PNG file/);
+    expect(r.stderr).toMatch(/Expected an image \(PNG, JPEG, .*\) for .*weights\.png but received \d+ bytes that do not decode/);
     const cut = path.join(dir, 'cut.png');
     fs.writeFileSync(cut, fs.readFileSync(picture).subarray(0, 60));
     const t = await cliPredict(cut, '--model', model);

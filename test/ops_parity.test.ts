@@ -191,6 +191,11 @@ const families: Family[] = [
     ],
   },
   { forward: 'sumSquares', cases: [{ label: 'n 1000', args: { n: 1000 } }] },
+  {
+    forward: 'zero',
+    values: { x: (n, r) => Float64Array.from(randn32(n, r), (v, i) => (i === 5 ? NaN : i === 6 ? -Infinity : v)) },
+    cases: [{ label: 'n 1000, a NaN and an infinity', args: { n: 1000 } }],
+  },
   { forward: 'scale', cases: [{ label: 'n 100, s -0.5', args: { n: 100, s: -0.5 } }] },
   { forward: 'clipGradNorm', cases: [{ label: 'n 50, max norm 1 (clipped)', args: { n: 50, maxNorm: 1 } }] },
   {

@@ -18,7 +18,13 @@
  * node_modules holds it (each folder packed into a tarball here, nested node_modules left out),
  * and npm runs with that registry, an empty cache of its own and no user or global npmrc. What npm
  * asks that registry for and does not get must be an optional dependency for another platform
- * (@resvg/resvg-js-darwin-arm64, ...), which npm skips as it would with a registry lacking it.
+ * (@img/sharp-darwin-arm64, ...), which npm skips as it would with a registry lacking it.
+ *
+ * The install is lean: nodeformer's dependencies are the addon's (node-addon-api, node-gyp-build);
+ * sharp and the command line's packages are optional peer dependencies, which npm leaves out. The
+ * registry serves them too, so the test checks the library without them (it loads and computes;
+ * ImageFolder and the `nodeformer` bin name the npm install that adds what is missing), then runs
+ * the bin's npm install and the command line.
  *
  * Checked with three caches (npm_config_cache when running vitest; the install ignores it, the
  * staging `npm pack` reads it): an empty one (`mktemp -d`); one holding tarballs only, a filled
@@ -142,7 +148,8 @@ function dependencyClosure(): Map<string, { dir: string; manifest: Manifest }> {
     }
   };
   const own = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as Manifest;
-  visit(root, { name: own.name, version: own.version, dependencies: own.dependencies, optionalDependencies: own.optionalDependencies });
+  visit(root, { name: own.name, version: own.version, dependencies: own.dependencies, optionalDependencies: own.optionalDependencies,
+    peerDependencies: own.peerDependencies, peerDependenciesMeta: own.peerDependenciesMeta });
   return found;
 }
 
@@ -347,6 +354,47 @@ export { n, code };
     const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
     await run(process.execPath, [tsc, '--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022',
       '--typeRoots', path.join(root, 'node_modules', '@types'), '--types', 'node', 'check.ts', 'check.mts'], app, env);
+  });
+
+  it('installs only the addon\'s dependencies: sharp and the command line\'s packages stay out', async () => {
+    const { stdout } = await run(process.execPath, [npmCli!, 'ls', '--all', '--parseable'], app, env);
+    const packages = stdout.trim().split('\n').slice(1).map((p) => path.relative(path.join(app, 'node_modules'), p)).sort();
+    const bytes = (dir: string): number => fs.readdirSync(dir, { withFileTypes: true })
+      .reduce((n, e) => n + (e.isDirectory() ? bytes(path.join(dir, e.name)) : e.isFile() ? fs.statSync(path.join(dir, e.name)).size : 0), 0);
+    console.log(`installed: ${packages.length} packages (${packages.join(', ')}), node_modules ${(bytes(path.join(app, 'node_modules')) / 2 ** 20).toFixed(1)} MiB`);
+    expect(packages).toEqual(['node-addon-api', 'node-gyp-build', 'nodeformer']);
+  });
+
+  it('explains what ImageFolder and the nodeformer command need, and works once that npm install has run', async () => {
+    const folder = path.join(tmp, 'images', 'cat');
+    fs.mkdirSync(folder, { recursive: true });
+    const imageFolder = await run(process.execPath, ['-e', `
+      const nf = require('nodeformer');
+      try { new nf.ImageFolder(${JSON.stringify(path.dirname(folder))}); } catch (e) { console.log(e.code + ': ' + e.message); }`], app, env);
+    expect(imageFolder.stdout.trim()).toMatch(/^ERR_NF_MISSING_PACKAGE: ImageFolder decodes images with sharp, but sharp is not installed .*: npm install 'sharp@\^[\d.]+'$/);
+
+    const bin = path.join(app, 'node_modules', '.bin', 'nodeformer');
+    const bare = spawnSync(process.execPath, [bin, 'train'], { cwd: app, env, encoding: 'utf8' });
+    expect(bare.status).toBe(1);
+    const peers = Object.keys((JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as Manifest).peerDependencies ?? {});
+    expect(bare.stderr).toContain(`the nodeformer command line needs packages that a library install leaves out (${peers.join(', ')})`);
+    const command = /^ {2}(npm install .*)$/m.exec(bare.stderr)![1];
+    console.log(`\`nodeformer train\` without the command line's packages says:\n${bare.stderr.trim()}`);
+    const args = command.split(' ').slice(1).map((a) => a.replace(/^'|'$/g, ''));
+    await run(process.execPath, [npmCli!, ...args, '--no-audit', '--no-fund'], app, env);
+    const help = spawnSync(process.execPath, [bin, 'predict', '--help'], { cwd: app, env, encoding: 'utf8' });
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toContain('any format sharp reads');
+    const ready = await run(process.execPath, ['-e', `
+      const nf = require('nodeformer');
+      require('sharp')({ create: { width: 5, height: 4, channels: 3, background: '#3080f0' } }).png()
+        .toFile(${JSON.stringify(path.join(folder, 'a.png'))})
+        .then(async () => {
+          const ds = new nf.ImageFolder(${JSON.stringify(path.dirname(folder))}, { imageSize: 2 });
+          const s = await ds.get(0);
+          for await (const b of new nf.DataLoader(ds, { workers: 1 })) console.log(s.input.length, b.input.shape.join('x'), b.target.data[0]);
+        });`], app, env);
+    expect(ready.stdout.trim()).toBe('12 1x3x2x2 0'); // DataLoader's worker: dist/cjs/data/decode_worker.js
   });
 
   it('explains a prebuild that cannot be loaded, and a missing one', () => {

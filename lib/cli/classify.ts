@@ -1,11 +1,18 @@
 /**
- * Running a digit classifier: batched predictions with loss and accuracy, and the check that a
- * checkpoint is a 28×28 single-channel, 10-class ViTClassifier.
+ * Running a classifier from the command line: loading a checkpoint, batched predictions with loss
+ * and accuracy, the check that a checkpoint is a 28×28 single-channel, 10-class ViTClassifier, and
+ * `predict` on image files for both the digit demo's models and those trained on a folder.
  */
+import * as fs from 'node:fs';
+
 import type { Device } from '../device';
+import { NodeformerError } from '../errors';
 import { crossEntropy } from '../losses';
-import type { ViTClassifier } from '../models/vit';
+import { ViTClassifier } from '../models/vit';
+import { readSafetensorsMetadata } from '../safetensors';
 import type { Tensor } from '../tensor';
+import { readFolderMetadata } from './data_source';
+import { digitBatch, readDigitImage, transformedBatch } from './images';
 import { DIGIT_SIZE, type Digits, imageBatch, labelBatch } from './mnist';
 import { UsageError } from './usage';
 
@@ -62,4 +69,39 @@ export function checkDigitClassifier(model: ViTClassifier, source: string): void
   if (c.imgSize !== DIGIT_SIZE || c.inChannels !== 1 || c.numClasses !== 10)
     throw new UsageError(`Expected a ViTClassifier of 28×28 single-channel images and 10 classes for ${source} but received ` +
       `imgSize ${c.imgSize}, inChannels ${c.inChannels}, numClasses ${c.numClasses}`);
+}
+
+/** Loads a ViTClassifier checkpoint; a missing file or one that does not load is a UsageError. */
+export function loadClassifier(file: string): ViTClassifier {
+  if (!fs.existsSync(file))
+    throw new UsageError(`Cannot read the checkpoint ${file}: no such file (train one with \`nodeformer train\`, or pass --model)`);
+  try {
+    return ViTClassifier.load(file);
+  } catch (e) {
+    if (e instanceof NodeformerError) throw new UsageError(`Cannot load the checkpoint ${file}: ${e.message}`);
+    throw e;
+  }
+}
+
+/**
+ * `nodeformer predict`: one line "<image>: <class> (<probability>%)" per image. A model trained on
+ * a folder reads its images through the eval transform stored with it and names classes by
+ * folder; the digit demo's model reads them as digits (readDigitImage).
+ */
+export async function predictImages(checkpoint: string, images: readonly string[], device: Device): Promise<string[]> {
+  const model = loadClassifier(checkpoint);
+  try {
+    const folder = readFolderMetadata(readSafetensorsMetadata(checkpoint), checkpoint);
+    if (!folder) checkDigitClassifier(model, checkpoint);
+    const x = onDevice(folder ? await transformedBatch(images, folder.transform) : digitBatch(await Promise.all(images.map(readDigitImage)), DIGIT_SIZE), device);
+    model.to(device).eval();
+    const logits = await model.forwardAsync(x);
+    const lines = argmaxRows(logits.toArray(), model.numClasses)
+      .map((p, i) => `${images[i]}: ${folder ? folder.classes[p.label] : p.label} (${(100 * p.probability).toFixed(1)}%)`);
+    x.dispose();
+    logits.dispose();
+    return lines;
+  } finally {
+    model.dispose();
+  }
 }

@@ -1,16 +1,24 @@
 /**
- * Digit pictures → a digit classifier's input: the one preprocessing of `nodeformer predict` and
- * the example server (examples/server), so the same picture gets the same prediction from both.
- * Any PNG (grey, RGB, with or without alpha, any size) becomes a size × size image with pixels in
- * [0, 1], a light digit on a dark background as in MNIST: alpha composited over white paper,
- * inverted when its border is light (a dark digit on paper), padded to a centred square and
- * area-resampled. digitBatch then normalises as the demo's training does.
+ * Pictures → a classifier's input: the one preprocessing of `nodeformer predict` and the example
+ * server (examples/server), so the same picture gets the same prediction from both.
+ *
+ * Digits: any PNG (grey, RGB, with or without alpha, any size; decoded here by pngjs, as the
+ * server does) or any other format sharp reads (JPEG, WebP, AVIF, GIF, TIFF) becomes a size × size
+ * image with pixels in [0, 1], a light digit on a dark background as in MNIST: alpha composited
+ * over white paper, inverted when its border is light (a dark digit on paper), padded to a centred
+ * square and area-resampled. digitBatch then normalises as the demo's training does.
+ *
+ * Models trained on an image folder (`train --data`): each picture goes through the eval
+ * transform the model was trained with (lib/data: resize, centre crop, normalisation).
  */
 import * as fs from 'node:fs';
 
 import { PNG } from 'pngjs';
 
+import { loadSample, type Sharp } from '../data/decode';
+import type { ImageTransform } from '../data/transforms';
 import { NodeformerError } from '../errors';
+import { requireOptional } from '../optional';
 import { Tensor } from '../tensor';
 import { DIGIT_SIZE, MNIST_MEAN, MNIST_STD } from './mnist';
 import { UsageError } from './usage';
@@ -49,14 +57,18 @@ export function decodeGreyPng(bytes: Uint8Array, source: string): { width: numbe
   } catch (e) {
     throw new NodeformerError('ERR_NF_FORMAT', `Expected a PNG image for ${source} but it cannot be decoded: ${decodeFailure(e as Error)}`);
   }
-  const { width, height, data } = png;
-  const grey = new Float32Array(width * height);
+  return { width: png.width, height: png.height, grey: greyOverWhite(png.data) };
+}
+
+/** RGBA bytes to grey levels in [0, 1], alpha composited over white. */
+function greyOverWhite(rgba: Uint8Array): Float32Array {
+  const grey = new Float32Array(rgba.length / 4);
   for (let i = 0; i < grey.length; i++) {
-    const a = data[4 * i + 3] / 255;
-    const lum = (0.299 * data[4 * i] + 0.587 * data[4 * i + 1] + 0.114 * data[4 * i + 2]) / 255;
+    const a = rgba[4 * i + 3] / 255;
+    const lum = (0.299 * rgba[4 * i] + 0.587 * rgba[4 * i + 1] + 0.114 * rgba[4 * i + 2]) / 255;
     grey[i] = a * lum + (1 - a);
   }
-  return { width, height, grey };
+  return grey;
 }
 
 /** Inverts `grey` in place when its border is light on average (a dark digit on paper). */
@@ -96,6 +108,11 @@ function resizeSquare(src: Float32Array, w: number, h: number, size: number): Fl
  */
 export function digitPixels(bytes: Uint8Array, size: number, source: string): Float32Array {
   const { width, height, grey } = decodeGreyPng(bytes, source);
+  return greyDigit(grey, width, height, size);
+}
+
+/** Grey levels [height, width] → a size × size digit, light on dark. */
+function greyDigit(grey: Float32Array, width: number, height: number, size: number): Float32Array {
   lightOnDark(grey, width, height);
   return width === size && height === size ? grey : resizeSquare(grey, width, height, size);
 }
@@ -113,20 +130,70 @@ export function digitBatch(digits: Float32Array[], size: number, channels = 1): 
   return Tensor.from(out, [digits.length, channels, size, size]);
 }
 
-/** A PNG file as a 28×28 digit (digitPixels); an unreadable file or one that is no PNG is a UsageError. */
-export function readDigitPng(file: string): Float32Array {
-  let bytes: Buffer;
+/** The bytes of `file`; a missing or unreadable file is a UsageError. */
+function readInput(file: string): Buffer {
   try {
-    bytes = fs.readFileSync(file);
+    return fs.readFileSync(file);
   } catch (e) {
     throw new UsageError(`Cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
   }
+}
+
+/** PNG bytes as a 28×28 digit (digitPixels); bytes that are no PNG, or do not decode, are a UsageError. */
+function pngDigit(bytes: Uint8Array, file: string): Float32Array {
   try {
     return digitPixels(bytes, DIGIT_SIZE, file);
   } catch (e) {
     if (e instanceof NodeformerError) throw new UsageError(e.message);
     throw e;
   }
+}
+
+/** A PNG file as a 28×28 digit (digitPixels); an unreadable file or one that is no PNG is a UsageError. */
+export function readDigitPng(file: string): Float32Array {
+  return pngDigit(readInput(file), file);
+}
+
+const SHARP_FORMATS = 'PNG, JPEG, WebP, AVIF, GIF, TIFF or SVG: a format sharp reads';
+
+function sharpForPredict(): Sharp {
+  return requireOptional<Sharp>('sharp', 'nodeformer predict reads images other than PNG with sharp');
+}
+
+/**
+ * An image file as a 28×28 digit: a PNG as digitPixels reads it, any other format decoded by
+ * sharp. A file that cannot be read or decoded is a UsageError naming it.
+ */
+export async function readDigitImage(file: string): Promise<Float32Array> {
+  const bytes = readInput(file);
+  if (SIGNATURE.every((b, i) => bytes[i] === b)) return pngDigit(bytes, file);
+  let decoded: { data: Buffer; info: { width: number; height: number } };
+  try {
+    decoded = await sharpForPredict()(bytes, { autoOrient: true }).ensureAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+  } catch (e) {
+    if (e instanceof NodeformerError) throw e;
+    throw new UsageError(`Expected an image (${SHARP_FORMATS}) for ${file} but received ${bytes.length} bytes that do not decode ` +
+      `(they start with ${hex(bytes.subarray(0, 8)) || 'nothing'}; sharp: ${(e as Error).message})`);
+  }
+  return greyDigit(greyOverWhite(decoded.data), decoded.info.width, decoded.info.height, DIGIT_SIZE);
+}
+
+/**
+ * Image files (any format sharp reads) through a folder-trained model's eval transform, as one
+ * batch [n, 3, size, size]. A file that cannot be read or decoded is a UsageError naming it.
+ */
+export async function transformedBatch(files: readonly string[], t: ImageTransform): Promise<Tensor<'float32'>> {
+  const sharp = sharpForPredict(), per = 3 * t.imageSize * t.imageSize, out = new Float32Array(files.length * per);
+  for (const [i, file] of files.entries()) {
+    readInput(file); // a clear message for a missing file
+    try {
+      await loadSample(sharp, file, t, 0, out, i * per);
+    } catch (e) {
+      if (e instanceof NodeformerError) throw new UsageError(`${e.message} (expected ${SHARP_FORMATS})`);
+      throw e;
+    }
+  }
+  return Tensor.from(out, [files.length, 3, t.imageSize, t.imageSize]);
 }
 
 /** Encodes a digit (pixels in [0, 1], white on black) as a 28×28 greyscale PNG. */

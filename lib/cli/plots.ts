@@ -28,14 +28,18 @@ const { compile } = require('vega-lite') as { compile(spec: TopLevelSpec): { spe
 const FONT = 'DejaVu Sans';
 const CONFIG = { font: FONT, view: { stroke: null }, title: { fontSize: 15 }, axis: { labelFontSize: 11, titleFontSize: 12 } };
 
-/** Renders a Vega-Lite spec to a PNG file (white background, 2× scale for sharp text). */
-export async function writeChart(path: string, spec: TopLevelSpec): Promise<void> {
+/** Renders a Vega-Lite spec to the bytes of a PNG image (white background, `scale`× for sharp text). */
+export async function renderChart(spec: TopLevelSpec, scale = 2): Promise<Uint8Array> {
   const full = { ...spec, config: { ...CONFIG, ...(spec.config as object | undefined) } };
   const view = new vega.View(vega.parse(compile(full).spec), { renderer: 'none' });
-  const svg = await view.toSVG(2);
+  const svg = await view.toSVG(scale);
   view.finalize();
-  const png = new Resvg(svg, { background: 'white', font: { loadSystemFonts: true, defaultFontFamily: FONT } }).render().asPng();
-  fs.writeFileSync(path, png);
+  return new Resvg(svg, { background: 'white', font: { loadSystemFonts: true, defaultFontFamily: FONT } }).render().asPng();
+}
+
+/** Renders a Vega-Lite spec to a PNG file (renderChart). */
+export async function writeChart(path: string, spec: TopLevelSpec): Promise<void> {
+  fs.writeFileSync(path, await renderChart(spec));
 }
 
 /** One epoch of training: mean loss and accuracy on the training batches and on the test set. */

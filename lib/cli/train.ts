@@ -1,30 +1,31 @@
 /**
- * The demo: trains a ViTClassifier on the MNIST digits of the `mnist` package with AdamW and a
- * cosine schedule with warmup, shows a progress bar per epoch, and writes the checkpoint and its
- * pictures (training curves, attention over test digits, the sinusoidal position table).
+ * The demo: trains a ViTClassifier on the MNIST digits of the `mnist` package with fit() (AdamW, a
+ * cosine schedule with warmup, a progress bar per epoch, validation on the test digits, and with
+ * --logdir TensorBoard logging of loss, accuracy, learning rate, throughput and the attention
+ * grid), then writes the checkpoint and its pictures (training curves, attention over test
+ * digits, the sinusoidal position table).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 
-import { SingleBar } from 'cli-progress';
-
+import { progressBar, tensorBoard, type Callback, type EpochLogs } from '../callbacks';
 import { DistributedDataParallel } from '../ddp';
 import type { Device } from '../device';
 import * as distributed from '../distributed';
-import { DistributedSampler } from '../sampler';
+import { fit, type Batch, type BatchSource } from '../fit';
 import { positiveInt } from '../layers/common';
-import { crossEntropy } from '../losses';
 import { ViTClassifier, type ViTClassifierConfig } from '../models/vit';
 import { native } from '../native';
 import { AdamW } from '../optim';
 import { saveModel } from '../persist';
 import { Random } from '../random';
+import { DistributedSampler } from '../sampler';
 import { cosineWithWarmup } from '../schedule';
+import { SummaryWriter } from '../tensorboard';
 import { argmaxRows, evaluate, onDevice } from './classify';
 import { digitPng } from './images';
 import { DIGIT_PIXELS, type Digits, imageBatch, labelBatch, loadMnist, permutation } from './mnist';
-import { attentionGridSpec, type AttentionSample, type EpochRecord, heatmapSpec, trainingCurvesSpec, writeChart } from './plots';
+import { attentionGridSpec, type AttentionSample, type EpochRecord, heatmapSpec, renderChart, trainingCurvesSpec, writeChart } from './plots';
 
 /** The demo's model: 7×7 patches (16 tokens and CLS), width 64, 4 pre-LN blocks. */
 export const DEMO_MODEL: ViTClassifierConfig = {
@@ -43,6 +44,8 @@ export interface TrainOptions {
   testSize: number;
   /** Output folder (created if missing). */
   out: string;
+  /** TensorBoard log folder: loss, accuracy, learning rate, throughput and the attention grid per epoch (default: none). */
+  logdir?: string;
   /** Where the model trains (default 'cpu'); the checkpoint and pictures are made on the CPU. */
   device?: Device;
   /**
@@ -62,6 +65,9 @@ export const TRAIN_DEFAULTS = { epochs: 12, batchSize: 32, lr: 3e-3, seed: 0, tr
 const WARMUP_FRACTION = 0.05;
 const WEIGHT_DECAY = 0.05;
 const MAX_SHIFT = 1;
+const EVAL_BATCH = 250;
+/** Test digits in the attention grid that TensorBoard shows each epoch. */
+const TENSORBOARD_GRID = 12;
 
 /** What a run measured and wrote. */
 export interface TrainResult {
@@ -76,49 +82,94 @@ function percent(x: number): string {
   return `${(100 * x).toFixed(2)}%`;
 }
 
-interface EpochContext {
-  epoch: number; step: number; rng: Random; lr: (step: number) => number;
-  /** The module forward/backward run through (the model, or its DistributedDataParallel wrapper: the same types). */
-  net: ViTClassifier | DistributedDataParallel<ViTClassifier>;
-  sampler: DistributedSampler | null;
+/** What the demo trains and validates on. `--data <folder>` would return another source here. */
+interface DataSource {
+  /** Training batches on this rank: reshuffled and augmented each epoch (fit calls setEpoch). */
+  train: BatchSource<Batch<ViTClassifier>>;
+  /** Validation batches, in order, without augmentation. */
+  validation: BatchSource<Batch<ViTClassifier>>;
+  /** Training samples per epoch on this rank. */
+  samplesPerEpoch: number;
+  /** Training samples per epoch over all ranks. */
+  globalSamplesPerEpoch: number;
+  /** The test digits (the pictures are drawn from them). */
+  test: Digits;
+  /** The training set in words, for the first log line. */
+  description: string;
 }
 
-async function trainEpoch(
-  model: ViTClassifier, opt: AdamW, train: Digits, o: TrainOptions, ctx: EpochContext,
-): Promise<{ loss: number; accuracy: number; seconds: number }> {
-  const device = o.device ?? 'cpu';
-  const world = ctx.sampler ? ctx.sampler.worldSize : 1;
-  const bar = o.progress ? new SingleBar({
-    format: `epoch {epoch}/${o.epochs} [{bar}] {percentage}% | loss {loss} | acc {acc} | ` +
-      (world > 1 ? `world ${world} | {speed} img/s per rank` : '{speed} img/s') + ' | ETA {eta_formatted}',
-    barsize: 24, hideCursor: true, etaBuffer: 40,
-  }) : null;
-  ctx.sampler?.setEpoch(ctx.epoch);
-  const order = ctx.sampler ? ctx.sampler.indices() : permutation(train.count, ctx.rng);
-  bar?.start(order.length, 0, { epoch: ctx.epoch, loss: '-', acc: '-', speed: '-' });
-  const t0 = performance.now();
-  let lossSum = 0, correct = 0, seen = 0;
-  for (let start = 0; start < order.length; start += o.batchSize) {
-    // Turning the event loop once per step lets the bar redraw and native buffers be recycled.
-    await yieldToLoop();
-    const idx = order.subarray(start, Math.min(start + o.batchSize, order.length));
-    const x = onDevice(imageBatch(train, idx, { rng: ctx.rng, maxShift: MAX_SHIFT }), device);
-    const labels = labelBatch(train, idx), y = labels.to(device);
-    const logits = ctx.net.forward(x);
-    const { loss, grad } = crossEntropy(logits, y);
-    opt.zeroGrad();
-    ctx.net.backward(grad).dispose();
-    opt.options.lr = ctx.lr(++ctx.step);
-    opt.step();
-    argmaxRows(logits.toArray(), model.numClasses).forEach((p, i) => (correct += Number(p.label === labels.data[i])));
-    lossSum += loss * idx.length;
-    seen += idx.length;
-    for (const t of [x, labels, y, logits, grad]) t.dispose();
-    const speed = seen / ((performance.now() - t0) / 1000);
-    bar?.update(seen, { loss: (lossSum / seen).toFixed(4), acc: percent(correct / seen), speed: speed.toFixed(0) });
-  }
-  bar?.stop();
-  return { loss: lossSum / seen, accuracy: correct / seen, seconds: (performance.now() - t0) / 1000 };
+/**
+ * Batches of the `count` digits of `digits` that `order(epoch)` picks, in its order, on `device`,
+ * shifted at random when `augment` is given.
+ */
+function digitBatches(digits: Digits, count: number, batchSize: number, device: Device, order: (epoch: number) => ArrayLike<number>,
+  augment?: { rng: Random; maxShift: number }): BatchSource<Batch<ViTClassifier>> {
+  let epoch = 0;
+  return {
+    length: Math.ceil(count / batchSize),
+    setEpoch: (e) => void (epoch = e),
+    *[Symbol.iterator]() {
+      const idx = order(epoch);
+      for (let start = 0; start < idx.length; start += batchSize) {
+        const part = Array.prototype.slice.call(idx, start, start + batchSize) as number[];
+        yield { input: onDevice(imageBatch(digits, part, augment), device), target: onDevice(labelBatch(digits, part), device) };
+      }
+    },
+  };
+}
+
+/** The MNIST split of the demo: this rank's share of the training digits (a seeded reshuffle per epoch) and the test digits. */
+function mnistSource(o: TrainOptions, rank: number): DataSource {
+  const { train, test } = loadMnist({ trainSize: o.trainSize, testSize: o.testSize });
+  const device = o.device ?? 'cpu', rng = new Random(o.seed + 1 + rank);
+  const sampler = o.distributed ? new DistributedSampler(train.count, { seed: o.seed }) : null;
+  const order = (epoch: number) => {
+    if (!sampler) return permutation(train.count, rng);
+    sampler.setEpoch(epoch);
+    return sampler.indices();
+  };
+  const all = Int32Array.from({ length: test.count }, (_, i) => i);
+  const samplesPerEpoch = sampler ? sampler.numSamples : train.count;
+  return {
+    train: digitBatches(train, samplesPerEpoch, o.batchSize, device, order, { rng, maxShift: MAX_SHIFT }),
+    validation: digitBatches(test, test.count, EVAL_BATCH, device, () => all),
+    samplesPerEpoch,
+    globalSamplesPerEpoch: sampler ? sampler.totalSize : train.count,
+    test,
+    description: `${train.count} MNIST digits, testing on ${test.count}`,
+  };
+}
+
+/** The demo's picture of an epoch log (the training-curves chart). */
+function epochRecord(h: EpochLogs): EpochRecord {
+  return { epoch: h.epoch, trainLoss: h.loss, trainAccuracy: h.accuracy ?? NaN, testLoss: h.valLoss ?? NaN, testAccuracy: h.valAccuracy ?? NaN };
+}
+
+/** The epoch line of the log. */
+function epochLine(h: EpochLogs, epochs: number, world: number): string {
+  const speed = world > 1
+    ? `world ${world}, ${h.samplesPerSecond.toFixed(0)} img/s per rank (${(h.samplesPerSecond * world).toFixed(0)} in all)`
+    : `${h.samplesPerSecond.toFixed(0)} img/s`;
+  return `epoch ${h.epoch}/${epochs}  train loss ${h.loss.toFixed(4)} acc ${percent(h.accuracy ?? NaN)}  |  ` +
+    `test loss ${(h.valLoss ?? NaN).toFixed(4)} acc ${percent(h.valAccuracy ?? NaN)}  |  ${speed}`;
+}
+
+/** A callback adding the attention grid over the first test digits, with the model's predictions, to TensorBoard after each epoch. */
+function attentionImages(writer: SummaryWriter, model: ViTClassifier, test: Digits): Callback {
+  const chosen = Array.from({ length: Math.min(TENSORBOARD_GRID, test.count) }, (_, i) => i);
+  return {
+    async onEpochEnd(logs) {
+      const batch = onDevice(imageBatch(test, chosen), model.device);
+      const mode = model.training;
+      const logits = model.eval().forward(batch);
+      model.train(mode);
+      const predicted = argmaxRows(logits.toArray(), model.numClasses).map((p) => p.label);
+      logits.dispose();
+      batch.dispose();
+      const samples = attentionSamples(model, test, chosen, predicted);
+      writer.addImage('attention', await renderChart(attentionGridSpec(samples, 6, `Test digits after epoch ${logs.epoch}`)), logs.epoch);
+    },
+  };
 }
 
 /** Trains the demo model, saves it and draws its pictures into `o.out`. */
@@ -127,53 +178,53 @@ export async function trainDemo(o: TrainOptions): Promise<TrainResult> {
   if (o.distributed) await distributed.init();
   const rank = distributed.rank(), world = distributed.worldSize(), lead = rank === 0;
   const log = lead ? o.log : () => undefined;
-  const { train, test } = loadMnist({ trainSize: o.trainSize, testSize: o.testSize });
+  const data = mnistSource(o, rank);
   if (lead) fs.mkdirSync(o.out, { recursive: true });
   const model = new ViTClassifier({ ...DEMO_MODEL, seed: o.seed }).to(o.device ?? 'cpu');
   const net = o.distributed ? new DistributedDataParallel(model) : model;
-  const sampler = o.distributed ? new DistributedSampler(train.count, { seed: o.seed }) : null;
   const opt = new AdamW(model.parameters(), { lr: o.lr, weightDecay: WEIGHT_DECAY });
-  const totalSteps = o.epochs * Math.ceil((sampler ? sampler.numSamples : train.count) / o.batchSize);
-  const lr = cosineWithWarmup({ lr: o.lr, warmupSteps: Math.round(WARMUP_FRACTION * totalSteps), totalSteps });
+  const totalSteps = o.epochs * Math.ceil(data.samplesPerEpoch / o.batchSize);
+  const schedule = cosineWithWarmup({ lr: o.lr, warmupSteps: Math.round(WARMUP_FRACTION * totalSteps), totalSteps });
   const params = model.parameters().reduce((n, p) => n + p.size, 0);
   if (world > 1) log(`Distributed: ${world} ranks (MPI), ${o.batchSize} images per rank and step (global batch ${o.batchSize * world}), ` +
-    `${sampler!.numSamples} training digits per rank and epoch`);
+    `${data.samplesPerEpoch} training digits per rank and epoch`);
   log(`Training a ViT (${params.toLocaleString('en-US')} parameters, ${DEMO_MODEL.patchSize}×${DEMO_MODEL.patchSize} patches, ` +
-    `${DEMO_MODEL.depth} blocks of width ${DEMO_MODEL.dModel}) on ${train.count} MNIST digits, testing on ${test.count}; ` +
+    `${DEMO_MODEL.depth} blocks of width ${DEMO_MODEL.dModel}) on ${data.description}; ` +
     `${o.device === 'cuda' ? 'CUDA' : `${native.numThreads()} threads, ${native.isaInfo().active} kernels`}`);
 
-  const ctx: EpochContext = { epoch: 0, step: 0, rng: new Random(o.seed + 1 + rank), lr, net, sampler };
-  const history: EpochRecord[] = [];
-  let trainSeconds = 0;
-  let final!: ReturnType<typeof evaluate>; // the last epoch's test evaluation (epochs >= 1)
-  const t0 = performance.now();
-  for (let epoch = 1; epoch <= o.epochs; epoch++) {
-    ctx.epoch = epoch;
-    const r = await trainEpoch(model, opt, train, { ...o, progress: o.progress && lead }, ctx);
-    trainSeconds += r.seconds;
-    const t = (final = evaluate(model, test, 250));
-    history.push({ epoch, trainLoss: r.loss, trainAccuracy: r.accuracy, testLoss: t.loss, testAccuracy: t.accuracy });
-    const seen = sampler ? sampler.numSamples : train.count;
-    log(`epoch ${epoch}/${o.epochs}  train loss ${r.loss.toFixed(4)} acc ${percent(r.accuracy)}  |  ` +
-      `test loss ${t.loss.toFixed(4)} acc ${percent(t.accuracy)}  |  ` +
-      (world > 1 ? `world ${world}, ${(seen / r.seconds).toFixed(0)} img/s per rank (${((seen * world) / r.seconds).toFixed(0)} in all)` : `${(seen / r.seconds).toFixed(0)} img/s`));
+  const writer = lead && o.logdir ? new SummaryWriter(o.logdir) : null;
+  const callbacks: Callback[] = [{ onEpochEnd: (h) => log(epochLine(h, o.epochs, world)) }];
+  if (lead && o.progress) callbacks.unshift(progressBar());
+  if (writer) {
+    callbacks.push(tensorBoard(writer), attentionImages(writer, model, data.test));
+    writer.addText('run', `ViT ${JSON.stringify(DEMO_MODEL)}; ${JSON.stringify({ ...o, log: undefined })}`, 0);
   }
+  const t0 = performance.now();
+  const history = await fit(net, opt, data.train, { epochs: o.epochs, validation: data.validation, schedule, callbacks });
   const seconds = (performance.now() - t0) / 1000;
+  const trainSeconds = history.reduce((s, h) => s + h.seconds, 0);
   model.to('cpu');
+  const final = evaluate(model, data.test, EVAL_BATCH);
+  if (writer) {
+    writer.addHparams({ lr: o.lr, batchSize: o.batchSize, epochs: o.epochs, seed: o.seed, trainSize: o.trainSize },
+      { 'hparam/test_accuracy': final.accuracy, 'hparam/test_loss': final.loss }, { runName: 'hparams' });
+    await writer.close();
+  }
   // Rank 0 writes the checkpoint and pictures; the others wait for it (onRank0), then all leave together.
+  const records = history.map(epochRecord);
   const written = await distributed.onRank0(async () => ({
-    files: await writeOutputs(model, test, final.predicted, history, o.out), samples: writeSamples(test, path.join(o.out, 'samples')),
+    files: await writeOutputs(model, data.test, final.predicted, records, o.out), samples: writeSamples(data.test, path.join(o.out, 'samples')),
   }), 'writing the outputs');
   if (o.distributed) await distributed.finalize();
   model.dispose();
   if (!written) // ranks other than 0: their own share's throughput
-    return { history, testAccuracy: final.accuracy, seconds, imagesPerSecond: (o.epochs * sampler!.numSamples) / trainSeconds, files: [] };
+    return { history: records, testAccuracy: final.accuracy, seconds, imagesPerSecond: (o.epochs * data.samplesPerEpoch) / trainSeconds, files: [] };
   const { files, samples } = written;
-  const imagesPerSecond = (o.epochs * (sampler ? sampler.totalSize : train.count)) / trainSeconds;
-  o.log(`Test accuracy ${percent(final.accuracy)} (${Math.round(final.accuracy * test.count)}/${test.count}) after ${o.epochs} epoch${o.epochs === 1 ? '' : 's'} ` +
+  const imagesPerSecond = (o.epochs * data.globalSamplesPerEpoch) / trainSeconds;
+  o.log(`Test accuracy ${percent(final.accuracy)} (${Math.round(final.accuracy * data.test.count)}/${data.test.count}) after ${o.epochs} epoch${o.epochs === 1 ? '' : 's'} ` +
     `in ${seconds.toFixed(1)} s (${imagesPerSecond.toFixed(0)} training images/s); wrote ${files.map((f) => path.basename(f)).join(', ')} ` +
-    `and ${samples.length} sample digits (samples/digit-<label>.png) to ${o.out}`);
-  return { history, testAccuracy: final.accuracy, seconds, imagesPerSecond, files: [...files, ...samples] };
+    `and ${samples.length} sample digits (samples/digit-<label>.png) to ${o.out}` + (o.logdir ? `; TensorBoard logs in ${o.logdir}` : ''));
+  return { history: records, testAccuracy: final.accuracy, seconds, imagesPerSecond, files: [...files, ...samples] };
 }
 
 /** Test digits for the attention picture: the first ones, with up to a quarter of the grid kept for mistakes. */
@@ -181,6 +232,25 @@ function pickSamples(test: Digits, predicted: Int32Array, count: number): number
   const wrong = [...predicted.keys()].filter((i) => predicted[i] !== test.labels[i]).slice(0, Math.floor(count / 4));
   const right = [...predicted.keys()].filter((i) => predicted[i] === test.labels[i]).slice(0, count - wrong.length);
   return [...right, ...wrong].sort((a, b) => a - b);
+}
+
+/**
+ * The test digits at `chosen`, each with its prediction (`predicted[k]` for `chosen[k]`) and the
+ * CLS token's attention to each patch in the last block (mean over heads).
+ */
+function attentionSamples(model: ViTClassifier, test: Digits, chosen: number[], predicted: ArrayLike<number>): AttentionSample[] {
+  const batch = onDevice(imageBatch(test, chosen), model.device);
+  const maps = model.attentionMaps(batch);
+  batch.dispose();
+  const last = maps[maps.length - 1], weights = last.toArray();
+  for (const m of maps) m.dispose();
+  const [, H, T] = last.shape;
+  return chosen.map((i, b) => {
+    const attention = new Float32Array(T - 1);
+    for (let h = 0; h < H; h++)
+      for (let k = 1; k < T; k++) attention[k - 1] += weights[((b * H + h) * T) * T + k] / H;
+    return { pixels: test.pixels.slice(i * DIGIT_PIXELS, (i + 1) * DIGIT_PIXELS), label: test.labels[i], predicted: predicted[b], attention };
+  });
 }
 
 /** Saves the model and draws the pictures; returns the paths written. */
@@ -191,17 +261,7 @@ export async function writeOutputs(model: ViTClassifier, test: Digits, predicted
   await writeChart(files.curves, trainingCurvesSpec(history));
 
   const chosen = pickSamples(test, predicted, 24);
-  const batch = imageBatch(test, chosen);
-  const maps = model.attentionMaps(batch);
-  batch.dispose();
-  const last = maps[maps.length - 1];
-  const [, H, T] = last.shape;
-  const samples: AttentionSample[] = chosen.map((i, b) => {
-    const attention = new Float32Array(T - 1);
-    for (let h = 0; h < H; h++)
-      for (let k = 1; k < T; k++) attention[k - 1] += last.data[((b * H + h) * T) * T + k] / H;
-    return { pixels: test.pixels.slice(i * DIGIT_PIXELS, (i + 1) * DIGIT_PIXELS), label: test.labels[i], predicted: predicted[i], attention };
-  });
+  const samples = attentionSamples(model, test, chosen, chosen.map((i) => predicted[i]));
   const shownWrong = samples.filter((s) => s.label !== s.predicted).length;
   const allWrong = predicted.filter((p, i) => p !== test.labels[i]).length;
   await writeChart(files.attention, attentionGridSpec(samples, 6,

@@ -526,6 +526,13 @@ export interface AccumulateArgs {
   x: FloatArray;
 }
 
+/** The options of zero. */
+export interface ZeroArgs {
+  n: number;
+  /** [n], written. */
+  x: FloatArray;
+}
+
 /** The options of dropoutForward. */
 export interface DropoutForwardArgs {
   n: number;
@@ -797,6 +804,8 @@ export interface NativeOps {
   add(a: AddArgs): void;
   /** y += x (merging gradients that reach a residual stream along two paths). */
   accumulate(a: AccumulateArgs): void;
+  /** x = 0 (all n elements, whatever they held, NaN included): zeroGrad of a gradient arena in one op. */
+  zero(a: ZeroArgs): void;
   /**
    * out = x * keep / (1 - p), p in [0, 1) (p = 0: a copy); out may be x. seed and offset are integers in [0,
    * 2^53); use a fresh offset per dropout site and step.
@@ -864,5 +873,5 @@ export interface NativeOps {
 }
 
 /** Every op name, in the order of the op table (native/ops/ops.h). */
-export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'fmaPeak'] as const;
+export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'fmaPeak'] as const;
 export type OpName = (typeof OP_NAMES)[number];

@@ -1,5 +1,5 @@
-// Elementwise ops: add, accumulate, dropout.
-// Math: add: out = a + b; accumulate: y += x (the same kernel with out = a = y);
+// Elementwise ops: add, accumulate, zero, dropout.
+// Math: add: out = a + b; accumulate: y += x (the same kernel with out = a = y); zero: x = 0;
 //   dropout: out_i = x_i m_i, m_i = 1/(1-p) if Philox keeps element i of stream (seed, offset),
 //   else 0; its backward is the same map applied to dout (the mask is regenerated, never stored).
 // Layout: flat arrays of n floats. Element i of a dropout stream takes lane i % 4 of the Philox
@@ -61,6 +61,13 @@ Status run(const ops::Add<float>& p) {
 Status run(const ops::Accumulate<float>& p) {
   NF_CHECK(p.n >= 0, "accumulate", "n must be non-negative");
   NF_DISPATCH(add, p.y, p.y, p.x, p.n);
+  return Status::Ok();
+}
+
+Status run(const ops::Zero<float>& p) {
+  NF_CHECK(p.n >= 0, "zero", "n must be non-negative");
+  // Memory-bound: both threads write halves (a 57M-float gradient arena is 228 MB).
+  parallel_for(p.n, 1 << 16, [&](int64_t i0, int64_t i1) { std::memset(p.x + i0, 0, sizeof(float) * size_t(i1 - i0)); });
   return Status::Ok();
 }
 

@@ -15,6 +15,8 @@ using DropoutDims = ops::DropoutDims;
 Status run(const ops::Add<float>& p);
 // y[n] += x.
 Status run(const ops::Accumulate<float>& p);
+// x = 0.
+Status run(const ops::Zero<float>& p);
 // out = x * keep_i / (1 - p), keep_i = nf::dropout_keep(seed, offset, i, p) (core/philox.h); out may be x.
 Status run(const ops::DropoutForward<float>& p);
 // dx = dout * keep_i / (1 - p): the forward's mask, regenerated from (seed, offset). dx may be dout.

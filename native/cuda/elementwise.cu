@@ -81,6 +81,15 @@ Status run(const ops::DropoutForward<float>& p) { return dropout(p.out, p.x, p.d
 
 Status run(const ops::DropoutBackward<float>& p) { return dropout(p.dx, p.dout, p.d.n, p.d.p, p.d.seed, p.d.offset); }
 
+Status run(const ops::Zero<float>& p) {
+  NF_CHECK(p.n >= 0, "zero", "n must be non-negative");
+  if (p.n == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY("zero", cudaMemsetAsync(p.x, 0, sizeof(float) * size_t(p.n), s));
+  return Status::Ok();
+}
+
 Status run(const ops::CopyRows<float>& p) {
   return copy_rows(p.dst + p.dst_offset, p.dst_stride, p.src + p.src_offset, p.src_stride, p.rows, p.cols);
 }

@@ -15,6 +15,7 @@ Status run(const ops::Accumulate<float>& p);
 Status run(const ops::DropoutForward<float>& p);
 Status run(const ops::DropoutBackward<float>& p);
 Status run(const ops::CopyRows<float>& p);
+Status run(const ops::Zero<float>& p);
 
 // out = a + b over n elements; out may be a or b (y += x is add(y, y, x)).
 Status add(float* out, const float* a, const float* b, int64_t n);

@@ -47,6 +47,21 @@ struct Accumulate {
   }
 };
 
+template <class T>
+struct Zero {
+  static constexpr const char* name = "zero";
+  static constexpr const char* summary =
+      "x = 0 (all n elements, whatever they held, NaN included): zeroGrad of a gradient arena in one op.";
+  int64_t n = 0;
+  T* x = nullptr;
+
+  template <class R>
+  static void fields(R& r, Zero& p) {
+    r.dim(p.n, "n", 0);
+    r.out(p.x, "x", NF_SHAPE(p.n));
+  }
+};
+
 struct DropoutDims {
   int64_t n = 0;        // elements
   float p = 0.0f;       // drop probability, in [0, 1); 0 is the identity

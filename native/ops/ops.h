@@ -32,7 +32,7 @@ using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, LinearForward, 
                       FeedForwardForward, FeedForwardBackward, AttentionForward, AttentionBackward,
                       AttentionDecode, PatchEmbedForward, PatchEmbedBackward, EmbeddingForward, EmbeddingBackward,
                       SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward, Add,
-                      Accumulate, DropoutForward, DropoutBackward, CopyRows, CrossEntropy, Mse, AdamWStep, SgdStep,
+                      Accumulate, Zero, DropoutForward, DropoutBackward, CopyRows, CrossEntropy, Mse, AdamWStep, SgdStep,
                       SumSquares, Scale, ClipGradNorm, FirstNonFinite, FmaPeak>;
 
 }  // namespace nf::ops

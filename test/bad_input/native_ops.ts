@@ -40,6 +40,7 @@ const ops: { op: string; dims: string[]; args: () => Fields }[] = [
   { op: 'adamwStep', dims: ['n', 'step'], args: () => ({ n: 3, step: 1, param: f32(3), grad: f32(3), expAvg: f32(3), expAvgSq: f32(3) }) },
   { op: 'sgdStep', dims: ['n', 'step'], args: () => ({ n: 3, step: 1, param: f32(3), grad: f32(3) }) },
   { op: 'sumSquares', dims: ['n'], args: () => ({ n: 3, out: f32(1), x: f32(3) }) },
+  { op: 'zero', dims: ['n'], args: () => ({ n: 3, x: f32(3) }) },
   { op: 'scale', dims: ['n'], args: () => ({ n: 3, x: f32(3), s: 2 }) },
   { op: 'clipGradNorm', dims: ['n'], args: () => ({ n: 3, grad: f32(3), maxNorm: 1, totalNorm: f32(1) }) },
   { op: 'firstNonFinite', dims: ['n'], args: () => ({ n: 3, x: f32(3), index: new Float64Array(1) }) },

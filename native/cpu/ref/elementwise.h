@@ -24,6 +24,10 @@ void dropout(T* out, const T* x, int64_t n, float p, uint64_t seed, uint64_t off
 
 // The ops (native/ops/elementwise.h).
 template <class T>
+void run(const ops::Zero<T>& p) {
+  for (int64_t i = 0; i < p.n; ++i) p.x[i] = T(0);
+}
+template <class T>
 void run(const ops::Add<T>& p) {
   add(p.out, p.a, p.b, p.n);
 }
