@@ -28,11 +28,17 @@ export type { AttentionOptions, AttentionWithWeights, MultiHeadAttentionConfig }
 export { FeedForward } from './layers/feedforward';
 export type { Activation, FeedForwardConfig } from './layers/feedforward';
 export { PatchEmbedding } from './layers/patch_embedding';
-export type { PatchEmbeddingConfig } from './layers/patch_embedding';
+export type { ImageSize, PatchEmbeddingConfig } from './layers/patch_embedding';
+export { LayerScale } from './layers/layer_scale';
+export type { LayerScaleConfig } from './layers/layer_scale';
+export { Pooler } from './layers/pooler';
+export type { PoolerConfig } from './layers/pooler';
 export { DecoderBlock, EncoderBlock } from './layers/blocks';
 export type { BlockConfig, DecoderBlockOptions, EncoderBlockOptions } from './layers/blocks';
 export { patchify, unpatchify, ViTClassifier, ViTDecoder, ViTEncoder } from './models/vit';
-export type { ViTClassifierConfig, ViTConfig, ViTDecoderOptions, ViTForwardOptions } from './models/vit';
+export type { GlobalPool, ViTClassifierConfig, ViTConfig, ViTDecoderConfig, ViTDecoderOptions, ViTForwardOptions } from './models/vit';
+export { BertModel } from './models/bert';
+export type { BertConfig, BertInputs, BertOutput } from './models/bert';
 export { Decoder, Encoder, paddingMask, Transformer } from './models/seq2seq';
 export type {
   DecoderOptions, EncoderOptions, GenerateOptions, SequenceConfig, TokenModelConfig, TransformerConfig,
@@ -57,7 +63,16 @@ export {
 export type { Checkpoint, CheckpointState, RandomState, ResumeResult, ResumeTarget } from './checkpoint';
 export { loadModel, saveModel } from './persist';
 export type { ConfiguredModule, ModelClass } from './persist';
-export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert';
+export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert/torch';
+export { fromTimm, loadTimm, timmViTConfig } from './convert/timm';
+export type { FromTimmOptions, TimmViTArgs } from './convert/timm';
+export { resamplePosEmbed } from './convert/resample';
+export type { ResamplePosEmbedOptions } from './convert/resample';
+export { HF_VIT_RULES, hfViTConfig, loadHfViTClassifier, loadHfViTModel } from './convert/hf_vit';
+export type { HfViTModel } from './convert/hf_vit';
+export { HF_BERT_RULES, hfBertConfig, loadHfBert } from './convert/hf_bert';
+export { renameKeys } from './convert/hf_files';
+export type { RenameRule } from './convert/hf_files';
 
 export * as distributed from './distributed';
 export type { InitOptions, ReduceOp } from './distributed';

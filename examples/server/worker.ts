@@ -17,7 +17,7 @@ const port = parentPort!;
 const { checkpoint } = workerData as WorkerInit;
 // A checkpoint that cannot be loaded throws here: the worker's 'error' event tells the HTTP thread.
 const model = loadClassifier(checkpoint);
-const { imgSize: S, inChannels: C } = model.config;
+const { inChannels: C } = model.config, [S] = model.imageSize; // the digit models are square
 
 function post(message: FromWorker): void {
   port.postMessage(message);

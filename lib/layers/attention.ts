@@ -9,13 +9,24 @@ import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
 import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from './common';
 import { Linear } from './linear';
+import { narrowRows, padAttention, paddedBackward, type PaddedAttention } from './attention_width';
 
 export interface MultiHeadAttentionConfig {
   dModel: number;
-  /** Heads; dModel must be divisible by numHeads. */
+  /** Heads; without headDim, dModel must be divisible by numHeads. */
   numHeads: number;
-  /** Biases on the projections (default true). */
+  /**
+   * Width of each head (default dModel / numHeads; timm's attn_head_dim, the seeds' d_k = d_v):
+   * qkv maps dModel → 3·numHeads·headDim and proj numHeads·headDim → dModel. numHeads·headDim
+   * must be at least dModel.
+   */
+  headDim?: number;
+  /** Biases on the projections (default true): the default of qkvBias and projBias. */
   bias?: boolean;
+  /** Bias on qkv (default `bias`; timm's qkv_bias). */
+  qkvBias?: boolean;
+  /** Bias on proj (default `bias`; timm's proj_bias). */
+  projBias?: boolean;
   /** Dropout on the attention weights in training mode (default 0). */
   dropout?: number;
   seed?: number;
@@ -38,7 +49,7 @@ export interface AttentionOptions {
 }
 
 const ATTENTION_CONFIG = new OptionKeys<MultiHeadAttentionConfig>('MultiHeadAttention config',
-  { dModel: true, numHeads: true, bias: true, dropout: true, seed: true, device: true });
+  { dModel: true, numHeads: true, headDim: true, bias: true, qkvBias: true, projBias: true, dropout: true, seed: true, device: true });
 const ATTENTION_OPTIONS = new OptionKeys<AttentionOptions>('MultiHeadAttention.forward options',
   { memory: true, attnMask: true, keyPaddingMask: true, causal: true, needWeights: true });
 
@@ -52,6 +63,18 @@ export function checkAttnMask(name: string, mask: unknown, B: number, Tq: number
     (m.shape.length === 3 && m.shape[0] === B && m.shape[1] === Tq && m.shape[2] === Tk);
   if (!ok) invalidArg(name, `a bool Tensor of shape [${Tq}, ${Tk}] or [${B}, ${Tq}, ${Tk}]`, m);
   return m.storage;
+}
+
+/**
+ * Checks config.headDim against dModel and numHeads (already checked): without one, numHeads must
+ * divide dModel; numHeads·headDim must be at least dModel. Returns the head width.
+ */
+export function headDimOf(dModel: number, numHeads: number, headDim: number | undefined): number {
+  if (headDim === undefined && dModel % numHeads !== 0) invalidArg('config.numHeads', `a divisor of dModel (${dModel}), or a headDim`, numHeads);
+  const hd = positiveInt('config.headDim', headDim ?? dModel / numHeads);
+  if (numHeads * hd < dModel)
+    invalidArg('config.headDim', `at least dModel / numHeads (${dModel} / ${numHeads}): narrower heads need a native op with a head width of its own`, hd);
+  return hd;
 }
 
 /** The result of forward with needWeights. */
@@ -70,9 +93,11 @@ interface Saved {
 }
 
 /**
- * Multi-head scaled dot-product attention, self or cross. Parameters: qkv.weight [3D, D] (rows:
- * queries, keys, values — torch.nn.MultiheadAttention's in_proj_weight), qkv.bias [3D],
- * proj.weight [D, D], proj.bias [D]. A query row whose keys are all blocked outputs 0.
+ * Multi-head scaled dot-product attention, self or cross. Parameters: qkv.weight [3I, D] (rows:
+ * queries, keys, values — torch.nn.MultiheadAttention's in_proj_weight), qkv.bias [3I],
+ * proj.weight [D, I], proj.bias [D], with I = numHeads·headDim (= D by default). A query row
+ * whose keys are all blocked outputs 0. With I > D the attention ops run at width I on inputs and
+ * weights zero-padded to it (lib/layers/attention_width.ts), which computes the same values.
  */
 export class MultiHeadAttention extends Module {
   readonly config: Settings<MultiHeadAttentionConfig>;
@@ -80,6 +105,10 @@ export class MultiHeadAttention extends Module {
   readonly proj: Linear;
   private readonly dropRng: Random;
   private saved: Saved | null = null;
+  /** The ops of attention_width.ts's helpers (run with headDim wider than dModel / numHeads), which Module.to cannot read in the methods. */
+  static readonly nativeOps: readonly string[] = ['copyRows', 'accumulate'];
+  /** The zero-padded copies of a forward at width I > D (null at width D). */
+  private padded: PaddedAttention | null = null;
 
   constructor(config: MultiHeadAttentionConfig) {
     super();
@@ -87,14 +116,16 @@ export class MultiHeadAttention extends Module {
     this.placeOn(config.device);
     const dModel = positiveInt('config.dModel', config.dModel);
     const numHeads = positiveInt('config.numHeads', config.numHeads);
-    if (dModel % numHeads !== 0) invalidArg('config.numHeads', `a divisor of dModel (${dModel})`, numHeads);
+    const headDim = headDimOf(dModel, numHeads, config.headDim);
+    const bias = bool('config.bias', config.bias ?? true);
     this.config = {
-      dModel, numHeads, bias: bool('config.bias', config.bias ?? true),
+      dModel, numHeads, headDim, bias, qkvBias: bool('config.qkvBias', config.qkvBias ?? bias),
+      projBias: bool('config.projBias', config.projBias ?? bias),
       dropout: probability('config.dropout', config.dropout ?? 0), seed: seedOf(config.seed ?? 0),
     };
-    const rng = new Random(this.config.seed);
-    this.qkv = this.addModule('qkv', new Linear({ inFeatures: dModel, outFeatures: 3 * dModel, bias: this.config.bias, seed: rng.seed() }));
-    this.proj = this.addModule('proj', new Linear({ inFeatures: dModel, outFeatures: dModel, bias: this.config.bias, seed: rng.seed() }));
+    const rng = new Random(this.config.seed), inner = numHeads * headDim;
+    this.qkv = this.addModule('qkv', new Linear({ inFeatures: dModel, outFeatures: 3 * inner, bias: this.config.qkvBias, seed: rng.seed() }));
+    this.proj = this.addModule('proj', new Linear({ inFeatures: inner, outFeatures: dModel, bias: this.config.projBias, seed: rng.seed() }));
     this.dropRng = this.addRng('dropout', new Random(rng.seed()));
   }
 
@@ -137,29 +168,35 @@ export class MultiHeadAttention extends Module {
     const p = this.training ? this.config.dropout : 0;
     const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
     this.activations.close();
+    const I = H * this.config.headDim;
+    this.padded = I === D ? null : yield* padAttention(this.activations, { x: xt, memory, qkv: this.qkv, proj: this.proj, I });
     const saved = (n: number) => this.activations.add(Tensor.empty([n], 'float32', xt.device)).storage;
     const buffers = {
-      qkv: memory ? null : saved(B * Tq * 3 * D),
-      q: memory ? saved(B * Tq * D) : null,
-      kv: memory ? saved(B * Tk * 2 * D) : null,
-      ctx: saved(B * Tq * D),
+      qkv: memory ? null : saved(B * Tq * 3 * I),
+      q: memory ? saved(B * Tq * I) : null,
+      kv: memory ? saved(B * Tk * 2 * I) : null,
+      ctx: saved(B * Tq * I),
       lse: saved(B * H * Tq),
     };
-    const out = Tensor.empty([B, Tq, D], 'float32', xt.device);
+    const wide = this.padded;
+    const out = Tensor.empty([B, Tq, I], 'float32', xt.device);
     const weights = needWeights ? Tensor.empty([B, H, Tq, Tk], 'float32', xt.device) : null;
-    const dims = { B, Tq, Tk, D, H };
+    const dims = { B, Tq, Tk, D: I, H };
     const masks = { causal, keyPaddingMask, attnMask };
-    yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, memory: memory?.storage ?? null, out: out.storage,
-      weights: weights?.storage ?? null, x: xt.storage, qkvWeight: this.qkv.weight.storage, qkvBias: this.qkv.bias?.storage ?? null,
-      projWeight: this.proj.weight.storage, projBias: this.proj.bias?.storage ?? null });
+    yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, memory: (wide ? wide.memory : memory)?.storage ?? null,
+      out: out.storage, weights: weights?.storage ?? null, x: (wide ? wide.x : xt).storage,
+      qkvWeight: (wide ? wide.qkvWeight : this.qkv.weight).storage, qkvBias: this.qkv.bias?.storage ?? null,
+      projWeight: (wide ? wide.projWeight : this.proj.weight).storage, projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null });
     this.saved = { x: xt, memory, dims, masks, drop, buffers };
-    return weights ? { output: out, weights } : out;
+    const y = yield* narrowRows(out, D);
+    return weights ? { output: y, weights } : y;
   }
 
   /** dy [B, Tq, D] → dx (self-attention) or {dx, dMemory} (cross-attention); accumulates the parameter gradients. */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
+    if (this.padded) return yield* paddedBackward(this.padded, { ...s.dims, ...s.masks, ...s.drop, ...s.buffers }, dyt, this.qkv, this.proj);
     const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);
     const dMemory = s.memory ? Tensor.empty(s.memory.shape, 'float32', s.memory.device) : null;
     yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.storage ?? null,
@@ -188,6 +225,7 @@ export class MultiHeadAttention extends Module {
    * sequence), on memory's device: rows D..3D-1 of qkv.weight (and bias) applied to it.
    */
   *memoryKV(memory: Tensor<'float32'>): Program<Tensor<'float32'>> {
+    this.checkDecodable();
     const D = this.config.dModel, rows = memory.size / D, dev = memory.device;
     const [B, Tm] = memory.shape;
     const tmp = new Scope();
@@ -218,7 +256,14 @@ export class MultiHeadAttention extends Module {
     return out;
   }
 
+  /** Incremental decoding runs the attention ops at width dModel: heads of another total width are refused. */
+  private checkDecodable(): void {
+    if (this.config.numHeads * this.config.headDim !== this.config.dModel)
+      invalidArg('config.headDim', 'dModel / numHeads for incremental decoding', this.config.headDim);
+  }
+
   private weights() {
+    this.checkDecodable();
     return { qkvWeight: this.qkv.weight.storage, qkvBias: this.qkv.bias?.storage ?? null,
       projWeight: this.proj.weight.storage, projBias: this.proj.bias?.storage ?? null };
   }

@@ -1,3 +1,4 @@
+import { invalidArg } from '../errors';
 import { Module } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
@@ -8,9 +9,11 @@ import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
 import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf, type Settings } from './common';
 import { accumulate, DropoutSite } from './dropout';
-import { checkAttnMask, MultiHeadAttention } from './attention';
+import { DropPathSite } from './drop_path';
+import { checkAttnMask, headDimOf, MultiHeadAttention } from './attention';
 import { ACTIVATIONS, FeedForward, type Activation } from './feedforward';
 import { LayerNorm } from './layernorm';
+import { LayerScale } from './layer_scale';
 
 export interface BlockConfig {
   dModel: number;
@@ -20,30 +23,74 @@ export interface BlockConfig {
   normFirst?: boolean;
   /** Feed-forward activation (default 'gelu'). */
   activation?: Activation;
-  /** Dropout on attention weights, the feed-forward hidden layer and each residual branch (default 0). */
+  /** Dropout on attention weights, the feed-forward hidden layer and each residual branch (default 0): the default of the three below. */
   dropout?: number;
+  /** Dropout on the attention weights (default `dropout`; timm's attn_drop). */
+  attnDropout?: number;
+  /** Dropout on each residual branch's output, after attn.proj and mlp.fc2 (default `dropout`; timm's proj_drop). */
+  projDropout?: number;
+  /** Dropout on the feed-forward hidden layer (default `dropout`; timm's Mlp drop, = proj_drop). */
+  hiddenDropout?: number;
+  /** EncoderBlock: stochastic depth, each sample's residual branches dropped with this probability (default 0; timm's drop_path). */
+  dropPath?: number;
   /** LayerNorm eps (default 1e-5). */
   eps?: number;
+  /** Width of each attention head (default dModel / numHeads; see MultiHeadAttention). */
+  headDim?: number;
+  /** Bias on the attention's qkv projection (default true; timm's qkv_bias). */
+  qkvBias?: boolean;
+  /** Bias on the attention's output projection (default true; timm's proj_bias). */
+  projBias?: boolean;
+  /** Biases on the feed-forward layers (default true; timm's proj_bias also switches them). */
+  mlpBias?: boolean;
+  /**
+   * EncoderBlock: with a value > 0, LayerScale on both residual branches (ls1, ls2: timm's
+   * init_values, their initial value); 0 (default): none.
+   */
+  initValues?: number;
   seed?: number;
   /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
   device?: Device;
 }
 
 const BLOCK_CONFIG = new OptionKeys<BlockConfig>('block config',
-  { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, eps: true, seed: true, device: true });
+  { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, attnDropout: true, projDropout: true,
+    hiddenDropout: true, dropPath: true, eps: true, headDim: true, qkvBias: true,
+    projBias: true, mlpBias: true, initValues: true, seed: true, device: true });
 
 function blockConfig(raw: BlockConfig, label: string): Settings<BlockConfig> {
   const config = BLOCK_CONFIG.check('config', raw, label);
+  const dropout = probability('config.dropout', config.dropout ?? 0);
   return {
     dModel: positiveInt('config.dModel', config.dModel),
     numHeads: positiveInt('config.numHeads', config.numHeads),
     dFF: positiveInt('config.dFF', config.dFF),
     normFirst: bool('config.normFirst', config.normFirst ?? true),
     activation: oneOf('config.activation', config.activation ?? 'gelu', ACTIVATIONS),
-    dropout: probability('config.dropout', config.dropout ?? 0),
+    dropout,
+    attnDropout: probability('config.attnDropout', config.attnDropout ?? dropout),
+    projDropout: probability('config.projDropout', config.projDropout ?? dropout),
+    hiddenDropout: probability('config.hiddenDropout', config.hiddenDropout ?? dropout),
+    dropPath: probability('config.dropPath', config.dropPath ?? 0),
     eps: positive('config.eps', config.eps ?? 1e-5),
+    headDim: headDimOf(positiveInt('config.dModel', config.dModel), positiveInt('config.numHeads', config.numHeads), config.headDim),
+    qkvBias: bool('config.qkvBias', config.qkvBias ?? true),
+    projBias: bool('config.projBias', config.projBias ?? true),
+    mlpBias: bool('config.mlpBias', config.mlpBias ?? true),
+    initValues: config.initValues === undefined || config.initValues === 0 ? 0 : positive('config.initValues', config.initValues),
     seed: seedOf(config.seed ?? 0),
   };
+}
+
+/** The attention of a block: its width, heads, biases and dropout. */
+function attentionOf(c: Settings<BlockConfig>, seed: number): MultiHeadAttention {
+  return new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, headDim: c.headDim, qkvBias: c.qkvBias, projBias: c.projBias,
+    dropout: c.attnDropout, seed });
+}
+
+/** The feed-forward layer of a block. */
+function mlpOf(c: Settings<BlockConfig>, seed: number): FeedForward {
+  return new FeedForward({ dModel: c.dModel, dFF: c.dFF, activation: c.activation, dropout: c.hiddenDropout, bias: c.mlpBias, seed });
 }
 
 /** Self-attention options of an encoder block. Masks: bool tensors, true = blocked. */
@@ -59,9 +106,10 @@ const ENCODER_BLOCK_OPTIONS = new OptionKeys<EncoderBlockOptions>('EncoderBlock.
   { attnMask: true, keyPaddingMask: true, causal: true, needWeights: true });
 
 /**
- * Transformer encoder block: norm1, attn, norm2, mlp.
- * Pre-LN: x = x + drop(attn(norm1(x))); x = x + drop(mlp(norm2(x))).
- * Post-LN: x = norm1(x + drop(attn(x))); x = norm2(x + drop(mlp(x))).
+ * Transformer encoder block: norm1, attn, norm2, mlp (and with initValues, LayerScale ls1, ls2).
+ * Pre-LN: x = x + path(drop(ls1(attn(norm1(x))))); x = x + path(drop(ls2(mlp(norm2(x))))).
+ * Post-LN: x = norm1(x + path(drop(ls1(attn(x))))); x = norm2(x + path(drop(ls2(mlp(x))))).
+ * drop: projDropout; path: drop path (dropPath), per sample.
  */
 export class EncoderBlock extends Module {
   readonly config: Settings<BlockConfig>;
@@ -69,10 +117,15 @@ export class EncoderBlock extends Module {
   readonly attn: MultiHeadAttention;
   readonly norm2: LayerNorm;
   readonly mlp: FeedForward;
+  /** LayerScale of the attention and MLP branches (null without initValues). */
+  readonly ls1: LayerScale | null;
+  readonly ls2: LayerScale | null;
   /** The attention weights of the last forward run with needWeights. */
   lastWeights: Tensor<'float32'> | null = null;
   private readonly drop1: DropoutSite;
   private readonly drop2: DropoutSite;
+  private readonly path1: DropPathSite;
+  private readonly path2: DropPathSite;
 
   constructor(config: BlockConfig) {
     super();
@@ -80,11 +133,17 @@ export class EncoderBlock extends Module {
     this.placeOn(config.device);
     const rng = new Random(c.seed);
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
-    this.attn = this.addModule('attn', new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() }));
+    this.attn = this.addModule('attn', attentionOf(c, rng.seed()));
+    const ls = (name: string) => c.initValues > 0 ? this.addModule(name, new LayerScale({ dModel: c.dModel, initValues: c.initValues })) : null;
+    this.ls1 = ls('ls1');
     this.norm2 = this.addModule('norm2', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
-    this.mlp = this.addModule('mlp', new FeedForward({ dModel: c.dModel, dFF: c.dFF, activation: c.activation, dropout: c.dropout, seed: rng.seed() }));
-    this.drop1 = new DropoutSite(c.dropout, this.addRng('drop1', new Random(rng.seed())));
-    this.drop2 = new DropoutSite(c.dropout, this.addRng('drop2', new Random(rng.seed())));
+    this.mlp = this.addModule('mlp', mlpOf(c, rng.seed()));
+    this.ls2 = ls('ls2');
+    this.drop1 = new DropoutSite(c.projDropout, this.addRng('drop1', new Random(rng.seed())));
+    this.drop2 = new DropoutSite(c.projDropout, this.addRng('drop2', new Random(rng.seed())));
+    const path = (name: string) => new DropPathSite(c.dropPath, c.dropPath > 0 ? this.addRng(name, new Random(rng.seed())) : new Random(0));
+    this.path1 = path('drop_path1');
+    this.path2 = path('drop_path2');
   }
 
   private *attend(x: Tensor, o: EncoderBlockOptions): Program<Tensor<'float32'>> {
@@ -95,26 +154,34 @@ export class EncoderBlock extends Module {
     return output;
   }
 
+  /**
+   * A residual branch's output (a tensor of its own) through its LayerScale (the unscaled output is
+   * kept for backward), dropout (in place) and drop path (a new tensor: the input is freed).
+   */
+  private *branch(ls: LayerScale | null, drop: DropoutSite, path: DropPathSite, out: Tensor<'float32'>): Program<Tensor<'float32'>> {
+    const t = this.training, scaled = ls ? yield* ls.forwardOps(this.activations.add(out)) : out;
+    yield* drop.forwardInPlace(scaled, t);
+    const kept = yield* path.forward(scaled, t, this.activations);
+    if (kept !== scaled) scaled.dispose();
+    return kept;
+  }
+
   /** x [B, T, D] → [B, T, D]. */
   *forwardProgram(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, this.config.dModel]), { 0: 'a batch', 1: 'a sequence length' });
     options = ENCODER_BLOCK_OPTIONS.check('options', options);
-    const t = this.training, keep = this.activations;
+    const keep = this.activations;
     keep.close();
     if (this.config.normFirst) {
-      const a = keep.add(yield* this.attend(keep.add(yield* this.norm1.forwardOps(xt)), options));
-      yield* this.drop1.forwardInPlace(a, t);
+      const a = keep.add(yield* this.branch(this.ls1, this.drop1, this.path1, yield* this.attend(keep.add(yield* this.norm1.forwardOps(xt)), options)));
       const x1 = yield* accumulate(a, xt);
-      const m = yield* this.mlp.forwardOps(keep.add(yield* this.norm2.forwardOps(x1)));
-      yield* this.drop2.forwardInPlace(m, t);
+      const m = yield* this.branch(this.ls2, this.drop2, this.path2, yield* this.mlp.forwardOps(keep.add(yield* this.norm2.forwardOps(x1))));
       return yield* accumulate(m, x1);
     }
-    const a = yield* this.attend(xt, options);
-    yield* this.drop1.forwardInPlace(a, t);
+    const a = yield* this.branch(this.ls1, this.drop1, this.path1, yield* this.attend(xt, options));
     const x1 = keep.add(yield* this.norm1.forwardResidual(a, xt));
     a.dispose(); // norm1 keeps the sum it normalised; backward needs nothing else of a
-    const m = yield* this.mlp.forwardOps(x1);
-    yield* this.drop2.forwardInPlace(m, t);
+    const m = yield* this.branch(this.ls2, this.drop2, this.path2, yield* this.mlp.forwardOps(x1));
     const y = yield* this.norm2.forwardResidual(m, x1);
     m.dispose();
     return y;
@@ -124,17 +191,22 @@ export class EncoderBlock extends Module {
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const tmp = new Scope(d);
+    // A branch's gradient back through drop path, dropout and LayerScale (each a new tensor, or g itself when inactive).
+    const branch = function* (drop: DropoutSite, path: DropPathSite, ls: LayerScale | null, g: Tensor<'float32'>) {
+      const dd = tmp.add(yield* drop.backward(tmp.add(yield* path.backward(g))));
+      return ls ? tmp.add(yield* ls.backwardOps(dd)) : dd;
+    };
     let dx: Tensor<'float32'>;
     if (this.config.normFirst) {
-      const dm = tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* this.drop2.backward(d))));
+      const dm = tmp.add(yield* this.mlp.backwardOps(yield* branch(this.drop2, this.path2, this.ls2, d)));
       const dx1 = tmp.add(yield* this.norm2.backwardOps(dm, d));
-      const dh = tmp.add((yield* this.attn.backwardOps(tmp.add(yield* this.drop1.backward(dx1)))) as Tensor<'float32'>);
+      const dh = tmp.add((yield* this.attn.backwardOps(yield* branch(this.drop1, this.path1, this.ls1, dx1))) as Tensor<'float32'>);
       dx = yield* this.norm1.backwardOps(dh, dx1);
     } else {
       const ds2 = tmp.add(yield* this.norm2.backwardOps(d));
-      const dx1 = yield* accumulate(tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* this.drop2.backward(ds2)))), ds2);
+      const dx1 = yield* accumulate(tmp.add(yield* this.mlp.backwardOps(yield* branch(this.drop2, this.path2, this.ls2, ds2))), ds2);
       const ds1 = tmp.add(yield* this.norm1.backwardOps(dx1));
-      dx = yield* accumulate((yield* this.attn.backwardOps(tmp.add(yield* this.drop1.backward(ds1)))) as Tensor<'float32'>, ds1);
+      dx = yield* accumulate((yield* this.attn.backwardOps(yield* branch(this.drop1, this.path1, this.ls1, ds1))) as Tensor<'float32'>, ds1);
     }
     tmp.close(dx);
     return dx;
@@ -174,16 +246,18 @@ export class DecoderBlock extends Module {
   constructor(config: BlockConfig) {
     super();
     const c = (this.config = blockConfig(config, 'DecoderBlock config'));
+    if (c.initValues > 0) invalidArg('config.initValues', '0 (LayerScale is an EncoderBlock option)', c.initValues);
+    if (c.dropPath > 0) invalidArg('config.dropPath', '0 (drop path is an EncoderBlock option)', c.dropPath);
     this.placeOn(config.device);
     const rng = new Random(c.seed);
-    const attn = () => new MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads, dropout: c.dropout, seed: rng.seed() });
+    const attn = () => attentionOf(c, rng.seed());
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.attn = this.addModule('attn', attn());
     this.norm2 = this.addModule('norm2', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.cross_attn = this.addModule('cross_attn', attn());
     this.norm3 = this.addModule('norm3', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
-    this.mlp = this.addModule('mlp', new FeedForward({ dModel: c.dModel, dFF: c.dFF, activation: c.activation, dropout: c.dropout, seed: rng.seed() }));
-    this.drops = [1, 2, 3].map((i) => new DropoutSite(c.dropout, this.addRng(`drop${i}`, new Random(rng.seed()))));
+    this.mlp = this.addModule('mlp', mlpOf(c, rng.seed()));
+    this.drops = [1, 2, 3].map((i) => new DropoutSite(c.projDropout, this.addRng(`drop${i}`, new Random(rng.seed()))));
   }
 
   /** x [B, T, D], memory [B, Tm, D] → [B, T, D]. */

@@ -6,7 +6,7 @@ import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
-import { oneOf, positiveInt, probability, seedOf, emptyLike, type Settings } from './common';
+import { bool, oneOf, positiveInt, probability, seedOf, emptyLike, type Settings } from './common';
 import { Linear } from './linear';
 
 export type Activation = FeedForwardActivation;
@@ -21,15 +21,20 @@ export interface FeedForwardConfig {
   activation?: Activation;
   /** Dropout on the hidden activation in training mode (default 0). */
   dropout?: number;
+  /** Biases on fc1 and fc2 (default true; timm's proj_bias also switches them). */
+  bias?: boolean;
   seed?: number;
   /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
   device?: Device;
 }
 
 const FEEDFORWARD_CONFIG = new OptionKeys<FeedForwardConfig>('FeedForward config',
-  { dModel: true, dFF: true, activation: true, dropout: true, seed: true, device: true });
+  { dModel: true, dFF: true, activation: true, dropout: true, bias: true, seed: true, device: true });
 
-/** y = fc2(dropout(act(fc1(x)))). Parameters: fc1.weight [F, D], fc1.bias [F], fc2.weight [D, F], fc2.bias [D]. */
+/**
+ * y = fc2(dropout(act(fc1(x)))). Parameters: fc1.weight [F, D], fc1.bias [F], fc2.weight [D, F], fc2.bias [D]
+ * (the biases only with `bias`: without, the ops get zeros and their bias gradients are dropped).
+ */
 export class FeedForward extends Module {
   readonly config: Settings<FeedForwardConfig>;
   readonly fc1: Linear;
@@ -45,12 +50,19 @@ export class FeedForward extends Module {
     const dFF = positiveInt('config.dFF', config.dFF);
     this.config = {
       dModel, dFF, activation: oneOf('config.activation', config.activation ?? 'gelu', ACTIVATIONS),
-      dropout: probability('config.dropout', config.dropout ?? 0), seed: seedOf(config.seed ?? 0),
+      dropout: probability('config.dropout', config.dropout ?? 0), bias: bool('config.bias', config.bias ?? true),
+      seed: seedOf(config.seed ?? 0),
     };
-    const rng = new Random(this.config.seed);
-    this.fc1 = this.addModule('fc1', new Linear({ inFeatures: dModel, outFeatures: dFF, seed: rng.seed() }));
-    this.fc2 = this.addModule('fc2', new Linear({ inFeatures: dFF, outFeatures: dModel, seed: rng.seed() }));
+    const rng = new Random(this.config.seed), bias = this.config.bias;
+    this.fc1 = this.addModule('fc1', new Linear({ inFeatures: dModel, outFeatures: dFF, bias, seed: rng.seed() }));
+    this.fc2 = this.addModule('fc2', new Linear({ inFeatures: dFF, outFeatures: dModel, bias, seed: rng.seed() }));
     this.dropRng = this.addRng('dropout', new Random(rng.seed()));
+  }
+
+  /** A linear layer's bias storage, or (no bias) zeros [n] on x's device, freed with the activations. */
+  private biasOf(l: Linear, like: Tensor, grad: boolean): Float32Array {
+    if (l.bias) return grad ? l.bias.gradData() : l.bias.storage;
+    return this.activations.add(Tensor.zeros([l.config.outFeatures], 'float32', like.device)).storage;
   }
 
   private dims(rows: number, p: number, seed: number) {
@@ -67,7 +79,7 @@ export class FeedForward extends Module {
     const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage : null;
     const a = this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage;
     yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.storage, h, a, x: x.storage as Float32Array,
-      W1: this.fc1.weight.storage, b1: this.fc1.bias!.storage, W2: this.fc2.weight.storage, b2: this.fc2.bias!.storage });
+      W1: this.fc1.weight.storage, b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storage, b2: this.biasOf(this.fc2, x, false) });
     this.saved = { x: x as Tensor<'float32'>, h, a, seed, p };
     return y;
   }
@@ -78,8 +90,8 @@ export class FeedForward extends Module {
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
     const dx = emptyLike(s.x);
     yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.storage,
-      dW1: this.fc1.weight.gradData(), db1: this.fc1.bias!.gradData(), dW2: this.fc2.weight.gradData(),
-      db2: this.fc2.bias!.gradData(), dy: dyt.storage, x: s.x.storage, h: requireSaved(s.h, 'FeedForward'), a: s.a,
+      dW1: this.fc1.weight.gradData(), db1: this.biasOf(this.fc1, s.x, true), dW2: this.fc2.weight.gradData(),
+      db2: this.biasOf(this.fc2, s.x, true), dy: dyt.storage, x: s.x.storage, h: requireSaved(s.h, 'FeedForward'), a: s.a,
       W1: this.fc1.weight.storage, W2: this.fc2.weight.storage });
     return dx;
   }

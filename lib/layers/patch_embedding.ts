@@ -9,9 +9,27 @@ import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
 import { nonEmpty, positiveInt, seedOf, type Settings } from './common';
 
+/** An image size: one number for square images, or [height, width]. */
+export type ImageSize = number | readonly [number, number];
+
+/** Checks an image size `name` and returns it as [height, width]. */
+export function imageHW(name: string, v: unknown): [number, number] {
+  if (Array.isArray(v) && v.length === 2) return [positiveInt(`${name}[0]`, v[0]), positiveInt(`${name}[1]`, v[1])];
+  if (typeof v !== 'number') invalidArg(name, 'a positive integer or [height, width]', v);
+  const s = positiveInt(name, v);
+  return [s, s];
+}
+
+/** Checks that `patchSize` divides both sides of `hw` (the image size named imgSize). */
+export function checkPatchGrid(hw: readonly [number, number], patchSize: number): [number, number] {
+  if (hw[0] % patchSize !== 0 || hw[1] % patchSize !== 0)
+    invalidArg('config.patchSize', `a divisor of the image height and width (${hw[0]} × ${hw[1]})`, patchSize);
+  return [hw[0] / patchSize, hw[1] / patchSize];
+}
+
 export interface PatchEmbeddingConfig {
-  /** Image height and width (square). */
-  imgSize: number;
+  /** Image size: square side, or [height, width]. */
+  imgSize: ImageSize;
   patchSize: number;
   inChannels: number;
   dModel: number;
@@ -34,19 +52,22 @@ export class PatchEmbedding extends Module {
   readonly bias: Parameter;
   /** Patches per image at imgSize. */
   readonly numPatches: number;
+  /** Patch rows and columns at imgSize. */
+  readonly gridSize: readonly [number, number];
   private saved: { images: Tensor<'float32'>; dims: { B: number; C: number; H: number; W: number; P: number; D: number } } | null = null;
 
   constructor(config: PatchEmbeddingConfig) {
     super();
     config = PATCH_EMBEDDING_CONFIG.check('config', config);
     this.placeOn(config.device);
-    const imgSize = positiveInt('config.imgSize', config.imgSize);
+    const hw = imageHW('config.imgSize', config.imgSize);
     const patchSize = positiveInt('config.patchSize', config.patchSize);
     const inChannels = positiveInt('config.inChannels', config.inChannels);
     const dModel = positiveInt('config.dModel', config.dModel);
-    if (imgSize % patchSize !== 0) invalidArg('config.patchSize', `a divisor of imgSize (${imgSize})`, patchSize);
+    this.gridSize = checkPatchGrid(hw, patchSize);
+    const imgSize = typeof config.imgSize === 'number' ? config.imgSize : hw;
     this.config = { imgSize, patchSize, inChannels, dModel, seed: seedOf(config.seed ?? 0) };
-    this.numPatches = (imgSize / patchSize) ** 2;
+    this.numPatches = this.gridSize[0] * this.gridSize[1];
     const rng = new Random(this.config.seed);
     const fanIn = inChannels * patchSize * patchSize;
     this.weight = this.addParameter('proj.weight', [dModel, inChannels, patchSize, patchSize], uniformFanIn(rng, dModel * fanIn, fanIn));

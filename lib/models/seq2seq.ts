@@ -344,9 +344,14 @@ export interface TransformerConfig extends SequenceConfig {
   maxLen: number;
   /** The padding token id on both sides (default 0). */
   padIdx?: number;
+  /**
+   * Mask the target's padding positions as keys of the decoder's self-attention (default true);
+   * false: the target is masked causally only (the source's padding stays masked).
+   */
+  maskTargetPadding?: boolean;
 }
 const TRANSFORMER_CONFIG = new OptionKeys<TransformerConfig>('Transformer config',
-  { ...SEQUENCE_KEYS, srcVocab: true, tgtVocab: true, maxLen: true, padIdx: true });
+  { ...SEQUENCE_KEYS, srcVocab: true, tgtVocab: true, maxLen: true, padIdx: true, maskTargetPadding: true });
 
 /** A bool mask [B, T] on the tokens' device: true where tokens == padIdx. */
 export function paddingMask(tokens: Tensor<'int32'>, padIdx: number): Tensor<'bool'> {
@@ -377,7 +382,8 @@ export class Transformer extends Module {
     const padIdx = config.padIdx ?? 0;
     if (!Number.isInteger(padIdx)) invalidArg('config.padIdx', 'an integer', padIdx);
     this.config = { ...base, srcVocab: positiveInt('config.srcVocab', config.srcVocab),
-      tgtVocab: positiveInt('config.tgtVocab', config.tgtVocab), maxLen: positiveInt('config.maxLen', config.maxLen), padIdx };
+      tgtVocab: positiveInt('config.tgtVocab', config.tgtVocab), maxLen: positiveInt('config.maxLen', config.maxLen), padIdx,
+      maskTargetPadding: bool('config.maskTargetPadding', config.maskTargetPadding ?? true) };
     const rng = new Random(base.seed);
     const shared = { ...base, maxLen: this.config.maxLen, device: this.device };
     this.encoder = this.addModule('encoder', new Encoder({ ...shared, vocabSize: this.config.srcVocab, seed: rng.seed() }));
@@ -391,7 +397,8 @@ export class Transformer extends Module {
     if (s.shape[0] !== t.shape[0]) invalidArg('tgt', `an int32 Tensor with batch ${s.shape[0]} (as src)`, t);
     const keep = this.activations, pad = this.config.padIdx;
     keep.close();
-    const srcPad = keep.add(maskOf(srcIds, s.shape, pad, s.device)), tgtPad = keep.add(maskOf(tgtIds, t.shape, pad, t.device));
+    const srcPad = keep.add(maskOf(srcIds, s.shape, pad, s.device));
+    const tgtPad = this.config.maskTargetPadding ? keep.add(maskOf(tgtIds, t.shape, pad, t.device)) : undefined;
     const memory = keep.add(yield* this.encoder.forwardOps(s, { keyPaddingMask: srcPad }));
     return yield* this.decoder.forwardOps(t, memory, { tgtKeyPaddingMask: tgtPad, memoryKeyPaddingMask: srcPad });
   }

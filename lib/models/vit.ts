@@ -1,13 +1,13 @@
 import { invalidArg } from '../errors';
 import type { Device } from '../device';
-import { checkAttnMask } from '../layers/attention';
+import { checkAttnMask, headDimOf } from '../layers/attention';
 import { DecoderBlock, EncoderBlock } from '../layers/blocks';
-import { nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
+import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Linear } from '../layers/linear';
-import { PatchEmbedding } from '../layers/patch_embedding';
+import { checkPatchGrid, imageHW, PatchEmbedding, type ImageSize } from '../layers/patch_embedding';
 import { requireSaved, Module, Parameter } from '../module';
 import { OptionKeys, type KeySpec } from '../options';
 import { loadModel, registerModelClass } from '../persist';
@@ -15,10 +15,12 @@ import { op, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
+import { startTokens, startTokensBackward } from './vit_tokens';
 
-export interface ViTConfig {
-  /** Image height and width (default 32). */
-  imgSize?: number;
+/** The config of ViTDecoder, and the part of ViTEncoder's that the decoder shares. */
+export interface ViTDecoderConfig {
+  /** Image size: square side, or [height, width] (default 32). */
+  imgSize?: ImageSize;
   /** Patch size (default 4). */
   patchSize?: number;
   /** Image channels (default 3). */
@@ -31,9 +33,9 @@ export interface ViTConfig {
   dFF?: number;
   /** Blocks (default 4). */
   depth?: number;
-  /** Dropout (default 0). */
+  /** Dropout (default 0): every site's; ViTEncoder's per-site rates default to it. */
   dropout?: number;
-  /** LayerNorm eps (default 1e-5). */
+  /** LayerNorm eps (default 1e-5; timm's ViTs use 1e-6, Hugging Face's 1e-12: see fromTimm and loadHfViT). */
   eps?: number;
   /** Feed-forward activation (default 'gelu'). */
   activation?: Activation;
@@ -43,8 +45,40 @@ export interface ViTConfig {
   device?: Device;
 }
 
-const VIT_KEYS: KeySpec<ViTConfig> = { imgSize: true, patchSize: true, inChannels: true, dModel: true, numHeads: true, dFF: true,
+/** ViTEncoder's config: the decoder's and the variants of timm's VisionTransformer (its argument names in parentheses). */
+export interface ViTConfig extends ViTDecoderConfig {
+  /** A class token leads the patch tokens (default true; class_token). */
+  classToken?: boolean;
+  /** pos_embed covers the patches only and is added before the class token is prepended (default false; no_embed_class). */
+  noEmbedClass?: boolean;
+  /** The final LayerNorm (default true; final_norm): `norm`, or `fc_norm` after pooling with ViTClassifier's fcNorm. */
+  finalNorm?: boolean;
+  /** Width of each attention head (default dModel / numHeads; timm's Attention attn_head_dim). */
+  headDim?: number;
+  /** Bias on the attention's qkv (default true; qkv_bias). */
+  qkvBias?: boolean;
+  /** Bias on the attention's output projection (default true; proj_bias). */
+  projBias?: boolean;
+  /** Biases on the MLP (default projBias, as timm's proj_bias switches both). */
+  mlpBias?: boolean;
+  /** LayerScale (ls1.gamma, ls2.gamma) with this initial value when > 0 (default 0: none; init_values). */
+  initValues?: number;
+  /** Dropout on the attention weights (default `dropout`; attn_drop_rate). */
+  attnDropout?: number;
+  /** Dropout on the blocks' residual branches (default `dropout`; proj_drop_rate). */
+  projDropout?: number;
+  /** Dropout on the MLP hidden layer (default `dropout`; timm's Mlp takes proj_drop_rate). */
+  hiddenDropout?: number;
+  /** Dropout on the tokens after the position embedding (default `dropout`; pos_drop_rate). */
+  embedDropout?: number;
+  /** Stochastic depth of the last block, rising linearly from 0 at the first (default 0; drop_path_rate). */
+  dropPath?: number;
+}
+
+const DECODER_KEYS: KeySpec<ViTDecoderConfig> = { imgSize: true, patchSize: true, inChannels: true, dModel: true, numHeads: true, dFF: true,
   depth: true, dropout: true, eps: true, activation: true, seed: true, device: true };
+const VIT_KEYS: KeySpec<ViTConfig> = { ...DECODER_KEYS, classToken: true, noEmbedClass: true, finalNorm: true, headDim: true, qkvBias: true,
+  projBias: true, mlpBias: true, initValues: true, attnDropout: true, projDropout: true, hiddenDropout: true, embedDropout: true, dropPath: true };
 
 /** Options of ViTEncoder.forward (and ViTClassifier.forward). */
 export interface ViTForwardOptions {
@@ -53,10 +87,12 @@ export interface ViTForwardOptions {
 }
 const VIT_FORWARD_OPTIONS = new OptionKeys<ViTForwardOptions>('ViTEncoder.forward options', { needWeights: true });
 
-/** Checks a ViT config whose keys were checked already (the ViTConfig fields, with defaults). */
-function vitConfig(c: ViTConfig) {
+/** Checks the config fields ViTEncoder and ViTDecoder share (keys checked already), with defaults. */
+function decoderConfig(c: ViTDecoderConfig) {
+  const imgSize = c.imgSize ?? 32;
+  const hw = imageHW('config.imgSize', imgSize);
   const config = {
-    imgSize: positiveInt('config.imgSize', c.imgSize ?? 32),
+    imgSize: typeof imgSize === 'number' ? imgSize : hw,
     patchSize: positiveInt('config.patchSize', c.patchSize ?? 4),
     inChannels: positiveInt('config.inChannels', c.inChannels ?? 3),
     dModel: positiveInt('config.dModel', c.dModel ?? 128),
@@ -68,84 +104,144 @@ function vitConfig(c: ViTConfig) {
     activation: oneOf('config.activation', c.activation ?? 'gelu', ACTIVATIONS),
     seed: seedOf(c.seed ?? 0),
   };
-  if (config.imgSize % config.patchSize !== 0)
-    invalidArg('config.patchSize', `a divisor of imgSize (${config.imgSize})`, config.patchSize);
+  checkPatchGrid(hw, config.patchSize);
   return config;
 }
 
-function blockArgs(c: ReturnType<typeof vitConfig>, seed: number) {
-  return { dModel: c.dModel, numHeads: c.numHeads, dFF: c.dFF, normFirst: true, activation: c.activation,
-    dropout: c.dropout, eps: c.eps, seed };
+/** Checks a ViTEncoder config (keys checked already), with defaults. */
+function vitConfig(c: ViTConfig) {
+  const base = decoderConfig(c);
+  const projBias = bool('config.projBias', c.projBias ?? true);
+  return {
+    ...base,
+    classToken: bool('config.classToken', c.classToken ?? true),
+    noEmbedClass: bool('config.noEmbedClass', c.noEmbedClass ?? false),
+    finalNorm: bool('config.finalNorm', c.finalNorm ?? true),
+    headDim: headDimOf(base.dModel, base.numHeads, c.headDim),
+    qkvBias: bool('config.qkvBias', c.qkvBias ?? true),
+    projBias,
+    mlpBias: bool('config.mlpBias', c.mlpBias ?? projBias),
+    initValues: c.initValues === undefined || c.initValues === 0 ? 0 : positive('config.initValues', c.initValues),
+    attnDropout: probability('config.attnDropout', c.attnDropout ?? base.dropout),
+    projDropout: probability('config.projDropout', c.projDropout ?? base.dropout),
+    hiddenDropout: probability('config.hiddenDropout', c.hiddenDropout ?? base.dropout),
+    embedDropout: probability('config.embedDropout', c.embedDropout ?? base.dropout),
+    dropPath: probability('config.dropPath', c.dropPath ?? 0),
+  };
+}
+
+/** The image [height, width] of a checked config. */
+function imageSize(c: { imgSize: number | readonly [number, number] }): [number, number] {
+  return typeof c.imgSize === 'number' ? [c.imgSize, c.imgSize] : [c.imgSize[0], c.imgSize[1]];
 }
 
 /**
- * The ViT encoder: patch embedding, CLS token, learned positions, pre-LN blocks, final norm:
- * images [B, C, H, W] → tokens [B, N+1, D]. Parameter names are timm's: patch_embed.proj.*,
- * cls_token [1, 1, D], pos_embed [1, N+1, D], blocks.{i}.*, norm.*.
+ * The arguments of block i of a ViT encoder or decoder; drop path rises linearly over the blocks
+ * (timm's torch.linspace(0, drop_path_rate, depth), in float32 as there).
+ */
+function blockArgs(c: ReturnType<typeof decoderConfig> & Partial<ReturnType<typeof vitConfig>>, seed: number, i: number) {
+  const dropPath = c.dropPath && c.depth > 1 ? Math.fround((c.dropPath * i) / (c.depth - 1)) : 0;
+  return { dModel: c.dModel, numHeads: c.numHeads, dFF: c.dFF, normFirst: true, activation: c.activation, dropout: c.dropout, eps: c.eps,
+    attnDropout: c.attnDropout, projDropout: c.projDropout, hiddenDropout: c.hiddenDropout, dropPath, headDim: c.headDim, qkvBias: c.qkvBias,
+    projBias: c.projBias, mlpBias: c.mlpBias, initValues: c.initValues, seed };
+}
+
+/** ViTClassifier's pooling (the encoder builds its final norm from it: before pooling, or as fc_norm after). */
+interface HeadSettings {
+  globalPool: GlobalPool;
+  fcNorm: boolean;
+}
+
+/**
+ * The ViT encoder: patch embedding, optional class token, learned positions, pre-LN blocks, final
+ * norm: images [B, C, H, W] → tokens [B, T, D] with T = N (+1 with the class token). Parameter
+ * names are timm's: patch_embed.proj.*, cls_token [1, 1, D], pos_embed [1, N(+1), D], blocks.{i}.*
+ * (ls1.gamma, ls2.gamma with LayerScale), norm.*.
  */
 export class ViTEncoder extends Module {
   readonly config: ReturnType<typeof vitConfig>;
   readonly patch_embed: PatchEmbedding;
-  readonly cls_token: Parameter;
+  /** The class token (null with classToken false). */
+  readonly cls_token: Parameter | null;
   readonly pos_embed: Parameter;
   readonly blocks: EncoderBlock[];
-  readonly norm: LayerNorm;
+  /** The final norm on every token (null with finalNorm false or when ViTClassifier's fc_norm replaces it). */
+  readonly norm: LayerNorm | null;
   private readonly drop: DropoutSite;
   private batch = 0;
   /** The keys of this class's config (a subclass adds its own). */
   protected static readonly configKeys: OptionKeys<ViTConfig> = new OptionKeys<ViTConfig>('ViTEncoder config', VIT_KEYS);
+  /** The ops of the token start (lib/models/vit_tokens.ts's helpers, which Module.to cannot read in the methods). */
+  static readonly nativeOps: readonly string[] = ['clsPosForward', 'clsPosBackward', 'embeddingForward', 'embeddingBackward', 'copyRows'];
+
+  /** The pooling settings of `config` (none: the encoder returns every token). */
+  protected static headSettings(_config: ViTClassifierConfig, _classToken: boolean): HeadSettings | null {
+    return null;
+  }
 
   constructor(config: ViTConfig = {}) {
     super();
     const cls = new.target as typeof ViTEncoder;
-    const c = (this.config = vitConfig(cls.configKeys.check('config', config, `${cls.name} config`)));
+    const checked = cls.configKeys.check('config', config, `${cls.name} config`);
+    const c = (this.config = vitConfig(checked));
+    const head = cls.headSettings(checked, c.classToken);
     this.placeOn(config.device);
     const rng = new Random(c.seed);
     this.patch_embed = this.addModule('patch_embed', new PatchEmbedding({ imgSize: c.imgSize, patchSize: c.patchSize,
       inChannels: c.inChannels, dModel: c.dModel, seed: rng.seed() }));
-    const n = this.patch_embed.numPatches;
-    this.cls_token = this.addParameter('cls_token', [1, 1, c.dModel], rng.normalArray(c.dModel, 0.02));
-    this.pos_embed = this.addParameter('pos_embed', [1, n + 1, c.dModel], rng.normalArray((n + 1) * c.dModel, 0.02));
-    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new EncoderBlock(blockArgs(c, rng.seed()))));
-    this.norm = this.addModule('norm', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
-    this.drop = new DropoutSite(c.dropout, this.addRng('drop', new Random(rng.seed())));
+    const n = this.patch_embed.numPatches, prefix = c.classToken ? 1 : 0;
+    const clsValues = rng.normalArray(c.dModel, 0.02);
+    this.cls_token = c.classToken ? this.addParameter('cls_token', [1, 1, c.dModel], clsValues) : null;
+    const rows = c.noEmbedClass ? n : n + prefix;
+    this.pos_embed = this.addParameter('pos_embed', [1, rows, c.dModel], rng.normalArray(rows * c.dModel, 0.02));
+    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new EncoderBlock(blockArgs(c, rng.seed(), i))));
+    this.norm = c.finalNorm && !head?.fcNorm ? this.addModule('norm', new LayerNorm({ dModel: c.dModel, eps: c.eps })) : null;
+    this.drop = new DropoutSite(c.embedDropout, this.addRng('drop', new Random(rng.seed())));
   }
 
-  /** images [B, C, imgSize, imgSize] → tokens [B, N+1, D] (token 0 is CLS). */
+  /** The image [height, width] the model takes (config.imgSize). */
+  get imageSize(): [number, number] {
+    return imageSize(this.config);
+  }
+
+  /** Tokens per image: patches, plus the class token. */
+  get numTokens(): number {
+    return this.patch_embed.numPatches + (this.cls_token ? 1 : 0);
+  }
+
+  /** images [B, C, H, W] (imgSize) → tokens [B, T, D] (token 0 is the class token when there is one). */
   *forwardProgram(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
-    const { inChannels: C, imgSize: S, dModel: D } = this.config;
-    const x = nonEmpty('images', checkTensor('images', images, 'float32', [null, C, S, S]), { 0: 'a batch' });
+    const C = this.config.inChannels, [H, W] = this.imageSize;
+    const x = nonEmpty('images', checkTensor('images', images, 'float32', [null, C, H, W]), { 0: 'a batch' });
     options = VIT_FORWARD_OPTIONS.check('options', options, `${this.constructor.name}.forward options`);
-    const B = x.shape[0], N = this.patch_embed.numPatches, keep = this.activations;
+    const B = x.shape[0], keep = this.activations;
     keep.close();
-    const patches = yield* this.patch_embed.forwardOps(x);
-    let h = Tensor.empty([B, N + 1, D], 'float32', x.device);
-    yield* op('clsPosForward', { B, N, D, out: h.storage, cls: this.cls_token.storage, patches: patches.storage, pos: this.pos_embed.storage });
-    patches.dispose();
+    let h = yield* startTokens(this.config, yield* this.patch_embed.forwardOps(x), this.cls_token, this.pos_embed);
     yield* this.drop.forwardInPlace(h, this.training);
     for (const blk of this.blocks) {
       h = yield* blk.forwardOps(keep.add(h), { needWeights: options.needWeights });
       this.dropActivations();
     }
     this.batch = B;
+    if (!this.norm) return h;
     return yield* this.norm.forwardOps(keep.add(h));
   }
 
-  /** d(tokens) [B, N+1, D] → d(images); accumulates the parameter gradients. */
+  /** d(tokens) [B, T, D] → d(images); accumulates the parameter gradients. */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
-    const B = requireSaved(this.batch || null, 'ViTEncoder'), N = this.patch_embed.numPatches, D = this.config.dModel;
+    const B = requireSaved(this.batch || null, 'ViTEncoder'), D = this.config.dModel;
+    const dt = checkTensor('dy', dy, 'float32', [B, this.numTokens, D]);
     const tmp = new Scope();
-    let d = tmp.add(yield* this.norm.backwardOps(checkTensor('dy', dy, 'float32', [B, N + 1, D])));
+    let d = this.norm ? tmp.add(yield* this.norm.backwardOps(dt)) : dt;
     for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.add(yield* this.blocks[i].backwardOps(d));
     d = tmp.add(yield* this.drop.backward(d));
-    const dpatches = tmp.add(Tensor.empty([B, N, D], 'float32', d.device));
-    yield* op('clsPosBackward', { B, N, D, dcls: this.cls_token.gradData(), dpatches: dpatches.storage, dpos: this.pos_embed.gradData(), dout: d.storage });
+    const dpatches = tmp.add(yield* startTokensBackward(this.config, d, this.cls_token, this.pos_embed));
     const dimages = yield* this.patch_embed.backwardOps(dpatches);
     tmp.close();
     return dimages;
   }
 
-  /** The attention weights [B, H, N+1, N+1] of every block for `images` (a forward in eval semantics). */
+  /** The attention weights [B, H, T, T] of every block for `images` (a forward in eval semantics). */
   attentionMaps(images: Tensor): Tensor<'float32'>[] {
     return this.runOps('attentionMaps', this.attentionMapsOps(images));
   }
@@ -163,18 +259,50 @@ export class ViTEncoder extends Module {
 }
 registerModelClass(ViTEncoder);
 
+/**
+ * The average pool's weights over the T tokens, owned by `scope`: 0 for the leading T − N (class
+ * token; an exact zero in the sum), 1 for the N patches (the GEMM's alpha is 1/N).
+ */
+function poolWeights(T: number, N: number, device: Device, scope: Scope): Float32Array {
+  const host = Tensor.from(new Float32Array(T).fill(1, T - N), [T]);
+  if (device === 'cpu') return scope.add(host).storage;
+  const t = scope.add(host.to(device));
+  host.dispose();
+  return t.storage;
+}
+
+/** ViTClassifier's pooling of the tokens: the class token, or the mean of the patch tokens (timm's global_pool). */
+export type GlobalPool = 'token' | 'avg';
+const GLOBAL_POOLS: readonly GlobalPool[] = ['token', 'avg'];
+
 export interface ViTClassifierConfig extends ViTConfig {
   /** Classes (default 10). */
   numClasses?: number;
+  /** 'token' (the class token, default with one) or 'avg' (the mean of the patch tokens, default without; global_pool). */
+  globalPool?: GlobalPool;
+  /** The final norm after pooling, as fc_norm, instead of on every token (default: globalPool is 'avg'; fc_norm). */
+  fcNorm?: boolean;
 }
 
-/** ViT classifier: logits = head(norm(encoder(images))[:, 0]); parameters as ViTEncoder plus head.* [classes, D]. */
+/**
+ * ViT classifier: logits = head(fc_norm(pool(encoder(images)))), pool = the class token or the
+ * mean of the patch tokens; parameters as ViTEncoder plus fc_norm.* (with fcNorm) and head.*
+ * [classes, D].
+ */
 export class ViTClassifier extends ViTEncoder {
-  declare readonly config: ViTEncoder['config'] & { numClasses: number };
+  declare readonly config: ViTEncoder['config'] & HeadSettings & { numClasses: number };
   readonly numClasses: number;
+  /** The final norm after pooling (null unless fcNorm). */
+  readonly fc_norm: LayerNorm | null;
   readonly head: Linear;
   protected static override readonly configKeys: OptionKeys<ViTConfig> =
-    new OptionKeys<ViTClassifierConfig>('ViTClassifier config', { ...VIT_KEYS, numClasses: true });
+    new OptionKeys<ViTClassifierConfig>('ViTClassifier config', { ...VIT_KEYS, numClasses: true, globalPool: true, fcNorm: true });
+
+  protected static override headSettings(config: ViTClassifierConfig, classToken: boolean): HeadSettings {
+    const globalPool = oneOf('config.globalPool', config.globalPool ?? (classToken ? 'token' : 'avg'), GLOBAL_POOLS);
+    if (globalPool === 'token' && !classToken) invalidArg('config.globalPool', "'avg' without a class token", globalPool);
+    return { globalPool, fcNorm: bool('config.fcNorm', config.fcNorm ?? globalPool === 'avg') };
+  }
 
   /** Restores a classifier saved with saveModel (config from the file's metadata, strict state dict). */
   static load(path: string): ViTClassifier {
@@ -184,30 +312,47 @@ export class ViTClassifier extends ViTEncoder {
   constructor(config: ViTClassifierConfig = {}) {
     super(config);
     this.numClasses = positiveInt('config.numClasses', config.numClasses ?? 10);
-    this.config = { ...this.config, numClasses: this.numClasses };
-    this.head = this.addModule('head', new Linear({ inFeatures: this.config.dModel, outFeatures: this.numClasses,
-      seed: new Random(this.config.seed + 1).seed() }));
+    const head = ViTClassifier.headSettings(config, this.config.classToken);
+    this.config = { ...this.config, ...head, numClasses: this.numClasses };
+    const D = this.config.dModel;
+    this.fc_norm = this.config.finalNorm && head.fcNorm ? this.addModule('fc_norm', new LayerNorm({ dModel: D, eps: this.config.eps })) : null;
+    this.head = this.addModule('head', new Linear({ inFeatures: D, outFeatures: this.numClasses, seed: new Random(this.config.seed + 1).seed() }));
   }
 
   /** images [B, C, H, W] → logits [B, numClasses]. */
   override *forwardProgram(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
     const tokens = yield* super.forwardProgram(images, options);
-    const [B, T, D] = tokens.shape;
-    const cls = this.activations.add(Tensor.empty([B, D], 'float32', tokens.device));
-    yield* op('copyRows', { rows: B, cols: D, dst: cls.storage, dstStride: D, src: tokens.storage, srcStride: T * D });
+    const [B, T, D] = tokens.shape, keep = this.activations;
+    let pooled = keep.add(Tensor.empty([B, D], 'float32', tokens.device));
+    if (this.config.globalPool === 'token') {
+      yield* op('copyRows', { rows: B, cols: D, dst: pooled.storage, dstStride: D, src: tokens.storage, srcStride: T * D });
+    } else {
+      // pooled[b] = (1/N) Σ_n tokens[b, prefix + n]: per image, the weights [1, T] times the tokens [T, D].
+      const N = this.patch_embed.numPatches;
+      yield* op('gemm', { M: 1, N: D, K: T, batch: B, lda: T, strideA: 0, ldb: D, strideB: T * D, ldc: D, strideC: D, alpha: 1 / N,
+        A: poolWeights(T, N, tokens.device, keep), B: tokens.storage, C: pooled.storage });
+    }
     tokens.dispose();
-    return yield* this.head.forwardOps(cls);
+    if (this.fc_norm) pooled = keep.add(yield* this.fc_norm.forwardOps(pooled));
+    return yield* this.head.forwardOps(pooled);
   }
 
   /** dLogits [B, numClasses] → d(images); accumulates the parameter gradients. */
   override *backwardProgram(dLogits: Tensor): Program<Tensor<'float32'>> {
-    const dcls = yield* this.head.backwardOps(dLogits);
-    const [B, D] = dcls.shape, T = this.patch_embed.numPatches + 1;
-    const dtokens = Tensor.zeros([B, T, D], 'float32', dcls.device);
-    yield* op('copyRows', { rows: B, cols: D, dst: dtokens.storage, dstStride: T * D, src: dcls.storage, srcStride: D });
-    dcls.dispose();
+    const tmp = new Scope();
+    let dp = tmp.add(yield* this.head.backwardOps(dLogits));
+    if (this.fc_norm) dp = tmp.add(yield* this.fc_norm.backwardOps(dp));
+    const [B, D] = dp.shape, T = this.numTokens, N = this.patch_embed.numPatches;
+    const dtokens = tmp.add(Tensor.zeros([B, T, D], 'float32', dp.device));
+    if (this.config.globalPool === 'token') {
+      yield* op('copyRows', { rows: B, cols: D, dst: dtokens.storage, dstStride: T * D, src: dp.storage, srcStride: D });
+    } else {
+      // dtokens[b, prefix + n] = dp[b] / N: per image, the weights [T, 1] times dp[b] [1, D].
+      yield* op('gemm', { M: T, N: D, K: 1, batch: B, lda: 1, strideA: 0, ldb: D, strideB: D, ldc: D, strideC: T * D, alpha: 1 / N,
+        A: poolWeights(T, N, dp.device, tmp), B: dp.storage, C: dtokens.storage });
+    }
     const dimages = yield* super.backwardProgram(dtokens);
-    dtokens.dispose();
+    tmp.close();
     return dimages;
   }
 }
@@ -277,7 +422,7 @@ export interface ViTDecoderOptions {
   memoryKeyPaddingMask?: Tensor;
 }
 
-const VIT_DECODER_CONFIG = new OptionKeys<ViTConfig>('ViTDecoder config', VIT_KEYS);
+const VIT_DECODER_CONFIG = new OptionKeys<ViTDecoderConfig>('ViTDecoder config', DECODER_KEYS);
 const VIT_DECODER_OPTIONS = new OptionKeys<ViTDecoderOptions>('ViTDecoder.forward options',
   { causal: true, attnMask: true, keyPaddingMask: true, memoryKeyPaddingMask: true });
 
@@ -287,7 +432,7 @@ const VIT_DECODER_OPTIONS = new OptionKeys<ViTDecoderOptions>('ViTDecoder.forwar
  * Parameters: mask_token [1, 1, D], pos_embed [1, N, D], blocks.{i}.*, norm.*, pred.* [P·P·C, D].
  */
 export class ViTDecoder extends Module {
-  readonly config: ReturnType<typeof vitConfig>;
+  readonly config: ReturnType<typeof decoderConfig>;
   readonly numPatches: number;
   readonly mask_token: Parameter;
   readonly pos_embed: Parameter;
@@ -298,15 +443,16 @@ export class ViTDecoder extends Module {
   tokens: Tensor<'float32'> | null = null;
   private batch = 0;
 
-  constructor(config: ViTConfig = {}) {
+  constructor(config: ViTDecoderConfig = {}) {
     super();
-    const c = (this.config = vitConfig(VIT_DECODER_CONFIG.check('config', config)));
+    const c = (this.config = decoderConfig(VIT_DECODER_CONFIG.check('config', config)));
     this.placeOn(config.device);
     const rng = new Random(c.seed);
-    const n = (this.numPatches = (c.imgSize / c.patchSize) ** 2);
+    const [gh, gw] = checkPatchGrid(imageSize(c), c.patchSize);
+    const n = (this.numPatches = gh * gw);
     this.mask_token = this.addParameter('mask_token', [1, 1, c.dModel], new Float32Array(c.dModel));
     this.pos_embed = this.addParameter('pos_embed', [1, n, c.dModel], rng.normalArray(n * c.dModel, 0.02));
-    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new DecoderBlock(blockArgs(c, rng.seed()))));
+    this.blocks = Array.from({ length: c.depth }, (_, i) => this.addModule(`blocks.${i}`, new DecoderBlock(blockArgs(c, rng.seed(), i))));
     this.norm = this.addModule('norm', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     const pixels = c.patchSize * c.patchSize * c.inChannels;
     this.pred = this.addModule('pred', new Linear({ inFeatures: c.dModel, outFeatures: pixels, seed: rng.seed() }));

@@ -41,3 +41,13 @@ export async function buildEmulated(): Promise<Result> {
   if (!configure.ok) return configure;
   return run('cmake', ['--build', emuBuildDir, '--target', 'nf_cuda_emu_tests', 'nodeformer_cuda_emu', '-j', '2']);
 }
+
+/**
+ * Builds the emulator and selects it (NF_CUDA_BACKEND=emulator): what a test file's beforeAll
+ * runs before putting models on 'cuda'. Throws with the build log when the build fails.
+ */
+export async function useEmulator(): Promise<void> {
+  const build = await buildEmulated();
+  if (!build.ok) throw new Error(`the emulator build failed:\n${build.out}`);
+  process.env.NF_CUDA_BACKEND = 'emulator';
+}
