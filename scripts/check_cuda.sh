@@ -41,6 +41,7 @@ attention_dq_kernel<1>                   96   0
 attention_dq_kernel<2>                   96   0
 attention_dq_kernel<4>                   96   0
 add_kernel                               40   0
+channel_scale_kernel                     40   0
 dropout_kernel                           40   0
 copy_rows_kernel                         40   0
 check_ids_kernel                         40   128

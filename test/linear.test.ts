@@ -85,7 +85,7 @@ describe('linear reference', () => {
     native.linearForward({ ...dims, y: plain, x, W, b });
     const tanh = (v: number) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v ** 3)));
     const expected: Record<Activation, (v: number) => number> = {
-      none: (v) => v, relu: (v) => Math.max(v, 0), gelu_tanh: tanh, silu: (v) => v / (1 + Math.exp(-v)),
+      none: (v) => v, relu: (v) => Math.max(v, 0), gelu_tanh: tanh, silu: (v) => v / (1 + Math.exp(-v)), tanh: Math.tanh,
       gelu: (v) => {  // x Φ(x) by Simpson's rule on the normal density: independent of erf
         const steps = 2000, lo = -12, hVal = (v - lo) / steps;
         let s = 0;

@@ -196,6 +196,14 @@ const families: Family[] = [
     values: { x: (n, r) => Float64Array.from(randn32(n, r), (v, i) => (i === 5 ? NaN : i === 6 ? -Infinity : v)) },
     cases: [{ label: 'n 1000, a NaN and an infinity', args: { n: 1000 } }],
   },
+  {
+    forward: 'activationForward', backward: 'activationBackward', values: { x: scaled(2) },
+    cases: [{ label: 'n 1000, tanh', args: { n: 1000, act: 'tanh' } }, { label: 'n 37, gelu_tanh', args: { n: 37, act: 'gelu_tanh' } }],
+  },
+  {
+    forward: 'channelScaleForward', backward: 'channelScaleBackward',
+    cases: [{ label: 'rows 985, cols 70', args: { rows: 985, cols: 70 }, give: ['dx'] }, { label: 'rows 3, cols 7, no dx', args: { rows: 3, cols: 7 } }],
+  },
   { forward: 'scale', cases: [{ label: 'n 100, s -0.5', args: { n: 100, s: -0.5 } }] },
   { forward: 'clipGradNorm', cases: [{ label: 'n 50, max norm 1 (clipped)', args: { n: 50, maxNorm: 1 } }] },
   {

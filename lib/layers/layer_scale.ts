@@ -20,15 +20,13 @@ const LAYER_SCALE_CONFIG = new OptionKeys<LayerScaleConfig>('LayerScale config',
 
 /**
  * timm's LayerScale: y = x · gamma per channel (the last dimension). Parameter: gamma [D].
- * Runs as the linear op with the diagonal matrix diag(gamma) (every other product is an exact
- * zero, so each value is the one multiply torch does), on any device; its weight gradient's
- * diagonal is gamma's. That costs a D × D product per row where a native per-channel scale op
- * would cost D.
+ * Runs as the channelScale ops on any device: forward y = x · gamma; backward dx = dy · gamma and
+ * gamma.grad += Σ_rows dy · x.
  */
 export class LayerScale extends Module {
   readonly config: Settings<LayerScaleConfig>;
   readonly gamma: Parameter;
-  private saved: { x: Tensor<'float32'>; diag: Tensor<'float32'> } | null = null;
+  private saved: Tensor<'float32'> | null = null;
 
   constructor(config: LayerScaleConfig) {
     super();
@@ -39,38 +37,22 @@ export class LayerScale extends Module {
     this.gamma = this.addParameter('gamma', [dModel], constant(dModel, this.config.initValues));
   }
 
-  /** diag(v) [D, D] from v [D] (written along the diagonal: row stride D + 1). */
-  private *diagonal(v: Float32Array, device: Tensor['device']): Program<Tensor<'float32'>> {
-    const D = this.config.dModel, m = Tensor.zeros([D, D], 'float32', device);
-    yield* op('copyRows', { rows: D, cols: 1, dst: m.storage, dstStride: D + 1, src: v, srcStride: 1 });
-    return m;
-  }
-
   /** x [..., D] → x · gamma. */
   *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
-    const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
+    const [rows, cols] = rowsOf('x', x, this.config.dModel, 1);
     const xt = x as Tensor<'float32'>, out = emptyLike(xt);
-    this.activations.close();
-    const diag = this.activations.add(yield* this.diagonal(this.gamma.storage, xt.device));
-    yield* op('linearForward', { rows, inFeatures: D, outFeatures: D, y: out.storage, x: xt.storage, W: diag.storage });
-    this.saved = { x: xt, diag };
+    yield* op('channelScaleForward', { rows, cols, y: out.storage, x: xt.storage, gamma: this.gamma.storage });
+    this.saved = xt;
     return out;
   }
 
   /** dy [..., D] → dy · gamma; gamma.grad += Σ_rows dy · x. */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
-    const { x, diag } = requireSaved(this.saved, 'LayerScale'), D = this.config.dModel;
+    const x = requireSaved(this.saved, 'LayerScale'), cols = this.config.dModel;
     const d = checkTensor('dy', dy, 'float32', x.shape);
-    const dx = emptyLike(x), dW = Tensor.zeros([D, D], 'float32', x.device), dg = Tensor.empty([D], 'float32', x.device);
-    try {
-      yield* op('linearBackward', { rows: x.size / D, inFeatures: D, outFeatures: D, dx: dx.storage, dW: dW.storage, dy: d.storage,
-        x: x.storage, W: diag.storage });
-      yield* op('copyRows', { rows: D, cols: 1, dst: dg.storage, dstStride: 1, src: dW.storage, srcStride: D + 1 });
-      yield* op('accumulate', { n: D, y: this.gamma.gradData(), x: dg.storage });
-    } finally {
-      dW.dispose();
-      dg.dispose();
-    }
+    const dx = emptyLike(x);
+    yield* op('channelScaleBackward', { rows: x.size / cols, cols, dx: dx.storage, dgamma: this.gamma.gradData(), dy: d.storage,
+      x: x.storage, gamma: this.gamma.storage });
     return dx;
   }
 }

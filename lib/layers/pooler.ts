@@ -1,7 +1,7 @@
 import { requireSaved, Module } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import { op, registerHostOp, type OpRequest, type Program } from '../program';
+import { op, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
@@ -18,30 +18,10 @@ export interface PoolerConfig {
 
 const POOLER_CONFIG = new OptionKeys<PoolerConfig>('Pooler config', { dModel: true, seed: true, device: true });
 
-interface TanhArgs { n: number; y: Float32Array; x: Float32Array }
-interface TanhBackwardArgs { n: number; dx: Float32Array; dy: Float32Array; x: Float32Array }
-
-/** y = tanh(x) and dx = dy · (1 − tanh²(x)), in JS on the CPU: a pooler's [B, D] is small (the addons have no tanh op yet). */
-function tanhForward(a: TanhArgs): void {
-  for (let i = 0; i < a.n; i++) a.y[i] = Math.tanh(a.x[i]);
-}
-function tanhBackward(a: TanhBackwardArgs): void {
-  for (let i = 0; i < a.n; i++) {
-    const y = Math.tanh(a.x[i]);
-    a.dx[i] = a.dy[i] * (1 - y * y);
-  }
-}
-registerHostOp('tanhForward', (a) => tanhForward(a as TanhArgs), async (a) => tanhForward(a as TanhArgs));
-registerHostOp('tanhBackward', (a) => tanhBackward(a as TanhBackwardArgs), async (a) => tanhBackward(a as TanhBackwardArgs));
-
-function* hostOp(name: 'tanhForward' | 'tanhBackward', args: TanhArgs | TanhBackwardArgs): Program<void> {
-  yield { op: name, args } as unknown as OpRequest;
-}
-
 /**
  * BERT's (and Hugging Face ViTModel's) pooler: tanh(dense(x[:, 0])), tokens [B, T, D] → [B, D].
- * Parameters: dense.weight [D, D], dense.bias [D]. The tanh runs in JS on the CPU (a tensor on
- * cuda is refused by the op: no CUDA tanh yet).
+ * Parameters: dense.weight [D, D], dense.bias [D]. The tanh is the activation ops (any device);
+ * its backward reads the saved pre-activation.
  */
 export class Pooler extends Module {
   readonly config: Settings<PoolerConfig>;
@@ -67,7 +47,7 @@ export class Pooler extends Module {
     yield* op('copyRows', { rows: B, cols: D, dst: first.storage, dstStride: D, src: x.storage, srcStride: T * D });
     const h = keep.add(yield* this.dense.forwardOps(first));
     const y = Tensor.empty([B, D], 'float32', x.device);
-    yield* hostOp('tanhForward', { n: y.size, y: y.storage, x: h.storage });
+    yield* op('activationForward', { n: y.size, act: 'tanh', y: y.storage, x: h.storage });
     this.saved = { h, T };
     return y;
   }
@@ -78,7 +58,7 @@ export class Pooler extends Module {
     const d = checkTensor('dy', dy, 'float32', h.shape);
     const tmp = new Scope();
     const dh = tmp.add(Tensor.empty([B, D], 'float32', d.device));
-    yield* hostOp('tanhBackward', { n: dh.size, dx: dh.storage, dy: d.storage, x: h.storage });
+    yield* op('activationBackward', { n: dh.size, act: 'tanh', dx: dh.storage, dy: d.storage, x: h.storage });
     const dfirst = tmp.add(yield* this.dense.backwardOps(dh));
     const dtokens = Tensor.zeros([B, T, D], 'float32', d.device);
     yield* op('copyRows', { rows: B, cols: D, dst: dtokens.storage, dstStride: T * D, src: dfirst.storage, srcStride: D });

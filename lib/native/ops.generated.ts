@@ -8,9 +8,9 @@
  */
 export type FloatArray = Float32Array | Float64Array;
 
-export type Activation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu';
+export type Activation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'tanh';
 /** Every Activation, in the schema's order. */
-export const Activations: readonly Activation[] = ['none', 'relu', 'gelu', 'gelu_tanh', 'silu'];
+export const Activations: readonly Activation[] = ['none', 'relu', 'gelu', 'gelu_tanh', 'silu', 'tanh'];
 
 export type FeedForwardActivation = 'gelu' | 'gelu_tanh' | 'relu' | 'silu';
 /** Every FeedForwardActivation, in the schema's order. */
@@ -699,6 +699,58 @@ export interface FmaPeakArgs {
   out: Float64Array;
 }
 
+/** The options of activationForward. */
+export interface ActivationForwardArgs {
+  n: number;
+  /** Default 'none'. */
+  act?: Activation;
+  /** [n], written. */
+  y: FloatArray;
+  /** [n]. */
+  x: FloatArray;
+}
+
+/** The options of activationBackward. */
+export interface ActivationBackwardArgs {
+  n: number;
+  /** Default 'none'. */
+  act?: Activation;
+  /** [n], written. The gradient of x. */
+  dx: FloatArray;
+  /** [n]. The gradient of y. */
+  dy: FloatArray;
+  /** [n]. */
+  x: FloatArray;
+}
+
+/** The options of channelScaleForward. */
+export interface ChannelScaleForwardArgs {
+  rows: number;
+  cols: number;
+  /** [rows, cols], written. */
+  y: FloatArray;
+  /** [rows, cols]. */
+  x: FloatArray;
+  /** [cols]. */
+  gamma: FloatArray;
+}
+
+/** The options of channelScaleBackward. */
+export interface ChannelScaleBackwardArgs {
+  rows: number;
+  cols: number;
+  /** [rows, cols], written. The gradient of x. */
+  dx?: FloatArray | null;
+  /** [cols], read and updated in place. The gradient of gamma. */
+  dgamma: FloatArray;
+  /** [rows, cols]. The gradient of y. */
+  dy: FloatArray;
+  /** [rows, cols]. */
+  x: FloatArray;
+  /** [cols]. */
+  gamma: FloatArray;
+}
+
 /** The raw addon's ops: each takes one options object (see native/napi/op_reader.h). */
 export interface NativeOps {
   /** out = LN(x) (or LN(x + residual), writing that sum to `sum`); saves mean and rstd [rows]. */
@@ -870,8 +922,22 @@ export interface NativeOps {
    * threads), so time preempted by other processes does not lower the figure. Peak FLOP/s = out[0] / out[1].
    */
   fmaPeak(a: FmaPeakArgs): void;
+  /**
+   * y = act(x) elementwise over n values (any GEMM-epilogue activation, e.g. the pooler's tanh; 'none'
+   * copies); y may be x.
+   */
+  activationForward(a: ActivationForwardArgs): void;
+  /** dx = dy · act'(x) elementwise over n values, x the forward's input (same act); dx may be dy. */
+  activationBackward(a: ActivationBackwardArgs): void;
+  /** y[r, c] = x[r, c] · gamma[c] (timm's LayerScale), x and y [rows, cols], gamma [cols]; y may be x. */
+  channelScaleForward(a: ChannelScaleForwardArgs): void;
+  /**
+   * dgamma[c] += Σ_r dy[r, c] · x[r, c]; dx = dy · gamma (overwritten; skipped when dx is absent; dx may be
+   * dy). dy, x, dx [rows, cols], gamma and dgamma [cols].
+   */
+  channelScaleBackward(a: ChannelScaleBackwardArgs): void;
 }
 
 /** Every op name, in the order of the op table (native/ops/ops.h). */
-export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'fmaPeak'] as const;
+export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
 export type OpName = (typeof OP_NAMES)[number];

@@ -5,6 +5,7 @@
 //   gelu_tanh(x) = ½ x (1 + tanh(u)), u = √(2/π) (x + 0.044715 x³)
 //   gelu_tanh'(x) = ½ (1 + tanh u) + ½ x (1 − tanh² u) √(2/π) (1 + 3·0.044715 x²)
 //   silu(x) = x σ(x), σ(x) = 1 / (1 + e^{-x})    silu'(x) = σ(x) (1 + x (1 − σ(x)))
+//   tanh(x)                                     tanh'(x) = 1 − tanh² x
 #pragma once
 
 
@@ -18,6 +19,7 @@ inline vf act_forward(vf x, Act act) {
       return vmul(vmul(vset1(0.5f), x), vadd(vset1(1.0f), vtanh(u)));
     }
     case Act::silu: return vdiv(x, vadd(vset1(1.0f), vexp(vsub(vzero(), x))));  // vexp saturates: x < -88 gives -0
+    case Act::tanh: return vtanh(x);
     default: return x;
   }
 }
@@ -42,6 +44,10 @@ inline vf act_derivative(vf x, Act act) {
     case Act::silu: {
       vf s = vdiv(vset1(1.0f), vadd(vset1(1.0f), vexp(vsub(vzero(), x))));  // σ(x)
       return vmul(s, vfma(x, vsub(vset1(1.0f), s), vset1(1.0f)));
+    }
+    case Act::tanh: {
+      vf t = vtanh(x);
+      return vfnma(t, t, vset1(1.0f));
     }
     default: return vset1(1.0f);
   }

@@ -1,12 +1,17 @@
-// Elementwise ops: add, accumulate, zero, dropout.
+// Elementwise ops: add, accumulate, zero, dropout, the activations, the per-channel scale.
 // Math: add: out = a + b; accumulate: y += x (the same kernel with out = a = y); zero: x = 0;
 //   dropout: out_i = x_i m_i, m_i = 1/(1-p) if Philox keeps element i of stream (seed, offset),
-//   else 0; its backward is the same map applied to dout (the mask is regenerated, never stored).
-// Layout: flat arrays of n floats. Element i of a dropout stream takes lane i % 4 of the Philox
-//   block for counter i / 4 (core/philox.h), so one block serves four consecutive elements.
-// Dimension key: n elements (B*T*D for activations).
-// Threads split the elements; dropout works in tiles of 64 (16 Philox blocks, a whole number of
-// vectors), turning the tile's mask into a small buffer of factors, then multiplying vectorised.
+//   else 0; its backward is the same map applied to dout (the mask is regenerated, never stored);
+//   activation: y = act(x), dx = dy act'(x) (activation_inl.h); channel scale (timm's LayerScale):
+//   y[r, c] = x[r, c] gamma[c], backward dgamma[c] += Σ_r dy[r, c] x[r, c] (linear.cpp's column
+//   sums), then dx = dy gamma (the forward's kernel).
+// Layout: flat arrays of n floats; the channel scale's are [rows, cols] row-major, gamma [cols].
+//   Element i of a dropout stream takes lane i % 4 of the Philox block for counter i / 4
+//   (core/philox.h), so one block serves four consecutive elements.
+// Dimension key: n elements (B*T*D for activations); rows = B*T, cols = D.
+// Threads split the elements (the channel scale: its rows); dropout works in tiles of 64 (16 Philox
+// blocks, a whole number of vectors), turning the tile's mask into a small buffer of factors, then
+// multiplying vectorised.
 #include "elementwise.h"
 
 #include <algorithm>
@@ -15,15 +20,43 @@
 #include "../core/philox.h"
 #include "../core/threadpool.h"
 #include "isa.h"
+#include "linear.h"
 
 namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
+#include "activation_inl.h"
+
+// Chunks of elementwise work worth a thread (~64 KB of floats).
+constexpr int64_t kGrain = 1 << 14;
 
 void add(float* out, const float* a, const float* b, int64_t n) {
-  parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
+  parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
     int64_t i = i0;
     for (; i + W <= i1; i += W) vstore(out + i, vadd(vload(a + i), vload(b + i)));
     for (; i < i1; ++i) out[i] = a[i] + b[i];
+  });
+}
+
+void activation_forward(float* y, const float* x, int64_t n, Act act) {
+  parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) { act_forward_n(y + i0, x + i0, i1 - i0, act); });
+}
+
+void activation_backward(float* dx, const float* dy, const float* x, int64_t n, Act act) {
+  parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) { act_backward_n(dx + i0, dy + i0, x + i0, i1 - i0, act); });
+}
+
+void channel_scale(float* y, const float* x, const float* gamma, int64_t rows, int64_t cols) {
+  parallel_for(rows, std::max<int64_t>(1, kGrain / cols), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * cols;
+      float* yr = y + r * cols;
+      int64_t c = 0;
+      for (; c + W <= cols; c += W) vstore(yr + c, vmul(vload(xr + c), vload(gamma + c)));
+      if (c < cols) {
+        const int t = int(cols - c);
+        vstore_n(yr + c, vmul(vload_n(xr + c, t), vload_n(gamma + c, t)), t);
+      }
+    }
   });
 }
 
@@ -61,6 +94,36 @@ Status run(const ops::Add<float>& p) {
 Status run(const ops::Accumulate<float>& p) {
   NF_CHECK(p.n >= 0, "accumulate", "n must be non-negative");
   NF_DISPATCH(add, p.y, p.y, p.x, p.n);
+  return Status::Ok();
+}
+
+Status run(const ops::ActivationForward<float>& p) {
+  NF_CHECK(p.n >= 0, "activation_forward", "n must be non-negative");
+  NF_DISPATCH(activation_forward, p.y, p.x, p.n, p.act);
+  return Status::Ok();
+}
+
+Status run(const ops::ActivationBackward<float>& p) {
+  NF_CHECK(p.n >= 0, "activation_backward", "n must be non-negative");
+  NF_DISPATCH(activation_backward, p.dx, p.dy, p.x, p.n, p.act);
+  return Status::Ok();
+}
+
+static Status channel_scale_check(const char* op, int64_t rows, int64_t cols) {
+  NF_CHECK(rows >= 0 && cols >= 1, op, "rows must be non-negative and cols at least 1");
+  return Status::Ok();
+}
+
+Status run(const ops::ChannelScaleForward<float>& p) {
+  NF_TRY(channel_scale_check("channel_scale_forward", p.rows, p.cols));
+  NF_DISPATCH(channel_scale, p.y, p.x, p.gamma, p.rows, p.cols);
+  return Status::Ok();
+}
+
+Status run(const ops::ChannelScaleBackward<float>& p) {
+  NF_TRY(channel_scale_check("channel_scale_backward", p.rows, p.cols));
+  NF_DISPATCH(bias_grad, p.dgamma, p.dy, p.rows, p.cols, p.x);  // before dx, which may be dy
+  if (p.dx) NF_DISPATCH(channel_scale, p.dx, p.dy, p.gamma, p.rows, p.cols);
   return Status::Ok();
 }
 

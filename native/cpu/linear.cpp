@@ -1,5 +1,6 @@
 // Linear layer, forward and backward, on top of the GEMM.
-// Math: y = act(x Wᵀ + b); dx = dy W; dW += dyᵀ x; db += Σ_rows dy.
+// Math: y = act(x Wᵀ + b); dx = dy W; dW += dyᵀ x; db += Σ_rows dy (the column sums also give a
+//   per-column scale's gradient, Σ_rows dy ∘ x).
 // Layout: x [rows, in], W [out, in], b [out], y/dy [rows, out], all row-major.
 // Dimension key: rows = B*T, in/out = feature widths.
 #include "linear.h"
@@ -22,7 +23,7 @@ void linear_forward(float* y, float* preact, const float* x, const float* W, con
   NF_ISA_NS::gemm(y, preact, x, W, b, g);
 }
 
-void bias_grad(float* db, const float* dy, int64_t rows, int64_t n) {
+void bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x) {
   // Threads own column blocks of 4 vectors, summed down all rows in registers (contiguous reads).
   constexpr int kVecs = 4;
   constexpr int64_t kBlock = kVecs * W;
@@ -33,14 +34,20 @@ void bias_grad(float* db, const float* dy, int64_t rows, int64_t n) {
       for (int v = 0; v < kVecs; ++v) width[v] = static_cast<int>(std::clamp<int64_t>(n - c0 - v * W, 0, W));
       vf acc[kVecs];
       for (int v = 0; v < kVecs; ++v) acc[v] = vzero();
-      const float* row = dy + c0;
-      if (width[kVecs - 1] == W) {
-        for (int64_t r = 0; r < rows; ++r, row += n)
-          for (int v = 0; v < kVecs; ++v) acc[v] = vadd(acc[v], vload(row + v * W));
-      } else {
-        for (int64_t r = 0; r < rows; ++r, row += n)
-          for (int v = 0; v < kVecs; ++v) acc[v] = vadd(acc[v], vload_n(row + v * W, width[v]));
-      }
+      // Every row's terms, each vector read by load(p, v) (whole, or masked in a partial block).
+      const auto sum_rows = [&](auto load) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* d = dy + r * n + c0;
+          if (x)
+            for (int v = 0; v < kVecs; ++v) acc[v] = vfma(load(d, v), load(x + r * n + c0, v), acc[v]);
+          else
+            for (int v = 0; v < kVecs; ++v) acc[v] = vadd(acc[v], load(d, v));
+        }
+      };
+      if (width[kVecs - 1] == W)
+        sum_rows([&](const float* p, int v) { return vload(p + v * W); });
+      else
+        sum_rows([&](const float* p, int v) { return vload_n(p + v * W, width[v]); });
       for (int v = 0; v < kVecs; ++v)
         if (width[v] > 0) vstore_n(db + c0 + v * W, vadd(acc[v], vload_n(db + c0 + v * W, width[v])), width[v]);
     }
@@ -63,7 +70,7 @@ void linear_backward(float* dx, float* dW, float* db, const float* dy, const flo
     g.beta = 1.0f;
     NF_ISA_NS::gemm(dW, nullptr, dy, x, nullptr, g);
   }
-  if (db) NF_ISA_NS::bias_grad(db, dy, d.rows, d.out);
+  if (db) NF_ISA_NS::bias_grad(db, dy, d.rows, d.out, nullptr);
 }
 
 }  // namespace nf::cpu::NF_ISA_NS

@@ -24,7 +24,8 @@ NF_KERNEL_DECL(void linear_forward(float* y, float* preact, const float* x, cons
                                    const LinearDims& d, Act act))
 NF_KERNEL_DECL(void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x,
                                     const float* W, const LinearDims& d))
-// db[n] += Σ_rows dy[row, n] for dy [rows, n]: the bias gradient of any row-broadcast bias.
-NF_KERNEL_DECL(void bias_grad(float* db, const float* dy, int64_t rows, int64_t n))
+// db[n] += Σ_rows dy[row, n] for dy [rows, n]: the bias gradient of any row-broadcast bias; with x
+// [rows, n] (else null), db[n] += Σ_rows dy[row, n] · x[row, n]: a per-column scale's gradient.
+NF_KERNEL_DECL(void bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x))
 
 }  // namespace nf::cpu

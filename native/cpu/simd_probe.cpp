@@ -113,7 +113,7 @@ Status run_transpose(const SimdProbe& p) {
 
 Status run_act(const SimdProbe& p, const std::string& fn) {
   NF_CHECK(p.arg[0] >= 0 && p.arg[0] < ops::kActCount, kOp,
-           fn + ": arg[0] must be an Act (0 none, 1 relu, 2 gelu, 3 gelu_tanh, 4 silu)");
+           fn + ": arg[0] must be an Act (0 none, 1 relu, 2 gelu, 3 gelu_tanh, 4 silu, 5 tanh)");
   const Act act = static_cast<Act>(p.arg[0]);
   if (fn == "act_forward") return lanes<1>(p, [act](vf x) { return act_forward(x, act); });
   if (fn == "act_derivative") return lanes<1>(p, [act](vf x) { return act_derivative(x, act); });

@@ -1,4 +1,4 @@
-// Bias + activation on the GPU, forward and backward.
+// Bias + activation on the GPU, forward and backward; the activation ops are the same without a bias.
 // Math: h = x + b (per column); y = act(h). Backward: dh = dy act'(h); db += Σ_rows dh.
 //   act ∈ {none, relu, gelu (erf), gelu_tanh, silu}; formulas in activation.cuh.
 // Layout: x, y, preact, dy, dx are [rows, n] row-major; b, db [n].
@@ -67,8 +67,15 @@ Status bias_act_backward(float* dx, float* dbias, const float* dy, const float* 
   NF_TRY(backend_stream(&s));
   NF_CUDA_TRY("bias_act_backward", launch(bias_act_backward_kernel, blocks_for(total), dim3(kThreads), 0, s, dx,
                                           dy, preact, total, d.act));
-  if (dbias) NF_TRY(bias_grad(dbias, dx, d.rows, d.n));
+  if (dbias) NF_TRY(bias_grad(dbias, dx, d.rows, d.n, nullptr));
   return Status::Ok();
+}
+
+// The activation ops: the same kernels over [n, 1] with no bias.
+Status run(const ops::ActivationForward<float>& p) { return bias_act_forward(p.y, nullptr, p.x, nullptr, {p.n, 1, p.act}); }
+
+Status run(const ops::ActivationBackward<float>& p) {
+  return bias_act_backward(p.dx, nullptr, p.dy, p.x, {p.n, 1, p.act});
 }
 
 }  // namespace nf::cuda

@@ -5,6 +5,7 @@
 //   gelu_tanh(x) = ½ x (1 + tanh u), u = √(2/π) (x + 0.044715 x³)
 //   gelu_tanh'(x) = ½ (1 + tanh u) + ½ x (1 − tanh² u) √(2/π) (1 + 3·0.044715 x²)
 //   silu(x) = x σ(x), σ(x) = 1 / (1 + e^{-x})    silu'(x) = σ(x) (1 + x (1 − σ(x)))
+//   tanh(x)                                     tanh'(x) = 1 − tanh² x
 #pragma once
 #include "gemm.h"
 #include "runtime.h"
@@ -17,6 +18,7 @@ __host__ __device__ __forceinline__ float act_forward(float x, Act act) {
     case Act::gelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     case Act::gelu_tanh: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * fmaf(0.044715f * x, x * x, x)));
     case Act::silu: return x / (1.0f + expf(-x));
+    case Act::tanh: return tanhf(x);
     default: return x;
   }
 }
@@ -38,6 +40,10 @@ __host__ __device__ __forceinline__ float act_derivative(float x, Act act) {
     case Act::silu: {
       const float s = 1.0f / (1.0f + expf(-x));
       return s * fmaf(x, 1.0f - s, 1.0f);
+    }
+    case Act::tanh: {
+      const float t = tanhf(x);
+      return fmaf(-t, t, 1.0f);
     }
     default: return 1.0f;
   }

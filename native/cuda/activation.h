@@ -1,6 +1,6 @@
 // Bias + activation on the GPU, forward and backward: the elementwise half of a Linear layer whose
 // product ran without its epilogue (e.g. a split-K or tensor-core GEMM), and of the feed-forward
-// network's hidden layer. Device pointers, queued on the backend's stream.
+// network's hidden layer, and the activation ops. Device pointers, queued on the backend's stream.
 #pragma once
 #include <cstdint>
 
@@ -19,5 +19,9 @@ Status bias_act_forward(float* y, float* preact, const float* x, const float* bi
 
 // dx = dy ∘ act'(preact) (overwritten; dx may be dy); dbias += Σ_rows dx (when dbias).
 Status bias_act_backward(float* dx, float* dbias, const float* dy, const float* preact, BiasActDims d);
+
+// The ops (native/ops/activation.h): y = act(x), dx = dy ∘ act'(x), on the two above.
+Status run(const ops::ActivationForward<float>& p);
+Status run(const ops::ActivationBackward<float>& p);
 
 }  // namespace nf::cuda

@@ -1,12 +1,16 @@
-// Elementwise ops on the GPU: add, dropout, strided row copy.
+// Elementwise ops on the GPU: add, dropout, strided row copy, per-channel scale.
 // Math: out = a + b; out = x · keep_i / (1 − p) with keep_i = (Philox uniform of element i ≥ p);
-//   copy_rows moves a rows x cols block between row strides.
-// Layout: flat arrays of n elements; copy_rows: row-major with the given row strides.
-// Dimension key: n elements; rows, cols of the copied block.
+//   copy_rows moves a rows x cols block between row strides; channel scale (timm's LayerScale):
+//   y[r, c] = x[r, c] · gamma[c], backward dgamma[c] += Σ_r dy[r, c] · x[r, c] (linear.cu's
+//   deterministic column sums), then dx = dy · gamma (the forward's kernel).
+// Layout: flat arrays of n elements; copy_rows: row-major with the given row strides; channel
+//   scale: [rows, cols] row-major, gamma [cols].
+// Dimension key: n elements; rows, cols of the copied block; rows = B*T, cols = D (channel scale).
 // Grid-stride loops, memory-bound; no shared memory, no barriers.
 #include "elementwise.h"
 
 #include "common.cuh"
+#include "linear.h"
 #include "philox.cuh"
 
 namespace nf::cuda {
@@ -33,6 +37,12 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t r = i / cols, c = i % cols;
     dst[r * dst_stride + c] = src[r * src_stride + c];
   }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    channel_scale_kernel(float* y, const float* x, const float* gamma, int64_t total, int cols) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = x[i] * gamma[i % cols];
 }
 
 dim3 blocks_for(int64_t total) {
@@ -71,6 +81,26 @@ Status copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_s
   NF_CUDA_TRY("copy_rows", launch(copy_rows_kernel, blocks_for(rows * cols), dim3(kThreads), 0, s, dst, dst_stride,
                                   src, src_stride, rows * cols, cols));
   return Status::Ok();
+}
+
+// y = x · gamma per column of [rows, cols] (y may be x).
+Status channel_scale(const char* op, float* y, const float* x, const float* gamma, int64_t rows, int64_t cols) {
+  NF_CHECK(rows >= 0 && cols >= 1 && cols < (int64_t(1) << 31), op, "rows must be non-negative, cols in [1, 2^31)");
+  if (rows == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY(op, launch(channel_scale_kernel, blocks_for(rows * cols), dim3(kThreads), 0, s, y, x, gamma,
+                         rows * cols, int(cols)));
+  return Status::Ok();
+}
+
+Status run(const ops::ChannelScaleForward<float>& p) {
+  return channel_scale("channel_scale_forward", p.y, p.x, p.gamma, p.rows, p.cols);
+}
+
+Status run(const ops::ChannelScaleBackward<float>& p) {
+  NF_TRY(bias_grad(p.dgamma, p.dy, p.rows, p.cols, p.x));  // before dx, which may be dy (one stream)
+  return p.dx ? channel_scale("channel_scale_backward", p.dx, p.dy, p.gamma, p.rows, p.cols) : Status::Ok();
 }
 
 Status run(const ops::Add<float>& p) { return add(p.out, p.a, p.b, p.n); }

@@ -1,6 +1,6 @@
 // Elementwise ops of the residual stream on the GPU, with the semantics of native/ops/elementwise.h
-// (device pointers, queued on the backend's stream), and a strided row copy (slicing token rows out
-// of a [B, T, D] buffer and back).
+// (device pointers, queued on the backend's stream): a strided row copy (slicing token rows out of
+// a [B, T, D] buffer and back) and the per-channel scale (timm's LayerScale) among them.
 #pragma once
 #include <cstdint>
 
@@ -16,6 +16,8 @@ Status run(const ops::DropoutForward<float>& p);
 Status run(const ops::DropoutBackward<float>& p);
 Status run(const ops::CopyRows<float>& p);
 Status run(const ops::Zero<float>& p);
+Status run(const ops::ChannelScaleForward<float>& p);
+Status run(const ops::ChannelScaleBackward<float>& p);
 
 // out = a + b over n elements; out may be a or b (y += x is add(y, y, x)).
 Status add(float* out, const float* a, const float* b, int64_t n);

@@ -1,5 +1,6 @@
 // Linear layer on the GPU, forward and backward, and the bias gradient (column sums).
-// Math: y = act(x Wᵀ + b); backward dx = dy W, dW += dyᵀ x, db += Σ_rows dy.
+// Math: y = act(x Wᵀ + b); backward dx = dy W, dW += dyᵀ x, db += Σ_rows dy (the column sums also
+//   give a per-column scale's gradient, Σ_rows dy ∘ x).
 // Layout: x [rows, in], W [out, in] (PyTorch's), b [out], y and dy [rows, out].
 // Dimension key: rows = B*T, in/out = feature widths.
 // The products are gemm calls; the column sums run in two deterministic stages: blocks of 32 x 8
@@ -19,14 +20,15 @@ constexpr int kRowsPerChunk = 512;
 constexpr int kMaxChunks = 64;
 
 __global__ void __launch_bounds__(kCols * kRowThreads)
-    column_sum_kernel(float* out, const float* x, int64_t rows, int n, int64_t chunk, bool accumulate) {
+    column_sum_kernel(float* out, const float* dy, const float* x, int64_t rows, int n, int64_t chunk,
+                      bool accumulate) {
   NF_SHARED(float[kRowThreads][kCols + 1], part);
   const int tx = int(threadIdx.x), ty = int(threadIdx.y);
   const int col = int(blockIdx.x) * kCols + tx;
   const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = r0 + chunk < rows ? r0 + chunk : rows;
   float s = 0.0f;
   if (col < n)
-    for (int64_t r = r0 + ty; r < r1; r += kRowThreads) s += x[r * n + col];
+    for (int64_t r = r0 + ty; r < r1; r += kRowThreads) s = x ? fmaf(dy[r * n + col], x[r * n + col], s) : s + dy[r * n + col];
   part[ty][tx] = s;
   __syncthreads();
   if (ty != 0 || col >= n) return;
@@ -45,7 +47,7 @@ __global__ void add_chunks_kernel(float* db, const float* partial, int chunks, i
 
 }  // namespace
 
-Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n) {
+Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x) {
   NF_CHECK(rows >= 0 && n >= 0 && n < (int64_t(1) << 31), "bias_grad", "bad dims");
   if (rows == 0 || n == 0) return Status::Ok();
   cudaStream_t s;
@@ -56,13 +58,13 @@ Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n) {
   chunks = ceil_div(rows, chunk);
   const dim3 grid(unsigned(ceil_div(n, kCols)), unsigned(chunks)), block(kCols, kRowThreads);
   if (chunks == 1) {
-    NF_CUDA_TRY("bias_grad", launch(column_sum_kernel, grid, block, 0, s, db, dy, rows, int(n), chunk, true));
+    NF_CUDA_TRY("bias_grad", launch(column_sum_kernel, grid, block, 0, s, db, dy, x, rows, int(n), chunk, true));
     return Status::Ok();
   }
   void* partial = nullptr;
   NF_TRY(workspace(1, sizeof(float) * size_t(chunks * n), &partial));
-  NF_CUDA_TRY("bias_grad", launch(column_sum_kernel, grid, block, 0, s, static_cast<float*>(partial), dy, rows,
-                                  int(n), chunk, false));
+  NF_CUDA_TRY("bias_grad", launch(column_sum_kernel, grid, block, 0, s, static_cast<float*>(partial), dy, x,
+                                  rows, int(n), chunk, false));
   NF_CUDA_TRY("bias_grad", launch(add_chunks_kernel, dim3(unsigned(ceil_div(n, 256))), dim3(256), 0, s, db,
                                   static_cast<const float*>(partial), int(chunks), int(n)));
   return Status::Ok();
@@ -89,7 +91,7 @@ Status linear_backward(float* dx, float* dW, float* db, const float* dy, const f
   GemmDims g;  // dW [out, in] += dyᵀ x
   g.M = d.out, g.N = d.in, g.K = d.rows, g.transA = true, g.beta = 1.0f;
   NF_TRY(cuda::gemm(dW, nullptr, dy, x, nullptr, g));
-  if (db) NF_TRY(bias_grad(db, dy, d.rows, d.out));
+  if (db) NF_TRY(bias_grad(db, dy, d.rows, d.out, nullptr));
   return Status::Ok();
 }
 

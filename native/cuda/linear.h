@@ -25,7 +25,8 @@ Status linear_forward(float* y, float* preact, const float* x, const float* W, c
 Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
                        LinearDims d);
 
-// db[n] += Σ_rows dy[row, n] for dy [rows, n] (deterministic: fixed summation order).
-Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n);
+// db[n] += Σ_rows dy[row, n] for dy [rows, n]; with x [rows, n] (else null), db[n] += Σ_rows dy · x
+// (a per-column scale's gradient). Deterministic: fixed summation order.
+Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x);
 
 }  // namespace nf::cuda

@@ -3,6 +3,7 @@
 // declared here, and that is the CUDA addon's list of supported ops (lib/device.ts supports()).
 #pragma once
 
+#include "activation.h"
 #include "attention.h"
 #include "attention_decode.h"
 #include "elementwise.h"

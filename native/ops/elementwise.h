@@ -1,6 +1,8 @@
 // Elementwise ops of the residual stream over flat arrays of n elements: add (the residual add),
 // accumulate (merging gradients), dropout (nn.Dropout with Philox masks regenerated in backward),
-// and a strided row copy (slicing token rows out of a [B, T, D] buffer and back).
+// a strided row copy (slicing token rows out of a [B, T, D] buffer and back), and the per-channel
+// scale of timm's LayerScale over [rows, cols] (rows = B*T, cols = D): y = x · gamma, backward
+// dx = dy · gamma, dgamma += Σ_rows dy · x.
 // Dropout: element i of the stream (seed, offset) is kept when its uniform number is >= p (see
 // native/core/philox.h), and kept values are scaled by 1/(1-p); the same map applied to dout is
 // the backward.
@@ -59,6 +61,51 @@ struct Zero {
   static void fields(R& r, Zero& p) {
     r.dim(p.n, "n", 0);
     r.out(p.x, "x", NF_SHAPE(p.n));
+  }
+};
+
+template <class T>
+struct ChannelScaleForward {
+  static constexpr const char* name = "channelScaleForward";
+  static constexpr const char* summary =
+      "y[r, c] = x[r, c] · gamma[c] (timm's LayerScale), x and y [rows, cols], gamma [cols]; y may be x.";
+  int64_t rows = 0, cols = 0;
+  T* y = nullptr;
+  const T* x = nullptr;
+  const T* gamma = nullptr;
+
+  template <class R>
+  static void fields(R& r, ChannelScaleForward& p) {
+    r.dim(p.rows, "rows", 0);
+    r.dim(p.cols, "cols");
+    r.out(p.y, "y", NF_SHAPE(p.rows, p.cols));
+    r.in(p.x, "x", NF_SHAPE(p.rows, p.cols));
+    r.in(p.gamma, "gamma", NF_SHAPE(p.cols));
+  }
+};
+
+template <class T>
+struct ChannelScaleBackward {
+  static constexpr const char* name = "channelScaleBackward";
+  static constexpr const char* summary =
+      "dgamma[c] += Σ_r dy[r, c] · x[r, c]; dx = dy · gamma (overwritten; skipped when dx is absent; dx may be dy). "
+      "dy, x, dx [rows, cols], gamma and dgamma [cols].";
+  int64_t rows = 0, cols = 0;
+  T* dx = nullptr;
+  T* dgamma = nullptr;
+  const T* dy = nullptr;
+  const T* x = nullptr;
+  const T* gamma = nullptr;
+
+  template <class R>
+  static void fields(R& r, ChannelScaleBackward& p) {
+    r.dim(p.rows, "rows", 0);
+    r.dim(p.cols, "cols");
+    r.out(p.dx, "dx", NF_SHAPE(p.rows, p.cols), optional, grad_of("x"));
+    r.inout(p.dgamma, "dgamma", NF_SHAPE(p.cols), grad_of("gamma"));
+    r.in(p.dy, "dy", NF_SHAPE(p.rows, p.cols), grad_of("y"));
+    r.in(p.x, "x", NF_SHAPE(p.rows, p.cols));
+    r.in(p.gamma, "gamma", NF_SHAPE(p.cols));
   }
 };
 

@@ -5,6 +5,7 @@
 // (`run` overloads in each backend that has it) and its tests.
 #pragma once
 
+#include "activation.h"
 #include "attention.h"
 #include "elementwise.h"
 #include "embedding.h"
@@ -33,6 +34,7 @@ using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, LinearForward, 
                       AttentionDecode, PatchEmbedForward, PatchEmbedBackward, EmbeddingForward, EmbeddingBackward,
                       SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward, Add,
                       Accumulate, Zero, DropoutForward, DropoutBackward, CopyRows, CrossEntropy, Mse, AdamWStep, SgdStep,
-                      SumSquares, Scale, ClipGradNorm, FirstNonFinite, FmaPeak>;
+                      SumSquares, Scale, ClipGradNorm, FirstNonFinite, FmaPeak,
+                      ActivationForward, ActivationBackward, ChannelScaleForward, ChannelScaleBackward>;
 
 }  // namespace nf::ops

@@ -1,6 +1,8 @@
-// Reference activations in double precision (torch's nn.GELU / GELU(approximate='tanh') / ReLU / SiLU).
+// Reference activations in double precision (torch's nn.GELU / GELU(approximate='tanh') / ReLU / SiLU /
+// Tanh), and the activation ops (native/ops/activation.h): y = act(x); dx = dy · act'(x).
 #pragma once
 #include <cmath>
+#include <cstdint>
 
 #include "../../ops/activation.h"
 
@@ -14,6 +16,7 @@ inline double act_forward(double x, Act act) {
     case Act::gelu: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
     case Act::gelu_tanh: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case Act::silu: return x / (1 + std::exp(-x));
+    case Act::tanh: return std::tanh(x);
     default: return x;
   }
 }
@@ -30,8 +33,21 @@ inline double act_derivative(double x, Act act) {
       const double s = 1 / (1 + std::exp(-x));
       return s * (1 + x * (1 - s));
     }
+    case Act::tanh: {
+      const double t = std::tanh(x);
+      return 1 - t * t;
+    }
     default: return 1;
   }
+}
+
+template <class T>
+void run(const ops::ActivationForward<T>& p) {
+  for (int64_t i = 0; i < p.n; ++i) p.y[i] = static_cast<T>(act_forward(double(p.x[i]), p.act));
+}
+template <class T>
+void run(const ops::ActivationBackward<T>& p) {
+  for (int64_t i = 0; i < p.n; ++i) p.dx[i] = static_cast<T>(double(p.dy[i]) * act_derivative(double(p.x[i]), p.act));
 }
 
 }  // namespace nf::ref

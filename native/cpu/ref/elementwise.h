@@ -22,7 +22,27 @@ void dropout(T* out, const T* x, int64_t n, float p, uint64_t seed, uint64_t off
     out[i] = static_cast<T>(double(x[i]) * (dropout_keep(seed, offset, i, p) ? keep_scale : 0.0));
 }
 
+// y[r, c] = x[r, c] * gamma[c] over [rows, cols] (y may be x)
+template <class T>
+void channel_scale(T* y, const T* x, const T* gamma, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] * gamma[c];
+}
+
 // The ops (native/ops/elementwise.h).
+template <class T>
+void run(const ops::ChannelScaleForward<T>& p) {
+  channel_scale(p.y, p.x, p.gamma, p.rows, p.cols);
+}
+template <class T>
+void run(const ops::ChannelScaleBackward<T>& p) {
+  for (int64_t c = 0; c < p.cols; ++c) {  // dgamma first: dx may be dy
+    T s = 0;
+    for (int64_t r = 0; r < p.rows; ++r) s += p.dy[r * p.cols + c] * p.x[r * p.cols + c];
+    p.dgamma[c] += s;
+  }
+  if (p.dx) channel_scale(p.dx, p.dy, p.gamma, p.rows, p.cols);
+}
 template <class T>
 void run(const ops::Zero<T>& p) {
   for (int64_t i = 0; i < p.n; ++i) p.x[i] = T(0);

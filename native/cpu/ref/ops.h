@@ -3,6 +3,7 @@
 // float32 only (a Float64Array argument is then an invalid argument).
 #pragma once
 
+#include "activation.h"
 #include "attention.h"
 #include "elementwise.h"
 #include "embedding.h"
