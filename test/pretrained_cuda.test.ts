@@ -1,8 +1,7 @@
 /**
  * The converted timm and transformers models on device 'cuda' (SIMT emulator) against themselves
  * on the CPU: the new paths (class-token layouts, average pool, LayerScale, wide heads, drop-in
- * biases, BERT's embeddings) run the same ops there. The pooler's tanh has no CUDA op: BERT runs
- * without it here.
+ * biases, BERT's embeddings and pooler) run the same ops there.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -47,25 +46,26 @@ describe.skipIf(reason !== null)("converted models on device 'cuda' (SIMT emulat
       gpu.grads.forEach((g, i) => expect(relErr(g, cpu.grads[i])).toBeLessThan(1e-4));
     });
 
-  it('BertModel (without the pooler): hidden state and gradients', () => {
+  it('BertModel (with its pooler): hidden state, pooler output and gradients', () => {
     const io = readIo('hf_bert/io.safetensors');
     const source = loadHfBert(path.join(PRETRAINED, 'hf_bert'));
-    const state = Object.fromEntries(source.namedParameters().filter(([n]) => !n.startsWith('pooler.')));
     const run = (device: 'cpu' | 'cuda') => {
-      const model = new BertModel({ ...source.config, pooler: false });
-      model.loadStateDict(state);
+      const model = new BertModel(source.config);
+      model.loadStateDict(Object.fromEntries(source.namedParameters()));
       model.to(device).eval({ keepActivations: true });
       const ids = io.input('inputIds').to(device), types = io.input('tokenTypeIds').to(device), mask = io.input('attentionMask').to(device);
-      const dh = io.input('dLastHiddenState').to(device);
+      const dh = io.input('dLastHiddenState').to(device), dp = io.input('dPoolerOutput').to(device);
       const out = model.forward(ids, { tokenTypeIds: types, attentionMask: mask });
-      model.backward(dh);
-      const r = { hidden: out.lastHiddenState.toArray(), grads: grads(model) };
-      for (const t of [ids, types, mask, dh, out.lastHiddenState]) t.dispose();
+      model.backward(dh, dp);
+      const r = { hidden: out.lastHiddenState.toArray(), pooled: out.poolerOutput!.toArray(), grads: grads(model) };
+      for (const t of [ids, types, mask, dh, dp, out.lastHiddenState, out.poolerOutput!]) t.dispose();
       model.dispose();
       return r;
     };
     const cpu = run('cpu'), gpu = run('cuda');
     expect(relErr(gpu.hidden, cpu.hidden)).toBeLessThan(1e-4);
+    expect(relErr(gpu.pooled, cpu.pooled)).toBeLessThan(1e-4);
+    expect(gpu.grads.length).toBe(source.namedParameters().length);
     gpu.grads.forEach((g, i) => expect(relErr(g, cpu.grads[i])).toBeLessThan(1e-4));
     source.dispose();
   });

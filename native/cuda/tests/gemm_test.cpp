@@ -155,7 +155,7 @@ NF_TEST(cuda_linear_parity) {
 }
 
 NF_TEST(cuda_bias_act_parity) {
-  for (Act act : {Act::none, Act::relu, Act::gelu, Act::gelu_tanh, Act::silu})
+  for (Act act : {Act::none, Act::relu, Act::gelu, Act::gelu_tanh, Act::silu, Act::tanh})
     for (int64_t rows : {1, 65, 1100}) {
       const int64_t n = rows == 65 ? 72 : 24;
       const std::string name = dims({{"rows", rows}, {"n", n}, {"act", int(act)}});
