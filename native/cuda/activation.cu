@@ -1,6 +1,6 @@
 // Bias + activation on the GPU, forward and backward; the activation ops are the same without a bias.
 // Math: h = x + b (per column); y = act(h). Backward: dh = dy act'(h); db += Σ_rows dh.
-//   act ∈ {none, relu, gelu (erf), gelu_tanh, silu}; formulas in activation.cuh.
+//   act ∈ {none, relu, gelu (erf), gelu_tanh, silu, tanh}; formulas in activation.cuh.
 // Layout: x, y, preact, dy, dx are [rows, n] row-major; b, db [n].
 // Dimension key: rows = B*T, n = features.
 // Elementwise kernels over a grid-stride loop (memory-bound: one read, one or two writes per
@@ -72,7 +72,9 @@ Status bias_act_backward(float* dx, float* dbias, const float* dy, const float* 
 }
 
 // The activation ops: the same kernels over [n, 1] with no bias.
-Status run(const ops::ActivationForward<float>& p) { return bias_act_forward(p.y, nullptr, p.x, nullptr, {p.n, 1, p.act}); }
+Status run(const ops::ActivationForward<float>& p) {
+  return bias_act_forward(p.y, nullptr, p.x, nullptr, {p.n, 1, p.act});
+}
 
 Status run(const ops::ActivationBackward<float>& p) {
   return bias_act_backward(p.dx, nullptr, p.dy, p.x, {p.n, 1, p.act});

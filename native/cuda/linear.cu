@@ -28,7 +28,8 @@ __global__ void __launch_bounds__(kCols * kRowThreads)
   const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = r0 + chunk < rows ? r0 + chunk : rows;
   float s = 0.0f;
   if (col < n)
-    for (int64_t r = r0 + ty; r < r1; r += kRowThreads) s = x ? fmaf(dy[r * n + col], x[r * n + col], s) : s + dy[r * n + col];
+    for (int64_t r = r0 + ty; r < r1; r += kRowThreads)
+      s = x ? fmaf(dy[r * n + col], x[r * n + col], s) : s + dy[r * n + col];
   part[ty][tx] = s;
   __syncthreads();
   if (ty != 0 || col >= n) return;
