@@ -10,11 +10,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { main } from '../lib/cli';
 import { readSafetensorsMetadata, saveModel, ViTClassifier } from '../lib/index';
 import { makeImageFolder } from './support/image_folder';
+import { runCli as run } from './support/run_cli';
 import { readEvents } from './support/tfrecord_reader';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-cli-data-'));
@@ -23,18 +23,6 @@ beforeAll(async () => {
   root = await makeImageFolder(path.join(tmp, 'shapes'), { classes: 3, perClass: 8, size: (i) => [40 + 3 * i, 56 - 2 * i], seed: 9 });
 });
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-async function run(...args: string[]) {
-  const lines: string[] = [];
-  let stderr = '';
-  const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
-  try {
-    const status = await main(args, (l) => lines.push(l));
-    return { status, out: lines.join('\n'), stderr };
-  } finally {
-    spy.mockRestore();
-  }
-}
 
 describe('nodeformer train --data', () => {
   it('trains on an image folder with --logdir, keeps the best epoch with its classes, and predicts any image format with it', async () => {
