@@ -13,7 +13,9 @@ import { cuda, type Device } from './device';
 import { NodeformerError } from './errors';
 import { ViTClassifier } from './models/vit';
 import { native, packageRoot } from './native';
+import { readSafetensorsMetadata } from './safetensors';
 import { checkDigitClassifier, evaluate, loadClassifier, predictImages } from './cli/classify';
+import { readFolderMetadata } from './cli/data_source';
 import { loadMnist } from './cli/mnist';
 import { TRAIN_DEFAULTS, trainDemo } from './cli/train';
 import { trainFolder } from './cli/train_folder';
@@ -70,8 +72,15 @@ function setupRuntime(o: { threads: number; device: Device }): void {
   native.setNumThreads(o.threads);
 }
 
+/** The digit model in `file` for `eval`; a folder model (train --data) or any other classifier is a UsageError saying what to do. */
 function loadDigitClassifier(file: string): ViTClassifier {
   const model = loadClassifier(file);
+  const folder = readFolderMetadata(readSafetensorsMetadata(file), file);
+  if (folder) {
+    model.dispose();
+    throw new UsageError(`${file} was trained on an image folder (classes ${folder.classes.join(', ')}); eval tests digit models on ` +
+      `MNIST's test split. Classify pictures with it: nodeformer predict <image...> --model ${file}`);
+  }
   checkDigitClassifier(model, file);
   return model;
 }
@@ -115,7 +124,11 @@ function program(io: Io): Command {
       const progress = Boolean(process.stderr.isTTY);
       if (o.data === undefined) {
         const folderFlags = FOLDER_FLAGS.filter((k) => cmd.getOptionValueSource(k) === 'cli');
-        if (folderFlags.length) throw new UsageError(`${folderFlags.map((k) => flagOf(cmd, k)).join(', ')} only apply with --data <folder>`);
+        if (folderFlags.length) {
+          const [verb, pronoun] = folderFlags.length > 1 ? ['are', 'them'] : ['is', 'it'];
+          throw new UsageError(`${folderFlags.map((k) => flagOf(cmd, k)).join(', ')} ${verb} for training on an image folder: ` +
+            `add --data <folder>, or leave ${pronoun} out`);
+        }
       }
       setupRuntime(o);
       if (o.data !== undefined) {

@@ -71,6 +71,10 @@ describe('nodeformer train --data', () => {
     expect(lines).toHaveLength(3);
     lines.forEach((l, i) => expect(l).toMatch(new RegExp(`^${[jpg, png, webp][i].replace(/[.]/g, '\\.')}: class-[012] \\(\\d+\\.\\d%\\)$`)));
 
+    const evalFolder = await run('eval', '--model', checkpoint);
+    expect(evalFolder.status).toBe(2);
+    expect(evalFolder.stderr).toContain('was trained on an image folder (classes class-0, class-1, class-2); eval tests digit models');
+
     const notImage = await run('predict', checkpoint, '--model', checkpoint);
     expect(notImage.status).toBe(2);
     expect(notImage.stderr).toMatch(/Cannot load the image .*model\.safetensors: .* \(expected PNG, JPEG, WebP/);
@@ -108,7 +112,7 @@ describe('nodeformer train --data', () => {
     expect(badSplit.stderr).toMatch(/--val-split.* is invalid/);
     const folderFlags = await run('train', '--val-split', '0.2', '--workers', '2');
     expect(folderFlags.status).toBe(2);
-    expect(folderFlags.stderr).toContain('error: --val-split, --workers only apply with --data <folder>');
+    expect(folderFlags.stderr).toContain('error: --val-split, --workers are for training on an image folder: add --data <folder>, or leave them out');
     const mnistFlag = await run('train', '--data', root, '--train-size', '100');
     expect(mnistFlag.status).toBe(2);
     expect(mnistFlag.stderr).toMatch(/option '--train-size <n>' cannot be used with option '--data <folder>'/);
