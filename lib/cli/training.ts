@@ -88,7 +88,7 @@ export function percent(x: number | undefined): string {
 }
 
 /** An epoch's line: "epoch 3/12  train loss … acc …%  |  validation loss … acc …%  |  2100 img/s". */
-export function epochLine(h: EpochLogs, epochs: number, world: number, validationName: string): string {
+function epochLine(h: EpochLogs, epochs: number, world: number, validationName: string): string {
   const speed = world > 1
     ? `world ${world}, ${h.samplesPerSecond.toFixed(0)} img/s per rank (${(h.samplesPerSecond * world).toFixed(0)} in all)`
     : `${h.samplesPerSecond.toFixed(0)} img/s`;
