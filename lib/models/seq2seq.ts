@@ -341,6 +341,8 @@ function maskOf(ids: Int32Array, shape: readonly number[], padIdx: number, devic
 
 /** The sequence-to-sequence Transformer of Vaswani et al.: encoder.*, decoder.*; padding masks from padIdx. */
 export class Transformer extends Module {
+  /** The ops generation requests through lib/logits.ts (greedy: argmax; sampling: topk, softmax; beams: logSoftmax, topk). */
+  static readonly nativeOps: readonly string[] = ['argmax', 'softmax', 'logSoftmax', 'topk'];
   readonly config: Required<Omit<TransformerConfig, keyof SequenceConfig>> & ReturnType<typeof sequenceConfig>;
   readonly encoder: Encoder;
   readonly decoder: Decoder;

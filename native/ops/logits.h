@@ -16,27 +16,31 @@
 
 namespace nf::ops {
 
-// Whether value a at index i comes before value b at index j in the argmax / topk order. Written
-// with `a != a` for NaN so that it is constexpr (and thus callable from CUDA device code).
+// Compiled for the host and, under nvcc, for the device too (the CUDA kernels share the order).
+#ifdef __CUDACC__
+#define NF_HOST_DEVICE __host__ __device__
+#else
+#define NF_HOST_DEVICE
+#endif
+
+// Whether value a at index i comes before value b at index j in the argmax / topk order (`a != a`:
+// a is NaN).
 template <class T>
-constexpr bool logit_before(T a, int64_t i, T b, int64_t j) {
+NF_HOST_DEVICE constexpr bool logit_before(T a, int64_t i, T b, int64_t j) {
   const bool na = a != a, nb = b != b;
   if (na || nb) return na && nb ? i < j : na;
   return a > b || (a == b && i < j);
 }
 
+// The fields softmax and logSoftmax share: out = f(x) row by row, x/out [rows, cols].
 template <class T>
-struct Softmax {
-  static constexpr const char* name = "softmax";
-  static constexpr const char* summary =
-      "out = softmax(x) along the last axis: out[r, c] = e^(x[r,c] − max_r) / Σ_j e^(x[r,j] − max_r). x/out "
-      "[rows, cols]; a row holding a NaN gives NaN.";
+struct RowMap {
   int64_t rows = 0, cols = 0;
   T* out = nullptr;
   const T* x = nullptr;
 
   template <class R>
-  static void fields(R& r, Softmax& p) {
+  static void fields(R& r, RowMap& p) {
     r.dim(p.rows, "rows", 0);
     r.dim(p.cols, "cols", 1, INT32_MAX);
     r.out(p.out, "out", NF_SHAPE(p.rows, p.cols));
@@ -45,22 +49,19 @@ struct Softmax {
 };
 
 template <class T>
-struct LogSoftmax {
+struct Softmax : RowMap<T> {
+  static constexpr const char* name = "softmax";
+  static constexpr const char* summary =
+      "out = softmax(x) along the last axis: out[r, c] = e^(x[r,c] − max_r) / Σ_j e^(x[r,j] − max_r). x/out "
+      "[rows, cols]; a row holding a NaN gives NaN.";
+};
+
+template <class T>
+struct LogSoftmax : RowMap<T> {
   static constexpr const char* name = "logSoftmax";
   static constexpr const char* summary =
       "out = log_softmax(x) along the last axis: out[r, c] = x[r,c] − max_r − log Σ_j e^(x[r,j] − max_r). x/out "
       "[rows, cols]; −inf logits give −inf, a row holding a NaN gives NaN.";
-  int64_t rows = 0, cols = 0;
-  T* out = nullptr;
-  const T* x = nullptr;
-
-  template <class R>
-  static void fields(R& r, LogSoftmax& p) {
-    r.dim(p.rows, "rows", 0);
-    r.dim(p.cols, "cols", 1, INT32_MAX);
-    r.out(p.out, "out", NF_SHAPE(p.rows, p.cols));
-    r.in(p.x, "x", NF_SHAPE(p.rows, p.cols));
-  }
 };
 
 template <class T>
