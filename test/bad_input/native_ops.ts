@@ -41,6 +41,10 @@ const ops: { op: string; dims: string[]; args: () => Fields }[] = [
   { op: 'sgdStep', dims: ['n', 'step'], args: () => ({ n: 3, step: 1, param: f32(3), grad: f32(3) }) },
   { op: 'sumSquares', dims: ['n'], args: () => ({ n: 3, out: f32(1), x: f32(3) }) },
   { op: 'zero', dims: ['n'], args: () => ({ n: 3, x: f32(3) }) },
+  { op: 'softmax', dims: ['rows', 'cols'], args: () => ({ rows: 2, cols: 3, out: f32(6), x: f32(6) }) },
+  { op: 'logSoftmax', dims: ['rows', 'cols'], args: () => ({ rows: 2, cols: 3, out: f32(6), x: f32(6) }) },
+  { op: 'argmax', dims: ['rows', 'cols'], args: () => ({ rows: 2, cols: 3, out: i32(2), x: f32(6) }) },
+  { op: 'topk', dims: ['rows', 'cols', 'k'], args: () => ({ rows: 2, cols: 3, k: 2, values: f32(4), indices: i32(4), x: f32(6) }) },
   { op: 'scale', dims: ['n'], args: () => ({ n: 3, x: f32(3), s: 2 }) },
   { op: 'clipGradNorm', dims: ['n'], args: () => ({ n: 3, grad: f32(3), maxNorm: 1, totalNorm: f32(1) }) },
   { op: 'firstNonFinite', dims: ['n'], args: () => ({ n: 3, x: f32(3), index: new Float64Array(1) }) },
@@ -68,6 +72,9 @@ const overflowing: { op: string; dims: Fields; arrays: Fields }[] = [
   { op: 'tokenPosForward', dims: { B: 2 ** 40, N: 2 ** 24, D: 1 }, arrays: { out: 0, token: 1, pos: 0 } },
   { op: 'tokenPosBackward', dims: { B: 2 ** 40, N: 2 ** 24, D: 1 }, arrays: { dtoken: 1, dpos: 0, dout: 0 } },
   { op: 'crossEntropy', dims: { N: 2 ** 40, V: 2 ** 24 }, arrays: { loss: 1, logits: 0, targets: 0 } },
+  { op: 'softmax', dims: { rows: 2 ** 40, cols: 2 ** 24 }, arrays: { out: 0, x: 0 } },
+  { op: 'logSoftmax', dims: { rows: 2 ** 40, cols: 2 ** 24 }, arrays: { out: 0, x: 0 } },
+  { op: 'topk', dims: { rows: 2 ** 40, cols: 2 ** 24, k: 2 ** 24 }, arrays: { values: 0, indices: 0, x: 0 } },
   { op: 'mse', dims: { rows: 2 ** 40, cols: 2 ** 24 }, arrays: { loss: 1, pred: 0, target: 0 } },
 ];
 
