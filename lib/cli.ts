@@ -13,7 +13,9 @@ import { cuda, type Device } from './device';
 import { NodeformerError } from './errors';
 import { ViTClassifier } from './models/vit';
 import { native, packageRoot } from './native';
+import { readSafetensorsMetadata } from './safetensors';
 import { checkDigitClassifier, evaluate, loadClassifier, predictImages } from './cli/classify';
+import { readFolderMetadata } from './cli/data_source';
 import { loadMnist } from './cli/mnist';
 import { TRAIN_DEFAULTS, trainDemo } from './cli/train';
 import { trainFolder } from './cli/train_folder';
@@ -49,6 +51,14 @@ function withRuntime(cmd: Command): Command {
     .addOption(new Option('--device <device>', 'where to run').choices(['cpu', 'cuda']).default('cpu'));
 }
 
+/** The options of `train` that only an image-folder run reads. */
+const FOLDER_FLAGS = ['valSplit', 'imageSize', 'workers'];
+
+/** The command line flag of an option of `cmd` ("--val-split" for valSplit). */
+function flagOf(cmd: Command, key: string): string {
+  return cmd.options.find((opt) => opt.attributeName() === key)?.long ?? key;
+}
+
 /** Applies --threads and --device. */
 function setupRuntime(o: { threads: number; device: Device }): void {
   if (o.device === 'cuda') {
@@ -62,8 +72,15 @@ function setupRuntime(o: { threads: number; device: Device }): void {
   native.setNumThreads(o.threads);
 }
 
+/** The digit model in `file` for `eval`; a folder model (train --data) or any other classifier is a UsageError saying what to do. */
 function loadDigitClassifier(file: string): ViTClassifier {
   const model = loadClassifier(file);
+  const folder = readFolderMetadata(readSafetensorsMetadata(file), file);
+  if (folder) {
+    model.dispose();
+    throw new UsageError(`${file} was trained on an image folder (classes ${folder.classes.join(', ')}); eval tests digit models on ` +
+      `MNIST's test split. Classify pictures with it: nodeformer predict <image...> --model ${file}`);
+  }
   checkDigitClassifier(model, file);
   return model;
 }
@@ -84,30 +101,43 @@ function program(io: Io): Command {
     .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
 
   withRuntime(prog.command('train')
-    .description('train the demo ViT on MNIST (8,000 train / 2,000 test digits) and write model.safetensors and pictures')
+    .description('train a ViT on MNIST digits (the demo: 8,000 train / 2,000 test) or, with --data, on a folder of images; ' +
+      'write the best epoch\'s model.safetensors (and for MNIST, pictures) to --out')
     .addOption(new Option('--epochs <n>', 'training epochs').argParser(integer(1, 10000)).default(TRAIN_DEFAULTS.epochs))
     .addOption(new Option('--batch-size <n>', 'images per step').argParser(integer(1, 8000)).default(TRAIN_DEFAULTS.batchSize))
     .addOption(new Option('--lr <rate>', 'peak learning rate (cosine schedule with warmup)').argParser(positiveNumber).default(TRAIN_DEFAULTS.lr))
-    .addOption(new Option('--seed <n>', 'seed of initialisation, batch order and augmentation').argParser(integer(0)).default(TRAIN_DEFAULTS.seed))
-    .addOption(new Option('--train-size <n>', 'training digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.trainSize))
-    .addOption(new Option('--test-size <n>', 'test digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.testSize))
+    .addOption(new Option('--seed <n>', 'seed of initialisation, data split, batch order and augmentation').argParser(integer(0)).default(TRAIN_DEFAULTS.seed))
     .addOption(new Option('--out <dir>', 'output folder').default(TRAIN_DEFAULTS.out))
-    .addOption(new Option('--logdir <dir>', 'TensorBoard log folder: loss, accuracy, learning rate, throughput and the attention grid per epoch'))
-    .addOption(new Option('--distributed', 'data-parallel over the ranks of `mpirun -np N` (each rank reads its share; global batch = batch size × N)'))
-    // Training on an image folder instead of MNIST (lib/cli/train_folder.ts, lib/cli/data_source.ts).
+    .addOption(new Option('--logdir <dir>', 'TensorBoard log folder: loss, accuracy, learning rate and throughput per epoch ' +
+      '(and for MNIST the attention grid), then the hyperparameters'))
+    // The MNIST demo's data.
+    .addOption(new Option('--train-size <n>', 'MNIST: training digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.trainSize).conflicts('data'))
+    .addOption(new Option('--test-size <n>', 'MNIST: test digits').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.testSize).conflicts('data'))
+    .addOption(new Option('--distributed', 'MNIST: data-parallel over the ranks of `mpirun -np N` (each rank reads its share; ' +
+      'global batch = batch size × N)').conflicts('data'))
+    // An image folder instead (lib/cli/train_folder.ts, lib/cli/data_source.ts).
     .addOption(new Option('--data <folder>', 'train on an image folder (<folder>/<class>/<image>, any format sharp reads) instead of MNIST'))
     .addOption(new Option('--val-split <fraction>', 'with --data: fraction of the images kept for validation').argParser(fraction).default(0.1))
     .addOption(new Option('--image-size <n>', 'with --data: side of the (square) images the model sees, a multiple of 8').argParser(integer(8, 1024)).default(64))
-    .addOption(new Option('--workers <n>', 'with --data: image decoding worker threads (default: the cores but one)').argParser(integer(1, 64))))
-    .action(async (o) => {
+    .addOption(new Option('--workers <n>', 'with --data: image decoding worker threads (default: the cores but one, at most 4)').argParser(integer(1, 64))))
+    .action(async (o, cmd: Command) => {
+      const progress = Boolean(process.stderr.isTTY);
+      if (o.data === undefined) {
+        const folderFlags = FOLDER_FLAGS.filter((k) => cmd.getOptionValueSource(k) === 'cli');
+        if (folderFlags.length) {
+          const [verb, pronoun] = folderFlags.length > 1 ? ['are', 'them'] : ['is', 'it'];
+          throw new UsageError(`${folderFlags.map((k) => flagOf(cmd, k)).join(', ')} ${verb} for training on an image folder: ` +
+            `add --data <folder>, or leave ${pronoun} out`);
+        }
+      }
       setupRuntime(o);
       if (o.data !== undefined) {
-        await trainFolder({ ...o, log: out });
+        await trainFolder({ ...o, progress, log: out });
         return;
       }
       if (o.trainSize + o.testSize > 10000)
         throw new UsageError(`Expected --train-size + --test-size of at most 10000 (the digits of the mnist package) but received ${o.trainSize + o.testSize}`);
-      await trainDemo({ ...o, distributed: Boolean(o.distributed), progress: Boolean(process.stderr.isTTY), log: out });
+      await trainDemo({ ...o, distributed: Boolean(o.distributed), progress, log: out });
     });
 
   withRuntime(prog.command('eval')

@@ -45,6 +45,11 @@ export type {
 } from './models/seq2seq';
 
 export { crossEntropy, crossEntropyOps, mse, mseOps } from './losses';
+export {
+  argmax, argmaxAsync, argmaxOps, logSoftmax, logSoftmaxAsync, logSoftmaxOps, softmax, softmaxAsync, softmaxOps, topk, topkAsync,
+  topkOps,
+} from './logits';
+export type { TopK } from './logits';
 export type { CrossEntropyOptions, LossResult, MseOptions } from './losses';
 export { AdamW, clipGradNorm, clipGradNormOps, Optimizer, SGD } from './optim';
 export type { AdamWOptions, OptimizerState, ParamGroup, SGDOptions } from './optim';

@@ -231,8 +231,13 @@ export abstract class Module {
    * calls on the model are pending (they would interleave with it).
    */
   runOps<T>(what: string, program: Program<T>): T {
-    this.lane.checkIdle(`${this.constructor.name}.${what}`);
+    this.checkIdle(what);
     return runSync(program);
+  }
+
+  /** Throws ERR_NF_STATE naming `what` while asynchronous calls on the model are pending. */
+  protected checkIdle(what: string): void {
+    this.lane.checkIdle(`${this.constructor.name}.${what}`);
   }
 
   /**

@@ -145,6 +145,24 @@ export abstract class Optimizer<O extends object = object> {
     return this.lane.enqueue(() => this.stepOps());
   }
 
+  /**
+   * @internal The program of clipGradNorm over this optimizer's trainable parameters: one fused
+   * clipGradNorm op over the gradient arena when there is one (CPU only: not among OPTIMIZER_ENTRIES,
+   * the CUDA path is clipGradNormOps's). Returns the total norm.
+   */
+  *clipGradsOps(maxNorm: number): Program<number> {
+    const live = this.trainable(), flat = this.flat(live);
+    if (!flat) return yield* clipGradNormOps(live.map((i) => this.params[i]), maxNorm);
+    num('maxNorm', maxNorm, 0);
+    const total = Tensor.empty([1], 'float32');
+    try {
+      yield* op('clipGradNorm', { n: flat.size, grad: flat.grads.arena.storage, maxNorm, totalNorm: total.storage });
+      return total.data[0];
+    } finally {
+      total.dispose();
+    }
+  }
+
   /** The program of step(). */
   *stepOps(): Program<void> {
     for (let i = 0; i < this.params.length; i++) {

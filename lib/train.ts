@@ -7,7 +7,7 @@
 import { invalidArg } from './errors';
 import { crossEntropyOps, type LossResult } from './losses';
 import type { Module, ProgramArgs } from './module';
-import { clipGradNormOps, type Optimizer } from './optim';
+import type { Optimizer } from './optim';
 import { OptionKeys } from './options';
 import { op, type Program } from './program';
 import { Scope } from './scope';
@@ -76,7 +76,7 @@ export function* trainStepOps<M extends Module>(
     for (const g of inputGrads instanceof Tensor ? [inputGrads] : Object.values(inputGrads ?? {})) if (g instanceof Tensor) tmp.add(g);
     if (++optimizer.accumulated % k !== 0) return loss;
     optimizer.accumulated = 0;
-    if (options.maxGradNorm !== undefined) yield* clipGradNormOps(optimizer.params.filter((p) => p.requiresGrad), options.maxGradNorm);
+    if (options.maxGradNorm !== undefined) yield* optimizer.clipGradsOps(options.maxGradNorm);
     yield* optimizer.stepOps();
     return loss;
   } finally {

@@ -59,6 +59,8 @@ scale_kernel                             40   0
 mse_count_kernel                         40   256
 mse_partial_kernel                       40   256
 mse_mean_kernel                          40   256
+softmax_kernel                           40   128
+topk_kernel                              40   256
 '
 
 NVCC="${NVCC:-$(command -v nvcc || true)}"

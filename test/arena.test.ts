@@ -7,9 +7,11 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import { AdamW, Parameter, SGD, Tensor, trainStep, trainStepAsync, ViTClassifier, type Optimizer } from '../lib/index';
+import {
+  AdamW, clipGradNorm, crossEntropy, Parameter, SGD, Tensor, trainStep, trainStepAsync, ViTClassifier, type Optimizer,
+} from '../lib/index';
 import { native } from '../lib/native';
-import { randn32, rng } from './helpers';
+import { randn32, relErr, rng } from './helpers';
 import { opsCalledList } from './support/ops_called';
 
 const config = { imgSize: 12, patchSize: 4, inChannels: 3, dModel: 20, numHeads: 2, dFF: 28, depth: 2, numClasses: 5 };
@@ -85,5 +87,20 @@ describe('flat arenas of an optimizer', () => {
     opt.dispose();
     expect(model.parameters().every((p) => !p.disposed && p.data.length === p.size)).toBe(true);
     expect(() => opt.step()).toThrow();
+  });
+
+  it('gradient clipping in trainStep is one fused op over the arena, equal to clipGradNorm over the parameters', () => {
+    const a = new ViTClassifier({ ...config, seed: 6 }), b = new ViTClassifier({ ...config, seed: 6 });
+    const optA = new SGD(a.parameters(), { lr: 0.1 }), optB = new SGD(b.parameters(), { lr: 0.1 });
+    const x = images(30);
+    const ops = opsCalledList(() => trainStep(a, optA, x, labels, { maxGradNorm: 0.05 }));
+    expect(ops.filter((o) => o === 'clipGradNorm')).toHaveLength(1);
+    expect(ops.filter((o) => o === 'sumSquares')).toHaveLength(0);
+    optB.zeroGrad();
+    b.backward(crossEntropy(b.forward(x), labels).grad);
+    expect(clipGradNorm(b.parameters(), 0.05)).toBeGreaterThan(0.05);
+    optB.step();
+    const pa = values(a), pb = values(b);
+    for (let i = 0; i < pa.length; i++) expect(relErr(pa[i], pb[i]), `parameter ${i}`).toBeLessThan(1e-6);
   });
 });

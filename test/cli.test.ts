@@ -6,8 +6,8 @@ import * as path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { main } from '../lib/cli';
 import { ViTClassifier } from '../lib/models/vit';
+import { runCli as run } from './support/run_cli';
 
 const root = path.resolve(__dirname, '..');
 
@@ -15,22 +15,6 @@ const root = path.resolve(__dirname, '..');
 function cli(...args: string[]) {
   const r = spawnSync(path.join(root, 'node_modules', '.bin', 'tsx'), [path.join(root, 'lib', 'cli.ts'), ...args], { encoding: 'utf8' });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** Runs main() in this process, capturing its output lines and what it writes to stderr. */
-async function run(...args: string[]) {
-  const lines: string[] = [];
-  let stderr = '';
-  const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stderr += String(chunk);
-    return true;
-  });
-  try {
-    const status = await main(args, (l) => lines.push(l));
-    return { status, out: lines.join('\n'), stderr };
-  } finally {
-    spy.mockRestore();
-  }
 }
 
 afterEach(() => vi.restoreAllMocks());

@@ -1,19 +1,21 @@
 /**
  * `nodeformer train --data <folder>` on a small folder the test draws (3 classes × 8 JPEGs of
- * discs of distinct colours), one epoch of a small model, then `predict` on JPEG, PNG and WebP
- * files with the written checkpoint (class names from its metadata), `predict` of a JPEG digit
- * with a digit model, and the usage errors of both.
+ * shapes of distinct colours), two epochs of a small model on fit() with --logdir (the epoch lines,
+ * TensorBoard's records, the best epoch kept), then `predict` on JPEG, PNG and WebP files with the
+ * written checkpoint (class names from its metadata), `predict` of a JPEG digit with a digit
+ * model, and the usage errors of both.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { main } from '../lib/cli';
 import { readSafetensorsMetadata, saveModel, ViTClassifier } from '../lib/index';
 import { makeImageFolder } from './support/image_folder';
+import { runCli as run } from './support/run_cli';
+import { readEvents } from './support/tfrecord_reader';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-cli-data-'));
 let root = '';
@@ -22,29 +24,35 @@ beforeAll(async () => {
 });
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-async function run(...args: string[]) {
-  const lines: string[] = [];
-  let stderr = '';
-  const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
-  try {
-    const status = await main(args, (l) => lines.push(l));
-    return { status, out: lines.join('\n'), stderr };
-  } finally {
-    spy.mockRestore();
-  }
-}
-
 describe('nodeformer train --data', () => {
-  it('trains on an image folder, writes a checkpoint with its classes, and predicts any image format with it', async () => {
-    const out = path.join(tmp, 'run');
+  it('trains on an image folder with --logdir, keeps the best epoch with its classes, and predicts any image format with it', async () => {
+    const out = path.join(tmp, 'run'), logdir = path.join(tmp, 'runs');
     const t0 = performance.now();
     const r = await run('train', '--data', root, '--epochs', '2', '--image-size', '16', '--batch-size', '6', '--val-split', '0.25',
-      '--workers', '1', '--lr', '0.003', '--out', out);
+      '--workers', '1', '--lr', '0.003', '--out', out, '--logdir', logdir);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.out).toMatch(/on 18 images of 3 classes \(class-0, class-1, class-2\) from .*shapes, validating on 6; 1 decoding worker/);
-    expect(r.out).toMatch(/epoch 1\/2 {2}train loss [\d.]+ {2}\| {2}validation loss [\d.]+ acc [\d.]+% {2}\| {2}\d+ img\/s/);
-    expect(r.out).toMatch(/epoch 2\/2 /);
+    expect(r.out).toMatch(/on 18 images of 3 classes \(class-0, class-1, class-2\) from .*shapes, validating on 6; 1 decoding worker; /);
+    const epochLines = r.out.split('\n').filter((l) => l.startsWith('epoch '));
+    expect(epochLines).toHaveLength(2);
+    for (const l of epochLines)
+      expect(l).toMatch(/^epoch [12]\/2 {2}train loss [\d.]+ acc [\d.]+% {2}\| {2}validation loss [\d.]+ acc [\d.]+% {2}\| {2}\d+ img\/s$/);
     console.log(`train --data: ${((performance.now() - t0) / 1000).toFixed(1)} s\n${r.out}`);
+
+    // TensorBoard: the epoch's numbers as the lines show them, and the hparams of the kept epoch.
+    const file = fs.readdirSync(logdir).find((f) => f.startsWith('events.out.tfevents.'))!;
+    const ev = readEvents(fs.readFileSync(path.join(logdir, file)));
+    const scalars = (tag: string) => ev.filter((e) => e.values[0]?.tag === tag).map((e) => [e.step, e.values[0].simpleValue!]);
+    for (const tag of ['loss/train', 'loss/validation', 'accuracy/train', 'accuracy/validation', 'learning_rate', 'throughput/samples_per_second'])
+      expect(scalars(tag).map(([step]) => step), tag).toEqual([1, 2]);
+    const valLoss = scalars('loss/validation').map(([, v]) => v);
+    expect(epochLines.map((l) => /validation loss ([\d.]+)/.exec(l)![1])).toEqual(valLoss.map((v) => v.toFixed(4)));
+    const best = valLoss[1] < valLoss[0] ? 2 : 1;
+    expect(r.out).toContain(`Wrote ${path.join(out, 'model.safetensors')}: the model of epoch ${best} (the lowest validation loss, validation accuracy `);
+    expect(r.out).toContain(`TensorBoard logs in ${logdir}`);
+    const hp = readEvents(fs.readFileSync(path.join(logdir, 'hparams', fs.readdirSync(path.join(logdir, 'hparams'))[0])));
+    expect(hp.flatMap((e) => e.values.map((v) => v.tag))).toEqual(['_hparams_/experiment', '_hparams_/session_start_info',
+      '_hparams_/session_end_info', 'hparam/validation_accuracy', 'hparam/validation_loss']);
+    expect(hp.find((e) => e.values[0]?.tag === 'hparam/validation_loss')!.values[0].simpleValue).toBeCloseTo(valLoss[best - 1], 5);
     const checkpoint = path.join(out, 'model.safetensors');
     const meta = readSafetensorsMetadata(checkpoint);
     expect(JSON.parse(meta.classes)).toEqual(['class-0', 'class-1', 'class-2']);
@@ -62,6 +70,10 @@ describe('nodeformer train --data', () => {
     const lines = p.out.split('\n');
     expect(lines).toHaveLength(3);
     lines.forEach((l, i) => expect(l).toMatch(new RegExp(`^${[jpg, png, webp][i].replace(/[.]/g, '\\.')}: class-[012] \\(\\d+\\.\\d%\\)$`)));
+
+    const evalFolder = await run('eval', '--model', checkpoint);
+    expect(evalFolder.status).toBe(2);
+    expect(evalFolder.stderr).toContain('was trained on an image folder (classes class-0, class-1, class-2); eval tests digit models');
 
     const notImage = await run('predict', checkpoint, '--model', checkpoint);
     expect(notImage.status).toBe(2);
@@ -98,5 +110,11 @@ describe('nodeformer train --data', () => {
     const badSplit = await run('train', '--data', root, '--val-split', '1');
     expect(badSplit.status).toBe(2);
     expect(badSplit.stderr).toMatch(/--val-split.* is invalid/);
+    const folderFlags = await run('train', '--val-split', '0.2', '--workers', '2');
+    expect(folderFlags.status).toBe(2);
+    expect(folderFlags.stderr).toContain('error: --val-split, --workers are for training on an image folder: add --data <folder>, or leave them out');
+    const mnistFlag = await run('train', '--data', root, '--train-size', '100');
+    expect(mnistFlag.status).toBe(2);
+    expect(mnistFlag.stderr).toMatch(/option '--train-size <n>' cannot be used with option '--data <folder>'/);
   });
 });

@@ -154,3 +154,31 @@ describe('gradient accumulation', () => {
     expect(() => trainStep(acc, optAcc, xs[0], ys[0], { acumulate: 2 } as never)).toThrow(/accumulate/);
   });
 });
+
+describe('a new head', () => {
+  it('resetClassifier replaces the head for a new number of classes and keeps the rest', async () => {
+    const m = new ViTClassifier({ ...config, seed: 9 });
+    const body = named(m);
+    m.resetClassifier(7, { seed: 3 });
+    expect(m.numClasses).toBe(7);
+    expect(m.config.numClasses).toBe(7);
+    expect(m.forward(images(2, 1)).shape).toEqual([2, 7]);
+    const after = named(m);
+    for (const name of Object.keys(body)) if (!name.startsWith('head.')) expect(after[name], name).toEqual(body[name]);
+    expect(after['head.weight']).toHaveLength(7 * config.dModel);
+    trainStep(m, new AdamW(m.parameters()), images(2, 2), labels([6, 0]));
+    expect(() => m.resetClassifier(0)).toThrow(/numClasses/);
+    const pending = trainStepAsync(m, new AdamW(m.parameters()), images(2, 3), labels([1, 2]));
+    expect(() => m.resetClassifier(3)).toThrow(expect.objectContaining({ code: 'ERR_NF_STATE' }));
+    await pending;
+  });
+
+  it('the fine-tuning example (examples/finetune.ts) runs end to end on a small budget', async () => {
+    const { runFinetune } = await import('../examples/finetune');
+    const lines: string[] = [];
+    const r = await runFinetune({ pretrainEpochs: 1, epochs: 1, trainSize: 96, testSize: 40, trainBlocks: 1, batchSize: 16, seed: 1 }, (l) => lines.push(l));
+    expect(lines).toHaveLength(4);
+    expect(r.trainable).toBeLessThan(r.total / 2);
+    for (const a of [r.pretrained, r.before, r.after, r.scratch]) expect(a).toBeGreaterThanOrEqual(0);
+  }, 60_000);
+});

@@ -4,6 +4,7 @@
  * and bad arguments.
  */
 import * as fs from 'node:fs';
+import Module from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
@@ -198,6 +199,22 @@ describe('callbacks', () => {
     expect(out).toMatch(/epoch 1\/2 \[.*\] 100% \| loss \d\.\d{4} \| acc \d+\.\d\d% \| \d+ samples\/s/);
     expect(out).toMatch(/epoch 2\/2/);
     m.dispose();
+  });
+
+  it('progressBar on a TTY without cli-progress names the npm install that adds it', () => {
+    const resolver = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string };
+    const resolve = resolver._resolveFilename;
+    resolver._resolveFilename = function (request, ...rest) { // as in an install that left the optional peer out
+      if (request === 'cli-progress') throw Object.assign(new Error(`Cannot find module '${request}'`), { code: 'MODULE_NOT_FOUND' });
+      return resolve.call(this, request, ...rest);
+    };
+    try {
+      const f = () => progressBar({ stream: { isTTY: true } as never });
+      expect(f).toThrow(expect.objectContaining({ code: 'ERR_NF_MISSING_PACKAGE' }));
+      expect(f).toThrow(/^progressBar\(\) draws with cli-progress, but cli-progress is not installed .*: npm install 'cli-progress@\^[\d.]+'$/);
+    } finally {
+      resolver._resolveFilename = resolve;
+    }
   });
 });
 

@@ -197,6 +197,43 @@ const families: Family[] = [
     cases: [{ label: 'n 1000, a NaN and an infinity', args: { n: 1000 } }],
   },
   {
+    forward: 'softmax', cuda: 3,
+    values: { x: (n, r) => Float64Array.from(randn32(n, r, 4), (v, i) => (i === 3 ? -Infinity : v)) },
+    cases: [
+      { label: 'rows 5, cols 37, a -inf logit', args: { rows: 5, cols: 37 } },
+      { label: 'rows 3, cols 1000', args: { rows: 3, cols: 1000 } },
+      { label: 'rows 1, cols 1', args: { rows: 1, cols: 1 } },
+    ],
+  },
+  {
+    forward: 'logSoftmax', cuda: 3,
+    values: { x: (n, r) => Float64Array.from(randn32(n, r, 4), (v, i) => (i === 3 ? -Infinity : i === 7 ? v + 1e4 : v)) },
+    cases: [
+      { label: 'rows 5, cols 37, a -inf logit and one of 1e4', args: { rows: 5, cols: 37 } },
+      { label: 'rows 3, cols 1030', args: { rows: 3, cols: 1030 } },
+      { label: 'rows 2, cols 1', args: { rows: 2, cols: 1 } },
+    ],
+  },
+  {
+    forward: 'argmax', cuda: 3,
+    // Ties (values drawn from 5 levels), a NaN in row 1: the first index of the largest, NaN largest.
+    values: { x: (n, r) => Float64Array.from({ length: n }, (_, i) => (i === 60 ? NaN : Math.floor(r() * 5))) },
+    cases: [
+      { label: 'rows 4, cols 50, ties and a NaN', args: { rows: 4, cols: 50 } },
+      { label: 'rows 3, cols 1000, ties', args: { rows: 3, cols: 1000 } },
+      { label: 'rows 2, cols 1', args: { rows: 2, cols: 1 } },
+    ],
+  },
+  {
+    forward: 'topk', cuda: 3,
+    values: { x: (n, r) => Float64Array.from({ length: n }, (_, i) => (i === 60 ? NaN : i % 7 === 0 ? 0.5 : randn32(1, r)[0])) },
+    cases: [
+      { label: 'rows 4, cols 50, k 9, ties and a NaN', args: { rows: 4, cols: 50, k: 9 } },
+      { label: 'rows 3, cols 700, k 40', args: { rows: 3, cols: 700, k: 40 } },
+      { label: 'rows 2, cols 5, k 5 (the whole row)', args: { rows: 2, cols: 5, k: 5 } },
+    ],
+  },
+  {
     forward: 'activationForward', backward: 'activationBackward', values: { x: scaled(2) },
     cases: [{ label: 'n 1000, tanh', args: { n: 1000, act: 'tanh' } }, { label: 'n 37, gelu_tanh', args: { n: 37, act: 'gelu_tanh' } }],
   },

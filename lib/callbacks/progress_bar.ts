@@ -1,11 +1,12 @@
 /**
  * progressBar: one cli-progress bar per epoch (loss, accuracy, samples/s, ETA) on a terminal.
- * cli-progress is loaded only when a bar is drawn, so the library runs without it.
+ * cli-progress, an optional peer dependency (lib/optional), is loaded only when a bar is drawn, so
+ * the library runs without it.
  */
 import type { SingleBar } from 'cli-progress';
 
-import { NodeformerError } from '../errors';
 import { OptionKeys } from '../options';
+import { requireOptional } from '../optional';
 import type { Callback } from './types';
 
 /** Options of progressBar. */
@@ -15,24 +16,16 @@ export interface ProgressBarOptions {
 }
 const OPTIONS = new OptionKeys<ProgressBarOptions>('progressBar options', { stream: true });
 
-function loadCliProgress(): typeof import('cli-progress') {
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require('cli-progress') as typeof import('cli-progress');
-  } catch {
-    throw new NodeformerError('ERR_NF_LOAD', 'progressBar() draws with the cli-progress package, which is not installed: npm install cli-progress');
-  }
-}
-
 /**
  * A callback drawing a progress bar for each epoch on `stream` when it is a terminal (a TTY):
  * batches done of the loader's length (a count when it has none), the epoch's mean loss and
- * accuracy so far, samples per second and the time left. Does nothing when the stream is not a TTY.
+ * accuracy so far, samples per second and the time left. Does nothing when the stream is not a TTY;
+ * on a TTY without cli-progress installed, ERR_NF_MISSING_PACKAGE with the npm install that adds it.
  */
 export function progressBar(options: ProgressBarOptions = {}): Callback {
   const { stream = process.stderr } = OPTIONS.check('options', options);
   if (!stream?.isTTY) return {};
-  const { SingleBar } = loadCliProgress();
+  const { SingleBar } = requireOptional<typeof import('cli-progress')>('cli-progress', 'progressBar() draws with cli-progress');
   let bar: SingleBar | null = null;
   let lossSum = 0, samples = 0, correct = 0, counted = 0, t0 = 0;
   return {

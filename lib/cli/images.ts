@@ -19,13 +19,12 @@ import { loadSample, type Sharp } from '../data/decode';
 import type { ImageTransform } from '../data/transforms';
 import { NodeformerError } from '../errors';
 import { requireOptional } from '../optional';
+import { hasPngSignature, PNG_SIGNATURE, readPngHeader } from '../png';
 import { Tensor } from '../tensor';
 import { DIGIT_SIZE, MNIST_MEAN, MNIST_STD } from './mnist';
 import { UsageError } from './usage';
 
-const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-
-const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
+const hex = (bytes: ArrayLike<number>) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
 
 /**
  * Width and height from the signature and the IHDR chunk, without decoding. Anything else is
@@ -33,12 +32,12 @@ const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padSt
  * not a PNG file (...)".
  */
 export function pngSize(bytes: Uint8Array, source: string): { width: number; height: number } {
-  if (bytes.length < 24 || SIGNATURE.some((b, i) => bytes[i] !== b) || String.fromCharCode(...bytes.subarray(12, 16)) !== 'IHDR')
+  const header = readPngHeader(bytes);
+  if (!header)
     throw new NodeformerError('ERR_NF_FORMAT', `Expected a PNG image for ${source} but received ${bytes.length} bytes that are ` +
-      `not a PNG file (they start with ${hex(bytes.subarray(0, 8)) || 'nothing'}; a PNG starts with ${hex(Uint8Array.from(SIGNATURE))} ` +
+      `not a PNG file (they start with ${hex(bytes.subarray(0, 8)) || 'nothing'}; a PNG starts with ${hex(PNG_SIGNATURE)} ` +
       'and an IHDR chunk)');
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return { width: dv.getUint32(16), height: dv.getUint32(20) };
+  return { width: header.width, height: header.height };
 }
 
 /** What a pngjs error means, in words a user can act on. */
@@ -166,7 +165,7 @@ function sharpForPredict(): Sharp {
  */
 export async function readDigitImage(file: string): Promise<Float32Array> {
   const bytes = readInput(file);
-  if (SIGNATURE.every((b, i) => bytes[i] === b)) return pngDigit(bytes, file);
+  if (hasPngSignature(bytes)) return pngDigit(bytes, file);
   let decoded: { data: Buffer; info: { width: number; height: number } };
   try {
     decoded = await sharpForPredict()(bytes, { autoOrient: true }).ensureAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });

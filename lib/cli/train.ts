@@ -1,31 +1,28 @@
 /**
- * The demo: trains a ViTClassifier on the MNIST digits of the `mnist` package with fit() (AdamW, a
- * cosine schedule with warmup, a progress bar per epoch, validation on the test digits, and with
- * --logdir TensorBoard logging of loss, accuracy, learning rate, throughput and the attention
- * grid), then writes the checkpoint and its pictures (training curves, attention over test
- * digits, the sinusoidal position table).
+ * The demo: trains a ViTClassifier on the MNIST digits of the `mnist` package on the command
+ * line's one training path (lib/cli/training: fit() with AdamW, a cosine schedule with warmup, a
+ * progress bar, validation on the test digits, the best epoch kept, and with --logdir TensorBoard,
+ * here with the attention grid each epoch), then draws its pictures (training curves, attention
+ * over test digits, the sinusoidal position table) beside the checkpoint.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { progressBar, tensorBoard, type Callback, type EpochLogs } from '../callbacks';
+import type { Callback, EpochLogs } from '../callbacks';
 import { DistributedDataParallel } from '../ddp';
-import type { Device } from '../device';
 import * as distributed from '../distributed';
-import { fit, type Batch, type BatchSource } from '../fit';
 import { positiveInt } from '../layers/common';
 import { ViTClassifier, type ViTClassifierConfig } from '../models/vit';
 import { native } from '../native';
-import { AdamW } from '../optim';
-import { saveModel } from '../persist';
 import { Random } from '../random';
 import { DistributedSampler } from '../sampler';
-import { cosineWithWarmup } from '../schedule';
-import { SummaryWriter } from '../tensorboard';
+import type { SummaryWriter } from '../tensorboard';
 import { argmaxRows, evaluate, onDevice } from './classify';
+import { deviceBatches, type SizedSource } from './device_batches';
 import { digitPng } from './images';
 import { DIGIT_PIXELS, type Digits, imageBatch, labelBatch, loadMnist, permutation } from './mnist';
 import { attentionGridSpec, type AttentionSample, type EpochRecord, heatmapSpec, renderChart, trainingCurvesSpec, writeChart } from './plots';
+import { percent, runTraining, type RunData, type RunOptions } from './training';
 
 /** The demo's model: 7×7 patches (16 tokens and CLS), width 64, 4 pre-LN blocks. */
 export const DEMO_MODEL: ViTClassifierConfig = {
@@ -33,37 +30,19 @@ export const DEMO_MODEL: ViTClassifierConfig = {
 };
 
 /** Options of the demo's training run (the command line's flags). */
-export interface TrainOptions {
-  epochs: number;
-  batchSize: number;
-  /** Peak learning rate of the cosine schedule. */
-  lr: number;
-  /** Seed of the initialisation, the batch order and the augmentation (the data split is fixed). */
-  seed: number;
+export interface TrainOptions extends RunOptions {
   trainSize: number;
   testSize: number;
-  /** Output folder (created if missing). */
-  out: string;
-  /** TensorBoard log folder: loss, accuracy, learning rate, throughput and the attention grid per epoch (default: none). */
-  logdir?: string;
-  /** Where the model trains (default 'cpu'); the checkpoint and pictures are made on the CPU. */
-  device?: Device;
   /**
    * Data-parallel over the ranks of an MPI job (`mpirun -np N nodeformer train --distributed`): each
    * rank reads its DistributedSampler share with batches of batchSize (global batch batchSize × N),
    * gradients are averaged by DistributedDataParallel, rank 0 logs, evaluates and writes the outputs.
    */
   distributed?: boolean;
-  /** Draw a progress bar (on a terminal). */
-  progress: boolean;
-  /** Where the epoch lines and the summary go. */
-  log: (line: string) => void;
 }
 
 /** Training defaults: the numbers behind `npm run demo`. */
 export const TRAIN_DEFAULTS = { epochs: 12, batchSize: 32, lr: 3e-3, seed: 0, trainSize: 8000, testSize: 2000, out: 'nodeformer-demo' };
-const WARMUP_FRACTION = 0.05;
-const WEIGHT_DECAY = 0.05;
 const MAX_SHIFT = 1;
 const EVAL_BATCH = 250;
 /** Test digits in the attention grid that TensorBoard shows each epoch. */
@@ -78,32 +57,22 @@ export interface TrainResult {
   files: string[];
 }
 
-function percent(x: number): string {
-  return `${(100 * x).toFixed(2)}%`;
-}
-
-/** What the demo trains and validates on. `--data <folder>` would return another source here. */
-interface DataSource {
-  /** Training batches on this rank: reshuffled and augmented each epoch (fit calls setEpoch). */
-  train: BatchSource<Batch<ViTClassifier>>;
-  /** Validation batches, in order, without augmentation. */
-  validation: BatchSource<Batch<ViTClassifier>>;
+/** What the demo trains and validates on. */
+interface DigitData extends RunData {
   /** Training samples per epoch on this rank. */
   samplesPerEpoch: number;
   /** Training samples per epoch over all ranks. */
   globalSamplesPerEpoch: number;
-  /** The test digits (the pictures are drawn from them). */
+  /** The test digits (the validation set; the pictures are drawn from them). */
   test: Digits;
-  /** The training set in words, for the first log line. */
-  description: string;
 }
 
 /**
- * Batches of the `count` digits of `digits` that `order(epoch)` picks, in its order, on `device`,
- * shifted at random when `augment` is given.
+ * CPU batches of the `count` digits of `digits` that `order(epoch)` picks, in its order, shifted
+ * at random when `augment` is given.
  */
-function digitBatches(digits: Digits, count: number, batchSize: number, device: Device, order: (epoch: number) => ArrayLike<number>,
-  augment?: { rng: Random; maxShift: number }): BatchSource<Batch<ViTClassifier>> {
+function digitBatches(digits: Digits, count: number, batchSize: number, order: (epoch: number) => ArrayLike<number>,
+  augment?: { rng: Random; maxShift: number }): SizedSource {
   let epoch = 0;
   return {
     length: Math.ceil(count / batchSize),
@@ -112,14 +81,14 @@ function digitBatches(digits: Digits, count: number, batchSize: number, device: 
       const idx = order(epoch);
       for (let start = 0; start < idx.length; start += batchSize) {
         const part = Array.prototype.slice.call(idx, start, start + batchSize) as number[];
-        yield { input: onDevice(imageBatch(digits, part, augment), device), target: onDevice(labelBatch(digits, part), device) };
+        yield { input: imageBatch(digits, part, augment), target: labelBatch(digits, part) };
       }
     },
   };
 }
 
 /** The MNIST split of the demo: this rank's share of the training digits (a seeded reshuffle per epoch) and the test digits. */
-function mnistSource(o: TrainOptions, rank: number): DataSource {
+function mnistData(o: TrainOptions, rank: number): DigitData {
   const { train, test } = loadMnist({ trainSize: o.trainSize, testSize: o.testSize });
   const device = o.device ?? 'cpu', rng = new Random(o.seed + 1 + rank);
   const sampler = o.distributed ? new DistributedSampler(train.count, { seed: o.seed }) : null;
@@ -131,27 +100,19 @@ function mnistSource(o: TrainOptions, rank: number): DataSource {
   const all = Int32Array.from({ length: test.count }, (_, i) => i);
   const samplesPerEpoch = sampler ? sampler.numSamples : train.count;
   return {
-    train: digitBatches(train, samplesPerEpoch, o.batchSize, device, order, { rng, maxShift: MAX_SHIFT }),
-    validation: digitBatches(test, test.count, EVAL_BATCH, device, () => all),
+    train: deviceBatches(digitBatches(train, samplesPerEpoch, o.batchSize, order, { rng, maxShift: MAX_SHIFT }), device),
+    validation: deviceBatches(digitBatches(test, test.count, EVAL_BATCH, () => all), device),
+    description: `${train.count} MNIST digits, testing on ${test.count}`,
+    validationName: 'test',
     samplesPerEpoch,
     globalSamplesPerEpoch: sampler ? sampler.totalSize : train.count,
     test,
-    description: `${train.count} MNIST digits, testing on ${test.count}`,
   };
 }
 
 /** The demo's picture of an epoch log (the training-curves chart). */
 function epochRecord(h: EpochLogs): EpochRecord {
   return { epoch: h.epoch, trainLoss: h.loss, trainAccuracy: h.accuracy ?? NaN, testLoss: h.valLoss ?? NaN, testAccuracy: h.valAccuracy ?? NaN };
-}
-
-/** The epoch line of the log. */
-function epochLine(h: EpochLogs, epochs: number, world: number): string {
-  const speed = world > 1
-    ? `world ${world}, ${h.samplesPerSecond.toFixed(0)} img/s per rank (${(h.samplesPerSecond * world).toFixed(0)} in all)`
-    : `${h.samplesPerSecond.toFixed(0)} img/s`;
-  return `epoch ${h.epoch}/${epochs}  train loss ${h.loss.toFixed(4)} acc ${percent(h.accuracy ?? NaN)}  |  ` +
-    `test loss ${(h.valLoss ?? NaN).toFixed(4)} acc ${percent(h.valAccuracy ?? NaN)}  |  ${speed}`;
 }
 
 /** A callback adding the attention grid over the first test digits, with the model's predictions, to TensorBoard after each epoch. */
@@ -177,54 +138,34 @@ export async function trainDemo(o: TrainOptions): Promise<TrainResult> {
   positiveInt('epochs', o.epochs);
   if (o.distributed) await distributed.init();
   const rank = distributed.rank(), world = distributed.worldSize(), lead = rank === 0;
-  const log = lead ? o.log : () => undefined;
-  const data = mnistSource(o, rank);
-  if (lead) fs.mkdirSync(o.out, { recursive: true });
+  const data = mnistData(o, rank);
   const model = new ViTClassifier({ ...DEMO_MODEL, seed: o.seed }).to(o.device ?? 'cpu');
-  const net = o.distributed ? new DistributedDataParallel(model) : model;
-  const opt = new AdamW(model.parameters(), { lr: o.lr, weightDecay: WEIGHT_DECAY });
-  const totalSteps = o.epochs * Math.ceil(data.samplesPerEpoch / o.batchSize);
-  const schedule = cosineWithWarmup({ lr: o.lr, warmupSteps: Math.round(WARMUP_FRACTION * totalSteps), totalSteps });
-  const params = model.parameters().reduce((n, p) => n + p.size, 0);
-  if (world > 1) log(`Distributed: ${world} ranks (MPI), ${o.batchSize} images per rank and step (global batch ${o.batchSize * world}), ` +
+  if (lead && world > 1) o.log(`Distributed: ${world} ranks (MPI), ${o.batchSize} images per rank and step (global batch ${o.batchSize * world}), ` +
     `${data.samplesPerEpoch} training digits per rank and epoch`);
-  log(`Training a ViT (${params.toLocaleString('en-US')} parameters, ${DEMO_MODEL.patchSize}×${DEMO_MODEL.patchSize} patches, ` +
-    `${DEMO_MODEL.depth} blocks of width ${DEMO_MODEL.dModel}) on ${data.description}; ` +
-    `${o.device === 'cuda' ? 'CUDA' : `${native.numThreads()} threads, ${native.isaInfo().active} kernels`}`);
-
-  const writer = lead && o.logdir ? new SummaryWriter(o.logdir) : null;
-  const callbacks: Callback[] = [{ onEpochEnd: (h) => log(epochLine(h, o.epochs, world)) }];
-  if (lead && o.progress) callbacks.unshift(progressBar());
-  if (writer) {
-    callbacks.push(tensorBoard(writer), attentionImages(writer, model, data.test));
-    writer.addText('run', `ViT ${JSON.stringify(DEMO_MODEL)}; ${JSON.stringify({ ...o, log: undefined })}`, 0);
-  }
-  const t0 = performance.now();
-  const history = await fit(net, opt, data.train, { epochs: o.epochs, validation: data.validation, schedule, callbacks });
-  const seconds = (performance.now() - t0) / 1000;
-  const trainSeconds = history.reduce((s, h) => s + h.seconds, 0);
-  model.to('cpu');
+  const run = await runTraining(model, data, o, {
+    net: o.distributed ? new DistributedDataParallel(model) : undefined, world, lead,
+    hparams: { lr: o.lr, batchSize: o.batchSize, epochs: o.epochs, seed: o.seed, trainSize: o.trainSize },
+    images: (writer) => attentionImages(writer, model, data.test),
+  });
+  const trainSeconds = run.history.reduce((s, h) => s + h.seconds, 0);
   const final = evaluate(model, data.test, EVAL_BATCH);
-  if (writer) {
-    writer.addHparams({ lr: o.lr, batchSize: o.batchSize, epochs: o.epochs, seed: o.seed, trainSize: o.trainSize },
-      { 'hparam/test_accuracy': final.accuracy, 'hparam/test_loss': final.loss }, { runName: 'hparams' });
-    await writer.close();
-  }
-  // Rank 0 writes the checkpoint and pictures; the others wait for it (onRank0), then all leave together.
-  const records = history.map(epochRecord);
+  // Rank 0 draws the pictures; the others wait for it (onRank0), then all leave together.
+  const records = run.history.map(epochRecord);
   const written = await distributed.onRank0(async () => ({
-    files: await writeOutputs(model, data.test, final.predicted, records, o.out), samples: writeSamples(data.test, path.join(o.out, 'samples')),
+    files: [run.file, ...await writeOutputs(model, data.test, final.predicted, records, o.out)], samples: writeSamples(data.test, path.join(o.out, 'samples')),
   }), 'writing the outputs');
   if (o.distributed) await distributed.finalize();
   model.dispose();
   if (!written) // ranks other than 0: their own share's throughput
-    return { history: records, testAccuracy: final.accuracy, seconds, imagesPerSecond: (o.epochs * data.samplesPerEpoch) / trainSeconds, files: [] };
+    return { history: records, testAccuracy: final.accuracy, seconds: run.seconds, imagesPerSecond: (o.epochs * data.samplesPerEpoch) / trainSeconds, files: [] };
   const { files, samples } = written;
-  const imagesPerSecond = (o.epochs * data.globalSamplesPerEpoch) / trainSeconds;
-  o.log(`Test accuracy ${percent(final.accuracy)} (${Math.round(final.accuracy * data.test.count)}/${data.test.count}) after ${o.epochs} epoch${o.epochs === 1 ? '' : 's'} ` +
-    `in ${seconds.toFixed(1)} s (${imagesPerSecond.toFixed(0)} training images/s); wrote ${files.map((f) => path.basename(f)).join(', ')} ` +
-    `and ${samples.length} sample digits (samples/digit-<label>.png) to ${o.out}` + (o.logdir ? `; TensorBoard logs in ${o.logdir}` : ''));
-  return { history: records, testAccuracy: final.accuracy, seconds, imagesPerSecond, files: [...files, ...samples] };
+  const imagesPerSecond = (run.history.length * data.globalSamplesPerEpoch) / trainSeconds;
+  const kept = run.bestEpoch === run.history.length ? '' : ` (the model of epoch ${run.bestEpoch}, the lowest test loss)`;
+  o.log(`Test accuracy ${percent(final.accuracy)} (${Math.round(final.accuracy * data.test.count)}/${data.test.count})${kept} after ` +
+    `${o.epochs} epoch${o.epochs === 1 ? '' : 's'} in ${run.seconds.toFixed(1)} s (${imagesPerSecond.toFixed(0)} training images/s); ` +
+    `wrote ${files.map((f) => path.basename(f)).join(', ')} and ${samples.length} sample digits (samples/digit-<label>.png) to ${o.out}` +
+    (o.logdir ? `; TensorBoard logs in ${o.logdir}` : ''));
+  return { history: records, testAccuracy: final.accuracy, seconds: run.seconds, imagesPerSecond, files: [...files, ...samples] };
 }
 
 /** Test digits for the attention picture: the first ones, with up to a quarter of the grid kept for mistakes. */
@@ -253,11 +194,10 @@ function attentionSamples(model: ViTClassifier, test: Digits, chosen: number[], 
   });
 }
 
-/** Saves the model and draws the pictures; returns the paths written. */
-export async function writeOutputs(model: ViTClassifier, test: Digits, predicted: Int32Array, history: EpochRecord[], out: string): Promise<string[]> {
-  const files = { model: path.join(out, 'model.safetensors'), curves: path.join(out, 'training-curves.png'),
-    attention: path.join(out, 'attention.png'), positions: path.join(out, 'positional-encoding.png') };
-  saveModel(files.model, model);
+/** Draws the pictures of the trained model; returns the paths written. */
+async function writeOutputs(model: ViTClassifier, test: Digits, predicted: Int32Array, history: EpochRecord[], out: string): Promise<string[]> {
+  const files = { curves: path.join(out, 'training-curves.png'), attention: path.join(out, 'attention.png'),
+    positions: path.join(out, 'positional-encoding.png') };
   await writeChart(files.curves, trainingCurvesSpec(history));
 
   const chosen = pickSamples(test, predicted, 24);

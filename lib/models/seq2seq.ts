@@ -1,7 +1,7 @@
 import { invalidArg, NodeformerError } from '../errors';
 import type { Device } from '../device';
 import { DecoderBlock, disposeDecoderState, EncoderBlock, type DecoderState } from '../layers/blocks';
-import { bool, disposeAll, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
+import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
@@ -10,10 +10,15 @@ import { requireSaved, Module, Parameter } from '../module';
 import { native } from '../native';
 import { OptionKeys, type KeySpec } from '../options';
 import { registerModelClass } from '../persist';
+import { beamSearch } from '../generation/beam';
+import { generationConfig, type GenerateOptions, type GenerationConfig } from '../generation/options';
+import { greedyOrSample } from '../generation/search';
+import { hostValues, type StepSource } from '../generation/source';
+import { emitTo, tokenStream } from '../generation/stream';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
-import { checkTensor, Tensor, type DType, type TypedArrayOf } from '../tensor';
+import { checkTensor, Tensor } from '../tensor';
 
 /** Options shared by Encoder, Decoder and Transformer (defaults: Vaswani et al.'s base model). */
 export interface SequenceConfig {
@@ -68,11 +73,6 @@ function sequenceConfig(c: SequenceConfig) {
     eps: positive('config.eps', c.eps ?? 1e-5),
     seed: seedOf(c.seed ?? 0),
   };
-}
-
-/** The values of a tensor in host memory: its own storage on cpu, a copy of a device tensor's. */
-function hostValues<D extends DType>(t: Tensor<D>): TypedArrayOf<D> {
-  return t.device === 'cpu' ? t.data : t.toArray();
 }
 
 /**
@@ -312,31 +312,7 @@ export class Decoder extends TokenModel {
 }
 registerModelClass(Decoder);
 
-/** Options of Transformer.generate. */
-export interface GenerateOptions {
-  /** Longest output, the start token included (default: the model's maxLen). */
-  maxLen?: number;
-  /** Start token (default 1). */
-  bos?: number;
-  /** End token: a sequence stops after it; finished sequences are padded with padIdx (default 2). */
-  eos?: number;
-  /** Use the key/value caches (default true); false recomputes the whole prefix at every step. */
-  useCache?: boolean;
-}
-const GENERATE_OPTIONS = new OptionKeys<GenerateOptions>('Transformer.generate options', { maxLen: true, bos: true, eos: true, useCache: true });
-
-function argmaxRows(logits: Float32Array, rows: number, V: number, rowStride: number, offset: number): Int32Array {
-  const out = new Int32Array(rows);
-  for (let b = 0; b < rows; b++) {
-    let best = 0, bestV = -Infinity;
-    for (let v = 0; v < V; v++) {
-      const x = logits[b * rowStride + offset + v];
-      if (x > bestV) (bestV = x), (best = v);
-    }
-    out[b] = best;
-  }
-  return out;
-}
+export type { GenerateOptions } from '../generation/options';
 
 export interface TransformerConfig extends SequenceConfig {
   srcVocab: number;
@@ -370,6 +346,8 @@ function maskOf(ids: Int32Array, shape: readonly number[], padIdx: number, devic
 
 /** The sequence-to-sequence Transformer of Vaswani et al.: encoder.*, decoder.*; padding masks from padIdx. */
 export class Transformer extends Module {
+  /** The ops generation requests through lib/logits.ts (greedy: argmax; sampling: topk, softmax; beams: logSoftmax, topk). */
+  static readonly nativeOps: readonly string[] = ['argmax', 'softmax', 'logSoftmax', 'topk'];
   readonly config: Required<Omit<TransformerConfig, keyof SequenceConfig>> & ReturnType<typeof sequenceConfig>;
   readonly encoder: Encoder;
   readonly decoder: Decoder;
@@ -411,12 +389,15 @@ export class Transformer extends Module {
   }
 
   /**
-   * Greedy decoding: starting from `bos`, appends the most likely next token until every
-   * sequence has produced `eos` or maxLen tokens exist. With the key/value caches (default) each
-   * new token costs O(T) attention instead of re-running the prefix. Runs in eval mode.
-   * Returns int32 [B, L] (L <= maxLen) on src's device, bos first, padIdx after a sequence's eos.
-   * On 'cuda' the caches live on the device; each step copies its logits [B, V] to the host for
-   * the argmax (greedy decoding decides there whether to go on).
+   * Generates target sequences for src [B, S] with Hugging Face's generation options (camelCase,
+   * lib/generation/options.ts): greedy by default; sampling with doSample (temperature, topK, topP,
+   * seed); beam search with numBeams > 1 (lengthPenalty, earlyStopping). Starts from `bos` and stops
+   * when every sequence has produced `eos` or maxLen tokens exist (maxNewTokens + 1 when given).
+   * With the key/value caches (default) each new token costs O(T) attention instead of re-running
+   * the prefix; beam search copies the caches along with the beams. Runs in eval mode. Returns int32
+   * [B, L] on src's device, bos first, padIdx after a sequence's eos (for beams: each row's best
+   * hypothesis). On 'cuda' the caches live on the device; each step copies its chosen tokens (or,
+   * sampling and beam search, its logits) to the host.
    */
   generate(src: Tensor, options: GenerateOptions = {}): Tensor<'int32'> {
     return this.runOps('generate', this.generateOps(src, options));
@@ -427,61 +408,93 @@ export class Transformer extends Module {
     return this.enqueueOps(() => this.generateOps(src, options));
   }
 
-  /** The program of generate. */
-  *generateOps(src: Tensor, options: GenerateOptions = {}): Program<Tensor<'int32'>> {
+  /**
+   * generateAsync as an async iterator over the new tokens, one Int32Array [B] per step as soon as
+   * it is chosen (bos is not streamed; a finished sequence streams padIdx):
+   * `for await (const step of model.generateStream(src, { maxNewTokens: 20 })) write(step[0])`.
+   * Greedy decoding and sampling only (numBeams > 1 throws, as Hugging Face streams no beams).
+   * Options are checked when it is called; generation starts at the first read and runs at most one
+   * step ahead of the reader. Leaving the loop early stops it and frees its caches (the loop's exit
+   * waits for that).
+   */
+  generateStream(src: Tensor, options: GenerateOptions = {}): AsyncGenerator<Int32Array, void, undefined> {
+    checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
+    if (this.generationConfig(options).numBeams > 1)
+      invalidArg('options.numBeams', '1 in generateStream (beam search is not streamed: use generate)', options.numBeams);
+    return tokenStream((channel) => this.enqueueOps(() => this.generateOps(src, options, emitTo(channel))));
+  }
+
+  private generationConfig(options: GenerateOptions | undefined): GenerationConfig {
+    const c = this.config;
+    return generationConfig(options, { maxLen: c.maxLen, vocab: c.tgtVocab, pad: c.padIdx });
+  }
+
+  /** The program of generate; `emit` (streaming) receives each step's tokens [B]. */
+  *generateOps(src: Tensor, options: GenerateOptions = {}, emit?: (tokens: Int32Array) => Program<void>): Program<Tensor<'int32'>> {
     const [s, srcIds] = checkTokens('src', src, this.config.maxLen, this.config.srcVocab);
-    options = GENERATE_OPTIONS.check('options', options);
-    const maxLen = options.maxLen ?? this.config.maxLen;
-    if (!Number.isInteger(maxLen) || maxLen < 1 || maxLen > this.config.maxLen)
-      invalidArg('options.maxLen', `an integer in [1, ${this.config.maxLen}]`, maxLen);
-    const bos = options.bos ?? 1, eos = options.eos ?? 2, pad = this.config.padIdx, V = this.config.tgtVocab;
-    for (const [k, v] of [['options.bos', bos], ['options.eos', eos]] as const)
-      if (!Number.isInteger(v) || v < 0 || v >= V) invalidArg(k, `a token id in [0, ${V})`, v);
-    const useCache = bool('options.useCache', options.useCache ?? true);
+    const cfg = this.generationConfig(options);
     const mode = this.training;
     this.eval();
     const tmp = new Scope();
-    let states: DecoderState[] | null = null;
+    const states: DecoderState[] = [];
     try {
-      const B = s.shape[0], dev = s.device;
-      const srcPad = tmp.add(maskOf(srcIds, s.shape, pad, dev));
-      const memory = tmp.add(yield* this.encoder.forwardOps(s, { keyPaddingMask: srcPad }));
-      if (useCache) states = yield* this.decoder.startDecoding(memory, maxLen, srcPad);
-      const out = new Int32Array(B * maxLen).fill(pad);
-      const done = new Uint8Array(B);
-      let current: Int32Array = new Int32Array(B).fill(bos);
-      let L = 1;
-      for (let b = 0; b < B; b++) out[b * maxLen] = bos;
-      for (let t = 0; t + 1 < maxLen && done.some((d) => !d); t++) {
-        let next: Int32Array;
-        if (states) {
-          const logits = yield* this.decoder.decodeStep(current, t, states);
-          next = argmaxRows(hostValues(logits), B, V, V, 0);
-          logits.dispose();
-        } else {
-          const prefix = new Int32Array(B * (t + 1));
-          for (let b = 0; b < B; b++) prefix.set(out.subarray(b * maxLen, b * maxLen + t + 1), b * (t + 1));
-          const tokens = tmp.add(Tensor.from(prefix, [B, t + 1]).to(dev));
-          const logits = yield* this.decoder.forwardOps(tokens, memory, { memoryKeyPaddingMask: srcPad });
-          next = argmaxRows(hostValues(logits), B, V, (t + 1) * V, t * V);
-          disposeAll(logits, tokens);
-        }
-        for (let b = 0; b < B; b++) {
-          if (done[b]) next[b] = pad;
-          else if (next[b] === eos) done[b] = 1;
-          out[b * maxLen + t + 1] = next[b];
-        }
-        current = next;
-        L = t + 2;
-      }
-      const result = new Int32Array(B * L);
-      for (let b = 0; b < B; b++) result.set(out.subarray(b * maxLen, b * maxLen + L), b * L);
-      return Tensor.from(result, [B, L]).to(dev);
+      const [B, S] = s.shape, nb = cfg.numBeams, rows = B * nb, dev = s.device;
+      // Beam search decodes each source row numBeams times side by side: its encoding is repeated.
+      const ids = nb === 1 ? srcIds : Int32Array.from({ length: rows * S }, (_, i) => srcIds[Math.floor(i / (S * nb)) * S + (i % S)]);
+      const srcRows = nb === 1 ? s : tmp.add(Tensor.from(ids, [rows, S]).to(dev));
+      const srcPad = tmp.add(maskOf(ids, [rows, S], this.config.padIdx, dev));
+      const memory = tmp.add(yield* this.encoder.forwardOps(srcRows, { keyPaddingMask: srcPad }));
+      if (cfg.useCache) states.push(...(yield* this.decoder.startDecoding(memory, cfg.maxLen, srcPad)));
+      const source = this.stepSource(rows, memory, srcPad, states);
+      const out = nb > 1 ? yield* beamSearch(source, cfg) : yield* greedyOrSample(source, cfg, emit);
+      return Tensor.from(out.tokens, [B, out.length]).to(dev);
     } finally {
-      if (states) disposeDecoderState(...states);
+      disposeDecoderState(...states);
       tmp.close();
       this.train(mode);
     }
+  }
+
+  /**
+   * The decoder as a StepSource over `rows` sequences against `memory`: with the caches `states`
+   * (none: the whole prefix is re-run each step); reorder replaces their caches.
+   */
+  private stepSource(rows: number, memory: Tensor<'float32'>, srcPad: Tensor<'bool'>, states: DecoderState[]): StepSource {
+    const decoder = this.decoder, V = this.config.tgtVocab, dev = memory.device;
+    return {
+      rows, vocab: V,
+      *step(seqs, stride, t) {
+        if (states.length) return yield* decoder.decodeStep(Int32Array.from({ length: rows }, (_, r) => seqs[r * stride + t]), t, states);
+        const prefix = new Int32Array(rows * (t + 1));
+        for (let r = 0; r < rows; r++) prefix.set(seqs.subarray(r * stride, r * stride + t + 1), r * (t + 1));
+        const step = new Scope();
+        try {
+          const tokens = step.add(Tensor.from(prefix, [rows, t + 1]).to(dev));
+          const all = step.add(yield* decoder.forwardOps(tokens, memory, { memoryKeyPaddingMask: srcPad }));
+          const logits = Tensor.empty([rows, V], 'float32', dev);
+          yield* op('copyRows', { rows, cols: V, dst: logits.storage, dstStride: V, src: all.storage, srcStride: (t + 1) * V, srcOffset: t * V });
+          return logits;
+        } finally {
+          step.close();
+        }
+      },
+      *reorder(from, t) {
+        for (const st of states) {
+          const [, maxT, width] = st.cache.shape, cols = (t + 1) * width;
+          const moved = Tensor.empty(st.cache.shape, 'float32', dev);
+          try {
+            for (let r = 0; r < rows; r++)
+              yield* op('copyRows', { rows: 1, cols, dst: moved.storage, dstStride: cols, dstOffset: r * maxT * width,
+                src: st.cache.storage, srcStride: cols, srcOffset: from[r] * maxT * width });
+          } catch (e) {
+            moved.dispose();
+            throw e;
+          }
+          st.cache.dispose();
+          st.cache = moved;
+        }
+      },
+    };
   }
 }
 registerModelClass(Transformer);

@@ -1,4 +1,4 @@
-import { invalidArg } from '../errors';
+import { invalidArg, objectArg } from '../errors';
 import type { Device } from '../device';
 import { checkAttnMask, headDimOf } from '../layers/attention';
 import { DecoderBlock, EncoderBlock } from '../layers/blocks';
@@ -290,11 +290,10 @@ export interface ViTClassifierConfig extends ViTConfig {
  * [classes, D].
  */
 export class ViTClassifier extends ViTEncoder {
-  declare readonly config: ViTEncoder['config'] & HeadSettings & { numClasses: number };
-  readonly numClasses: number;
+  declare config: ViTEncoder['config'] & HeadSettings & { numClasses: number };
   /** The final norm after pooling (null unless fcNorm). */
   readonly fc_norm: LayerNorm | null;
-  readonly head: Linear;
+  private classifier: Linear;
   protected static override readonly configKeys: OptionKeys<ViTConfig> =
     new OptionKeys<ViTClassifierConfig>('ViTClassifier config', { ...VIT_KEYS, numClasses: true, globalPool: true, fcNorm: true });
 
@@ -311,12 +310,39 @@ export class ViTClassifier extends ViTEncoder {
 
   constructor(config: ViTClassifierConfig = {}) {
     super(config);
-    this.numClasses = positiveInt('config.numClasses', config.numClasses ?? 10);
+    const numClasses = positiveInt('config.numClasses', config.numClasses ?? 10);
     const head = ViTClassifier.headSettings(config, this.config.classToken);
-    this.config = { ...this.config, ...head, numClasses: this.numClasses };
+    this.config = { ...this.config, ...head, numClasses };
     const D = this.config.dModel;
     this.fc_norm = this.config.finalNorm && head.fcNorm ? this.addModule('fc_norm', new LayerNorm({ dModel: D, eps: this.config.eps })) : null;
-    this.head = this.addModule('head', new Linear({ inFeatures: D, outFeatures: this.numClasses, seed: new Random(this.config.seed + 1).seed() }));
+    this.classifier = this.addModule('head', new Linear({ inFeatures: D, outFeatures: numClasses, seed: new Random(this.config.seed + 1).seed() }));
+  }
+
+  /** The classification head, Linear(dModel → numClasses): parameters head.weight, head.bias. */
+  get head(): Linear {
+    return this.classifier;
+  }
+
+  /** The number of classes (config.numClasses). */
+  get numClasses(): number {
+    return this.config.numClasses;
+  }
+
+  /**
+   * Replaces the head with a new one for `numClasses` classes (timm's reset_classifier), initialised
+   * as a new model's from `seed` (default: config.seed + 1), on the model's device; the old head is
+   * disposed and config.numClasses follows (saveModel writes the new config). Make the optimizer
+   * after this: one made before holds the old head's parameters. Returns this.
+   */
+  resetClassifier(numClasses: number, options: { seed?: number } = {}): this {
+    const n = positiveInt('numClasses', numClasses);
+    const seed = objectArg('options', options).seed ?? new Random(this.config.seed + 1).seed();
+    if (!Number.isInteger(seed)) invalidArg('options.seed', 'an integer', seed);
+    this.checkIdle('resetClassifier');
+    this.classifier.dispose();
+    this.config = { ...this.config, numClasses: n };
+    this.classifier = this.addModule('head', new Linear({ inFeatures: this.config.dModel, outFeatures: n, seed }));
+    return this;
   }
 
   /** images [B, C, H, W] → logits [B, numClasses]. */

@@ -691,6 +691,49 @@ export interface FirstNonFiniteArgs {
   index: Float64Array;
 }
 
+/** The options of softmax. */
+export interface SoftmaxArgs {
+  rows: number;
+  cols: number;
+  /** [rows, cols], written. */
+  out: FloatArray;
+  /** [rows, cols]. */
+  x: FloatArray;
+}
+
+/** The options of logSoftmax. */
+export interface LogSoftmaxArgs {
+  rows: number;
+  cols: number;
+  /** [rows, cols], written. */
+  out: FloatArray;
+  /** [rows, cols]. */
+  x: FloatArray;
+}
+
+/** The options of argmax. */
+export interface ArgmaxArgs {
+  rows: number;
+  cols: number;
+  /** [rows], written. */
+  out: Int32Array;
+  /** [rows, cols]. */
+  x: FloatArray;
+}
+
+/** The options of topk. */
+export interface TopkArgs {
+  rows: number;
+  cols: number;
+  k: number;
+  /** [rows, k], written. */
+  values: FloatArray;
+  /** [rows, k], written. */
+  indices: Int32Array;
+  /** [rows, cols]. */
+  x: FloatArray;
+}
+
 /** The options of fmaPeak. */
 export interface FmaPeakArgs {
   /** Default 0.2. */
@@ -916,6 +959,27 @@ export interface NativeOps {
    */
   firstNonFinite(a: FirstNonFiniteArgs): void;
   /**
+   * out = softmax(x) along the last axis: out[r, c] = e^(x[r,c] − max_r) / Σ_j e^(x[r,j] − max_r). x/out
+   * [rows, cols]; a row holding a NaN gives NaN.
+   */
+  softmax(a: SoftmaxArgs): void;
+  /**
+   * out = log_softmax(x) along the last axis: out[r, c] = x[r,c] − max_r − log Σ_j e^(x[r,j] − max_r). x/out
+   * [rows, cols]; −inf logits give −inf, a row holding a NaN gives NaN.
+   */
+  logSoftmax(a: LogSoftmaxArgs): void;
+  /**
+   * out[r] = the index of the largest x[r, c] (int32): the first one on ties, the first NaN when the row
+   * holds one (as PyTorch's argmax(dim=-1)). x [rows, cols], out [rows].
+   */
+  argmax(a: ArgmaxArgs): void;
+  /**
+   * The k largest values of each row in descending order (PyTorch's topk(k, dim=-1, sorted=True)): values[r,
+   * i] = x[r, indices[r, i]], indices int32; equal values by lower index first, NaN above every number. x
+   * [rows, cols], values/indices [rows, k], 1 <= k <= cols.
+   */
+  topk(a: TopkArgs): void;
+  /**
    * Runs independent FMA chains on every pool thread in the active ISA, calibrated so one timed run lasts at
    * least `minSeconds` (default 0.2, at most 10), and writes the fastest of three runs to `out`: [flops
    * executed, seconds, threads], the seconds counted in the threads' own CPU time (summed, divided by
@@ -939,5 +1003,5 @@ export interface NativeOps {
 }
 
 /** Every op name, in the order of the op table (native/ops/ops.h). */
-export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
+export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
 export type OpName = (typeof OP_NAMES)[number];

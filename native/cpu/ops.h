@@ -11,6 +11,7 @@
 #include "gemm.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "logits.h"
 #include "loss.h"
 #include "optim.h"
 #include "patch_embed.h"

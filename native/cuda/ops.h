@@ -13,6 +13,7 @@
 #include "grad_norm.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "logits.h"
 #include "loss.h"
 #include "mse.h"
 #include "optim.h"

@@ -13,6 +13,7 @@
 #include "finite.h"
 #include "layernorm.h"
 #include "linear.h"
+#include "logits.h"
 #include "loss.h"
 #include "optim.h"
 #include "patch_embed.h"
@@ -34,7 +35,7 @@ using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, LinearForward, 
                       AttentionDecode, PatchEmbedForward, PatchEmbedBackward, EmbeddingForward, EmbeddingBackward,
                       SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward, Add,
                       Accumulate, Zero, DropoutForward, DropoutBackward, CopyRows, CrossEntropy, Mse, AdamWStep, SgdStep,
-                      SumSquares, Scale, ClipGradNorm, FirstNonFinite, FmaPeak,
+                      SumSquares, Scale, ClipGradNorm, FirstNonFinite, Softmax, LogSoftmax, Argmax, Topk, FmaPeak,
                       ActivationForward, ActivationBackward, ChannelScaleForward, ChannelScaleBackward>;
 
 }  // namespace nf::ops

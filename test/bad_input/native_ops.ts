@@ -41,6 +41,10 @@ const ops: { op: string; dims: string[]; args: () => Fields }[] = [
   { op: 'sgdStep', dims: ['n', 'step'], args: () => ({ n: 3, step: 1, param: f32(3), grad: f32(3) }) },
   { op: 'sumSquares', dims: ['n'], args: () => ({ n: 3, out: f32(1), x: f32(3) }) },
   { op: 'zero', dims: ['n'], args: () => ({ n: 3, x: f32(3) }) },
+  { op: 'softmax', dims: ['rows', 'cols'], args: () => ({ rows: 2, cols: 3, out: f32(6), x: f32(6) }) },
+  { op: 'logSoftmax', dims: ['rows', 'cols'], args: () => ({ rows: 2, cols: 3, out: f32(6), x: f32(6) }) },
+  { op: 'argmax', dims: ['rows', 'cols'], args: () => ({ rows: 2, cols: 3, out: i32(2), x: f32(6) }) },
+  { op: 'topk', dims: ['rows', 'cols', 'k'], args: () => ({ rows: 2, cols: 3, k: 2, values: f32(4), indices: i32(4), x: f32(6) }) },
   { op: 'activationForward', dims: ['n'], args: () => ({ n: 3, act: 'tanh', y: f32(3), x: f32(3) }) },
   { op: 'activationBackward', dims: ['n'], args: () => ({ n: 3, act: 'tanh', dx: f32(3), dy: f32(3), x: f32(3) }) },
   { op: 'channelScaleForward', dims: ['rows', 'cols'], args: () => ({ rows: 2, cols: 3, y: f32(6), x: f32(6), gamma: f32(3) }) },
@@ -72,6 +76,9 @@ const overflowing: { op: string; dims: Fields; arrays: Fields }[] = [
   { op: 'tokenPosForward', dims: { B: 2 ** 40, N: 2 ** 24, D: 1 }, arrays: { out: 0, token: 1, pos: 0 } },
   { op: 'tokenPosBackward', dims: { B: 2 ** 40, N: 2 ** 24, D: 1 }, arrays: { dtoken: 1, dpos: 0, dout: 0 } },
   { op: 'crossEntropy', dims: { N: 2 ** 40, V: 2 ** 24 }, arrays: { loss: 1, logits: 0, targets: 0 } },
+  { op: 'softmax', dims: { rows: 2 ** 40, cols: 2 ** 24 }, arrays: { out: 0, x: 0 } },
+  { op: 'logSoftmax', dims: { rows: 2 ** 40, cols: 2 ** 24 }, arrays: { out: 0, x: 0 } },
+  { op: 'topk', dims: { rows: 2 ** 40, cols: 2 ** 24, k: 2 ** 24 }, arrays: { values: 0, indices: 0, x: 0 } },
   { op: 'mse', dims: { rows: 2 ** 40, cols: 2 ** 24 }, arrays: { loss: 1, pred: 0, target: 0 } },
 ];
 
