@@ -54,8 +54,8 @@ struct AttentionCoreDims {
 // [B, Tk, D]) otherwise. scale: the scores' scale, 0 for the default 1/√Dh (see softmax_scale).
 struct AttentionDims {
   int64_t B = 0, Tq = 0, Tk = 0, D = 0, H = 0;
-  float scale = 0.0f;
   AttentionDropout dropout;
+  float scale = 0.0f;
 };
 
 // The scale of the scores Q Kᵀ: `scale` when positive, else 1/√Dh (torch's scaled_dot_product_attention
@@ -226,9 +226,9 @@ struct AttentionBackward {
 // out [B, 1, D] = proj(attention). No dropout (inference).
 struct AttentionDecodeDims {
   int64_t B = 0, D = 0, H = 0;
-  float scale = 0.0f;        // the scores' scale, 0 for 1/√Dh (see softmax_scale)
   int64_t t = 0, max_t = 0;  // self-attention: the cache row to fill, and the cache's capacity
   int64_t Tk = 0;            // cross-attention: memory length
+  float scale = 0.0f;        // the scores' scale, 0 for 1/√Dh (see softmax_scale)
 };
 
 template <class T>
