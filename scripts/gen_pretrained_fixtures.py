@@ -163,6 +163,13 @@ TIMM_CASES = [
                           num_heads=4, mlp_ratio=2.0, attn_head_dim=11), 2),
 ]
 
+# Run after every other case (one random stream), so that adding them left the others' fixtures as they were.
+LATER_TIMM_CASES = [
+    # heads narrower than embed_dim / num_heads (4 · 5 = 20 < 30), and 4 heads not dividing 30
+    ('timm_headdim_narrow', dict(img_size=[8, 12], patch_size=4, in_chans=2, num_classes=5, embed_dim=30, depth=2,
+                                 num_heads=4, mlp_ratio=2.0, attn_head_dim=5), 2),
+]
+
 TIMM_GRAD_PARAMS = ['patch_embed.proj.weight', 'cls_token', 'pos_embed', 'blocks.0.attn.qkv.weight',
                     'blocks.1.attn.proj.weight', 'blocks.1.ls2.gamma', 'blocks.0.mlp.fc1.weight', 'norm.weight',
                     'fc_norm.bias', 'head.weight']
@@ -337,6 +344,8 @@ def main():
         hf_vit_case(*case, gen)
     for name, kwargs, batch, lengths in BERT_CASES:
         hf_bert_case(name, kwargs, batch, lengths, gen)
+    for name, kwargs, batch in LATER_TIMM_CASES:
+        timm_case(name, kwargs, batch, gen)
     # every file reads back as written
     for root, _dirs, files in os.walk(OUT):
         for f in files:

@@ -107,7 +107,7 @@ const families: Family[] = [
     ],
   },
   {
-    forward: 'attentionForward', backward: 'attentionBackward', cuda: 4,
+    forward: 'attentionForward', backward: 'attentionBackward', cuda: 6,
     values: {
       qkvWeight: (n, r, c) => randn32(n, r, 1 / Math.sqrt(Number(c.args.D))),
       projWeight: (n, r, c) => randn32(n, r, 1 / Math.sqrt(Number(c.args.D))),
@@ -122,6 +122,14 @@ const families: Family[] = [
         give: ['memory', 'q', 'kv', 'dMemory', 'keyPaddingMask', 'attnMask', 'qkvBias', 'dQkvBias'],
       },
       { label: 'B 1, T 3, D 80, H 2 (head width 40)', args: { B: 1, Tq: 3, D: 80, H: 2 }, give: ['qkv', 'projBias', 'dProjBias'] },
+      {
+        label: 'B 2, T 5, D 24, H 3 (head width 8), scale 0.5 (a head of width 4 padded to 8), causal, key padding',
+        args: { B: 2, Tq: 5, D: 24, H: 3, scale: 0.5, causal: true }, give: ['qkv', 'keyPaddingMask', 'qkvBias', 'dQkvBias'],
+      },
+      {
+        label: 'cross, B 1, Tq 4, Tk 6, D 20, H 4 (head width 5), scale 0.7',
+        args: { B: 1, Tq: 4, Tk: 6, D: 20, H: 4, scale: 0.7 }, give: ['memory', 'q', 'kv', 'dMemory', 'projBias', 'dProjBias'],
+      },
     ],
   },
   {

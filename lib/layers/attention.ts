@@ -2,14 +2,14 @@ import { invalidArg } from '../errors';
 import { requireSaved, Module } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import { op, type Program } from '../program';
+import { op, type OpArgs, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
 import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from './common';
 import { Linear } from './linear';
-import { narrowRows, padAttention, paddedBackward, type PaddedAttention } from './attention_width';
+import { headPadding, narrowRows, padAttention, padCols, paddedBackward, padWeights, type HeadPadding, type PaddedAttention } from './attention_width';
 
 export interface MultiHeadAttentionConfig {
   dModel: number;
@@ -17,8 +17,8 @@ export interface MultiHeadAttentionConfig {
   numHeads: number;
   /**
    * Width of each head (default dModel / numHeads; timm's attn_head_dim, the seeds' d_k = d_v):
-   * qkv maps dModel → 3·numHeads·headDim and proj numHeads·headDim → dModel. numHeads·headDim
-   * must be at least dModel.
+   * qkv maps dModel → 3·numHeads·headDim and proj numHeads·headDim → dModel, and the scores are
+   * scaled by 1/√headDim. Any positive width: numHeads·headDim may be more or less than dModel.
    */
   headDim?: number;
   /** Biases on the projections (default true): the default of qkvBias and projBias. */
@@ -67,14 +67,11 @@ export function checkAttnMask(name: string, mask: unknown, B: number, Tq: number
 
 /**
  * Checks config.headDim against dModel and numHeads (already checked): without one, numHeads must
- * divide dModel; numHeads·headDim must be at least dModel. Returns the head width.
+ * divide dModel. Returns the head width.
  */
 export function headDimOf(dModel: number, numHeads: number, headDim: number | undefined): number {
   if (headDim === undefined && dModel % numHeads !== 0) invalidArg('config.numHeads', `a divisor of dModel (${dModel}), or a headDim`, numHeads);
-  const hd = positiveInt('config.headDim', headDim ?? dModel / numHeads);
-  if (numHeads * hd < dModel)
-    invalidArg('config.headDim', `at least dModel / numHeads (${dModel} / ${numHeads}): narrower heads need a native op with a head width of its own`, hd);
-  return hd;
+  return positiveInt('config.headDim', headDim ?? dModel / numHeads);
 }
 
 /** The result of forward with needWeights. */
@@ -86,7 +83,7 @@ export interface AttentionWithWeights {
 interface Saved {
   x: Tensor<'float32'>;
   memory: Tensor<'float32'> | null;
-  dims: { B: number; Tq: number; Tk: number; D: number; H: number };
+  dims: { B: number; Tq: number; Tk: number; D: number; H: number; scale: number };
   masks: { causal: boolean; keyPaddingMask: Uint8Array | null; attnMask: Uint8Array | null };
   drop: { dropoutP: number; seed: number; offset: number };
   buffers: { qkv: Float32Array | null; q: Float32Array | null; kv: Float32Array | null; ctx: Float32Array; lse: Float32Array };
@@ -96,8 +93,8 @@ interface Saved {
  * Multi-head scaled dot-product attention, self or cross. Parameters: qkv.weight [3I, D] (rows:
  * queries, keys, values — torch.nn.MultiheadAttention's in_proj_weight), qkv.bias [3I],
  * proj.weight [D, I], proj.bias [D], with I = numHeads·headDim (= D by default). A query row
- * whose keys are all blocked outputs 0. With I > D the attention ops run at width I on inputs and
- * weights zero-padded to it (lib/layers/attention_width.ts), which computes the same values.
+ * whose keys are all blocked outputs 0. With I ≠ D the attention ops run on inputs and weights
+ * whose heads are zero-padded (lib/layers/attention_width.ts), which computes the same values.
  */
 export class MultiHeadAttention extends Module {
   readonly config: Settings<MultiHeadAttentionConfig>;
@@ -105,9 +102,11 @@ export class MultiHeadAttention extends Module {
   readonly proj: Linear;
   private readonly dropRng: Random;
   private saved: Saved | null = null;
-  /** The ops of attention_width.ts's helpers (run with headDim wider than dModel / numHeads), which Module.to cannot read in the methods. */
+  /** The ops of attention_width.ts's helpers (run with numHeads·headDim ≠ dModel), which Module.to cannot read in the methods. */
   static readonly nativeOps: readonly string[] = ['copyRows', 'accumulate'];
-  /** The zero-padded copies of a forward at width I > D (null at width D). */
+  /** How the heads are padded for the attention ops (null when numHeads·headDim = dModel). */
+  private readonly heads: HeadPadding | null;
+  /** The zero-padded copies of a forward (null without padding). */
   private padded: PaddedAttention | null = null;
 
   constructor(config: MultiHeadAttentionConfig) {
@@ -123,6 +122,7 @@ export class MultiHeadAttention extends Module {
       projBias: bool('config.projBias', config.projBias ?? bias),
       dropout: probability('config.dropout', config.dropout ?? 0), seed: seedOf(config.seed ?? 0),
     };
+    this.heads = headPadding(dModel, numHeads, headDim);
     const rng = new Random(this.config.seed), inner = numHeads * headDim;
     this.qkv = this.addModule('qkv', new Linear({ inFeatures: dModel, outFeatures: 3 * inner, bias: this.config.qkvBias, seed: rng.seed() }));
     this.proj = this.addModule('proj', new Linear({ inFeatures: inner, outFeatures: dModel, bias: this.config.projBias, seed: rng.seed() }));
@@ -168,8 +168,8 @@ export class MultiHeadAttention extends Module {
     const p = this.training ? this.config.dropout : 0;
     const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
     this.activations.close();
-    const I = H * this.config.headDim;
-    this.padded = I === D ? null : yield* padAttention(this.activations, { x: xt, memory, qkv: this.qkv, proj: this.proj, I });
+    const g = this.heads, I = g ? g.W : D;
+    this.padded = g ? yield* padAttention(this.activations, g, { x: xt, memory, qkv: this.qkv, proj: this.proj }) : null;
     const saved = (n: number) => this.activations.add(Tensor.empty([n], 'float32', xt.device)).storage;
     const buffers = {
       qkv: memory ? null : saved(B * Tq * 3 * I),
@@ -181,11 +181,11 @@ export class MultiHeadAttention extends Module {
     const wide = this.padded;
     const out = Tensor.empty([B, Tq, I], 'float32', xt.device);
     const weights = needWeights ? Tensor.empty([B, H, Tq, Tk], 'float32', xt.device) : null;
-    const dims = { B, Tq, Tk, D: I, H };
+    const dims = { B, Tq, Tk, D: I, H, scale: g ? g.scale : 0 };
     const masks = { causal, keyPaddingMask, attnMask };
     yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, memory: (wide ? wide.memory : memory)?.storage ?? null,
       out: out.storage, weights: weights?.storage ?? null, x: (wide ? wide.x : xt).storage,
-      qkvWeight: (wide ? wide.qkvWeight : this.qkv.weight).storage, qkvBias: this.qkv.bias?.storage ?? null,
+      qkvWeight: (wide ? wide.qkvWeight : this.qkv.weight).storage, qkvBias: (wide ? wide.qkvBias : this.qkv.bias)?.storage ?? null,
       projWeight: (wide ? wide.projWeight : this.proj.weight).storage, projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null });
     this.saved = { x: xt, memory, dims, masks, drop, buffers };
     const y = yield* narrowRows(out, D);
@@ -207,39 +207,42 @@ export class MultiHeadAttention extends Module {
     return dMemory ? { dx, dMemory } : dx;
   }
 
-  /**
-   * Incremental self-attention for decoding (inference only): x [B, 1, D] is the new position t;
-   * its keys and values are written into `cache` [B, maxT, 2D] (on x's device) and it attends to
-   * positions 0..t.
-   */
-  *decodeSelf(x: Tensor<'float32'>, cache: Tensor<'float32'>, t: number, maxT: number): Program<Tensor<'float32'>> {
-    const B = x.shape[0], D = this.config.dModel;
-    const out = Tensor.empty([B, 1, D], 'float32', x.device);
-    yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.storage, x: x.storage, cache: cache.storage, t, maxT,
-      ...this.weights() });
-    return out;
+  /** The K|V cache decodeSelf fills: [B, maxT, 2W] on `device`, W the width the attention ops run at (dModel unless the heads are padded). */
+  decodeCache(B: number, maxT: number, device: Device): Tensor<'float32'> {
+    // Rows past the step being decoded are never read (the step attends to rows 0..t): no fill.
+    return Tensor.empty([B, maxT, 2 * (this.heads ? this.heads.W : this.config.dModel)], 'float32', device);
   }
 
   /**
-   * The keys and values [B, Tm, 2D] of `memory` for cross-attention decoding (computed once per
-   * sequence), on memory's device: rows D..3D-1 of qkv.weight (and bias) applied to it.
+   * Incremental self-attention for decoding (inference only): x [B, 1, D] is the new position t;
+   * its keys and values are written into `cache` (decodeCache) and it attends to positions 0..t.
+   */
+  *decodeSelf(x: Tensor<'float32'>, cache: Tensor<'float32'>, t: number, maxT: number): Program<Tensor<'float32'>> {
+    return yield* this.decode(x, { cache: cache.storage, t, maxT });
+  }
+
+  /**
+   * The keys and values [B, Tm, 2W] of `memory` for cross-attention decoding (computed once per
+   * sequence), on memory's device: rows W..3W-1 of the (padded) qkv.weight and bias applied to it
+   * (W = dModel unless the heads are padded).
    */
   *memoryKV(memory: Tensor<'float32'>): Program<Tensor<'float32'>> {
-    this.checkDecodable();
-    const D = this.config.dModel, rows = memory.size / D, dev = memory.device;
+    const g = this.heads, W = g ? g.W : this.config.dModel, dev = memory.device;
     const [B, Tm] = memory.shape;
     const tmp = new Scope();
     try {
+      const w = g ? yield* padWeights(tmp, g, this.qkv, this.proj) : { qkvWeight: this.qkv.weight, qkvBias: this.qkv.bias };
+      const src = g ? tmp.add(yield* padCols(memory, W)) : memory;
       // The K|V rows of the projection, copied out (a device buffer has no subarray).
-      const W = tmp.add(Tensor.empty([2 * D, D], 'float32', dev));
-      yield* op('copyRows', { rows: 1, cols: 2 * D * D, dst: W.storage, dstStride: 2 * D * D, src: this.qkv.weight.storage,
-        srcStride: 3 * D * D, srcOffset: D * D });
-      const bias = this.qkv.bias ? tmp.add(Tensor.empty([2 * D], 'float32', dev)) : null;
+      const Wkv = tmp.add(Tensor.empty([2 * W, W], 'float32', dev));
+      yield* op('copyRows', { rows: 1, cols: 2 * W * W, dst: Wkv.storage, dstStride: 2 * W * W, src: w.qkvWeight.storage,
+        srcStride: 3 * W * W, srcOffset: W * W });
+      const bias = w.qkvBias ? tmp.add(Tensor.empty([2 * W], 'float32', dev)) : null;
       if (bias)
-        yield* op('copyRows', { rows: 1, cols: 2 * D, dst: bias.storage, dstStride: 2 * D, src: this.qkv.bias!.storage, srcStride: 3 * D,
-          srcOffset: D });
-      const kv = Tensor.empty([B, Tm, 2 * D], 'float32', dev);
-      yield* op('linearForward', { rows, inFeatures: D, outFeatures: 2 * D, y: kv.storage, x: memory.storage, W: W.storage,
+        yield* op('copyRows', { rows: 1, cols: 2 * W, dst: bias.storage, dstStride: 2 * W, src: w.qkvBias!.storage, srcStride: 3 * W,
+          srcOffset: W });
+      const kv = Tensor.empty([B, Tm, 2 * W], 'float32', dev);
+      yield* op('linearForward', { rows: B * Tm, inFeatures: W, outFeatures: 2 * W, y: kv.storage, x: src.storage, W: Wkv.storage,
         b: bias?.storage ?? null });
       return kv;
     } finally {
@@ -247,25 +250,27 @@ export class MultiHeadAttention extends Module {
     }
   }
 
-  /** Incremental cross-attention for decoding: x [B, 1, D] attends to memoryKV(memory) [B, Tk, 2D]. */
+  /** Incremental cross-attention for decoding: x [B, 1, D] attends to memoryKV(memory) [B, Tk, 2W]. */
   *decodeCross(x: Tensor<'float32'>, kv: Tensor<'float32'>, Tk: number, keyPaddingMask?: Tensor<'bool'>): Program<Tensor<'float32'>> {
-    const B = x.shape[0], D = this.config.dModel;
-    const out = Tensor.empty([B, 1, D], 'float32', x.device);
-    yield* op('attentionDecode', { B, D, H: this.config.numHeads, out: out.storage, x: x.storage, kv: kv.storage, Tk,
-      keyPaddingMask: keyPaddingMask?.storage ?? null, ...this.weights() });
-    return out;
+    return yield* this.decode(x, { kv: kv.storage, Tk, keyPaddingMask: keyPaddingMask?.storage ?? null });
   }
 
-  /** Incremental decoding runs the attention ops at width dModel: heads of another total width are refused. */
-  private checkDecodable(): void {
-    if (this.config.numHeads * this.config.headDim !== this.config.dModel)
-      invalidArg('config.headDim', 'dModel / numHeads for incremental decoding', this.config.headDim);
-  }
-
-  private weights() {
-    this.checkDecodable();
-    return { qkvWeight: this.qkv.weight.storage, qkvBias: this.qkv.bias?.storage ?? null,
-      projWeight: this.proj.weight.storage, projBias: this.proj.bias?.storage ?? null };
+  /** One attentionDecode step of x [B, 1, D] → [B, 1, D] against `keys` (a cache or a memory's K|V), on padded copies when the heads are. */
+  private *decode(x: Tensor<'float32'>, keys: Pick<OpArgs<'attentionDecode'>, 'cache' | 't' | 'maxT' | 'kv' | 'Tk' | 'keyPaddingMask'>):
+  Program<Tensor<'float32'>> {
+    const g = this.heads, B = x.shape[0], W = g ? g.W : this.config.dModel;
+    const tmp = new Scope();
+    try {
+      const w = g ? yield* padWeights(tmp, g, this.qkv, this.proj) : null;
+      const out = Tensor.empty([B, 1, W], 'float32', x.device);
+      yield* op('attentionDecode', { B, D: W, H: this.config.numHeads, scale: g ? g.scale : 0, out: out.storage,
+        x: (g ? tmp.add(yield* padCols(x, W)) : x).storage, ...keys,
+        qkvWeight: (w ? w.qkvWeight : this.qkv.weight).storage, qkvBias: (w ? w.qkvBias : this.qkv.bias)?.storage ?? null,
+        projWeight: (w ? w.projWeight : this.proj.weight).storage, projBias: (w ? w.projBias : this.proj.bias)?.storage ?? null });
+      return yield* narrowRows(out, this.config.dModel);
+    } finally {
+      tmp.close();
+    }
   }
 }
 registerModelClass(MultiHeadAttention);

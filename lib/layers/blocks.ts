@@ -341,8 +341,7 @@ export class DecoderBlock extends Module {
   *startDecoding(memory: Tensor<'float32'>, maxT: number, memoryKeyPaddingMask?: Tensor<'bool'>): Program<DecoderState> {
     const [B, Tk] = memory.shape;
     const kv = yield* this.cross_attn.memoryKV(memory);
-    // Rows past the step being decoded are never read (the step attends to rows 0..t): no fill.
-    const cache = Tensor.empty([B, maxT, 2 * this.config.dModel], 'float32', memory.device);
+    const cache = this.attn.decodeCache(B, maxT, memory.device);
     return { cache, kv, Tk, maxT, memoryKeyPaddingMask };
   }
 
@@ -370,7 +369,10 @@ export class DecoderBlock extends Module {
 }
 registerModelClass(DecoderBlock);
 
-/** A DecoderBlock's incremental-decoding state: its self-attention K|V cache [B, maxT, 2D] and the memory's K|V [B, Tk, 2D]. */
+/**
+ * A DecoderBlock's incremental-decoding state: its self-attention K|V cache [B, maxT, 2W] and the
+ * memory's K|V [B, Tk, 2W] (W: the attention ops' width, dModel unless the heads are padded).
+ */
 export interface DecoderState {
   cache: Tensor<'float32'>;
   kv: Tensor<'float32'>;

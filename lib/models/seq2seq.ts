@@ -1,5 +1,6 @@
 import { invalidArg, NodeformerError } from '../errors';
 import type { Device } from '../device';
+import { headDimOf } from '../layers/attention';
 import { DecoderBlock, disposeDecoderState, EncoderBlock, type DecoderState } from '../layers/blocks';
 import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
@@ -26,6 +27,8 @@ export interface SequenceConfig {
   dModel?: number;
   /** Heads (default 8). */
   numHeads?: number;
+  /** Width of each head (default dModel / numHeads; the seeds' d_k = d_v): see MultiHeadAttentionConfig.headDim. */
+  headDim?: number;
   /** Feed-forward width (default 2048). */
   dFF?: number;
   /** Blocks (default 6). */
@@ -54,15 +57,15 @@ export interface TokenModelConfig extends SequenceConfig {
   maxLen: number;
 }
 
-const SEQUENCE_KEYS: KeySpec<SequenceConfig> = { dModel: true, numHeads: true, dFF: true, depth: true, dropout: true,
+const SEQUENCE_KEYS: KeySpec<SequenceConfig> = { dModel: true, numHeads: true, headDim: true, dFF: true, depth: true, dropout: true,
   normFirst: true, activation: true, positional: true, scaleEmbedding: true, eps: true, seed: true, device: true };
 const TOKEN_MODEL_CONFIG = new OptionKeys<TokenModelConfig>('token model config', { ...SEQUENCE_KEYS, vocabSize: true, maxLen: true });
 
 /** Checks the SequenceConfig fields of a config whose keys were checked already, with defaults. */
 function sequenceConfig(c: SequenceConfig) {
+  const dModel = positiveInt('config.dModel', c.dModel ?? 512), numHeads = positiveInt('config.numHeads', c.numHeads ?? 8);
   return {
-    dModel: positiveInt('config.dModel', c.dModel ?? 512),
-    numHeads: positiveInt('config.numHeads', c.numHeads ?? 8),
+    dModel, numHeads, headDim: headDimOf(dModel, numHeads, c.headDim),
     dFF: positiveInt('config.dFF', c.dFF ?? 2048),
     depth: positiveInt('config.depth', c.depth ?? 6),
     dropout: probability('config.dropout', c.dropout ?? 0),
@@ -189,7 +192,7 @@ abstract class TokenModel extends Module {
 
   protected blockArgs() {
     const c = this.config;
-    return { dModel: c.dModel, numHeads: c.numHeads, dFF: c.dFF, normFirst: c.normFirst, activation: c.activation,
+    return { dModel: c.dModel, numHeads: c.numHeads, headDim: c.headDim, dFF: c.dFF, normFirst: c.normFirst, activation: c.activation,
       dropout: c.dropout, eps: c.eps, seed: this.rng.seed() };
   }
 }

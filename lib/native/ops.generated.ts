@@ -227,6 +227,8 @@ export interface AttentionForwardArgs {
   dropoutP?: number;
   seed?: number;
   offset?: number;
+  /** Default 0. */
+  scale?: number;
   /** [B, Tq, D], written. */
   out: FloatArray;
   /** [B, H, Tq, Tk], written. (the pre-dropout attention weights) */
@@ -287,6 +289,8 @@ export interface AttentionBackwardArgs {
   dropoutP?: number;
   seed?: number;
   offset?: number;
+  /** Default 0. */
+  scale?: number;
   /** [B, Tq, D], written. The gradient of x. */
   dx: FloatArray;
   /** [B, Tk, D], written. The gradient of memory. */
@@ -350,6 +354,8 @@ export interface AttentionDecodeArgs {
   kv?: Float32Array | null;
   /** [B, Tk]. Read only when kv is given (cross-attention). */
   keyPaddingMask?: Uint8Array | null;
+  /** Default 0. */
+  scale?: number;
   /** [B, D], written. */
   out: Float32Array;
   /** [B, D]. */
@@ -834,12 +840,12 @@ export interface NativeOps {
    */
   feedforwardBackward(a: FeedforwardBackwardArgs): void;
   /**
-   * out [B, Tq, D] = proj(softmax(Q Kᵀ / √Dh, masked) (dropped out) V) with Q = x Wqᵀ + bq and K, V = src Wkᵀ
-   * + bk, src Wvᵀ + bv (src = memory or x). Weights: qkvWeight [3D, D] (rows q, k, v), qkvBias [3D],
-   * projWeight [D, D], projBias [D] (biases optional). `weights` (optional output) receives the pre-dropout
-   * attention weights [B, H, Tq, Tk]. Fills the saved buffers (qkv, or q and kv; ctx; lse). Dropout weight
-   * (b, h, i, j) uses element ((b*H + h)*Tq + i)*Tk + j of the Philox stream (seed, offset); kept weights are
-   * scaled by 1/(1-p). Backward must get the same dropoutP, seed and offset.
+   * out [B, Tq, D] = proj(softmax(scale Q Kᵀ, masked) (dropped out) V) (scale: default 1/√Dh) with Q = x Wqᵀ
+   * + bq and K, V = src Wkᵀ + bk, src Wvᵀ + bv (src = memory or x). Weights: qkvWeight [3D, D] (rows q, k,
+   * v), qkvBias [3D], projWeight [D, D], projBias [D] (biases optional). `weights` (optional output) receives
+   * the pre-dropout attention weights [B, H, Tq, Tk]. Fills the saved buffers (qkv, or q and kv; ctx; lse).
+   * Dropout weight (b, h, i, j) uses element ((b*H + h)*Tq + i)*Tk + j of the Philox stream (seed, offset);
+   * kept weights are scaled by 1/(1-p). Backward must get the same dropoutP, seed and offset.
    */
   attentionForward(a: AttentionForwardArgs): void;
   /**
@@ -853,7 +859,8 @@ export interface NativeOps {
    * D] is projected and attends to either (self-attention) `cache` [B, maxT, 2D], after this step's K|V are
    * written into row `t` (keys 0..t), or (cross-attention) `kv` [B, Tk, 2D], the memory's precomputed K|V
    * (rows D..3D-1 of qkvWeight applied to memory) with an optional keyPaddingMask [B, Tk]. out [B, D] = the
-   * attention layer's output for that row. Exactly one of cache and kv.
+   * attention layer's output for that row, with the scores scaled by `scale` (default 1/√Dh). Exactly one of
+   * cache and kv.
    */
   attentionDecode(a: AttentionDecodeArgs): void;
   /**

@@ -355,7 +355,7 @@ AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
   c.q = {d.Tq * qw, qw, c.Dh};
   c.k = c.v = {d.Tk * kw, kw, c.Dh};
   c.o = {d.Tq * d.D, d.D, c.Dh};
-  c.scale = 1.0f / std::sqrt(static_cast<float>(c.Dh));
+  c.scale = ops::softmax_scale<float>(d.scale, c.Dh);
   c.dropout = d.dropout;
   return c;
 }
@@ -414,7 +414,7 @@ void attention_decode(const ops::AttentionDecode<float>& p) {
   float* ctx = proj_in + B * 3 * D;
   AttentionCoreDims c;
   c.B = B, c.H = d.H, c.Tq = 1, c.Dh = D / d.H;
-  c.scale = 1.0f / std::sqrt(static_cast<float>(c.Dh));
+  c.scale = ops::softmax_scale<float>(d.scale, c.Dh);
   c.o = {D, D, c.Dh};
   AttentionMasks masks;
   const float* K = kv;

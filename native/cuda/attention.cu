@@ -1,6 +1,6 @@
 // Multi-head attention on the GPU: a FlashAttention-2 style core, forward and backward, and the
 // fused layer around it (QKV projection, core, output projection).
-// Math (per batch b and head h; scale = 1/sqrt(Dh) in the layer):
+// Math (per batch b and head h; scale = the layer's scale param, by default 1/sqrt(Dh)):
 //   S = scale Q Kᵀ with blocked pairs set to -inf; P = softmax over each row of S (a row whose keys
 //   are all blocked gives P = 0, lse = -inf); O = (P ∘ Z) V, Z the dropout mask scaled by 1/(1-p).
 //   Backward: Di = rowsum(dO ∘ O); dV = (P ∘ Z)ᵀ dO; dP = (dO Vᵀ) ∘ Z; dS = P ∘ (dP − Di);
@@ -477,7 +477,7 @@ Status layer_check(const char* op, const AttentionDims& d, bool cross, const voi
 AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
   AttentionCoreDims c;
   c.B = d.B, c.H = d.H, c.Tq = d.Tq, c.Tk = d.Tk, c.Dh = d.D / d.H;
-  c.scale = 1.0f / std::sqrt(float(c.Dh));
+  c.scale = ops::softmax_scale<float>(d.scale, c.Dh);
   c.dropout = d.dropout;
   const int64_t qw = cross ? d.D : 3 * d.D, kw = cross ? 2 * d.D : 3 * d.D;  // row widths
   c.q = {d.Tq * qw, qw, c.Dh};

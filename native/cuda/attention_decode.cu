@@ -1,6 +1,6 @@
 // Incremental decoding on the GPU, composed on the host side of the stream: no kernel of its own.
 // Math (per sequence b): self-attention: [q | k | v] = x Wqkvᵀ + bqkv, cache[b, t] = [k | v], then
-//   o = softmax(q K[0..t]ᵀ / sqrt(Dh)) V[0..t] per head; cross-attention: q = x Wqᵀ + bq against
+//   o = softmax(scale q K[0..t]ᵀ) V[0..t] per head (scale: by default 1/sqrt(Dh)); cross-attention: q = x Wqᵀ + bq against
 //   the memory's K|V (masked by key_padding); out = o Wprojᵀ + bproj.
 // Layout: x, out [B, D]; cache [B, max_t, 2D] and kv [B, Tk, 2D] rows K | V; Wqkv [3D, D].
 //   The core reads K and V in place through strided views: batch stride max_t·2D (or Tk·2D), row
@@ -36,7 +36,7 @@ Status attention_decode(float* out, float* cache, const float* kv, const float* 
   float* lse = ctx + B * D;
   AttentionCoreDims c;
   c.B = B, c.H = d.H, c.Tq = 1, c.Dh = D / d.H;
-  c.scale = 1.0f / std::sqrt(float(c.Dh));
+  c.scale = ops::softmax_scale<float>(d.scale, c.Dh);
   c.o = {D, D, c.Dh};
   AttentionMasks masks;
   const float* K = kv;

@@ -1,7 +1,7 @@
 // Multi-head attention (torch_reference.py MultiHeadAttention): the fused layer (QKV projection,
 // attention core, output projection) forward and backward, one incremental decoding step, and the
 // descriptors of the attention core every backend's kernels address through explicit strides.
-// Math (per batch b and head h; scale = 1/sqrt(Dh)):
+// Math (per batch b and head h; scale = the `scale` param, by default 1/sqrt(Dh)):
 //   S = scale Q Kᵀ with blocked pairs set to -inf; P = softmax over each row of S (a row whose keys
 //   are all blocked gives P = 0, lse = -inf); O = (P ∘ Z) V, Z the dropout mask scaled by 1/(1-p);
 //   out = proj(O of all heads side by side) = O Wprojᵀ + bproj.
@@ -12,6 +12,7 @@
 // (the heads' outputs before the projection); lse [B, H, Tq]; weights [B, H, Tq, Tk].
 // Dimension key: B batch, Tq/Tk query/key lengths, D model width, H heads, Dh = D/H head width.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -50,11 +51,25 @@ struct AttentionCoreDims {
 };
 
 // The layer: self-attention when memory is null (then Tk = Tq), cross-attention (K, V from memory
-// [B, Tk, D]) otherwise.
+// [B, Tk, D]) otherwise. scale: the scores' scale, 0 for the default 1/√Dh (see softmax_scale).
 struct AttentionDims {
   int64_t B = 0, Tq = 0, Tk = 0, D = 0, H = 0;
   AttentionDropout dropout;
+  float scale = 0.0f;
 };
+
+// The scale of the scores Q Kᵀ: `scale` when positive, else 1/√Dh (torch's scaled_dot_product_attention
+// with scale=None). A head of width n < Dh computes exactly as one zero-padded to Dh with scale 1/√n.
+template <class F>
+inline F softmax_scale(float scale, int64_t Dh) {
+  return scale > 0.0f ? F(scale) : F(1) / std::sqrt(F(Dh));
+}
+
+// Reads the optional `scale` field of the attention ops.
+template <class R>
+void attention_scale(R& r, float& scale) {
+  r.number(scale, "scale", 0.0, 0.0);
+}
 
 // The layer ops' checks every backend runs (`cross`: memory given).
 inline Status attention_check(const char* op, const AttentionDims& d, bool cross, const void* qkv, const void* q,
@@ -99,6 +114,7 @@ void attention_common(R& r, AttentionDims& d, AttentionMasks& m, const T*& memor
   if (d.dropout.p >= 1.0f) r.fail("expected dropoutP in [0, 1) but received 1");
   r.integer(d.dropout.seed, "seed", 0, 0, kMaxSafeInteger);
   r.integer(d.dropout.offset, "offset", 0, 0, kMaxSafeInteger);
+  attention_scale(r, d.scale);
 }
 
 // The buffers the forward saves for the backward (P = T*) and the backward takes back (P = const T*):
@@ -117,7 +133,7 @@ template <class T>
 struct AttentionForward {
   static constexpr const char* name = "attentionForward";
   static constexpr const char* summary =
-      "out [B, Tq, D] = proj(softmax(Q Kᵀ / √Dh, masked) (dropped out) V) with Q = x Wqᵀ + bq and K, V = src Wkᵀ "
+      "out [B, Tq, D] = proj(softmax(scale Q Kᵀ, masked) (dropped out) V) (scale: default 1/√Dh) with Q = x Wqᵀ + bq and K, V = src Wkᵀ "
       "+ bk, src Wvᵀ + bv (src = memory or x). Weights: qkvWeight [3D, D] (rows q, k, v), qkvBias [3D], "
       "projWeight [D, D], projBias [D] (biases optional). `weights` (optional output) receives the pre-dropout "
       "attention weights [B, H, Tq, Tk]. Fills the saved buffers (qkv, or q and kv; ctx; lse). Dropout weight "
@@ -212,6 +228,7 @@ struct AttentionDecodeDims {
   int64_t B = 0, D = 0, H = 0;
   int64_t t = 0, max_t = 0;  // self-attention: the cache row to fill, and the cache's capacity
   int64_t Tk = 0;            // cross-attention: memory length
+  float scale = 0.0f;        // the scores' scale, 0 for 1/√Dh (see softmax_scale)
 };
 
 template <class T>
@@ -222,7 +239,8 @@ struct AttentionDecode {
       "is projected and attends to either (self-attention) `cache` [B, maxT, 2D], after this step's K|V are "
       "written into row `t` (keys 0..t), or (cross-attention) `kv` [B, Tk, 2D], the memory's precomputed K|V "
       "(rows D..3D-1 of qkvWeight applied to memory) with an optional keyPaddingMask [B, Tk]. out [B, D] = the "
-      "attention layer's output for that row. Exactly one of cache and kv.";
+      "attention layer's output for that row, with the scores scaled by `scale` (default 1/√Dh). Exactly one of cache "
+      "and kv.";
   AttentionDecodeDims d;
   T* out = nullptr;
   T* cache = nullptr;
@@ -251,6 +269,7 @@ struct AttentionDecode {
     r.dim(d.Tk, "Tk", 1, kMaxDim, when(!self, "kv is given (cross-attention)"));
     r.in(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "kv is given (cross-attention)"));
     r.in(p.key_padding, "keyPaddingMask", NF_SHAPE(d.B, d.Tk), optional, when(!self, "kv is given (cross-attention)"));
+    attention_scale(r, d.scale);
     r.out(p.out, "out", NF_SHAPE(d.B, d.D));
     r.in(p.x, "x", NF_SHAPE(d.B, d.D));
     r.in(p.Wqkv, "qkvWeight", NF_SHAPE(3 * d.D, d.D));

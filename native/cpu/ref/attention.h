@@ -20,6 +20,7 @@ namespace nf::ref {
 
 struct AttentionSpec {
   int64_t B = 0, Tq = 0, Tk = 0, D = 0, H = 0;
+  double scale = 0;                      // the scores' scale (ops::softmax_scale)
   bool causal = false;                   // blocks j > i
   const uint8_t* key_padding = nullptr;  // [B, Tk], nonzero = blocked
   const uint8_t* attn_mask = nullptr;    // [Tq, Tk], or [B, Tq, Tk] when attn_batched; nonzero = blocked
@@ -41,7 +42,7 @@ struct AttentionSpec {
 
 // The spec of a layer op's params.
 inline AttentionSpec attention_spec(const ops::AttentionDims& d, const ops::AttentionMasks& m) {
-  return {d.B, d.Tq, d.Tk, d.D, d.H, m.causal, m.key_padding, m.attn, m.attn_batched,
+  return {d.B, d.Tq, d.Tk, d.D, d.H, ops::softmax_scale<double>(d.scale, d.D / d.H), m.causal, m.key_padding, m.attn, m.attn_batched,
           d.dropout.p, d.dropout.seed, d.dropout.offset};
 }
 
@@ -70,7 +71,7 @@ HeadRows<P> head_rows(const AttentionSpec& s, P qkv, P q, P kv, int64_t b, int64
 // A row whose keys are all blocked gets P = 0 and lse = -inf.
 template <class T>
 void softmax_rows(double* P, double* lse, const AttentionSpec& s, const HeadRows<const T*>& r, int64_t b) {
-  const double scale = 1.0 / std::sqrt(double(s.Dh())), ninf = -std::numeric_limits<double>::infinity();
+  const double scale = s.scale, ninf = -std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < s.Tq; ++i) {
     double* p = P + i * s.Tk;
     double m = ninf;
@@ -134,7 +135,7 @@ void run(const ops::AttentionBackward<T>& p) {
   const T *dout = p.dout, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *x = p.x, *memory = p.memory;
   const T *Wqkv = p.Wqkv, *Wproj = p.Wproj;
   const int64_t D = s.D, Dh = s.Dh(), Tq = s.Tq, Tk = s.Tk, rq = s.B * Tq, rk = s.B * Tk;
-  const double scale = 1.0 / std::sqrt(double(Dh));
+  const double scale = s.scale;
   std::vector<T> dctx(rq * D);
   linear_backward(dctx.data(), dWproj, dbproj, dout, ctx, Wproj, rq, D, D);
   // Gradients of the projections' outputs, laid out like the saved buffers.
