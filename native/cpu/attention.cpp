@@ -38,11 +38,13 @@ namespace nf::cpu::NF_ISA_NS {
 namespace {
 
 constexpr int kBQ = 32;          // queries per tile
-constexpr int kBK = 64;          // keys per tile, a multiple of every W
+// Keys per tile, a multiple of every W: 80 takes T = 65 (a 32² image in 4² patches and the class
+// token) in one tile, 145 in two and 197 in three, each tile one pass of the online softmax.
+constexpr int kBK = 80;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Vectors of a score-tile row that hold keys, for a tile of nk keys: only these are computed, so
-// a short last tile (T = 65: 64 + 1 keys) costs one vector per row, not kBK / W.
+// a short last tile (T = 100: 80 + 20 keys) costs two vectors per row on AVX-512, not kBK / W.
 int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
 // Per-thread scratch (slot `tile`) of the core, in floats (the forward's chunks have at most Tq rows).
