@@ -121,7 +121,9 @@ function compare(isa: string, c: Case, got: Result, ref: Result) {
   }
 }
 
-// Head widths 6 (D24/H4), 24 (D72/H3), 40 (D80/H2), 64 (D128/H2); T = 1, 7, 65, 197; batch 1 and 5.
+// Head widths 6 (D24/H4), 12 (D36/H3), 20 (D40/H2), 24 (D72/H3), 32 (D64/H2), 40 (D80/H2), 64
+// (D128/H2): whole 8 x 8 blocks of a key tile's transpose and the rows and columns left over;
+// T = 1, 7, 37, 65, 70, 81, 197 (key tiles of 80); batch 1 to 5.
 const cases: Case[] = [
   { B: 1, Tq: 1, D: 24, H: 4 },
   { B: 5, Tq: 7, D: 72, H: 3, causal: true },
@@ -135,6 +137,9 @@ const cases: Case[] = [
   { B: 5, Tq: 1, Tk: 7, D: 40, H: 1, cross: true, attn: '2d', p: 0.3 },
   { B: 5, Tq: 197, Tk: 3, D: 72, H: 3, cross: true, padding: true, weights: true },
   { B: 1, Tq: 7, D: 24, H: 4, causal: true, blockRows: true, padding: true, p: 0.5 },
+  { B: 2, Tq: 37, D: 36, H: 3, padding: true },
+  { B: 3, Tq: 70, D: 40, H: 2, causal: true, weights: true },
+  { B: 2, Tq: 65, Tk: 81, D: 64, H: 2, cross: true, attn: '2d' },
 ];
 const label = (c: Case) =>
   `${c.cross ? 'cross' : 'self'} B=${c.B} Tq=${c.Tq} Tk=${tk(c)} D=${c.D} H=${c.H}` +

@@ -38,6 +38,10 @@ const cases: Case[] = [
     lda: 61, ldb: 45, ldc: 43, strideA: 24 * 61 + 7, strideB: 59 * 45 + 3, strideC: 24 * 43 + 5 },
   { name: 'strided transposed', M: 9, N: 31, K: 20, transA: true, transB: true, lda: 12, ldb: 25, ldc: 33 },
   { name: 'shared B (strideB 0)', M: 8, N: 24, K: 16, batch: 4, strideB: 0 },
+  // Macro-tile counts rounded up to equal shares of the threads: 5 row blocks split into 8, and 3
+  // batch entries of 2 row blocks into 3 x 4.
+  { name: 'equal shares 1030x70x50 silu', M: 1030, N: 70, K: 50, transB: true, bias: true, act: 'silu', preact: true },
+  { name: 'equal shares batch 3 250x40x33', M: 250, N: 40, K: 33, batch: 3, beta: 0.5, act: 'gelu', preact: true },
   // The transposing packs (A not transposed, B transposed): partial row panels (MR 4, 6, 12),
   // partial column panels (NR 4, 16, 32), k not a multiple of 8, row strides past K.
   { name: 'packing edges 13x37x29', M: 13, N: 37, K: 29, transB: true, lda: 33, ldb: 31, bias: true },

@@ -33,15 +33,18 @@
 
 namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
+#include "pack_inl.h"
 
 namespace {
 
 constexpr int kBQ = 32;          // queries per tile
-constexpr int kBK = 64;          // keys per tile, a multiple of every W
+// Keys per tile, a multiple of every W: 80 takes T = 65 (a 32² image in 4² patches and the class
+// token) in one tile, 145 in two and 197 in three, each tile one pass of the online softmax.
+constexpr int kBK = 80;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Vectors of a score-tile row that hold keys, for a tile of nk keys: only these are computed, so
-// a short last tile (T = 65: 64 + 1 keys) costs one vector per row, not kBK / W.
+// a short last tile (T = 100: 80 + 20 keys) costs two vectors per row on AVX-512, not kBK / W.
 int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
 // Per-thread scratch (slot `tile`) of the core, in floats (the forward's chunks have at most Tq rows).
@@ -67,26 +70,35 @@ void scale_row(float* x, int64_t n, float s) {
 }
 
 // dst[c*ldd + r] = scale src[r*lds + c] for r < rows, c < cols; each dst row is zero-filled from
-// rows to ldd.
+// rows to ldd. Whole 8 x 8 blocks are transposed in registers (transpose_8x8, AVX2 and AVX-512),
+// the rest element by element; the scale follows, a vector at a time.
 void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t cols, float scale) {
+  int64_t r8 = 0, c8 = 0;  // the rows and columns of the whole blocks
+#if NF_X86 && NF_ISA >= 1
+  r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+  for (int64_t c = 0; c < c8; c += 8)
+    for (int64_t r = 0; r < r8; r += 8) transpose_8x8(dst + c * ldd + r, ldd, src + r * lds + c, lds, 8);
+#endif
   for (int64_t c = 0; c < cols; ++c) {
     float* t = dst + c * ldd;
-    for (int64_t r = 0; r < rows; ++r) t[r] = scale * src[r * lds + c];
+    for (int64_t r = c < c8 ? r8 : 0; r < rows; ++r) t[r] = src[r * lds + c];
     std::memset(t + rows, 0, sizeof(float) * (ldd - rows));
+    if (scale != 1.0f) scale_row(t, rows, scale);
   }
 }
 
 // O[r*ldo + 0:n] += Σ_{c < cols} P(r, c) V[c*ldv + 0:n] for r < R, P(r, c) = P[r*prs + c*pcs]
-// (so P may be read transposed). R rows at once share each load of V (R x 2 vector accumulators).
-template <int R>
+// (so P may be read transposed); kSet: O = the sum (the old O is not read). R rows at once share
+// each load of V (R x 2 vector accumulators).
+template <int R, bool kSet>
 void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int cols, const float* V,
                      int64_t ldv, int64_t n) {
   int64_t d = 0;
   for (; d + 2 * W <= n; d += 2 * W) {
     vf a[R][2];
     for (int r = 0; r < R; ++r) {
-      a[r][0] = vload(O + r * ldo + d);
-      a[r][1] = vload(O + r * ldo + d + W);
+      a[r][0] = kSet ? vzero() : vload(O + r * ldo + d);
+      a[r][1] = kSet ? vzero() : vload(O + r * ldo + d + W);
     }
     for (int c = 0; c < cols; ++c) {
       const vf v0 = vload(V + c * ldv + d), v1 = vload(V + c * ldv + d + W);
@@ -104,7 +116,7 @@ void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t
   for (; d < n; d += W) {
     const int w = int(std::min<int64_t>(W, n - d));
     vf a[R];
-    for (int r = 0; r < R; ++r) a[r] = vload_n(O + r * ldo + d, w);
+    for (int r = 0; r < R; ++r) a[r] = kSet ? vzero() : vload_n(O + r * ldo + d, w);
     for (int c = 0; c < cols; ++c) {
       const vf v = vload_n(V + c * ldv + d, w);
       for (int r = 0; r < R; ++r) a[r] = vfma(vset1(P[r * prs + c * pcs]), v, a[r]);
@@ -113,21 +125,20 @@ void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t
   }
 }
 
-// O[r*ldo + 0:n] += Σ_{c < cols} P[r*prs + c*pcs] V[c*ldv + 0:n] for r < rows: the one
-// micro-kernel of every product in the core.
+// O[r*ldo + 0:n] += Σ_{c < cols} P[r*prs + c*pcs] V[c*ldv + 0:n] for r < rows (kSet: O = the
+// sum): the one micro-kernel of every product in the core.
+template <bool kSet = false>
 void tile_accumulate(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int rows, int cols,
                      const float* V, int64_t ldv, int64_t n) {
   int r = 0;
-  for (; r + 4 <= rows; r += 4) accumulate_rows<4>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
-  for (; r < rows; ++r) accumulate_rows<1>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
+  for (; r + 4 <= rows; r += 4) accumulate_rows<4, kSet>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
+  for (; r < rows; ++r) accumulate_rows<1, kSet>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
 }
 
 // S[r, 0:n] = Σ_d A[r*lda + d] Bt[d, 0:n] for r < rows, n = the tile_vectors(nk) vectors of keys:
 // rows of A against a transposed tile Bt [Dh, kBK] (keys along the vector lanes).
 void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* Bt, int64_t Dh, int nk) {
-  const int n = tile_vectors(nk) * W;
-  for (int r = 0; r < rows; ++r) std::memset(S + r * kBK, 0, sizeof(float) * n);
-  tile_accumulate(S, kBK, A, lda, 1, rows, int(Dh), Bt, kBK, n);
+  tile_accumulate<true>(S, kBK, A, lda, 1, rows, int(Dh), Bt, kBK, tile_vectors(nk) * W);
 }
 
 // Scores of queries i0 .. i0+nq-1 against the key tile Kt (keys j0 .. j0+nk-1, transposed and
@@ -142,8 +153,12 @@ void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, c
     const int64_t open = m.causal ? std::clamp<int64_t>(i - j0 + 1, 0, nk) : nk;  // keys not after i
     float* s = S + r * kBK;
     std::fill(s + open, s + kBK, kNegInf);
-    for (int64_t c = 0; c < open; ++c)
-      if ((kp && kp[c]) || (am && am[c])) s[c] = kNegInf;
+    if (kp)
+      for (int64_t c = 0; c < open; ++c)
+        if (kp[c]) s[c] = kNegInf;
+    if (am)
+      for (int64_t c = 0; c < open; ++c)
+        if (am[c]) s[c] = kNegInf;
   }
 }
 

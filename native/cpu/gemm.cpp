@@ -6,9 +6,8 @@
 // ([kc][NR] each) and op(A) into MR-row micro-panels ([kc][MR] each); transA/transB are resolved
 // while packing and edges are zero-padded, so the micro-kernel always sees the same layout and
 // always computes a full MR x NR tile, kept in registers across the k loop. The tile is stored
-// through the epilogue: alpha, beta (first k block only; later blocks accumulate), and on the
-// last k block the bias, the preact copy and the activation (act_forward_n on the freshly
-// stored, L1-hot rows).
+// through the epilogue, in registers: alpha, beta (first k block only; later blocks accumulate),
+// and on the last k block the bias, the preact copy and the activation (over the whole tile at once).
 //   Packing (pack_inl.h): a k-major operand (op(A) when transA, op(B) when B is not transposed)
 // is copied one source row per k; a row-major one (op(A) when A is not transposed, and the weights
 // [N, K] of a Linear layer, transB) is transposed in registers 8 k by up to 8 rows at a time (AVX2
@@ -42,11 +41,13 @@ namespace {
 //   AVX-512: 12 x 32 = 24 zmm accumulators, 2 B vectors, 1 broadcast.
 //   AVX2:     6 x 16 = 12 ymm accumulators, 2 B vectors, 1 broadcast.
 //   scalar:   4 x 4 floats.
-// KC keeps the B micro-panel (KC x NR floats) within about half of a 32 KiB L1d; MC x KC is the
-// A block resident in L2 (512 KiB on Zen 3, 1 MiB on Zen 4).
+// KC: the depth of the B micro-panel (KC x NR floats) that stays in L1d while the kernel walks the
+// A block; MC x KC is the A block resident in L2 (512 KiB on Zen 3, 1 MiB on Zen 4). On AVX-512,
+// KC 256 (a 32 KiB micro-panel) ran 1-11% faster than 192 at every model shape on a Zen 4
+// (single-thread CPU time), 384 no faster than 256.
 #if NF_ISA == 2
 constexpr int MR = 12, NV = 2;
-constexpr int64_t KC = 192, MC = 240;
+constexpr int64_t KC = 256, MC = 240;
 #elif NF_ISA == 1
 constexpr int MR = 6, NV = 2;
 constexpr int64_t KC = 256, MC = 144;
@@ -87,17 +88,20 @@ Plan make_plan(const GemmDims& d) {
   // Linear layer on a few hundred rows, such as ViT-B/16 at batch 1), give each thread its own
   // column blocks instead, so that it packs its share of B and all of the smaller A.
   if (d.batch == 1 && d.M < d.N) p.nJC = std::max(p.nJC, std::min(p.col_panels, round_up(p.nJC, threads)));
-  // Few macro-tiles: make their count a multiple of the thread count, so that every thread gets
-  // an equal share, by splitting the longer of M and N further (each thread packs all of the
-  // other operand), then the shorter.
-  const int64_t tiles = d.batch * p.nJC * p.nIC, want = round_up(tiles, threads);
-  if (tiles < 4 * threads) {
-    auto split = [&](int64_t& n, int64_t panels, int64_t other) {
-      n = std::max(n, std::min(panels, ceil_div(want, d.batch * other)));
+  // Equal shares: gemm() deals the macro-tiles out in chunks of ceil(tiles / (2 threads)), so
+  // unless their count is a multiple of 2 threads (of the thread count when it is at most that),
+  // one thread gets a chunk more than another (6 tiles on 2 threads: chunks 2 + 2 + 2, one thread
+  // doing 4; 10 tiles: 3 + 3 + 3 + 1, one doing 6). Round the count up by splitting the longer of
+  // M and N further (each thread packs all of the other operand), else the shorter.
+  if (threads > 1) {
+    const int64_t tiles = d.batch * p.nJC * p.nIC, q = tiles <= threads ? threads : 2 * threads;
+    auto split = [&](int64_t& n, int64_t panels, int64_t other) {  // the least n' >= n with q | other n'
+      for (int64_t c = n; c <= std::min(panels, n + q); ++c)
+        if (other * c % q == 0) return n = c, true;
+      return false;
     };
-    if (d.M >= d.N) split(p.nIC, p.row_panels, p.nJC);
-    split(p.nJC, p.col_panels, p.nIC);
-    if (d.M < d.N) split(p.nIC, p.row_panels, p.nJC);
+    if (d.M >= d.N) split(p.nIC, p.row_panels, d.batch * p.nJC) || split(p.nJC, p.col_panels, d.batch * p.nIC);
+    else split(p.nJC, p.col_panels, d.batch * p.nIC) || split(p.nIC, p.row_panels, d.batch * p.nJC);
   }
   return p;
 }
@@ -110,6 +114,22 @@ struct Epilogue {
   Act act;              // applied on the last k block, else Act::none
   int64_t ldc;
 };
+
+// The first n lanes at p (all W: one unmasked load or store).
+inline vf load_n(const float* p, int n) { return n == W ? vload(p) : vload_n(p, n); }
+inline void store_n(float* p, vf x, int n) {
+  if (n == W) vstore(p, x);
+  else vstore_n(p, x, n);
+}
+
+// acc = A(acc) on every vector of a tile, A known at compile time.
+template <Act A>
+void act_tile(vf (&acc)[MR][NV]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = act_forward(acc[r][v], A);
+}
 
 // One MR x NR tile: acc = ap[kc][MR] * bp[kc][NR], then C[0:mr, 0:nr] = epilogue(acc).
 void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, int nr, const Epilogue& e) {
@@ -135,32 +155,38 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
     }
   }
 
+  // The epilogue on the registers: x = alpha acc + beta C + bias, preact = x, C = act(x). The
+  // activation runs over the whole tile at once (MR x NV independent vectors, padding rows too),
+  // so its long dependency chains (GELU: a division and an exponential) overlap.
   const vf alpha = vset1(e.alpha), beta = vset1(e.beta);
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
-    if (r >= mr) break;
-    float* c = C + r * e.ldc;
+    const float* c = C + r * e.ldc;
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      const int n = nr - v * W;
-      if (n <= 0) break;
+      const int n = r < mr ? std::min(nr - v * W, W) : 0;
       vf x = vmul(alpha, acc[r][v]);
-      if (n >= W) {
-        if (e.beta != 0.0f) x = vfma(beta, vload(c + v * W), x);
-        if (e.bias) x = vadd(x, vload(e.bias + v * W));
-        vstore(c + v * W, x);
-      } else {
-        if (e.beta != 0.0f) x = vfma(beta, vload_n(c + v * W, n), x);
-        if (e.bias) x = vadd(x, vload_n(e.bias + v * W, n));
-        vstore_n(c + v * W, x, n);
-      }
+      if (e.beta != 0.0f && n > 0) x = vfma(beta, load_n(c + v * W, n), x);
+      if (e.bias && n > 0) x = vadd(x, load_n(e.bias + v * W, n));
+      if (e.preact && n > 0) store_n(e.preact + r * e.ldc + v * W, x, n);
+      acc[r][v] = x;
     }
   }
-  if (e.preact || e.act != Act::none) {
-    for (int r = 0; r < mr; ++r) {
-      float* c = C + r * e.ldc;
-      if (e.preact) std::memcpy(e.preact + r * e.ldc, c, sizeof(float) * nr);
-      if (e.act != Act::none) act_forward_n(c, c, nr, e.act);
+  switch (e.act) {
+    case Act::none: break;
+    case Act::relu: act_tile<Act::relu>(acc); break;
+    case Act::gelu: act_tile<Act::gelu>(acc); break;
+    case Act::gelu_tanh: act_tile<Act::gelu_tanh>(acc); break;
+    case Act::silu: act_tile<Act::silu>(acc); break;
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    if (r >= mr) break;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const int n = std::min(nr - v * W, W);
+      if (n <= 0) break;
+      store_n(C + r * e.ldc + v * W, acc[r][v], n);
     }
   }
 }
