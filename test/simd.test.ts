@@ -228,16 +228,20 @@ describe('simd vocabulary: reductions and tails', () => {
     }
   });
 
-  it.each(ACTS)('act_backward_n (act %i) at every length up to 2W + 1, against the scalar variant', (act) => {
+  it.each(ACTS)('act_forward_n and act_backward_n (act %i) at every length up to 2W + 1, against the scalar variant', (act) => {
     const r = rng(act + 20);
     const sentinel = fromBits(0x7fc0beef);
     for (let n = 1; n <= 2 * WMAX + 1; n++) {
       const x = Float32Array.from({ length: n }, (_, i) => (i % 3 === 0 ? specials[(i + n) % specials.length] : f((r() - 0.5) * 8)));
       const dy = Float32Array.from({ length: n }, () => f(r() - 0.5));
-      const run = (isa: Isa) => probe(isa, 'act_backward_n', [dy, x], { args: [act], out: new Float32Array(n + WMAX).fill(sentinel) }).out;
-      const ref = run('scalar');
-      agree(`act_backward_n scalar wrote past n = ${n}`, ref.subarray(n), new Float32Array(WMAX).fill(sentinel), 'bits');
-      for (const isa of vectorIsas) agree(`act_backward_n ${isa} n=${n}`, run(isa), ref, 'value');
+      const run = (isa: Isa, fn: SimdHelper, ins: Float32Array[]) =>
+        probe(isa, fn, ins, { args: [act], out: new Float32Array(n + WMAX).fill(sentinel) }).out;
+      for (const [fn, ins] of [['act_forward_n', [x]], ['act_backward_n', [dy, x]]] as const) {
+        const ref = run('scalar', fn, [...ins]);
+        agree(`${fn} scalar wrote past n = ${n}`, ref.subarray(n), new Float32Array(WMAX).fill(sentinel), 'bits');
+        for (const isa of vectorIsas)
+          agree(`${fn} ${isa} n=${n}`, run(isa, fn, [...ins]), ref, 'value');
+      }
     }
   });
 });
@@ -362,7 +366,7 @@ describe('coverage', () => {
     vzero: 'vzero and vset1', vset1: 'vzero and vset1', vstore: 'every lane-wise case',
     vsum: 'vsum and vhmax', vhmax: 'vsum and vhmax',
     vload_n: 'vload_n and vstore_n', vstore_n: 'vload_n and vstore_n', tail_mask: 'vload_n and vstore_n',
-    act_backward_n: 'act_backward_n',
+    act_forward_n: 'act_forward_n and act_backward_n', act_backward_n: 'act_forward_n and act_backward_n',
     pack_k_major: 'pack_k_major and pack_transposed', pack_transposed: 'pack_k_major and pack_transposed',
     transpose_8x8: 'transpose_8x8', first_nonfinite_range: 'first_nonfinite_range',
   };

@@ -5,7 +5,7 @@ export type SimdHelper =
   | 'vzero' | 'vload' | 'vset1' | 'vabs' | 'vsqrt' | 'vround' | 'vpow2i' | 'vexp' | 'vnormcdf' | 'vtanh'
   | 'vadd' | 'vsub' | 'vmul' | 'vdiv' | 'vmax' | 'vmin' | 'vcopysign' | 'vfma' | 'vfnma' | 'vselect_pos'
   | 'vselect_lt' | 'vsum' | 'vhmax' | 'vload_n' | 'vstore_n' | 'act_forward' | 'act_derivative'
-  | 'act_backward_n' | 'pack_k_major' | 'pack_transposed' | 'transpose_8x8'
+  | 'act_forward_n' | 'act_backward_n' | 'pack_k_major' | 'pack_transposed' | 'transpose_8x8'
   | 'first_nonfinite_range';
 
 /** Test hook for the SIMD vocabulary (see native/cpu/simd_probe.h); not part of the public API. */

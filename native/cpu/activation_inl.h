@@ -53,6 +53,13 @@ inline vf act_derivative(vf x, Act act) {
   }
 }
 
+// y[i] = act(x[i]) over n values (x and y may alias).
+inline void act_forward_n(float* y, const float* x, int64_t n, Act act) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vstore(y + i, act_forward(vload(x + i), act));
+  if (i < n) vstore_n(y + i, act_forward(vload_n(x + i, int(n - i)), act), int(n - i));
+}
+
 // dx[i] = dy[i] * act'(x[i]) over n values (dx may alias dy).
 inline void act_backward_n(float* dx, const float* dy, const float* x, int64_t n, Act act) {
   int64_t i = 0;

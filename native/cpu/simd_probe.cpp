@@ -9,7 +9,8 @@
 //   tails, n a multiple of W, for every group of W floats (arg[0] = t in [0, W]): vload_n (all W
 //     lanes of vload_n(a, t) stored), vstore_n (vstore_n(out, vload(a), t); out past t keeps what
 //     the caller put there). tail_mask is what both use on AVX2 and AVX-512.
-//   rows of any length n: act_backward_n (out = a ∘ act'(b); arg[0] = Act).
+//   rows of any length n: act_forward_n (out = act(a); arg[0] = Act), act_backward_n
+//     (out = a ∘ act'(b); arg[0] = Act).
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
 //     panels; transpose_8x8 (AVX2 and AVX-512 only): arg = {rows, lds, ldd}.
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
@@ -116,8 +117,13 @@ Status run_act(const SimdProbe& p, const std::string& fn) {
   const Act act = static_cast<Act>(p.arg[0]);
   if (fn == "act_forward") return lanes<1>(p, [act](vf x) { return act_forward(x, act); });
   if (fn == "act_derivative") return lanes<1>(p, [act](vf x) { return act_derivative(x, act); });
-  NF_TRY(shape(p, 2, false));
-  act_backward_n(p.out, p.in[0], p.in[1], p.n, act);
+  if (fn == "act_forward_n") {
+    NF_TRY(shape(p, 1, false));
+    act_forward_n(p.out, p.in[0], p.n, act);
+  } else {
+    NF_TRY(shape(p, 2, false));
+    act_backward_n(p.out, p.in[0], p.in[1], p.n, act);
+  }
   return Status::Ok();
 }
 
@@ -182,7 +188,7 @@ Status run(const SimdProbe& p) {
     return Status::Ok();
   }
   if (fn == "vload_n" || fn == "vstore_n") return run_tail(p, fn == "vload_n");
-  if (fn == "act_forward" || fn == "act_derivative" || fn == "act_backward_n")
+  if (fn == "act_forward" || fn == "act_derivative" || fn == "act_forward_n" || fn == "act_backward_n")
     return run_act(p, fn);
   if (fn == "pack_k_major" || fn == "pack_transposed") {
     NF_CHECK(arity(p) >= 1, kOp, fn + " takes 1 operand");
