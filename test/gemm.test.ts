@@ -23,6 +23,7 @@ const cases: Case[] = [
   { name: '197x72x96 transA transB', M: 197, N: 72, K: 96, transA: true, transB: true, alpha: -0.5, beta: 1 },
   { name: 'scores 65x65x40 batch 5', M: 65, N: 65, K: 40, transB: true, alpha: 0.125, batch: 5 },
   { name: 'weights·v 65x40x65 batch 5', M: 65, N: 40, K: 65, batch: 5, beta: 0.5 },
+  { name: '37x29x23 tanh (the pooler\'s activation)', M: 37, N: 29, K: 23, bias: true, act: 'tanh', preact: true },
   { name: 'K = 0: beta C + bias', M: 3, N: 5, K: 0, beta: 0.5, bias: true, act: 'relu', preact: true },
   { name: 'K = 0, beta 0', M: 4, N: 3, K: 0, alpha: 3 },
   { name: 'M = 0', M: 0, N: 5, K: 3, bias: true },

@@ -178,6 +178,7 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
     case Act::gelu: act_tile<Act::gelu>(acc); break;
     case Act::gelu_tanh: act_tile<Act::gelu_tanh>(acc); break;
     case Act::silu: act_tile<Act::silu>(acc); break;
+    case Act::tanh: act_tile<Act::tanh>(acc); break;
   }
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
