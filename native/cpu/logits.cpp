@@ -27,13 +27,19 @@ namespace {
 constexpr int64_t kBlock = 1024;  // float vector sums are flushed into a double every kBlock values
 }  // namespace
 
-void softmax_row(float* out, const float* x, int64_t n, bool log) {
+float row_max(const float* x, int64_t n) {
   vf vmx = vset1(-std::numeric_limits<float>::infinity());
   int64_t i = 0;
   for (; i + W <= n; i += W) vmx = vmax(vmx, vload(x + i));
   float m = vhmax(vmx);
   for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+void softmax_row(float* out, const float* x, int64_t n, bool log) {
+  const float m = row_max(x, n);
   const vf vm = vset1(m);
+  int64_t i;
   double S = 0;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t end = std::min(n, b + kBlock);

@@ -19,5 +19,7 @@ Status run(const ops::Topk<float>& p);
 
 // One row: out = softmax(x) (log = false) or log_softmax(x) (log = true), cols values.
 NF_KERNEL_DECL(void softmax_row(float* out, const float* x, int64_t cols, bool log))
+// max of x[0..n) (NaN propagates as vmax/std::max do); −inf for n = 0. Also cross-entropy's first pass.
+NF_KERNEL_DECL(float row_max(const float* x, int64_t n))
 
 }  // namespace nf::cpu

@@ -12,6 +12,7 @@
 // Threads split rows in fixed chunks; each chunk's loss sum is kept (double) in scratch slot `layer` and
 // the chunks are added in order, so the result does not depend on the thread count.
 #include "loss.h"
+#include "logits.h"
 
 #include <algorithm>
 #include <cstring>
@@ -55,11 +56,8 @@ double sum_rows(int64_t rows, int64_t width, F&& row) {
 // One row of cross-entropy: returns loss_i; writes k · (its gradient) to drow when drow is given.
 double cross_entropy_row(float* drow, const float* x, int64_t V, int32_t t, double eps, double k) {
   // Pass 1: the row maximum.
-  vf vmx = vset1(-std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + W <= V; i += W) vmx = vmax(vmx, vload(x + i));
-  float m = vhmax(vmx);
-  for (; i < V; ++i) m = std::max(m, x[i]);
+  const float m = NF_ISA_NS::row_max(x, V);
+  int64_t i;
   // Pass 2: S = Σ e^(x − m) and D = Σ (x − m), e^(x − m) kept in drow.
   const vf vm = vset1(m);
   double S = 0, D = 0;
