@@ -67,6 +67,8 @@ export abstract class Optimizer<O extends object = object> {
   protected buffers: Tensor<'float32'>[][];
   /** The parameter groups (one, without overrides, when the constructor got a plain array). */
   private readonly groups: Group<O>[];
+  /** The group of each parameter (by its index in params). */
+  private readonly groupOf: Group<O>[];
   private arenas: OptimizerArenas | null = null;
   /** @internal trainStep calls that added gradients since the last update (trainStep's accumulate option). */
   accumulated = 0;
@@ -88,6 +90,7 @@ export abstract class Optimizer<O extends object = object> {
       return { indices: ps.map((_, i) => start + i), overrides: overrides as Partial<O>, lrScale };
     });
     if (new Set(this.params).size !== this.params.length) invalidArg('params', 'each parameter in one group only (as torch)', params);
+    this.groupOf = this.groups.flatMap((g) => g.indices.map(() => g));
     for (const device of new Set(this.params.map((p) => p.device))) checkDeviceOps(device, [this], this.constructor.name, OPTIMIZER_ENTRIES);
     this.steps = this.params.map(() => 0);
     this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => Tensor.zeros([p.size], 'float32', p.device)));
@@ -185,7 +188,6 @@ export abstract class Optimizer<O extends object = object> {
       }
       return;
     }
-    const groupOf = new Map(this.groups.flatMap((g) => g.indices.map((i) => [i, g] as const)));
     for (const i of live) {
       const p = this.params[i];
       if (!p.grad) continue;
@@ -197,7 +199,7 @@ export abstract class Optimizer<O extends object = object> {
           return moved;
         });
       this.steps[i] += 1;
-      yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i], this.groupOptions(groupOf.get(i)!));
+      yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i], this.groupOptions(this.groupOf[i]));
     }
   }
 
