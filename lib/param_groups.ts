@@ -24,11 +24,15 @@ const OPTIONS = new OptionKeys<ParamGroupsOptions>('paramGroups options', { weig
 const EMBEDDINGS = /(^|\.)(cls_token|pos_embed|dist_token|mask_token|patch_embed|embed)(\.|$)/;
 const BLOCK = /(^|\.)blocks\.(\d+)\./;
 
+/** i + 1 for a parameter of blocks.i, else null. */
+function blockLayer(name: string): number | null {
+  const block = BLOCK.exec(name);
+  return block ? Number(block[2]) + 1 : null;
+}
+
 /** The layer of parameter `name` (0 embeddings, i + 1 for blocks.i, depth + 1 the rest). */
 function layerOf(name: string, depth: number): number {
-  const block = BLOCK.exec(name);
-  if (block) return Number(block[2]) + 1;
-  return EMBEDDINGS.test(name) ? 0 : depth + 1;
+  return blockLayer(name) ?? (EMBEDDINGS.test(name) ? 0 : depth + 1);
 }
 
 /**
@@ -45,7 +49,7 @@ export function paramGroups(model: Module, options: ParamGroupsOptions = {}): Pa
   const noDecay = o.noDecay ?? ['cls_token', 'pos_embed', 'dist_token', 'mask_token'];
   if (!Array.isArray(noDecay) || noDecay.some((n) => typeof n !== 'string')) invalidArg('options.noDecay', 'an array of parameter names', noDecay);
   const named = model.namedParameters().filter(([, p]) => p.requiresGrad);
-  const depth = Math.max(0, ...named.map(([n]) => (BLOCK.exec(n) ? Number(BLOCK.exec(n)![2]) + 1 : 0)));
+  const depth = Math.max(0, ...named.map(([n]) => blockLayer(n) ?? 0));
   const groups = new Map<string, ParamGroup<{ weightDecay: number }>>();
   for (const [name, p] of named) {
     const layer = layerDecay === 1 ? 0 : layerOf(name, depth);
