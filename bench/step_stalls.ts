@@ -9,34 +9,13 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 
-import { AdamW, native, Tensor, trainStepAsync, ViTClassifier, type ViTClassifierConfig } from '../lib';
-import { OP_NAMES } from '../lib/native/ops.generated';
+import { AdamW, Tensor, trainStepAsync, ViTClassifier, type ViTClassifierConfig } from '../lib';
+import { opsCalledListAsync } from '../test/support/ops_called';
 
 const CONFIGS: Record<string, ViTClassifierConfig> = {
   'vit-b16': { imgSize: 224, patchSize: 16, inChannels: 3, dModel: 768, numHeads: 12, dFF: 3072, depth: 12, numClasses: 1000, eps: 1e-6 },
   'vit-s16': { imgSize: 224, patchSize: 16, inChannels: 3, dModel: 384, numHeads: 6, dFF: 1536, depth: 12, numClasses: 1000, eps: 1e-6 },
 };
-
-/** Counts calls of every native op (sync and Async) while `fn` runs. */
-async function countCalls(fn: () => Promise<unknown>): Promise<Map<string, number>> {
-  const addon = native as unknown as Record<string, (a: object) => unknown>, saved = new Map<string, (a: object) => unknown>();
-  const counts = new Map<string, number>();
-  for (const name of OP_NAMES)
-    for (const f of [name, `${name}Async`]) {
-      const original = addon[f];
-      saved.set(f, original);
-      addon[f] = (a: object) => {
-        counts.set(name, (counts.get(name) ?? 0) + 1);
-        return original(a);
-      };
-    }
-  try {
-    await fn();
-  } finally {
-    for (const [f, original] of saved) addon[f] = original;
-  }
-  return counts;
-}
 
 async function main(): Promise<void> {
   const { values: v } = parseArgs({ options: { config: { type: 'string' }, steps: { type: 'string' }, batch: { type: 'string' } } });
@@ -48,7 +27,7 @@ async function main(): Promise<void> {
   const params = model.parameters().reduce((n, p) => n + p.size, 0);
   const x = Tensor.zeros([batch, 3, 224, 224]), y = Tensor.zeros([batch], 'int32');
   await trainStepAsync(model, opt, x, y); // warm-up: gradients and optimizer state exist from here on
-  const calls = await countCalls(() => trainStepAsync(model, opt, x, y));
+  const calls = await opsCalledListAsync(() => trainStepAsync(model, opt, x, y));
   const h = monitorEventLoopDelay({ resolution: 1 });
   const timer = setInterval(() => {}, 1);
   h.enable();
@@ -57,11 +36,10 @@ async function main(): Promise<void> {
   const ms = (performance.now() - t0) / steps;
   h.disable();
   clearInterval(timer);
-  const total = [...calls.values()].reduce((a, b) => a + b, 0);
-  const per = (op: string) => calls.get(op) ?? 0;
+  const per = (op: string) => calls.filter((c) => c === op).length;
   console.log(`${v.config ?? 'vit-s16'}: ${(params / 1e6).toFixed(1)}M parameters, ${model.parameters().length} tensors, batch ${batch}, ` +
     `${ms.toFixed(0)} ms per step`);
-  console.log(`native calls per step: ${total} (zero ${per('zero')}, adamwStep ${per('adamwStep')})`);
+  console.log(`native calls per step: ${calls.length} (zero ${per('zero')}, adamwStep ${per('adamwStep')})`);
   console.log(`event-loop delay during ${steps} steps: p50 ${(h.percentile(50) / 1e6).toFixed(2)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(2)} ms, ` +
     `max ${(h.max / 1e6).toFixed(2)} ms`);
 }
