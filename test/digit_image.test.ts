@@ -9,15 +9,15 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { PNG } from 'pngjs';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startServer, type RunningServer } from '../examples/server/app';
 import { pngToDigit } from '../examples/server/image';
 import { postPng } from '../examples/server/measure';
-import { main } from '../lib/cli';
 import { digitBatch, readDigitPng } from '../lib/cli/images';
 import { DIGIT_PIXELS, DIGIT_SIZE, loadMnist } from '../lib/cli/mnist';
 import { saveModel, ViTClassifier } from '../lib/index';
+import { runCli } from './support/run_cli';
 
 /** A digit drawn dark on light paper at twice its size, with 7 px margins left and right (70×56, RGBA). */
 function paperDigit(digit: Float32Array): Buffer {
@@ -31,17 +31,7 @@ function paperDigit(digit: Float32Array): Buffer {
   return PNG.sync.write(png);
 }
 
-async function cliPredict(...args: string[]) {
-  const lines: string[] = [];
-  let stderr = '';
-  const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
-  try {
-    const status = await main(['predict', ...args], (l) => lines.push(l));
-    return { status, out: lines.join('\n'), stderr };
-  } finally {
-    spy.mockRestore();
-  }
-}
+const cliPredict = (...args: string[]) => runCli('predict', ...args);
 
 describe('digit preprocessing shared by the CLI and the server', () => {
   let dir: string, model: string, picture: string, server: RunningServer;
