@@ -13,6 +13,7 @@ import { forwardFlops, trainFlops } from './flops';
 import { exportInputs, hashOf, runScript, type PythonInfo } from './peers';
 import type { Repeat } from './protocol';
 import { missing, outcomeOf, pooled, type Agreement, type Missing, type ModelResult, type Outcome, type PeerName, type PeerResult } from './results';
+import type { StepBreakdown } from './step_breakdown';
 import { archKey, itemsPerStep, unit, type ModelSpec } from './specs';
 import { ORT_VARIANTS, TORCH_VARIANTS } from './variants';
 
@@ -123,12 +124,13 @@ async function round(spec: ModelSpec, files: Files, mode: 'infer' | 'train', ctx
   if (mode === 'infer' && o.peers.includes('ort')) peers.push(...(await ort(spec, files, ours.status === 'ok', ctx)));
   if (o.peers.includes('torch')) peers.push(...(await torch(spec, files, mode, oursRun, ctx)));
   for (const p of peers) ctx.log(`${tag} ${p.name} (${p.variant}): ${describe(p.outcome, items, u)}`);
-  return row(spec, mode, ours, peers);
+  const breakdown = (lastEvent(oursRun, 'result')?.breakdown as StepBreakdown | undefined) ?? null;
+  return row(spec, mode, ours, peers, breakdown);
 }
 
-function row(spec: ModelSpec, mode: 'infer' | 'train', ours: Outcome, peers: PeerResult[]): ModelResult {
+function row(spec: ModelSpec, mode: 'infer' | 'train', ours: Outcome, peers: PeerResult[], breakdown: StepBreakdown | null = null): ModelResult {
   return { model: spec.id, title: spec.title, batch: spec.batch, mode, unit: unit(spec), items: itemsPerStep(spec),
-    flops: mode === 'infer' ? forwardFlops(spec) : trainFlops(spec), ours, peers };
+    flops: mode === 'infer' ? forwardFlops(spec) : trainFlops(spec), ours, peers, breakdown };
 }
 
 /** Every requested mode of one model, each in --rounds rounds pooled. */

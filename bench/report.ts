@@ -133,6 +133,16 @@ export function targetTable(checks: TargetCheck[]): string {
   return table(['target', 'model', 'measured', ''], checks.map((c) => [c.target, c.subject, c.measured, c.status]));
 }
 
+/** Where our steps go, measured inside them (step_breakdown.ts): the native ops, what is left outside them, the largest ops. */
+export function breakdownTable(rows: ModelResult[]): string {
+  return table(['model', 'step', 'step ms (ops timed)', 'in native ops', 'outside the ops (JS, GC, allocation)', 'largest ops: ms per step (calls)'],
+    rows.filter((r) => r.breakdown).map((r) => {
+      const b = r.breakdown!, inOps = b.ops.reduce((a, o) => a + o.ms, 0), share = (ms: number) => `${sig(ms)} ms (${fmt((100 * ms) / b.stepMs, 0)}%)`;
+      return [r.model, r.mode === 'infer' ? 'inference' : 'training', sig(b.stepMs), share(inOps), share(Math.max(0, b.stepMs - inOps)),
+        b.ops.slice(0, 4).map((o) => `${o.op} ${sig(o.ms)} (${fmt(o.calls, 0)})`).join(', ')];
+    }));
+}
+
 /** The whole report as text. */
 export function render(res: Results): string {
   const peak = res.peaks.find((p) => p.isa === res.isa);
@@ -150,6 +160,9 @@ export function render(res: Results): string {
       modelTable(res.models, peak?.gflops ?? 0));
     const notes = modelNotes(res.models);
     if (notes.length) out.push('', ...notes.map((n) => `- ${n}`));
+    if (res.models.some((r) => r.breakdown))
+      out.push('', 'Where our steps go, measured inside them: a few extra runs after the timed ones, with every native op timed; what the ops do not account for is the JavaScript between them, the garbage collector and allocation:', '',
+        breakdownTable(res.models));
   }
   if (res.ops.length) {
     out.push('', 'Operators at each model\'s shapes, ours (the raw ops of lib/native) against PyTorch 2.x eager (autograd on; ratio = PyTorch ms ÷ ours ms):', '',

@@ -5,6 +5,7 @@
 import { eventsOf, failureReason, lastEvent, type ChildResult } from './child';
 import type { OpFamily } from './cli';
 import { median } from './sampling';
+import type { StepBreakdown } from './step_breakdown';
 
 export interface Measured {
   status: 'ok';
@@ -125,6 +126,8 @@ export interface ModelResult {
   ours: Outcome;
   /** onnxruntime-node and PyTorch (inference), PyTorch (training): those requested, each in every variant (variants.ts). */
   peers: PeerResult[];
+  /** Our step measured op by op inside it (step_breakdown.ts; the first round's), when ours ran. */
+  breakdown?: StepBreakdown | null;
 }
 
 export interface IsaPeak {

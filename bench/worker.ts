@@ -9,6 +9,7 @@ import { measureOp } from './op_measure';
 import { compareLogits, loadOrt, ortSession } from './ort';
 import type { OrtRequest, OursRequest, WorkerRequest } from './protocol';
 import { repeat } from './sampling';
+import { stepBreakdown } from './step_breakdown';
 import { inferenceStep, loadInputs, loadModel, prepare, trainingStep } from './workloads';
 
 function emit(event: string, fields: Record<string, unknown> = {}): void {
@@ -22,6 +23,9 @@ const onRun = (seconds: number, warmup: boolean) => emit('sample', { seconds, wa
 function setup(threads: number): void {
   native.setNumThreads(threads);
 }
+
+/** Extra, untimed runs of our step with its native ops timed (step_breakdown.ts), after the timed runs. */
+const BREAKDOWN_RUNS = 3;
 
 const ready = () => emit('ready', { threads: native.numThreads(), isa: native.isaInfo().active });
 
@@ -37,11 +41,13 @@ async function ours(q: OursRequest): Promise<void> {
       logits.dispose();
     }, q.repeat, onRun);
     if (q.logitsPath) fs.writeFileSync(q.logitsPath, new Uint8Array(kept.logits.buffer));
-    emit('result', { maxRssKb: maxRssKb() });
+    const breakdown = await stepBreakdown(() => step().dispose(), BREAKDOWN_RUNS);
+    emit('result', { maxRssKb: maxRssKb(), breakdown });
   } else {
     const step = trainingStep(model, x), losses: number[] = [];
     await repeat(() => losses.push(step()), q.repeat, onRun);
-    emit('result', { maxRssKb: maxRssKb(), firstLoss: losses[0] });
+    const breakdown = await stepBreakdown(step, BREAKDOWN_RUNS);
+    emit('result', { maxRssKb: maxRssKb(), firstLoss: losses[0], breakdown });
   }
 }
 

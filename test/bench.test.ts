@@ -15,7 +15,7 @@ import { OP_FAMILIES, parseOptions, type Options } from '../bench/cli';
 import { forwardFlops, trainFlops } from '../bench/flops';
 import { opCases, parameterSizes } from '../bench/op_cases';
 import { opRows } from '../bench/op_rows';
-import { render } from '../bench/report';
+import { breakdownTable, render } from '../bench/report';
 import { bestOf, pool, pooled, type ModelResult, type PeerName, type Results } from '../bench/results';
 import { MODELS } from '../bench/specs';
 import { targetChecks } from '../bench/targets';
@@ -155,6 +155,12 @@ describe('bench target checks', () => {
     expect(targetChecks({ ...res, models: [m] })[0]).toMatchObject({ measured: '1.50× PyTorch (fastest runs 0.900×)', status: 'met' });
   });
 
+  it('break our step down into its native ops and what is left outside them', () => {
+    const m: ModelResult = { ...model('seed-cifar', 'train', 1, []),
+      breakdown: { stepMs: 200, ops: [{ op: 'feedforwardBackward', ms: 120, calls: 4 }, { op: 'attentionBackward', ms: 50, calls: 4 }] } };
+    expect(breakdownTable([m])).toMatch(/\| seed-cifar \| training \| 200 +\| 170 ms \(85%\) +\| 30.0 ms \(15%\) +\| feedforwardBackward 120 \(4\), attentionBackward 50.0 \(4\) \|/);
+  });
+
   it('put the ratio against the faster peer in the model table', () => {
     expect(render(res)).toMatch(/\| seed-cifar +\| 64 +\| inference +\| 1\.00 img\/s +\| 0\.500 img\/s +\| 0\.833 img\/s +\| 1\.20× PyTorch/);
   });
@@ -183,9 +189,15 @@ describe('npm run bench -- --quick', () => {
     for (const p of res.peaks) expect(p.gflops).toBeGreaterThan(0);
     expect(res.peaks.map((p) => p.isa)).toContain(res.isa);
     expect(res.models.map((m) => `${m.model} ${m.mode}`)).toEqual(['tiny infer', 'tiny train', 'tiny-s2s infer', 'tiny-s2s train']);
+    expect(r.stdout).toMatch(/\| model +\| step +\| step ms \(ops timed\) +\| in native ops/);
     for (const m of res.models) {
       expect(m.ours.status).toBe('ok');
       expect(m.flops).toBeGreaterThan(0);
+      // Our step op by op: the ops it ran, timed inside it, within the step's time.
+      const opsMs = m.breakdown!.ops.reduce((a, o) => a + o.ms, 0);
+      expect(m.breakdown!.ops.map((o) => o.op)).toContain(m.model === 'tiny' ? 'attentionForward' : 'embeddingForward');
+      expect(opsMs).toBeGreaterThan(0);
+      expect(opsMs).toBeLessThanOrEqual(m.breakdown!.stepMs);
       expect([...new Set(m.peers.map((p) => p.name))]).toEqual(m.mode === 'infer' ? ['onnxruntime-node', 'PyTorch'] : ['PyTorch']);
       for (const p of m.peers) {
         // A missing peer (no PyTorch here) is reported, not a failure; one that ran ran the same model on the same inputs.
