@@ -1,11 +1,13 @@
 /**
  * Repeats one benchmark step (bench/workloads.ts) of one model, for a profiler to watch:
- * scripts/profile.sh runs it under `perf record`. Prints the median step time to stderr.
+ * scripts/profile.sh runs it under `perf record`. Prints the median step time to stderr, then two
+ * more steps op by op (step_breakdown.ts: the native ops' time, and what is left outside them).
  *
  *   tsx bench/profile_step.ts <model id> <infer|train> [steps = 20] [threads = 2]
  */
 import { native } from '../lib';
 import { MODELS } from './specs';
+import { stepBreakdown } from './step_breakdown';
 import { buildModel, inferenceStep, makeInputs, trainingStep } from './workloads';
 
 const [id = '', mode = '', stepsArg = '20', threadsArg = '2'] = process.argv.slice(2);
@@ -29,3 +31,8 @@ for (let i = 0; i < Number(stepsArg); i++) {
 }
 ms.sort((a, b) => a - b);
 process.stderr.write(`${id} ${mode}: median ${ms[ms.length >> 1].toFixed(1)} ms per step over ${ms.length} steps\n`);
+void stepBreakdown(step, 2).then((b) => {
+  const inOps = b.ops.reduce((a, o) => a + o.ms, 0);
+  process.stderr.write(`op by op: step ${b.stepMs.toFixed(1)} ms, in native ops ${inOps.toFixed(1)} ms, outside them ${(b.stepMs - inOps).toFixed(1)} ms\n`);
+  for (const o of b.ops) process.stderr.write(`  ${o.op.padEnd(28)} ${o.ms.toFixed(2).padStart(9)} ms  ${o.calls} call(s)\n`);
+});
