@@ -5,9 +5,10 @@
 // N into column blocks (nc columns). Per k block, op(B) is packed into NR-column micro-panels
 // ([kc][NR] each) and op(A) into MR-row micro-panels ([kc][MR] each); transA/transB are resolved
 // while packing and edges are zero-padded, so the micro-kernel always sees the same layout and
-// always computes a full MR x NR tile, kept in registers across the k loop. The tile is stored
-// through the epilogue, in registers: alpha, beta (first k block only; later blocks accumulate),
-// and on the last k block the bias, the preact copy and the activation (over the whole tile at once).
+// computes a whole MR x NR tile (MR / 3 or 2 MR / 3 rows for a short last row panel), kept in
+// registers across the k loop. The tile is stored through the epilogue, in registers: alpha, beta
+// (first k block only; later blocks accumulate), and on the last k block the bias, the preact copy
+// and the activation (over the whole tile at once).
 //   Packing (pack_inl.h): a k-major operand (op(A) when transA, op(B) when B is not transposed)
 // is copied one source row per k; a row-major one (op(A) when A is not transposed, and the weights
 // [N, K] of a Linear layer, transB) is transposed in registers 8 k by up to 8 rows at a time (AVX2
@@ -41,13 +42,15 @@ namespace {
 //   AVX-512: 12 x 32 = 24 zmm accumulators, 2 B vectors, 1 broadcast.
 //   AVX2:     6 x 16 = 12 ymm accumulators, 2 B vectors, 1 broadcast.
 //   scalar:   4 x 4 floats.
-// KC: the depth of the B micro-panel (KC x NR floats) that stays in L1d while the kernel walks the
+// KC: the depth of the B micro-panel (KC x NR floats) that the kernel reuses while it walks the
 // A block; MC x KC is the A block resident in L2 (512 KiB on Zen 3, 1 MiB on Zen 4). On AVX-512,
-// KC 256 (a 32 KiB micro-panel) ran 1-11% faster than 192 at every model shape on a Zen 4
-// (single-thread CPU time), 384 no faster than 256.
+// KC 256 ran 1-11% faster than 192 at every model shape on a Zen 4 (single-thread CPU time), and
+// KC 512 (a 64 KiB micro-panel, twice L1d, streamed from L2; half the passes over C) 0-6% faster
+// than 256 at the models' shapes (1576x3072x768: 102 against 99 GFLOP/s; dW = dyᵀ x 2304x768x1576:
+// 103 against 99), level at M = 197. The AVX2 variant keeps 256: its CPUs (Zen 3) have half the L2.
 #if NF_ISA == 2
 constexpr int MR = 12, NV = 2;
-constexpr int64_t KC = 256, MC = 240;
+constexpr int64_t KC = 512, MC = 240;
 #elif NF_ISA == 1
 constexpr int MR = 6, NV = 2;
 constexpr int64_t KC = 256, MC = 144;
@@ -123,19 +126,22 @@ inline void store_n(float* p, vf x, int n) {
 }
 
 // acc = A(acc) on every vector of a tile, A known at compile time.
-template <Act A>
-void act_tile(vf (&acc)[MR][NV]) {
+template <Act A, int R>
+void act_tile(vf (&acc)[R][NV]) {
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r)
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = act_forward(acc[r][v], A);
 }
 
-// One MR x NR tile: acc = ap[kc][MR] * bp[kc][NR], then C[0:mr, 0:nr] = epilogue(acc).
+// One R x NR tile (R = MR; fewer rows for a short last row panel, whose padding rows are then not
+// computed): acc = ap[kc][MR] (the first R rows of each k) * bp[kc][NR], then
+// C[0:mr, 0:nr] = epilogue(acc), mr <= R.
+template <int R>
 void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, int nr, const Epilogue& e) {
-  vf acc[MR][NV];
+  vf acc[R][NV];
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) {
+  for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = vzero();
     if (r < mr) {  // the tile of C, on its way to L1 while the k loop runs
@@ -148,7 +154,7 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) b[v] = vload(bp + v * W);
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
+    for (int r = 0; r < R; ++r) {
       const vf a = vset1(ap[r]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = vfma(a, b[v], acc[r][v]);
@@ -156,11 +162,11 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
   }
 
   // The epilogue on the registers: x = alpha acc + beta C + bias, preact = x, C = act(x). The
-  // activation runs over the whole tile at once (MR x NV independent vectors, padding rows too),
+  // activation runs over the whole tile at once (R x NV independent vectors, padding rows too),
   // so its long dependency chains (GELU: a division and an exponential) overlap.
   const vf alpha = vset1(e.alpha), beta = vset1(e.beta);
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) {
+  for (int r = 0; r < R; ++r) {
     const float* c = C + r * e.ldc;
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
@@ -174,14 +180,14 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
   }
   switch (e.act) {
     case Act::none: break;
-    case Act::relu: act_tile<Act::relu>(acc); break;
-    case Act::gelu: act_tile<Act::gelu>(acc); break;
-    case Act::gelu_tanh: act_tile<Act::gelu_tanh>(acc); break;
-    case Act::silu: act_tile<Act::silu>(acc); break;
-    case Act::tanh: act_tile<Act::tanh>(acc); break;
+    case Act::relu: act_tile<Act::relu, R>(acc); break;
+    case Act::gelu: act_tile<Act::gelu, R>(acc); break;
+    case Act::gelu_tanh: act_tile<Act::gelu_tanh, R>(acc); break;
+    case Act::silu: act_tile<Act::silu, R>(acc); break;
+    case Act::tanh: act_tile<Act::tanh, R>(acc); break;
   }
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) {
+  for (int r = 0; r < R; ++r) {
     if (r >= mr) break;
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
@@ -215,8 +221,13 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
                    last && preact ? preact + i0 * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc};
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
         for (int64_t i = 0; i < mc; i += MR) {
-          micro_tile(kc, ap + i * kc, bp + j * kc, C + (i0 + i) * d.ldc + j0 + j,
-                     static_cast<int>(std::min<int64_t>(MR, mc - i)), nr, e);
+          const int mr = static_cast<int>(std::min<int64_t>(MR, mc - i));
+          const float *a = ap + i * kc, *b = bp + j * kc;
+          float* c = C + (i0 + i) * d.ldc + j0 + j;
+          // A short last row panel (M % MR rows) runs a narrower tile: MR / 3 or 2 MR / 3 rows.
+          if (mr <= MR / 3) micro_tile<MR / 3>(kc, a, b, c, mr, nr, e);
+          else if (mr <= 2 * MR / 3) micro_tile<2 * MR / 3>(kc, a, b, c, mr, nr, e);
+          else micro_tile<MR>(kc, a, b, c, mr, nr, e);
           if (e.preact) e.preact += MR * d.ldc;
         }
       }
