@@ -116,7 +116,8 @@ describe('a packing that does not fit is rejected, naming the field', () => {
     await withIsa(second, async () => {
       const e = error(() => native.linearForward({ ...args, WPacked: packed }));
       expect(e.code).toBe('ERR_NF_INVALID_ARG');
-      expect(e.message).toMatch(new RegExp(`linear_forward: expected WPacked packed by packWeights for the active kernels \\(${second}\\) but received one packed for ${first}`));
+      expect(e.message).toMatch(new RegExp(`linear_forward: expected WPacked packed by packWeights for the active kernels, ${second} \\(NR \\d+, KC 256\\), ` +
+        `but received one packed for ${first} \\(NR \\d+, KC 256\\): repack it after setIsa`));
       await expect(native.linearForwardAsync({ ...args, WPacked: packed })).rejects.toMatchObject({ code: 'ERR_NF_INVALID_ARG', message: /WPacked/ });
     });
   });

@@ -51,17 +51,20 @@ Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Is
   int32_t want[ops::kPackedHeader], got[ops::kPackedHeader];
   header_words(want, isa, N, K);
   std::memcpy(got, buffer, sizeof got);
-  const auto isa_text = [](int32_t i) {
-    return i >= 0 && i <= static_cast<int32_t>(Isa::avx512) ? std::string(isa_name(static_cast<Isa>(i)))
-                                                              : "an unknown variant (" + std::to_string(i) + ")";
+  // "avx2 (NR 16, KC 256)": a variant and its panel shape, as header words give them.
+  const auto variant = [](const int32_t (&w)[ops::kPackedHeader]) {
+    const int32_t i = w[ops::kWordIsa];
+    const std::string name = i >= 0 && i <= static_cast<int32_t>(Isa::avx512) ? isa_name(static_cast<Isa>(i))
+                                                                              : "variant " + std::to_string(i);
+    return name + " (NR " + std::to_string(w[ops::kWordNR]) + ", KC " + std::to_string(w[ops::kWordKC]) + ")";
   };
   const std::string expected = std::string("expected ") + field + " packed by packWeights";
   if (got[ops::kWordMagic] != ops::kPackedMagic)
     return Status::InvalidArg(op, expected + " but its header is not a packWeights header");
   if (got[ops::kWordIsa] != want[ops::kWordIsa] || got[ops::kWordNR] != want[ops::kWordNR] ||
       got[ops::kWordKC] != want[ops::kWordKC])
-    return Status::InvalidArg(op, expected + " for the active kernels (" + isa_name(isa) + ") but received one packed for " +
-                                      isa_text(got[ops::kWordIsa]) + ": repack it after setIsa");
+    return Status::InvalidArg(op, expected + " for the active kernels, " + variant(want) + ", but received one packed for " +
+                                      variant(got) + ": repack it after setIsa");
   if (got[ops::kWordN] != N || got[ops::kWordK] != K)
     return Status::InvalidArg(op, expected + " of a weight [" + std::to_string(N) + ", " + std::to_string(K) +
                                       "] but received one of [" + std::to_string(got[ops::kWordN]) + ", " +
