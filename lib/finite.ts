@@ -30,7 +30,7 @@ const found = new Float64Array(1);
 /** Throws ERR_NF_NOT_FINITE naming `name` when the float32 tensor `t` holds a NaN or ±Inf (other dtypes always pass). */
 export function assertFinite(name: string, t: Tensor): void {
   if (t.dtype !== 'float32' || t.disposed) return;
-  const x = (t.device === 'cpu' ? t.data : t.toArray()) as Float32Array; // a cuda tensor is scanned in a host copy
+  const x = (t.device === 'cpu' ? t.storage : t.toArray()) as Float32Array; // a cuda tensor is scanned in a host copy
   native.firstNonFinite({ n: x.length, x, index: found });
   const i = found[0];
   if (i >= 0)

@@ -18,6 +18,7 @@ export type { EvalOptions, LoadStateDictOptions, ProgramArgs, ProgramResult, Sta
 export { op, runAsync, runSync } from './program';
 export type { OpArgs, OpName, OpRequest, Program } from './program';
 export { Scope } from './scope';
+export { setWeightPrepacking, weightPrepacking } from './prepack';
 
 export { Linear } from './layers/linear';
 export type { LinearConfig } from './layers/linear';

@@ -257,9 +257,17 @@ export abstract class Module {
   train(mode = true): this {
     this.mode = mode;
     this.keepInEval = false;
+    if (mode) this.dropInferenceCaches();
     for (const c of this.children.values()) c.train(mode);
     return this;
   }
+
+  /**
+   * Frees what this module keeps derived from its parameters for inference only (Linear's prepacked
+   * weight, lib/prepack.ts). Module calls it on every module of the tree when the tree goes back to
+   * training (train()), moves (to()) or is disposed; a subclass with such a cache overrides it.
+   */
+  protected dropInferenceCaches(): void {}
 
   /**
    * Evaluation mode: dropout off, and (unlike PyTorch's eval) inference only — each forward frees
@@ -424,7 +432,7 @@ export abstract class Module {
       } else if (!(values instanceof Tensor) && values.length !== p.size) {
         problems.push(`${name}: ${values.length} values do not fit [${p.shape.join(', ')}]`);
       } else {
-        plan.push([p, values instanceof Tensor ? (values.device === 'cpu' ? values.data : values.toArray()) as Float32Array : values]);
+        plan.push([p, values instanceof Tensor ? (values.device === 'cpu' ? values.storage : values.toArray()) as Float32Array : values]);
       }
     }
     if (strict) for (const name of Object.keys(record)) if (!own.has(name)) problems.push(`unexpected ${name}`);
@@ -463,6 +471,7 @@ export abstract class Module {
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.to called after dispose()`);
     for (const m of this.modules()) {
       m.activations.close();
+      m.dropInferenceCaches();
       m.home = device;
       for (const b of m.buffers.values()) b.moveTo(device);
     }
@@ -480,6 +489,7 @@ export abstract class Module {
     for (const m of this.modules()) m.released = true;
     for (const m of this.modules()) {
       m.activations.close();
+      m.dropInferenceCaches();
       for (const b of m.buffers.values()) b.dispose();
     }
     for (const p of this.parameters()) p.dispose();

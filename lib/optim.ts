@@ -186,6 +186,7 @@ export abstract class Optimizer<O extends object = object> {
         const slice = (a: Tensor<'float32'>) => a.storage.subarray(from, to);
         yield* this.update(to - from, slice(flat.params.arena), slice(flat.grads.arena), flat.state.map((s) => slice(s.arena)), step, this.groupOptions(g));
       }
+      for (const i of live) this.params[i].markWritten(); // (what is derived from them, such as prepacked weights, is stale)
       return;
     }
     for (const i of live) {
@@ -200,6 +201,7 @@ export abstract class Optimizer<O extends object = object> {
         });
       this.steps[i] += 1;
       yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i], this.groupOptions(this.groupOf[i]));
+      p.markWritten();
     }
   }
 

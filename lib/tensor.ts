@@ -92,6 +92,8 @@ export class Tensor<D extends DType = DType> {
   private arena: Tensor | null = null;
   /** For an arena: how many tensors' storage is a slice of it (the last one to go frees it). */
   private slices = 0;
+  /** See `version`. */
+  private writes = 0;
 
   /** A zero-filled tensor on `device` (uninitialized on 'cpu' when `uninitialized`). */
   protected constructor(dtype: D, shape: readonly number[], size: number, device: Device = 'cpu', uninitialized = false) {
@@ -155,8 +157,20 @@ export class Tensor<D extends DType = DType> {
    * ERR_NF_DEVICE on a cuda tensor (JS cannot touch device memory: use toArray() or to('cpu') for a
    * host copy, copyFrom() to write; no nodeformer function reads `data` of a tensor that may live on
    * a device, so this error always comes from the caller's own code).
+   *
+   * Each read counts as a write (it bumps `version`), since the caller may write through the array:
+   * to change a parameter in place, write through `data` each time (or use copyFrom), not through an
+   * array kept from an earlier read, so that what is derived from the values (a Linear's prepacked
+   * weight in eval mode) is rebuilt.
    */
   get data(): TypedArrayOf<D> {
+    const d = this.host();
+    this.writes++;
+    return d;
+  }
+
+  /** The host array of a cpu tensor, without counting a write (see `data` for the errors). */
+  private host(): TypedArrayOf<D> {
     if (this._data) return this._data;
     if (this.deviceBuffer)
       throw new NodeformerError('ERR_NF_DEVICE',
@@ -166,13 +180,32 @@ export class Tensor<D extends DType = DType> {
   }
 
   /**
-   * What native ops take for this tensor: the typed array on cpu (= data), the opaque device buffer
-   * on cuda. Typed as the host array so both devices share the ops' signatures; the program runner
-   * sends the op to the addon of the device (lib/program.ts). Throws if disposed.
+   * What native ops take for this tensor: the typed array on cpu (the array `data` returns), the
+   * opaque device buffer on cuda. Typed as the host array so both devices share the ops' signatures;
+   * the program runner sends the op to the addon of the device (lib/program.ts). Throws if disposed.
+   * Reading it does not bump `version`: a library path that passes it to an op as an output and
+   * writes a parameter so calls markWritten().
    */
   get storage(): TypedArrayOf<D> {
     if (this.deviceBuffer) return this.deviceBuffer as unknown as TypedArrayOf<D>;
-    return this.data;
+    return this.host();
+  }
+
+  /**
+   * A counter of the writes the library knows of: every read of `data` (the caller may write through
+   * it), copyFrom, fillZero, a move to another device, and every library path that writes the values
+   * in place through an op (the optimizers' steps; loadStateDict and the checkpoint and safetensors
+   * loaders go through copyFrom). What is derived from the values compares it to know when to rebuild
+   * (Linear's prepacked weight). Writes through a raw native op that are not made by the library are
+   * not seen: call markWritten() after them.
+   */
+  get version(): number {
+    return this.writes;
+  }
+
+  /** Records a write of the values that `version` could not see (an op wrote the storage in place). */
+  markWritten(): void {
+    this.writes++;
   }
 
   get disposed(): boolean {
@@ -181,7 +214,7 @@ export class Tensor<D extends DType = DType> {
 
   /** A copy of the values in host memory (Float32Array, Int32Array, or Uint8Array for bool). */
   toArray(): TypedArrayOf<D> {
-    if (!this.deviceBuffer) return this.data.slice() as TypedArrayOf<D>;
+    if (!this.deviceBuffer) return this.host().slice() as TypedArrayOf<D>;
     const out = view(new ArrayBuffer(this.size * BYTES[this.dtype]), this.dtype, this.size) as TypedArrayOf<D>;
     cuda().download(out, this.deviceBuffer);
     return out;
@@ -192,14 +225,16 @@ export class Tensor<D extends DType = DType> {
     if (dtypeOf(values) !== this.dtype || values.length !== this.size)
       invalidArg('values', `a ${this.dtype} array of ${this.size} elements`, values);
     if (this.deviceBuffer) cuda().upload(this.deviceBuffer, values);
-    else this.data.set(values as never);
+    else this.host().set(values as never);
+    this.writes++;
     return this;
   }
 
   /** Sets every element to zero, on the tensor's device. */
   fillZero(): this {
     if (this.deviceBuffer) cuda().fillZero(this.deviceBuffer);
-    else this.data.fill(0);
+    else this.host().fill(0);
+    this.writes++;
     return this;
   }
 
@@ -212,14 +247,14 @@ export class Tensor<D extends DType = DType> {
     if (this.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `This ${describe(this)} has been disposed`);
     if (device === this.device) return this;
     const t = new Tensor(this.dtype, this.shape, this.size, device, true);
-    return device === 'cuda' ? t.copyFrom(this.data) : t.copyFrom(this.toArray());
+    return device === 'cuda' ? t.copyFrom(this.host()) : t.copyFrom(this.toArray());
   }
 
   /** A new tensor (on the same device) with the same data and another shape of the same size. */
   reshape(shape: readonly number[]): Tensor<D> {
     const size = shapeSize(shape);
     if (size !== this.size) invalidArg('shape', `a shape of ${this.size} elements`, shape);
-    if (!this.deviceBuffer) return Tensor.from(this.data, shape) as unknown as Tensor<D>;
+    if (!this.deviceBuffer) return Tensor.from(this.host(), shape) as unknown as Tensor<D>;
     const t = new Tensor(this.dtype, shape, size, 'cuda', true);
     cuda().copy(t.deviceBuffer!, this.deviceBuffer);
     return t;
@@ -238,8 +273,8 @@ export class Tensor<D extends DType = DType> {
   moveInto(arena: Tensor<D>, offset: number): this {
     if (arena.dtype !== this.dtype || arena.device !== 'cpu' || !Number.isInteger(offset) || offset < 0 || offset + this.size > arena.size)
       invalidArg('offset', `a slice of a ${this.dtype} CPU arena that holds ${describe(this)}`, offset);
-    const slice = view(arena.buffer!, this.dtype, this.size, arena.data.byteOffset + offset * BYTES[this.dtype]) as TypedArrayOf<D>;
-    slice.set(this.data as never);
+    const slice = view(arena.buffer!, this.dtype, this.size, arena.host().byteOffset + offset * BYTES[this.dtype]) as TypedArrayOf<D>;
+    slice.set(this.host() as never);
     this.releaseStorage();
     this._data = slice;
     this.arena = arena;
@@ -249,7 +284,7 @@ export class Tensor<D extends DType = DType> {
 
   /** @internal Whether this tensor's storage is the slice of `arena` that starts `offset` elements in. */
   isSliceOf(arena: Tensor<D>, offset: number): boolean {
-    return this.arena === arena && this._data !== null && this._data.byteOffset === arena.data.byteOffset + offset * BYTES[this.dtype];
+    return this.arena === arena && this._data !== null && this._data.byteOffset === arena.host().byteOffset + offset * BYTES[this.dtype];
   }
 
   protected moveStorage(device: Device): void {

@@ -8,7 +8,8 @@ import { execFileSync } from 'node:child_process';
 
 import { describe, expect, it } from 'vitest';
 
-import { AdamW, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../lib';
+import { AdamW, Linear, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../lib';
+import { packedSize } from '../lib/prepack';
 import { bundle, bundleEnv } from './support/bundle';
 
 describe('leaks', () => {
@@ -37,7 +38,7 @@ describe('leaks', () => {
     expect(left - (x.data.byteLength + y.data.byteLength)).toBeLessThan(512 * 1024);
   });
 
-  it('an eval-mode forward keeps no activations, and backward after it is an ERR_NF_STATE error', () => {
+  it('an eval-mode forward keeps no activations (only the prepacked weights, until train()), and backward after it is an ERR_NF_STATE error', () => {
     const m = new ViTClassifier({ imgSize: 16, patchSize: 4, inChannels: 1, numClasses: 4, dModel: 64, numHeads: 4, dFF: 256, depth: 2 });
     const x = Tensor.zeros([16, 1, 16, 16]);
     const live = () => process.memoryUsage().arrayBuffers;
@@ -47,7 +48,13 @@ describe('leaks', () => {
     m.eval();
     m.forward(x).dispose();
     expect(trainKept).toBeGreaterThan(1024 * 1024);
+    // Each Linear's weight packed for the kernels (lib/prepack.ts): its floats, and a tensor's 64 bytes of alignment slack.
+    const packings = m.modules().filter((l): l is Linear => l instanceof Linear)
+      .reduce((n, l) => n + 4 * packedSize(l.config.outFeatures, l.config.inFeatures) + 64, 0);
+    expect(live() - start).toBe(packings);
+    m.train();
     expect(live() - start).toBe(0);
+    m.eval();
     expect(() => m.backward(Tensor.zeros([16, 4]))).toThrow(expect.objectContaining({ code: 'ERR_NF_STATE' }));
     m.dispose();
     x.dispose();

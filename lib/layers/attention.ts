@@ -183,13 +183,23 @@ export class MultiHeadAttention extends Module {
     const weights = needWeights ? Tensor.empty([B, H, Tq, Tk], 'float32', xt.device) : null;
     const dims = { B, Tq, Tk, D: I, H, scale: g ? g.scale : 0 };
     const masks = { causal, keyPaddingMask, attnMask };
-    yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, memory: (wide ? wide.memory : memory)?.storage ?? null,
+    const packed = g ? {} : yield* this.packedWeights();
+    yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, ...packed, memory: (wide ? wide.memory : memory)?.storage ?? null,
       out: out.storage, weights: weights?.storage ?? null, x: (wide ? wide.x : xt).storage,
       qkvWeight: (wide ? wide.qkvWeight : this.qkv.weight).storage, qkvBias: (wide ? wide.qkvBias : this.qkv.bias)?.storage ?? null,
       projWeight: (wide ? wide.projWeight : this.proj.weight).storage, projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null });
     this.saved = { x: xt, memory, dims, masks, drop, buffers };
     const y = yield* narrowRows(out, D);
     return weights ? { output: y, weights } : y;
+  }
+
+  /**
+   * The projections' weights prepacked for the CPU kernels (Linear.packedWeight: null in training
+   * mode, on 'cuda' or with prepacking off), as the attention ops take them. Not used with padded
+   * heads, whose ops run on padded copies of the weights made for each call.
+   */
+  private *packedWeights(): Program<{ qkvWeightPacked: Float32Array | null; projWeightPacked: Float32Array | null }> {
+    return { qkvWeightPacked: yield* this.qkv.packedWeight(), projWeightPacked: yield* this.proj.packedWeight() };
   }
 
   /** dy [B, Tq, D] → dx (self-attention) or {dx, dMemory} (cross-attention); accumulates the parameter gradients. */
@@ -263,8 +273,9 @@ export class MultiHeadAttention extends Module {
     try {
       const w = g ? yield* padWeights(tmp, g, this.qkv, this.proj) : null;
       const out = Tensor.empty([B, 1, W], 'float32', x.device);
+      const packed = w ? {} : yield* this.packedWeights();
       yield* op('attentionDecode', { B, D: W, H: this.config.numHeads, scale: g ? g.scale : 0, out: out.storage,
-        x: (g ? tmp.add(yield* padCols(x, W)) : x).storage, ...keys,
+        x: (g ? tmp.add(yield* padCols(x, W)) : x).storage, ...keys, ...packed,
         qkvWeight: (w ? w.qkvWeight : this.qkv.weight).storage, qkvBias: (w ? w.qkvBias : this.qkv.bias)?.storage ?? null,
         projWeight: (w ? w.projWeight : this.proj.weight).storage, projBias: (w ? w.projBias : this.proj.bias)?.storage ?? null });
       return yield* narrowRows(out, this.config.dModel);

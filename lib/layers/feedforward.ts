@@ -78,8 +78,10 @@ export class FeedForward extends Module {
     const y = emptyLike(x);
     const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage : null;
     const a = this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage;
+    const W1Packed = yield* this.fc1.packedWeight(), W2Packed = yield* this.fc2.packedWeight();
     yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.storage, h, a, x: x.storage as Float32Array,
-      W1: this.fc1.weight.storage, b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storage, b2: this.biasOf(this.fc2, x, false) });
+      W1: this.fc1.weight.storage, b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storage, b2: this.biasOf(this.fc2, x, false),
+      W1Packed, W2Packed });
     this.saved = { x: x as Tensor<'float32'>, h, a, seed, p };
     return y;
   }

@@ -2,6 +2,7 @@ import { uniformFanIn } from '../init';
 import { requireSaved, rowsOf, Module, Parameter } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
+import { PackedWeight } from '../prepack';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
@@ -21,12 +22,17 @@ export interface LinearConfig {
 
 const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures: true, outFeatures: true, bias: true, seed: true, device: true });
 
-/** y = x Wᵀ + b. Parameters: weight [out, in], bias [out] (torch.nn.Linear's layout and initialisation). */
+/**
+ * y = x Wᵀ + b. Parameters: weight [out, in], bias [out] (torch.nn.Linear's layout and initialisation).
+ * In eval mode on the CPU it keeps its weight prepacked for the kernels (about the weight's size
+ * again; lib/prepack.ts, setWeightPrepacking), rebuilt when the weight changes, freed by train().
+ */
 export class Linear extends Module {
   readonly config: Settings<LinearConfig>;
   readonly weight: Parameter;
   readonly bias: Parameter | null;
   private saved: Tensor<'float32'> | null = null;
+  private readonly packed: PackedWeight;
 
   constructor(config: LinearConfig) {
     super();
@@ -38,14 +44,30 @@ export class Linear extends Module {
     const rng = new Random(this.config.seed);
     this.weight = this.addParameter('weight', [outFeatures, inFeatures], uniformFanIn(rng, outFeatures * inFeatures, inFeatures));
     this.bias = this.config.bias ? this.addParameter('bias', [outFeatures], uniformFanIn(rng, outFeatures, inFeatures)) : null;
+    this.packed = new PackedWeight(this.weight);
+  }
+
+  /**
+   * The program returning the weight prepacked for the CPU kernels (what the ops take as WPacked,
+   * W1Packed, qkvWeightPacked, ...), packed first when the weight or the ISA variant changed since;
+   * null in training mode, on 'cuda' or with prepacking off. FeedForward and MultiHeadAttention pass
+   * their Linears' packings to their fused ops.
+   */
+  *packedWeight(): Program<Float32Array | null> {
+    return yield* this.packed.current(!this.training);
+  }
+
+  protected override dropInferenceCaches(): void {
+    this.packed.free();
   }
 
   /** x [..., in] → y [..., out]. */
   *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
     const y = emptyLike(x, this.config.outFeatures);
+    const WPacked = yield* this.packedWeight();
     yield* op('linearForward', { y: y.storage, x: x.storage as Float32Array, W: this.weight.storage, b: this.bias?.storage ?? null, rows,
-      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
+      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, WPacked });
     this.saved = x as Tensor<'float32'>;
     return y;
   }

@@ -31,6 +31,8 @@ export interface IsaInfo {
 export interface CoreOps {
   /** The active ISA, those this CPU can run, those compiled in, and the load-time self-check's verdict. */
   isaInfo(): IsaInfo;
+  /** The variant the kernels run now (isaInfo().active, without the rest). */
+  activeIsa(): Isa;
   /** Switches the CPU kernels to `isa`; throws if this CPU cannot run it or the self-check rejected it. */
   setIsa(isa: Isa): void;
   /**

@@ -99,6 +99,16 @@ export interface GemmArgs {
   bias?: FloatArray | null;
 }
 
+/** The options of packWeights. */
+export interface PackWeightsArgs {
+  N: number;
+  K: number;
+  /** [16 + K · 32 · ⌈N / 32⌉], written. */
+  packed: FloatArray;
+  /** [N, K]. */
+  W: FloatArray;
+}
+
 /** The options of linearForward. */
 export interface LinearForwardArgs {
   rows: number;
@@ -116,6 +126,11 @@ export interface LinearForwardArgs {
   W: FloatArray;
   /** [outFeatures]. */
   b?: FloatArray | null;
+  /**
+   * [16 + inFeatures · 32 · ⌈outFeatures / 32⌉]. (W prepacked by packWeights (N = outFeatures, K =
+   * inFeatures) for the active CPU kernels)
+   */
+  WPacked?: FloatArray | null;
 }
 
 /** The options of linearBackward. */
@@ -164,6 +179,10 @@ export interface FeedforwardForwardArgs {
   W2: FloatArray;
   /** [D]. */
   b2: FloatArray;
+  /** [16 + D · 32 · ⌈F / 32⌉]. (W1 prepacked by packWeights (N = F, K = D)) */
+  W1Packed?: FloatArray | null;
+  /** [16 + F · 32 · ⌈D / 32⌉]. (W2 prepacked by packWeights (N = D, K = F)) */
+  W2Packed?: FloatArray | null;
 }
 
 /** The options of feedforwardBackward. */
@@ -261,6 +280,10 @@ export interface AttentionForwardArgs {
   projWeight: FloatArray;
   /** [D]. */
   projBias?: FloatArray | null;
+  /** [16 + D · 32 · ⌈3 · D / 32⌉]. (qkvWeight prepacked by packWeights (N = 3 · D, K = D)) */
+  qkvWeightPacked?: FloatArray | null;
+  /** [16 + D · 32 · ⌈D / 32⌉]. (projWeight prepacked by packWeights (N = K = D)) */
+  projWeightPacked?: FloatArray | null;
 }
 
 /** The options of attentionBackward. */
@@ -368,6 +391,10 @@ export interface AttentionDecodeArgs {
   projWeight: Float32Array;
   /** [D]. */
   projBias?: Float32Array | null;
+  /** [16 + D · 32 · ⌈3 · D / 32⌉]. (qkvWeight prepacked by packWeights (N = 3 · D, K = D)) */
+  qkvWeightPacked?: Float32Array | null;
+  /** [16 + D · 32 · ⌈D / 32⌉]. (projWeight prepacked by packWeights (N = K = D)) */
+  projWeightPacked?: Float32Array | null;
 }
 
 /** The options of patchEmbedForward. */
@@ -817,8 +844,18 @@ export interface NativeOps {
    */
   gemm(a: GemmArgs): void;
   /**
+   * Packs a Linear weight W [N, K] (outputs × inputs, y = x Wᵀ) for the active CPU kernel variant: packed [16
+   * + K · 32 · ⌈N / 32⌉] receives a 16-float header (magic, ISA variant, NR, KC, N, K as int32 bit patterns)
+   * and Wᵀ in the GEMM's micro-panel layout (native/ops/packed.h). linearForward (WPacked),
+   * feedforwardForward (W1Packed, W2Packed), attentionForward and attentionDecode (qkvWeightPacked,
+   * projWeightPacked) read it instead of packing W on every call, with bit-identical results; they reject a
+   * buffer packed for another variant (after setIsa) or other dims. Repack whenever W changes. CPU only.
+   */
+  packWeights(a: PackWeightsArgs): void;
+  /**
    * y = act(x Wᵀ + b), PyTorch's nn.Linear: x [rows, inFeatures], W [outFeatures, inFeatures], b
-   * [outFeatures], y and preact (the value before act, optional) [rows, outFeatures].
+   * [outFeatures], y and preact (the value before act, optional) [rows, outFeatures]. WPacked (optional): W
+   * prepacked by packWeights, which the CPU kernels read instead of packing W (same result, bit for bit).
    */
   linearForward(a: LinearForwardArgs): void;
   /**
@@ -831,7 +868,8 @@ export interface NativeOps {
    * Saves h [rows, F] = x W1ᵀ + b1 (optional: omit when no backward follows) and a [rows, F] =
    * dropout(act(h)), the fc2 input. Dropout (probability `dropout`, default 0) on the hidden activation keeps
    * element row*F + f by the Philox stream (seed, offset), scaling kept values by 1/(1 − dropout); backward
-   * must get the same values.
+   * must get the same values. W1Packed, W2Packed (optional): the weights prepacked by packWeights, read by
+   * the CPU kernels instead of packing W1, W2 (same result, bit for bit).
    */
   feedforwardForward(a: FeedforwardForwardArgs): void;
   /**
@@ -846,6 +884,8 @@ export interface NativeOps {
    * the pre-dropout attention weights [B, H, Tq, Tk]. Fills the saved buffers (qkv, or q and kv; ctx; lse).
    * Dropout weight (b, h, i, j) uses element ((b*H + h)*Tq + i)*Tk + j of the Philox stream (seed, offset);
    * kept weights are scaled by 1/(1-p). Backward must get the same dropoutP, seed and offset.
+   * qkvWeightPacked, projWeightPacked (optional): the weights prepacked by packWeights, read by the CPU
+   * kernels instead of packing them (same result, bit for bit).
    */
   attentionForward(a: AttentionForwardArgs): void;
   /**
@@ -860,7 +900,7 @@ export interface NativeOps {
    * written into row `t` (keys 0..t), or (cross-attention) `kv` [B, Tk, 2D], the memory's precomputed K|V
    * (rows D..3D-1 of qkvWeight applied to memory) with an optional keyPaddingMask [B, Tk]. out [B, D] = the
    * attention layer's output for that row, with the scores scaled by `scale` (default 1/√Dh). Exactly one of
-   * cache and kv.
+   * cache and kv. qkvWeightPacked, projWeightPacked (optional): the weights prepacked by packWeights.
    */
   attentionDecode(a: AttentionDecodeArgs): void;
   /**
@@ -1010,5 +1050,5 @@ export interface NativeOps {
 }
 
 /** Every op name, in the order of the op table (native/ops/ops.h). */
-export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
+export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'packWeights', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
 export type OpName = (typeof OP_NAMES)[number];

@@ -10,11 +10,17 @@ namespace nf {
 struct Status {
   std::string op;       // the op that failed, e.g. "layernorm_forward"
   std::string message;  // empty when ok
+  // The JS error code when it is not the binding's default (ERR_NF_KERNEL): an argument only the
+  // kernel can check (a prepacked weight against the active ISA variant) is ERR_NF_INVALID_ARG.
+  const char* code = nullptr;
 
   bool ok() const { return message.empty(); }
   static Status Ok() { return {}; }
   static Status Error(std::string op, std::string message) {
     return Status{std::move(op), std::move(message)};
+  }
+  static Status InvalidArg(std::string op, std::string message) {
+    return Status{std::move(op), std::move(message), "ERR_NF_INVALID_ARG"};
   }
 };
 

@@ -14,6 +14,9 @@
 // inner (dQ rows accumulate). Causal tiles wholly above the diagonal are skipped. Every tile
 // product is one micro-kernel, O += P V on rows (tile_accumulate), with K and V tiles transposed
 // into scratch so keys lie along the vector lanes.
+// Projections: prepacked weights (qkvWeightPacked, projWeightPacked from packWeights), when given,
+// replace the weights in the projections' GEMMs (cross-attention's K|V product reads the packed
+// columns from D on when D starts a panel, else packs its rows of Wqkv as without them).
 // Layout: Q, K, V are read in place from the projection buffers with row strides (self-attention
 // qkv [B, T, 3D] = Q | K | V per token; cross-attention q [B, Tq, D] and kv [B, Tk, 2D] = K | V;
 // heads interleaved along D, [B, T, H, Dh]); O is ctx [B, Tq, D]; lse [B, H, Tq]; weights
@@ -29,6 +32,7 @@
 #include "../core/philox.h"
 #include "../core/threadpool.h"
 #include "linear.h"
+#include "packed.h"
 #include "isa.h"
 
 namespace nf::cpu::NF_ISA_NS {
@@ -399,27 +403,27 @@ void attention_core_backward(float* dq, float* dk, float* dv, const float* dout,
   });
 }
 
-void attention_forward(const ops::AttentionForward<float>& p) {
+void attention_forward(const ops::AttentionForward<float>& p, const PackedB& qkv_p, const PackedB& proj_p) {
   const AttentionDims& d = p.d;
   const AttentionMasks& masks = p.m;
   float *out = p.out, *weights = p.weights, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse;
   const float *x = p.x, *memory = p.memory, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
   const bool cross = memory != nullptr;
-  if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1)
-    NF_ISA_NS::linear_forward(q, nullptr, x, Wqkv, bqkv, {rq, D, D}, Act::none);
+  if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1: packed columns from D)
+    NF_ISA_NS::linear_forward(q, nullptr, x, Wqkv, bqkv, {rq, D, D}, Act::none, qkv_p);
     NF_ISA_NS::linear_forward(kv, nullptr, memory, Wqkv + D * D, bqkv ? bqkv + D : nullptr, {rk, D, 2 * D},
-                              Act::none);
+                              Act::none, qkv_p.from_column(D));
   } else {
-    NF_ISA_NS::linear_forward(qkv, nullptr, x, Wqkv, bqkv, {rq, D, 3 * D}, Act::none);
+    NF_ISA_NS::linear_forward(qkv, nullptr, x, Wqkv, bqkv, {rq, D, 3 * D}, Act::none, qkv_p);
   }
   const float* Q = cross ? q : qkv;
   const float* K = cross ? kv : qkv + D;
   NF_ISA_NS::attention_core_forward(ctx, lse, weights, Q, K, K + D, masks, core_dims(d, cross));
-  NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {rq, D, D}, Act::none);
+  NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {rq, D, D}, Act::none, proj_p);
 }
 
-void attention_decode(const ops::AttentionDecode<float>& p) {
+void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p, const PackedB& proj_p) {
   const AttentionDecodeDims& d = p.d;
   float *out = p.out, *cache = p.cache;
   const float *kv = p.kv, *x = p.x, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
@@ -434,7 +438,7 @@ void attention_decode(const ops::AttentionDecode<float>& p) {
   AttentionMasks masks;
   const float* K = kv;
   if (cache) {
-    NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, 3 * D}, Act::none);
+    NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, 3 * D}, Act::none, qkv_p);
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(cache + (b * d.max_t + d.t) * 2 * D, proj_in + b * 3 * D + D, sizeof(float) * 2 * D);
     c.Tk = d.t + 1;
@@ -442,14 +446,14 @@ void attention_decode(const ops::AttentionDecode<float>& p) {
     c.k = c.v = {d.max_t * 2 * D, 2 * D, c.Dh};
     K = cache;
   } else {
-    NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, D}, Act::none);
+    NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, D}, Act::none, qkv_p);
     c.Tk = d.Tk;
     c.q = {D, D, c.Dh};
     c.k = c.v = {d.Tk * 2 * D, 2 * D, c.Dh};
     masks.key_padding = p.key_padding;
   }
   NF_ISA_NS::attention_core_forward(ctx, nullptr, nullptr, proj_in, K, K + D, masks, c);
-  NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {B, D, D}, Act::none);
+  NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {B, D, D}, Act::none, proj_p);
 }
 
 void attention_backward(const ops::AttentionBackward<float>& p) {
@@ -483,12 +487,23 @@ void attention_backward(const ops::AttentionBackward<float>& p) {
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
+// The checked prepacked weights of a forward op (see packed_weight).
+template <class P>
+Status attention_packed(PackedB* qkv_p, PackedB* proj_p, const P& p, int64_t D, Isa isa, const char* op) {
+  NF_TRY(packed_weight(qkv_p, p.Wqkv_packed, 3 * D, D, isa, op, "qkvWeightPacked"));
+  return packed_weight(proj_p, p.Wproj_packed, D, D, isa, op, "projWeightPacked");
+}
+
 Status run(const ops::AttentionForward<float>& p) {
   const AttentionDims& d = p.d;
-  NF_TRY(ops::attention_check("attention_forward", d, p.memory != nullptr, p.qkv, p.q, p.kv));
-  NF_CHECK(thread_scratch(ScratchSlot::tile, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, d.Tq)), "attention_forward",
+  const char* op = "attention_forward";
+  NF_TRY(ops::attention_check(op, d, p.memory != nullptr, p.qkv, p.q, p.kv));
+  const Isa isa = active_isa();
+  PackedB qkv_p, proj_p;
+  NF_TRY(attention_packed(&qkv_p, &proj_p, p, d.D, isa, op));
+  NF_CHECK(thread_scratch(ScratchSlot::tile, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, d.Tq)), op,
            "out of memory for the attention tiles");
-  NF_DISPATCH(attention_forward, p);
+  NF_DISPATCH_TO(isa, attention_forward, p, qkv_p, proj_p);
   return Status::Ok();
 }
 
@@ -500,10 +515,13 @@ Status run(const ops::AttentionDecode<float>& p) {
            "exactly one of cache (self-attention) and kv (cross-attention)");
   if (p.cache) NF_CHECK(d.t >= 0 && d.t < d.max_t, op, "t must be in [0, max_t)");
   else NF_CHECK(d.Tk >= 1, op, "Tk must be at least 1");
+  const Isa isa = active_isa();
+  PackedB qkv_p, proj_p;
+  NF_TRY(attention_packed(&qkv_p, &proj_p, p, d.D, isa, op));
   NF_CHECK(thread_scratch(ScratchSlot::layer, sizeof(float) * d.B * 4 * d.D) &&
                thread_scratch(ScratchSlot::tile, sizeof(float) * scalar::forward_scratch_floats(d.D / d.H, 1)),
            op, "out of memory for the decode buffers");
-  NF_DISPATCH(attention_decode, p);
+  NF_DISPATCH_TO(isa, attention_decode, p, qkv_p, proj_p);
   return Status::Ok();
 }
 

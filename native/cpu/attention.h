@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "../ops/attention.h"
+#include "gemm.h"
 #include "kernel_decl.h"
 
 namespace nf::cpu {
@@ -24,7 +25,8 @@ using ops::AttentionMasks;
 //   cross-attention q [B, Tq, D] and kv [B, Tk, 2D] (K | V; qkv null); ctx [B, Tq, D], the
 //   attention output before proj; lse [B, H, Tq], each row's log Σ exp(score) (-inf when fully
 //   blocked).
-//   Weights: Wqkv [3D, D] (rows: q, k, v), bqkv [3D] (optional), Wproj [D, D], bproj [D] (optional).
+//   Weights: Wqkv [3D, D] (rows: q, k, v), bqkv [3D] (optional), Wproj [D, D], bproj [D] (optional),
+//   and (optional) Wqkv, Wproj prepacked by packWeights, read instead of packing them.
 Status run(const ops::AttentionForward<float>& p);
 
 // The attentionBackward op: dx [B, Tq, D] and dmemory [B, Tk, D] (cross-attention, optional) are
@@ -43,8 +45,11 @@ NF_KERNEL_DECL(void attention_core_forward(float* o, float* lse, float* weights,
 NF_KERNEL_DECL(void attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                                             const float* k, const float* v, const float* o, const float* lse,
                                             const AttentionMasks& masks, const AttentionCoreDims& d))
-NF_KERNEL_DECL(void attention_decode(const ops::AttentionDecode<float>& p))
-NF_KERNEL_DECL(void attention_forward(const ops::AttentionForward<float>& p))
+// qkv_p, proj_p: the ops' qkvWeightPacked, projWeightPacked, checked (empty: not given).
+NF_KERNEL_DECL(void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p = {},
+                                     const PackedB& proj_p = {}))
+NF_KERNEL_DECL(void attention_forward(const ops::AttentionForward<float>& p, const PackedB& qkv_p = {},
+                                      const PackedB& proj_p = {}))
 NF_KERNEL_DECL(void attention_backward(const ops::AttentionBackward<float>& p))
 
 }  // namespace nf::cpu

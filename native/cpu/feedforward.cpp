@@ -4,8 +4,9 @@
 //   Backward: da = dy W2; dW2 += dyᵀ a; db2 += Σ dy; dh = (da ∘ mask/(1-p)) ∘ act'(h);
 //   dx = dh W1; dW1 += dhᵀ x; db1 += Σ dh. The mask is regenerated from (seed, offset).
 // Layout: x, y, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
-// fc1's bias and activation run in the GEMM epilogue, which also writes h. Backward keeps da/dh
-// [rows, F] in the calling thread's scratch slot `layer`.
+// fc1's bias and activation run in the GEMM epilogue, which also writes h. The forward reads
+// prepacked weights (W1Packed, W2Packed from packWeights) instead of packing W1, W2 when given.
+// Backward keeps da/dh [rows, F] in the calling thread's scratch slot `layer`.
 // Dimension key: rows = B*T, D = model width, F = hidden width.
 #include "feedforward.h"
 
@@ -13,6 +14,7 @@
 #include "../core/philox.h"
 #include "../core/threadpool.h"
 #include "linear.h"
+#include "packed.h"
 #include "isa.h"
 
 namespace nf::cpu::NF_ISA_NS {
@@ -31,13 +33,13 @@ void apply_dropout(float* v, int64_t i0, int64_t i1, const FeedForwardDims& d) {
 
 }  // namespace
 
-void feedforward_forward(const ops::FeedForwardForward<float>& p) {
+void feedforward_forward(const ops::FeedForwardForward<float>& p, const PackedB& W1p, const PackedB& W2p) {
   const FeedForwardDims& d = p.d;
   const int64_t F = d.F;
-  NF_ISA_NS::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, F}, d.activation);
+  NF_ISA_NS::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, F}, d.activation, W1p);
   if (d.dropout > 0.0f)
     parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) { apply_dropout(p.a, r0 * F, r1 * F, d); });
-  NF_ISA_NS::linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, F, d.D}, Act::none);
+  NF_ISA_NS::linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, F, d.D}, Act::none, W2p);
 }
 
 void feedforward_backward(const ops::FeedForwardBackward<float>& p) {
@@ -58,9 +60,14 @@ void feedforward_backward(const ops::FeedForwardBackward<float>& p) {
 namespace nf::cpu {
 
 Status run(const ops::FeedForwardForward<float>& p) {
-  NF_TRY(ops::feedforward_check("feedforward_forward", p.d));
+  const char* op = "feedforward_forward";
+  NF_TRY(ops::feedforward_check(op, p.d));
+  const Isa isa = active_isa();
+  PackedB W1p, W2p;
+  NF_TRY(packed_weight(&W1p, p.W1_packed, p.d.F, p.d.D, isa, op, "W1Packed"));
+  NF_TRY(packed_weight(&W2p, p.W2_packed, p.d.D, p.d.F, isa, op, "W2Packed"));
   if (p.d.rows == 0) return Status::Ok();
-  NF_DISPATCH(feedforward_forward, p);
+  NF_DISPATCH_TO(isa, feedforward_forward, p, W1p, W2p);
   return Status::Ok();
 }
 

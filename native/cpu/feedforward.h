@@ -19,7 +19,9 @@ Status run(const ops::FeedForwardForward<float>& p);
 // dW2 += dyᵀ a; db2 += Σ dy. The dropout mask is regenerated from (seed, offset).
 Status run(const ops::FeedForwardBackward<float>& p);
 
-NF_KERNEL_DECL(void feedforward_forward(const ops::FeedForwardForward<float>& p))
+// W1p, W2p: the op's W1Packed, W2Packed, checked (empty: not given).
+NF_KERNEL_DECL(void feedforward_forward(const ops::FeedForwardForward<float>& p, const PackedB& W1p = {},
+                                        const PackedB& W2p = {}))
 NF_KERNEL_DECL(void feedforward_backward(const ops::FeedForwardBackward<float>& p))
 
 }  // namespace nf::cpu

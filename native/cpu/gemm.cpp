@@ -22,6 +22,10 @@
 // core hands its second chunk to the others (+7-19% with one busy neighbour on 2 cores, no cost
 // on a quiet machine). Inside a parallel region it runs on the calling thread alone.
 // Scratch: ScratchSlot::gemm_pack of the running thread holds the packed B block followed by the packed A block.
+// Prepacked B (PackedB, a weight packed once by pack_weights for the packWeights op): op(B) whole in
+// the same panels, k block after k block (native/ops/packed.h), so a column block of a k block is
+// a contiguous run of panels that macro_tiles reads in place instead of packing; pack_weights packs
+// each panel with the same packer, so the micro-kernel sees the same values either way.
 #include "gemm.h"
 
 #include <algorithm>
@@ -77,10 +81,15 @@ struct Plan {
   size_t scratch_bytes() const { return sizeof(float) * (b_block_floats() + ceil_div(row_panels, nIC) * MR * kc + 16); }
 };
 
+// K cut into *n blocks of *kc (the last may be shorter): as few as KC allows, as even as possible.
+void k_blocks(int64_t K, int64_t* n, int64_t* kc) {
+  *n = std::max<int64_t>(1, ceil_div(K, KC));
+  *kc = ceil_div(K, *n);
+}
+
 Plan make_plan(const GemmDims& d) {
   Plan p;
-  p.nKC = std::max<int64_t>(1, ceil_div(d.K, KC));
-  p.kc = ceil_div(d.K, p.nKC);
+  k_blocks(d.K, &p.nKC, &p.kc);
   p.row_panels = ceil_div(d.M, MR);
   p.col_panels = ceil_div(d.N, NR);
   // Column blocks as wide as the B block budget allows; row blocks of about MC.
@@ -199,14 +208,18 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
 }
 
 // Row blocks [ic0, ic1) of column block jc of one batch entry, over all of K: for each k block,
-// the B block is packed once into bp and reused by every row block, each packed in turn into ap.
+// the B block is packed once into bp (or found in `packed`) and reused by every row block, each
+// packed in turn into ap.
 void macro_tiles(float* C, float* preact, const float* A, const float* B, float* bp, float* ap, const float* bias,
-                 const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1) {
+                 const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1, const PackedB& packed) {
   const int64_t j0 = p.col(jc), nc = std::min(d.N, p.col(jc + 1)) - j0;
   for (int64_t pc = 0; pc < p.nKC; ++pc) {
     const int64_t k0 = pc * p.kc, kc = std::min(p.kc, d.K - k0);
     const bool first = pc == 0, last = pc == p.nKC - 1;
-    if (d.transB)
+    const float* b = bp;  // the B block: [nc / NR panels][kc][NR]
+    if (packed)
+      b = packed.panels + k0 * packed.ld + (packed.col0 + j0) * kc;
+    else if (d.transB)
       pack_transposed<NR>(bp, B + j0 * d.ldb + k0, d.ldb, nc, kc);
     else
       pack_k_major<NR>(bp, B + k0 * d.ldb + j0, d.ldb, nc, kc);
@@ -222,12 +235,12 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
         for (int64_t i = 0; i < mc; i += MR) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, mc - i));
-          const float *a = ap + i * kc, *b = bp + j * kc;
+          const float *a = ap + i * kc, *bj = b + j * kc;
           float* c = C + (i0 + i) * d.ldc + j0 + j;
           // A short last row panel (M % MR rows) runs a narrower tile: MR / 3 or 2 MR / 3 rows.
-          if (mr <= MR / 3) micro_tile<MR / 3>(kc, a, b, c, mr, nr, e);
-          else if (mr <= 2 * MR / 3) micro_tile<2 * MR / 3>(kc, a, b, c, mr, nr, e);
-          else micro_tile<MR>(kc, a, b, c, mr, nr, e);
+          if (mr <= MR / 3) micro_tile<MR / 3>(kc, a, bj, c, mr, nr, e);
+          else if (mr <= 2 * MR / 3) micro_tile<2 * MR / 3>(kc, a, bj, c, mr, nr, e);
+          else micro_tile<MR>(kc, a, bj, c, mr, nr, e);
           if (e.preact) e.preact += MR * d.ldc;
         }
       }
@@ -239,7 +252,8 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
 
 void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) { *bytes = make_plan(d).scratch_bytes(); }
 
-void gemm(float* C, float* preact, const float* A, const float* B, const float* bias, const GemmDims& d) {
+void gemm(float* C, float* preact, const float* A, const float* B, const float* bias, const GemmDims& d,
+          const PackedB& packed) {
   if (d.M == 0 || d.N == 0) return;
   const Plan p = make_plan(d);
   // Macro-tiles t = (batch entry, column block, row block), row block fastest; two contiguous
@@ -253,9 +267,32 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
       const int64_t group = t / p.nIC, b = group / p.nJC, jc = group % p.nJC;
       const int64_t ic0 = t % p.nIC, ic1 = std::min(p.nIC, ic0 + (t1 - t));
       macro_tiles(C + b * d.strideC, preact ? preact + b * d.strideC : nullptr, A + b * d.strideA,
-                  B + b * d.strideB, bp, ap, bias, d, p, jc, ic0, ic1);
+                  B + b * d.strideB, bp, ap, bias, d, p, jc, ic0, ic1, packed);
       t += ic1 - ic0;
     }
+  });
+}
+
+void gemm_panel_shape(int* nr, int64_t* kc_max) {
+  *nr = NR;
+  *kc_max = KC;
+}
+
+// For each k block of the GEMM's plan for K, the 32·⌈N / 32⌉ / NR panels of op(B) = Wᵀ (W [N, K] is
+// B stored transposed), each packed as macro_tiles packs it; panels wholly past N are zero. One
+// panel (all its k blocks) per task.
+void pack_weights(float* panels, const float* W, int64_t N, int64_t K) {
+  int64_t nKC = 0, kc = 0;
+  k_blocks(K, &nKC, &kc);
+  const int64_t ld = ops::packed_width(N);
+  parallel_for(ld / NR, [&](int64_t p0, int64_t p1) {
+    for (int64_t j0 = p0 * NR; j0 < p1 * NR; j0 += NR)
+      for (int64_t pc = 0; pc < nKC; ++pc) {
+        const int64_t k0 = pc * kc, depth = std::min(kc, K - k0);
+        float* dst = panels + k0 * ld + j0 * depth;
+        if (j0 < N) pack_transposed<NR>(dst, W + j0 * K + k0, K, std::min<int64_t>(NR, N - j0), depth);
+        else std::memset(dst, 0, sizeof(float) * depth * NR);
+      }
   });
 }
 

@@ -18,11 +18,38 @@ using Act = ops::Act;
 using GemmDims = ops::GemmDims;
 using ops::gemm_check;
 
+// An op(B) already in the GEMM's micro-panel layout: a weight prepacked by the packWeights op
+// (native/cpu/packed.h has the layout; packed_weight reads a buffer's header into one of these).
+// The GEMM reads columns [col0, col0 + N) of it instead of packing B, with the same result bit for
+// bit (the micro-kernel sees the same panels).
+struct PackedB {
+  const float* panels = nullptr;  // the first k block (null: not packed, the GEMM packs B itself)
+  int64_t ld = 0;                 // floats per k row of a k block: 32·⌈N / 32⌉ of the whole packing
+  int64_t col0 = 0;               // the column of op(B) the GEMM's column 0 is (a multiple of nr)
+  int nr = 0;                     // the panels' width (the micro-kernel's NR)
+
+  explicit operator bool() const { return panels != nullptr; }
+  // Columns from `c` on; not packed (the GEMM then packs B itself) unless `c` starts a panel.
+  PackedB from_column(int64_t c) const {
+    if (!panels || c % nr != 0) return {};
+    PackedB p = *this;
+    p.col0 += c;
+    return p;
+  }
+};
+
 // The gemm op: the public, ISA-dispatched entry point (validates, then runs on the thread pool).
 Status run(const ops::Gemm<float>& p);
 
 // One variant per ISA. Expects checked dims. Runs threaded unless called inside a parallel region.
+// With `packed` (a packing of op(B) for this variant, K = d.K), B is not read.
 NF_KERNEL_DECL(void gemm(float* C, float* preact, const float* A, const float* B, const float* bias,
-                         const GemmDims& d))
+                         const GemmDims& d, const PackedB& packed = {}))
+
+// The micro-kernel's panel width NR and the largest k block KC of each variant.
+NF_KERNEL_DECL(void gemm_panel_shape(int* nr, int64_t* kc_max))
+// Writes the panels of a packWeights buffer for this variant (everything after its header, see
+// native/ops/packed.h): op(B) = Wᵀ for W [N, K], exactly as the GEMM would pack it block by block.
+NF_KERNEL_DECL(void pack_weights(float* panels, const float* W, int64_t N, int64_t K))
 
 }  // namespace nf::cpu

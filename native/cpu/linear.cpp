@@ -1,26 +1,28 @@
 // Linear layer, forward and backward, on top of the GEMM.
 // Math: y = act(x Wᵀ + b); dx = dy W; dW += dyᵀ x; db += Σ_rows dy (the column sums also give a
 //   per-column scale's gradient, Σ_rows dy ∘ x).
-// Layout: x [rows, in], W [out, in], b [out], y/dy [rows, out], all row-major.
+// Layout: x [rows, in], W [out, in], b [out], y/dy [rows, out], all row-major. The forward reads a
+// prepacked W (WPacked, from packWeights) instead of packing W when given.
 // Dimension key: rows = B*T, in/out = feature widths.
 #include "linear.h"
 
 #include <algorithm>
 
 #include "../core/threadpool.h"
+#include "packed.h"
 #include "isa.h"
 
 namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
 
 void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, const LinearDims& d,
-                    Act act) {
+                    Act act, const PackedB& Wp) {
   GemmDims g;
   g.M = d.rows, g.N = d.out, g.K = d.in;
   g.transB = true;
   g.lda = d.in, g.ldb = d.in, g.ldc = d.out;
   g.act = act;
-  NF_ISA_NS::gemm(y, preact, x, W, b, g);
+  NF_ISA_NS::gemm(y, preact, x, W, b, g, Wp);
 }
 
 void bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x) {
@@ -80,8 +82,11 @@ namespace nf::cpu {
 
 Status run(const ops::LinearForward<float>& p) {
   NF_TRY(ops::linear_check("linear_forward", p.d));
+  const Isa isa = active_isa();
+  PackedB Wp;
+  NF_TRY(packed_weight(&Wp, p.W_packed, p.d.out, p.d.in, isa, "linear_forward", "WPacked"));
   if (p.d.rows == 0) return Status::Ok();
-  NF_DISPATCH(linear_forward, p.y, p.preact, p.x, p.W, p.b, p.d, p.act);
+  NF_DISPATCH_TO(isa, linear_forward, p.y, p.preact, p.x, p.W, p.b, p.d, p.act, Wp);
   return Status::Ok();
 }
 

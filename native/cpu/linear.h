@@ -10,7 +10,7 @@ namespace nf::cpu {
 using LinearDims = ops::LinearDims;
 
 // The linearForward op: y[rows,out] = act(x[rows,in] W[out,in]ᵀ + b[out]); b optional; preact
-// (optional) receives the value before the activation.
+// (optional) receives the value before the activation; WPacked (optional) is W prepacked.
 Status run(const ops::LinearForward<float>& p);
 
 // The linearBackward op: dx[rows,in] = dy W (overwritten; skipped when dx is null); dW += dyᵀ x;
@@ -20,8 +20,9 @@ Status run(const ops::LinearBackward<float>& p);
 // The variants below are the building blocks other kernels (attention, the feed-forward network,
 // the patch embedding) run their products through.
 
+// With `Wp` (W prepacked for this variant), W is not read.
 NF_KERNEL_DECL(void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b,
-                                   const LinearDims& d, Act act))
+                                   const LinearDims& d, Act act, const PackedB& Wp = {}))
 NF_KERNEL_DECL(void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x,
                                     const float* W, const LinearDims& d))
 // db[n] += Σ_rows dy[row, n] for dy [rows, n]: the bias gradient of any row-broadcast bias; with x

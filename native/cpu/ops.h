@@ -14,5 +14,6 @@
 #include "logits.h"
 #include "loss.h"
 #include "optim.h"
+#include "packed.h"
 #include "patch_embed.h"
 #include "peak.h"

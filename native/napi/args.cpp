@@ -171,7 +171,7 @@ template int32_t* Args::array<int32_t>(const char*, int64_t, bool);
 template uint8_t* Args::array<uint8_t>(const char*, int64_t, bool);
 
 void check(Napi::Env env, const Status& s) {
-  if (!s.ok()) throw_error(env, "ERR_NF_KERNEL", s.op + ": " + s.message);
+  if (!s.ok()) throw_error(env, s.code ? s.code : "ERR_NF_KERNEL", s.op + ": " + s.message);
 }
 
 namespace {
@@ -209,7 +209,7 @@ class OpWorker : public Napi::AsyncWorker {
       return;
     }
     Napi::Error e = Napi::Error::New(env, status_.op + ": " + status_.message);
-    e.Set("code", Napi::String::New(env, "ERR_NF_KERNEL"));
+    e.Set("code", Napi::String::New(env, status_.code ? status_.code : "ERR_NF_KERNEL"));
     deferred_.Reject(e.Value());
   }
 

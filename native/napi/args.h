@@ -62,7 +62,7 @@ class Args {
   std::vector<Napi::Value> arrays_;
 };
 
-// Throws a JS Error (code ERR_NF_KERNEL) when a kernel reports a failure.
+// Throws a JS Error when a kernel reports a failure: code ERR_NF_KERNEL, or the Status's own code.
 void check(Napi::Env env, const Status& s);
 
 // Registers `name` on exports: a function taking one options object, whose `parse` reads and

@@ -1,4 +1,4 @@
-// ISA binding: which CPU kernel variant runs (isaInfo, setIsa) and the load-time self-check's
+// ISA binding: which CPU kernel variant runs (isaInfo, activeIsa, setIsa) and the load-time self-check's
 // verdict (native/core/cpu_features.h). Registering it settles the active variant, which runs the
 // self-check, so the check happens while the addon loads rather than inside the first op.
 #include <napi.h>
@@ -50,6 +50,9 @@ Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// The active variant's name alone: what a caller checking it often (lib/prepack.ts) reads.
+Napi::Value ActiveIsa(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), isa_name(active_isa())); }
+
 Napi::Value SetIsa(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Isa isa;
@@ -72,6 +75,7 @@ Napi::Value ClaimSelfCheckWarning(const Napi::CallbackInfo& info) {
 NF_REGISTER_OPS(isa) {
   (void)active_isa();  // settles the initial variant: runs the self-check now, at load
   exports.Set("isaInfo", Napi::Function::New(env, IsaInfo, "isaInfo"));
+  exports.Set("activeIsa", Napi::Function::New(env, ActiveIsa, "activeIsa"));
   exports.Set("setIsa", Napi::Function::New(env, SetIsa, "setIsa"));
   exports.Set("claimSelfCheckWarning", Napi::Function::New(env, ClaimSelfCheckWarning, "claimSelfCheckWarning"));
 }

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "../core/status.h"
+#include "packed.h"
 #include "schema.h"
 
 namespace nf::ops {
@@ -117,6 +118,15 @@ void attention_common(R& r, AttentionDims& d, AttentionMasks& m, const T*& memor
   attention_scale(r, d.scale);
 }
 
+// The optional prepacked weights of the forward ops (packWeights): qkvWeight [3D, D] as N = 3D, K = D,
+// projWeight [D, D] as N = K = D.
+template <class R, class T>
+void attention_packed(R& r, int64_t D, const T*& qkv, const T*& proj) {
+  r.in(qkv, "qkvWeightPacked", NF_PACKED_SHAPE(3 * D, D, "3 · D", "D"), optional,
+       doc("qkvWeight prepacked by packWeights (N = 3 · D, K = D)"));
+  r.in(proj, "projWeightPacked", NF_PACKED_SHAPE(D, D, "D", "D"), optional, doc("projWeight prepacked by packWeights (N = K = D)"));
+}
+
 // The buffers the forward saves for the backward (P = T*) and the backward takes back (P = const T*):
 // the projections (self-attention qkv, cross-attention q and kv), ctx and lse.
 template <class R, class P>
@@ -138,7 +148,9 @@ struct AttentionForward {
       "projWeight [D, D], projBias [D] (biases optional). `weights` (optional output) receives the pre-dropout "
       "attention weights [B, H, Tq, Tk]. Fills the saved buffers (qkv, or q and kv; ctx; lse). Dropout weight "
       "(b, h, i, j) uses element ((b*H + h)*Tq + i)*Tk + j of the Philox stream (seed, offset); kept weights "
-      "are scaled by 1/(1-p). Backward must get the same dropoutP, seed and offset.";
+      "are scaled by 1/(1-p). Backward must get the same dropoutP, seed and offset. qkvWeightPacked, "
+      "projWeightPacked (optional): the weights prepacked by packWeights, read by the CPU kernels instead of packing "
+      "them (same result, bit for bit).";
   AttentionDims d;
   AttentionMasks m;
   const T* memory = nullptr;
@@ -154,6 +166,8 @@ struct AttentionForward {
   const T* bqkv = nullptr;
   const T* Wproj = nullptr;
   const T* bproj = nullptr;
+  const T* Wqkv_packed = nullptr;
+  const T* Wproj_packed = nullptr;
 
   template <class R>
   static void fields(R& r, AttentionForward& p) {
@@ -168,6 +182,7 @@ struct AttentionForward {
     r.in(p.bqkv, "qkvBias", NF_SHAPE(3 * d.D), optional);
     r.in(p.Wproj, "projWeight", NF_SHAPE(d.D, d.D));
     r.in(p.bproj, "projBias", NF_SHAPE(d.D), optional);
+    attention_packed(r, d.D, p.Wqkv_packed, p.Wproj_packed);
   }
 };
 
@@ -240,7 +255,7 @@ struct AttentionDecode {
       "written into row `t` (keys 0..t), or (cross-attention) `kv` [B, Tk, 2D], the memory's precomputed K|V "
       "(rows D..3D-1 of qkvWeight applied to memory) with an optional keyPaddingMask [B, Tk]. out [B, D] = the "
       "attention layer's output for that row, with the scores scaled by `scale` (default 1/√Dh). Exactly one of cache "
-      "and kv.";
+      "and kv. qkvWeightPacked, projWeightPacked (optional): the weights prepacked by packWeights.";
   AttentionDecodeDims d;
   T* out = nullptr;
   T* cache = nullptr;
@@ -251,6 +266,8 @@ struct AttentionDecode {
   const T* bqkv = nullptr;
   const T* Wproj = nullptr;
   const T* bproj = nullptr;
+  const T* Wqkv_packed = nullptr;
+  const T* Wproj_packed = nullptr;
 
   template <class R>
   static void fields(R& r, AttentionDecode& p) {
@@ -276,6 +293,7 @@ struct AttentionDecode {
     r.in(p.bqkv, "qkvBias", NF_SHAPE(3 * d.D), optional);
     r.in(p.Wproj, "projWeight", NF_SHAPE(d.D, d.D));
     r.in(p.bproj, "projBias", NF_SHAPE(d.D), optional);
+    attention_packed(r, d.D, p.Wqkv_packed, p.Wproj_packed);
   }
 };
 

@@ -9,6 +9,7 @@
 
 #include "../core/status.h"
 #include "activation.h"
+#include "packed.h"
 #include "schema.h"
 
 namespace nf::ops {
@@ -54,7 +55,8 @@ struct FeedForwardForward {
       "Saves h [rows, F] = x W1ᵀ + b1 (optional: omit when no backward follows) and a [rows, F] = "
       "dropout(act(h)), the fc2 input. Dropout (probability `dropout`, default 0) on the hidden activation keeps "
       "element row*F + f by the Philox stream (seed, offset), scaling kept values by 1/(1 − dropout); backward "
-      "must get the same values.";
+      "must get the same values. W1Packed, W2Packed (optional): the weights prepacked by packWeights, read by "
+      "the CPU kernels instead of packing W1, W2 (same result, bit for bit).";
   FeedForwardDims d;
   T* y = nullptr;
   T* h = nullptr;
@@ -64,6 +66,8 @@ struct FeedForwardForward {
   const T* b1 = nullptr;
   const T* W2 = nullptr;
   const T* b2 = nullptr;
+  const T* W1_packed = nullptr;
+  const T* W2_packed = nullptr;
 
   template <class R>
   static void fields(R& r, FeedForwardForward& p) {
@@ -77,6 +81,8 @@ struct FeedForwardForward {
     r.in(p.b1, "b1", NF_SHAPE(d.F));
     r.in(p.W2, "W2", NF_SHAPE(d.D, d.F));
     r.in(p.b2, "b2", NF_SHAPE(d.D));
+    r.in(p.W1_packed, "W1Packed", NF_PACKED_SHAPE(d.F, d.D, "F", "D"), optional, doc("W1 prepacked by packWeights (N = F, K = D)"));
+    r.in(p.W2_packed, "W2Packed", NF_PACKED_SHAPE(d.D, d.F, "D", "F"), optional, doc("W2 prepacked by packWeights (N = D, K = F)"));
   }
 };
 

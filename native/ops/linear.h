@@ -13,6 +13,7 @@
 
 #include "../core/status.h"
 #include "activation.h"
+#include "packed.h"
 #include "schema.h"
 
 namespace nf::ops {
@@ -123,7 +124,8 @@ struct LinearForward {
   static constexpr const char* name = "linearForward";
   static constexpr const char* summary =
       "y = act(x Wᵀ + b), PyTorch's nn.Linear: x [rows, inFeatures], W [outFeatures, inFeatures], b "
-      "[outFeatures], y and preact (the value before act, optional) [rows, outFeatures].";
+      "[outFeatures], y and preact (the value before act, optional) [rows, outFeatures]. WPacked (optional): W "
+      "prepacked by packWeights, which the CPU kernels read instead of packing W (same result, bit for bit).";
   LinearDims d;
   Act act = Act::none;
   T* y = nullptr;
@@ -131,6 +133,7 @@ struct LinearForward {
   const T* x = nullptr;
   const T* W = nullptr;
   const T* b = nullptr;
+  const T* W_packed = nullptr;
 
   template <class R>
   static void fields(R& r, LinearForward& p) {
@@ -143,6 +146,8 @@ struct LinearForward {
     r.in(p.x, "x", Shape("[rows, inFeatures]", p.d.rows, p.d.in));
     r.in(p.W, "W", Shape("[outFeatures, inFeatures]", p.d.out, p.d.in));
     r.in(p.b, "b", Shape("[outFeatures]", p.d.out), optional);
+    r.in(p.W_packed, "WPacked", NF_PACKED_SHAPE(p.d.out, p.d.in, "outFeatures", "inFeatures"), optional,
+         doc("W prepacked by packWeights (N = outFeatures, K = inFeatures) for the active CPU kernels"));
   }
 };
 

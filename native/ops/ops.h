@@ -16,6 +16,7 @@
 #include "logits.h"
 #include "loss.h"
 #include "optim.h"
+#include "packed.h"
 #include "patch_embed.h"
 #include "peak.h"
 
@@ -30,7 +31,7 @@ struct OpList {
   }
 };
 
-using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, LinearForward, LinearBackward,
+using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, PackWeights, LinearForward, LinearBackward,
                       FeedForwardForward, FeedForwardBackward, AttentionForward, AttentionBackward,
                       AttentionDecode, PatchEmbedForward, PatchEmbedBackward, EmbeddingForward, EmbeddingBackward,
                       SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward, Add,

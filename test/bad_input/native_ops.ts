@@ -54,6 +54,7 @@ const ops: { op: string; dims: string[]; args: () => Fields }[] = [
   { op: 'firstNonFinite', dims: ['n'], args: () => ({ n: 3, x: f32(3), index: new Float64Array(1) }) },
   { op: 'gemm', dims: ['M', 'N', 'K'], args: () => ({ M: 2, N: 3, K: 4, C: f32(6), A: f32(8), B: f32(12) }) },
   { op: 'linearForward', dims: ['rows', 'inFeatures', 'outFeatures'], args: () => ({ rows: 2, inFeatures: 4, outFeatures: 3, y: f32(6), x: f32(8), W: f32(12) }) },
+  { op: 'packWeights', dims: ['N', 'K'], args: () => ({ N: 3, K: 4, packed: f32(16 + 4 * 32), W: f32(12) }) },
   { op: 'linearBackward', dims: ['rows', 'inFeatures', 'outFeatures'], args: () => ({ rows: 2, inFeatures: 4, outFeatures: 3, dW: f32(12), dy: f32(6), x: f32(8), W: f32(12) }) },
 ];
 

@@ -14,4 +14,5 @@
 #include "logits.h"
 #include "loss.h"
 #include "optim.h"
+#include "packed.h"
 #include "patch_embed.h"

@@ -1,0 +1,67 @@
+// Prepacked weights: a Linear weight W [N, K] (y = x Wᵀ) copied once into the CPU GEMM's own
+// micro-panel layout, so inference products read it as it is instead of repacking W on every call
+// (the packWeights op; linearForward, feedforwardForward, attentionForward and attentionDecode take
+// such buffers as optional inputs next to their weights).
+// Layout (floats): a 16-float header (64 bytes, so the panels keep the buffer's 64-byte alignment)
+// holding int32 bit patterns — kPackedMagic, the ISA variant (0 scalar, 1 avx2, 2 avx512), NR, KC,
+// N, K, then zeros — followed by op(B) = Wᵀ [K, N] cut into the GEMM's k blocks (K in ⌈K / KC⌉
+// blocks of kc = ⌈K / ⌈K / KC⌉⌉ rows, the last one what is left), each block Np = 32·⌈N / 32⌉
+// columns wide and stored as Np / NR panels [depth][NR] one after the other: element (k, n) of the
+// block starting at row k0, `depth` rows deep, lies at
+//   16 + k0·Np + (n / NR)·depth·NR + (k − k0)·NR + n % NR,
+// and columns n ≥ N are zero. NR (the micro-kernel's width: 32 on AVX-512, 16 on AVX2, 4 on scalar)
+// divides 32, so the size, 16 + K·Np floats, is the same for every variant. The layout belongs to
+// the CPU kernels of one variant: a kernel given a buffer packed for another variant or other dims
+// rejects it (ERR_NF_INVALID_ARG naming the field); other backends ignore such buffers.
+// Dimension key: N output features (columns of op(B)), K input features (the reduction).
+#pragma once
+#include <cstdint>
+
+#include "schema.h"
+
+namespace nf::ops {
+
+constexpr int64_t kPackedHeader = 16;  // floats before the panels
+constexpr int64_t kPackedWidth = 32;   // columns are padded to a multiple of this (every NR divides it)
+// The header's first word: an arbitrary int32 whose float value (0.806) is unremarkable, so that it
+// does not dominate a relative comparison of two packings.
+constexpr int32_t kPackedMagic = 0x3F4E4650;
+// The header's words, in order.
+enum PackedWord { kWordMagic = 0, kWordIsa, kWordNR, kWordKC, kWordN, kWordK };
+
+// The width of a k block of the packing of an [N, K] weight, Np = 32 · ⌈N / 32⌉, and its floats,
+// 16 + K · Np.
+inline int64_t packed_width(int64_t N) { return (N + kPackedWidth - 1) / kPackedWidth * kPackedWidth; }
+inline int64_t packed_floats(int64_t N, int64_t K) { return kPackedHeader + K * packed_width(N); }
+
+// The shape of the packing of W [n, k] (dims named by their fields, e.g. "outFeatures").
+#define NF_PACKED_SHAPE(n, k, n_text, k_text) \
+  ::nf::ops::Shape("[16 + " k_text " · 32 · ⌈" n_text " / 32⌉]", ::nf::ops::packed_floats((n), (k)))
+
+// Dims of packed weights fit the header's int32 words.
+constexpr int64_t kMaxPackedDim = (int64_t(1) << 31) - 1;
+
+template <class T>
+struct PackWeights {
+  static constexpr const char* name = "packWeights";
+  static constexpr const char* summary =
+      "Packs a Linear weight W [N, K] (outputs × inputs, y = x Wᵀ) for the active CPU kernel variant: packed "
+      "[16 + K · 32 · ⌈N / 32⌉] receives a 16-float header (magic, ISA variant, NR, KC, N, K as int32 bit patterns) "
+      "and Wᵀ in the GEMM's micro-panel layout (native/ops/packed.h). linearForward (WPacked), feedforwardForward "
+      "(W1Packed, W2Packed), attentionForward and attentionDecode (qkvWeightPacked, projWeightPacked) read it "
+      "instead of packing W on every call, with bit-identical results; they reject a buffer packed for another "
+      "variant (after setIsa) or other dims. Repack whenever W changes. CPU only.";
+  int64_t N = 0, K = 0;
+  T* packed = nullptr;
+  const T* W = nullptr;
+
+  template <class R>
+  static void fields(R& r, PackWeights& p) {
+    r.dim(p.N, "N", 1, kMaxPackedDim);
+    r.dim(p.K, "K", 1, kMaxPackedDim);
+    r.out(p.packed, "packed", NF_PACKED_SHAPE(p.N, p.K, "N", "K"));
+    r.in(p.W, "W", NF_SHAPE(p.N, p.K));
+  }
+};
+
+}  // namespace nf::ops
