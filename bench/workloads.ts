@@ -82,7 +82,8 @@ export function trainingStep(model: BenchModel, x: Inputs): () => number {
     const logits = logitsOf(model, x);
     const { loss, grad } = crossEntropy(logits, x.labels!);
     logits.dispose();
-    model.backward(grad);
+    const dInputs: unknown = model.backward(grad); // a ViT's image gradient (a Transformer's tokens have none)
+    if (dInputs instanceof Tensor) dInputs.dispose();
     grad.dispose();
     opt.step();
     return loss;

@@ -123,7 +123,8 @@ export abstract class Module {
   private home: Device = 'cpu';
   /**
    * Tensors this module made in its last forward for its backward (saved activations,
-   * intermediates passed between children): freed when the next forward starts and by dispose().
+   * intermediates passed between children): freed when the next forward starts, which then reuses
+   * their memory for its own (lib/recycle.ts), and by dispose().
    */
   protected readonly activations = new Scope();
   /** Whether the last forward kept its activations (training mode, or eval({ keepActivations })), so a backward may follow. */
@@ -149,6 +150,7 @@ export abstract class Module {
   *forwardOps<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): Program<ProgramResult<M['forwardProgram']>> {
     const self = this as Module;
     const saves = self.savesActivations, finite = checkFiniteEnabled();
+    self.backwardReady = false; // until it returns: the activations of a forward that throws are not a backward's
     if (finite) self.checkInputs('forward', args);
     const out = yield* (self.forwardProgram as AnyProgramFn).apply(self, args);
     if (finite) assertFiniteIn(`the output of ${self.modulePath}.forward`, out);

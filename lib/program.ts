@@ -10,10 +10,14 @@
  * 'cuda', lib/device.ts); opFunction is the one place that decides, and an op whose arrays live on
  * both devices is an error (ERR_NF_DEVICE) naming them. Until a CUDA buffer exists in the process,
  * every op goes straight to the CPU addon.
+ *
+ * Memory: each run has a pool of the host buffers its intermediates free (lib/recycle.ts), so the
+ * run's next tensors of those sizes reuse them instead of allocating; the pool is freed when the run ends.
  */
 import { NodeformerError } from './errors';
 import { cuda, cudaInUse, isDeviceBuffer } from './device';
 import { native, type NativeBinding } from './native';
+import { HostPool, inPool } from './recycle';
 
 /** The ops a program can request: the CPU addon's (every op of the op table, native/ops/). */
 type Ops = NativeBinding;
@@ -79,34 +83,52 @@ function opFunction(req: OpRequest, name: string): RawOp {
   return (native as unknown as Record<string, RawOp | undefined>)[name] ?? hostOps[name];
 }
 
+/**
+ * Resumes `program` with the run's pool of recycled host buffers current (lib/recycle.ts): after
+ * its last op, or with that op's error thrown into it.
+ */
+function resume<T>(program: Program<T>, pool: HostPool, error: { value: unknown } | null): IteratorResult<OpRequest, T> {
+  return inPool(pool, () => (error ? program.throw(error.value) : program.next()));
+}
+
 /** Runs a program on the calling thread. */
 export function runSync<T>(program: Program<T>): T {
-  let step = program.next();
-  while (!step.done) {
-    let error: { value: unknown } | null = null;
-    try {
-      opFunction(step.value, step.value.op)(step.value.args);
-    } catch (e) {
-      error = { value: e };
+  const pool = new HostPool();
+  try {
+    let step = resume(program, pool, null);
+    while (!step.done) {
+      let error: { value: unknown } | null = null;
+      try {
+        opFunction(step.value, step.value.op)(step.value.args);
+      } catch (e) {
+        error = { value: e };
+      }
+      step = resume(program, pool, error);
     }
-    step = error ? program.throw(error.value) : program.next();
+    return step.value;
+  } finally {
+    pool.drain();
   }
-  return step.value;
 }
 
 /** Runs a program with every op on a worker thread; resolves with its result. */
 export async function runAsync<T>(program: Program<T>): Promise<T> {
-  let step = program.next();
-  while (!step.done) {
-    let error: { value: unknown } | null = null;
-    try {
-      await opFunction(step.value, `${step.value.op}Async`)(step.value.args);
-    } catch (e) {
-      error = { value: e };
+  const pool = new HostPool();
+  try {
+    let step = resume(program, pool, null);
+    while (!step.done) {
+      let error: { value: unknown } | null = null;
+      try {
+        await opFunction(step.value, `${step.value.op}Async`)(step.value.args);
+      } catch (e) {
+        error = { value: e };
+      }
+      step = resume(program, pool, error);
     }
-    step = error ? program.throw(error.value) : program.next();
+    return step.value;
+  } finally {
+    pool.drain();
   }
-  return step.value;
 }
 
 /**

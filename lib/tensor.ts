@@ -14,6 +14,7 @@
 import { checkDevice, cuda, type Device, type DeviceBuffer } from './device';
 import { describe, invalidArg, NodeformerError } from './errors';
 import { native } from './native';
+import { currentPool } from './recycle';
 
 export type DType = 'float32' | 'int32' | 'bool';
 export type TypedArrayOf<D extends DType> = D extends 'float32' ? Float32Array : D extends 'int32' ? Int32Array : Uint8Array;
@@ -46,13 +47,16 @@ const poison = !!process.env.NF_POISON_UNINITIALIZED && process.env.NF_POISON_UN
 
 /**
  * A host buffer of at least `bytes` plus the offset of its 64-byte aligned start. Zero-filled, or
- * uninitialized (Buffer.allocUnsafeSlow: V8-owned memory that skips the fill, never pooled).
+ * uninitialized (Buffer.allocUnsafeSlow: V8-owned memory that skips the fill, never pooled by Node).
+ * Inside a program run, a buffer that the run recycled (lib/recycle.ts), if one fits: of exactly
+ * that size for a zero-filled tensor (gradients, optimizer state: often long-lived), else of up to twice it.
  */
 function hostBuffer(bytes: number, uninitialized: boolean): { buffer: ArrayBuffer; offset: number } {
   const total = bytes + ALIGNMENT;
-  let buffer: ArrayBuffer;
+  let buffer = currentPool()?.take(total, uninitialized) ?? null;
+  if (buffer && !uninitialized) new Uint8Array(buffer).fill(0);
   try {
-    buffer = uninitialized ? (Buffer.allocUnsafeSlow(total).buffer as ArrayBuffer) : new ArrayBuffer(total);
+    buffer ??= uninitialized ? (Buffer.allocUnsafeSlow(total).buffer as ArrayBuffer) : new ArrayBuffer(total);
   } catch {
     throw new NodeformerError('ERR_NF_OUT_OF_MEMORY', `Out of memory allocating a tensor of ${bytes} bytes`);
   }
@@ -302,6 +306,19 @@ export class Tensor<D extends DType = DType> {
    */
   dispose(): void {
     this.releaseStorage();
+  }
+
+  /**
+   * @internal dispose() for an intermediate that no caller has seen: inside a program run, its host
+   * buffer goes to the run's pool (lib/recycle.ts) for the run's next tensor of the same size instead
+   * of being detached, so a view of its data kept from before would read that tensor's values.
+   */
+  recycle(): void {
+    const pool = currentPool();
+    if (!pool || !this.buffer || this.arena || this.slices > 0) return this.dispose();
+    pool.give(this.buffer);
+    this.buffer = null;
+    this._data = null;
   }
 
   /** Frees (or, for a slice of an arena, drops) this tensor's storage: what dispose() does, without a subclass's additions. */

@@ -69,7 +69,7 @@ export function* trainStepOps<M extends Module>(
       invalidArg('the model output', 'a float32 Tensor (write a custom step for models that return objects)', output);
     tmp.add(output);
     const { loss, grad } = yield* lossOps(lossFn, output as Tensor<'float32'>, targets);
-    tmp.add(grad);
+    tmp.addExposed(grad); // made by the loss function, whose author may keep a view of it
     if (k > 1) yield* op('scale', { n: grad.size, x: grad.storage, s: 1 / k });
     // The input gradients (a Tensor, or an object of them) are not the step's result: free them now.
     const inputGrads: unknown = yield* (model.backwardOps as AnyProgramFn).call(model, grad);

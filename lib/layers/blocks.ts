@@ -162,7 +162,7 @@ export class EncoderBlock extends Module {
     const t = this.training, scaled = ls ? yield* ls.forwardOps(this.activations.add(out)) : out;
     yield* drop.forwardInPlace(scaled, t);
     const kept = yield* path.forward(scaled, t, this.activations);
-    if (kept !== scaled) scaled.dispose();
+    if (kept !== scaled) scaled.recycle();
     return kept;
   }
 
@@ -180,14 +180,17 @@ export class EncoderBlock extends Module {
     }
     const a = yield* this.branch(this.ls1, this.drop1, this.path1, yield* this.attend(xt, options));
     const x1 = keep.add(yield* this.norm1.forwardResidual(a, xt));
-    a.dispose(); // norm1 keeps the sum it normalised; backward needs nothing else of a
+    a.recycle(); // norm1 keeps the sum it normalised; backward needs nothing else of a
     const m = yield* this.branch(this.ls2, this.drop2, this.path2, yield* this.mlp.forwardOps(x1));
     const y = yield* this.norm2.forwardResidual(m, x1);
-    m.dispose();
+    m.recycle();
     return y;
   }
 
-  /** dy [B, T, D] → dx [B, T, D]; accumulates the parameter gradients. */
+  /**
+   * dy [B, T, D] → dx [B, T, D]; accumulates the parameter gradients. Each gradient of the main path
+   * is freed once the layer that reads it has run (the branches' own, when active, at the end).
+   */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const tmp = new Scope(d);
@@ -199,13 +202,14 @@ export class EncoderBlock extends Module {
     let dx: Tensor<'float32'>;
     if (this.config.normFirst) {
       const dm = tmp.add(yield* this.mlp.backwardOps(yield* branch(this.drop2, this.path2, this.ls2, d)));
-      const dx1 = tmp.add(yield* this.norm2.backwardOps(dm, d));
+      const dx1 = tmp.replace(dm, yield* this.norm2.backwardOps(dm, d));
       const dh = tmp.add((yield* this.attn.backwardOps(yield* branch(this.drop1, this.path1, this.ls1, dx1))) as Tensor<'float32'>);
       dx = yield* this.norm1.backwardOps(dh, dx1);
     } else {
       const ds2 = tmp.add(yield* this.norm2.backwardOps(d));
       const dx1 = yield* accumulate(tmp.add(yield* this.mlp.backwardOps(yield* branch(this.drop2, this.path2, this.ls2, ds2))), ds2);
-      const ds1 = tmp.add(yield* this.norm1.backwardOps(dx1));
+      tmp.free(ds2);
+      const ds1 = tmp.replace(dx1, yield* this.norm1.backwardOps(dx1));
       dx = yield* accumulate((yield* this.attn.backwardOps(yield* branch(this.drop1, this.path1, this.ls1, ds1))) as Tensor<'float32'>, ds1);
     }
     tmp.close(dx);
@@ -290,19 +294,22 @@ export class DecoderBlock extends Module {
     const a = yield* this.attn.forwardOps(xt, sa);
     yield* d1.forwardInPlace(a, t);
     const x1 = keep.add(yield* this.norm1.forwardResidual(a, xt));
-    a.dispose();
+    a.recycle();
     const c = yield* this.cross_attn.forwardOps(x1, ca);
     yield* d2.forwardInPlace(c, t);
     const x2 = keep.add(yield* this.norm2.forwardResidual(c, x1));
-    c.dispose();
+    c.recycle();
     const m = yield* this.mlp.forwardOps(x2);
     yield* d3.forwardInPlace(m, t);
     const y = yield* this.norm3.forwardResidual(m, x2);
-    m.dispose();
+    m.recycle();
     return y;
   }
 
-  /** dy [B, T, D] → {dx [B, T, D], dMemory [B, Tm, D]}; accumulates the parameter gradients. */
+  /**
+   * dy [B, T, D] → {dx [B, T, D], dMemory [B, Tm, D]}; accumulates the parameter gradients. Each
+   * gradient of the main path is freed once the layer that reads it has run.
+   */
   *backwardProgram(dy: Tensor): Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const [d1, d2, d3] = this.drops;
@@ -315,18 +322,21 @@ export class DecoderBlock extends Module {
     let dx: Tensor<'float32'>, dMemory: Tensor<'float32'>;
     if (this.config.normFirst) {
       const dm = tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* d3.backward(d))));
-      const dx2 = tmp.add(yield* this.norm3.backwardOps(dm, d));
+      const dx2 = tmp.replace(dm, yield* this.norm3.backwardOps(dm, d));
       const c = yield* cross(this, dx2);
       const dx1 = tmp.add(yield* this.norm2.backwardOps(c.dx, dx2));
+      tmp.free(c.dx, dx2);
       const dh = tmp.add((yield* this.attn.backwardOps(tmp.add(yield* d1.backward(dx1)))) as Tensor<'float32'>);
       dx = yield* this.norm1.backwardOps(dh, dx1);
       dMemory = c.dMemory;
     } else {
       const ds3 = tmp.add(yield* this.norm3.backwardOps(d));
       const dx2 = yield* accumulate(tmp.add(yield* this.mlp.backwardOps(tmp.add(yield* d3.backward(ds3)))), ds3);
-      const ds2 = tmp.add(yield* this.norm2.backwardOps(dx2));
+      tmp.free(ds3);
+      const ds2 = tmp.replace(dx2, yield* this.norm2.backwardOps(dx2));
       const c = yield* cross(this, ds2);
       const ds1 = tmp.add(yield* this.norm1.backwardOps(yield* accumulate(c.dx, ds2)));
+      tmp.free(c.dx, ds2);
       dx = yield* accumulate((yield* this.attn.backwardOps(tmp.add(yield* d1.backward(ds1)))) as Tensor<'float32'>, ds1);
       dMemory = c.dMemory;
     }

@@ -150,6 +150,7 @@ export class BertModel extends Module {
     const typed = keep.add(Tensor.empty([B, T, D], 'float32', ids.device));
     yield* op('embeddingForward', { B, T, V: typeVocabSize, D, out: typed.storage, ids: types.storage, table: this.token_type_embeddings.storage });
     let h = yield* this.embed_norm.forwardResidual(words, typed);
+    keep.free(words, typed); // the norm keeps the sum it normalised; backward needs nothing else of them
     yield* this.drop.forwardInPlace(h, this.training);
     for (const blk of this.blocks) {
       h = yield* blk.forwardOps(keep.add(h), { keyPaddingMask: padding });
@@ -175,8 +176,9 @@ export class BertModel extends Module {
       yield* op('accumulate', { n: dp.size, y: dp.storage, x: d.storage });
       d = dp;
     }
-    for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.add(yield* this.blocks[i].backwardOps(d));
-    const dsum = tmp.add(yield* this.embed_norm.backwardOps(tmp.add(yield* this.drop.backward(d))));
+    for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.replace(d, yield* this.blocks[i].backwardOps(d));
+    d = tmp.replace(d, yield* this.drop.backward(d));
+    const dsum = tmp.replace(d, yield* this.embed_norm.backwardOps(d));
     // The padding row's gradient is put back as it was: torch's Embedding(padding_idx) gives it none.
     const pad = this.config.padIdx, dword = this.word_embeddings.gradData();
     const padRow = pad === null ? null : tmp.add(Tensor.empty([D], 'float32', dsum.device));

@@ -163,7 +163,7 @@ abstract class TokenModel extends Module {
     const dd = yield* this.drop.backward(d);
     yield* op('embeddingBackward', { ...this.embedDims(tokens), dtable: this.embedWeight.gradData(),
       dpos: this.pos_embed?.gradData() ?? null, dout: dd.storage, ids: tokens.storage });
-    if (dd !== d) dd.dispose();
+    if (dd !== d) dd.recycle();
   }
 
   /**
@@ -233,7 +233,7 @@ export class Encoder extends TokenModel {
     let d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
     const tmp = new Scope(d);
     if (this.norm) d = tmp.add(yield* this.norm.backwardOps(d));
-    for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.add(yield* this.blocks[i].backwardOps(d));
+    for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.replace(d, yield* this.blocks[i].backwardOps(d));
     yield* this.embedBackward(d);
     tmp.close();
   }
@@ -279,13 +279,15 @@ export class Decoder extends TokenModel {
   *backwardProgram(dLogits: Tensor): Program<Tensor<'float32'>> {
     const tmp = new Scope();
     let d = tmp.add(yield* this.head.backwardOps(dLogits));
-    if (this.norm) d = tmp.add(yield* this.norm.backwardOps(d));
+    if (this.norm) d = tmp.replace(d, yield* this.norm.backwardOps(d));
     let dMemory: Tensor<'float32'> | null = null;
     for (let i = this.blocks.length - 1; i >= 0; i--) {
       const r = yield* this.blocks[i].backwardOps(d);
-      d = tmp.add(r.dx);
-      if (dMemory) yield* accumulate(dMemory, tmp.add(r.dMemory));
-      else dMemory = r.dMemory;
+      d = tmp.replace(d, r.dx);
+      if (dMemory) {
+        yield* accumulate(dMemory, r.dMemory);
+        r.dMemory.recycle();
+      } else dMemory = r.dMemory;
     }
     yield* this.embedBackward(d);
     tmp.close();
@@ -388,7 +390,7 @@ export class Transformer extends Module {
   *backwardProgram(dLogits: Tensor): Program<void> {
     const dMemory = yield* this.decoder.backwardOps(dLogits);
     yield* this.encoder.backwardOps(dMemory);
-    dMemory.dispose();
+    dMemory.recycle();
   }
 
   /**

@@ -233,9 +233,9 @@ export class ViTEncoder extends Module {
     const dt = checkTensor('dy', dy, 'float32', [B, this.numTokens, D]);
     const tmp = new Scope();
     let d = this.norm ? tmp.add(yield* this.norm.backwardOps(dt)) : dt;
-    for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.add(yield* this.blocks[i].backwardOps(d));
-    d = tmp.add(yield* this.drop.backward(d));
-    const dpatches = tmp.add(yield* startTokensBackward(this.config, d, this.cls_token, this.pos_embed));
+    for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.replace(d, yield* this.blocks[i].backwardOps(d));
+    d = tmp.replace(d, yield* this.drop.backward(d));
+    const dpatches = tmp.replace(d, yield* startTokensBackward(this.config, d, this.cls_token, this.pos_embed));
     const dimages = yield* this.patch_embed.backwardOps(dpatches);
     tmp.close();
     return dimages;
@@ -358,7 +358,7 @@ export class ViTClassifier extends ViTEncoder {
       yield* op('gemm', { M: 1, N: D, K: T, batch: B, lda: T, strideA: 0, ldb: D, strideB: T * D, ldc: D, strideC: D, alpha: 1 / N,
         A: poolWeights(T, N, tokens.device, keep), B: tokens.storage, C: pooled.storage });
     }
-    tokens.dispose();
+    tokens.recycle();
     if (this.fc_norm) pooled = keep.add(yield* this.fc_norm.forwardOps(pooled));
     return yield* this.head.forwardOps(pooled);
   }
@@ -367,7 +367,7 @@ export class ViTClassifier extends ViTEncoder {
   override *backwardProgram(dLogits: Tensor): Program<Tensor<'float32'>> {
     const tmp = new Scope();
     let dp = tmp.add(yield* this.head.backwardOps(dLogits));
-    if (this.fc_norm) dp = tmp.add(yield* this.fc_norm.backwardOps(dp));
+    if (this.fc_norm) dp = tmp.replace(dp, yield* this.fc_norm.backwardOps(dp));
     const [B, D] = dp.shape, T = this.numTokens, N = this.patch_embed.numPatches;
     const dtokens = tmp.add(Tensor.zeros([B, T, D], 'float32', dp.device));
     if (this.config.globalPool === 'token') {
@@ -377,6 +377,7 @@ export class ViTClassifier extends ViTEncoder {
       yield* op('gemm', { M: T, N: D, K: 1, batch: B, lda: 1, strideA: 0, ldb: D, strideB: D, ldc: D, strideC: T * D, alpha: 1 / N,
         A: poolWeights(T, N, dp.device, tmp), B: dp.storage, C: dtokens.storage });
     }
+    tmp.free(dp);
     const dimages = yield* super.backwardProgram(dtokens);
     tmp.close();
     return dimages;
@@ -501,7 +502,7 @@ export class ViTDecoder extends Module {
       h = yield* blk.forwardOps(keep.add(h), mem, opts);
       this.dropActivations();
     }
-    this.tokens = keep.add(yield* this.norm.forwardOps(keep.add(h)));
+    this.tokens = keep.addExposed(yield* this.norm.forwardOps(keep.add(h)));
     this.batch = B;
     return yield* this.pred.forwardOps(this.tokens);
   }
@@ -520,13 +521,15 @@ export class ViTDecoder extends Module {
     const tmp = new Scope();
     const dt = tmp.add(yield* this.pred.backwardOps(dPatches));
     if (dTokens !== undefined) yield* accumulate(dt, checkTensor('dTokens', dTokens, 'float32', [B, N, D]));
-    let d = tmp.add(yield* this.norm.backwardOps(dt));
+    let d = tmp.replace(dt, yield* this.norm.backwardOps(dt));
     let dMemory: Tensor<'float32'> | null = null;
     for (let i = this.blocks.length - 1; i >= 0; i--) {
       const r = yield* this.blocks[i].backwardOps(d);
-      d = tmp.add(r.dx);
-      if (dMemory) yield* accumulate(dMemory, tmp.add(r.dMemory));
-      else dMemory = r.dMemory;
+      d = tmp.replace(d, r.dx);
+      if (dMemory) {
+        yield* accumulate(dMemory, r.dMemory);
+        r.dMemory.recycle();
+      } else dMemory = r.dMemory;
     }
     yield* this.tokenPos(d, true);
     tmp.close();

@@ -36,7 +36,7 @@ export function* startTokens(layout: TokenLayout, patches: Tensor<'float32'>, cl
   if (cls && !layout.noEmbedClass) {
     const h = Tensor.empty([B, N + 1, D], 'float32', patches.device);
     yield* op('clsPosForward', { B, N, D, out: h.storage, cls: cls.storage, patches: patches.storage, pos: pos.storage });
-    patches.dispose();
+    patches.recycle();
     return h;
   }
   const ids = patchIds(B, N, patches.device);
@@ -49,7 +49,7 @@ export function* startTokens(layout: TokenLayout, patches: Tensor<'float32'>, cl
   const T = N + 1, h = Tensor.empty([B, T, D], 'float32', patches.device);
   for (let b = 0; b < B; b++) yield* op('copyRows', { rows: 1, cols: D, dst: h.storage, dstStride: D, dstOffset: b * T * D, src: cls.storage, srcStride: D });
   yield* op('copyRows', { rows: B, cols: N * D, dst: h.storage, dstStride: T * D, dstOffset: D, src: patches.storage, srcStride: N * D });
-  patches.dispose();
+  patches.recycle();
   return h;
 }
 
