@@ -90,3 +90,17 @@ export function inPool<T>(pool: HostPool, f: () => T): T {
     current = outer;
   }
 }
+
+/**
+ * Calls `f` with no pool current: for a long-lived tensor made inside a run (a Linear's prepacked
+ * weight, lib/prepack.ts), which should get a buffer of its own size, not a pooled one of up to twice it.
+ */
+export function outsidePool<T>(f: () => T): T {
+  const outer = current;
+  current = null;
+  try {
+    return f();
+  } finally {
+    current = outer;
+  }
+}
