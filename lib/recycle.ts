@@ -6,8 +6,8 @@
  *
  * So each program run (runSync, runAsync: lib/program.ts) has a pool of host buffers: an
  * intermediate the run frees with Tensor.recycle (a Scope does so when it closes) hands its buffer
- * to the pool instead of detaching it, and the run's next cpu tensor of the same byte size takes it
- * back instead of a new ArrayBuffer. A step thus reuses the buffers of the previous step's
+ * to the pool instead of detaching it, and the run's next cpu tensor of that byte size takes it back
+ * instead of a new ArrayBuffer. A step thus reuses the buffers of the previous step's
  * activations, which its modules free as they run their forward again. What is left in the pool
  * when the run ends is freed (detached), as dispose() would have.
  *
@@ -41,14 +41,12 @@ export class HostPool {
       if (larger && n > bytes && n <= 2 * bytes && (fit < 0 || n < this.free[fit].byteLength)) fit = i;
     }
     if (fit >= 0) return this.free.splice(fit, 1)[0];
-    let released = 0;
-    for (let i = 0; i < this.free.length && released < bytes;) {
-      if (this.free[i].byteLength > bytes) {
-        i++;
-        continue;
+    for (let i = 0, released = 0; i < this.free.length && released < bytes;) {
+      if (this.free[i].byteLength > bytes) i++;
+      else {
+        released += this.free[i].byteLength;
+        native.release(this.free.splice(i, 1)[0]);
       }
-      released += this.free[i].byteLength;
-      native.release(this.free.splice(i, 1)[0]);
     }
     return null;
   }
