@@ -17,7 +17,7 @@ import { invalidArg } from './errors';
 import { native } from './native';
 import type { Isa } from './native/core';
 import { op, type Program } from './program';
-import { outsidePool } from './recycle';
+import { inPool } from './recycle';
 import { Tensor } from './tensor';
 
 let enabled = process.env.NF_PREPACK !== '0';
@@ -68,7 +68,7 @@ export class PackedWeight {
     const isa = native.activeIsa(), made = this.madeFor;
     if (this.packed && made && made.version === w.version && made.isa === isa) return this.packed.storage;
     const [N, K] = w.shape;
-    this.packed ??= outsidePool(() => Tensor.empty([packedSize(N, K)], 'float32'));
+    this.packed ??= inPool(null, () => Tensor.empty([packedSize(N, K)], 'float32'));
     this.madeFor = null; // (a packing that fails halfway is redone next time)
     yield* packOps(N, K, w.storage, this.packed.storage);
     this.madeFor = { version: w.version, isa };

@@ -78,8 +78,12 @@ export function setRecycling(on: boolean): void {
   enabled = on;
 }
 
-/** Calls `f` with `pool` as the current pool (program runners wrap each resumption of a program). */
-export function inPool<T>(pool: HostPool, f: () => T): T {
+/**
+ * Calls `f` with `pool` as the current pool: program runners wrap each resumption of a program;
+ * null, for a long-lived tensor made inside a run (a Linear's prepacked weight, lib/prepack.ts),
+ * which should get a buffer of its own size, not a pooled one of up to twice it.
+ */
+export function inPool<T>(pool: HostPool | null, f: () => T): T {
   const outer = current;
   current = pool;
   try {
@@ -89,16 +93,3 @@ export function inPool<T>(pool: HostPool, f: () => T): T {
   }
 }
 
-/**
- * Calls `f` with no pool current: for a long-lived tensor made inside a run (a Linear's prepacked
- * weight, lib/prepack.ts), which should get a buffer of its own size, not a pooled one of up to twice it.
- */
-export function outsidePool<T>(f: () => T): T {
-  const outer = current;
-  current = null;
-  try {
-    return f();
-  } finally {
-    current = outer;
-  }
-}
