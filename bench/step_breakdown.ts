@@ -5,8 +5,7 @@
  * garbage collector, allocation). Run after the timed runs, never during them (the wrapping costs
  * a clock read per op).
  */
-import { native } from '../lib';
-import { OP_NAMES } from '../lib/native/ops.generated';
+import { wrapOps } from '../test/support/ops_called';
 import { now } from './sampling';
 
 /** Milliseconds per step: the whole step, and each native op (summed over its calls) with its calls per step. */
@@ -17,23 +16,18 @@ export interface StepBreakdown {
 
 /** Runs `step` `runs` times with every native op timed; every figure is a mean per step (the ops' calls lie inside the steps). */
 export async function stepBreakdown(step: () => unknown, runs: number): Promise<StepBreakdown> {
-  const addon = native as unknown as Record<string, (a: object) => unknown>;
-  const totals = new Map<string, { s: number; calls: number }>(), saved = new Map<string, (a: object) => unknown>();
-  for (const name of OP_NAMES) {
-    const f = addon[name];
-    saved.set(name, f);
-    addon[name] = (a: object) => {
-      const t0 = now();
-      try {
-        return f(a);
-      } finally {
-        const e = totals.get(name) ?? { s: 0, calls: 0 };
-        e.s += now() - t0;
-        e.calls++;
-        totals.set(name, e);
-      }
-    };
-  }
+  const totals = new Map<string, { s: number; calls: number }>();
+  const undo = wrapOps((name, call) => {
+    const t0 = now();
+    try {
+      return call();
+    } finally {
+      const e = totals.get(name) ?? { s: 0, calls: 0 };
+      e.s += now() - t0;
+      e.calls++;
+      totals.set(name, e);
+    }
+  }, false);
   let stepSeconds = 0;
   try {
     for (let i = 0; i < runs; i++) {
@@ -42,7 +36,7 @@ export async function stepBreakdown(step: () => unknown, runs: number): Promise<
       stepSeconds += now() - t0;
     }
   } finally {
-    for (const [n, f] of saved) addon[n] = f;
+    undo();
   }
   const ops = [...totals].map(([op, e]) => ({ op, ms: (1e3 * e.s) / runs, calls: e.calls / runs })).sort((a, b) => b.ms - a.ms);
   return { stepMs: (1e3 * stepSeconds) / runs, ops };
