@@ -130,7 +130,8 @@ export function budgetTable(rows: BudgetRow[]): string {
 }
 
 export function targetTable(checks: TargetCheck[]): string {
-  return table(['target', 'model', 'measured', ''], checks.map((c) => [c.target, c.subject, c.measured, c.status]));
+  return table(['target', 'model', 'measured', '', 'FMA peak it takes / ours / peer'],
+    checks.map((c) => [c.target, c.subject, c.measured, c.status, c.peakShares]));
 }
 
 /** Where our steps go, measured inside them (step_breakdown.ts): the native ops, what is left outside them, the largest ops. */
@@ -177,7 +178,8 @@ export function render(res: Results): string {
   const checks = targetChecks(res);
   const count = (s: TargetCheck['status']) => checks.filter((c) => c.status === s).length;
   out.push('', `Targets (issue 12) on ${m.cpu}, ${res.isa}: ${count('met')} met, ${count('not met')} not met, ${count('not measured')} not measured. ` +
-    '(No regression in the parity tests: judged by `npm test`, not by this run.)', '', targetTable(checks));
+    '(No regression in the parity tests: judged by `npm test`, not by this run.) The last column is the share of the FMA peak a speed target takes ' +
+    '(the model\'s FLOPs in the faster peer\'s median time ÷ the goal) beside ours and that peer\'s.', '', targetTable(checks));
   return out.join('\n');
 }
 

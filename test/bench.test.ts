@@ -15,7 +15,7 @@ import { OP_FAMILIES, parseOptions, type Options } from '../bench/cli';
 import { forwardFlops, trainFlops } from '../bench/flops';
 import { opCases, parameterSizes } from '../bench/op_cases';
 import { opRows } from '../bench/op_rows';
-import { breakdownTable, render } from '../bench/report';
+import { breakdownTable, render, targetTable } from '../bench/report';
 import { bestOf, pool, pooled, type ModelResult, type PeerName, type Results } from '../bench/results';
 import { MODELS } from '../bench/specs';
 import { targetChecks } from '../bench/targets';
@@ -146,6 +146,19 @@ describe('bench target checks', () => {
       'inference ≥ 1.1× the faster of onnxruntime-node and PyTorch 2.x | transformer-base | — | not measured',
     ]);
     expect(render(res)).toMatch(/Targets \(issue 12\) on Test CPU, avx2: 3 met, 2 not met, 6 not measured\./);
+  });
+
+  it('give the share of the FMA peak each speed target takes beside ours and the peer\'s', () => {
+    expect(targetChecks(res).map((c) => c.peakShares)).toEqual([
+      '50% / 50% / 38% PyTorch', '108% / 100% / 83% PyTorch', '37% / 50% / 33% PyTorch', '—', '—', '—',
+      '54% / 50% / 42% PyTorch', '46% / 50% / 36% onnxruntime', '18% / 50% / 17% PyTorch', '—', '—',
+    ]);
+    expect(targetTable(targetChecks(res))).toMatch(/\| seed-stl10 +\| 1\.20× PyTorch \(fastest runs 1\.20×\) +\| not met +\| 108% \/ 100% \/ 83% PyTorch +\|/);
+  });
+
+  it('print a ratio just under its goal with the digits that show it is under', () => {
+    const m = model('seed-cifar', 'train', 1, [['PyTorch', 1.2996]]);
+    expect(targetChecks({ ...res, models: [m] })[0]).toMatchObject({ measured: '1.2996× PyTorch (fastest runs 1.30×)', status: 'not met' });
   });
 
   it('judge by medians, and print the ratio of the fastest runs beside them', () => {
