@@ -37,8 +37,8 @@ batch and threads: every model's inference (ours, onnxruntime-node, PyTorch unde
 torch.inference_mode()) and training step (ours, PyTorch: forward, cross-entropy, backward,
 AdamW); then an operator table at each model's shapes (GEMMs forward and backward, attention
 against F.scaled_dot_product_attention, feed-forward and its activation, LayerNorm, AdamW), ours
-against PyTorch's; then issue 12's targets judged from the run. Each peer runs with its threads
-spinning and sleeping (bench/variants.ts) and the faster stands for it. PyTorch comes from
+against PyTorch's; then issue 12's targets judged from the run. Ours and each peer run with their
+threads spinning and sleeping (bench/variants.ts) and the faster stands for each. PyTorch comes from
 NF_BENCH_PYTHON or the project's .venv-bench (\`npm run bench:setup\` creates it).
 
   --models a,b     ${MODELS.map((m) => m.id).join(', ')} (default: all but the tiny ones)

@@ -36,6 +36,8 @@ export interface OursRequest {
   /** Inference: where to write the last logits (raw float32), for the peer's agreement check. */
   logitsPath: string | null;
   threads: number;
+  /** native.setThreadSpin's microseconds (variants.ts OURS_VARIANTS). */
+  spinUs: number;
   repeat: Repeat;
 }
 

@@ -61,10 +61,10 @@ export function modelTable(rows: ModelResult[], peak: number): string {
 }
 
 /** Each peer's variants side by side (the table shows the faster), e.g. "PyTorch 139 img/s (OpenMP default), 444 img/s (OMP_WAIT_POLICY=PASSIVE)". */
-function variantNote(r: ModelResult, name: PeerName): string | null {
-  const vs = r.peers.filter((p) => p.name === name);
+function variantNote(r: ModelResult, name: PeerName | 'ours'): string | null {
+  const vs = name === 'ours' ? r.oursVariants ?? [] : r.peers.filter((p) => p.name === name);
   if (vs.length < 2) return null;
-  return `${short(name)} ${vs.map((p) => `${cell(p.outcome, r.items, r.unit)} (${p.variant})`).join(', ')}`;
+  return `${name === 'ours' ? 'ours' : short(name)} ${vs.map((p) => `${cell(p.outcome, r.items, r.unit)} (${p.variant})`).join(', ')}`;
 }
 
 /** Notes under the model table: the peers' variants, the agreement checks, and every measurement that did not run. */
@@ -72,11 +72,12 @@ export function modelNotes(rows: ModelResult[]): string[] {
   const notes: string[] = [];
   for (const r of rows) {
     const tag = `${r.model} ${r.mode === 'infer' ? 'inference' : 'training'}`;
-    for (const [who, o] of [['ours', r.ours], ...r.peers.map((p) => [`${p.name} (${p.variant})`, p.outcome] as const)] as const) {
+    const ours = r.oursVariants?.map((v) => [`ours (${v.variant})`, v.outcome] as const) ?? [['ours', r.ours] as const];
+    for (const [who, o] of [...ours, ...r.peers.map((p) => [`${p.name} (${p.variant})`, p.outcome] as const)] as const) {
       if (o.status !== 'ok') notes.push(`${tag}, ${who}: ${o.status} — ${o.reason}`);
       else if (o.note) notes.push(`${tag}, ${who} (*): ${o.note}`);
     }
-    const variants = PEER_COLUMNS.map((n) => variantNote(r, n)).filter(Boolean);
+    const variants = (['ours', ...PEER_COLUMNS] as const).map((n) => variantNote(r, n)).filter(Boolean);
     if (variants.length) notes.push(`${tag}: ${variants.join('; ')}`);
     const logits = PEER_COLUMNS.map((n) => r.peers.find((p) => p.name === n && p.agreement?.maxAbsDiff !== undefined)).filter((p) => !!p)
       .map((p) => `${short(p.name)} max |Δ| ${p.agreement!.maxAbsDiff!.toExponential(1)}`);

@@ -19,9 +19,10 @@ function emit(event: string, fields: Record<string, unknown> = {}): void {
 const maxRssKb = () => process.resourceUsage().maxRSS;
 const onRun = (seconds: number, warmup: boolean) => emit('sample', { seconds, warmup });
 
-/** Sets the threads; `ready` follows when the measurement's setup is done (a time-out's lower bound counts from it). */
-function setup(threads: number): void {
+/** Sets the threads (and how they wait); `ready` follows when the measurement's setup is done (a time-out's lower bound counts from it). */
+function setup(threads: number, spinUs = 0): void {
   native.setNumThreads(threads);
+  native.setThreadSpin(spinUs);
 }
 
 /** Extra, untimed runs of our step with its native ops timed (step_breakdown.ts), after the timed runs. */
@@ -30,7 +31,7 @@ const BREAKDOWN_RUNS = 3;
 const ready = () => emit('ready', { threads: native.numThreads(), isa: native.isaInfo().active });
 
 async function ours(q: OursRequest): Promise<void> {
-  setup(q.threads);
+  setup(q.threads, q.spinUs);
   const model = loadModel(q.spec.arch, q.weightsPath), x = loadInputs(q.inputsPath);
   ready();
   if (q.mode === 'infer') {

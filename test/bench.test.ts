@@ -68,6 +68,18 @@ describe('bench options', () => {
     expect(pool([{ status: 'failed', reason: 'x' }])).toMatchObject({ status: 'failed' });
   });
 
+  it('measure ours with its threads sleeping and spinning, pool each way over the rounds, and let the faster stand for ours', () => {
+    const ok = (samples: number[]) => ({ status: 'ok' as const, samples, medianSeconds: samples[0], maxRssKb: 1 });
+    const round = (sleep: number[], spin: number[]): ModelResult => ({
+      model: 'seed-cifar', title: 'm', batch: 64, mode: 'infer', unit: 'img/s', items: 64, flops: 1, ours: ok([Math.min(...sleep, ...spin)]), peers: [],
+      oursVariants: [{ variant: 'threads sleep', outcome: ok(sleep) }, { variant: 'threads spin 100 µs', outcome: ok(spin) }],
+    });
+    const r = pooled([round([3], [2]), round([4], [5]), round([5], [6])]);
+    expect(r.oursVariants!.map((v) => v.outcome)).toMatchObject([{ samples: [3, 4, 5], medianSeconds: 4 }, { samples: [2, 5, 6], medianSeconds: 5 }]);
+    expect(r.ours).toMatchObject({ samples: [3, 4, 5] });
+    expect(render({ date: '', command: '', machine: { cpu: 'Test CPU' }, options: {}, peers: {}, isa: 'avx2', ops: [], peaks: [], models: [r] })).toMatch(/- seed-cifar inference: ours 16\.0 img\/s \(threads sleep\), 12\.8 img\/s \(threads spin 100 µs\)/);
+  });
+
   it('--quick shrinks the run, and explicit options win', () => {
     expect(parseOptions(['--quick'])).toMatchObject({ models: ['seed-cifar'], batch: 16, reps: 2 });
     expect(parseOptions(['--quick', '--models', 'tiny', '--reps', '3'])).toMatchObject({ models: ['tiny'], batch: null, reps: 3 });
@@ -205,6 +217,7 @@ describe('npm run bench -- --quick', () => {
     expect(r.stdout).toMatch(/\| model +\| step +\| step ms \(ops timed\) +\| in native ops/);
     for (const m of res.models) {
       expect(m.ours.status).toBe('ok');
+      expect(m.oursVariants!.map((v) => [v.variant, v.outcome.status])).toEqual([['threads sleep', 'ok'], ['threads spin 100 µs', 'ok']]);
       expect(m.flops).toBeGreaterThan(0);
       // Our step op by op: the ops it ran, timed inside it, within the step's time.
       const opsMs = m.breakdown!.ops.reduce((a, o) => a + o.ms, 0);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -12,6 +13,24 @@ namespace nf {
 namespace {
 
 thread_local bool tls_in_parallel = false;
+
+// How long (microseconds) a worker spins for the next job, and the caller for the workers to
+// finish, before they sleep: 0 (the default, NF_THREAD_SPIN_US unset) never spins. A spin of about
+// 100 us bridges the gaps between the parallel regions of a step (the next region of an op, the JS
+// between two ops) and saves their wake-ups on an idle machine, as OpenMP's and onnxruntime's
+// threads do; with another process on a core it costs, since a spinning thread keeps the core the
+// thread it waits for needs.
+int env_spin_us() {
+  const char* s = std::getenv("NF_THREAD_SPIN_US");
+  return s && *s ? std::clamp(std::atoi(s), 0, kMaxSpinUs) : 0;
+}
+std::atomic<int> g_spin_us{env_spin_us()};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 thread_local bool tls_serial = false;  // inside a SerialScope
 
 int machine_threads() {
@@ -57,13 +76,14 @@ class Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = Job{fn, ctx, n, chunk};
       next_.store(0, std::memory_order_relaxed);
-      active_ = static_cast<int>(workers_.size());
-      ++generation_;
+      active_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     work_on_job();
+    if (spin_until([this] { return active_.load(std::memory_order_acquire) == 0; })) return;
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return active_ == 0; });
+    done_.wait(lock, [this] { return active_.load(std::memory_order_acquire) == 0; });
   }
 
  private:
@@ -85,15 +105,35 @@ class Pool {
 
   void worker_loop(uint64_t seen) {
     for (;;) {
+      // The next job usually follows within microseconds (the next region of the same op, or the
+      // next op of a step): spin for it a moment before sleeping on the condition variable.
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen || stopping_.load(std::memory_order_relaxed); });
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        wake_.wait(lock, [&] { return stopping_ || generation_.load(std::memory_order_relaxed) != seen; });
         if (stopping_) return;
-        seen = generation_;
+        seen = generation_.load(std::memory_order_relaxed);
       }
       work_on_job();
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--active_ == 0) done_.notify_one();
+      if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);  // the caller checks active_ under it before it sleeps
+        done_.notify_one();
+      }
+    }
+  }
+
+  // Spins (with the CPU's pause hint) until done() or the spin time has passed; returns done().
+  template <class Done>
+  static bool spin_until(Done done) {
+    const int us = g_spin_us.load(std::memory_order_relaxed);
+    if (us == 0) return done();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    for (;;) {
+      for (int i = 0; i < 64; ++i) {
+        if (done()) return true;
+        cpu_relax();
+      }
+      if (std::chrono::steady_clock::now() >= until) return done();
     }
   }
 
@@ -113,9 +153,9 @@ class Pool {
   std::vector<std::thread> workers_;
   Job job_;
   std::atomic<int64_t> next_{0};
-  int active_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<int> active_{0};           // workers still on the current job
+  std::atomic<uint64_t> generation_{0};  // jobs posted so far
+  std::atomic<bool> stopping_{false};  // written under mutex_; read by spinning workers without it
 };
 
 Pool& pool() {
@@ -128,6 +168,10 @@ Pool& pool() {
 int num_threads() { return tls_serial ? 1 : pool().size(); }
 
 void set_num_threads(int n) { pool().resize(n >= 1 ? std::min(n, 256) : machine_threads()); }
+
+int thread_spin_us() { return g_spin_us.load(std::memory_order_relaxed); }
+
+void set_thread_spin_us(int us) { g_spin_us.store(std::clamp(us, 0, kMaxSpinUs), std::memory_order_relaxed); }
 
 void parallel_for_raw(int64_t n, int64_t grain, RangeFn fn, void* ctx) {
   if (tls_serial) {

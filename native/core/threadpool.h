@@ -13,6 +13,12 @@ namespace nf {
 int num_threads();
 void set_num_threads(int n);  // n < 1 means "the machine's core count"
 
+// How long (microseconds) idle pool threads spin before they sleep (threadpool.cpp): 0, the
+// default, unless NF_THREAD_SPIN_US says otherwise; at most kMaxSpinUs.
+constexpr int kMaxSpinUs = 10000;
+int thread_spin_us();
+void set_thread_spin_us(int us);
+
 // While one lives, parallel_for on this thread runs inline and num_threads() is 1 there, without
 // starting the pool: for the load-time self-check (native/cpu/selfcheck.cpp), which runs before
 // anything else and must leave the process as it found it.

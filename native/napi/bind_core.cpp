@@ -1,9 +1,10 @@
-// Core binding: thread count, and tensor memory (an ordinary ArrayBuffer: see allocations.h):
+// Core binding: thread count and spin, and tensor memory (an ordinary ArrayBuffer: see allocations.h):
 // the aligned offset of a buffer, release, which frees one now, and the malloc policy applied at
 // load (core/malloc_policy.h). ISA selection is in bind_isa.cpp.
 #include <napi.h>
 
 #include <cstdint>
+#include <string>
 
 #include "../core/malloc_policy.h"
 #include "../core/threadpool.h"
@@ -24,6 +25,19 @@ Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   if (!(n >= 0 && n <= 256) || n != static_cast<int>(n))
     throw_error(env, "ERR_NF_INVALID_ARG", "setNumThreads: expected an integer in [0, 256] for n (0 = all cores)");
   set_num_threads(static_cast<int>(n));
+  return env.Undefined();
+}
+
+Napi::Value ThreadSpin(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), thread_spin_us()); }
+
+// setThreadSpin(us): how long idle pool threads spin before they sleep (core/threadpool.h).
+Napi::Value SetThreadSpin(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const double us = info.Length() >= 1 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+  if (!(us >= 0 && us <= kMaxSpinUs) || us != static_cast<int>(us))
+    throw_error(env, "ERR_NF_INVALID_ARG",
+                "setThreadSpin: expected an integer in [0, " + std::to_string(kMaxSpinUs) + "] for microseconds (0 = sleep at once)");
+  set_thread_spin_us(static_cast<int>(us));
   return env.Undefined();
 }
 
@@ -64,6 +78,8 @@ NF_REGISTER_OPS(core) {
   apply_malloc_policy();
   exports.Set("numThreads", Napi::Function::New(env, NumThreads, "numThreads"));
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
+  exports.Set("threadSpin", Napi::Function::New(env, ThreadSpin, "threadSpin"));
+  exports.Set("setThreadSpin", Napi::Function::New(env, SetThreadSpin, "setThreadSpin"));
   exports.Set("alignedOffset", Napi::Function::New(env, AlignedOffset, "alignedOffset"));
   exports.Set("release", Napi::Function::New(env, Release, "release"));
   exports.Set("mallocPolicy", Napi::Function::New(env, MallocPolicyInfo, "mallocPolicy"));

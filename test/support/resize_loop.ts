@@ -1,7 +1,7 @@
 /**
  * Resizes the kernel thread pool and runs a threaded GEMM right after, many times (run as a child
  * process by test/threadpool.test.ts, so a deadlock fails by timeout instead of hanging the suite).
- * Usage: node resize_loop.js <iterations>
+ * Usage: node resize_loop.js <iterations> (NF_THREAD_SPIN_US: the pool's spin, printed back).
  */
 import { native } from '../../lib';
 
@@ -12,4 +12,4 @@ for (let i = 0; i < iterations; i++) {
   native.setNumThreads(1 + (i % 2));
   native.gemm({ M, N, K, A, B, C });
 }
-console.log(JSON.stringify({ iterations, c: C[0] }));
+console.log(JSON.stringify({ iterations, c: C[0], spin: native.threadSpin() }));
