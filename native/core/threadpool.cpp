@@ -13,6 +13,7 @@ namespace nf {
 namespace {
 
 thread_local bool tls_in_parallel = false;
+thread_local bool tls_serial = false;  // inside a SerialScope
 
 // How long (microseconds) a worker spins for the next job, and the caller for the workers to
 // finish, before they sleep: 0 (the default, NF_THREAD_SPIN_US unset) never spins. A spin of about
@@ -31,7 +32,6 @@ inline void cpu_relax() {
   __builtin_ia32_pause();
 #endif
 }
-thread_local bool tls_serial = false;  // inside a SerialScope
 
 int machine_threads() {
   unsigned n = std::thread::hardware_concurrency();
