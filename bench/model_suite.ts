@@ -12,7 +12,7 @@ import type { Options } from './cli';
 import { forwardFlops, trainFlops } from './flops';
 import { exportInputs, hashOf, runScript, type PythonInfo } from './peers';
 import type { Repeat } from './protocol';
-import { fasterOf, missing, outcomeOf, pooled, type Agreement, type Missing, type ModelResult, type Outcome, type PeerName, type PeerResult } from './results';
+import { fastestVariant, missing, outcomeOf, pooled, type Agreement, type Missing, type ModelResult, type Outcome, type PeerName, type PeerResult } from './results';
 import type { StepBreakdown } from './step_breakdown';
 import { archKey, itemsPerStep, unit, type ModelSpec } from './specs';
 import { ORT_VARIANTS, OURS_VARIANTS, TORCH_VARIANTS } from './variants';
@@ -125,7 +125,7 @@ async function round(spec: ModelSpec, files: Files, mode: 'infer' | 'train', ctx
     ctx.log(`${tag} ours (${v.label}): ${describe(oursVariants[oursVariants.length - 1].outcome, items, u)}`);
   }
   // The first variant (our default) answers for the breakdown and the peers' agreement checks.
-  const [oursRun] = oursRuns, ours = fasterOf(oursVariants.map((v) => v.outcome));
+  const [oursRun] = oursRuns, ours = fastestVariant(oursVariants)!.outcome;
   const peers: PeerResult[] = [];
   if (mode === 'infer' && o.peers.includes('ort')) peers.push(...(await ort(spec, files, ours.status === 'ok', ctx)));
   if (o.peers.includes('torch')) peers.push(...(await torch(spec, files, mode, oursRun, ctx)));

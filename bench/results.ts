@@ -81,24 +81,22 @@ export function pooled(rounds: ModelResult[]): ModelResult {
   }));
   return {
     ...first,
-    ...(oursVariants ? { oursVariants, ours: fasterOf(oursVariants.map((v) => v.outcome)) } : { ours: pool(rounds.map((r) => r.ours)) }),
+    ...(oursVariants ? { oursVariants, ours: fastestVariant(oursVariants)!.outcome } : { ours: pool(rounds.map((r) => r.ours)) }),
     peers: first.peers.map((p) => ({
       ...p, outcome: pool(rounds.map((r) => r.peers.find(same(p))?.outcome).filter((o): o is Outcome => !!o)),
     })),
   };
 }
 
-/** The outcome that ran fastest (by median), else the first. */
-export function fasterOf(outcomes: readonly Outcome[]): Outcome {
-  const ran = outcomes.filter((o): o is Measured => o.status === 'ok');
-  return ran.sort((a, b) => a.medianSeconds - b.medianSeconds)[0] ?? outcomes[0];
+/** Of one side's variants (ours, or one peer's), the one that stands for it: the fastest that ran (by median), else the first; undefined when there are none. */
+export function fastestVariant<T extends { outcome: Outcome }>(variants: readonly T[]): T | undefined {
+  const ran = variants.filter((v) => v.outcome.status === 'ok') as (T & { outcome: Measured })[];
+  return ran.sort((a, b) => a.outcome.medianSeconds - b.outcome.medianSeconds)[0] ?? variants[0];
 }
 
-/** The variant of a peer that stands for it: the fastest that ran (by median), else its first; undefined when absent. */
+/** The variant of a peer that stands for it (fastestVariant); undefined when absent. */
 export function bestOf(peers: readonly PeerResult[], name: PeerName): PeerResult | undefined {
-  const mine = peers.filter((p) => p.name === name);
-  const ran = mine.filter((p) => p.outcome.status === 'ok') as (PeerResult & { outcome: Measured })[];
-  return ran.sort((a, b) => a.outcome.medianSeconds - b.outcome.medianSeconds)[0] ?? mine[0];
+  return fastestVariant(peers.filter((p) => p.name === name));
 }
 
 export type PeerName = 'onnxruntime-node' | 'PyTorch';
