@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Temporary files go under one folder per run, removed at its end (test/support/temp_root.ts).
+    globalSetup: ['./test/support/temp_root.ts'],
     // The default summary, then which CPU kernel variants the run exercised (test/support/isa_summary.ts).
     reporters: ['default', './test/support/isa_summary.ts'],
     // Native code runs in child processes, so a crash fails one file instead of the runner.

@@ -5,17 +5,24 @@
  * leaves out so that a service importing the library installs only the addon's needs. This entry
  * checks that they are installed before loading the command line (lib/cli.ts, which imports them),
  * and when some are not, prints the one npm install that adds them (and the npx line that runs the
- * command without installing) and exits with 1.
+ * command without installing) and exits with 1 — or, asked for help (--help, -h, help), prints the
+ * commands and that install line on standard output and exits with 0.
  */
+import { asksForHelp, overviewHelp } from './cli/commands';
 import { installCommand, optionalPeers, resolveOptional } from './optional';
 
 const missing = Object.keys(optionalPeers()).filter((name) => resolveOptional(name) === null);
 if (missing.length) {
   const packages = installCommand(missing).slice('npm install '.length);
-  process.stderr.write(`error: the nodeformer command line needs packages that a library install leaves out ` +
+  const install = `the nodeformer command line needs packages that a library install leaves out ` +
     `(${missing.join(', ')}). Install them next to nodeformer:\n  ${installCommand(missing)}\n` +
-    `or run it without installing anything: npx -p nodeformer ${packages.split(' ').map((p) => `-p ${p}`).join(' ')} nodeformer ...\n`);
-  process.exitCode = 1;
+    `or run it without installing anything: npx -p nodeformer ${packages.split(' ').map((p) => `-p ${p}`).join(' ')} nodeformer ...\n`;
+  if (asksForHelp(process.argv.slice(2))) {
+    process.stdout.write(`${overviewHelp()}\nEach command's options are listed by its --help once ${install}`);
+  } else {
+    process.stderr.write(`error: ${install}`);
+    process.exitCode = 1;
+  }
 } else {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { main } = require('./cli') as typeof import('./cli');

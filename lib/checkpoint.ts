@@ -2,8 +2,8 @@
  * Training checkpoints. One safetensors file holds what continuing training exactly needs: the
  * model's parameters ("model.<name>"), the optimizer's state buffers ("optimizer.<param
  * index>.<buffer index>"), and in its metadata the step, the optimizer's type, options and step
- * counts, every dropout random stream of the model, and the learning-rate schedule's config.
- * Files are written atomically (lib/atomic.ts), so a crash mid-write leaves the previous
+ * counts, every dropout random stream of the model, the learning-rate schedule's config, and the
+ * model's class and config as saveModel writes them (so loadModel(path) restores the model alone). Files are written atomically (lib/atomic.ts), so a crash mid-write leaves the previous
  * checkpoint intact; resume() restores everything, so training continues with the losses of an
  * uninterrupted run, bit for bit.
  */
@@ -11,6 +11,7 @@ import { writeFileAtomic, writeFileAtomicAsync } from './atomic';
 import { invalidArg, NodeformerError } from './errors';
 import { Module } from './module';
 import { OptionKeys } from './options';
+import { CHECKPOINT_FORMAT as FORMAT, modelMetadata, weightEntries } from './persist';
 import type { Optimizer, OptimizerState } from './optim';
 import type { Program } from './program';
 import type { Random } from './random';
@@ -18,7 +19,6 @@ import { entriesToTensors, parseSafetensors, readFile, readFileAsync, serializeS
 import { scheduleFromConfig, type Schedule, type ScheduleConfig } from './schedule';
 import { Tensor } from './tensor';
 
-const FORMAT = 'nodeformer-checkpoint/1';
 
 /** What saveCheckpoint stores. */
 export interface CheckpointState {
@@ -77,7 +77,7 @@ function checkState(state: CheckpointState): void {
 function* serializeOps(state: CheckpointState): Program<Uint8Array> {
   const record: Record<string, Tensor> = {};
   for (const [name, p] of state.model.namedParameters()) record[`model.${name}`] = p;
-  const metadata: Record<string, string> = { format: FORMAT, step: String(state.step) };
+  const metadata: Record<string, string> = { format: FORMAT, step: String(state.step), ...modelMetadata(state.model) };
   const copies: Tensor[] = [];
   try {
     if (state.optimizer) {
@@ -149,8 +149,7 @@ export function parseCheckpoint(bytes: Uint8Array, source?: string): Checkpoint 
     optimizer = { type: opt.type, options: opt.options,
       state: opt.steps.map((s, i) => ({ step: s, buffers: Array.from({ length: opt.buffers }, (_, j) => buffer(i, j)) })) };
   }
-  const modelEntries = Object.fromEntries(Object.entries(entries).filter(([k]) => k.startsWith('model.')).map(([k, e]) => [k.slice(6), e]));
-  return { step, model: entriesToTensors(modelEntries), optimizer,
+  return { step, model: entriesToTensors(weightEntries(entries, metadata)), optimizer,
     rng: json<Record<string, RandomState>>(metadata, 'rng') ?? {}, schedule: json<ScheduleConfig>(metadata, 'schedule'),
     meta: json<Record<string, unknown>>(metadata, 'meta') };
 }

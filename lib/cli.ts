@@ -14,6 +14,7 @@ import { NodeformerError } from './errors';
 import { ViTClassifier } from './models/vit';
 import { native, packageRoot } from './native';
 import { readSafetensorsMetadata } from './safetensors';
+import { COMMANDS, PROGRAM_DESCRIPTION } from './cli/commands';
 import { checkDigitClassifier, evaluate, loadClassifier, predictImages } from './cli/classify';
 import { readFolderMetadata } from './cli/data_source';
 import { loadMnist } from './cli/mnist';
@@ -95,14 +96,13 @@ interface Io {
 function program(io: Io): Command {
   const out = io.out;
   const prog = new Command('nodeformer')
-    .description('Transformer engine for Node.js: train a ViT on MNIST digits or a folder of images, evaluate it, classify pictures.')
+    .description(PROGRAM_DESCRIPTION)
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
 
   withRuntime(prog.command('train')
-    .description('train a ViT on MNIST digits (the demo: 8,000 train / 2,000 test) or, with --data, on a folder of images; ' +
-      'write the best epoch\'s model.safetensors (and for MNIST, pictures) to --out')
+    .description(COMMANDS.train)
     .addOption(new Option('--epochs <n>', 'training epochs').argParser(integer(1, 10000)).default(TRAIN_DEFAULTS.epochs))
     .addOption(new Option('--batch-size <n>', 'images per step').argParser(integer(1, 8000)).default(TRAIN_DEFAULTS.batchSize))
     .addOption(new Option('--lr <rate>', 'peak learning rate (cosine schedule with warmup)').argParser(positiveNumber).default(TRAIN_DEFAULTS.lr))
@@ -141,7 +141,7 @@ function program(io: Io): Command {
     });
 
   withRuntime(prog.command('eval')
-    .description('evaluate a checkpoint on the MNIST test split')
+    .description(COMMANDS.eval)
     .addOption(new Option('--model <file>', 'checkpoint written by train').default(DEFAULT_MODEL))
     .addOption(new Option('--test-size <n>', 'test digits (the last ones of the fixed split)').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.testSize))
     .addOption(new Option('--batch-size <n>', 'images per forward').argParser(integer(1, 10000)).default(250)))
@@ -158,8 +158,7 @@ function program(io: Io): Command {
     });
 
   withRuntime(prog.command('predict')
-    .description('classify pictures (any format sharp reads): digits for the demo\'s model (dark-on-light is inverted to ' +
-      'MNIST\'s light-on-dark), or the classes of a model trained with --data')
+    .description(COMMANDS.predict)
     .argument('<image...>', 'image files (PNG, JPEG, WebP, AVIF, GIF, TIFF)')
     .addOption(new Option('--model <file>', 'checkpoint written by train').default(DEFAULT_MODEL)))
     .action(async (files: string[], o) => {
@@ -168,7 +167,7 @@ function program(io: Io): Command {
     });
 
   prog.command('bench')
-    .description('kernel and model benchmarks (npm run bench in a clone of the repository); options after -- go to the harness, e.g. bench -- --quick')
+    .description(COMMANDS.bench)
     .argument('[harness-options...]', 'options for the benchmark harness (bench -- --help lists them)')
     .action((harnessOptions: string[]) => {
       const root = packageRoot(__dirname);

@@ -11,6 +11,7 @@
 import { checkDevice, checkDeviceOps, type Device } from './device';
 import { invalidArg, NodeformerError } from './errors';
 import { OptionKeys } from './options';
+import { loadModel, type ConfiguredModule, type ModelClass } from './persist';
 import { Lane, runSync, type Program } from './program';
 import type { Random } from './random';
 import { Scope } from './scope';
@@ -113,6 +114,14 @@ const LOAD_STATE_DICT_OPTIONS = new OptionKeys<LoadStateDictOptions>('loadStateD
  * These are ordinary prototype methods: the method a reader sees is the method that runs.
  */
 export abstract class Module {
+  /**
+   * Restores a model of this class (`ViTClassifier.load(path)`) from a file written by saveModel,
+   * saveCheckpoint, fit's modelCheckpoint or the command line: loadModel(path, ThisClass).
+   */
+  static load<M extends ConfiguredModule>(this: ModelClass<M>, path: string): M {
+    return loadModel(path, this);
+  }
+
   private mode = true;
   private readonly params = new Map<string, Parameter>();
   private readonly buffers = new Map<string, Parameter>();

@@ -6,6 +6,7 @@
  * silently ignored.
  */
 import { NodeformerError, objectArg } from './errors';
+import { aliasOf } from './option_aliases';
 
 /** One `true` per key of T, optional keys included: an object literal of this type can neither miss a key of T nor add one. */
 export type KeySpec<T> = { readonly [K in keyof Required<T>]: true };
@@ -43,10 +44,13 @@ function unknownKeys(unknown: string[], allowed: readonly string[], label: strin
 }
 
 /**
- * The allowed key closest to `key`: equal but for case, or within 2 edits (insertions, deletions,
+ * The allowed key closest to `key`: the same key spelt another way or another library's name for it
+ * (aliasOf: weight_decay, learningRate, nhead), else one within 2 edits (insertions, deletions,
  * substitutions, swaps of neighbours) and fewer edits than `key` has characters; null when none is.
  */
 function closestKey(key: string, allowed: readonly string[]): string | null {
+  const alias = aliasOf(key, allowed);
+  if (alias !== null) return alias;
   let best: string | null = null, bestD = Infinity;
   const limit = Math.min(2, Math.max(1, key.length - 1));
   for (const a of allowed) {

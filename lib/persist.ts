@@ -1,16 +1,31 @@
 /**
- * Model checkpoints: a model's state dict in a safetensors file whose metadata names the module
- * class and holds its config as JSON, so the file alone restores the model.
+ * Model files: a model's state dict in a safetensors file whose metadata names the module class and
+ * holds its config as JSON, so the file alone restores the model. Training checkpoints
+ * (lib/checkpoint.ts: saveCheckpoint, fit's modelCheckpoint) carry the same two metadata entries
+ * beside their weights ("model.<name>"), so loadModel restores a model from either kind of file.
  */
 import { invalidArg, NodeformerError } from './errors';
 import { Module } from './module';
-import { entriesToTensors, readSafetensors, saveSafetensors } from './safetensors';
+import { entriesToTensors, readSafetensors, saveSafetensors, type RawEntry } from './safetensors';
 
 /** A module that keeps the config it was built from (every module of this library does). */
 export type ConfiguredModule = Module & { readonly config: object };
 
 /** A module class whose constructor takes the config that its instances keep. */
 export type ModelClass<M extends ConfiguredModule> = { new (config: never): M; readonly name: string };
+
+/** The `format` metadata of a training checkpoint (lib/checkpoint.ts), whose weights are named "model.<name>". */
+export const CHECKPOINT_FORMAT = 'nodeformer-checkpoint/1';
+
+/**
+ * The metadata that makes a file restorable by loadModel: { module: the class name, config: JSON
+ * of model.config }; none for a module without a config object.
+ */
+export function modelMetadata(model: Module): Record<string, string> {
+  const config = (model as { config?: unknown }).config;
+  if (typeof config !== 'object' || config === null) return {};
+  return { module: model.constructor.name, config: JSON.stringify(config) };
+}
 
 /**
  * Writes model.stateDict() to `path` (atomically) with the metadata { module: the class name,
@@ -20,7 +35,7 @@ export type ModelClass<M extends ConfiguredModule> = { new (config: never): M; r
 export function saveModel(path: string, model: ConfiguredModule, extra: Record<string, string> = {}): void {
   if (!(model instanceof Module) || typeof model.config !== 'object' || model.config === null)
     invalidArg('model', 'a Module with a config', model);
-  saveSafetensors(path, model.stateDict(), { ...extra, module: model.constructor.name, config: JSON.stringify(model.config) });
+  saveSafetensors(path, model.stateDict(), { ...extra, ...modelMetadata(model) });
 }
 
 function formatError(path: string, expected: string, received: string): never {
@@ -35,11 +50,23 @@ export function registerModelClass(cls: ModelClass<ConfiguredModule>): void {
   modelClasses.set(cls.name, cls);
 }
 
+/**
+ * What a file without "module" and "config" metadata is, and the calls that restore a model from it:
+ * a training checkpoint of an earlier release (no config stored) or a bare state dict.
+ */
+function withoutConfig(metadata: Record<string, string>): string {
+  return metadata.format === CHECKPOINT_FORMAT
+    ? 'a training checkpoint without "module" and "config" metadata (written by an earlier release): build the model ' +
+      'with the config it was trained with and restore the checkpoint into it: resume(path, { model })'
+    : 'a safetensors file without "module" and "config" metadata (a bare state dict): build the model with its config ' +
+      'and load the weights into it: model.loadStateDict(loadSafetensors(path))';
+}
+
 /** The class a file's "module" metadata names, or an ERR_NF_FORMAT error saying what is missing. */
-function classOf(path: string, module: string | undefined): ModelClass<ConfiguredModule> {
-  const expected = 'a checkpoint written by saveModel (its metadata names the module class)';
-  if (module === undefined)
-    formatError(path, expected, 'a safetensors file without "module" metadata (pass the class: loadModel(path, ViTClassifier))');
+function classOf(path: string, metadata: Record<string, string>): ModelClass<ConfiguredModule> {
+  const expected = 'a model file written by saveModel, saveCheckpoint or modelCheckpoint (its metadata names the module class)';
+  const module = metadata.module;
+  if (module === undefined) formatError(path, expected, withoutConfig(metadata));
   const cls = modelClasses.get(module);
   if (!cls)
     formatError(path, expected, `a checkpoint of the unknown class ${JSON.stringify(module)} ` +
@@ -48,11 +75,13 @@ function classOf(path: string, module: string | undefined): ModelClass<Configure
 }
 
 /**
- * Restores a model saved by saveModel: checks that the file was written for `cls` (without `cls`,
- * the class the file's metadata names), builds it from the stored config and loads the weights
- * with a strict state dict (every parameter present, no extra ones, same shapes). A file without
- * that metadata, of another module or with an unusable config is an ERR_NF_FORMAT error;
- * mismatched weights are ERR_NF_STATE_DICT.
+ * Restores a model from a file written by saveModel, saveCheckpoint, fit's modelCheckpoint or the
+ * command line: checks that the file was written for `cls` (without `cls`, the class the file's
+ * metadata names), builds it from the stored config and loads the weights with a strict state dict
+ * (every parameter present, no extra ones, same shapes); a training checkpoint's optimizer state is
+ * left out (resume restores it). A file without that metadata, of another module or with an
+ * unusable config is an ERR_NF_FORMAT error naming the call that restores it; mismatched weights
+ * are ERR_NF_STATE_DICT.
  */
 export function loadModel(path: string): ConfiguredModule;
 export function loadModel<M extends ConfiguredModule>(path: string, cls: ModelClass<M>): M;
@@ -60,11 +89,11 @@ export function loadModel<M extends ConfiguredModule>(path: string, cls?: ModelC
   if (cls !== undefined && (typeof cls !== 'function' || !((cls as { prototype?: unknown }).prototype instanceof Module)))
     invalidArg('cls', 'a Module class such as ViTClassifier (or nothing: the class the file names)', cls);
   const { entries, metadata } = readSafetensors(path);
-  cls ??= classOf(path, metadata.module) as ModelClass<M>;
-  const expected = `a ${cls.name} checkpoint written by saveModel`;
-  if (metadata.module === undefined || metadata.config === undefined)
-    formatError(path, expected, 'a safetensors file without "module" and "config" metadata');
-  if (metadata.module !== cls.name) formatError(path, expected, `a ${metadata.module} checkpoint`);
+  cls ??= classOf(path, metadata) as ModelClass<M>;
+  const expected = `a ${cls.name} model file written by saveModel, saveCheckpoint or modelCheckpoint`;
+  if (metadata.module === undefined || metadata.config === undefined) formatError(path, expected, withoutConfig(metadata));
+  if (metadata.module !== cls.name)
+    formatError(path, expected, `a ${metadata.module} model file (loadModel(path) restores it as the ${metadata.module} it is)`);
   let config: unknown;
   try {
     config = JSON.parse(metadata.config);
@@ -79,7 +108,7 @@ export function loadModel<M extends ConfiguredModule>(path: string, cls?: ModelC
     if (!(e instanceof NodeformerError)) throw e;
     formatError(path, expected, `a config the constructor rejects: ${e.message}`);
   }
-  const record = entriesToTensors(entries);
+  const record = entriesToTensors(weightEntries(entries, metadata));
   try {
     model.loadStateDict(record, { strict: true });
   } catch (e) {
@@ -89,4 +118,10 @@ export function loadModel<M extends ConfiguredModule>(path: string, cls?: ModelC
     for (const t of Object.values(record)) t.dispose();
   }
   return model;
+}
+
+/** A file's model weights: every entry of a model file; a training checkpoint's "model.<name>" entries, named <name>. */
+export function weightEntries(entries: Record<string, RawEntry>, metadata: Record<string, string>): Record<string, RawEntry> {
+  if (metadata.format !== CHECKPOINT_FORMAT) return entries;
+  return Object.fromEntries(Object.entries(entries).filter(([k]) => k.startsWith('model.')).map(([k, e]) => [k.slice('model.'.length), e]));
 }

@@ -10,7 +10,7 @@ import { Linear } from '../layers/linear';
 import { checkPatchGrid, imageHW, PatchEmbedding, type ImageSize } from '../layers/patch_embedding';
 import { requireSaved, Module, Parameter } from '../module';
 import { OptionKeys, type KeySpec } from '../options';
-import { loadModel, registerModelClass } from '../persist';
+import { registerModelClass } from '../persist';
 import { op, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
@@ -301,11 +301,6 @@ export class ViTClassifier extends ViTEncoder {
     const globalPool = oneOf('config.globalPool', config.globalPool ?? (classToken ? 'token' : 'avg'), GLOBAL_POOLS);
     if (globalPool === 'token' && !classToken) invalidArg('config.globalPool', "'avg' without a class token", globalPool);
     return { globalPool, fcNorm: bool('config.fcNorm', config.fcNorm ?? globalPool === 'avg') };
-  }
-
-  /** Restores a classifier saved with saveModel (config from the file's metadata, strict state dict). */
-  static load(path: string): ViTClassifier {
-    return loadModel(path, ViTClassifier);
   }
 
   constructor(config: ViTClassifierConfig = {}) {

@@ -80,7 +80,7 @@ function fileCases(c: Catalogue): void {
   saveSafetensors(weights, { w: fl([2]) });
 
   // loadModel without a class: the file's metadata names it, or the error says what is missing.
-  c.add('loadModel(a file without "module" metadata)', 'ERR_NF_FORMAT', /weights\.safetensors but received a safetensors file without "module" metadata \(pass the class/,
+  c.add('loadModel(a file without "module" metadata)', 'ERR_NF_FORMAT', /weights\.safetensors but received a safetensors file without "module" and "config" metadata \(a bare state dict\): .*model\.loadStateDict\(loadSafetensors\(path\)\)/,
     () => loadModel(weights));
   const other = path.join(dir, 'other.safetensors');
   saveSafetensors(other, { w: fl([2]) }, { module: 'MyNet', config: '{}' });

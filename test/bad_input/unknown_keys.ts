@@ -1,7 +1,7 @@
 /**
  * Unknown keys in the config and options objects of the public API: each is ERR_NF_INVALID_ARG
  * naming the key and the object it was in, and the key meant when one is close (a typo, another
- * case, snake_case) — "Unknown key 'casual' (did you mean 'causal'?) in MultiHeadAttention.forward
+ * case, snake_case, another library's name for it: learningRate → lr, nhead → numHeads) — "Unknown key 'casual' (did you mean 'causal'?) in MultiHeadAttention.forward
  * options" — never silently ignored. Several keys per object kind, with and without a suggestion.
  */
 import * as os from 'node:os';
@@ -28,20 +28,23 @@ const seqCfg = { dModel: D, numHeads: H, dFF: F, depth: 1 };
 /** [constructor name, make(config), a valid config, [bad key, the key meant or null]...] */
 const configs: [string, (c: never) => unknown, object, [string, string | null][]][] = [
   ['Linear', (c) => new Linear(c), { inFeatures: 2, outFeatures: 2 }, [['outFeature', 'outFeatures'], ['Bias', 'bias'], ['activation', null]]],
-  ['LayerNorm', (c) => new LayerNorm(c), { dModel: D }, [['d_model', 'dModel'], ['epsilon', null], ['EPS', 'eps']]],
-  ['MultiHeadAttention', (c) => new MultiHeadAttention(c), { dModel: D, numHeads: H }, [['num_heads', 'numHeads'], ['heads', null], ['casual', null]]],
+  ['LayerNorm', (c) => new LayerNorm(c), { dModel: D }, [['d_model', 'dModel'], ['epsilon', 'eps'], ['EPS', 'eps'], ['elementwiseAffine', null]]],
+  ['MultiHeadAttention', (c) => new MultiHeadAttention(c), { dModel: D, numHeads: H }, [['num_heads', 'numHeads'], ['heads', 'numHeads'], ['nhead', 'numHeads'], ['casual', null]]],
   ['FeedForward', (c) => new FeedForward(c), { dModel: D, dFF: F }, [['dff', 'dFF'], ['activaton', 'activation'], ['hidden', null]]],
   ['PatchEmbedding', (c) => new PatchEmbedding(c), { imgSize: 8, patchSize: 4, inChannels: 1, dModel: D },
     [['imageSize', 'imgSize'], ['inChannel', 'inChannels'], ['stride', null]]],
-  ['EncoderBlock', (c) => new EncoderBlock(c), { dModel: D, numHeads: H, dFF: F }, [['normfirst', 'normFirst'], ['dropOut', 'dropout'], ['layerScale', null]]],
+  ['EncoderBlock', (c) => new EncoderBlock(c), { dModel: D, numHeads: H, dFF: F }, [['normfirst', 'normFirst'], ['dropOut', 'dropout'], ['layerScale', 'initValues'], ['crossAttention', null]]],
   ['DecoderBlock', (c) => new DecoderBlock(c), { dModel: D, numHeads: H, dFF: F }, [['norm_first', 'normFirst'], ['crossAttention', null]]],
   ['ViTEncoder', (c) => new ViTEncoder(c), vitCfg, [['depht', 'depth'], ['numClasses', null], ['img_size', 'imgSize']]],
-  ['ViTClassifier', (c) => new ViTClassifier(c), vitCfg, [['numclasses', 'numClasses'], ['classes', null], ['patch', null]]],
+  ['ViTClassifier', (c) => new ViTClassifier(c), vitCfg, [['numclasses', 'numClasses'], ['classes', 'numClasses'], ['patch', 'patchSize'], ['num_layers', 'depth'], ['labels', null]]],
   ['ViTDecoder', (c) => new ViTDecoder(c), vitCfg, [['patch_size', 'patchSize'], ['numClasses', null]]],
   ['Encoder', (c) => new Encoder(c), { ...seqCfg, vocabSize: 5, maxLen: 6 }, [['vocab_size', 'vocabSize'], ['srcVocab', null]]],
   ['Decoder', (c) => new Decoder(c), { ...seqCfg, vocabSize: 5, maxLen: 6 }, [['maxlen', 'maxLen'], ['tgtVocab', null]]],
   ['Transformer', (c) => new Transformer(c), { ...seqCfg, srcVocab: 5, tgtVocab: 5, maxLen: 6 },
-    [['tgtvocab', 'tgtVocab'], ['pad_idx', 'padIdx'], ['srcVocabSize', null], ['vocabSize', null]]],
+    [['tgtvocab', 'tgtVocab'], ['pad_idx', 'padIdx'], ['srcVocabSize', null], ['vocabSize', null],
+      // PyTorch's nn.Transformer and Hugging Face names for the same settings.
+      ['nhead', 'numHeads'], ['d_model', 'dModel'], ['dim_feedforward', 'dFF'], ['hidden_size', 'dModel'], ['num_attention_heads', 'numHeads'],
+      ['intermediate_size', 'dFF'], ['num_hidden_layers', 'depth'], ['layer_norm_eps', 'eps'], ['norm_first', 'normFirst']]],
 ];
 
 function configCases(c: Catalogue): void {
@@ -77,7 +80,8 @@ function forwardCases(c: Catalogue): void {
     ['ViTDecoder.forward', 'attn_mask', 'attnMask', (o) => vdec.forward(mem, o)],
     ['ViTDecoder.forward', 'tgtKeyPaddingMask', null, (o) => vdec.forward(mem, o)],
     ['Encoder.forward', 'keyPaddingMasks', 'keyPaddingMask', (o) => encoder.forward(tokens, o)],
-    ['Encoder.forward', 'srcKeyPaddingMask', null, (o) => encoder.forward(tokens, o)],
+    ['Encoder.forward', 'srcKeyPaddingMask', 'keyPaddingMask', (o) => encoder.forward(tokens, o)],
+    ['Encoder.forward', 'mask', null, (o) => encoder.forward(tokens, o)],
     ['Decoder.forward', 'memoryKeyPadingMask', 'memoryKeyPaddingMask', (o) => decoder.forward(tokens, mem, o)],
     ['Decoder.forward', 'causal', null, (o) => decoder.forward(tokens, mem, o)],
     ['Transformer.generate', 'max_len', 'maxLen', (o) => tr.generate(ints([1, 3]), o)],
@@ -106,6 +110,12 @@ function trainingCases(c: Catalogue): void {
     ['AdamW options', 'weight_decay', 'weightDecay', (o) => new AdamW(params, o)],
     ['AdamW options', 'beta1', 'betas', (o) => new AdamW(params, o)],
     ['AdamW options', 'amsgrad', null, (o) => new AdamW(params, o)],
+    // Other libraries' names for the same options (Keras, Hugging Face, optax).
+    ['AdamW options', 'learningRate', 'lr', (o) => new AdamW(params, o)],
+    ['AdamW options', 'learning_rate', 'lr', (o) => new AdamW(params, o)],
+    ['AdamW options', 'epsilon', 'eps', (o) => new AdamW(params, o)],
+    ['AdamW options', 'weightdecay', 'weightDecay', (o) => new AdamW(params, o)],
+    ['SGD options', 'learningRate', 'lr', (o) => new SGD(params, o)],
     ['SGD options', 'nesterow', 'nesterov', (o) => new SGD(params, o)],
     ['SGD options', 'momentun', 'momentum', (o) => new SGD(params, o)],
     ['SGD options', 'betas', null, (o) => new SGD(params, o)],
@@ -115,7 +125,7 @@ function trainingCases(c: Catalogue): void {
     ['cosineWithWarmup options', 'warmup_steps', 'warmupSteps', (o) => cosineWithWarmup({ lr: 1, warmupSteps: 1, totalSteps: 5, ...(o as object) })],
     ['cosineWithWarmup options', 'min_lr', 'minLr', (o) => cosineWithWarmup({ lr: 1, warmupSteps: 1, totalSteps: 5, ...(o as object) })],
     ['inverseSqrtWarmup options', 'dmodel', 'dModel', (o) => inverseSqrtWarmup({ dModel: 8, warmupSteps: 1, ...(o as object) })],
-    ['inverseSqrtWarmup options', 'warmup', null, (o) => inverseSqrtWarmup({ dModel: 8, warmupSteps: 1, ...(o as object) })],
+    ['inverseSqrtWarmup options', 'warmup', 'warmupSteps', (o) => inverseSqrtWarmup({ dModel: 8, warmupSteps: 1, ...(o as object) })],
   ];
   for (const [where, key, meant, call] of cases)
     c.add(`${where}: { ${key} }`, 'ERR_NF_INVALID_ARG', unknown(key, where, meant), () => call({ [key]: 1 } as never));
@@ -123,7 +133,7 @@ function trainingCases(c: Catalogue): void {
   const state = adamw.stateDict();
   c.add('adamw.loadStateDict({ ..., version })', 'ERR_NF_INVALID_ARG', unknown('version', 'AdamW.loadStateDict state', null),
     () => adamw.loadStateDict({ ...state, version: 2 } as never));
-  c.add('adamw.loadStateDict({ options: { learningRate } })', 'ERR_NF_INVALID_ARG', unknown('learningRate', 'AdamW state.options', null),
+  c.add('adamw.loadStateDict({ options: { learningRate } })', 'ERR_NF_INVALID_ARG', unknown('learningRate', 'AdamW state.options', 'lr'),
     () => adamw.loadStateDict({ ...state, options: { learningRate: 1 } }));
   c.add('adamw.loadStateDict({ options: { weightdecay } })', 'ERR_NF_INVALID_ARG', unknown('weightdecay', 'AdamW state.options', 'weightDecay'),
     () => adamw.loadStateDict({ ...state, options: { weightdecay: 1 } }));
