@@ -365,6 +365,44 @@ export { n, code };
     expect(packages).toEqual(['node-addon-api', 'node-gyp-build', 'nodeformer']);
   });
 
+  it('prints the command line\'s help and the npm install it needs, exit 0, without the command line\'s packages', () => {
+    const bin = path.join(app, 'node_modules', '.bin', 'nodeformer');
+    for (const args of [['--help'], ['-h'], ['help'], ['train', '--help']]) {
+      const r = spawnSync(process.execPath, [bin, ...args], { cwd: app, env, encoding: 'utf8' });
+      expect(r.status, `nodeformer ${args.join(' ')}: ${r.stderr}`).toBe(0);
+      expect(r.stdout).toMatch(/^Usage: nodeformer/);
+      for (const command of ['train', 'eval', 'predict', 'bench']) expect(r.stdout).toMatch(new RegExp(`^  ${command} +\\S`, 'm'));
+      expect(r.stdout).toMatch(/^ {2}npm install .*'commander@/m);
+    }
+  });
+
+  it.runIf(fs.existsSync('/usr/bin/script'))("runs the README's fit() snippet as written, on a terminal and piped, without cli-progress; its checkpoint loads", () => {
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const snippet = /## fit\(\): a training loop with callbacks\s+```ts\n([\s\S]*?)```/.exec(readme)![1];
+    // The batches the snippet leaves to the reader: 28×28 digits-like images, 10 classes.
+    fs.writeFileSync(path.join(app, 'batches.mjs'), `import { Tensor } from 'nodeformer';
+let seed = 1;
+const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+const batch = (n) => ({ input: Tensor.from(Float32Array.from({ length: n * 784 }, rand), [n, 1, 28, 28]),
+  target: Tensor.from(Int32Array.from({ length: n }, () => Math.floor(rand() * 10)), [n]) });
+export const trainBatches = [batch(8), batch(8), batch(5)], valBatches = [batch(6)];
+`);
+    fs.writeFileSync(path.join(app, 'fit.mjs'), `import { trainBatches, valBatches } from './batches.mjs';\n${snippet}`);
+    const tty = spawnSync('/usr/bin/script', ['-qec', `${process.execPath} fit.mjs`, '/dev/null'], { cwd: app, env, encoding: 'utf8' });
+    console.log(`README fit() snippet on a terminal, without cli-progress:\n${tty.stdout.trim()}`);
+    expect(tty.status, tty.stdout).toBe(0);
+    expect(tty.stdout).toContain("progressBar(): cli-progress is not installed, so progress is one line per epoch; for a bar per epoch: npm install 'cli-progress@");
+    expect(tty.stdout).toMatch(/^epoch 1\/20 \| loss \d\.\d{4} \| acc [\d.]+% \| val loss \d\.\d{4} \| val acc [\d.]+% \| [\d,]+ samples\/s \| [\d.]+ s\r?$/m);
+    const piped = spawnSync(process.execPath, ['fit.mjs'], { cwd: app, env, encoding: 'utf8' });
+    expect(piped.status, piped.stderr).toBe(0);
+    expect(`${piped.stdout}${piped.stderr}`).toBe('');
+    const loaded = spawnSync(process.execPath, ['-e', `
+      const { loadModel, ViTClassifier } = require('nodeformer');
+      const a = ViTClassifier.load('best.safetensors'), b = loadModel('best.safetensors');
+      console.log(a.constructor.name, b.constructor.name, a.config.patchSize);`], { cwd: app, env, encoding: 'utf8' });
+    expect(loaded.stdout.trim(), loaded.stderr).toBe('ViTClassifier ViTClassifier 7');
+  });
+
   it('explains what ImageFolder and the nodeformer command need, and works once that npm install has run', async () => {
     const folder = path.join(tmp, 'images', 'cat');
     fs.mkdirSync(folder, { recursive: true });
