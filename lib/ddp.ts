@@ -166,9 +166,8 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       this.startState = 'broadcast';
       const b = distributed.mpiBinding();
       this.startPending = this.gradParams.map((p) => {
-        const host = p.device === 'cpu' ? p.data : p.toArray();
-        return new PendingCollective(b.broadcast(host, 0), 'DistributedDataParallel parameter broadcast',
-          p.device === 'cpu' ? undefined : () => p.copyFrom(host));
+        const host = distributed.hostOf('parameter', p);
+        return new PendingCollective(b.broadcast(host, 0), 'DistributedDataParallel parameter broadcast', distributed.writeBack(p, host));
       });
     }
     yield* waitOps(this.startPending);

@@ -219,93 +219,33 @@ export function checkSupported(device: Device, ops: Iterable<string>, what: stri
       `${missing.join(', ')} (${missing.length > 1 ? 'ops' : 'an op'} it would run); keep it on cpu`);
 }
 
-/** A class's methods (its own and those it inherits, down to Object): name → their source texts. */
-const methodCache = new WeakMap<object, Map<string, string[]>>();
-
-function methodsOf(obj: object): Map<string, string[]> {
-  const proto = Object.getPrototypeOf(obj) as object;
-  const cached = methodCache.get(proto);
-  if (cached) return cached;
-  const methods = new Map<string, string[]>();
-  for (let p: object | null = proto; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null)
-    for (const key of Object.getOwnPropertyNames(p)) {
-      const d = Object.getOwnPropertyDescriptor(p, key);
-      for (const fn of [d?.value, d?.get])
-        if (typeof fn === 'function' && key !== 'constructor') {
-          if (!methods.has(key)) methods.set(key, []);
-          methods.get(key)!.push(Function.prototype.toString.call(fn));
-        }
-    }
-  methodCache.set(proto, methods);
-  return methods;
-}
-
-/** `objects` and the class instances they hold directly or in arrays (a block's dropout sites). */
-function withHelpers(objects: Iterable<object>): object[] {
-  const all: object[] = [];
-  const add = (o: unknown) => {
-    if (typeof o !== 'object' || o === null || ArrayBuffer.isView(o) || all.includes(o)) return;
-    const proto = Object.getPrototypeOf(o);
-    if (proto !== Object.prototype && proto !== null && proto !== Array.prototype) all.push(o);
-  };
-  for (const obj of objects) {
-    add(obj);
-    for (const v of Object.values(obj)) (Array.isArray(v) ? v : [v]).forEach(add);
-  }
-  return all;
-}
-
 /**
- * The native ops `objects` (a module tree, an optimizer) request when their methods `entries` run:
- * the names in the op('…') calls (lib/program.ts's op(), whatever a bundler renamed it to) of every
- * method those entries reach by name (a call or reference `.name` in a reached method reaches `name`
- * of every object, e.g. forwardOps reaches the forwardProgram it applies: an over-approximation that
- * never misses a method), in the objects' classes and in the
- * class instances they hold, plus the ops a class lists in a static `nativeOps` array: the way to
- * declare what its methods request through helpers defined outside any class, which this reading
- * of the methods' source cannot see.
+ * The ops that `objects` (a module tree, an optimizer) declare they run: the static `ops` of each
+ * one's class and of every class it extends (Module.ops, Optimizer.ops), added up. Declared, never
+ * guessed: test/ops_schema.test.ts runs every model and optimizer with the op calls recorded and
+ * checks that each op run is a declared one.
  */
-export function requestedOps(objects: Iterable<object>, entries: readonly string[]): Set<string> {
-  const all = withHelpers(objects);
-  const known = supportedOps('cpu'); // every op runs on the CPU: it is the list of op names
-  const reached = new Set(entries), pending = [...entries];
-  while (pending.length > 0) {
-    const name = pending.pop()!;
-    for (const obj of all)
-      for (const src of methodsOf(obj).get(name) ?? [])
-        for (const m of src.matchAll(/\.(\w+)\b/g))
-          if (!reached.has(m[1])) {
-            reached.add(m[1]);
-            pending.push(m[1]);
-          }
-  }
+export function declaredOps(objects: Iterable<object>): Set<string> {
   const ops = new Set<string>();
-  for (const obj of all) {
-    for (const [name, sources] of methodsOf(obj))
-      if (reached.has(name))
-        for (const src of sources)
-          for (const m of src.matchAll(/\bop\w*\)?\(\s*(['"`])(\w+)\1/g)) if (known.has(m[2])) ops.add(m[2]);
-    for (let c = obj.constructor as { nativeOps?: unknown } | undefined; c && c !== Object; c = Object.getPrototypeOf(c)) {
-      if (Object.prototype.hasOwnProperty.call(c, 'nativeOps') && Array.isArray(c.nativeOps))
-        for (const op of c.nativeOps as string[]) ops.add(op);
-    }
-  }
+  for (const obj of objects)
+    for (let c = obj.constructor as { ops?: unknown } | undefined; c && c !== Object; c = Object.getPrototypeOf(c))
+      if (Object.hasOwn(c, 'ops') && Array.isArray(c.ops)) for (const op of c.ops as string[]) ops.add(op);
   return ops;
 }
 
-/** The methods a training step runs on a module tree: what Module.to checks. */
-export const MODULE_ENTRIES: readonly string[] = ['forwardOps', 'backwardOps', 'forwardProgram', 'backwardProgram'];
-/** The methods an optimizer's zeroGrad and step run: what the optimizers' constructors check. */
-export const OPTIMIZER_ENTRIES: readonly string[] = ['stepOps', 'zeroGradOps'];
+/** The ops the op schema marks host-only (packWeights, fmaPeak): CPU work by nature, which no device is asked for. */
+function hostOnlyOps(): ReadonlySet<string> {
+  return (hostOnly ??= new Set((JSON.parse(native.opSchema()) as { name: string; hostOnly?: boolean }[]).filter((o) => o.hostOnly).map((o) => o.name)));
+}
+let hostOnly: ReadonlySet<string> | null = null;
 
 /**
  * The check Module.to and the optimizers' constructors run before anything moves or is allocated
- * on `device`: every op that `objects` request when `entries` run (requestedOps) must have a kernel
- * there, else ERR_NF_DEVICE names all the missing ones (rather than a step failing halfway at the
- * first of them). The CPU runs every op.
+ * on `device`: every op that `objects` declare (declaredOps), host-only ones aside, must have a
+ * kernel there, else ERR_NF_DEVICE names all the missing ones (rather than a step failing halfway
+ * at the first of them). The CPU runs every op.
  */
-export function checkDeviceOps(device: Device, objects: Iterable<object>, what: string,
-  entries: readonly string[] = MODULE_ENTRIES): void {
+export function checkDeviceOps(device: Device, objects: Iterable<object>, what: string): void {
   if (device === 'cpu') return;
-  checkSupported(device, requestedOps(objects, entries), what);
+  checkSupported(device, [...declaredOps(objects)].filter((op) => !hostOnlyOps().has(op)), what);
 }

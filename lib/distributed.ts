@@ -232,14 +232,15 @@ export async function barrier(): Promise<void> {
   await new PendingCollective(requireInit('barrier').barrier(), 'barrier').promise;
 }
 
-function hostOf(name: string, t: unknown): HostArray {
+/** The host values a collective works on: a cpu tensor's own storage, or a host copy of a device tensor's (Tensor.hostValues). */
+export function hostOf(name: string, t: unknown): HostArray {
   if (!(t instanceof Tensor)) invalidArg(name, 'a Tensor', t);
-  return (t.device === 'cpu' ? t.data : t.toArray()) as HostArray;
+  return t.hostValues() as HostArray;
 }
 
-/** After a collective on a host copy of a cuda tensor, writes the result back (host staging). */
-function writeBack(t: Tensor, host: HostArray): (() => void) | undefined {
-  return t.device === 'cpu' ? undefined : () => t.copyFrom(host as never);
+/** After a collective on `host` (hostOf(t)): the write of the result back into `t` when `host` is a copy, else nothing. */
+export function writeBack(t: Tensor, host: HostArray): (() => void) | undefined {
+  return host === t.storage ? undefined : () => t.copyFrom(host as never);
 }
 
 /**
@@ -275,12 +276,9 @@ export async function broadcast<T extends Tensor>(t: T, root = 0): Promise<T> {
 export async function allGather<T extends Tensor>(t: T): Promise<T> {
   const b = requireInit('allGather');
   const host = hostOf('t', t);
-  const out = Tensor.zeros([state.size, ...t.shape], t.dtype);
-  await new PendingCollective(b.allGather(host, out.data as HostArray), 'allGather').promise;
-  if (t.device === 'cpu') return out as T;
-  const moved = out.to(t.device);
-  out.dispose();
-  return moved as T;
+  const out = Tensor.zeros([state.size, ...t.shape], t.dtype).data as HostArray;
+  await new PendingCollective(b.allGather(host, out), 'allGather').promise;
+  return Tensor.from(out as Float32Array | Int32Array | Uint8Array, [state.size, ...t.shape], t.device) as T;
 }
 
 /** Seconds the communication thread has spent inside collectives (for overlap measurements). */

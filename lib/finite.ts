@@ -54,23 +54,3 @@ export function assertFiniteIn(name: string, value: unknown): void {
   else if (value !== null && typeof value === 'object')
     for (const [k, v] of Object.entries(value)) if (v instanceof Tensor) assertFinite(`${name}.${k}`, v);
 }
-
-const namesOf = new WeakMap<object, string[]>();
-
-/**
- * The declared parameter names of a method, read from its source ("forward(x, options = {})" →
- * ["x", "options"]), so errors can say which argument was bad; a position whose name cannot be
- * read (a destructured parameter) is named "argument i".
- */
-export function parameterNames(fn: (...args: never[]) => unknown): string[] {
-  let names = namesOf.get(fn);
-  if (!names) {
-    const list = /^[^(]*\(([^)]*)\)/.exec(Function.prototype.toString.call(fn))?.[1] ?? '';
-    names = list.split(',').map((p, i) => {
-      const name = p.replace(/=[\s\S]*$/, '').replace(/^\s*\.\.\./, '').trim();
-      return /^[A-Za-z_$][\w$]*$/.test(name) ? name : `argument ${i}`;
-    });
-    namesOf.set(fn, names);
-  }
-  return names;
-}

@@ -12,10 +12,10 @@ import { checkDevice, checkDeviceOps, type Device } from './device';
 import { invalidArg, NodeformerError } from './errors';
 import { OptionKeys } from './options';
 import { loadModel, type ConfiguredModule, type ModelClass } from './persist';
-import { Lane, runSync, type Program } from './program';
+import { Lane, runSync, type OpName, type Program } from './program';
 import type { Random } from './random';
 import { Scope } from './scope';
-import { assertFinite, assertFiniteIn, checkFiniteEnabled, parameterNames } from './finite';
+import { assertFinite, assertFiniteIn, checkFiniteEnabled } from './finite';
 import { checkTensor, shapeSize, Tensor } from './tensor';
 
 /** The argument list of a program-returning method. */
@@ -114,6 +114,14 @@ const LOAD_STATE_DICT_OPTIONS = new OptionKeys<LoadStateDictOptions>('loadStateD
  * These are ordinary prototype methods: the method a reader sees is the method that runs.
  */
 export abstract class Module {
+  /**
+   * The native ops this class's own code runs (its passes, generation, and the helpers they call;
+   * not its children's, which declare their own): Module.to checks that the device has a kernel for
+   * every op the classes of the module tree declare, each class adding to those of the classes it
+   * extends (lib/device.ts declaredOps). test/ops_schema.test.ts holds the declarations to what runs.
+   */
+  static readonly ops: readonly OpName[] = [];
+
   /**
    * Restores a model of this class (`ViTClassifier.load(path)`) from a file written by saveModel,
    * saveCheckpoint, fit's modelCheckpoint or the command line: loadModel(path, ThisClass).
@@ -231,10 +239,9 @@ export abstract class Module {
     return out;
   }
 
-  /** Under checkFinite: scans the arguments of a forward or backward, named after forwardProgram's parameters. */
+  /** Under checkFinite: scans the arguments of a forward or backward, named by position ("argument 1 (input of blocks.0.forward)"). */
   private checkInputs(method: 'forward' | 'backward', args: readonly unknown[]): void {
-    const names = parameterNames(method === 'forward' ? this.forwardProgram : this.backwardProgram);
-    args.forEach((a, i) => assertFiniteIn(`${names[i] ?? `argument ${i}`} (input of ${this.modulePath}.${method})`, a));
+    args.forEach((a, i) => assertFiniteIn(`argument ${i + 1} (input of ${this.modulePath}.${method})`, a));
   }
 
   /**
@@ -443,7 +450,7 @@ export abstract class Module {
       } else if (!(values instanceof Tensor) && values.length !== p.size) {
         problems.push(`${name}: ${values.length} values do not fit [${p.shape.join(', ')}]`);
       } else {
-        plan.push([p, values instanceof Tensor ? (values.device === 'cpu' ? values.storage : values.toArray()) as Float32Array : values]);
+        plan.push([p, values instanceof Tensor ? (values as Tensor<'float32'>).hostValues() : values]);
       }
     }
     if (strict) for (const name of Object.keys(record)) if (!own.has(name)) problems.push(`unexpected ${name}`);

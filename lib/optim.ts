@@ -3,12 +3,12 @@
  * updating each parameter from its `grad` in native code, and gradient-norm clipping.
  */
 import { OptimizerArenas } from './arena';
-import { checkDeviceOps, OPTIMIZER_ENTRIES } from './device';
+import { checkDeviceOps } from './device';
 import { invalidArg, NodeformerError, objectArg } from './errors';
 import { checkFiniteArgs } from './finite';
 import type { Parameter } from './module';
 import { OptionKeys } from './options';
-import { Lane, op, runSync, type Program } from './program';
+import { Lane, op, runSync, type OpName, type Program } from './program';
 import { Tensor } from './tensor';
 
 function checkParams(params: unknown, name = 'params'): Parameter[] {
@@ -60,6 +60,12 @@ const STATE_ENTRY_KEYS = new OptionKeys<OptimizerState['state'][number]>('optimi
  * the model their own options, one update op per group.
  */
 export abstract class Optimizer<O extends object = object> {
+  /**
+   * The native ops this class's own code runs (zeroGrad, clipGradNorm; a subclass adds its step's):
+   * the constructor checks that every parameter's device has a kernel for each (lib/device.ts declaredOps).
+   */
+  static readonly ops: readonly OpName[] = ['zero', 'clipGradNorm', 'sumSquares', 'copyRows', 'scale'];
+
   readonly params: Parameter[];
   /** Options in force; change `options.lr` to schedule the learning rate. */
   options: O;
@@ -91,7 +97,7 @@ export abstract class Optimizer<O extends object = object> {
     });
     if (new Set(this.params).size !== this.params.length) invalidArg('params', 'each parameter in one group only (as torch)', params);
     this.groupOf = this.groups.flatMap((g) => g.indices.map(() => g));
-    for (const device of new Set(this.params.map((p) => p.device))) checkDeviceOps(device, [this], this.constructor.name, OPTIMIZER_ENTRIES);
+    for (const device of new Set(this.params.map((p) => p.device))) checkDeviceOps(device, [this], this.constructor.name);
     this.steps = this.params.map(() => 0);
     this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => Tensor.zeros([p.size], 'float32', p.device)));
     this.flat();
@@ -292,6 +298,8 @@ function adamwOptions(raw: AdamWOptions, prefix: string): Required<AdamWOptions>
 
 /** torch.optim.AdamW: decoupled weight decay, bias-corrected moments. */
 export class AdamW extends Optimizer<Required<AdamWOptions>> {
+  /** The ops it runs (Optimizer.ops). */
+  static override readonly ops: readonly OpName[] = ['adamwStep'];
   constructor(params: Parameter[] | ParamGroup<AdamWOptions>[], options: AdamWOptions = {}) {
     super(params, adamwOptions(options, 'options'), 2);
   }
@@ -340,6 +348,8 @@ function sgdOptions(raw: SGDOptions, prefix: string): Required<SGDOptions> {
 
 /** torch.optim.SGD with momentum, dampening, weight decay and Nesterov momentum. */
 export class SGD extends Optimizer<Required<SGDOptions>> {
+  /** The ops it runs (Optimizer.ops). */
+  static override readonly ops: readonly OpName[] = ['sgdStep'];
   constructor(params: Parameter[] | ParamGroup<SGDOptions>[], options: SGDOptions = {}) {
     super(params, sgdOptions(options, 'options'), 1);
   }

@@ -295,7 +295,7 @@ export function serializeSafetensors(record: Record<string, Tensor>, metadata: R
     if (name === '__metadata__') invalidArg('record', 'tensor names other than "__metadata__" (the format reserves it)', record);
     if (!(t instanceof Tensor)) invalidArg(`record[${JSON.stringify(name)}]`, 'a Tensor', t);
     if (t.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `record[${JSON.stringify(name)}] is a disposed tensor`);
-    const d = t.device === 'cpu' ? t.storage : t.toArray();
+    const d = t.hostValues();
     values.set(name, d);
     header[name] = { dtype: DTYPE_OF[t.dtype], shape: [...t.shape], data_offsets: [offset, offset + d.byteLength] };
     offset += d.byteLength;

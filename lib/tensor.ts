@@ -119,19 +119,22 @@ export class Tensor<D extends DType = DType> {
   }
 
   /**
-   * A tensor holding a copy of `data` with the given shape. The dtype follows the array:
-   * Float32Array → float32, Int32Array → int32, Uint8Array → bool (1 = True).
+   * A tensor on `device` (default 'cpu') holding a copy of the host array `data` with the given
+   * shape: the one way from host values to a tensor on any device (on 'cuda', one upload, no host
+   * tensor in between). The dtype follows the array: Float32Array → float32, Int32Array → int32,
+   * Uint8Array → bool (1 = True).
    */
   static from<A extends Float32Array | Int32Array | Uint8Array>(
-    data: A, shape: readonly number[],
+    data: A, shape: readonly number[], device: Device = 'cpu',
   ): Tensor<A extends Float32Array ? 'float32' : A extends Int32Array ? 'int32' : 'bool'> {
     const dtype = dtypeOf(data);
     if (!dtype) invalidArg('data', 'a Float32Array, Int32Array or Uint8Array', data);
     const size = shapeSize(shape);
     if (data.length !== size)
       invalidArg('data', `${size} elements for shape [${shape.join(', ')}]`, data);
-    const t = new Tensor(dtype, shape, size, 'cpu', true);
-    (t._data as AnyData).set(data);
+    const t = new Tensor(dtype, shape, size, checkDevice('device', device), true);
+    t.copyFrom(data as never);
+    t.writes = 0;
     return t as never;
   }
 
@@ -214,6 +217,16 @@ export class Tensor<D extends DType = DType> {
 
   get disposed(): boolean {
     return this._data === null && this.deviceBuffer === null;
+  }
+
+  /**
+   * The values in host memory, for reading, on any device: the live storage of a cpu tensor (no
+   * copy, and no write counted: do not write through it; `data` is for writing), a fresh copy of a
+   * cuda tensor's (one download). The one way from a tensor of either device to host values
+   * (candle's to_cpu_storage); toArray() when the caller needs a copy it owns on every device.
+   */
+  hostValues(): TypedArrayOf<D> {
+    return this.deviceBuffer ? this.toArray() : this.host();
   }
 
   /** A copy of the values in host memory (Float32Array, Int32Array, or Uint8Array for bool). */

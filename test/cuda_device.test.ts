@@ -15,13 +15,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import {
-  AdamW, crossEntropy, Linear, Module, NodeformerError, SGD, supportedOps, supports, Tensor, trainStep, Transformer,
+  AdamW, crossEntropy, Linear, Module, native, NodeformerError, SGD, supportedOps, supports, Tensor, trainStep, Transformer,
   ViTClassifier, ViTDecoder,
 } from '../lib/index';
 import { main } from '../lib/cli';
-import { cuda, MODULE_ENTRIES, requestedOps } from '../lib/device';
+import { cuda, declaredOps } from '../lib/device';
 import { OP_NAMES } from '../lib/native/ops.generated';
-import type { Program } from '../lib/program';
+import type { OpName, Program } from '../lib/program';
 import { randn32, relErr, rng } from './helpers';
 import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
 
@@ -152,9 +152,10 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
       return null;
     };
 
-    // A module that requests an op without a CUDA kernel fails before anything moves.
+    // A module that declares an op without a CUDA kernel fails before anything moves; host-only ops
+    // (fmaPeak, packWeights: CPU work by nature) are never asked of a device.
     class Probe extends Module {
-      static readonly nativeOps = ['fmaPeak', 'layernormForward'];
+      static override readonly ops = ['fmaPeak', 'noSuchKernel' as OpName, 'layernormForward'] as const;
       readonly w = this.addParameter('w', [2], new Float32Array(2));
       *forwardProgram(): Program<void> {}
       *backwardProgram(): Program<void> {}
@@ -162,14 +163,15 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
     const probe = new Probe();
     const err = failure(() => probe.to('cuda'));
     expect(err?.code).toBe('ERR_NF_DEVICE');
-    expect(err?.message).toBe('Probe cannot run on cuda: the CUDA backend has no kernel for fmaPeak (an op it would run); keep it on cpu');
+    expect(err?.message).toBe('Probe cannot run on cuda: the CUDA backend has no kernel for noSuchKernel (an op it would run); keep it on cpu');
     expect(probe.w.device).toBe('cpu');
 
-    // The models: to('cuda') succeeds exactly when every op they request has a CUDA kernel.
+    // The models: to('cuda') succeeds exactly when every op they declare, host-only ones aside, has a CUDA kernel.
+    const hostOnly = new Set((JSON.parse(native.opSchema()) as { name: string; hostOnly?: boolean }[]).filter((o) => o.hostOnly).map((o) => o.name));
     const small = { dModel: 16, numHeads: 2, dFF: 24, depth: 1 };
     for (const model of [new ViTClassifier({ imgSize: 8, patchSize: 4, numClasses: 3, ...small }),
       new ViTDecoder({ imgSize: 8, patchSize: 4, ...small }), new Transformer({ srcVocab: 5, tgtVocab: 5, maxLen: 6, ...small })]) {
-      const need = [...requestedOps(model.modules(), MODULE_ENTRIES)].filter((op) => missing.has(op)).sort();
+      const need = [...declaredOps(model.modules())].filter((op) => missing.has(op) && !hostOnly.has(op)).sort();
       const e = failure(() => model.to('cuda'));
       if (need.length === 0) {
         expect(e, model.constructor.name).toBeNull();

@@ -64,7 +64,7 @@ describe('checkFinite mode', () => {
     setCheckFinite(true);
     const x = Tensor.from(Float32Array.of(1, 2, 3, NaN), [2, 2]);
     expect(() => new Linear({ inFeatures: 2, outFeatures: 3 }).forward(x)).toThrow(
-      /^Expected finite values for x \(input of Linear\.forward\) but received Tensor float32 \[2, 2\] holding NaN at flat index 3$/);
+      /^Expected finite values for argument 1 \(input of Linear\.forward\) but received Tensor float32 \[2, 2\] holding NaN at flat index 3$/);
   });
 
   it('names the first layer whose output is not finite, by its path in the model', () => {

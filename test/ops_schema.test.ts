@@ -1,18 +1,19 @@
 /**
  * The op table (native/ops/): the addon's schema export, the TypeScript interface generated from
  * it (lib/native/ops.generated.ts must be current: `node scripts/gen_native_types.js` rewrites it),
- * supports(op, device) and the ops a module requests (what Module.to and the optimizers check
+ * supports(op, device) and the ops a module declares (what Module.to and the optimizers check
  * against the device, test/cuda_device.test.ts for 'cuda').
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
 import {
-  AdamW, Encoder, Module, NodeformerError, SGD, Tensor, Transformer, ViTClassifier, ViTDecoder, crossEntropy, mse,
+  AdamW, Encoder, Module, NodeformerError, SGD, Tensor, Transformer, ViTClassifier, ViTDecoder, ViTEncoder, crossEntropy, mse,
   supportedOps, supports,
 } from '../lib/index';
-import { checkSupported, MODULE_ENTRIES, OPTIMIZER_ENTRIES, requestedOps } from '../lib/device';
+import { checkSupported, declaredOps } from '../lib/device';
 import { native } from '../lib/native';
 import { OP_NAMES } from '../lib/native/ops.generated';
 import type { Program } from '../lib/program';
@@ -81,19 +82,14 @@ describe('supports(op, device)', () => {
 
 const opsCalled = (fn: () => void) => new Set(opsCalledList(fn));
 
-describe('the ops a module requests (what Module.to checks)', () => {
+describe('the ops a module declares (what Module.to checks)', () => {
   const images = (B: number, C: number, S: number) => Tensor.from(Float32Array.from(randn32(B * C * S * S, rng(3))), [B, C, S, S]);
   const tokens = (B: number, T: number, V: number) => Tensor.from(Int32Array.from({ length: B * T }, (_, i) => (i * 7 + 1) % V), [B, T]);
-  // The ops that modules request through helpers defined outside their classes, which the scan of
-  // the classes' methods cannot see (lib/layers/dropout.ts's accumulate, used by the blocks). Every
-  // backend has a kernel for these today; a class can list such ops in a static `nativeOps`.
-  const unseen = new Set(['accumulate']);
-  // The ops the cases run outside the model: the losses (free functions) and the optimizer (checked
-  // by its own constructor); and packWeights, which an eval-mode Linear runs on the CPU only (through
-  // a free function of lib/prepack.ts, so that Module.to does not ask 'cuda' for it).
-  const outside = new Set(['crossEntropy', 'mse', 'adamwStep', 'packWeights']);
+  // The ops the cases run outside the model: the losses (free functions) and the optimizer (which
+  // declares its own, checked by its constructor).
+  const outside = new Set(['crossEntropy', 'mse', 'adamwStep']);
 
-  const cases: { name: string; model: () => Module; run: (m: Module) => void; entries?: string[] }[] = [
+  const cases: { name: string; model: () => Module; run: (m: Module) => void }[] = [
     {
       name: 'ViTClassifier (forward, backward, AdamW)',
       model: () => new ViTClassifier({ imgSize: 8, patchSize: 4, inChannels: 3, dModel: 16, numHeads: 2, dFF: 24, depth: 1, numClasses: 3, dropout: 0.1, seed: 1 }),
@@ -130,7 +126,6 @@ describe('the ops a module requests (what Module.to checks)', () => {
         (m as Transformer).generate(tokens(2, 5, 7), { bos: 1, eos: 2, maxLen: 4 });
         (m as Transformer).generate(tokens(2, 5, 7), { bos: 1, eos: 2, maxLen: 4, useCache: false });
       },
-      entries: ['generateOps'],
     },
     {
       name: 'Encoder (learned positions)',
@@ -144,37 +139,46 @@ describe('the ops a module requests (what Module.to checks)', () => {
   ];
 
   for (const c of cases)
-    it(`${c.name}: every op it runs is one it requests`, () => {
+    it(`${c.name}: every op it runs is one its classes declare`, () => {
       const model = c.model();
-      const requested = requestedOps(model.modules(), c.entries ?? MODULE_ENTRIES);
+      const declared = declaredOps(model.modules());
       const ran = opsCalled(() => c.run(model));
-      const missed = [...ran].filter((op) => !requested.has(op) && !unseen.has(op) && !outside.has(op));
-      expect(missed, `ops ${c.name} ran without requesting them`).toEqual([]);
+      const missed = [...ran].filter((op) => !declared.has(op) && !outside.has(op));
+      expect(missed, `ops ${c.name} ran without declaring them (add them to the static ops of the class that runs them)`).toEqual([]);
       expect(ran.size).toBeGreaterThan(3);
     });
 
-  it("a training step's ops leave out generation's decode step (a ViT does not request it)", () => {
+  it('declarations add up along the class chain and over the module tree', () => {
     const vit = new ViTClassifier({ imgSize: 8, patchSize: 4, dModel: 16, numHeads: 2, dFF: 24, depth: 1, numClasses: 3 });
-    const ops = requestedOps(vit.modules(), MODULE_ENTRIES);
-    expect(ops.has('attentionForward') && ops.has('attentionBackward') && ops.has('patchEmbedBackward')).toBe(true);
-    expect(ops.has('attentionDecode')).toBe(false);
+    expect(declaredOps([vit])).toEqual(new Set([...ViTClassifier.ops, ...ViTEncoder.ops]));
+    const ops = declaredOps(vit.modules());
+    for (const op of ['attentionForward', 'attentionBackward', 'patchEmbedBackward', 'layernormForward', 'clsPosForward', 'gemm'])
+      expect(ops.has(op), op).toBe(true);
+    expect(ops.has('argmax')).toBe(false); // generation's: the Transformer's
     const t = new Transformer({ srcVocab: 5, tgtVocab: 5, maxLen: 6, dModel: 16, numHeads: 2, dFF: 24, depth: 1 });
-    expect(requestedOps(t.modules(), MODULE_ENTRIES).has('attentionDecode')).toBe(false);
-    expect(requestedOps(t.modules(), ['generateOps']).has('attentionDecode')).toBe(true);
+    expect(declaredOps(t.modules()).has('argmax') && declaredOps(t.modules()).has('attentionDecode')).toBe(true);
   });
 
-  it('optimizers request their step and zeroGrad ops', () => {
+  it('optimizers declare their step, zeroGrad and gradient-clipping ops', () => {
     const p = new ViTClassifier({ imgSize: 4, patchSize: 4, inChannels: 1, dModel: 8, numHeads: 1, dFF: 8, depth: 1, numClasses: 2 }).parameters();
-    expect([...requestedOps([new AdamW(p)], OPTIMIZER_ENTRIES)].sort()).toEqual(['adamwStep', 'zero']);
-    expect([...requestedOps([new SGD(p, { momentum: 0.9 })], OPTIMIZER_ENTRIES)].sort()).toEqual(['sgdStep', 'zero']);
+    const common = ['clipGradNorm', 'copyRows', 'scale', 'sumSquares', 'zero'];
+    expect([...declaredOps([new AdamW(p)])].sort()).toEqual(['adamwStep', ...common].sort());
+    expect([...declaredOps([new SGD(p, { momentum: 0.9 })])].sort()).toEqual(['sgdStep', ...common].sort());
   });
 
-  it('a class lists the ops its helpers request in a static nativeOps', () => {
+  it("a user's module class declares its ops in a static ops", () => {
     class Helper extends Module {
-      static readonly nativeOps = ['fmaPeak'];
+      static override readonly ops = ['fmaPeak'] as const;
       *forwardProgram(): Program<void> {}
       *backwardProgram(): Program<void> {}
     }
-    expect([...requestedOps([new Helper()], MODULE_ENTRIES)]).toEqual(['fmaPeak']);
+    expect([...declaredOps([new Helper()])]).toEqual(['fmaPeak']);
+  });
+
+  it('nothing in lib/ reads source text (Function.prototype.toString): what runs where is declared', () => {
+    const files = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+    const readers = files(path.join(__dirname, '..', 'lib')).filter((f) => /Function\.prototype\.toString|\.toString\.call\(/.test(fs.readFileSync(f, 'utf8')));
+    expect(readers).toEqual([]);
   });
 });

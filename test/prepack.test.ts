@@ -13,7 +13,7 @@ import {
   AdamW, crossEntropy, FeedForward, Linear, Module, MultiHeadAttention, native, SGD, setWeightPrepacking, Tensor, Transformer,
   ViTClassifier, weightPrepacking,
 } from '../lib/index';
-import { MODULE_ENTRIES, requestedOps } from '../lib/device';
+import { declaredOps } from '../lib/device';
 import { isas, randn32, rng, withIsa } from './helpers';
 import { opsCalledList, opsCalledListAsync } from './support/ops_called';
 
@@ -223,10 +223,11 @@ describe('the packings over the model\'s life', () => {
     expect(() => setWeightPrepacking('off' as unknown as boolean)).toThrow(expect.objectContaining({ code: 'ERR_NF_INVALID_ARG', message: expect.stringMatching(/for on/) }));
   });
 
-  it('packWeights is no op a model asks a device for (Module.to checks requestedOps)', () => {
+  it('packWeights is declared (Linear, MultiHeadAttention) but host-only: the schema marks it, and Module.to asks no device for it', () => {
     const t = new Transformer({ srcVocab: 11, tgtVocab: 13, maxLen: 10, dModel: 16, numHeads: 2, dFF: 24, depth: 1 });
-    expect(requestedOps(t.modules(), MODULE_ENTRIES).has('packWeights')).toBe(false);
-    expect(requestedOps(t.modules(), ['generateOps']).has('packWeights')).toBe(false);
+    expect(declaredOps(t.modules()).has('packWeights')).toBe(true);
+    const schema = JSON.parse(native.opSchema()) as { name: string; hostOnly?: boolean }[];
+    expect(schema.filter((o) => o.hostOnly).map((o) => o.name).sort()).toEqual(['fmaPeak', 'packWeights']);
   });
 });
 

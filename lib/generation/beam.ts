@@ -20,7 +20,7 @@ import type { Program } from '../program';
 import { Scope } from '../scope';
 import { Tensor } from '../tensor';
 import type { GenerationConfig } from './options';
-import { hostValues, type StepSource } from './source';
+import type { StepSource } from './source';
 
 /** A finished sequence: its generated tokens (eos included when it ended with one) and its score. */
 interface Hypothesis {
@@ -76,7 +76,7 @@ export function* beamSearch(source: StepSource, cfg: GenerationConfig): Program<
   for (let t = 0; t + 1 < L && done.some((d) => !d); t++) {
     const tmp = new Scope();
     try {
-      const logp = hostValues(tmp.add(yield* logSoftmaxOps(tmp.add(yield* source.step(seqs, L, t)))));
+      const logp = tmp.add(yield* logSoftmaxOps(tmp.add(yield* source.step(seqs, L, t)))).hostValues();
       const scores = tmp.add(Tensor.from(Float32Array.from(logp, (x, i) => x + sums[Math.floor(i / V)]), [B, nb * V]));
       const top = yield* topkOps(scores, k);
       const value = tmp.add(top.values).data, index = tmp.add(top.indices).data;

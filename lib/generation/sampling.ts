@@ -12,13 +12,12 @@ import type { Random } from '../random';
 import { Scope } from '../scope';
 import { Tensor } from '../tensor';
 import type { GenerationConfig } from './options';
-import { hostValues } from './source';
 
 /** The most likely token of each row (the first on ties). */
 export function* greedyTokens(logits: Tensor<'float32'>): Program<Int32Array> {
   const ids = yield* argmaxOps(logits);
   try {
-    return Int32Array.from(hostValues(ids));
+    return Int32Array.from(ids.hostValues());
   } finally {
     ids.dispose();
   }
@@ -66,7 +65,7 @@ export function* sampleTokens(logits: Tensor<'float32'>, cfg: GenerationConfig, 
   const V = logits.shape[logits.shape.length - 1], rows = logits.size / V;
   const tmp = new Scope();
   try {
-    const scores = tmp.add(yield* warpLogits(hostValues(logits), rows, V, cfg));
+    const scores = tmp.add(yield* warpLogits(logits.hostValues(), rows, V, cfg));
     const p = tmp.add(yield* softmaxOps(scores)).data;
     const out = new Int32Array(rows);
     for (let r = 0; r < rows; r++) out[r] = draw(p.subarray(r * V, (r + 1) * V), rng.uniform());

@@ -4,7 +4,7 @@
  * sequence continue another's prefix (its key/value caches copied over).
  */
 import type { Program } from '../program';
-import type { DType, Tensor, TypedArrayOf } from '../tensor';
+import type { Tensor } from '../tensor';
 
 export interface StepSource {
   /** Sequences decoded side by side (batch × beams). */
@@ -18,9 +18,4 @@ export interface StepSource {
   step(seqs: Int32Array, stride: number, t: number): Program<Tensor<'float32'>>;
   /** Row r continues the prefix (positions 0..t) of row from[r] (its caches are copied over). */
   reorder(from: Int32Array, t: number): Program<void>;
-}
-
-/** The values of a tensor in host memory: its own storage on cpu, a copy of a device tensor's. */
-export function hostValues<D extends DType>(t: Tensor<D>): TypedArrayOf<D> {
-  return t.device === 'cpu' ? t.data : t.toArray();
 }

@@ -2,7 +2,7 @@ import { invalidArg } from '../errors';
 import { requireSaved, Module } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import { op, type OpArgs, type Program } from '../program';
+import { op, type OpArgs, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
@@ -102,8 +102,9 @@ export class MultiHeadAttention extends Module {
   readonly proj: Linear;
   private readonly dropRng: Random;
   private saved: Saved | null = null;
-  /** The ops of attention_width.ts's helpers (run with numHeads·headDim ≠ dModel), which Module.to cannot read in the methods. */
-  static readonly nativeOps: readonly string[] = ['copyRows', 'accumulate'];
+  /** The ops it runs (Module.ops): attention_width.ts's helpers add copyRows and accumulate (numHeads·headDim ≠ dModel). */
+  static override readonly ops: readonly OpName[] = ['attentionForward', 'attentionBackward', 'attentionDecode', 'linearForward', 'copyRows',
+    'accumulate', 'packWeights'];
   /** How the heads are padded for the attention ops (null when numHeads·headDim = dModel). */
   private readonly heads: HeadPadding | null;
   /** The zero-padded copies of a forward (null without padding). */

@@ -2,7 +2,7 @@ import { invalidArg } from '../errors';
 import { Module } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import type { Program } from '../program';
+import type { OpName, Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
@@ -112,6 +112,8 @@ const ENCODER_BLOCK_OPTIONS = new OptionKeys<EncoderBlockOptions>('EncoderBlock.
  * drop: projDropout; path: drop path (dropPath), per sample.
  */
 export class EncoderBlock extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['dropoutForward', 'dropoutBackward', 'accumulate', 'gemm'];
   readonly config: Settings<BlockConfig>;
   readonly norm1: LayerNorm;
   readonly attn: MultiHeadAttention;
@@ -238,6 +240,8 @@ const DECODER_BLOCK_OPTIONS = new OptionKeys<DecoderBlockOptions>('DecoderBlock.
  * x, keys and values from memory), norm3, mlp; pre-LN or post-LN as EncoderBlock.
  */
 export class DecoderBlock extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['dropoutForward', 'dropoutBackward', 'accumulate', 'gemm'];
   readonly config: Settings<BlockConfig>;
   readonly norm1: LayerNorm;
   readonly attn: MultiHeadAttention;

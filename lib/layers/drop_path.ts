@@ -19,9 +19,7 @@ export class DropPathSite {
     this.scales = null;
     if (!training || this.p === 0) return x;
     const B = x.shape[0], keep = 1 / (1 - this.p);
-    const host = Tensor.from(Float32Array.from({ length: B }, () => (this.rng.uniform() >= this.p ? keep : 0)), [B]);
-    this.scales = scope.add(x.device === 'cpu' ? host : host.to(x.device));
-    if (this.scales !== host) host.dispose();
+    this.scales = scope.add(Tensor.from(Float32Array.from({ length: B }, () => (this.rng.uniform() >= this.p ? keep : 0)), [B], x.device));
     return yield* this.scale(x);
   }
 

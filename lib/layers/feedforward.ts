@@ -2,7 +2,7 @@ import { requireSaved, rowsOf, Module } from '../module';
 import { FeedForwardActivations, type FeedForwardActivation } from '../native/feedforward';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import { op, type Program } from '../program';
+import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
@@ -36,6 +36,8 @@ const FEEDFORWARD_CONFIG = new OptionKeys<FeedForwardConfig>('FeedForward config
  * (the biases only with `bias`: without, the ops get zeros and their bias gradients are dropped).
  */
 export class FeedForward extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['feedforwardForward', 'feedforwardBackward'];
   readonly config: Settings<FeedForwardConfig>;
   readonly fc1: Linear;
   readonly fc2: Linear;

@@ -2,7 +2,7 @@ import { constant } from '../init';
 import { requireSaved, rowsOf, Module, Parameter } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import { op, type Program } from '../program';
+import { op, type OpName, type Program } from '../program';
 import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
 import { positive, positiveInt, emptyLike, type Settings } from './common';
@@ -24,6 +24,8 @@ const LAYER_SCALE_CONFIG = new OptionKeys<LayerScaleConfig>('LayerScale config',
  * gamma.grad += Σ_rows dy · x.
  */
 export class LayerScale extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['channelScaleForward', 'channelScaleBackward'];
   readonly config: Settings<LayerScaleConfig>;
   readonly gamma: Parameter;
   private saved: Tensor<'float32'> | null = null;

@@ -2,7 +2,7 @@ import { requireSaved, rowsOf, Module, Parameter } from '../module';
 import { constant } from '../init';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import { op, type Program } from '../program';
+import { op, type OpName, type Program } from '../program';
 import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
 import { positive, positiveInt, emptyLike, type Settings } from './common';
@@ -20,6 +20,8 @@ const LAYERNORM_CONFIG = new OptionKeys<LayerNormConfig>('LayerNorm config', { d
 
 /** LayerNorm over the last dimension: y = (x − mean) / sqrt(var + eps) · weight + bias. Parameters: weight [D], bias [D]. */
 export class LayerNorm extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['layernormForward', 'layernormBackward'];
   readonly config: Settings<LayerNormConfig>;
   readonly weight: Parameter;
   readonly bias: Parameter;

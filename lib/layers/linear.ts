@@ -3,7 +3,7 @@ import { requireSaved, rowsOf, Module, Parameter } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
 import { PackedWeight } from '../prepack';
-import { op, type Program } from '../program';
+import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
@@ -28,6 +28,8 @@ const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures
  * again; lib/prepack.ts, setWeightPrepacking), rebuilt when the weight changes, freed by train().
  */
 export class Linear extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['linearForward', 'linearBackward', 'packWeights'];
   readonly config: Settings<LinearConfig>;
   readonly weight: Parameter;
   readonly bias: Parameter | null;

@@ -3,7 +3,7 @@ import { uniformFanIn } from '../init';
 import { requireSaved, Module, Parameter } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import { op, type Program } from '../program';
+import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { checkTensor, Tensor } from '../tensor';
 import type { Device } from '../device';
@@ -47,6 +47,8 @@ const PATCH_EMBEDDING_CONFIG = new OptionKeys<PatchEmbeddingConfig>('PatchEmbedd
  * Parameters: proj.weight [D, C, P, P], proj.bias [D] (torch.nn.Conv2d's layout and initialisation).
  */
 export class PatchEmbedding extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['patchEmbedForward', 'patchEmbedBackward'];
   readonly config: Settings<PatchEmbeddingConfig>;
   readonly weight: Parameter;
   readonly bias: Parameter;

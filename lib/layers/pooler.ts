@@ -1,7 +1,7 @@
 import { requireSaved, Module } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import { op, type Program } from '../program';
+import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
@@ -24,6 +24,8 @@ const POOLER_CONFIG = new OptionKeys<PoolerConfig>('Pooler config', { dModel: tr
  * its backward reads the saved pre-activation.
  */
 export class Pooler extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['activationForward', 'activationBackward', 'copyRows'];
   readonly config: Settings<PoolerConfig>;
   readonly dense: Linear;
   private saved: { h: Tensor<'float32'>; T: number } | null = null;

@@ -9,7 +9,7 @@ import { Pooler } from '../layers/pooler';
 import { requireSaved, Module, Parameter } from '../module';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
-import { op, type Program } from '../program';
+import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
@@ -81,6 +81,8 @@ export interface BertOutput {
  * loadHfBert for transformers' names). Positions are 0..T−1 (absolute).
  */
 export class BertModel extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['embeddingForward', 'embeddingBackward', 'copyRows', 'accumulate', 'dropoutForward', 'dropoutBackward'];
   readonly config: Required<Omit<BertConfig, 'device'>>;
   readonly word_embeddings: Parameter;
   readonly position_embeddings: Parameter;
@@ -126,10 +128,7 @@ export class BertModel extends Module {
     if (o.attentionMask === undefined) return { types, padding: undefined };
     const given = o.attentionMask as Tensor;
     const m = checkTensor('inputs.attentionMask', given, given instanceof Tensor && given.dtype === 'bool' ? 'bool' : 'int32', [B, T]);
-    const values = m.device === 'cpu' ? m.data : m.toArray();
-    const host = Tensor.from(Uint8Array.from(values as ArrayLike<number>, (v) => (v === 0 ? 1 : 0)), [B, T]) as Tensor<'bool'>;
-    const padding = m.device === 'cpu' ? host : (host.to(m.device) as Tensor<'bool'>);
-    if (padding !== host) host.dispose();
+    const padding = Tensor.from(Uint8Array.from(m.hostValues() as ArrayLike<number>, (v) => (v === 0 ? 1 : 0)), [B, T], m.device) as Tensor<'bool'>;
     this.activations.add(padding);
     return { types, padding };
   }

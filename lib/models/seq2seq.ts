@@ -14,9 +14,9 @@ import { registerModelClass } from '../persist';
 import { beamSearch } from '../generation/beam';
 import { generationConfig, type GenerateOptions, type GenerationConfig } from '../generation/options';
 import { greedyOrSample } from '../generation/search';
-import { hostValues, type StepSource } from '../generation/source';
+import type { StepSource } from '../generation/source';
 import { emitTo, tokenStream } from '../generation/stream';
-import { op, type Program } from '../program';
+import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
@@ -86,7 +86,7 @@ function sequenceConfig(c: SequenceConfig) {
 function checkTokens(name: string, t: unknown, maxLen: number, vocab: number): [Tensor<'int32'>, Int32Array] {
   const x = nonEmpty(name, checkTensor(name, t, 'int32', [null, null]), { 0: 'a batch' });
   if (x.shape[1] < 1 || x.shape[1] > maxLen) invalidArg(name, `an int32 Tensor [B, T] with 1 <= T <= maxLen (${maxLen})`, x);
-  const ids = hostValues(x), T = x.shape[1];
+  const ids = x.hostValues(), T = x.shape[1];
   for (let i = 0; i < ids.length; i++)
     if (!(ids[i] >= 0 && ids[i] < vocab))
       throw new NodeformerError('ERR_NF_INVALID_ARG',
@@ -99,6 +99,8 @@ function checkTokens(name: string, t: unknown, maxLen: number, vocab: number): [
  * (sinusoidal, or learned pos_embed [1, maxLen, D]), embedding dropout and the optional final norm.
  */
 abstract class TokenModel extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['embeddingForward', 'embeddingBackward', 'copyRows', 'dropoutForward', 'dropoutBackward', 'accumulate'];
   readonly config: ReturnType<typeof sequenceConfig> & { vocabSize: number; maxLen: number };
   readonly embedWeight: Parameter;
   readonly pos_embed: Parameter | null;
@@ -338,21 +340,20 @@ const TRANSFORMER_CONFIG = new OptionKeys<TransformerConfig>('Transformer config
 export function paddingMask(tokens: Tensor<'int32'>, padIdx: number): Tensor<'bool'> {
   checkTensor('tokens', tokens, 'int32');
   if (!Number.isInteger(padIdx)) invalidArg('padIdx', 'an integer', padIdx);
-  return maskOf(hostValues(tokens), tokens.shape, padIdx, tokens.device);
+  return maskOf(tokens.hostValues(), tokens.shape, padIdx, tokens.device);
 }
 
 /** paddingMask from the ids in host memory. */
 function maskOf(ids: Int32Array, shape: readonly number[], padIdx: number, device: Device): Tensor<'bool'> {
   const d = new Uint8Array(ids.length);
   for (let i = 0; i < ids.length; i++) d[i] = ids[i] === padIdx ? 1 : 0;
-  const m = Tensor.from(d, shape);
-  return device === 'cpu' ? m : m.to(device);
+  return Tensor.from(d, shape, device);
 }
 
 /** The sequence-to-sequence Transformer of Vaswani et al.: encoder.*, decoder.*; padding masks from padIdx. */
 export class Transformer extends Module {
-  /** The ops generation requests through lib/logits.ts (greedy: argmax; sampling: topk, softmax; beams: logSoftmax, topk). */
-  static readonly nativeOps: readonly string[] = ['argmax', 'softmax', 'logSoftmax', 'topk'];
+  /** The ops it runs (Module.ops): generation's, through lib/logits.ts (greedy: argmax; sampling: topk, softmax; beams: logSoftmax, topk). */
+  static override readonly ops: readonly OpName[] = ['copyRows', 'argmax', 'softmax', 'logSoftmax', 'topk'];
   readonly config: Required<Omit<TransformerConfig, keyof SequenceConfig>> & ReturnType<typeof sequenceConfig>;
   readonly encoder: Encoder;
   readonly decoder: Decoder;

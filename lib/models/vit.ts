@@ -11,7 +11,7 @@ import { checkPatchGrid, imageHW, PatchEmbedding, type ImageSize } from '../laye
 import { requireSaved, Module, Parameter } from '../module';
 import { OptionKeys, type KeySpec } from '../options';
 import { registerModelClass } from '../persist';
-import { op, type Program } from '../program';
+import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
 import { checkTensor, Tensor } from '../tensor';
@@ -171,8 +171,9 @@ export class ViTEncoder extends Module {
   private batch = 0;
   /** The keys of this class's config (a subclass adds its own). */
   protected static readonly configKeys: OptionKeys<ViTConfig> = new OptionKeys<ViTConfig>('ViTEncoder config', VIT_KEYS);
-  /** The ops of the token start (lib/models/vit_tokens.ts's helpers, which Module.to cannot read in the methods). */
-  static readonly nativeOps: readonly string[] = ['clsPosForward', 'clsPosBackward', 'embeddingForward', 'embeddingBackward', 'copyRows'];
+  /** The ops it runs (Module.ops): the token start (lib/models/vit_tokens.ts) and the embedding dropout. */
+  static override readonly ops: readonly OpName[] = ['clsPosForward', 'clsPosBackward', 'embeddingForward', 'embeddingBackward', 'copyRows',
+    'dropoutForward', 'dropoutBackward'];
 
   /** The pooling settings of `config` (none: the encoder returns every token). */
   protected static headSettings(_config: ViTClassifierConfig, _classToken: boolean): HeadSettings | null {
@@ -264,11 +265,7 @@ registerModelClass(ViTEncoder);
  * token; an exact zero in the sum), 1 for the N patches (the GEMM's alpha is 1/N).
  */
 function poolWeights(T: number, N: number, device: Device, scope: Scope): Float32Array {
-  const host = Tensor.from(new Float32Array(T).fill(1, T - N), [T]);
-  if (device === 'cpu') return scope.add(host).storage;
-  const t = scope.add(host.to(device));
-  host.dispose();
-  return t.storage;
+  return scope.add(Tensor.from(new Float32Array(T).fill(1, T - N), [T], device)).storage;
 }
 
 /** ViTClassifier's pooling of the tokens: the class token, or the mean of the patch tokens (timm's global_pool). */
@@ -290,6 +287,8 @@ export interface ViTClassifierConfig extends ViTConfig {
  * [classes, D].
  */
 export class ViTClassifier extends ViTEncoder {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['copyRows', 'gemm'];
   declare config: ViTEncoder['config'] & HeadSettings & { numClasses: number };
   /** The final norm after pooling (null unless fcNorm). */
   readonly fc_norm: LayerNorm | null;
@@ -380,19 +379,6 @@ export class ViTClassifier extends ViTEncoder {
 }
 registerModelClass(ViTClassifier);
 
-/** The values in host memory: the tensor's own on cpu, a copy of a device tensor's. */
-function hostValues(t: Tensor<'float32'>): Float32Array {
-  return t.device === 'cpu' ? t.data : t.toArray();
-}
-
-/** `host` (a cpu tensor) as a tensor on `device` (itself on cpu). */
-function onDevice(host: Tensor<'float32'>, device: Device): Tensor<'float32'> {
-  if (device === 'cpu') return host;
-  const t = host.to(device);
-  host.dispose();
-  return t;
-}
-
 /**
  * [B, C, H, W] → [B, N, P·P·C], channel-last within each patch (index (py·P + px)·C + c), row-major
  * patches; on the images' device (a cuda tensor is rearranged in a host copy: a data-preparation
@@ -402,8 +388,8 @@ export function patchify(images: Tensor, patchSize: number): Tensor<'float32'> {
   const x = checkTensor('images', images, 'float32', [null, null, null, null]);
   const [B, C, H, W] = x.shape, P = positiveInt('patchSize', patchSize);
   if (H % P || W % P) invalidArg('images', `H and W multiples of patchSize ${P}`, x);
-  const gh = H / P, gw = W / P, out = Tensor.empty([B, gh * gw, P * P * C]);
-  const src = hostValues(x), dst = out.data;
+  const gh = H / P, gw = W / P, dst = new Float32Array(B * gh * gw * P * P * C);
+  const src = x.hostValues();
   let i = 0;
   for (let b = 0; b < B; b++)
     for (let gy = 0; gy < gh; gy++)
@@ -411,7 +397,7 @@ export function patchify(images: Tensor, patchSize: number): Tensor<'float32'> {
         for (let py = 0; py < P; py++)
           for (let px = 0; px < P; px++)
             for (let c = 0; c < C; c++) dst[i++] = src[((b * C + c) * H + gy * P + py) * W + gx * P + px];
-  return onDevice(out, x.device);
+  return Tensor.from(dst, [B, gh * gw, P * P * C], x.device);
 }
 
 /** The inverse of patchify for square images: [B, N, P·P·C] → [B, C, imgSize, imgSize], on the patches' device. */
@@ -420,8 +406,8 @@ export function unpatchify(patches: Tensor, imgSize: number, patchSize: number, 
   if (S % P) invalidArg('patchSize', `a divisor of imgSize (${S})`, P);
   const g = S / P;
   const x = checkTensor('patches', patches, 'float32', [null, g * g, P * P * C]);
-  const B = x.shape[0], out = Tensor.empty([B, C, S, S]);
-  const src = hostValues(x), dst = out.data;
+  const B = x.shape[0], dst = new Float32Array(B * C * S * S);
+  const src = x.hostValues();
   let i = 0;
   for (let b = 0; b < B; b++)
     for (let gy = 0; gy < g; gy++)
@@ -429,7 +415,7 @@ export function unpatchify(patches: Tensor, imgSize: number, patchSize: number, 
         for (let py = 0; py < P; py++)
           for (let px = 0; px < P; px++)
             for (let c = 0; c < C; c++) dst[((b * C + c) * S + gy * P + py) * S + gx * P + px] = src[i++];
-  return onDevice(out, x.device);
+  return Tensor.from(dst, [B, C, S, S], x.device);
 }
 
 /** Options of ViTDecoder.forward. Masks are bool tensors with MultiHeadAttention's meaning: true = blocked. */
@@ -454,6 +440,8 @@ const VIT_DECODER_OPTIONS = new OptionKeys<ViTDecoderOptions>('ViTDecoder.forwar
  * Parameters: mask_token [1, 1, D], pos_embed [1, N, D], blocks.{i}.*, norm.*, pred.* [P·P·C, D].
  */
 export class ViTDecoder extends Module {
+  /** The ops it runs (Module.ops). */
+  static override readonly ops: readonly OpName[] = ['embeddingForward', 'embeddingBackward', 'tokenPosForward', 'tokenPosBackward', 'copyRows', 'dropoutForward', 'dropoutBackward'];
   readonly config: ReturnType<typeof decoderConfig>;
   readonly numPatches: number;
   readonly mask_token: Parameter;
@@ -534,27 +522,13 @@ export class ViTDecoder extends Module {
   /**
    * The decoder's start, h [B, N, D] = mask_token + pos_embed (mask_token.expand(B, N, -1) +
    * pos_embed), or with `backward` its gradient from d = `h`: mask_token.grad += Σ_{b,n} d,
-   * pos_embed.grad += Σ_b d. On cpu the tokenPos ops; on cuda the embedding ops over ids that are
-   * all 0 (a one-row table: mask_token), which compute the same.
+   * pos_embed.grad += Σ_b d: the tokenPos ops, on every device.
    */
   private *tokenPos(h: Tensor<'float32'>, backward = false): Program<void> {
     const [B, N, D] = h.shape;
-    if (h.device === 'cpu') {
-      if (backward)
-        yield* op('tokenPosBackward', { B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: h.storage });
-      else yield* op('tokenPosForward', { B, N, D, out: h.storage, token: this.mask_token.storage, pos: this.pos_embed.storage });
-      return;
-    }
-    const ids = Tensor.zeros([B, N], 'int32', h.device);
-    try {
-      const dims = { B, T: N, V: 1, D, maxLen: N };
-      if (backward)
-        yield* op('embeddingBackward', { ...dims, dtable: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: h.storage,
-          ids: ids.storage });
-      else yield* op('embeddingForward', { ...dims, out: h.storage, ids: ids.storage, table: this.mask_token.storage, pos: this.pos_embed.storage });
-    } finally {
-      ids.dispose();
-    }
+    if (backward)
+      yield* op('tokenPosBackward', { B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: h.storage });
+    else yield* op('tokenPosForward', { B, N, D, out: h.storage, token: this.mask_token.storage, pos: this.pos_embed.storage });
   }
 }
 registerModelClass(ViTDecoder);

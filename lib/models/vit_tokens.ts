@@ -17,11 +17,7 @@ export interface TokenLayout {
 
 /** ids [B, N] with ids[b, n] = b·N + n: row (b, n) of patches [B·N, D] seen as an embedding table. */
 function patchIds(B: number, N: number, device: Tensor['device']): Tensor<'int32'> {
-  const ids = Tensor.from(Int32Array.from({ length: B * N }, (_, i) => i), [B, N]);
-  if (device === 'cpu') return ids;
-  const d = ids.to(device);
-  ids.dispose();
-  return d;
+  return Tensor.from(Int32Array.from({ length: B * N }, (_, i) => i), [B, N], device);
 }
 
 /** patches [B, N, D] += pos [N, D] in place: the embedding op with patches as its own table (exact: one add per value). */
