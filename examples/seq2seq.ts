@@ -29,6 +29,9 @@ function positiveInt(flag: string, value: string | undefined, fallback: number):
   return n;
 }
 
+/** The exact-match accuracy the defaults reach on every CPU kernel variant (README). */
+const TARGET_ACCURACY = 0.99;
+
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: {
     steps: { type: 'string' }, 'batch-size': { type: 'string' }, seed: { type: 'string' }, threads: { type: 'string' },
@@ -51,6 +54,13 @@ async function main(): Promise<void> {
   console.log(`\nexact-match accuracy on ${predictions.length} held-out dates: ${(100 * accuracy).toFixed(1)}% ` +
     `(${predictions.length - wrong.length}/${predictions.length}) with the weights of step ${bestStep} (best validation exact match), ` +
     `trained in ${trainSeconds.toFixed(0)} s`);
+  // The stated target (README): ≥ 99% with the defaults. The CPU kernel variants differ in the last
+  // bits of fp32 sums, which training carries into slightly different models (999 or 1000 of 1000).
+  const defaults = o.steps === DEFAULTS.steps && o.batchSize === DEFAULTS.batchSize && o.seed === DEFAULTS.seed;
+  if (defaults && accuracy < TARGET_ACCURACY) {
+    console.error(`below the target of ${100 * TARGET_ACCURACY}% exact match`);
+    process.exitCode = 1;
+  }
 }
 
 main().catch((e: Error) => {

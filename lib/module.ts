@@ -62,13 +62,10 @@ export class Parameter extends Tensor<'float32'> {
   }
 
   /** Moves this parameter and its gradient to `device` in place (what Module.to does to every parameter). */
-  moveTo(device: Device): void {
-    this.moveStorage(checkDevice('device', device));
-    const g = this.grad;
-    if (g && g.device !== device) {
-      this.grad = g.to(device);
-      g.dispose();
-    }
+  override moveTo(device: Device): this {
+    super.moveTo(device);
+    this.grad?.moveTo(device);
+    return this;
   }
 
   override dispose(): void {

@@ -200,11 +200,7 @@ export abstract class Optimizer<O extends object = object> {
       if (!p.grad) continue;
       // State made before the model moved (module.to) follows its parameter.
       if (this.buffers[i].some((b) => b.device !== p.device))
-        this.buffers[i] = this.buffers[i].map((b) => {
-          const moved = b.to(p.device);
-          if (moved !== b) b.dispose();
-          return moved;
-        });
+        for (const b of this.buffers[i]) b.moveTo(p.device);
       this.steps[i] += 1;
       yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i], this.groupOptions(this.groupOf[i]));
       p.markWritten();

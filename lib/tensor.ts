@@ -278,10 +278,6 @@ export class Tensor<D extends DType = DType> {
   }
 
   /**
-   * Moves the storage to `device` in place (Module.to moves its parameters so): the values are
-   * copied and the old storage freed.
-   */
-  /**
    * @internal Makes this CPU tensor's storage the elements [offset, offset + size) of `arena` (a CPU
    * tensor of the same dtype: a flat arena, lib/arena.ts), copying its values there. The tensor then
    * reads and writes the arena's memory; its dispose() drops the view, and the arena's memory is
@@ -304,12 +300,17 @@ export class Tensor<D extends DType = DType> {
     return this.arena === arena && this._data !== null && this._data.byteOffset === arena.host().byteOffset + offset * BYTES[this.dtype];
   }
 
-  protected moveStorage(device: Device): void {
-    if (device === this.device) return;
+  /**
+   * Moves the storage to `device` in place (Module.to moves its parameters so): the values are
+   * copied and the old storage freed; nothing happens when it is there already. Returns this.
+   */
+  moveTo(device: Device): this {
+    checkDevice('device', device);
+    if (device === this.device) return this;
     const values = this.toArray();
     this.releaseStorage();
     this.allocate(device, true);
-    this.copyFrom(values);
+    return this.copyFrom(values);
   }
 
   /**

@@ -10,7 +10,6 @@ import { NodeformerError } from '../errors';
 import { crossEntropy } from '../losses';
 import { ViTClassifier } from '../models/vit';
 import { readSafetensorsMetadata } from '../safetensors';
-import type { Tensor } from '../tensor';
 import { readFolderMetadata } from './data_source';
 import { digitBatch, readDigitImage, transformedBatch } from './images';
 import { DIGIT_SIZE, type Digits, imageBatch, labelBatch } from './mnist';
@@ -30,13 +29,6 @@ export function argmaxRows(logits: Float32Array, classes: number): { label: numb
   return out;
 }
 
-/** `t` on `device`: `t` itself when it is there already, else a copy there (and `t` is disposed). */
-export function onDevice<T extends Tensor>(t: T, device: Device): T {
-  const moved = t.to(device) as T;
-  if (moved !== t) t.dispose();
-  return moved;
-}
-
 /** Mean loss, accuracy and every prediction of `model` (in eval mode, on its device) on `digits`. */
 export function evaluate(model: ViTClassifier, digits: Digits, batchSize: number): { loss: number; accuracy: number; predicted: Int32Array } {
   const device = model.parameters()[0].device;
@@ -47,7 +39,7 @@ export function evaluate(model: ViTClassifier, digits: Digits, batchSize: number
   try {
     for (let start = 0; start < digits.count; start += batchSize) {
       const idx = Int32Array.from({ length: Math.min(batchSize, digits.count - start) }, (_, i) => start + i);
-      const x = onDevice(imageBatch(digits, idx), device), y = onDevice(labelBatch(digits, idx), device);
+      const x = imageBatch(digits, idx).moveTo(device), y = labelBatch(digits, idx).moveTo(device);
       const logits = model.forward(x);
       const { loss, grad } = crossEntropy(logits, y);
       argmaxRows(logits.toArray(), model.numClasses).forEach((p, i) => {
@@ -93,7 +85,7 @@ export async function predictImages(checkpoint: string, images: readonly string[
   try {
     const folder = readFolderMetadata(readSafetensorsMetadata(checkpoint), checkpoint);
     if (!folder) checkDigitClassifier(model, checkpoint);
-    const x = onDevice(folder ? await transformedBatch(images, folder.transform) : digitBatch(await Promise.all(images.map(readDigitImage)), DIGIT_SIZE), device);
+    const x = (folder ? await transformedBatch(images, folder.transform) : digitBatch(await Promise.all(images.map(readDigitImage)), DIGIT_SIZE)).moveTo(device);
     model.to(device).eval();
     const logits = await model.forwardAsync(x);
     const lines = argmaxRows(logits.toArray(), model.numClasses)

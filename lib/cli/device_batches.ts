@@ -7,7 +7,6 @@ import type { Device } from '../device';
 import type { Batch, BatchSource } from '../fit';
 import type { ViTClassifier } from '../models/vit';
 import type { Tensor } from '../tensor';
-import { onDevice } from './classify';
 
 /** A batch of images and their class indices, on the CPU. */
 export interface TensorBatch {
@@ -27,7 +26,7 @@ export function deviceBatches(source: SizedSource, device: Device): BatchSource<
     setEpoch: (epoch) => source.setEpoch?.(epoch),
     async *[Symbol.asyncIterator]() {
       for await (const b of source) {
-        const moved = { input: onDevice(b.input, device), target: onDevice(b.target, device) };
+        const moved = { input: b.input.moveTo(device), target: b.target.moveTo(device) };
         try {
           yield moved;
         } finally {

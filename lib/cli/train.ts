@@ -17,7 +17,7 @@ import { native } from '../native';
 import { Random } from '../random';
 import { DistributedSampler } from '../sampler';
 import type { SummaryWriter } from '../tensorboard';
-import { argmaxRows, evaluate, onDevice } from './classify';
+import { argmaxRows, evaluate } from './classify';
 import { deviceBatches, type SizedSource } from './device_batches';
 import { digitPng } from './images';
 import { DIGIT_PIXELS, type Digits, imageBatch, labelBatch, loadMnist, permutation } from './mnist';
@@ -120,7 +120,7 @@ function attentionImages(writer: SummaryWriter, model: ViTClassifier, test: Digi
   const chosen = Array.from({ length: Math.min(TENSORBOARD_GRID, test.count) }, (_, i) => i);
   return {
     async onEpochEnd(logs) {
-      const batch = onDevice(imageBatch(test, chosen), model.device);
+      const batch = imageBatch(test, chosen).moveTo(model.device);
       const mode = model.training;
       const logits = model.eval().forward(batch);
       model.train(mode);
@@ -180,7 +180,7 @@ function pickSamples(test: Digits, predicted: Int32Array, count: number): number
  * CLS token's attention to each patch in the last block (mean over heads).
  */
 function attentionSamples(model: ViTClassifier, test: Digits, chosen: number[], predicted: ArrayLike<number>): AttentionSample[] {
-  const batch = onDevice(imageBatch(test, chosen), model.device);
+  const batch = imageBatch(test, chosen).moveTo(model.device);
   const maps = model.attentionMaps(batch);
   batch.dispose();
   const last = maps[maps.length - 1], weights = last.toArray();
