@@ -402,3 +402,22 @@ export function disposeDecoderState(...states: DecoderState[]): void {
     s.kv.dispose();
   }
 }
+
+/**
+ * Backward through a stack of decoder blocks, last to first, from `d` (the top's output gradient,
+ * owned by `tmp`): the gradient of the stack's input (owned by `tmp`) and of the memory every block
+ * cross-attends to, summed over the blocks (the caller's).
+ */
+export function* decoderStackBackward(blocks: readonly DecoderBlock[], d: Tensor<'float32'>, tmp: Scope):
+  Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
+  let dMemory: Tensor<'float32'> | null = null;
+  for (let i = blocks.length - 1; i >= 0; i--) {
+    const r = yield* blocks[i].backwardOps(d);
+    d = tmp.replace(d, r.dx);
+    if (dMemory) {
+      yield* accumulate(dMemory, r.dMemory);
+      r.dMemory.recycle();
+    } else dMemory = r.dMemory;
+  }
+  return { dx: d, dMemory: dMemory! };
+}

@@ -1,9 +1,9 @@
 import { invalidArg, NodeformerError } from '../errors';
 import type { Device } from '../device';
 import { headDimOf } from '../layers/attention';
-import { DecoderBlock, disposeDecoderState, EncoderBlock, type DecoderState } from '../layers/blocks';
+import { DecoderBlock, decoderStackBackward, disposeDecoderState, EncoderBlock, type DecoderState } from '../layers/blocks';
 import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
-import { accumulate, DropoutSite } from '../layers/dropout';
+import { DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Linear } from '../layers/linear';
@@ -282,18 +282,10 @@ export class Decoder extends TokenModel {
     const tmp = new Scope();
     let d = tmp.add(yield* this.head.backwardOps(dLogits));
     if (this.norm) d = tmp.replace(d, yield* this.norm.backwardOps(d));
-    let dMemory: Tensor<'float32'> | null = null;
-    for (let i = this.blocks.length - 1; i >= 0; i--) {
-      const r = yield* this.blocks[i].backwardOps(d);
-      d = tmp.replace(d, r.dx);
-      if (dMemory) {
-        yield* accumulate(dMemory, r.dMemory);
-        r.dMemory.recycle();
-      } else dMemory = r.dMemory;
-    }
-    yield* this.embedBackward(d);
+    const r = yield* decoderStackBackward(this.blocks, d, tmp);
+    yield* this.embedBackward(r.dx);
     tmp.close();
-    return dMemory!;
+    return r.dMemory;
   }
 
   /** Per-block decoding state for incremental decoding against `memory` (inference). */

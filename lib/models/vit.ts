@@ -1,7 +1,7 @@
 import { invalidArg, objectArg } from '../errors';
 import type { Device } from '../device';
 import { checkAttnMask, headDimOf } from '../layers/attention';
-import { DecoderBlock, EncoderBlock } from '../layers/blocks';
+import { DecoderBlock, decoderStackBackward, EncoderBlock } from '../layers/blocks';
 import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
 import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
@@ -504,19 +504,10 @@ export class ViTDecoder extends Module {
     const tmp = new Scope();
     const dt = tmp.add(yield* this.pred.backwardOps(dPatches));
     if (dTokens !== undefined) yield* accumulate(dt, checkTensor('dTokens', dTokens, 'float32', [B, N, D]));
-    let d = tmp.replace(dt, yield* this.norm.backwardOps(dt));
-    let dMemory: Tensor<'float32'> | null = null;
-    for (let i = this.blocks.length - 1; i >= 0; i--) {
-      const r = yield* this.blocks[i].backwardOps(d);
-      d = tmp.replace(d, r.dx);
-      if (dMemory) {
-        yield* accumulate(dMemory, r.dMemory);
-        r.dMemory.recycle();
-      } else dMemory = r.dMemory;
-    }
-    yield* this.tokenPos(d, true);
+    const r = yield* decoderStackBackward(this.blocks, tmp.replace(dt, yield* this.norm.backwardOps(dt)), tmp);
+    yield* this.tokenPos(r.dx, true);
     tmp.close();
-    return dMemory!;
+    return r.dMemory;
   }
 
   /**
