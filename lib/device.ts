@@ -95,7 +95,7 @@ export interface CudaMemoryOps {
  * `...Async`, which queues the same work and returns a settled Promise). Which ops those are is the
  * addon's own list (its opSchema(); supports(op, 'cuda')), not a type: an op it lacks is undefined.
  */
-export type CudaBinding = CudaMemoryOps & OpSchemaExport & Partial<WithAsync<NativeOps>>;
+export type CudaBinding = CudaMemoryOps & OpSchemaExport & Partial<WithAsync<NativeOps<DeviceBuffer>>>;
 
 /** The .node file NF_CUDA_BACKEND selects, or null for 'none'. */
 function addonFile(): string | null {

@@ -16,7 +16,7 @@ import { Lane, runSync, type OpName, type Program } from './program';
 import type { Random } from './random';
 import { Scope } from './scope';
 import { assertFinite, assertFiniteIn, checkFiniteEnabled } from './finite';
-import { checkTensor, shapeSize, Tensor } from './tensor';
+import { checkTensor, shapeSize, Tensor, type Storage } from './tensor';
 
 /** The argument list of a program-returning method. */
 export type ProgramArgs<F> = F extends (...args: infer A) => Program<unknown> ? A : never;
@@ -49,7 +49,7 @@ export class Parameter extends Tensor<'float32'> {
    * The gradient's storage (what ops take, see Tensor.storage), created zero-filled on the parameter's
    * device on first use; for a frozen parameter (requiresGrad false), a scratch buffer instead.
    */
-  gradData(): Float32Array {
+  gradData(): Storage<'float32'> {
     if (!this.requiresGrad) {
       if (this.scratchGrad?.device !== this.device) {
         this.scratchGrad?.dispose();

@@ -9,7 +9,7 @@ import { checkFiniteArgs } from './finite';
 import type { Parameter } from './module';
 import { OptionKeys } from './options';
 import { Lane, op, runSync, type OpName, type Program } from './program';
-import { Tensor } from './tensor';
+import { Tensor, type Storage } from './tensor';
 
 function checkParams(params: unknown, name = 'params'): Parameter[] {
   if (!Array.isArray(params) || params.length === 0 || params.some((p) => !p || typeof p.gradData !== 'function'))
@@ -189,7 +189,7 @@ export abstract class Optimizer<O extends object = object> {
         const ks = g.indices.filter((i) => at.has(i)).map((i) => at.get(i)!);
         if (ks.length === 0) continue;
         const [from, to] = flat.range(ks[0], ks[ks.length - 1]);
-        const slice = (a: Tensor<'float32'>) => a.storage.subarray(from, to);
+        const slice = (a: Tensor<'float32'>) => a.data.subarray(from, to); // (the arenas are CPU memory)
         yield* this.update(to - from, slice(flat.params.arena), slice(flat.grads.arena), flat.state.map((s) => slice(s.arena)), step, this.groupOptions(g));
       }
       for (const i of live) this.params[i].markWritten(); // (what is derived from them, such as prepacked weights, is stale)
@@ -208,7 +208,7 @@ export abstract class Optimizer<O extends object = object> {
   }
 
   /** The program updating `n` parameter values from their gradients and state buffers at `step`, with options `o`. */
-  protected abstract update(n: number, param: Float32Array, grad: Float32Array, buffers: Float32Array[], step: number, o: O): Program<void>;
+  protected abstract update(n: number, param: Storage<'float32'>, grad: Storage<'float32'>, buffers: Storage<'float32'>[], step: number, o: O): Program<void>;
 
   /** A copy of the options, the groups' overrides (when there are groups), step counts and buffers (for checkpoints). */
   stateDict(): OptimizerState {
@@ -304,7 +304,7 @@ export class AdamW extends Optimizer<Required<AdamWOptions>> {
     return adamwOptions(options, prefix);
   }
 
-  protected *update(n: number, param: Float32Array, grad: Float32Array, [expAvg, expAvgSq]: Float32Array[], step: number,
+  protected *update(n: number, param: Storage<'float32'>, grad: Storage<'float32'>, [expAvg, expAvgSq]: Storage<'float32'>[], step: number,
     o: Required<AdamWOptions>): Program<void> {
     yield* op('adamwStep', { n, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
       param, grad, expAvg, expAvgSq });
@@ -354,7 +354,7 @@ export class SGD extends Optimizer<Required<SGDOptions>> {
     return sgdOptions(options, prefix);
   }
 
-  protected *update(n: number, param: Float32Array, grad: Float32Array, [momentumBuf]: Float32Array[], step: number,
+  protected *update(n: number, param: Storage<'float32'>, grad: Storage<'float32'>, [momentumBuf]: Storage<'float32'>[], step: number,
     o: Required<SGDOptions>): Program<void> {
     yield* op('sgdStep', { n, step, lr: o.lr, momentum: o.momentum, dampening: o.dampening, weightDecay: o.weightDecay,
       nesterov: o.nesterov, param, grad, momentumBuf: o.momentum !== 0 ? momentumBuf : null });

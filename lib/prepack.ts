@@ -66,13 +66,13 @@ export class PackedWeight {
       return null;
     }
     const isa = native.activeIsa(), made = this.madeFor;
-    if (this.packed && made && made.version === w.version && made.isa === isa) return this.packed.storage;
+    if (this.packed && made && made.version === w.version && made.isa === isa) return this.packed.data;
     const [N, K] = w.shape;
     this.packed ??= inPool(null, () => Tensor.empty([packedSize(N, K)], 'float32'));
     this.madeFor = null; // (a packing that fails halfway is redone next time)
-    yield* packOps(N, K, w.storage, this.packed.storage);
+    yield* packOps(N, K, w.hostValues(), this.packed.data);
     this.madeFor = { version: w.version, isa };
-    return this.packed.storage;
+    return this.packed.data;
   }
 
   /** Frees the packing (the next `current` packs again). */

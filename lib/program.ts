@@ -15,8 +15,9 @@
  * run's next tensors of those sizes reuse them instead of allocating; the pool is freed when the run ends.
  */
 import { NodeformerError } from './errors';
-import { cuda, cudaInUse, isDeviceBuffer } from './device';
+import { cuda, cudaInUse, isDeviceBuffer, type DeviceBuffer } from './device';
 import { native, type NativeBinding } from './native';
+import type { NativeOps } from './native/ops.generated';
 import { HostPool, inPool } from './recycle';
 
 /** The ops a program can request: the CPU addon's (every op of the op table, native/ops/). */
@@ -27,8 +28,8 @@ export type OpName = {
   [K in keyof Ops & string]: `${K}Async` extends keyof Ops ? K : never;
 }[keyof Ops & string];
 
-/** The options object of op `K`. */
-export type OpArgs<K extends OpName> = Parameters<Ops[K]>[0];
+/** The options object of op `K` in a program: its tensor fields host arrays or device buffers (Tensor.storage). */
+export type OpArgs<K extends OpName> = Parameters<NativeOps<DeviceBuffer>[K]>[0];
 
 /** One native op to run. */
 export interface OpRequest {

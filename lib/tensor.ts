@@ -19,6 +19,8 @@ import { currentPool } from './recycle';
 export type DType = 'float32' | 'int32' | 'bool';
 export type TypedArrayOf<D extends DType> = D extends 'float32' ? Float32Array : D extends 'int32' ? Int32Array : Uint8Array;
 type AnyData = Float32Array | Int32Array | Uint8Array;
+/** What ops take for a tensor (Tensor.storage): its host array on 'cpu', its device buffer on 'cuda'. */
+export type Storage<D extends DType = DType> = TypedArrayOf<D> | DeviceBuffer;
 
 const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1 };
 
@@ -188,14 +190,13 @@ export class Tensor<D extends DType = DType> {
 
   /**
    * What native ops take for this tensor: the typed array on cpu (the array `data` returns), the
-   * opaque device buffer on cuda. Typed as the host array so both devices share the ops' signatures;
-   * the program runner sends the op to the addon of the device (lib/program.ts). Throws if disposed.
-   * Reading it does not bump `version`: a library path that passes it to an op as an output and
-   * writes a parameter so calls markWritten().
+   * opaque device buffer on cuda; program requests accept either (lib/program.ts OpArgs), and the
+   * program runner sends the op to the addon of the device. For host values use hostValues() (read)
+   * or `data` (write). Throws if disposed. Reading it does not bump `version`: a library path that
+   * passes it to an op as an output and writes a parameter so calls markWritten().
    */
-  get storage(): TypedArrayOf<D> {
-    if (this.deviceBuffer) return this.deviceBuffer as unknown as TypedArrayOf<D>;
-    return this.host();
+  get storage(): Storage<D> {
+    return this.deviceBuffer ?? this.host();
   }
 
   /**

@@ -70,7 +70,7 @@ function fieldType(op, f) {
     case 'choice':
       return f.type;
     case 'array':
-      return f.dtype === 'real' ? (op.reference ? 'FloatArray' : 'Float32Array') : ARRAY_TYPES[f.dtype];
+      return `${f.dtype === 'real' ? (op.reference ? 'FloatArray' : 'Float32Array') : ARRAY_TYPES[f.dtype]} | Buffer`;
     default:
       throw new Error(`${op.name}.${f.name}: unknown kind ${f.kind}`);
   }
@@ -99,7 +99,9 @@ function render(schema) {
     '/**',
     ' * Float tensors are Float32Array for the fast kernels, or Float64Array (every float argument of the',
     ' * call) for the float64 reference twin; ops without a twin take Float32Array only. Shapes are',
-    ' * row-major and given by the dims fields.',
+    ' * row-major and given by the dims fields. `Buffer` is what else a tensor field may be: nothing for the',
+    ' * CPU addon (NativeOps), a device buffer for the CUDA addon and for program requests, which go to',
+    ' * the addon of their arrays\' device (lib/program.ts, lib/device.ts).',
     ' */',
     'export type FloatArray = Float32Array | Float64Array;',
     '',
@@ -117,7 +119,7 @@ function render(schema) {
     out.push(`export type ${name} = ${list};`, `/** Every ${name}, in the schema's order. */`,
       `export const ${name}s: readonly ${name}[] = [${list.split(' | ').join(', ')}];`, '');
   for (const op of schema) {
-    out.push(...comment(`The options of ${op.name}.`, ''), `export interface ${typeName(op)} {`);
+    out.push(...comment(`The options of ${op.name}.`, ''), `export interface ${typeName(op)}<Buffer = never> {`);
     for (const f of op.fields) {
       out.push(...comment(fieldDoc(op, f), '  '));
       const optional = optionalField(f);
@@ -126,11 +128,11 @@ function render(schema) {
     }
     out.push('}', '');
   }
-  out.push('/** The raw addon\'s ops: each takes one options object (see native/napi/op_reader.h). */');
-  out.push('export interface NativeOps {');
+  out.push('/** The raw addon\'s ops: each takes one options object (see native/napi/op_reader.h); Buffer as above. */');
+  out.push('export interface NativeOps<Buffer = never> {');
   for (const op of schema) {
     out.push(...comment(op.doc, '  '));
-    out.push(`  ${op.name}(a: ${typeName(op)}): void;`);
+    out.push(`  ${op.name}(a: ${typeName(op)}<Buffer>): void;`);
   }
   out.push('}', '');
   out.push('/** Every op name, in the order of the op table (native/ops/ops.h). */');

@@ -102,8 +102,9 @@ describe('checkFinite mode', () => {
   it('checks every gradient before the optimizer updates any parameter', () => {
     const a = new Linear({ inFeatures: 2, outFeatures: 2 }), b = new Linear({ inFeatures: 2, outFeatures: 2 });
     const params = [...a.parameters(), ...b.parameters()];
-    for (const p of params) p.gradData().fill(0.5);
-    params[2].gradData()[1] = NaN; // b.weight
+    for (const p of params) p.gradData();
+    for (const p of params) p.grad!.data.fill(0.5);
+    params[2].grad!.data[1] = NaN; // b.weight
     const before = params.map((p) => Array.from(p.toArray()));
     const opt = new AdamW(params);
     setCheckFinite(true);

@@ -170,7 +170,7 @@ describe('a weight changed after packing is repacked before it is used', () => {
         opt.loadStateDict(state);
       }
       m.forward(images);
-      for (const p of m.parameters()) p.gradData().fill(0.01);
+      for (const p of m.parameters()) (p.gradData(), p.grad!.data.fill(0.01));
       opt.step();
       check(m);
     }

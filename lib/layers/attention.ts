@@ -5,7 +5,7 @@ import { registerModelClass } from '../persist';
 import { op, type OpArgs, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
-import { checkTensor, Tensor } from '../tensor';
+import { checkTensor, Tensor, type Storage } from '../tensor';
 import type { Device } from '../device';
 import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from './common';
 import { Linear } from './linear';
@@ -57,7 +57,7 @@ const ATTENTION_OPTIONS = new OptionKeys<AttentionOptions>('MultiHeadAttention.f
  * Checks an attention mask `name`: a bool Tensor [Tq, Tk] or [B, Tq, Tk] (true = blocked).
  * Returns its storage (what the attention ops take).
  */
-export function checkAttnMask(name: string, mask: unknown, B: number, Tq: number, Tk: number): Uint8Array {
+export function checkAttnMask(name: string, mask: unknown, B: number, Tq: number, Tk: number): Storage<'bool'> {
   const m = checkTensor(name, mask, 'bool');
   const ok = (m.shape.length === 2 && m.shape[0] === Tq && m.shape[1] === Tk) ||
     (m.shape.length === 3 && m.shape[0] === B && m.shape[1] === Tq && m.shape[2] === Tk);
@@ -84,9 +84,9 @@ interface Saved {
   x: Tensor<'float32'>;
   memory: Tensor<'float32'> | null;
   dims: { B: number; Tq: number; Tk: number; D: number; H: number; scale: number };
-  masks: { causal: boolean; keyPaddingMask: Uint8Array | null; attnMask: Uint8Array | null };
+  masks: { causal: boolean; keyPaddingMask: Storage<'bool'> | null; attnMask: Storage<'bool'> | null };
   drop: { dropoutP: number; seed: number; offset: number };
-  buffers: { qkv: Float32Array | null; q: Float32Array | null; kv: Float32Array | null; ctx: Float32Array; lse: Float32Array };
+  buffers: { qkv: Storage<'float32'> | null; q: Storage<'float32'> | null; kv: Storage<'float32'> | null; ctx: Storage<'float32'>; lse: Storage<'float32'> };
 }
 
 /**

@@ -4,7 +4,7 @@ import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
 import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
-import { checkTensor, Tensor } from '../tensor';
+import { checkTensor, Tensor, type Storage } from '../tensor';
 import type { Device } from '../device';
 import { bool, oneOf, positiveInt, probability, seedOf, emptyLike, type Settings } from './common';
 import { Linear } from './linear';
@@ -42,7 +42,7 @@ export class FeedForward extends Module {
   readonly fc1: Linear;
   readonly fc2: Linear;
   private readonly dropRng: Random;
-  private saved: { x: Tensor<'float32'>; h: Float32Array | null; a: Float32Array; seed: number; p: number } | null = null;
+  private saved: { x: Tensor<'float32'>; h: Storage<'float32'> | null; a: Storage<'float32'>; seed: number; p: number } | null = null;
 
   constructor(config: FeedForwardConfig) {
     super();
@@ -62,7 +62,7 @@ export class FeedForward extends Module {
   }
 
   /** A linear layer's bias storage, or (no bias) zeros [n] on x's device, freed with the activations. */
-  private biasOf(l: Linear, like: Tensor, grad: boolean): Float32Array {
+  private biasOf(l: Linear, like: Tensor, grad: boolean): Storage<'float32'> {
     if (l.bias) return grad ? l.bias.gradData() : l.bias.storage;
     return this.activations.add(Tensor.zeros([l.config.outFeatures], 'float32', like.device)).storage;
   }
@@ -81,7 +81,7 @@ export class FeedForward extends Module {
     const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage : null;
     const a = this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage;
     const W1Packed = yield* this.fc1.packedWeight(), W2Packed = yield* this.fc2.packedWeight();
-    yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.storage, h, a, x: x.storage as Float32Array,
+    yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.storage, h, a, x: x.storage as Storage<'float32'>,
       W1: this.fc1.weight.storage, b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storage, b2: this.biasOf(this.fc2, x, false),
       W1Packed, W2Packed });
     this.saved = { x: x as Tensor<'float32'>, h, a, seed, p };

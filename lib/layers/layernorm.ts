@@ -3,7 +3,7 @@ import { constant } from '../init';
 import { OptionKeys } from '../options';
 import { registerModelClass } from '../persist';
 import { op, type OpName, type Program } from '../program';
-import { checkTensor, Tensor } from '../tensor';
+import { checkTensor, Tensor, type Storage } from '../tensor';
 import type { Device } from '../device';
 import { positive, positiveInt, emptyLike, type Settings } from './common';
 
@@ -25,10 +25,10 @@ export class LayerNorm extends Module {
   readonly config: Settings<LayerNormConfig>;
   readonly weight: Parameter;
   readonly bias: Parameter;
-  private saved: { x: Tensor<'float32'>; mean: Float32Array; rstd: Float32Array } | null = null;
+  private saved: { x: Tensor<'float32'>; mean: Storage<'float32'>; rstd: Storage<'float32'> } | null = null;
 
   /** Row statistics [rows] on the device of `x`, kept for backward until the next forward. */
-  private stats(x: Tensor, rows: number): [Float32Array, Float32Array] {
+  private stats(x: Tensor, rows: number): [Storage<'float32'>, Storage<'float32'>] {
     return [this.activations.add(Tensor.empty([rows], 'float32', x.device)).storage,
       this.activations.add(Tensor.empty([rows], 'float32', x.device)).storage];
   }
@@ -49,7 +49,7 @@ export class LayerNorm extends Module {
     this.activations.close();
     const out = emptyLike(x);
     const [mean, rstd] = this.stats(x, rows);
-    yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.storage, mean, rstd, x: x.storage as Float32Array,
+    yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.storage, mean, rstd, x: x.storage as Storage<'float32'>,
       gamma: this.weight.storage, beta: this.bias.storage });
     this.saved = { x: x as Tensor<'float32'>, mean, rstd };
     return out;
@@ -66,7 +66,7 @@ export class LayerNorm extends Module {
     const out = emptyLike(x), sum = this.activations.add(emptyLike(x));
     const [mean, rstd] = this.stats(x, rows);
     yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.storage, sum: sum.storage, mean, rstd,
-      x: x.storage as Float32Array, residual: residual.storage as Float32Array, gamma: this.weight.storage, beta: this.bias.storage });
+      x: x.storage as Storage<'float32'>, residual: residual.storage as Storage<'float32'>, gamma: this.weight.storage, beta: this.bias.storage });
     this.saved = { x: sum, mean, rstd };
     this.forwardDone(this.savesActivations, out);
     return out;
@@ -82,8 +82,8 @@ export class LayerNorm extends Module {
     if (dadd !== undefined) checkTensor('dadd', dadd, 'float32', s.x.shape);
     const dx = emptyLike(s.x);
     yield* op('layernormBackward', { rows: s.x.size / this.config.dModel, D: this.config.dModel, dx: dx.storage,
-      dgamma: this.weight.gradData(), dbeta: this.bias.gradData(), dout: dy.storage as Float32Array,
-      dadd: (dadd?.storage as Float32Array) ?? null, x: s.x.storage, mean: s.mean, rstd: s.rstd, gamma: this.weight.storage });
+      dgamma: this.weight.gradData(), dbeta: this.bias.gradData(), dout: dy.storage as Storage<'float32'>,
+      dadd: (dadd?.storage as Storage<'float32'> | undefined) ?? null, x: s.x.storage, mean: s.mean, rstd: s.rstd, gamma: this.weight.storage });
     return dx;
   }
 }

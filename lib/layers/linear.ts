@@ -5,7 +5,7 @@ import { registerModelClass } from '../persist';
 import { PackedWeight } from '../prepack';
 import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
-import { checkTensor, Tensor } from '../tensor';
+import { checkTensor, Tensor, type Storage } from '../tensor';
 import type { Device } from '../device';
 import { bool, positiveInt, seedOf, emptyLike, type Settings } from './common';
 
@@ -68,7 +68,7 @@ export class Linear extends Module {
     const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
     const y = emptyLike(x, this.config.outFeatures);
     const WPacked = yield* this.packedWeight();
-    yield* op('linearForward', { y: y.storage, x: x.storage as Float32Array, W: this.weight.storage, b: this.bias?.storage ?? null, rows,
+    yield* op('linearForward', { y: y.storage, x: x.storage as Storage<'float32'>, W: this.weight.storage, b: this.bias?.storage ?? null, rows,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, WPacked });
     this.saved = x as Tensor<'float32'>;
     return y;
@@ -80,7 +80,7 @@ export class Linear extends Module {
     checkTensor('dy', dy, 'float32', [...x.shape.slice(0, -1), this.config.outFeatures]);
     const dx = emptyLike(x);
     yield* op('linearBackward', { dx: dx.storage, dW: this.weight.gradData(), db: this.bias?.gradData() ?? null,
-      dy: dy.storage as Float32Array, x: x.storage, W: this.weight.storage, rows: x.size / this.config.inFeatures,
+      dy: dy.storage as Storage<'float32'>, x: x.storage, W: this.weight.storage, rows: x.size / this.config.inFeatures,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
     return dx;
   }

@@ -14,7 +14,7 @@ import { registerModelClass } from '../persist';
 import { op, type OpName, type Program } from '../program';
 import { Random } from '../random';
 import { Scope } from '../scope';
-import { checkTensor, Tensor } from '../tensor';
+import { checkTensor, Tensor, type Storage } from '../tensor';
 import { startTokens, startTokensBackward } from './vit_tokens';
 
 /** The config of ViTDecoder, and the part of ViTEncoder's that the decoder shares. */
@@ -264,7 +264,7 @@ registerModelClass(ViTEncoder);
  * The average pool's weights over the T tokens, owned by `scope`: 0 for the leading T − N (class
  * token; an exact zero in the sum), 1 for the N patches (the GEMM's alpha is 1/N).
  */
-function poolWeights(T: number, N: number, device: Device, scope: Scope): Float32Array {
+function poolWeights(T: number, N: number, device: Device, scope: Scope): Storage<'float32'> {
   return scope.add(Tensor.from(new Float32Array(T).fill(1, T - N), [T], device)).storage;
 }
 

@@ -4,7 +4,9 @@
 /**
  * Float tensors are Float32Array for the fast kernels, or Float64Array (every float argument of the
  * call) for the float64 reference twin; ops without a twin take Float32Array only. Shapes are
- * row-major and given by the dims fields.
+ * row-major and given by the dims fields. `Buffer` is what else a tensor field may be: nothing for the
+ * CPU addon (NativeOps), a device buffer for the CUDA addon and for program requests, which go to
+ * the addon of their arrays' device (lib/program.ts, lib/device.ts).
  */
 export type FloatArray = Float32Array | Float64Array;
 
@@ -17,58 +19,58 @@ export type FeedForwardActivation = 'gelu' | 'gelu_tanh' | 'relu' | 'silu';
 export const FeedForwardActivations: readonly FeedForwardActivation[] = ['gelu', 'gelu_tanh', 'relu', 'silu'];
 
 /** The options of layernormForward. */
-export interface LayernormForwardArgs {
+export interface LayernormForwardArgs<Buffer = never> {
   rows: number;
   D: number;
   /** Default 0.00001. */
   eps?: number;
   /** [rows, D], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [rows], saved for the backward. */
-  mean: FloatArray;
+  mean: FloatArray | Buffer;
   /** [rows], saved for the backward. */
-  rstd: FloatArray;
+  rstd: FloatArray | Buffer;
   /** [rows, D]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [rows, D]. (added to x before the normalisation) */
-  residual?: FloatArray | null;
+  residual?: FloatArray | Buffer | null;
   /**
    * [rows, D], saved for the backward. Required when residual is given, ignored otherwise. (x + residual,
    * what backward takes as x)
    */
-  sum?: FloatArray | null;
+  sum?: FloatArray | Buffer | null;
   /** [D]. */
-  gamma: FloatArray;
+  gamma: FloatArray | Buffer;
   /** [D]. */
-  beta: FloatArray;
+  beta: FloatArray | Buffer;
 }
 
 /** The options of layernormBackward. */
-export interface LayernormBackwardArgs {
+export interface LayernormBackwardArgs<Buffer = never> {
   rows: number;
   D: number;
   /** [rows, D], written. The gradient of x. */
-  dx: FloatArray;
+  dx: FloatArray | Buffer;
   /** [D], read and updated in place. The gradient of gamma. */
-  dgamma: FloatArray;
+  dgamma: FloatArray | Buffer;
   /** [D], read and updated in place. The gradient of beta. */
-  dbeta: FloatArray;
+  dbeta: FloatArray | Buffer;
   /** [rows, D]. The gradient of out. */
-  dout: FloatArray;
+  dout: FloatArray | Buffer;
   /** [rows, D]. (a gradient of x from another path, added to dx) */
-  dadd?: FloatArray | null;
+  dadd?: FloatArray | Buffer | null;
   /** [rows, D]. (the forward's x (its `sum` with a residual)) */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [rows], the forward's saved buffer. */
-  mean: FloatArray;
+  mean: FloatArray | Buffer;
   /** [rows], the forward's saved buffer. */
-  rstd: FloatArray;
+  rstd: FloatArray | Buffer;
   /** [D]. */
-  gamma: FloatArray;
+  gamma: FloatArray | Buffer;
 }
 
 /** The options of gemm. */
-export interface GemmArgs {
+export interface GemmArgs<Buffer = never> {
   M: number;
   N: number;
   K: number;
@@ -88,72 +90,72 @@ export interface GemmArgs {
   ldc?: number;
   strideC?: number;
   /** [batch, M, K] ([batch, K, M] when transA; strided by lda, strideA). */
-  A: FloatArray;
+  A: FloatArray | Buffer;
   /** [batch, K, N] ([batch, N, K] when transB; strided by ldb, strideB). */
-  B: FloatArray;
+  B: FloatArray | Buffer;
   /** [batch, M, N] (strided by ldc, strideC), read and updated in place. (read only when beta ≠ 0) */
-  C: FloatArray;
+  C: FloatArray | Buffer;
   /** [batch, M, N] (strided by ldc, strideC), written. (the value before the activation) */
-  preact?: FloatArray | null;
+  preact?: FloatArray | Buffer | null;
   /** [N]. */
-  bias?: FloatArray | null;
+  bias?: FloatArray | Buffer | null;
 }
 
 /** The options of packWeights. */
-export interface PackWeightsArgs {
+export interface PackWeightsArgs<Buffer = never> {
   N: number;
   K: number;
   /** [16 + K · 32 · ⌈N / 32⌉], written. */
-  packed: FloatArray;
+  packed: FloatArray | Buffer;
   /** [N, K]. */
-  W: FloatArray;
+  W: FloatArray | Buffer;
 }
 
 /** The options of linearForward. */
-export interface LinearForwardArgs {
+export interface LinearForwardArgs<Buffer = never> {
   rows: number;
   inFeatures: number;
   outFeatures: number;
   /** Default 'none'. */
   act?: Activation;
   /** [rows, outFeatures], written. */
-  y: FloatArray;
+  y: FloatArray | Buffer;
   /** [rows, outFeatures], written. */
-  preact?: FloatArray | null;
+  preact?: FloatArray | Buffer | null;
   /** [rows, inFeatures]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [outFeatures, inFeatures]. */
-  W: FloatArray;
+  W: FloatArray | Buffer;
   /** [outFeatures]. */
-  b?: FloatArray | null;
+  b?: FloatArray | Buffer | null;
   /**
    * [16 + inFeatures · 32 · ⌈outFeatures / 32⌉]. (W prepacked by packWeights (N = outFeatures, K =
    * inFeatures) for the active CPU kernels)
    */
-  WPacked?: FloatArray | null;
+  WPacked?: FloatArray | Buffer | null;
 }
 
 /** The options of linearBackward. */
-export interface LinearBackwardArgs {
+export interface LinearBackwardArgs<Buffer = never> {
   rows: number;
   inFeatures: number;
   outFeatures: number;
   /** [rows, inFeatures], written. The gradient of x. */
-  dx?: FloatArray | null;
+  dx?: FloatArray | Buffer | null;
   /** [outFeatures, inFeatures], read and updated in place. The gradient of W. */
-  dW: FloatArray;
+  dW: FloatArray | Buffer;
   /** [outFeatures], read and updated in place. The gradient of b. */
-  db?: FloatArray | null;
+  db?: FloatArray | Buffer | null;
   /** [rows, outFeatures]. The gradient of y. */
-  dy: FloatArray;
+  dy: FloatArray | Buffer;
   /** [rows, inFeatures]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [outFeatures, inFeatures]. */
-  W: FloatArray;
+  W: FloatArray | Buffer;
 }
 
 /** The options of feedforwardForward. */
-export interface FeedforwardForwardArgs {
+export interface FeedforwardForwardArgs<Buffer = never> {
   rows: number;
   D: number;
   F: number;
@@ -164,29 +166,29 @@ export interface FeedforwardForwardArgs {
   seed?: number;
   offset?: number;
   /** [rows, D], written. */
-  y: FloatArray;
+  y: FloatArray | Buffer;
   /** [rows, F], saved for the backward. (the pre-activation x W1ᵀ + b1) */
-  h?: FloatArray | null;
+  h?: FloatArray | Buffer | null;
   /** [rows, F], saved for the backward. (dropout(act(h)), the fc2 input) */
-  a: FloatArray;
+  a: FloatArray | Buffer;
   /** [rows, D]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [F, D]. */
-  W1: FloatArray;
+  W1: FloatArray | Buffer;
   /** [F]. */
-  b1: FloatArray;
+  b1: FloatArray | Buffer;
   /** [D, F]. */
-  W2: FloatArray;
+  W2: FloatArray | Buffer;
   /** [D]. */
-  b2: FloatArray;
+  b2: FloatArray | Buffer;
   /** [16 + D · 32 · ⌈F / 32⌉]. (W1 prepacked by packWeights (N = F, K = D)) */
-  W1Packed?: FloatArray | null;
+  W1Packed?: FloatArray | Buffer | null;
   /** [16 + F · 32 · ⌈D / 32⌉]. (W2 prepacked by packWeights (N = D, K = F)) */
-  W2Packed?: FloatArray | null;
+  W2Packed?: FloatArray | Buffer | null;
 }
 
 /** The options of feedforwardBackward. */
-export interface FeedforwardBackwardArgs {
+export interface FeedforwardBackwardArgs<Buffer = never> {
   rows: number;
   D: number;
   F: number;
@@ -197,31 +199,31 @@ export interface FeedforwardBackwardArgs {
   seed?: number;
   offset?: number;
   /** [rows, D], written. The gradient of x. */
-  dx: FloatArray;
+  dx: FloatArray | Buffer;
   /** [F, D], read and updated in place. The gradient of W1. */
-  dW1: FloatArray;
+  dW1: FloatArray | Buffer;
   /** [F], read and updated in place. The gradient of b1. */
-  db1: FloatArray;
+  db1: FloatArray | Buffer;
   /** [D, F], read and updated in place. The gradient of W2. */
-  dW2: FloatArray;
+  dW2: FloatArray | Buffer;
   /** [D], read and updated in place. The gradient of b2. */
-  db2: FloatArray;
+  db2: FloatArray | Buffer;
   /** [rows, D]. The gradient of y. */
-  dy: FloatArray;
+  dy: FloatArray | Buffer;
   /** [rows, D]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [rows, F], the forward's saved buffer. */
-  h: FloatArray;
+  h: FloatArray | Buffer;
   /** [rows, F], the forward's saved buffer. */
-  a: FloatArray;
+  a: FloatArray | Buffer;
   /** [F, D]. */
-  W1: FloatArray;
+  W1: FloatArray | Buffer;
   /** [D, F]. */
-  W2: FloatArray;
+  W2: FloatArray | Buffer;
 }
 
 /** The options of attentionForward. */
-export interface AttentionForwardArgs {
+export interface AttentionForwardArgs<Buffer = never> {
   B: number;
   Tq: number;
   Tk?: number;
@@ -230,18 +232,18 @@ export interface AttentionForwardArgs {
   /**
    * [B, Tk, D]. (cross-attention keys/values source; absent for self-attention (keys/values from x, Tk = Tq))
    */
-  memory?: FloatArray | null;
+  memory?: FloatArray | Buffer | null;
   causal?: boolean;
   /**
    * [B, Tk]. (nonzero = padding (blocked for every query); masks have PyTorch's meaning: nonzero = may NOT be
    * attended to, and a query row whose keys are all blocked outputs 0 and passes no gradient)
    */
-  keyPaddingMask?: Uint8Array | null;
+  keyPaddingMask?: Uint8Array | Buffer | null;
   /**
    * [Tq, Tk] or [B, Tq, Tk]. (nonzero = blocked; [Tq, Tk] is shared by the batch, [B, Tq, Tk] is per example
    * (the length decides))
    */
-  attnMask?: Uint8Array | null;
+  attnMask?: Uint8Array | Buffer | null;
   /** Default 0. */
   dropoutP?: number;
   seed?: number;
@@ -249,45 +251,45 @@ export interface AttentionForwardArgs {
   /** Default 0. */
   scale?: number;
   /** [B, Tq, D], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [B, H, Tq, Tk], written. (the pre-dropout attention weights) */
-  weights?: FloatArray | null;
+  weights?: FloatArray | Buffer | null;
   /**
    * [B, Tq, 3 * D], saved for the backward. Required when memory is absent (self-attention), ignored
    * otherwise. (Q | K | V of each token, heads interleaved along D)
    */
-  qkv?: FloatArray | null;
+  qkv?: FloatArray | Buffer | null;
   /**
    * [B, Tq, D], saved for the backward. Required when memory is given (cross-attention), ignored otherwise.
    */
-  q?: FloatArray | null;
+  q?: FloatArray | Buffer | null;
   /**
    * [B, Tk, 2 * D], saved for the backward. Required when memory is given (cross-attention), ignored
    * otherwise. (K | V)
    */
-  kv?: FloatArray | null;
+  kv?: FloatArray | Buffer | null;
   /** [B, Tq, D], saved for the backward. (the heads' outputs before the output projection) */
-  ctx: FloatArray;
+  ctx: FloatArray | Buffer;
   /** [B, H, Tq], saved for the backward. (each row's log Σ exp(score) (-Infinity for a fully blocked row)) */
-  lse: FloatArray;
+  lse: FloatArray | Buffer;
   /** [B, Tq, D]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [3 * D, D]. */
-  qkvWeight: FloatArray;
+  qkvWeight: FloatArray | Buffer;
   /** [3 * D]. */
-  qkvBias?: FloatArray | null;
+  qkvBias?: FloatArray | Buffer | null;
   /** [D, D]. */
-  projWeight: FloatArray;
+  projWeight: FloatArray | Buffer;
   /** [D]. */
-  projBias?: FloatArray | null;
+  projBias?: FloatArray | Buffer | null;
   /** [16 + D · 32 · ⌈3 · D / 32⌉]. (qkvWeight prepacked by packWeights (N = 3 · D, K = D)) */
-  qkvWeightPacked?: FloatArray | null;
+  qkvWeightPacked?: FloatArray | Buffer | null;
   /** [16 + D · 32 · ⌈D / 32⌉]. (projWeight prepacked by packWeights (N = K = D)) */
-  projWeightPacked?: FloatArray | null;
+  projWeightPacked?: FloatArray | Buffer | null;
 }
 
 /** The options of attentionBackward. */
-export interface AttentionBackwardArgs {
+export interface AttentionBackwardArgs<Buffer = never> {
   B: number;
   Tq: number;
   Tk?: number;
@@ -296,18 +298,18 @@ export interface AttentionBackwardArgs {
   /**
    * [B, Tk, D]. (cross-attention keys/values source; absent for self-attention (keys/values from x, Tk = Tq))
    */
-  memory?: FloatArray | null;
+  memory?: FloatArray | Buffer | null;
   causal?: boolean;
   /**
    * [B, Tk]. (nonzero = padding (blocked for every query); masks have PyTorch's meaning: nonzero = may NOT be
    * attended to, and a query row whose keys are all blocked outputs 0 and passes no gradient)
    */
-  keyPaddingMask?: Uint8Array | null;
+  keyPaddingMask?: Uint8Array | Buffer | null;
   /**
    * [Tq, Tk] or [B, Tq, Tk]. (nonzero = blocked; [Tq, Tk] is shared by the batch, [B, Tq, Tk] is per example
    * (the length decides))
    */
-  attnMask?: Uint8Array | null;
+  attnMask?: Uint8Array | Buffer | null;
   /** Default 0. */
   dropoutP?: number;
   seed?: number;
@@ -315,50 +317,50 @@ export interface AttentionBackwardArgs {
   /** Default 0. */
   scale?: number;
   /** [B, Tq, D], written. The gradient of x. */
-  dx: FloatArray;
+  dx: FloatArray | Buffer;
   /** [B, Tk, D], written. The gradient of memory. */
-  dMemory?: FloatArray | null;
+  dMemory?: FloatArray | Buffer | null;
   /** [3 * D, D], read and updated in place. The gradient of qkvWeight. */
-  dQkvWeight: FloatArray;
+  dQkvWeight: FloatArray | Buffer;
   /** [3 * D], read and updated in place. The gradient of qkvBias. */
-  dQkvBias?: FloatArray | null;
+  dQkvBias?: FloatArray | Buffer | null;
   /** [D, D], read and updated in place. The gradient of projWeight. */
-  dProjWeight: FloatArray;
+  dProjWeight: FloatArray | Buffer;
   /** [D], read and updated in place. The gradient of projBias. */
-  dProjBias?: FloatArray | null;
+  dProjBias?: FloatArray | Buffer | null;
   /** [B, Tq, D]. The gradient of out. */
-  dout: FloatArray;
+  dout: FloatArray | Buffer;
   /**
    * [B, Tq, 3 * D], the forward's saved buffer. Required when memory is absent (self-attention), ignored
    * otherwise. (Q | K | V of each token, heads interleaved along D)
    */
-  qkv?: FloatArray | null;
+  qkv?: FloatArray | Buffer | null;
   /**
    * [B, Tq, D], the forward's saved buffer. Required when memory is given (cross-attention), ignored
    * otherwise.
    */
-  q?: FloatArray | null;
+  q?: FloatArray | Buffer | null;
   /**
    * [B, Tk, 2 * D], the forward's saved buffer. Required when memory is given (cross-attention), ignored
    * otherwise. (K | V)
    */
-  kv?: FloatArray | null;
+  kv?: FloatArray | Buffer | null;
   /** [B, Tq, D], the forward's saved buffer. (the heads' outputs before the output projection) */
-  ctx: FloatArray;
+  ctx: FloatArray | Buffer;
   /**
    * [B, H, Tq], the forward's saved buffer. (each row's log Σ exp(score) (-Infinity for a fully blocked row))
    */
-  lse: FloatArray;
+  lse: FloatArray | Buffer;
   /** [B, Tq, D]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [3 * D, D]. */
-  qkvWeight: FloatArray;
+  qkvWeight: FloatArray | Buffer;
   /** [D, D]. */
-  projWeight: FloatArray;
+  projWeight: FloatArray | Buffer;
 }
 
 /** The options of attentionDecode. */
-export interface AttentionDecodeArgs {
+export interface AttentionDecodeArgs<Buffer = never> {
   B: number;
   D: number;
   H: number;
@@ -370,35 +372,35 @@ export interface AttentionDecodeArgs {
    * [B, maxT, 2 * D], read and updated in place. Required when cache is given (self-attention), ignored
    * otherwise. (K | V of the rows decoded so far; this step's go into row t)
    */
-  cache?: Float32Array | null;
+  cache?: Float32Array | Buffer | null;
   /** Read only when kv is given (cross-attention). */
   Tk?: number;
   /** [B, Tk, 2 * D]. Required when kv is given (cross-attention), ignored otherwise. */
-  kv?: Float32Array | null;
+  kv?: Float32Array | Buffer | null;
   /** [B, Tk]. Read only when kv is given (cross-attention). */
-  keyPaddingMask?: Uint8Array | null;
+  keyPaddingMask?: Uint8Array | Buffer | null;
   /** Default 0. */
   scale?: number;
   /** [B, D], written. */
-  out: Float32Array;
+  out: Float32Array | Buffer;
   /** [B, D]. */
-  x: Float32Array;
+  x: Float32Array | Buffer;
   /** [3 * D, D]. */
-  qkvWeight: Float32Array;
+  qkvWeight: Float32Array | Buffer;
   /** [3 * D]. */
-  qkvBias?: Float32Array | null;
+  qkvBias?: Float32Array | Buffer | null;
   /** [D, D]. */
-  projWeight: Float32Array;
+  projWeight: Float32Array | Buffer;
   /** [D]. */
-  projBias?: Float32Array | null;
+  projBias?: Float32Array | Buffer | null;
   /** [16 + D · 32 · ⌈3 · D / 32⌉]. (qkvWeight prepacked by packWeights (N = 3 · D, K = D)) */
-  qkvWeightPacked?: Float32Array | null;
+  qkvWeightPacked?: Float32Array | Buffer | null;
   /** [16 + D · 32 · ⌈D / 32⌉]. (projWeight prepacked by packWeights (N = K = D)) */
-  projWeightPacked?: Float32Array | null;
+  projWeightPacked?: Float32Array | Buffer | null;
 }
 
 /** The options of patchEmbedForward. */
-export interface PatchEmbedForwardArgs {
+export interface PatchEmbedForwardArgs<Buffer = never> {
   B: number;
   C: number;
   H: number;
@@ -406,17 +408,17 @@ export interface PatchEmbedForwardArgs {
   P: number;
   D: number;
   /** [B, N, D], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [B, C, H, W]. */
-  images: FloatArray;
+  images: FloatArray | Buffer;
   /** [D, C, P, P]. */
-  weight: FloatArray;
+  weight: FloatArray | Buffer;
   /** [D]. */
-  bias: FloatArray;
+  bias: FloatArray | Buffer;
 }
 
 /** The options of patchEmbedBackward. */
-export interface PatchEmbedBackwardArgs {
+export interface PatchEmbedBackwardArgs<Buffer = never> {
   B: number;
   C: number;
   H: number;
@@ -424,21 +426,21 @@ export interface PatchEmbedBackwardArgs {
   P: number;
   D: number;
   /** [B, C, H, W], written. The gradient of images. */
-  dimages?: FloatArray | null;
+  dimages?: FloatArray | Buffer | null;
   /** [D, C, P, P], read and updated in place. The gradient of weight. */
-  dweight: FloatArray;
+  dweight: FloatArray | Buffer;
   /** [D], read and updated in place. The gradient of bias. */
-  dbias: FloatArray;
+  dbias: FloatArray | Buffer;
   /** [B, N, D]. The gradient of out. */
-  dout: FloatArray;
+  dout: FloatArray | Buffer;
   /** [B, C, H, W]. */
-  images: FloatArray;
+  images: FloatArray | Buffer;
   /** [D, C, P, P]. */
-  weight: FloatArray;
+  weight: FloatArray | Buffer;
 }
 
 /** The options of embeddingForward. */
-export interface EmbeddingForwardArgs {
+export interface EmbeddingForwardArgs<Buffer = never> {
   B: number;
   T: number;
   V: number;
@@ -447,17 +449,17 @@ export interface EmbeddingForwardArgs {
   scale?: number;
   maxLen?: number;
   /** [B, T, D], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [B, T]. (each in [0, V) (else an Error naming the first bad position)) */
-  ids: Int32Array;
+  ids: Int32Array | Buffer;
   /** [V, D]. */
-  table: FloatArray;
+  table: FloatArray | Buffer;
   /** [maxLen, D]. */
-  pos?: FloatArray | null;
+  pos?: FloatArray | Buffer | null;
 }
 
 /** The options of embeddingBackward. */
-export interface EmbeddingBackwardArgs {
+export interface EmbeddingBackwardArgs<Buffer = never> {
   B: number;
   T: number;
   V: number;
@@ -466,134 +468,134 @@ export interface EmbeddingBackwardArgs {
   scale?: number;
   maxLen?: number;
   /** [V, D], read and updated in place. The gradient of table. */
-  dtable: FloatArray;
+  dtable: FloatArray | Buffer;
   /** [maxLen, D], read and updated in place. The gradient of pos. */
-  dpos?: FloatArray | null;
+  dpos?: FloatArray | Buffer | null;
   /** [B, T, D]. The gradient of out. */
-  dout: FloatArray;
+  dout: FloatArray | Buffer;
   /** [B, T]. (each in [0, V) (else an Error naming the first bad position)) */
-  ids: Int32Array;
+  ids: Int32Array | Buffer;
 }
 
 /** The options of sinusoidalEncoding. */
-export interface SinusoidalEncodingArgs {
+export interface SinusoidalEncodingArgs<Buffer = never> {
   len: number;
   D: number;
   /** [len, D], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
 }
 
 /** The options of clsPosForward. */
-export interface ClsPosForwardArgs {
+export interface ClsPosForwardArgs<Buffer = never> {
   B: number;
   N: number;
   D: number;
   /** [B, N + 1, D], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [D]. */
-  cls: FloatArray;
+  cls: FloatArray | Buffer;
   /** [B, N, D]. */
-  patches: FloatArray;
+  patches: FloatArray | Buffer;
   /** [N + 1, D]. */
-  pos: FloatArray;
+  pos: FloatArray | Buffer;
 }
 
 /** The options of clsPosBackward. */
-export interface ClsPosBackwardArgs {
+export interface ClsPosBackwardArgs<Buffer = never> {
   B: number;
   N: number;
   D: number;
   /** [D], read and updated in place. The gradient of cls. */
-  dcls: FloatArray;
+  dcls: FloatArray | Buffer;
   /** [B, N, D], written. The gradient of patches. */
-  dpatches: FloatArray;
+  dpatches: FloatArray | Buffer;
   /** [N + 1, D], read and updated in place. The gradient of pos. */
-  dpos: FloatArray;
+  dpos: FloatArray | Buffer;
   /** [B, N + 1, D]. The gradient of out. */
-  dout: FloatArray;
+  dout: FloatArray | Buffer;
 }
 
 /** The options of tokenPosForward. */
-export interface TokenPosForwardArgs {
+export interface TokenPosForwardArgs<Buffer = never> {
   B: number;
   N: number;
   D: number;
   /** [B, N, D], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [D]. */
-  token: FloatArray;
+  token: FloatArray | Buffer;
   /** [N, D]. */
-  pos: FloatArray;
+  pos: FloatArray | Buffer;
 }
 
 /** The options of tokenPosBackward. */
-export interface TokenPosBackwardArgs {
+export interface TokenPosBackwardArgs<Buffer = never> {
   B: number;
   N: number;
   D: number;
   /** [D], read and updated in place. The gradient of token. */
-  dtoken: FloatArray;
+  dtoken: FloatArray | Buffer;
   /** [N, D], read and updated in place. The gradient of pos. */
-  dpos: FloatArray;
+  dpos: FloatArray | Buffer;
   /** [B, N, D]. The gradient of out. */
-  dout: FloatArray;
+  dout: FloatArray | Buffer;
 }
 
 /** The options of add. */
-export interface AddArgs {
+export interface AddArgs<Buffer = never> {
   n: number;
   /** [n], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [n]. */
-  a: FloatArray;
+  a: FloatArray | Buffer;
   /** [n]. */
-  b: FloatArray;
+  b: FloatArray | Buffer;
 }
 
 /** The options of accumulate. */
-export interface AccumulateArgs {
+export interface AccumulateArgs<Buffer = never> {
   n: number;
   /** [n], read and updated in place. */
-  y: FloatArray;
+  y: FloatArray | Buffer;
   /** [n]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of zero. */
-export interface ZeroArgs {
+export interface ZeroArgs<Buffer = never> {
   n: number;
   /** [n], written. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of dropoutForward. */
-export interface DropoutForwardArgs {
+export interface DropoutForwardArgs<Buffer = never> {
   n: number;
   /** Default 0. */
   p?: number;
   seed: number;
   offset: number;
   /** [n], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [n]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of dropoutBackward. */
-export interface DropoutBackwardArgs {
+export interface DropoutBackwardArgs<Buffer = never> {
   n: number;
   /** Default 0. */
   p?: number;
   seed: number;
   offset: number;
   /** [n], written. The gradient of x. */
-  dx: FloatArray;
+  dx: FloatArray | Buffer;
   /** [n]. The gradient of out. */
-  dout: FloatArray;
+  dout: FloatArray | Buffer;
 }
 
 /** The options of copyRows. */
-export interface CopyRowsArgs {
+export interface CopyRowsArgs<Buffer = never> {
   rows: number;
   cols: number;
   dstStride: number;
@@ -601,13 +603,13 @@ export interface CopyRowsArgs {
   dstOffset?: number;
   srcOffset?: number;
   /** [dstOffset + (rows−1)·dstStride + cols] (or longer), read and updated in place. */
-  dst: FloatArray;
+  dst: FloatArray | Buffer;
   /** [srcOffset + (rows−1)·srcStride + cols] (or longer). */
-  src: FloatArray;
+  src: FloatArray | Buffer;
 }
 
 /** The options of crossEntropy. */
-export interface CrossEntropyArgs {
+export interface CrossEntropyArgs<Buffer = never> {
   N: number;
   V: number;
   /** Default 0. */
@@ -616,35 +618,35 @@ export interface CrossEntropyArgs {
   /** Default 1. */
   gradScale?: number;
   /** [1], written. */
-  loss: FloatArray;
+  loss: FloatArray | Buffer;
   /** [N, V], written. The gradient of logits. */
-  dlogits?: FloatArray | null;
+  dlogits?: FloatArray | Buffer | null;
   /** [N, V]. */
-  logits: FloatArray;
+  logits: FloatArray | Buffer;
   /** [N]. */
-  targets: Int32Array;
+  targets: Int32Array | Buffer;
 }
 
 /** The options of mse. */
-export interface MseArgs {
+export interface MseArgs<Buffer = never> {
   rows: number;
   cols: number;
   /** Default 1. */
   gradScale?: number;
   /** [1], written. */
-  loss: FloatArray;
+  loss: FloatArray | Buffer;
   /** [rows, cols], written. The gradient of pred. */
-  dpred?: FloatArray | null;
+  dpred?: FloatArray | Buffer | null;
   /** [rows, cols]. */
-  pred: FloatArray;
+  pred: FloatArray | Buffer;
   /** [rows, cols]. */
-  target: FloatArray;
+  target: FloatArray | Buffer;
   /** [rows]. */
-  mask?: Uint8Array | null;
+  mask?: Uint8Array | Buffer | null;
 }
 
 /** The options of adamwStep. */
-export interface AdamwStepArgs {
+export interface AdamwStepArgs<Buffer = never> {
   n: number;
   step: number;
   /** Default 0.001. */
@@ -658,17 +660,17 @@ export interface AdamwStepArgs {
   /** Default 0.01. */
   weightDecay?: number;
   /** [n], read and updated in place. */
-  param: FloatArray;
+  param: FloatArray | Buffer;
   /** [n]. */
-  grad: FloatArray;
+  grad: FloatArray | Buffer;
   /** [n], read and updated in place. */
-  expAvg: FloatArray;
+  expAvg: FloatArray | Buffer;
   /** [n], read and updated in place. */
-  expAvgSq: FloatArray;
+  expAvgSq: FloatArray | Buffer;
 }
 
 /** The options of sgdStep. */
-export interface SgdStepArgs {
+export interface SgdStepArgs<Buffer = never> {
   n: number;
   step: number;
   /** Default 0.001. */
@@ -681,158 +683,158 @@ export interface SgdStepArgs {
   weightDecay?: number;
   nesterov?: boolean;
   /** [n], read and updated in place. */
-  param: FloatArray;
+  param: FloatArray | Buffer;
   /** [n]. */
-  grad: FloatArray;
+  grad: FloatArray | Buffer;
   /** [n], read and updated in place. Required when momentum ≠ 0. */
-  momentumBuf?: FloatArray | null;
+  momentumBuf?: FloatArray | Buffer | null;
 }
 
 /** The options of sumSquares. */
-export interface SumSquaresArgs {
+export interface SumSquaresArgs<Buffer = never> {
   n: number;
   /** [1], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [n]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of scale. */
-export interface ScaleArgs {
+export interface ScaleArgs<Buffer = never> {
   n: number;
   s: number;
   /** [n], read and updated in place. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of clipGradNorm. */
-export interface ClipGradNormArgs {
+export interface ClipGradNormArgs<Buffer = never> {
   n: number;
   maxNorm: number;
   /** [1], written. */
-  totalNorm: FloatArray;
+  totalNorm: FloatArray | Buffer;
   /** [n], read and updated in place. */
-  grad: FloatArray;
+  grad: FloatArray | Buffer;
 }
 
 /** The options of firstNonFinite. */
-export interface FirstNonFiniteArgs {
+export interface FirstNonFiniteArgs<Buffer = never> {
   n: number;
   /** [n]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [1], written. */
-  index: Float64Array;
+  index: Float64Array | Buffer;
 }
 
 /** The options of softmax. */
-export interface SoftmaxArgs {
+export interface SoftmaxArgs<Buffer = never> {
   rows: number;
   cols: number;
   /** [rows, cols], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [rows, cols]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of logSoftmax. */
-export interface LogSoftmaxArgs {
+export interface LogSoftmaxArgs<Buffer = never> {
   rows: number;
   cols: number;
   /** [rows, cols], written. */
-  out: FloatArray;
+  out: FloatArray | Buffer;
   /** [rows, cols]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of argmax. */
-export interface ArgmaxArgs {
+export interface ArgmaxArgs<Buffer = never> {
   rows: number;
   cols: number;
   /** [rows], written. */
-  out: Int32Array;
+  out: Int32Array | Buffer;
   /** [rows, cols]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of topk. */
-export interface TopkArgs {
+export interface TopkArgs<Buffer = never> {
   rows: number;
   cols: number;
   k: number;
   /** [rows, k], written. */
-  values: FloatArray;
+  values: FloatArray | Buffer;
   /** [rows, k], written. */
-  indices: Int32Array;
+  indices: Int32Array | Buffer;
   /** [rows, cols]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of fmaPeak. */
-export interface FmaPeakArgs {
+export interface FmaPeakArgs<Buffer = never> {
   /** Default 0.2. */
   minSeconds?: number;
   /** [3], written. */
-  out: Float64Array;
+  out: Float64Array | Buffer;
 }
 
 /** The options of activationForward. */
-export interface ActivationForwardArgs {
+export interface ActivationForwardArgs<Buffer = never> {
   n: number;
   /** Default 'none'. */
   act?: Activation;
   /** [n], written. */
-  y: FloatArray;
+  y: FloatArray | Buffer;
   /** [n]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of activationBackward. */
-export interface ActivationBackwardArgs {
+export interface ActivationBackwardArgs<Buffer = never> {
   n: number;
   /** Default 'none'. */
   act?: Activation;
   /** [n], written. The gradient of x. */
-  dx: FloatArray;
+  dx: FloatArray | Buffer;
   /** [n]. The gradient of y. */
-  dy: FloatArray;
+  dy: FloatArray | Buffer;
   /** [n]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
 }
 
 /** The options of channelScaleForward. */
-export interface ChannelScaleForwardArgs {
+export interface ChannelScaleForwardArgs<Buffer = never> {
   rows: number;
   cols: number;
   /** [rows, cols], written. */
-  y: FloatArray;
+  y: FloatArray | Buffer;
   /** [rows, cols]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [cols]. */
-  gamma: FloatArray;
+  gamma: FloatArray | Buffer;
 }
 
 /** The options of channelScaleBackward. */
-export interface ChannelScaleBackwardArgs {
+export interface ChannelScaleBackwardArgs<Buffer = never> {
   rows: number;
   cols: number;
   /** [rows, cols], written. The gradient of x. */
-  dx?: FloatArray | null;
+  dx?: FloatArray | Buffer | null;
   /** [cols], read and updated in place. The gradient of gamma. */
-  dgamma: FloatArray;
+  dgamma: FloatArray | Buffer;
   /** [rows, cols]. The gradient of y. */
-  dy: FloatArray;
+  dy: FloatArray | Buffer;
   /** [rows, cols]. */
-  x: FloatArray;
+  x: FloatArray | Buffer;
   /** [cols]. */
-  gamma: FloatArray;
+  gamma: FloatArray | Buffer;
 }
 
-/** The raw addon's ops: each takes one options object (see native/napi/op_reader.h). */
-export interface NativeOps {
+/** The raw addon's ops: each takes one options object (see native/napi/op_reader.h); Buffer as above. */
+export interface NativeOps<Buffer = never> {
   /** out = LN(x) (or LN(x + residual), writing that sum to `sum`); saves mean and rstd [rows]. */
-  layernormForward(a: LayernormForwardArgs): void;
+  layernormForward(a: LayernormForwardArgs<Buffer>): void;
   /** dx = LN'ᵀ dout (+ dadd); dgamma += Σ dout·x̂; dbeta += Σ dout. dx may be dadd. */
-  layernormBackward(a: LayernormBackwardArgs): void;
+  layernormBackward(a: LayernormBackwardArgs<Buffer>): void;
   /**
    * C = act(alpha · op(A) op(B) + beta · C + bias) for each of `batch` packed entries, where op(A) is [M, K]
    * (A stored [K, M] when transA), op(B) is [K, N] (B stored [N, K] when transB), C and preact are [batch, M,
@@ -842,7 +844,7 @@ export interface NativeOps {
    * (batch strides; 0 shares one entry) are given; each array then holds exactly the extent they span, e.g.
    * A: (batch − 1)·strideA + (M − 1)·lda + K elements (preact is laid out like C).
    */
-  gemm(a: GemmArgs): void;
+  gemm(a: GemmArgs<Buffer>): void;
   /**
    * Packs a Linear weight W [N, K] (outputs × inputs, y = x Wᵀ) for the active CPU kernel variant: packed [16
    * + K · 32 · ⌈N / 32⌉] receives a 16-float header (magic, ISA variant, NR, KC, N, K as int32 bit patterns)
@@ -851,18 +853,18 @@ export interface NativeOps {
    * projWeightPacked) read it instead of packing W on every call, with bit-identical results; they reject a
    * buffer packed for another variant (after setIsa) or other dims. Repack whenever W changes. CPU only.
    */
-  packWeights(a: PackWeightsArgs): void;
+  packWeights(a: PackWeightsArgs<Buffer>): void;
   /**
    * y = act(x Wᵀ + b), PyTorch's nn.Linear: x [rows, inFeatures], W [outFeatures, inFeatures], b
    * [outFeatures], y and preact (the value before act, optional) [rows, outFeatures]. WPacked (optional): W
    * prepacked by packWeights, which the CPU kernels read instead of packing W (same result, bit for bit).
    */
-  linearForward(a: LinearForwardArgs): void;
+  linearForward(a: LinearForwardArgs<Buffer>): void;
   /**
    * dx = dy W (overwritten; skipped when dx is null), dW += dyᵀ x, db += Σ_rows dy (when db is given). dy
    * [rows, outFeatures], x and dx [rows, inFeatures], W and dW [outFeatures, inFeatures].
    */
-  linearBackward(a: LinearBackwardArgs): void;
+  linearBackward(a: LinearBackwardArgs<Buffer>): void;
   /**
    * y [rows, D] = dropout(act(x W1ᵀ + b1)) W2ᵀ + b2, with x [rows, D], W1 [F, D], b1 [F], W2 [D, F], b2 [D].
    * Saves h [rows, F] = x W1ᵀ + b1 (optional: omit when no backward follows) and a [rows, F] =
@@ -871,12 +873,12 @@ export interface NativeOps {
    * must get the same values. W1Packed, W2Packed (optional): the weights prepacked by packWeights, read by
    * the CPU kernels instead of packing W1, W2 (same result, bit for bit).
    */
-  feedforwardForward(a: FeedforwardForwardArgs): void;
+  feedforwardForward(a: FeedforwardForwardArgs<Buffer>): void;
   /**
    * dx [rows, D] = dh W1 (overwritten) with dh = (dy W2 ∘ dropout mask) ∘ act'(h); dW1 += dhᵀ x; db1 += Σ dh;
    * dW2 += dyᵀ a; db2 += Σ dy. Same dims, activation, dropout, seed and offset as the forward.
    */
-  feedforwardBackward(a: FeedforwardBackwardArgs): void;
+  feedforwardBackward(a: FeedforwardBackwardArgs<Buffer>): void;
   /**
    * out [B, Tq, D] = proj(softmax(scale Q Kᵀ, masked) (dropped out) V) (scale: default 1/√Dh) with Q = x Wqᵀ
    * + bq and K, V = src Wkᵀ + bk, src Wvᵀ + bv (src = memory or x). Weights: qkvWeight [3D, D] (rows q, k,
@@ -887,13 +889,13 @@ export interface NativeOps {
    * qkvWeightPacked, projWeightPacked (optional): the weights prepacked by packWeights, read by the CPU
    * kernels instead of packing them (same result, bit for bit).
    */
-  attentionForward(a: AttentionForwardArgs): void;
+  attentionForward(a: AttentionForwardArgs<Buffer>): void;
   /**
    * From dout [B, Tq, D]: overwrites dx [B, Tq, D] and (cross-attention, optional) dMemory [B, Tk, D];
    * accumulates (+=) dQkvWeight, dQkvBias, dProjWeight, dProjBias (the biases' gradients optional). Takes the
    * forward's inputs, weights, masks, dropout and saved buffers.
    */
-  attentionBackward(a: AttentionBackwardArgs): void;
+  attentionBackward(a: AttentionBackwardArgs<Buffer>): void;
   /**
    * One step of incremental decoding with a key/value cache (float32 only, no dropout): the query row x [B,
    * D] is projected and attends to either (self-attention) `cache` [B, maxT, 2D], after this step's K|V are
@@ -902,18 +904,18 @@ export interface NativeOps {
    * attention layer's output for that row, with the scores scaled by `scale` (default 1/√Dh). Exactly one of
    * cache and kv. qkvWeightPacked, projWeightPacked (optional): the weights prepacked by packWeights.
    */
-  attentionDecode(a: AttentionDecodeArgs): void;
+  attentionDecode(a: AttentionDecodeArgs<Buffer>): void;
   /**
    * out [B, N, D] = Conv2d(images [B, C, H, W]; weight [D, C, P, P], bias [D], stride P), flattened to patch
    * tokens in row-major patch order: B images of C channels, H x W pixels (NCHW), P x P patches (H and W
    * multiples of P), N = (H/P)(W/P).
    */
-  patchEmbedForward(a: PatchEmbedForwardArgs): void;
+  patchEmbedForward(a: PatchEmbedForwardArgs<Buffer>): void;
   /**
    * dweight += doutᵀ patches; dbias += Σ dout; dimages [B, C, H, W] = the input gradient (overwritten; omit
    * it when the images need no gradient). dout is [B, N, D].
    */
-  patchEmbedBackward(a: PatchEmbedBackwardArgs): void;
+  patchEmbedBackward(a: PatchEmbedBackwardArgs<Buffer>): void;
   /**
    * out[B*T, D] = table[ids] * scale + pos[t], as Encoder/Decoder's `embed(tokens) * scale + positions[:T]`.
    * ids: Int32Array [B, T], each in [0, V) (else an Error naming the first bad position, before anything is
@@ -921,46 +923,46 @@ export interface NativeOps {
    * pos_embed or the sinusoidal table); maxLen defaults to T. scale defaults to 1 (sqrt(D) with
    * scale_embedding).
    */
-  embeddingForward(a: EmbeddingForwardArgs): void;
+  embeddingForward(a: EmbeddingForwardArgs<Buffer>): void;
   /**
    * dtable[ids[b,t]] += scale * dout[b,t] (scatter-add); dpos[t] += Σ_b dout[b,t] for t < T (optional:
    * learned positions only). dtable [V, D], dpos [maxLen, D], dout [B*T, D].
    */
-  embeddingBackward(a: EmbeddingBackwardArgs): void;
+  embeddingBackward(a: EmbeddingBackwardArgs<Buffer>): void;
   /**
    * out[len, D]: PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(p / 10000^(2i/D)), computed in double
    * (a Float32Array receives it rounded to float32); odd D as torch_reference.py.
    */
-  sinusoidalEncoding(a: SinusoidalEncodingArgs): void;
+  sinusoidalEncoding(a: SinusoidalEncodingArgs<Buffer>): void;
   /** ViTClassifier: out[B, N+1, D] = cat(cls [D], patches [B, N, D]) + pos [N+1, D]. */
-  clsPosForward(a: ClsPosForwardArgs): void;
+  clsPosForward(a: ClsPosForwardArgs<Buffer>): void;
   /**
    * dcls [D] += Σ_b dout[b, 0]; dpatches [B, N, D] = dout[:, 1:] (overwritten); dpos [N+1, D] += Σ_b dout[b].
    */
-  clsPosBackward(a: ClsPosBackwardArgs): void;
+  clsPosBackward(a: ClsPosBackwardArgs<Buffer>): void;
   /** ViTDecoder: out[B, N, D] = token [D] + pos [N, D] (mask_token.expand(B, N, -1) + pos_embed). */
-  tokenPosForward(a: TokenPosForwardArgs): void;
+  tokenPosForward(a: TokenPosForwardArgs<Buffer>): void;
   /** dtoken [D] += Σ_{b,n} dout[b, n]; dpos [N, D] += Σ_b dout[b]. */
-  tokenPosBackward(a: TokenPosBackwardArgs): void;
+  tokenPosBackward(a: TokenPosBackwardArgs<Buffer>): void;
   /** out = a + b (the residual add); out may be a or b. */
-  add(a: AddArgs): void;
+  add(a: AddArgs<Buffer>): void;
   /** y += x (merging gradients that reach a residual stream along two paths). */
-  accumulate(a: AccumulateArgs): void;
+  accumulate(a: AccumulateArgs<Buffer>): void;
   /** x = 0 (all n elements, whatever they held, NaN included): zeroGrad of a gradient arena in one op. */
-  zero(a: ZeroArgs): void;
+  zero(a: ZeroArgs<Buffer>): void;
   /**
    * out = x * keep / (1 - p), p in [0, 1) (p = 0: a copy); out may be x. seed and offset are integers in [0,
    * 2^53); use a fresh offset per dropout site and step.
    */
-  dropoutForward(a: DropoutForwardArgs): void;
+  dropoutForward(a: DropoutForwardArgs<Buffer>): void;
   /** dx = dout * keep / (1 - p) with the forward's mask, regenerated from (seed, offset); dx may be dout. */
-  dropoutBackward(a: DropoutBackwardArgs): void;
+  dropoutBackward(a: DropoutBackwardArgs<Buffer>): void;
   /**
    * dst[dstOffset + r·dstStride + c] = src[srcOffset + r·srcStride + c] for r < rows, c < cols: a block of
    * rows between two row-major buffers (e.g. the CLS rows out of [B, T, D] tokens). Each array may be longer
    * than the extent the block spans.
    */
-  copyRows(a: CopyRowsArgs): void;
+  copyRows(a: CopyRowsArgs<Buffer>): void;
   /**
    * Softmax cross-entropy with PyTorch's F.cross_entropy semantics (mean reduction): loss[0] = mean over rows
    * whose target is not `ignoreIndex` (default −100) of (1−ε)(−log p[target]) + ε·mean_c(−log p[c]), p =
@@ -969,84 +971,84 @@ export interface NativeOps {
    * logits/dlogits [N, V], targets [N], loss [1]. A target outside [0, V) that is not ignoreIndex throws,
    * naming the row.
    */
-  crossEntropy(a: CrossEntropyArgs): void;
+  crossEntropy(a: CrossEntropyArgs<Buffer>): void;
   /**
    * Mean squared error over the rows selected by `mask` (Uint8Array [rows], nonzero = the row counts; every
    * row when absent): loss[0] = Σ (pred − target)² / (selected rows · cols), NaN when no row is selected.
    * `dpred` (optional, overwritten) = gradScale · 2 (pred − target) / (selected rows · cols) on selected
    * rows, 0 elsewhere. pred/target/dpred [rows, cols], loss [1].
    */
-  mse(a: MseArgs): void;
+  mse(a: MseArgs<Buffer>): void;
   /**
    * One torch.optim.AdamW step in place on param, expAvg and expAvgSq (zeros before step 1), in torch's order
    * of operations. `step` is the 1-based step number t. Defaults as torch: lr 1e-3, beta1 0.9, beta2 0.999,
    * eps 1e-8, weightDecay 1e-2.
    */
-  adamwStep(a: AdamwStepArgs): void;
+  adamwStep(a: AdamwStepArgs<Buffer>): void;
   /**
    * One torch.optim.SGD step in place: d = grad + weightDecay·param; with momentum, momentumBuf = d at step
    * 1, else momentum·momentumBuf + (1 − dampening)·d; d = d + momentum·momentumBuf (nesterov) or momentumBuf;
    * param −= lr·d. `momentumBuf` is required when momentum ≠ 0. Defaults: lr 1e-3, momentum 0, dampening 0,
    * weightDecay 0, nesterov false.
    */
-  sgdStep(a: SgdStepArgs): void;
+  sgdStep(a: SgdStepArgs<Buffer>): void;
   /** out[0] = Σ x² (accumulated in double); out has length 1. */
-  sumSquares(a: SumSquaresArgs): void;
+  sumSquares(a: SumSquaresArgs<Buffer>): void;
   /** x *= s in place. */
-  scale(a: ScaleArgs): void;
+  scale(a: ScaleArgs<Buffer>): void;
   /**
    * torch.nn.utils.clip_grad_norm_ on one buffer: total = sqrt(Σ grad²); coef = maxNorm / (total + 1e-6);
    * grad *= coef when coef < 1 (or NaN); totalNorm[0] = total.
    */
-  clipGradNorm(a: ClipGradNormArgs): void;
+  clipGradNorm(a: ClipGradNormArgs<Buffer>): void;
   /**
    * index[0] = the first position i < n of a NaN or ±Inf in x, or −1 when every value is finite. `index` is a
    * Float64Array of length 1 whatever x is (positions can pass 2^31); a Float64Array x runs the reference
    * twin.
    */
-  firstNonFinite(a: FirstNonFiniteArgs): void;
+  firstNonFinite(a: FirstNonFiniteArgs<Buffer>): void;
   /**
    * out = softmax(x) along the last axis: out[r, c] = e^(x[r,c] − max_r) / Σ_j e^(x[r,j] − max_r). x/out
    * [rows, cols]; a row holding a NaN gives NaN.
    */
-  softmax(a: SoftmaxArgs): void;
+  softmax(a: SoftmaxArgs<Buffer>): void;
   /**
    * out = log_softmax(x) along the last axis: out[r, c] = x[r,c] − max_r − log Σ_j e^(x[r,j] − max_r). x/out
    * [rows, cols]; −inf logits give −inf, a row holding a NaN gives NaN.
    */
-  logSoftmax(a: LogSoftmaxArgs): void;
+  logSoftmax(a: LogSoftmaxArgs<Buffer>): void;
   /**
    * out[r] = the index of the largest x[r, c] (int32): the first one on ties, the first NaN when the row
    * holds one (as PyTorch's argmax(dim=-1)). x [rows, cols], out [rows].
    */
-  argmax(a: ArgmaxArgs): void;
+  argmax(a: ArgmaxArgs<Buffer>): void;
   /**
    * The k largest values of each row in descending order (PyTorch's topk(k, dim=-1, sorted=True)): values[r,
    * i] = x[r, indices[r, i]], indices int32; equal values by lower index first, NaN above every number. x
    * [rows, cols], values/indices [rows, k], 1 <= k <= cols.
    */
-  topk(a: TopkArgs): void;
+  topk(a: TopkArgs<Buffer>): void;
   /**
    * Runs independent FMA chains on every pool thread in the active ISA, calibrated so one timed run lasts at
    * least `minSeconds` (default 0.2, at most 10), and writes the fastest of three runs to `out`: [flops
    * executed, seconds, threads], the seconds counted in the threads' own CPU time (summed, divided by
    * threads), so time preempted by other processes does not lower the figure. Peak FLOP/s = out[0] / out[1].
    */
-  fmaPeak(a: FmaPeakArgs): void;
+  fmaPeak(a: FmaPeakArgs<Buffer>): void;
   /**
    * y = act(x) elementwise over n values (any GEMM-epilogue activation, e.g. the pooler's tanh; 'none'
    * copies); y may be x.
    */
-  activationForward(a: ActivationForwardArgs): void;
+  activationForward(a: ActivationForwardArgs<Buffer>): void;
   /** dx = dy · act'(x) elementwise over n values, x the forward's input (same act); dx may be dy. */
-  activationBackward(a: ActivationBackwardArgs): void;
+  activationBackward(a: ActivationBackwardArgs<Buffer>): void;
   /** y[r, c] = x[r, c] · gamma[c] (timm's LayerScale), x and y [rows, cols], gamma [cols]; y may be x. */
-  channelScaleForward(a: ChannelScaleForwardArgs): void;
+  channelScaleForward(a: ChannelScaleForwardArgs<Buffer>): void;
   /**
    * dgamma[c] += Σ_r dy[r, c] · x[r, c]; dx = dy · gamma (overwritten; skipped when dx is absent; dx may be
    * dy). dy, x, dx [rows, cols], gamma and dgamma [cols].
    */
-  channelScaleBackward(a: ChannelScaleBackwardArgs): void;
+  channelScaleBackward(a: ChannelScaleBackwardArgs<Buffer>): void;
 }
 
 /** Every op name, in the order of the op table (native/ops/ops.h). */
