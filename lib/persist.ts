@@ -5,8 +5,17 @@
  * beside their weights ("model.<name>"), so loadModel restores a model from either kind of file.
  */
 import { invalidArg, NodeformerError } from './errors';
-import { Module } from './module';
+import type { Module } from './module';
 import { entriesToTensors, readSafetensors, saveSafetensors, type RawEntry } from './safetensors';
+
+/**
+ * Whether `v` is a Module (or a Module class's prototype): known by its state-dict methods, so that
+ * this file needs no import of lib/module.ts, whose Module.load calls loadModel.
+ */
+function isModule(v: unknown): v is Module {
+  const m = v as Partial<Module> | null;
+  return typeof m === 'object' && m !== null && typeof m.stateDict === 'function' && typeof m.loadStateDict === 'function';
+}
 
 /** A module that keeps the config it was built from (every module of this library does). */
 export type ConfiguredModule = Module & { readonly config: object };
@@ -33,7 +42,7 @@ export function modelMetadata(model: Module): Record<string, string> {
  * readSafetensorsMetadata). Restore it with loadModel (or ViTClassifier.load).
  */
 export function saveModel(path: string, model: ConfiguredModule, extra: Record<string, string> = {}): void {
-  if (!(model instanceof Module) || typeof model.config !== 'object' || model.config === null)
+  if (!isModule(model) || typeof model.config !== 'object' || model.config === null)
     invalidArg('model', 'a Module with a config', model);
   saveSafetensors(path, model.stateDict(), { ...extra, ...modelMetadata(model) });
 }
@@ -86,7 +95,7 @@ function classOf(path: string, metadata: Record<string, string>): ModelClass<Con
 export function loadModel(path: string): ConfiguredModule;
 export function loadModel<M extends ConfiguredModule>(path: string, cls: ModelClass<M>): M;
 export function loadModel<M extends ConfiguredModule>(path: string, cls?: ModelClass<M>): M {
-  if (cls !== undefined && (typeof cls !== 'function' || !((cls as { prototype?: unknown }).prototype instanceof Module)))
+  if (cls !== undefined && (typeof cls !== 'function' || !isModule((cls as { prototype?: unknown }).prototype)))
     invalidArg('cls', 'a Module class such as ViTClassifier (or nothing: the class the file names)', cls);
   const { entries, metadata } = readSafetensors(path);
   cls ??= classOf(path, metadata) as ModelClass<M>;
