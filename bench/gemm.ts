@@ -4,7 +4,7 @@
  * case and the GEMMs of the seed ViT (batch 64, 65 tokens, D 128, F 512): forward qkv, fc1, fc2,
  * and the fc2 backward (dx and dW).
  */
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import type { Isa } from '../lib/native/core';
 
 type Shape = { name: string; M: number; N: number; K: number; transA?: boolean; transB?: boolean };

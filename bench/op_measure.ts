@@ -6,7 +6,7 @@
  * read it).
  */
 import { native } from '../lib';
-import { Random } from '../lib/random';
+import { Random } from '../lib/core/random';
 import type { AttentionCase, AdamWCase, CaseSamples, FeedForwardCase, LayerNormCase, LinearCase, OpCase } from './op_cases';
 import type { Repeat } from './protocol';
 import { repeat, repeatPaired } from './sampling';
@@ -93,7 +93,7 @@ async function layernorm(c: LayerNormCase, r: Repeat): Promise<CaseSamples> {
   };
 }
 
-/** One AdamW step over every tensor, one native call per tensor as lib/optim.ts makes them. */
+/** One AdamW step over every tensor, one native call per tensor as lib/training/optim.ts makes them. */
 async function adamw(c: AdamWCase, r: Repeat): Promise<CaseSamples> {
   const rng = new Random(17);
   const params = c.sizes.map((n) => ({ n, param: randomArray(n, rng, 0.02), grad: randomArray(n, rng, 1e-3),

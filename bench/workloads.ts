@@ -6,7 +6,7 @@
 import {
   AdamW, crossEntropy, loadSafetensors, saveSafetensors, Tensor, Transformer, ViTClassifier,
 } from '../lib';
-import { Random } from '../lib/random';
+import { Random } from '../lib/core/random';
 import type { Arch, ModelSpec } from './specs';
 
 export type BenchModel = ViTClassifier | Transformer;

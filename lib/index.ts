@@ -2,23 +2,23 @@
  * nodeformer: a Transformer engine for Node.js — modules that run forward and backward in native
  * (AVX2/AVX-512) kernels, losses, optimizers, schedules and safetensors checkpoints.
  */
-export { native, nativeAddonPath } from './native';
-export type { NativeBinding } from './native';
+export { native, nativeAddonPath } from './native/addon';
+export type { NativeBinding } from './native/addon';
 export type { Isa, IsaInfo, IsaRejection } from './native/core';
 
-export { NodeformerError } from './errors';
-export { assertFinite, checkFiniteEnabled, setCheckFinite } from './finite';
-export type { ErrorCode } from './errors';
-export { Tensor } from './tensor';
-export type { DType } from './tensor';
-export { cudaEmptyCache, cudaMemoryStats, supportedOps, supports } from './device';
-export type { CudaBinding, CudaMemoryStats, Device, DeviceBuffer } from './device';
-export { Module, Parameter } from './module';
-export type { EvalOptions, LoadStateDictOptions, ProgramArgs, ProgramResult, StateDict } from './module';
-export { op, runAsync, runSync } from './program';
-export type { OpArgs, OpName, OpRequest, Program } from './program';
-export { Scope } from './scope';
-export { setWeightPrepacking, weightPrepacking } from './prepack';
+export { NodeformerError } from './validation/errors';
+export { assertFinite, checkFiniteEnabled, setCheckFinite } from './core/finite';
+export type { ErrorCode } from './validation/errors';
+export { Tensor } from './core/tensor';
+export type { DType } from './core/tensor';
+export { cudaEmptyCache, cudaMemoryStats, supportedOps, supports } from './core/device';
+export type { CudaBinding, CudaMemoryStats, Device, DeviceBuffer } from './core/device';
+export { Module, Parameter } from './core/module';
+export type { EvalOptions, LoadStateDictOptions, ProgramArgs, ProgramResult, StateDict } from './core/module';
+export { op, runAsync, runSync } from './core/program';
+export type { OpArgs, OpName, OpRequest, Program } from './core/program';
+export { Scope } from './core/scope';
+export { setWeightPrepacking, weightPrepacking } from './core/prepack';
 
 export { Linear } from './layers/linear';
 export type { LinearConfig } from './layers/linear';
@@ -45,30 +45,30 @@ export type {
   DecoderOptions, EncoderOptions, GenerateOptions, SequenceConfig, TokenModelConfig, TransformerConfig,
 } from './models/seq2seq';
 
-export { crossEntropy, crossEntropyOps, mse, mseOps } from './losses';
+export { crossEntropy, crossEntropyOps, mse, mseOps } from './training/losses';
 export {
   argmax, argmaxAsync, argmaxOps, logSoftmax, logSoftmaxAsync, logSoftmaxOps, softmax, softmaxAsync, softmaxOps, topk, topkAsync,
   topkOps,
-} from './logits';
-export type { TopK } from './logits';
-export type { CrossEntropyOptions, LossResult, MseOptions } from './losses';
-export { AdamW, clipGradNorm, clipGradNormOps, Optimizer, SGD } from './optim';
-export type { AdamWOptions, OptimizerState, ParamGroup, SGDOptions } from './optim';
-export { paramGroups } from './param_groups';
-export type { ParamGroupsOptions } from './param_groups';
-export { trainStep, trainStepAsync, trainStepOps } from './train';
-export type { LossFn, TrainInputs, TrainStepOptions } from './train';
-export { cosineWithWarmup, inverseSqrtWarmup, scheduleFromConfig } from './schedule';
-export type { CosineWithWarmupOptions, InverseSqrtWarmupOptions, Schedule, ScheduleConfig } from './schedule';
+} from './generation/logits';
+export type { TopK } from './generation/logits';
+export type { CrossEntropyOptions, LossResult, MseOptions } from './training/losses';
+export { AdamW, clipGradNorm, clipGradNormOps, Optimizer, SGD } from './training/optim';
+export type { AdamWOptions, OptimizerState, ParamGroup, SGDOptions } from './training/optim';
+export { paramGroups } from './training/param_groups';
+export type { ParamGroupsOptions } from './training/param_groups';
+export { trainStep, trainStepAsync, trainStepOps } from './training/train';
+export type { LossFn, TrainInputs, TrainStepOptions } from './training/train';
+export { cosineWithWarmup, inverseSqrtWarmup, scheduleFromConfig } from './training/schedule';
+export type { CosineWithWarmupOptions, InverseSqrtWarmupOptions, Schedule, ScheduleConfig } from './training/schedule';
 export {
   loadSafetensors, loadSafetensorsAsync, parseSafetensors, readSafetensorsMetadata, saveSafetensors, serializeSafetensors,
-} from './safetensors';
+} from './io/safetensors';
 export {
   loadCheckpoint, loadCheckpointAsync, parseCheckpoint, resume, resumeAsync, saveCheckpoint, saveCheckpointAsync,
-} from './checkpoint';
-export type { Checkpoint, CheckpointState, RandomState, ResumeResult, ResumeTarget } from './checkpoint';
-export { loadModel, saveModel } from './persist';
-export type { ConfiguredModule, ModelClass } from './persist';
+} from './training/checkpoint';
+export type { Checkpoint, CheckpointState, RandomState, ResumeResult, ResumeTarget } from './training/checkpoint';
+export { loadModel, saveModel } from './io/persist';
+export type { ConfiguredModule, ModelClass } from './io/persist';
 export { fromTorchTransformer, TORCH_TO_PROJECT } from './convert/torch';
 export { fromTimm, loadTimm, timmViTConfig } from './convert/timm';
 export type { FromTimmOptions, TimmViTArgs } from './convert/timm';
@@ -81,21 +81,21 @@ export { renameKeys } from './convert/hf_files';
 export type { RenameRule } from './convert/hf_files';
 
 export * as distributed from './distributed';
-export type { InitOptions, ReduceOp } from './distributed';
-export { DistributedSampler } from './sampler';
-export type { DistributedSamplerOptions } from './sampler';
-export { DistributedDataParallel } from './ddp';
-export type { DdpStats, DistributedDataParallelOptions } from './ddp';
+export type { InitOptions, ReduceOp } from './distributed/collectives';
+export { DistributedSampler } from './distributed/sampler';
+export type { DistributedSamplerOptions } from './distributed/sampler';
+export { DistributedDataParallel } from './distributed/ddp';
+export type { DdpStats, DistributedDataParallelOptions } from './distributed/ddp';
 
-export { SummaryWriter } from './tensorboard';
-export type { AddHparamsOptions, HistogramValues, HparamValue, SummaryWriterOptions } from './tensorboard';
-export { fit } from './fit';
-export type { Batch, BatchSource, FitOptions } from './fit';
-export { earlyStopping, modelCheckpoint, progressBar, tensorBoard } from './callbacks';
+export { SummaryWriter } from './io/tensorboard';
+export type { AddHparamsOptions, HistogramValues, HparamValue, SummaryWriterOptions } from './io/tensorboard';
+export { fit } from './training/fit';
+export type { Batch, BatchSource, FitOptions } from './training/fit';
+export { earlyStopping, modelCheckpoint, progressBar, tensorBoard } from './training/callbacks';
 export type {
   BatchLogs, Callback, EarlyStoppingOptions, EpochLogs, FitContext, ModelCheckpointOptions, MonitorKey, MonitorMode,
   ProgressBarOptions, TensorBoardOptions,
-} from './callbacks';
+} from './training/callbacks';
 export { ImageFolder, IMAGE_EXTENSIONS } from './data/image_folder';
 export type { ImageFolderOptions, ImageSample } from './data/image_folder';
 export { DataLoader } from './data/loader';

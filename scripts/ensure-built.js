@@ -6,7 +6,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const target = path.join(root, 'dist', 'cjs', 'cli.js');
+const target = path.join(root, 'dist', 'cjs', 'bin.js');
 
 function newestSource(dir) {
   let newest = 0;

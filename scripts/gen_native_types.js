@@ -101,7 +101,7 @@ function render(schema) {
     ' * call) for the float64 reference twin; ops without a twin take Float32Array only. Shapes are',
     ' * row-major and given by the dims fields. `Buffer` is what else a tensor field may be: nothing for the',
     ' * CPU addon (NativeOps), a device buffer for the CUDA addon and for program requests, which go to',
-    ' * the addon of their arrays\' device (lib/program.ts, lib/device.ts).',
+    ' * the addon of their arrays\' device (lib/core/program.ts, lib/core/device.ts).',
     ' */',
     'export type FloatArray = Float32Array | Float64Array;',
     '',

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { PNG } from 'pngjs';
 
 import { AdamW, fit, SummaryWriter, Tensor, tensorBoard, ViTClassifier, type Batch } from '../lib';
-import { mulberry32 } from '../lib/random';
+import { mulberry32 } from '../lib/core/random';
 
 /** Standard normals (Box-Muller) from a seeded generator. */
 function normals(n: number, rand: () => number, mean: number, std: number): Float32Array {

@@ -1,5 +1,5 @@
 /**
- * Flat parameter, gradient and optimizer-state arenas (lib/arena.ts): what the optimizers build on
+ * Flat parameter, gradient and optimizer-state arenas (lib/training/arena.ts): what the optimizers build on
  * the CPU, so that zeroGrad and a step are one native op each (issue 12's llm.c-style
  * params_memory). Checked here: the layout (one buffer each, 64-byte aligned slices, values and
  * parameter identity kept), the op count of a training step, that the flat update equals the
@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import {
   AdamW, clipGradNorm, crossEntropy, Parameter, SGD, Tensor, trainStep, trainStepAsync, ViTClassifier, type Optimizer,
 } from '../lib/index';
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import { randn32, relErr, rng } from './helpers';
 import { opsCalledList } from './support/ops_called';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import { f32, randn32, rng } from './helpers';
 
 describe('async ops', () => {

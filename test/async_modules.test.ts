@@ -14,7 +14,7 @@ import {
   Module, mseOps, MultiHeadAttention, native, op, PatchEmbedding, saveSafetensors, SGD, Tensor, trainStep, trainStepAsync,
   Transformer, ViTClassifier, ViTDecoder, type Program,
 } from '../lib';
-import { Random } from '../lib/random';
+import { Random } from '../lib/core/random';
 
 const rng = new Random(7);
 const randn = (shape: number[]) => Tensor.from(rng.normalArray(shape.reduce((a, b) => a * b, 1), 1), shape);

@@ -12,8 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { AdamW, EncoderBlock, logSoftmax, MultiHeadAttention, paddingMask, runSync, Tensor, Transformer, ViTClassifier } from '../lib';
 import { disposeDecoderState } from '../lib/layers/blocks';
-import { parseSafetensors } from '../lib/safetensors';
-import { trainStep } from '../lib/train';
+import { parseSafetensors } from '../lib/io/safetensors';
+import { trainStep } from '../lib/training/train';
 import { maxErr } from './support/pretrained';
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'attention_heads.safetensors');

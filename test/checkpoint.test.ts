@@ -14,7 +14,7 @@ import {
   AdamW, cosineWithWarmup, inverseSqrtWarmup, loadCheckpoint, resume, resumeAsync, saveCheckpoint, saveCheckpointAsync, SGD,
   Tensor, trainStep, trainStepAsync, Transformer, ViTClassifier, type Optimizer, type Schedule,
 } from '../lib';
-import { Random } from '../lib/random';
+import { Random } from '../lib/core/random';
 import { bundle, bundleEnv } from './support/bundle';
 
 vi.mock('node:fs', async (importOriginal) => {

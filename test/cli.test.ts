@@ -11,9 +11,9 @@ import { runCli as run } from './support/run_cli';
 
 const root = path.resolve(__dirname, '..');
 
-/** Runs the real entry point (lib/cli.ts through tsx) as a user would run the `nodeformer` bin. */
+/** Runs the real entry point (lib/cli/program.ts through tsx) as a user would run the `nodeformer` bin. */
 function cli(...args: string[]) {
-  const r = spawnSync(path.join(root, 'node_modules', '.bin', 'tsx'), [path.join(root, 'lib', 'cli.ts'), ...args], { encoding: 'utf8' });
+  const r = spawnSync(path.join(root, 'node_modules', '.bin', 'tsx'), [path.join(root, 'lib', 'cli', 'program.ts'), ...args], { encoding: 'utf8' });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import type { EpochLogs, FitContext } from '../lib/callbacks';
+import type { EpochLogs, FitContext } from '../lib/training/callbacks';
 import { bestModel } from '../lib/cli/best_model';
 import { readSafetensorsMetadata, ViTClassifier } from '../lib/index';
 

@@ -18,10 +18,10 @@ import {
   AdamW, crossEntropy, Linear, Module, native, NodeformerError, SGD, supportedOps, supports, Tensor, trainStep, Transformer,
   ViTClassifier, ViTDecoder,
 } from '../lib/index';
-import { main } from '../lib/cli';
-import { cuda, declaredOps } from '../lib/device';
+import { main } from '../lib/cli/program';
+import { cuda, declaredOps } from '../lib/core/device';
 import { OP_NAMES } from '../lib/native/ops.generated';
-import type { OpName, Program } from '../lib/program';
+import type { OpName, Program } from '../lib/core/program';
 import { randn32, relErr, rng } from './helpers';
 import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
 

@@ -11,7 +11,7 @@ import {
   crossEntropy, Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, LayerNorm, MultiHeadAttention, PatchEmbedding,
   Transformer, ViTClassifier, ViTDecoder, type Module, type Tensor,
 } from '../lib';
-import { cuda } from '../lib/device';
+import { cuda } from '../lib/core/device';
 import { loadFixture, type Fixture } from './fixture';
 import { ErrorLog, relErr } from './helpers';
 import { buildEmulated, emulatorSkipReason } from './support/cuda_emu_build';

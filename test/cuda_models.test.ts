@@ -22,7 +22,7 @@ import {
   AdamW, clipGradNorm, crossEntropy, cudaEmptyCache, cudaMemoryStats, Decoder, Encoder, Linear, mse, saveModel, SGD, Tensor,
   Transformer, trainStep, ViTClassifier, ViTDecoder, ViTEncoder, loadModel, type Device, type Module,
 } from '../lib/index';
-import { cuda } from '../lib/device';
+import { cuda } from '../lib/core/device';
 import { randn32, relErr, rng } from './helpers';
 import { buildEmulated, emulatorSkipReason } from './support/cuda_emu_build';
 

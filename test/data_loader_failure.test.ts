@@ -12,8 +12,8 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { DataLoader, ImageFolder, NodeformerError } from '../lib/index';
 import { makeImageFolder, threadCount } from './support/image_folder';
 
-vi.mock('../lib/optional', async (importOriginal) => {
-  const original = await importOriginal<typeof import('../lib/optional')>();
+vi.mock('../lib/core/optional', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../lib/core/optional')>();
   return { ...original, resolveOptional: (name: string) => (name === 'sharp' ? '/nonexistent/sharp.js' : original.resolveOptional(name)) };
 });
 

@@ -1,5 +1,5 @@
 /**
- * DistributedDataParallel (lib/ddp.ts) under `mpirun -np 2` (test/support/dist_ddp.ts): 2 ranks ×
+ * DistributedDataParallel (lib/distributed/ddp.ts) under `mpirun -np 2` (test/support/dist_ddp.ts): 2 ranks ×
  * batch B for 5 AdamW steps equal 1 process × batch 2B, ranks bit-identical after every step,
  * differently seeded ranks identical after the initial broadcast, noSync over 2 micro-batches equal
  * to one batch of twice the size, a parameter-signature mismatch named, and the event loop free

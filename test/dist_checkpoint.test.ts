@@ -1,5 +1,5 @@
 /**
- * Data-parallel checkpoints (distributed.saveCheckpoint, lib/distributed.ts) under `mpirun -np 2`
+ * Data-parallel checkpoints (distributed.saveCheckpoint, lib/distributed/checkpoint.ts) under `mpirun -np 2`
  * (test/support/dist_checkpoint.ts): only rank 0 writes the file, every rank sees it complete when
  * saveCheckpoint returns, every rank resumes from it, and one more step leaves the ranks
  * bit-identical and equal to the run that never saved; a failed write fails on every rank. Skipped, with the reason printed, without MPI.

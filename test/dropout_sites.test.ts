@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 
 import { EncoderBlock } from '../lib/layers/blocks';
 import { paddingMask, Transformer } from '../lib/models/seq2seq';
-import { Tensor } from '../lib/tensor';
+import { Tensor } from '../lib/core/tensor';
 import { randn32, rng } from './helpers';
 
 const D = 12, T = 5;

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import { ErrorLog, f32, isas, randn32, relErr, rng, withIsa } from './helpers';
 
 const fwdLog = new ErrorLog(1e-5);

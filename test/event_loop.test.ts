@@ -8,7 +8,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 
 import { AdamW, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../lib';
-import { Random } from '../lib/random';
+import { Random } from '../lib/core/random';
 
 describe('event loop', () => {
   it('p99 delay under 20 ms while trainStepAsync runs a model whose synchronous step takes > 20 ms', async () => {

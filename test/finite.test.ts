@@ -116,7 +116,7 @@ describe('checkFinite mode', () => {
     vi.stubEnv('NF_CHECK_FINITE', '1');
     vi.resetModules();
     try {
-      const fresh = await import('../lib/finite');
+      const fresh = await import('../lib/core/finite');
       expect(fresh.checkFiniteEnabled()).toBe(true);
     } finally {
       vi.unstubAllEnvs();

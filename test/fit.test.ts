@@ -15,7 +15,7 @@ import {
   AdamW, cosineWithWarmup, crossEntropy, earlyStopping, fit, Linear, loadCheckpoint, modelCheckpoint, mseOps, progressBar, saveCheckpoint,
   SGD, SummaryWriter, Tensor, tensorBoard, ViTClassifier, type Batch, type BatchSource, type Callback, type EpochLogs,
 } from '../lib';
-import { countHits } from '../lib/fit_accuracy';
+import { countHits } from '../lib/training/fit_accuracy';
 import { randn, rng } from './helpers';
 import { readEvents } from './support/tfrecord_reader';
 

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
 
-import { main } from '../lib/cli';
+import { main } from '../lib/cli/program';
 import { readEvents, type EventRecord } from './support/tfrecord_reader';
 
 function events(dir: string): EventRecord[] {

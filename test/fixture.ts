@@ -5,8 +5,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { parseSafetensors, type RawEntry } from '../lib/safetensors';
-import { Tensor } from '../lib/tensor';
+import { parseSafetensors, type RawEntry } from '../lib/io/safetensors';
+import { Tensor } from '../lib/core/tensor';
 
 export interface Fixture {
   module: string;

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import type { Activation } from '../lib/native/ops.generated';
 import { ErrorLog, f32, isas, randn32, relErr, rng, withIsa } from './helpers';
 

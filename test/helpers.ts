@@ -2,8 +2,8 @@
  * Shared test utilities: seeded random data, relative error against a float64 reference,
  * running a block under every ISA variant this CPU has, and finite-difference gradient checks.
  */
-import { native } from '../lib/native';
-import { mulberry32 } from '../lib/random';
+import { native } from '../lib/native/addon';
+import { mulberry32 } from '../lib/core/random';
 import type { Isa } from '../lib/native/core';
 
 /** A seeded generator (mulberry32) of uniform numbers in [0, 1). */

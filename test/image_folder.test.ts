@@ -13,8 +13,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { evalGeometry, randomResizedCropBox, resolveTransform, roundHalfEven } from '../lib/data/transforms';
 import { IMAGENET_MEAN, IMAGENET_STD, ImageFolder, NodeformerError } from '../lib/index';
-import { requireOptional } from '../lib/optional';
-import { mulberry32 } from '../lib/random';
+import { requireOptional } from '../lib/core/optional';
+import { mulberry32 } from '../lib/core/random';
 import { makeImageFolder } from './support/image_folder';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-imgfolder-'));

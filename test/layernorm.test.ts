@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 
 describe('layernorm arguments', () => {
   it('rejects bad arguments with errors naming them', () => {

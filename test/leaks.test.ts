@@ -11,7 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 
 import { AdamW, Linear, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../lib';
-import { packedSize } from '../lib/prepack';
+import { packedSize } from '../lib/core/prepack';
 import { bundle, bundleEnv } from './support/bundle';
 
 setFlagsFromString('--expose-gc');
@@ -57,7 +57,7 @@ describe('leaks', () => {
     m.eval();
     m.forward(x).dispose();
     expect(trainKept).toBeGreaterThan(1024 * 1024);
-    // Each Linear's weight packed for the kernels (lib/prepack.ts): its floats, and a tensor's 64 bytes of alignment slack.
+    // Each Linear's weight packed for the kernels (lib/core/prepack.ts): its floats, and a tensor's 64 bytes of alignment slack.
     const packings = m.modules().filter((l): l is Linear => l instanceof Linear)
       .reduce((n, l) => n + 4 * packedSize(l.config.outFeatures, l.config.inFeatures) + 64, 0);
     expect(live() - start).toBe(packings);
@@ -71,7 +71,7 @@ describe('leaks', () => {
 
   it('RSS grows < 5% over 2,000 training steps and 5,000 inference calls after warm-up', () => {
     const file = bundle('test/support/leak_loop.ts');
-    // Warm-up 1,000 steps: since the recycled buffers (lib/recycle.ts) the RSS floor reaches its
+    // Warm-up 1,000 steps: since the recycled buffers (lib/core/recycle.ts) the RSS floor reaches its
     // plateau later (about 93 MiB, after 300 steps 89–91): measured from 300, 2,000/5,000 steps grew
     // 1.7–5.7% and 6,000/15,000 steps the same 3.1–3.5% (a later plateau, not a leak); from 1,000, 0.5–0.9%.
     const out = execFileSync(process.execPath, ['--expose-gc', file, '2000', '5000', '1000'], { env: bundleEnv(), encoding: 'utf8' });

@@ -10,13 +10,13 @@ import * as path from 'node:path';
 
 import { describe, expect, it, vi } from 'vitest';
 
-import { native, nativeAddonPath } from '../lib/native';
+import { native, nativeAddonPath } from '../lib/native/addon';
 
 async function loadWith(env: Record<string, string>): Promise<Error & { code?: string }> {
   for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
   vi.resetModules();
   try {
-    await import('../lib/native');
+    await import('../lib/native/addon');
   } catch (e) {
     return e as Error;
   } finally {

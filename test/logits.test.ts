@@ -1,5 +1,5 @@
 /**
- * softmax, logSoftmax, argmax and topk on tensors (lib/logits.ts): values against plain float64
+ * softmax, logSoftmax, argmax and topk on tensors (lib/generation/logits.ts): values against plain float64
  * loops, PyTorch's conventions (the first index on ties, NaN as the largest, topk descending with
  * ties by lower index), shapes, the Async twins, and bad input as NodeformerError.
  */

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 
 import { digitPng, readDigitPng } from '../lib/cli/images';
 import { allDigits, DIGIT_PIXELS, imageBatch, loadMnist, MNIST_MEAN, MNIST_STD } from '../lib/cli/mnist';
-import { Random } from '../lib/random';
+import { Random } from '../lib/core/random';
 
 function key(pixels: Float32Array, i: number): string {
   return Array.from(pixels.subarray(i * DIGIT_PIXELS, (i + 1) * DIGIT_PIXELS), (v) => Math.round(v * 255)).join(',');

@@ -16,7 +16,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import { dot, ErrorLog, finiteDiffErr, isas, randn32, relErr, rng, withIsa } from './helpers';
 import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
 

@@ -13,10 +13,10 @@ import {
   AdamW, Encoder, Module, NodeformerError, SGD, Tensor, Transformer, ViTClassifier, ViTDecoder, ViTEncoder, crossEntropy, mse,
   supportedOps, supports,
 } from '../lib/index';
-import { checkSupported, declaredOps } from '../lib/device';
-import { native } from '../lib/native';
+import { checkSupported, declaredOps } from '../lib/core/device';
+import { native } from '../lib/native/addon';
 import { OP_NAMES } from '../lib/native/ops.generated';
-import type { Program } from '../lib/program';
+import type { Program } from '../lib/core/program';
 import { randn32, rng } from './helpers';
 import { opsCalledList } from './support/ops_called';
 

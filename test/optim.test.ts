@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import { f32, f64, isas, randn32, relErr, rng, withIsa, ErrorLog } from './helpers';
 
 const log = new ErrorLog(1e-5);

@@ -45,7 +45,7 @@ import * as zlib from 'node:zlib';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { nativeAddonPath } from '../lib/native';
+import { nativeAddonPath } from '../lib/native/addon';
 
 const root = path.resolve(__dirname, '..');
 const platformDir = `${process.platform}-${process.arch}`;

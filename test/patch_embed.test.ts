@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import type { PatchEmbedForwardArgs } from '../lib/native/ops.generated';
 
 type PatchEmbedDims = Pick<PatchEmbedForwardArgs, 'B' | 'C' | 'H' | 'W' | 'P' | 'D'>;

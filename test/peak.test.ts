@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import { isas, withIsa } from './helpers';
 
 describe('fmaPeak', () => {

@@ -4,16 +4,16 @@ import * as path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import type { FitContext } from '../lib/callbacks';
-import { resume, saveCheckpoint } from '../lib/checkpoint';
+import type { FitContext } from '../lib/training/callbacks';
+import { resume, saveCheckpoint } from '../lib/training/checkpoint';
 import { bestModel } from '../lib/cli/best_model';
-import { fit } from '../lib/fit';
+import { fit } from '../lib/training/fit';
 import { AdamW, cosineWithWarmup, modelCheckpoint } from '../lib/index';
-import { loadModel, saveModel } from '../lib/persist';
-import { entriesToTensors, loadSafetensors, readSafetensors, readSafetensorsMetadata, saveSafetensors } from '../lib/safetensors';
+import { loadModel, saveModel } from '../lib/io/persist';
+import { entriesToTensors, loadSafetensors, readSafetensors, readSafetensorsMetadata, saveSafetensors } from '../lib/io/safetensors';
 import { LayerNorm } from '../lib/layers/layernorm';
 import { ViTClassifier, ViTDecoder } from '../lib/models/vit';
-import { Tensor } from '../lib/tensor';
+import { Tensor } from '../lib/core/tensor';
 import { rng } from './helpers';
 
 const config = { imgSize: 8, patchSize: 4, inChannels: 1, numClasses: 3, dModel: 16, numHeads: 2, dFF: 32, depth: 2, seed: 5 };

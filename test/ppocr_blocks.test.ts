@@ -21,8 +21,8 @@ import { PNG } from 'pngjs';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { EncoderBlock } from '../lib/layers/blocks';
-import { parseSafetensors } from '../lib/safetensors';
-import { Tensor } from '../lib/tensor';
+import { parseSafetensors } from '../lib/io/safetensors';
+import { Tensor } from '../lib/core/tensor';
 import { isas, relErr, withIsa } from './helpers';
 import { maxErr } from './support/pretrained';
 

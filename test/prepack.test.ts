@@ -1,5 +1,5 @@
 /**
- * Prepacked weights in the modules (lib/prepack.ts): in eval mode on the CPU, Linear, FeedForward,
+ * Prepacked weights in the modules (lib/core/prepack.ts): in eval mode on the CPU, Linear, FeedForward,
  * MultiHeadAttention (self, cross, decoding), a ViTClassifier and a Transformer (forward and
  * generate) pass their weights prepacked to the ops, packing each once, with outputs bit-identical to
  * unpacked runs on every ISA variant (switching variants repacks); a weight changed after packing
@@ -13,7 +13,7 @@ import {
   AdamW, crossEntropy, FeedForward, Linear, Module, MultiHeadAttention, native, SGD, setWeightPrepacking, Tensor, Transformer,
   ViTClassifier, weightPrepacking,
 } from '../lib/index';
-import { declaredOps } from '../lib/device';
+import { declaredOps } from '../lib/core/device';
 import { isas, randn32, rng, withIsa } from './helpers';
 import { opsCalledList, opsCalledListAsync } from './support/ops_called';
 

@@ -8,8 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
-import { packedSize } from '../lib/prepack';
+import { native } from '../lib/native/addon';
+import { packedSize } from '../lib/core/prepack';
 import { isas, randn32, rng, withIsa } from './helpers';
 
 const f32 = (n: number, seed: number, scale = 1) => Float32Array.from(randn32(n, rng(seed), scale));

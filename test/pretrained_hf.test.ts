@@ -11,8 +11,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { HF_BERT_RULES, loadHfBert } from '../lib/convert/hf_bert';
 import { renameKeys } from '../lib/convert/hf_files';
 import { HF_VIT_RULES, loadHfViTClassifier, loadHfViTModel } from '../lib/convert/hf_vit';
-import type { Module } from '../lib/module';
-import { Tensor } from '../lib/tensor';
+import type { Module } from '../lib/core/module';
+import { Tensor } from '../lib/core/tensor';
 import { maxErr, PRETRAINED, readIo, type PretrainedIo } from './support/pretrained';
 
 const report: string[] = [];

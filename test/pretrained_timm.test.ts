@@ -11,10 +11,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fromTimm, loadTimm, timmViTConfig } from '../lib/convert/timm';
 import { resamplePosEmbed } from '../lib/convert/resample';
 import { ViTClassifier } from '../lib/models/vit';
-import { AdamW } from '../lib/optim';
-import { trainStep, trainStepAsync } from '../lib/train';
-import { loadSafetensors } from '../lib/safetensors';
-import { Tensor } from '../lib/tensor';
+import { AdamW } from '../lib/training/optim';
+import { trainStep, trainStepAsync } from '../lib/training/train';
+import { loadSafetensors } from '../lib/io/safetensors';
+import { Tensor } from '../lib/core/tensor';
 import { maxErr, PRETRAINED, readIo } from './support/pretrained';
 
 const report: string[] = [];

@@ -18,9 +18,9 @@ import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { NodeformerError } from '../lib/errors';
-import { parseSafetensors, serializeSafetensors } from '../lib/safetensors';
-import { Tensor } from '../lib/tensor';
+import { NodeformerError } from '../lib/validation/errors';
+import { parseSafetensors, serializeSafetensors } from '../lib/io/safetensors';
+import { Tensor } from '../lib/core/tensor';
 
 const CORPUS = path.join(__dirname, 'fuzz-corpus', 'safetensors');
 const BUDGET_MS = Number(process.env.NF_FUZZ_MS ?? 3000);

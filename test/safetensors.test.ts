@@ -4,8 +4,8 @@ import * as path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { loadSafetensors, parseSafetensors, readSafetensorsMetadata, saveSafetensors, serializeSafetensors } from '../lib/safetensors';
-import { Tensor } from '../lib/tensor';
+import { loadSafetensors, parseSafetensors, readSafetensorsMetadata, saveSafetensors, serializeSafetensors } from '../lib/io/safetensors';
+import { Tensor } from '../lib/core/tensor';
 
 function fileWith(header: unknown, data = new Uint8Array(0), rawHeader?: string): Uint8Array {
   const json = Buffer.from(rawHeader ?? JSON.stringify(header));

@@ -1,4 +1,4 @@
-/** DistributedSampler (lib/sampler.ts): pure TypeScript, checked with explicit rank/worldSize (no MPI needed). */
+/** DistributedSampler (lib/distributed/sampler.ts): pure TypeScript, checked with explicit rank/worldSize (no MPI needed). */
 import { describe, expect, it } from 'vitest';
 
 import { DistributedSampler } from '../lib';

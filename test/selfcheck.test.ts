@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 
 import { describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import type { Isa } from '../lib/native/core';
 import { bundle, bundleEnv } from './support/bundle';
 import type { IsaReport } from './support/isa_child';

@@ -16,7 +16,7 @@ import * as path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { native } from '../lib/native';
+import { native } from '../lib/native/addon';
 import type { Isa } from '../lib/native/core';
 import type { SimdHelper } from '../lib/native/simd_probe';
 import { Activations } from '../lib/native/ops.generated';

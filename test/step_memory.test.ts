@@ -1,6 +1,6 @@
 /**
  * Host memory per step (issue 12: garbage-collector work): a training step reuses the buffers of
- * the previous step's activations and of its own freed intermediates (lib/recycle.ts) instead of
+ * the previous step's activations and of its own freed intermediates (lib/core/recycle.ts) instead of
  * allocating new ArrayBuffers, frees everything it does not return, leaves nothing to the GC, and
  * computes bit for bit what it computes without recycling, synchronously or not.
  *
@@ -17,8 +17,8 @@ import {
   AdamW, crossEntropy, native, runSync, Tensor, trainStep, trainStepAsync, Transformer, ViTClassifier, ViTDecoder,
   type ViTClassifierConfig,
 } from '../lib';
-import { Random } from '../lib/random';
-import { HostPool, setRecycling } from '../lib/recycle';
+import { Random } from '../lib/core/random';
+import { HostPool, setRecycling } from '../lib/core/recycle';
 import { paramHash } from './support/param_hash';
 
 setFlagsFromString('--expose-gc');

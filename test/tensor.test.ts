@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { disposeAll } from '../lib/layers/common';
-import { Tensor } from '../lib/tensor';
+import { disposeAll, Tensor } from '../lib/core/tensor';
 
 describe('Tensor', () => {
   it('holds a copy of the data with shape and dtype', () => {

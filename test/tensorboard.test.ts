@@ -11,10 +11,10 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { NodeformerError, SummaryWriter, Tensor } from '../lib';
-import { crc32c, maskedCrc32c } from '../lib/tensorboard/crc32c';
-import { experimentSummary, sessionEndSummary, sessionStartSummary } from '../lib/tensorboard/hparams';
-import { DEFAULT_BINS, makeHistogram } from '../lib/tensorboard/histogram';
-import { tfRecord } from '../lib/tensorboard/tfrecord';
+import { crc32c, maskedCrc32c } from '../lib/io/tensorboard/crc32c';
+import { experimentSummary, sessionEndSummary, sessionStartSummary } from '../lib/io/tensorboard/hparams';
+import { DEFAULT_BINS, makeHistogram } from '../lib/io/tensorboard/histogram';
+import { tfRecord } from '../lib/io/tensorboard/tfrecord';
 import { randn, rng } from './helpers';
 import { decode, readEvents, readRecords, str, sub, subs, type EventRecord } from './support/tfrecord_reader';
 

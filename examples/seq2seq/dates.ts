@@ -5,7 +5,7 @@
  * numbers and pad the day. Train and test sets are disjoint in *dates*: a held-out date never
  * appears in training in any format. Everything follows from the seed.
  */
-import { Random } from '../../lib/random';
+import { Random } from '../../lib/core/random';
 
 /** Token ids 0..2 are special; the characters follow. */
 export const PAD = 0, BOS = 1, EOS = 2;

@@ -4,10 +4,10 @@
  * training loss when there is no validation); once training ends, finish() puts those weights back
  * into the model, so that what the run reports and draws is the model in the file.
  */
-import { Monitor } from '../callbacks/monitor';
-import type { Callback } from '../callbacks/types';
+import { Monitor } from '../training/callbacks/monitor';
+import type { Callback } from '../training/callbacks/types';
 import { ViTClassifier } from '../models/vit';
-import { saveModel } from '../persist';
+import { saveModel } from '../io/persist';
 
 /** The callback, and what it saved. */
 export interface BestModel extends Callback {

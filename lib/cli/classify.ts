@@ -5,11 +5,11 @@
  */
 import * as fs from 'node:fs';
 
-import type { Device } from '../device';
-import { NodeformerError } from '../errors';
-import { crossEntropy } from '../losses';
+import type { Device } from '../core/device';
+import { NodeformerError } from '../validation/errors';
+import { crossEntropy } from '../training/losses';
 import { ViTClassifier } from '../models/vit';
-import { readSafetensorsMetadata } from '../safetensors';
+import { readSafetensorsMetadata } from '../io/safetensors';
 import { readFolderMetadata } from './data_source';
 import { digitBatch, readDigitImage, transformedBatch } from './images';
 import { DIGIT_SIZE, type Digits, imageBatch, labelBatch } from './mnist';

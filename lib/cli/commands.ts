@@ -1,5 +1,5 @@
 /**
- * The command line's program and command descriptions, declared once: lib/cli.ts gives them to
+ * The command line's program and command descriptions, declared once: lib/cli/program.ts gives them to
  * commander, and lib/bin.ts prints them as help where the command line's packages are not installed.
  */
 

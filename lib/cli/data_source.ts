@@ -8,8 +8,8 @@
 import { ImageFolder } from '../data/image_folder';
 import { DataLoader } from '../data/loader';
 import { type ImageTransform, resolveTransform } from '../data/transforms';
-import { NodeformerError } from '../errors';
-import { DistributedSampler } from '../sampler';
+import { NodeformerError } from '../validation/errors';
+import { DistributedSampler } from '../distributed/sampler';
 import { UsageError } from './usage';
 
 /** What folderSource reads. */

@@ -3,10 +3,10 @@
  * on, and freed (on the device and the host) as soon as fit() asks for the next one, when its
  * step or validation forward is done.
  */
-import type { Device } from '../device';
-import type { Batch, BatchSource } from '../fit';
+import type { Device } from '../core/device';
+import type { Batch, BatchSource } from '../training/fit';
 import type { ViTClassifier } from '../models/vit';
-import type { Tensor } from '../tensor';
+import type { Tensor } from '../core/tensor';
 
 /** A batch of images and their class indices, on the CPU. */
 export interface TensorBatch {

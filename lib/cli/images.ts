@@ -17,10 +17,10 @@ import { PNG } from 'pngjs';
 
 import { loadSample, type Sharp } from '../data/decode';
 import type { ImageTransform } from '../data/transforms';
-import { NodeformerError } from '../errors';
-import { requireOptional } from '../optional';
-import { hasPngSignature, PNG_SIGNATURE, readPngHeader } from '../png';
-import { Tensor } from '../tensor';
+import { NodeformerError } from '../validation/errors';
+import { requireOptional } from '../core/optional';
+import { hasPngSignature, PNG_SIGNATURE, readPngHeader } from '../io/png';
+import { Tensor } from '../core/tensor';
 import { DIGIT_SIZE, MNIST_MEAN, MNIST_STD } from './mnist';
 import { UsageError } from './usage';
 

@@ -3,10 +3,10 @@
  * a seeded train/test split, normalisation, batches and random-shift augmentation. Shared by the
  * `nodeformer` command line and the examples.
  */
-import { invalidArg } from '../errors';
-import { positiveInt, seedOf } from '../layers/common';
-import { Random } from '../random';
-import { Tensor } from '../tensor';
+import { invalidArg } from '../validation/errors';
+import { positiveInt, seedOf } from '../validation/values';
+import { Random } from '../core/random';
+import { Tensor } from '../core/tensor';
 
 /** Side of a digit image. */
 export const DIGIT_SIZE = 28;

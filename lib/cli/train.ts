@@ -8,15 +8,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import type { Callback, EpochLogs } from '../callbacks';
-import { DistributedDataParallel } from '../ddp';
-import * as distributed from '../distributed';
-import { positiveInt } from '../layers/common';
+import type { Callback, EpochLogs } from '../training/callbacks';
+import { DistributedDataParallel } from '../distributed/ddp';
+import * as distributed from '../distributed/collectives';
+import { positiveInt } from '../validation/values';
 import { ViTClassifier, type ViTClassifierConfig } from '../models/vit';
-import { native } from '../native';
-import { Random } from '../random';
-import { DistributedSampler } from '../sampler';
-import type { SummaryWriter } from '../tensorboard';
+import { native } from '../native/addon';
+import { Random } from '../core/random';
+import { DistributedSampler } from '../distributed/sampler';
+import type { SummaryWriter } from '../io/tensorboard';
 import { argmaxRows, evaluate } from './classify';
 import { deviceBatches, type SizedSource } from './device_batches';
 import { digitPng } from './images';

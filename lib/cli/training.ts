@@ -8,15 +8,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { progressBar, tensorBoard, type Callback, type EpochLogs } from '../callbacks';
-import type { Device } from '../device';
-import { fit, type Batch, type BatchSource } from '../fit';
-import type { Module } from '../module';
+import { progressBar, tensorBoard, type Callback, type EpochLogs } from '../training/callbacks';
+import type { Device } from '../core/device';
+import { fit, type Batch, type BatchSource } from '../training/fit';
+import type { Module } from '../core/module';
 import type { ViTClassifier } from '../models/vit';
-import { native } from '../native';
-import { AdamW } from '../optim';
-import { cosineWithWarmup } from '../schedule';
-import { SummaryWriter } from '../tensorboard';
+import { native } from '../native/addon';
+import { AdamW } from '../training/optim';
+import { cosineWithWarmup } from '../training/schedule';
+import { SummaryWriter } from '../io/tensorboard';
 import { bestModel } from './best_model';
 
 /** The flags both kinds of run take. */

@@ -4,7 +4,7 @@
  * post-LN blocks' attention.output.LayerNorm and output.LayerNorm as norm1 and norm2. Loading is
  * strict. Only absolute position embeddings exist here.
  */
-import { invalidArg } from '../errors';
+import { invalidArg } from '../validation/errors';
 import { BertModel, type BertConfig } from '../models/bert';
 import {
   checkArchitecture, disposeRecords, hfActivation, hfDropouts, hfInt, joinQkv, readHfFolder, renameKeys, type RenameRule,

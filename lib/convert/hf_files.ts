@@ -5,10 +5,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { invalidArg, NodeformerError } from '../errors';
+import { invalidArg, NodeformerError } from '../validation/errors';
 import type { Activation } from '../layers/feedforward';
-import { loadSafetensors } from '../safetensors';
-import { Tensor } from '../tensor';
+import { loadSafetensors } from '../io/safetensors';
+import { Tensor } from '../core/tensor';
 
 /** A save_pretrained folder read: its config.json and its weights (float32 tensors on the cpu, the caller's to dispose). */
 export interface HfPretrained {

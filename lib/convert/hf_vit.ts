@@ -6,7 +6,7 @@
  */
 import { Pooler } from '../layers/pooler';
 import { ViTClassifier, ViTEncoder, type ViTClassifierConfig } from '../models/vit';
-import { Tensor } from '../tensor';
+import { Tensor } from '../core/tensor';
 import {
   checkArchitecture, disposeRecords, hfActivation, hfDropouts, hfInt, joinQkv, readHfFolder, renameKeys, type HfPretrained, type RenameRule,
 } from './hf_files';

@@ -5,10 +5,10 @@
  * are kept apart, unchanged. Computed in float64 and rounded to float32 (timm interpolates in
  * float32: the two differ by float32 rounding).
  */
-import { invalidArg } from '../errors';
-import { bool, positiveInt } from '../layers/common';
-import { OptionKeys } from '../options';
-import { checkTensor, Tensor } from '../tensor';
+import { invalidArg } from '../validation/errors';
+import { bool, positiveInt } from '../validation/values';
+import { OptionKeys } from '../validation/options';
+import { checkTensor, Tensor } from '../core/tensor';
 
 export interface ResamplePosEmbedOptions {
   /** The new grid [rows, columns] of patches. */

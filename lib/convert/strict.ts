@@ -1,4 +1,4 @@
-import type { Module, StateDict } from '../module';
+import type { Module, StateDict } from '../core/module';
 
 /** Loads `record` strictly into `model` (a converter's fresh model), which is disposed when that fails; returns the model. */
 export function loadStrict<M extends Module>(model: M, record: StateDict): M {

@@ -6,13 +6,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { invalidArg } from '../errors';
+import { invalidArg } from '../validation/errors';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { imageHW, type ImageSize } from '../layers/patch_embedding';
-import type { StateDict } from '../module';
-import { OptionKeys, type KeySpec } from '../options';
-import { loadSafetensors } from '../safetensors';
-import { Tensor } from '../tensor';
+import type { StateDict } from '../core/module';
+import { OptionKeys, type KeySpec } from '../validation/options';
+import { loadSafetensors } from '../io/safetensors';
+import { Tensor } from '../core/tensor';
 import { ViTClassifier, type GlobalPool, type ViTClassifierConfig } from '../models/vit';
 import { loadStrict } from './strict';
 import { resamplePosEmbed } from './resample';

@@ -1,6 +1,6 @@
 /** Checkpoint conversion from torch.nn.Transformer* state dicts to this library's names. */
-import { invalidArg } from '../errors';
-import type { StateDict } from '../module';
+import { invalidArg } from '../validation/errors';
+import type { StateDict } from '../core/module';
 
 /** Substring replacements applied in order, as TORCH_TO_PROJECT in shared/reference/torch_reference.py. */
 export const TORCH_TO_PROJECT: readonly (readonly [string, string])[] = [

@@ -9,8 +9,8 @@ import { readFile } from 'node:fs/promises';
 
 import type sharp from 'sharp';
 
-import { NodeformerError } from '../errors';
-import { mulberry32 } from '../random';
+import { NodeformerError } from '../validation/errors';
+import { mulberry32 } from '../core/random';
 import { evalGeometry, type ImageTransform, normalizeInto, randomResizedCropBox } from './transforms';
 
 /** The sharp module (loaded by the caller: requireOptional on the main thread, its path in a worker). */

@@ -8,10 +8,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { invalidArg, NodeformerError } from '../errors';
-import { positiveInt, seedOf } from '../layers/common';
-import { OptionKeys } from '../options';
-import { requireOptional } from '../optional';
+import { invalidArg, NodeformerError } from '../validation/errors';
+import { positiveInt, seedOf } from '../validation/values';
+import { OptionKeys } from '../validation/options';
+import { requireOptional } from '../core/optional';
 import { loadSample, type Sharp } from './decode';
 import { type ImageTransform, resolveTransform, type TransformOptions } from './transforms';
 

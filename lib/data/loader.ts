@@ -10,12 +10,12 @@
 import * as os from 'node:os';
 import type { Worker } from 'node:worker_threads';
 
-import { invalidArg, NodeformerError } from '../errors';
-import { bool, positiveInt, seedOf } from '../layers/common';
-import { OptionKeys } from '../options';
-import { resolveOptional } from '../optional';
-import { DistributedSampler } from '../sampler';
-import { Tensor } from '../tensor';
+import { invalidArg, NodeformerError } from '../validation/errors';
+import { bool, positiveInt, seedOf } from '../validation/values';
+import { OptionKeys } from '../validation/options';
+import { resolveOptional } from '../core/optional';
+import { DistributedSampler } from '../distributed/sampler';
+import { Tensor } from '../core/tensor';
 import type { BatchReply } from './decode_worker';
 import { ImageFolder } from './image_folder';
 import { startDecodeWorker } from './workers';

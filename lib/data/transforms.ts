@@ -5,8 +5,8 @@
  * deterministic, and the normalisation of RGB bytes into a CHW float32 image. Nothing here loads
  * the addon, so worker threads can import it.
  */
-import { invalidArg } from '../errors';
-import { OptionKeys } from '../options';
+import { invalidArg } from '../validation/errors';
+import { OptionKeys } from '../validation/options';
 
 /** ImageNet's per-channel mean of RGB values in [0, 1] (torchvision's normalisation). */
 export const IMAGENET_MEAN: readonly [number, number, number] = [0.485, 0.456, 0.406];

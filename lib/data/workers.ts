@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 
-import { NodeformerError } from '../errors';
+import { NodeformerError } from '../validation/errors';
 import type { WorkerInit } from './decode_worker';
 
 /** A worker thread running decode_worker with `init`. */

@@ -15,10 +15,10 @@
  *   returns its best (bos, the tokens, eos when it ended with one, then padding).
  * At the first step only beam 0 of a row proposes (the others start at −1e9), as HF.
  */
-import { logSoftmaxOps, topkOps } from '../logits';
-import type { Program } from '../program';
-import { Scope } from '../scope';
-import { Tensor } from '../tensor';
+import { logSoftmaxOps, topkOps } from './logits';
+import type { Program } from '../core/program';
+import { Scope } from '../core/scope';
+import { Tensor } from '../core/tensor';
 import type { GenerationConfig } from './options';
 import type { StepSource } from './source';
 

@@ -3,9 +3,9 @@
  * options in camelCase (max_new_tokens → maxNewTokens, do_sample → doSample, ...) with HF's
  * defaults, plus this library's maxLen and useCache. Checked once, into a GenerationConfig.
  */
-import { invalidArg } from '../errors';
-import { bool, positive, positiveInt, seedOf } from '../layers/common';
-import { OptionKeys } from '../options';
+import { invalidArg } from '../validation/errors';
+import { bool, positive, positiveInt, seedOf } from '../validation/values';
+import { OptionKeys } from '../validation/options';
 
 /** Options of Transformer.generate (Hugging Face's GenerationConfig, in camelCase). */
 export interface GenerateOptions {

@@ -6,11 +6,11 @@
  * softmax of what is left, by inverse CDF over the token ids in order with a seeded generator.
  * The sorting and normalising run as native ops (topk, softmax) on host tensors.
  */
-import { argmaxOps, softmaxOps, topkOps } from '../logits';
-import type { Program } from '../program';
-import type { Random } from '../random';
-import { Scope } from '../scope';
-import { Tensor } from '../tensor';
+import { argmaxOps, softmaxOps, topkOps } from './logits';
+import type { Program } from '../core/program';
+import type { Random } from '../core/random';
+import { Scope } from '../core/scope';
+import { Tensor } from '../core/tensor';
 import type { GenerationConfig } from './options';
 
 /** The most likely token of each row (the first on ties). */

@@ -3,8 +3,8 @@
  * produced eos or maxLen tokens exist; a finished sequence is padded. Each step's tokens can be
  * handed to a stream (lib/generation/stream.ts) as they are chosen.
  */
-import type { Program } from '../program';
-import { Random } from '../random';
+import type { Program } from '../core/program';
+import { Random } from '../core/random';
 import type { GenerationConfig } from './options';
 import { greedyTokens, sampleTokens } from './sampling';
 import type { StepSource } from './source';

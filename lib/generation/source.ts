@@ -3,8 +3,8 @@
  * decoded side by side (a batch, or a batch of beams), and, for beam search, a way to let one
  * sequence continue another's prefix (its key/value caches copied over).
  */
-import type { Program } from '../program';
-import type { Tensor } from '../tensor';
+import type { Program } from '../core/program';
+import type { Tensor } from '../core/tensor';
 
 export interface StepSource {
   /** Sequences decoded side by side (batch × beams). */

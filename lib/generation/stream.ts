@@ -1,13 +1,13 @@
 /**
  * Streaming generation: a TokenStream is an async iterator over the tokens a generation program
  * emits, one Int32Array [B] per step. The program hands each step's tokens over through a host op
- * (lib/program.ts registerHostOp) that waits until the consumer asks for them, so generation runs
+ * (lib/core/program.ts registerHostOp) that waits until the consumer asks for them, so generation runs
  * at most one step ahead of the loop reading it. When the consumer stops early (`break`, `return`,
  * a throw), the waiting op fails with a stop signal: the program unwinds through its finally blocks
  * (freeing the caches), and the iterator's return() resolves once it has.
  */
-import { NodeformerError } from '../errors';
-import { registerHostOp, type OpRequest, type Program } from '../program';
+import { NodeformerError } from '../validation/errors';
+import { registerHostOp, type OpRequest, type Program } from '../core/program';
 
 /** Thrown into a generation program whose consumer stopped reading. */
 class StreamStopped extends Error {}

@@ -1,13 +1,13 @@
-import { invalidArg } from '../errors';
-import { requireSaved, Module } from '../module';
-import { OptionKeys } from '../options';
-import { registerModelClass } from '../persist';
-import { op, type OpArgs, type OpName, type Program } from '../program';
-import { Random } from '../random';
-import { Scope } from '../scope';
-import { checkTensor, Tensor, type Storage } from '../tensor';
-import type { Device } from '../device';
-import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from './common';
+import { invalidArg } from '../validation/errors';
+import { requireSaved, Module } from '../core/module';
+import { OptionKeys } from '../validation/options';
+import { registerModelClass } from '../io/persist';
+import { op, type OpArgs, type OpName, type Program } from '../core/program';
+import { Random } from '../core/random';
+import { Scope } from '../core/scope';
+import { checkTensor, Tensor, type Storage } from '../core/tensor';
+import type { Device } from '../core/device';
+import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
 import { headPadding, narrowRows, padAttention, padCols, paddedBackward, padWeights, type HeadPadding, type PaddedAttention } from './attention_width';
 

@@ -10,10 +10,10 @@
  * the narrow layer; the padded outputs' extra columns are zero and dropped, and backward folds the
  * padded gradients back.
  */
-import { Parameter } from '../module';
-import { op, type OpArgs, type Program } from '../program';
-import { Scope } from '../scope';
-import { Tensor } from '../tensor';
+import { Parameter } from '../core/module';
+import { op, type OpArgs, type Program } from '../core/program';
+import { Scope } from '../core/scope';
+import { Tensor } from '../core/tensor';
 import type { Linear } from './linear';
 
 /** How the heads are padded: D model width, H heads of width Dh padded to Dp, W = H·Dp ≥ D, scale = 1/√Dh. */

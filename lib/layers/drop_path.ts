@@ -1,7 +1,7 @@
-import { op, type Program } from '../program';
-import type { Random } from '../random';
-import type { Scope } from '../scope';
-import { Tensor } from '../tensor';
+import { op, type Program } from '../core/program';
+import type { Random } from '../core/random';
+import type { Scope } from '../core/scope';
+import { Tensor } from '../core/tensor';
 
 /**
  * Stochastic depth on a residual branch (timm's DropPath): in training with p > 0, each sample's

@@ -1,6 +1,6 @@
-import { op, type Program } from '../program';
-import type { Random } from '../random';
-import { Tensor } from '../tensor';
+import { op, type Program } from '../core/program';
+import type { Random } from '../core/random';
+import { Tensor } from '../core/tensor';
 
 /**
  * One dropout site without parameters (a residual branch, the embeddings): in training mode with

@@ -1,12 +1,12 @@
-import { requireSaved, rowsOf, Module } from '../module';
+import { requireSaved, rowsOf, Module } from '../core/module';
 import { FeedForwardActivations, type FeedForwardActivation } from '../native/feedforward';
-import { OptionKeys } from '../options';
-import { registerModelClass } from '../persist';
-import { op, type OpName, type Program } from '../program';
-import { Random } from '../random';
-import { checkTensor, Tensor, type Storage } from '../tensor';
-import type { Device } from '../device';
-import { bool, oneOf, positiveInt, probability, seedOf, emptyLike, type Settings } from './common';
+import { OptionKeys } from '../validation/options';
+import { registerModelClass } from '../io/persist';
+import { op, type OpName, type Program } from '../core/program';
+import { Random } from '../core/random';
+import { checkTensor, emptyLike, Tensor, type Storage } from '../core/tensor';
+import type { Device } from '../core/device';
+import { bool, oneOf, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
 
 export type Activation = FeedForwardActivation;

@@ -1,11 +1,11 @@
-import { requireSaved, rowsOf, Module, Parameter } from '../module';
-import { constant } from '../init';
-import { OptionKeys } from '../options';
-import { registerModelClass } from '../persist';
-import { op, type OpName, type Program } from '../program';
-import { checkTensor, Tensor, type Storage } from '../tensor';
-import type { Device } from '../device';
-import { positive, positiveInt, emptyLike, type Settings } from './common';
+import { requireSaved, rowsOf, Module, Parameter } from '../core/module';
+import { constant } from '../core/init';
+import { OptionKeys } from '../validation/options';
+import { registerModelClass } from '../io/persist';
+import { op, type OpName, type Program } from '../core/program';
+import { checkTensor, emptyLike, Tensor, type Storage } from '../core/tensor';
+import type { Device } from '../core/device';
+import { positive, positiveInt, type Settings } from '../validation/values';
 
 export interface LayerNormConfig {
   /** Normalised width (the last dimension). */

@@ -1,13 +1,13 @@
-import { uniformFanIn } from '../init';
-import { requireSaved, rowsOf, Module, Parameter } from '../module';
-import { OptionKeys } from '../options';
-import { registerModelClass } from '../persist';
-import { PackedWeight } from '../prepack';
-import { op, type OpName, type Program } from '../program';
-import { Random } from '../random';
-import { checkTensor, Tensor, type Storage } from '../tensor';
-import type { Device } from '../device';
-import { bool, positiveInt, seedOf, emptyLike, type Settings } from './common';
+import { uniformFanIn } from '../core/init';
+import { requireSaved, rowsOf, Module, Parameter } from '../core/module';
+import { OptionKeys } from '../validation/options';
+import { registerModelClass } from '../io/persist';
+import { PackedWeight } from '../core/prepack';
+import { op, type OpName, type Program } from '../core/program';
+import { Random } from '../core/random';
+import { checkTensor, emptyLike, Tensor, type Storage } from '../core/tensor';
+import type { Device } from '../core/device';
+import { bool, positiveInt, seedOf, type Settings } from '../validation/values';
 
 export interface LinearConfig {
   inFeatures: number;
@@ -25,7 +25,7 @@ const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures
 /**
  * y = x Wᵀ + b. Parameters: weight [out, in], bias [out] (torch.nn.Linear's layout and initialisation).
  * In eval mode on the CPU it keeps its weight prepacked for the kernels (about the weight's size
- * again; lib/prepack.ts, setWeightPrepacking), rebuilt when the weight changes, freed by train().
+ * again; lib/core/prepack.ts, setWeightPrepacking), rebuilt when the weight changes, freed by train().
  */
 export class Linear extends Module {
   /** The ops it runs (Module.ops). */

@@ -1,13 +1,13 @@
-import { invalidArg } from '../errors';
-import { uniformFanIn } from '../init';
-import { requireSaved, Module, Parameter } from '../module';
-import { OptionKeys } from '../options';
-import { registerModelClass } from '../persist';
-import { op, type OpName, type Program } from '../program';
-import { Random } from '../random';
-import { checkTensor, Tensor } from '../tensor';
-import type { Device } from '../device';
-import { nonEmpty, positiveInt, seedOf, type Settings } from './common';
+import { invalidArg } from '../validation/errors';
+import { uniformFanIn } from '../core/init';
+import { requireSaved, Module, Parameter } from '../core/module';
+import { OptionKeys } from '../validation/options';
+import { registerModelClass } from '../io/persist';
+import { op, type OpName, type Program } from '../core/program';
+import { Random } from '../core/random';
+import { checkTensor, Tensor } from '../core/tensor';
+import type { Device } from '../core/device';
+import { nonEmpty, positiveInt, seedOf, type Settings } from '../validation/values';
 
 /** An image size: one number for square images, or [height, width]. */
 export type ImageSize = number | readonly [number, number];

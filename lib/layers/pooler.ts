@@ -1,12 +1,12 @@
-import { requireSaved, Module } from '../module';
-import { OptionKeys } from '../options';
-import { registerModelClass } from '../persist';
-import { op, type OpName, type Program } from '../program';
-import { Random } from '../random';
-import { Scope } from '../scope';
-import { checkTensor, Tensor } from '../tensor';
-import type { Device } from '../device';
-import { nonEmpty, positiveInt, seedOf, type Settings } from './common';
+import { requireSaved, Module } from '../core/module';
+import { OptionKeys } from '../validation/options';
+import { registerModelClass } from '../io/persist';
+import { op, type OpName, type Program } from '../core/program';
+import { Random } from '../core/random';
+import { Scope } from '../core/scope';
+import { checkTensor, Tensor } from '../core/tensor';
+import type { Device } from '../core/device';
+import { nonEmpty, positiveInt, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
 
 export interface PoolerConfig {

@@ -1,18 +1,18 @@
-import type { Device } from '../device';
-import { invalidArg } from '../errors';
+import type { Device } from '../core/device';
+import { invalidArg } from '../validation/errors';
 import { EncoderBlock } from '../layers/blocks';
-import { nonEmpty, oneOf, positive, positiveInt, probability, seedOf, bool } from '../layers/common';
+import { nonEmpty, oneOf, positive, positiveInt, probability, seedOf, bool } from '../validation/values';
 import { DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Pooler } from '../layers/pooler';
-import { requireSaved, Module, Parameter } from '../module';
-import { OptionKeys } from '../options';
-import { registerModelClass } from '../persist';
-import { op, type OpName, type Program } from '../program';
-import { Random } from '../random';
-import { Scope } from '../scope';
-import { checkTensor, Tensor } from '../tensor';
+import { requireSaved, Module, Parameter } from '../core/module';
+import { OptionKeys } from '../validation/options';
+import { registerModelClass } from '../io/persist';
+import { op, type OpName, type Program } from '../core/program';
+import { Random } from '../core/random';
+import { Scope } from '../core/scope';
+import { checkTensor, Tensor } from '../core/tensor';
 
 /** Checks config.padIdx: null or a token id below vocabSize. */
 function padIdxOf(v: unknown, vocabSize: number): number | null {

@@ -1,25 +1,25 @@
-import { invalidArg, NodeformerError } from '../errors';
-import type { Device } from '../device';
+import { invalidArg, NodeformerError } from '../validation/errors';
+import type { Device } from '../core/device';
 import { headDimOf } from '../layers/attention';
 import { DecoderBlock, decoderStackBackward, disposeDecoderState, EncoderBlock, type DecoderState } from '../layers/blocks';
-import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
+import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../validation/values';
 import { DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Linear } from '../layers/linear';
-import { requireSaved, Module, Parameter } from '../module';
-import { native } from '../native';
-import { OptionKeys, type KeySpec } from '../options';
-import { registerModelClass } from '../persist';
+import { requireSaved, Module, Parameter } from '../core/module';
+import { native } from '../native/addon';
+import { OptionKeys, type KeySpec } from '../validation/options';
+import { registerModelClass } from '../io/persist';
 import { beamSearch } from '../generation/beam';
 import { generationConfig, type GenerateOptions, type GenerationConfig } from '../generation/options';
 import { greedyOrSample } from '../generation/search';
 import type { StepSource } from '../generation/source';
 import { emitTo, tokenStream } from '../generation/stream';
-import { op, type OpName, type Program } from '../program';
-import { Random } from '../random';
-import { Scope } from '../scope';
-import { checkTensor, Tensor } from '../tensor';
+import { op, type OpName, type Program } from '../core/program';
+import { Random } from '../core/random';
+import { Scope } from '../core/scope';
+import { checkTensor, Tensor } from '../core/tensor';
 
 /** Options shared by Encoder, Decoder and Transformer (defaults: Vaswani et al.'s base model). */
 export interface SequenceConfig {
@@ -344,7 +344,7 @@ function maskOf(ids: Int32Array, shape: readonly number[], padIdx: number, devic
 
 /** The sequence-to-sequence Transformer of Vaswani et al.: encoder.*, decoder.*; padding masks from padIdx. */
 export class Transformer extends Module {
-  /** The ops it runs (Module.ops): generation's, through lib/logits.ts (greedy: argmax; sampling: topk, softmax; beams: logSoftmax, topk). */
+  /** The ops it runs (Module.ops): generation's, through lib/generation/logits.ts (greedy: argmax; sampling: topk, softmax; beams: logSoftmax, topk). */
   static override readonly ops: readonly OpName[] = ['copyRows', 'argmax', 'softmax', 'logSoftmax', 'topk'];
   readonly config: Required<Omit<TransformerConfig, keyof SequenceConfig>> & ReturnType<typeof sequenceConfig>;
   readonly encoder: Encoder;

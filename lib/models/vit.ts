@@ -1,20 +1,20 @@
-import { invalidArg, objectArg } from '../errors';
-import type { Device } from '../device';
+import { invalidArg, objectArg } from '../validation/errors';
+import type { Device } from '../core/device';
 import { checkAttnMask, headDimOf } from '../layers/attention';
 import { DecoderBlock, decoderStackBackward, EncoderBlock } from '../layers/blocks';
-import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../layers/common';
+import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../validation/values';
 import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Linear } from '../layers/linear';
 import { checkPatchGrid, imageHW, PatchEmbedding, type ImageSize } from '../layers/patch_embedding';
-import { requireSaved, Module, Parameter } from '../module';
-import { OptionKeys, type KeySpec } from '../options';
-import { registerModelClass } from '../persist';
-import { op, type OpName, type Program } from '../program';
-import { Random } from '../random';
-import { Scope } from '../scope';
-import { checkTensor, Tensor, type Storage } from '../tensor';
+import { requireSaved, Module, Parameter } from '../core/module';
+import { OptionKeys, type KeySpec } from '../validation/options';
+import { registerModelClass } from '../io/persist';
+import { op, type OpName, type Program } from '../core/program';
+import { Random } from '../core/random';
+import { Scope } from '../core/scope';
+import { checkTensor, Tensor, type Storage } from '../core/tensor';
 import { startTokens, startTokensBackward } from './vit_tokens';
 
 /** The config of ViTDecoder, and the part of ViTEncoder's that the decoder shares. */

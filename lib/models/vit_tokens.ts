@@ -4,10 +4,10 @@
  *   - pos_embed over every token (original ViT, DeiT): tokens = cat(cls, patches) + pos_embed [N+1];
  *   - noEmbedClass (DeiT III, big_vision) or no class token: tokens = cat(cls, patches + pos_embed [N]).
  */
-import { op, type Program } from '../program';
-import { Scope } from '../scope';
-import { Tensor } from '../tensor';
-import type { Parameter } from '../module';
+import { op, type Program } from '../core/program';
+import { Scope } from '../core/scope';
+import { Tensor } from '../core/tensor';
+import type { Parameter } from '../core/module';
 
 /** Where the positions go and whether a class token leads. */
 export interface TokenLayout {

@@ -1,5 +1,5 @@
 // How the process's malloc keeps freed tensor memory. CPU tensor memory is V8 ArrayBuffer memory,
-// which Node's allocator takes from malloc (lib/tensor.ts). glibc's defaults give blocks of more
+// which Node's allocator takes from malloc (lib/core/tensor.ts). glibc's defaults give blocks of more
 // than 128 KiB (dynamically up to 32 MiB) back to the system with munmap, and trim the heap top
 // past twice that, so a training loop that frees and re-allocates the same activations every step
 // faults every page in again (~10,000 page faults and ~20% more CPU time per seed-cifar step,

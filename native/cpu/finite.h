@@ -1,5 +1,5 @@
 // Finite scan: the position of the first NaN or ±Inf in a float array. checkFinite mode
-// (lib/finite.ts) runs it over every float tensor entering and leaving a module, so it has to be
+// (lib/core/finite.ts) runs it over every float tensor entering and leaving a module, so it has to be
 // fast enough to leave on while debugging a training run: one pass at memory speed, threaded.
 #pragma once
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The reductions gradient clipping is built from, on the GPU (the CUDA twins of native/cpu/optim.h's
-// sum_squares and scale): lib/optim.ts's clipGradNorm sums every gradient's squares, then scales.
+// sum_squares and scale): lib/training/optim.ts's clipGradNorm sums every gradient's squares, then scales.
 #pragma once
 #include <cstdint>
 

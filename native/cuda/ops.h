@@ -1,6 +1,6 @@
 // The CUDA backend's kernels of the op table (native/ops/ops.h): every `Status run(const
 // ops::X<float>&)` overload, one header per op family. The CUDA binding registers exactly the ops
-// declared here, and that is the CUDA addon's list of supported ops (lib/device.ts supports()).
+// declared here, and that is the CUDA addon's list of supported ops (lib/core/device.ts supports()).
 #pragma once
 
 #include "activation.h"

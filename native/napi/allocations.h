@@ -1,5 +1,5 @@
 // Tensor memory and the async ops that use it. CPU tensor memory is an ordinary JS ArrayBuffer
-// (V8's allocator: see lib/tensor.ts): the GC frees it directly when it becomes unreachable, with
+// (V8's allocator: see lib/core/tensor.ts): the GC frees it directly when it becomes unreachable, with
 // no finalizer of ours to wait for the event loop, so a synchronous loop that never yields and
 // never disposes keeps flat memory. What native code adds:
 // - release(): detaches a buffer, which frees its memory at once (Tensor.dispose), and

@@ -42,7 +42,7 @@ Napi::Value SetThreadSpin(const Napi::CallbackInfo& info) {
 }
 
 // alignedOffset(arrayBuffer): bytes from the buffer's start to its first 64-byte aligned address,
-// where a tensor's view begins (lib/tensor.ts allocates 64 bytes more than it needs).
+// where a tensor's view begins (lib/core/tensor.ts allocates 64 bytes more than it needs).
 Napi::Value AlignedOffset(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsArrayBuffer())

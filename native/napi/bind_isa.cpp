@@ -50,7 +50,7 @@ Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// The active variant's name alone: what a caller checking it often (lib/prepack.ts) reads.
+// The active variant's name alone: what a caller checking it often (lib/core/prepack.ts) reads.
 Napi::Value ActiveIsa(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), isa_name(active_isa())); }
 
 Napi::Value SetIsa(const Napi::CallbackInfo& info) {

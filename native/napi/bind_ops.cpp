@@ -7,7 +7,7 @@
 //     Float32Array only.
 // Also exports opSchema(): the JSON of every op's fields (native/ops/recorder.h) with, per op,
 // whether it has a reference twin: what scripts/gen_native_types.js turns into the TypeScript
-// interface, and what lib/device.ts's supports(op, 'cpu') reads.
+// interface, and what lib/core/device.ts's supports(op, 'cpu') reads.
 #include <optional>
 #include <string>
 #include <type_traits>

@@ -2,7 +2,7 @@
 // share. A binding gives a registrar, a functor whose `template <template <class> class Op>
 // std::optional<std::string> operator()()` registers op Op and returns the extra JSON members of its
 // schema entry ("" for none), or nullopt when it does not register Op; register_op_table runs it over the table and exports opSchema(), the
-// JSON list of the registered ops (native/ops/recorder.h), which lib/device.ts reads for
+// JSON list of the registered ops (native/ops/recorder.h), which lib/core/device.ts reads for
 // supports(op, device) and scripts/gen_native_types.js turns into the TypeScript interface.
 #pragma once
 #include <napi.h>

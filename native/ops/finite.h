@@ -1,4 +1,4 @@
-// The finite scan behind checkFinite mode (lib/finite.ts): the position of the first NaN or ±Inf in
+// The finite scan behind checkFinite mode (lib/core/finite.ts): the position of the first NaN or ±Inf in
 // a float array.
 #pragma once
 #include <cstdint>

@@ -6,7 +6,7 @@
  * guards against) with empty arrays, which before that guard could match the wrapped length and
  * send a kernel off the end of its buffers.
  */
-import { native } from '../../lib/native';
+import { native } from '../../lib/native/addon';
 import { Catalogue } from './case';
 
 type Fields = Record<string, unknown>;

@@ -13,8 +13,8 @@ import * as path from 'node:path';
 import { expect } from 'vitest';
 
 import { Linear } from '../../lib/layers/linear';
-import { loadSafetensors, parseSafetensors, readSafetensorsMetadata, saveSafetensors, serializeSafetensors } from '../../lib/safetensors';
-import { Tensor } from '../../lib/tensor';
+import { loadSafetensors, parseSafetensors, readSafetensorsMetadata, saveSafetensors, serializeSafetensors } from '../../lib/io/safetensors';
+import { Tensor } from '../../lib/core/tensor';
 import { Catalogue } from './case';
 
 /** A file with `header` (or the raw header text) and `data`; `length` overrides the header length field. */

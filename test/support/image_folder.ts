@@ -9,7 +9,7 @@ import * as path from 'node:path';
 
 import sharp from 'sharp';
 
-import { mulberry32 } from '../../lib/random';
+import { mulberry32 } from '../../lib/core/random';
 
 /** Colours of the classes' shapes (class k: COLOURS[k % 6]; the background is a grey of its own). */
 const COLOURS = [[220, 40, 40], [40, 180, 60], [50, 70, 230], [230, 200, 40], [160, 60, 200], [40, 200, 210]];

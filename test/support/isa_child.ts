@@ -5,7 +5,7 @@
  */
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 
-import { native } from '../../lib/native';
+import { native } from '../../lib/native/addon';
 
 const warnings: string[] = [];
 process.on('warning', (w) => warnings.push(`${(w as NodeJS.ErrnoException).code}: ${w.message}`));

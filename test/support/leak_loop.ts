@@ -8,7 +8,7 @@
  * warm-up) and after the measured loop, each the floor of five samples taken after a full GC.
  */
 import { AdamW, native, Tensor, trainStep, trainStepAsync, ViTClassifier } from '../../lib';
-import { Random } from '../../lib/random';
+import { Random } from '../../lib/core/random';
 
 const [trainSteps, inferCalls, warmup] = process.argv.slice(2).map(Number);
 const gc = (globalThis as { gc?: () => void }).gc;

@@ -1,5 +1,5 @@
 /** Records the native ops a piece of code calls, by wrapping the CPU addon's op functions. */
-import { native } from '../../lib/native';
+import { native } from '../../lib/native/addon';
 import { OP_NAMES } from '../../lib/native/ops.generated';
 
 /**

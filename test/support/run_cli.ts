@@ -1,7 +1,7 @@
 /** Runs the command line's main() in this process, capturing its output lines and what it writes to stderr. */
 import { vi } from 'vitest';
 
-import { main } from '../../lib/cli';
+import { main } from '../../lib/cli/program';
 
 /** main(args) with its exit status, its output lines joined and its stderr. */
 export async function runCli(...args: string[]): Promise<{ status: number; out: string; stderr: string }> {

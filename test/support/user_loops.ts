@@ -16,7 +16,7 @@
 import * as fs from 'node:fs';
 
 import * as nf from '../../lib';
-import { Random } from '../../lib/random';
+import { Random } from '../../lib/core/random';
 
 const [loop, iterationsArg, everyArg, readmePath] = process.argv.slice(2);
 const iterations = Number(iterationsArg), every = Number(everyArg);

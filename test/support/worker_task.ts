@@ -6,7 +6,7 @@
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 
 import { AdamW, Tensor, trainStepAsync, ViTClassifier } from '../../lib';
-import { Random } from '../../lib/random';
+import { Random } from '../../lib/core/random';
 
 export interface TaskResult {
   losses: number[];

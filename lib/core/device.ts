@@ -1,0 +1,251 @@
+/**
+ * Devices: where a tensor's storage lives and which addon runs the ops on it. 'cpu' tensors hold
+ * native host memory that JS reads directly (the CPU addon, lib/native/addon.ts). 'cuda' tensors hold an
+ * opaque device buffer that only the CUDA addon (nodeformer_cuda.node, native/cuda/napi) reads; it
+ * has the CPU addon's op names and option fields (one schema, native/ops/), with device buffers in
+ * place of typed arrays, so the layers yield the same op requests whatever the device and the
+ * program runner picks the addon from the arguments (opFunction). Host↔device copies are explicit:
+ * Tensor.to('cuda' | 'cpu'). Which ops each device runs is what its addon reports: supports(op,
+ * device), checked for a whole module by Module.to and by the optimizers' constructors.
+ *
+ * Which CUDA addon is loaded (the first time a 'cuda' tensor or module is asked for) is chosen by
+ * the environment variable NF_CUDA_BACKEND:
+ *   - unset or 'gpu': build/cuda/nodeformer_cuda.node, the real backend (`npm run build:cuda`, nvcc);
+ *   - 'emulator': build/cuda-emu/emulated/nodeformer_cuda.node, the same kernels compiled for the
+ *     SIMT emulator, whose "device memory" is host memory (`npm run build:cuda:emu`, no nvcc, no GPU:
+ *     slow, for tests);
+ *   - 'none': no CUDA backend (as a build without CUDA);
+ *   - any other value: the path of a nodeformer_cuda.node file.
+ * Without a loadable addon, device 'cuda' throws ERR_NF_NO_CUDA ("... built without CUDA ...").
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { invalidArg, NodeformerError } from '../validation/errors';
+import { native, packageRoot, type OpSchemaExport, type WithAsync } from '../native/addon';
+import type { NativeOps } from '../native/ops.generated';
+
+export type Device = 'cpu' | 'cuda';
+export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
+
+/** An opaque handle to device memory (freed by the CUDA addon's free, or when collected). */
+export interface DeviceBuffer {
+  readonly __deviceBuffer: never;
+}
+
+/**
+ * The caching allocator's counters (native/cuda/device.h). Device buffers are blocks of size classes
+ * (512-byte steps up to 4 KiB, then four per power of two); a freed buffer's block is kept for the
+ * next request of its class instead of being returned with cudaFree, up to `limitBytes` idle.
+ */
+export interface CudaMemoryStats {
+  /** Capacity of the blocks held by live buffers. */
+  liveBytes: number;
+  /** The largest liveBytes so far. */
+  peakLiveBytes: number;
+  /** Capacity of the idle blocks kept for reuse. */
+  cachedBytes: number;
+  /** The cap on cachedBytes (NF_CUDA_CACHE_BYTES; default 8 GiB on a GPU, 1 GiB on the emulator). */
+  limitBytes: number;
+  /** Blocks obtained from the device (cudaMalloc) since the process started. */
+  fresh: number;
+  /** Requests served from the cache since the process started. */
+  reused: number;
+  /** Blocks given back to the device (cudaFree: over the cap, emptyCache, or to retry an allocation). */
+  released: number;
+  /** Bytes asked for by live buffers (their sizes before rounding to a size class). */
+  requestedBytes: number;
+}
+
+/** The CUDA addon's own functions: device buffers and explicit copies on the backend's stream. */
+export interface CudaMemoryOps {
+  /**
+   * A device buffer of `bytes` from the caching allocator: zero-filled ('zero', the default: what
+   * accumulates), as the block was ('none': an op's output, written whole) or all 0xFF bytes
+   * ('poison': NaN in every float32, the NF_POISON_UNINITIALIZED check).
+   */
+  alloc(bytes: number, init?: 'zero' | 'none' | 'poison'): DeviceBuffer;
+  /** Returns the buffer's block to the cache now (later uses throw; later frees are no-ops). */
+  free(buffer: DeviceBuffer): void;
+  /** Host → device; `src` has the buffer's byte length. */
+  upload(dst: DeviceBuffer, src: Float32Array | Int32Array | Uint8Array): void;
+  /** Device → host (waits for the queued work); `dst` has the buffer's byte length. */
+  download(dst: Float32Array | Int32Array | Uint8Array, src: DeviceBuffer): void;
+  /** Device → device, equal sizes. */
+  copy(dst: DeviceBuffer, src: DeviceBuffer): void;
+  fillZero(buffer: DeviceBuffer): void;
+  /** Waits for the backend's stream. */
+  synchronize(): void;
+  /** Settles once everything queued on the backend's stream so far has finished (the event loop runs meanwhile). */
+  synchronizeAsync(): Promise<void>;
+  /** Bytes requested by live device buffers. */
+  deviceAllocatedBytes(): number;
+  /** The caching allocator's counters. */
+  memoryStats(): CudaMemoryStats;
+  /** Returns every idle cached block to the device (cudaFree). */
+  emptyCache(): void;
+  /** Sets the cap on idle cached bytes (0: no caching), releasing blocks over it now. */
+  setCacheLimit(bytes: number): void;
+  /** Whether this is the SIMT emulator, and the number of devices. */
+  backendInfo(): { emulated: boolean; devices: number };
+}
+
+/**
+ * The CUDA addon: the memory functions and the ops it has kernels for (float32 only; each op also as
+ * `...Async`, which queues the same work and returns a settled Promise). Which ops those are is the
+ * addon's own list (its opSchema(); supports(op, 'cuda')), not a type: an op it lacks is undefined.
+ */
+export type CudaBinding = CudaMemoryOps & OpSchemaExport & Partial<WithAsync<NativeOps<DeviceBuffer>>>;
+
+/** The .node file NF_CUDA_BACKEND selects, or null for 'none'. */
+function addonFile(): string | null {
+  const choice = process.env.NF_CUDA_BACKEND ?? '';
+  const root = packageRoot(__dirname);
+  if (choice === '' || choice === 'gpu') return path.join(root, 'build', 'cuda', 'nodeformer_cuda.node');
+  if (choice === 'emulator') return path.join(root, 'build', 'cuda-emu', 'emulated', 'nodeformer_cuda.node');
+  if (choice === 'none') return null;
+  return path.resolve(choice);
+}
+
+let loaded: CudaBinding | null = null;
+const buffers = new WeakSet<object>();
+
+/**
+ * The CUDA addon, loaded on first use. Throws ERR_NF_NO_CUDA when there is none, and ERR_NF_CUDA
+ * when it loads but finds no usable device.
+ */
+export function cuda(): CudaBinding {
+  if (loaded) return loaded;
+  const file = addonFile();
+  const how = 'build the CUDA backend with `npm run build:cuda` (needs nvcc), or run on the SIMT emulator ' +
+    'with NF_CUDA_BACKEND=emulator after `npm run build:cuda:emu`';
+  if (file === null) throw new NodeformerError('ERR_NF_NO_CUDA', `nodeformer was built without CUDA (NF_CUDA_BACKEND=none): ${how}`);
+  if (!fs.existsSync(file))
+    throw new NodeformerError('ERR_NF_NO_CUDA', `nodeformer was built without CUDA (no CUDA backend at ${file}): ${how}`);
+  let addon: CudaBinding;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    addon = require(file) as CudaBinding;
+  } catch (e) {
+    throw new NodeformerError('ERR_NF_NO_CUDA', `nodeformer was built without a loadable CUDA backend (${file}: ${(e as Error).message})`);
+  }
+  addon.backendInfo(); // throws ERR_NF_CUDA (no driver, no device) before any tensor is made
+  const alloc = addon.alloc;
+  loaded = {
+    ...addon,
+    alloc: (bytes: number, init?: 'zero' | 'none' | 'poison') => {
+      const b = alloc(bytes, init);
+      buffers.add(b);
+      return b;
+    },
+  };
+  return loaded;
+}
+
+/**
+ * The CUDA caching allocator's counters (fresh vs reused blocks, live, peak and idle bytes): see
+ * CudaMemoryStats. Loads the CUDA addon (ERR_NF_NO_CUDA without one).
+ */
+export function cudaMemoryStats(): CudaMemoryStats {
+  return cuda().memoryStats();
+}
+
+/**
+ * Returns the idle blocks of the CUDA caching allocator to the device, as torch.cuda.empty_cache():
+ * for other processes, or before a phase that needs memory of other sizes. Live tensors are not
+ * affected. Loads the CUDA addon (ERR_NF_NO_CUDA without one).
+ */
+export function cudaEmptyCache(): void {
+  cuda().emptyCache();
+}
+
+/** Whether any CUDA buffer was made in this process (until then every op runs on the CPU addon). */
+export function cudaInUse(): boolean {
+  return loaded !== null;
+}
+
+/** Whether `v` is a device buffer of the CUDA addon. */
+export function isDeviceBuffer(v: unknown): v is DeviceBuffer {
+  return typeof v === 'object' && v !== null && buffers.has(v);
+}
+
+/** Checks a device argument ('cpu' or 'cuda'); 'cuda' also loads the CUDA addon (or throws ERR_NF_NO_CUDA). */
+export function checkDevice(name: string, device: unknown): Device {
+  if (!DEVICES.includes(device as Device)) invalidArg(name, "'cpu' or 'cuda'", device);
+  if (device === 'cuda') cuda();
+  return device as Device;
+}
+
+/** The names of the ops an addon reports in its op schema. */
+function opNames(addon: OpSchemaExport): ReadonlySet<string> {
+  return new Set((JSON.parse(addon.opSchema()) as { name: string }[]).map((o) => o.name));
+}
+
+let cpuOps: ReadonlySet<string> | null = null;
+let cudaOps: ReadonlySet<string> | null = null;
+
+/**
+ * The ops `device` runs: the CPU addon's, or the CUDA addon's (none when there is no CUDA backend).
+ * Both come from the addons themselves (native/napi/bind_ops.cpp, native/cuda/napi/bind_ops.cpp
+ * register every op with a kernel), so there is no list to keep by hand.
+ */
+export function supportedOps(device: Device): ReadonlySet<string> {
+  if (device === 'cpu') return (cpuOps ??= opNames(native));
+  if (cudaOps) return cudaOps;
+  let addon: CudaBinding;
+  try {
+    addon = cuda();
+  } catch {
+    return new Set();
+  }
+  return (cudaOps = opNames(addon));
+}
+
+/** Whether `device` has a kernel for op `op` (e.g. supports('tokenPosForward', 'cuda')). */
+export function supports(op: string, device: Device): boolean {
+  return supportedOps(device).has(op);
+}
+
+/**
+ * Throws ERR_NF_DEVICE, before anything runs, when `device` lacks a kernel for any of `ops`, naming
+ * every one of them and `what` needs them (e.g. 'ViTDecoder', 'SGD').
+ */
+export function checkSupported(device: Device, ops: Iterable<string>, what: string): void {
+  const have = supportedOps(device);
+  const missing = [...new Set(ops)].filter((op) => !have.has(op)).sort();
+  if (missing.length === 0) return;
+  throw new NodeformerError('ERR_NF_DEVICE',
+    `${what} cannot run on ${device}: the ${device === 'cuda' ? 'CUDA' : 'CPU'} backend has no kernel for ` +
+      `${missing.join(', ')} (${missing.length > 1 ? 'ops' : 'an op'} it would run); keep it on cpu`);
+}
+
+/**
+ * The ops that `objects` (a module tree, an optimizer) declare they run: the static `ops` of each
+ * one's class and of every class it extends (Module.ops, Optimizer.ops), added up. Declared, never
+ * guessed: test/ops_schema.test.ts runs every model and optimizer with the op calls recorded and
+ * checks that each op run is a declared one.
+ */
+export function declaredOps(objects: Iterable<object>): Set<string> {
+  const ops = new Set<string>();
+  for (const obj of objects)
+    for (let c = obj.constructor as { ops?: unknown } | undefined; c && c !== Object; c = Object.getPrototypeOf(c))
+      if (Object.hasOwn(c, 'ops') && Array.isArray(c.ops)) for (const op of c.ops as string[]) ops.add(op);
+  return ops;
+}
+
+/** The ops the op schema marks host-only (packWeights, fmaPeak): CPU work by nature, which no device is asked for. */
+function hostOnlyOps(): ReadonlySet<string> {
+  return (hostOnly ??= new Set((JSON.parse(native.opSchema()) as { name: string; hostOnly?: boolean }[]).filter((o) => o.hostOnly).map((o) => o.name)));
+}
+let hostOnly: ReadonlySet<string> | null = null;
+
+/**
+ * The check Module.to and the optimizers' constructors run before anything moves or is allocated
+ * on `device`: every op that `objects` declare (declaredOps), host-only ones aside, must have a
+ * kernel there, else ERR_NF_DEVICE names all the missing ones (rather than a step failing halfway
+ * at the first of them). The CPU runs every op.
+ */
+export function checkDeviceOps(device: Device, objects: Iterable<object>, what: string): void {
+  if (device === 'cpu') return;
+  checkSupported(device, [...declaredOps(objects)].filter((op) => !hostOnlyOps().has(op)), what);
+}

@@ -1,0 +1,546 @@
+/**
+ * Module: the base of every layer and model. It owns named parameters and child modules (so
+ * names compose as "blocks.0.attn.qkv.weight", the keys of stateDict()), the device they live on,
+ * the train/eval mode, gradient bookkeeping, the random streams of dropout, and the intermediates
+ * of the last forward. Subclasses write forward and backward once, as programs of native ops
+ * (forwardProgram and backwardProgram, see lib/core/program.ts); the base class runs them, checked,
+ * synchronously (forward, backward), on worker threads (forwardAsync, backwardAsync) or inside a
+ * parent's program (forwardOps, backwardOps). A forward saves what its backward needs on the
+ * module, so backward follows the forward it belongs to.
+ */
+import { checkDevice, checkDeviceOps, type Device } from './device';
+import { invalidArg, NodeformerError } from '../validation/errors';
+import { OptionKeys } from '../validation/options';
+import { Lane, runSync, type OpName, type Program } from './program';
+import type { Random } from './random';
+import { Scope } from './scope';
+import { assertFinite, assertFiniteIn, checkFiniteEnabled } from './finite';
+import { checkTensor, shapeSize, Tensor, type Storage } from './tensor';
+
+/** The argument list of a program-returning method. */
+export type ProgramArgs<F> = F extends (...args: infer A) => Program<unknown> ? A : never;
+/** The result of a program-returning method. */
+export type ProgramResult<F> = F extends (...args: never[]) => Program<infer R> ? R : never;
+type AnyProgramFn = (...args: unknown[]) => Program<unknown>;
+
+/** A trainable tensor; `grad` is allocated (zero) by the first backward that reaches it. */
+export class Parameter extends Tensor<'float32'> {
+  grad: Tensor<'float32'> | null = null;
+  /**
+   * Whether backward keeps this parameter's gradient and the optimizers update it (default true).
+   * Frozen (false), it gets no `grad` and no optimizer state, and AdamW/SGD skip it; input gradients
+   * still flow through its layer. (The fused backward kernels still compute its weight gradient, into
+   * a scratch buffer that is never read.)
+   */
+  requiresGrad = true;
+  private scratchGrad: Tensor<'float32'> | null = null;
+
+  /** A parameter of the given shape holding a copy of `values`, on `device` (default 'cpu'). */
+  static create(shape: readonly number[], values: Float32Array, device: Device = 'cpu'): Parameter {
+    const size = shapeSize(shape);
+    if (values.length !== size) invalidArg('values', `${size} values for shape [${shape.join(', ')}]`, values);
+    const p = new Parameter('float32', shape, size, checkDevice('device', device), true);
+    p.copyFrom(values);
+    return p;
+  }
+
+  /**
+   * The gradient's storage (what ops take, see Tensor.storage), created zero-filled on the parameter's
+   * device on first use; for a frozen parameter (requiresGrad false), a scratch buffer instead.
+   */
+  gradData(): Storage<'float32'> {
+    if (!this.requiresGrad) {
+      if (this.scratchGrad?.device !== this.device) {
+        this.scratchGrad?.dispose();
+        this.scratchGrad = Tensor.empty(this.shape, 'float32', this.device);
+      }
+      return this.scratchGrad.storage;
+    }
+    if (!this.grad) this.grad = Tensor.zeros(this.shape, 'float32', this.device);
+    return this.grad.storage;
+  }
+
+  /** Moves this parameter and its gradient to `device` in place (what Module.to does to every parameter). */
+  override moveTo(device: Device): this {
+    super.moveTo(device);
+    this.grad?.moveTo(device);
+    return this;
+  }
+
+  override dispose(): void {
+    this.grad?.dispose();
+    this.grad = null;
+    this.scratchGrad?.dispose();
+    this.scratchGrad = null;
+    super.dispose();
+  }
+}
+
+/** A state dict: parameter name → tensor (or a Float32Array holding the values in row-major order). */
+export type StateDict = Record<string, Tensor | Float32Array>;
+
+/** Options of Module.eval. */
+export interface EvalOptions {
+  /** Forwards keep what a backward needs, so backward works with dropout off (default false). */
+  keepActivations?: boolean;
+}
+const EVAL_OPTIONS = new OptionKeys<EvalOptions>('eval options', { keepActivations: true });
+
+/** Options of Module.loadStateDict. */
+export interface LoadStateDictOptions {
+  /** Every parameter must be in the record and every record entry a parameter (default true). */
+  strict?: boolean;
+}
+const LOAD_STATE_DICT_OPTIONS = new OptionKeys<LoadStateDictOptions>('loadStateDict options', { strict: true });
+
+/**
+ * The base of every layer and model. A subclass writes its passes once, as programs of native ops:
+ * `forwardProgram` and `backwardProgram` (see lib/core/program.ts). The base class's methods run them:
+ *
+ *   - forwardOps / backwardOps: the checked programs, what composite modules `yield*` (a block calls
+ *     `yield* this.attn.forwardOps(h)`): a backward needs a forward that kept its activations
+ *     (ERR_NF_STATE otherwise); under checkFinite the inputs and the result are scanned, naming the
+ *     module's path; a forward's end records whether a backward may follow and, in eval mode, frees
+ *     the activations;
+ *   - forward / backward: a model call on the calling thread, and forwardAsync / backwardAsync with
+ *     every op on worker threads: they check that the module is alive, and under checkFinite also
+ *     scan every parameter before a forward and every gradient after a backward, around forwardOps /
+ *     backwardOps.
+ *
+ * These are ordinary prototype methods: the method a reader sees is the method that runs.
+ */
+/** loadModel, given by lib/io/persist.ts, which builds on this file (so this file cannot import it). */
+let modelLoader: ((path: string, cls: new (config: never) => Module) => Module) | null = null;
+
+/** Gives Module.load its loader (lib/io/persist.ts's loadModel); called once, where loadModel is defined. */
+export function setModelLoader(load: (path: string, cls: new (config: never) => Module) => Module): void {
+  modelLoader = load;
+}
+
+export abstract class Module {
+  /**
+   * The native ops this class's own code runs (its passes, generation, and the helpers they call;
+   * not its children's, which declare their own): Module.to checks that the device has a kernel for
+   * every op the classes of the module tree declare, each class adding to those of the classes it
+   * extends (lib/core/device.ts declaredOps). test/ops_schema.test.ts holds the declarations to what runs.
+   */
+  static readonly ops: readonly OpName[] = [];
+
+  /**
+   * Restores a model of this class (`ViTClassifier.load(path)`) from a file written by saveModel,
+   * saveCheckpoint, fit's modelCheckpoint or the command line: loadModel(path, ThisClass)
+   * (lib/io/persist.ts, which gives Module its loader: see setModelLoader).
+   */
+  static load<M extends Module>(this: new (config: never) => M, path: string): M {
+    if (!modelLoader) throw new NodeformerError('ERR_NF_STATE', 'Module.load: no model loader (import nodeformer, not one of its files)');
+    return modelLoader(path, this) as M;
+  }
+
+  private mode = true;
+  private readonly params = new Map<string, Parameter>();
+  private readonly buffers = new Map<string, Parameter>();
+  private readonly children = new Map<string, Module>();
+  private readonly rngs = new Map<string, Random>();
+  private lane = new Lane();
+  /** Where this module's parameters are created (config.device, or the last to()). */
+  private home: Device = 'cpu';
+  /**
+   * Tensors this module made in its last forward for its backward (saved activations,
+   * intermediates passed between children): freed when the next forward starts, which then reuses
+   * their memory for its own (lib/core/recycle.ts), and by dispose().
+   */
+  protected readonly activations = new Scope();
+  /** Whether the last forward kept its activations (training mode, or eval({ keepActivations })), so a backward may follow. */
+  private backwardReady = false;
+  /** Set by eval({ keepActivations: true }): forwards in eval mode keep what a backward needs. */
+  private keepInEval = false;
+  /** The module that registered this one with addModule, and this one's name there. */
+  private owner: { module: Module; name: string } | null = null;
+  private released = false;
+
+  /**
+   * The forward pass as written by the subclass: a program of native ops, unchecked. Implement it;
+   * call forwardOps (or forward, forwardAsync), which run it with the checks.
+   */
+  abstract forwardProgram(...args: never[]): Program<unknown>;
+  /** The backward pass as written by the subclass (unchecked); implement it, call backwardOps. */
+  abstract backwardProgram(...args: never[]): Program<unknown>;
+
+  /**
+   * The forward pass as a checked program (arguments and result: see the module's forwardProgram):
+   * what composite modules run their children with (`yield* child.forwardOps(x)`).
+   */
+  *forwardOps<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): Program<ProgramResult<M['forwardProgram']>> {
+    const self = this as Module;
+    const saves = self.savesActivations, finite = checkFiniteEnabled();
+    self.backwardReady = false; // until it returns: the activations of a forward that throws are not a backward's
+    if (finite) self.checkInputs('forward', args);
+    const out = yield* (self.forwardProgram as AnyProgramFn).apply(self, args);
+    if (finite) assertFiniteIn(`the output of ${self.modulePath}.forward`, out);
+    self.forwardDone(saves, out);
+    return out as ProgramResult<M['forwardProgram']>;
+  }
+
+  /** The backward pass as a checked program (see backwardProgram); throws ERR_NF_STATE without a forward that kept its activations. */
+  *backwardOps<M extends Module>(this: M, ...args: ProgramArgs<M['backwardProgram']>): Program<ProgramResult<M['backwardProgram']>> {
+    const self = this as Module;
+    if (!self.backwardReady)
+      throw new NodeformerError('ERR_NF_STATE',
+        `${self.modulePath}.backward called without a forward in training mode (a forward in eval mode keeps no activations; ` +
+        'use eval({ keepActivations: true }) to backpropagate with dropout off)');
+    const finite = checkFiniteEnabled();
+    if (finite) self.checkInputs('backward', args);
+    const out = yield* (self.backwardProgram as AnyProgramFn).apply(self, args);
+    if (finite) assertFiniteIn(`the output of ${self.modulePath}.backward`, out);
+    return out as ProgramResult<M['backwardProgram']>;
+  }
+
+  /** Runs the module on the calling thread (arguments and result: see the module's forwardProgram). */
+  forward<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): ProgramResult<M['forwardProgram']> {
+    return this.runOps('forward', (this as Module).call('forward', args)) as ProgramResult<M['forwardProgram']>;
+  }
+
+  /**
+   * Back-propagates the gradient of the last forward's output on the calling thread; accumulates
+   * into param.grad and returns the input gradient (see the module's backwardProgram).
+   */
+  backward<M extends Module>(this: M, ...args: ProgramArgs<M['backwardProgram']>): ProgramResult<M['backwardProgram']> {
+    return this.runOps('backward', (this as Module).call('backward', args)) as ProgramResult<M['backwardProgram']>;
+  }
+
+  /**
+   * forward with every op on a worker thread: the event loop stays free. Calls on one model (this
+   * module and everything in its tree) run one after the other in call order; different models
+   * run concurrently. Tensors passed in must stay undisposed until the Promise settles.
+   */
+  forwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): Promise<ProgramResult<M['forwardProgram']>> {
+    return this.enqueueOps(() => (this as Module).call('forward', args)) as Promise<ProgramResult<M['forwardProgram']>>;
+  }
+
+  /** backward with every op on a worker thread, queued behind this model's other calls (see forwardAsync). */
+  backwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['backwardProgram']>): Promise<ProgramResult<M['backwardProgram']>> {
+    return this.enqueueOps(() => (this as Module).call('backward', args)) as Promise<ProgramResult<M['backwardProgram']>>;
+  }
+
+  /**
+   * A model call (forward, backward and their Async twins): checks that the module and its
+   * parameters are alive; under checkFinite scans every parameter of the model before a forward
+   * and every gradient after a backward (the layers' own forwardOps / backwardOps scan their inputs
+   * and outputs, so the first non-finite tensor is named wherever it appears).
+   */
+  private *call(method: 'forward' | 'backward', args: unknown[]): Program<unknown> {
+    if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method} called after dispose()`);
+    for (const [name, p] of this.params)
+      if (p.disposed)
+        throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.${method}: parameter ${this.modulePath}.${name} has been disposed`);
+    const finite = checkFiniteEnabled(), prefix = `${this.modulePath}.`;
+    if (finite && method === 'forward') {
+      this.checkInputs(method, args); // the arguments first, then the parameters, then each layer
+      for (const [name, p] of this.namedParameters()) assertFinite(`parameter ${prefix}${name}`, p);
+    }
+    const ops = (method === 'forward' ? this.forwardOps : this.backwardOps) as AnyProgramFn;
+    const out = yield* ops.apply(this, args);
+    if (finite && method === 'backward')
+      for (const [name, p] of this.namedParameters()) if (p.grad) assertFinite(`gradient ${prefix}${name}.grad`, p.grad);
+    return out;
+  }
+
+  /** Under checkFinite: scans the arguments of a forward or backward, named by position ("argument 1 (input of blocks.0.forward)"). */
+  private checkInputs(method: 'forward' | 'backward', args: readonly unknown[]): void {
+    args.forEach((a, i) => assertFiniteIn(`argument ${i + 1} (input of ${this.modulePath}.${method})`, a));
+  }
+
+  /**
+   * Runs a program over this model on the calling thread. Throws ERR_NF_STATE while asynchronous
+   * calls on the model are pending (they would interleave with it).
+   */
+  runOps<T>(what: string, program: Program<T>): T {
+    this.checkIdle(what);
+    return runSync(program);
+  }
+
+  /** Throws ERR_NF_STATE naming `what` while asynchronous calls on the model are pending. */
+  protected checkIdle(what: string): void {
+    this.lane.checkIdle(`${this.constructor.name}.${what}`);
+  }
+
+  /**
+   * Queues a program over this model behind its other asynchronous calls (and those of `others`,
+   * other state the program uses) and runs it on worker threads.
+   */
+  enqueueOps<T>(program: () => Program<T>, ...others: Lane[]): Promise<T> {
+    return this.lane.enqueue(program, ...others);
+  }
+
+  /** Whether the module is in training mode (dropout active). */
+  get training(): boolean {
+    return this.mode;
+  }
+
+  /** Sets training mode on this module and its children (dropout only in training mode). */
+  train(mode = true): this {
+    this.mode = mode;
+    this.keepInEval = false;
+    if (mode) this.dropInferenceCaches();
+    for (const c of this.children.values()) c.train(mode);
+    return this;
+  }
+
+  /**
+   * Frees what this module keeps derived from its parameters for inference only (Linear's prepacked
+   * weight, lib/core/prepack.ts). Module calls it on every module of the tree when the tree goes back to
+   * training (train()), moves (to()) or is disposed; a subclass with such a cache overrides it.
+   */
+  protected dropInferenceCaches(): void {}
+
+  /**
+   * Evaluation mode: dropout off, and (unlike PyTorch's eval) inference only — each forward frees
+   * its activations as it goes and a backward throws ERR_NF_STATE. With `keepActivations: true`
+   * forwards keep what backward needs, to backpropagate with dropout off (saliency, input gradients).
+   */
+  eval(options: EvalOptions = {}): this {
+    const { keepActivations = false } = EVAL_OPTIONS.check('options', options, `${this.constructor.name}.eval options`);
+    if (typeof keepActivations !== 'boolean') invalidArg('options.keepActivations', 'a boolean', keepActivations);
+    this.train(false);
+    for (const m of this.modules()) m.keepInEval = keepActivations;
+    return this;
+  }
+
+  /** Whether a forward now keeps the activations a backward needs (training mode, or eval({ keepActivations: true })). */
+  protected get savesActivations(): boolean {
+    return this.mode || this.keepInEval;
+  }
+
+  /**
+   * Where this module's parameters live: config.device (or 'cpu') until to() moves them. Read by
+   * callers to put their inputs on the same device (`x.to(model.device)`).
+   */
+  get device(): Device {
+    return this.home;
+  }
+
+  /**
+   * Sets the device the constructor creates this module's parameters (and buffers) on, and moves
+   * its children there as they are added: what config.device does. Call it before addParameter.
+   */
+  protected placeOn(device: unknown, name = 'config.device'): void {
+    this.home = device === undefined ? 'cpu' : checkDevice(name, device);
+  }
+
+  /** A trainable parameter `name` holding a copy of `values`, on this module's device. */
+  protected addParameter(name: string, shape: readonly number[], values: Float32Array): Parameter {
+    const p = Parameter.create(shape, values, this.home);
+    this.params.set(name, p);
+    return p;
+  }
+
+  /**
+   * A constant tensor the module's ops read (a position table): it follows the module to its device
+   * (to(), config.device) and is freed by dispose(), but is neither a parameter nor in stateDict().
+   */
+  protected addBuffer(name: string, shape: readonly number[], values: Float32Array): Tensor<'float32'> {
+    const b = Parameter.create(shape, values, this.home);
+    this.buffers.set(name, b);
+    return b;
+  }
+
+  /**
+   * Called when a forward program returns `out`: a backward may follow when the forward ran in
+   * training mode; otherwise its activations are freed (forwardOps calls this itself; another
+   * forward program of a module, such as LayerNorm.forwardResidual, calls it last).
+   */
+  protected forwardDone(saves: boolean, out: unknown): void {
+    this.backwardReady = saves;
+    this.dropActivations(...tensorsIn(out));
+  }
+
+  /**
+   * In eval mode no backward follows a forward, so the activations kept so far (except `keep`)
+   * are freed at once: every forward does this when it returns, and a model's forward between
+   * its blocks, so inference holds one block's intermediates at a time.
+   */
+  protected dropActivations(...keep: (Tensor | null)[]): void {
+    if (!this.savesActivations) this.activations.trim(...keep);
+  }
+
+  /**
+   * Registers a child; it joins this module's queue of asynchronous calls and moves to this
+   * module's device (so config.device reaches every layer).
+   */
+  protected addModule<M extends Module>(name: string, module: M): M {
+    this.children.set(name, module);
+    (module as Module).owner = { module: this, name };
+    module.joinLane(this.lane);
+    if (module.device !== this.home) module.to(this.home);
+    return module;
+  }
+
+  private joinLane(lane: Lane): void {
+    this.lane = lane;
+    for (const c of this.children.values()) c.joinLane(lane);
+  }
+
+  /** Registers a random stream used at run time (dropout), so checkpoints can save and restore it. */
+  protected addRng(name: string, rng: Random): Random {
+    this.rngs.set(name, rng);
+    return rng;
+  }
+
+  /** [name, random stream] pairs of this module and its children, depth first. */
+  namedRngs(prefix = ''): [string, Random][] {
+    const out: [string, Random][] = [];
+    for (const [n, r] of this.rngs) out.push([prefix + n, r]);
+    for (const [n, c] of this.children) out.push(...c.namedRngs(`${prefix}${n}.`));
+    return out;
+  }
+
+  /** This module and its descendants, depth first. */
+  modules(): Module[] {
+    return [this, ...[...this.children.values()].flatMap((c) => c.modules())];
+  }
+
+  /** Where this module sits in its model, for messages: "ViTClassifier.blocks.0.attn" (the root's class name, then names). */
+  get modulePath(): string {
+    return this.owner ? `${this.owner.module.modulePath}.${this.owner.name}` : this.constructor.name;
+  }
+
+  /** Whether dispose() was called (on this module or on a module containing it). */
+  get disposed(): boolean {
+    return this.released;
+  }
+
+  /** [name, parameter] pairs, depth first in registration order. */
+  namedParameters(prefix = ''): [string, Parameter][] {
+    const out: [string, Parameter][] = [];
+    for (const [n, p] of this.params) out.push([prefix + n, p]);
+    for (const [n, c] of this.children) out.push(...c.namedParameters(`${prefix}${n}.`));
+    return out;
+  }
+
+  parameters(): Parameter[] {
+    return this.namedParameters().map(([, p]) => p);
+  }
+
+  /** The parameters by name (the tensors themselves, not copies). */
+  stateDict(): Record<string, Tensor<'float32'>> {
+    return Object.fromEntries(this.namedParameters());
+  }
+
+  /**
+   * Copies values from `record` into the parameters. Every entry is checked before anything is
+   * written, so a mismatch (missing or unexpected names with strict, wrong sizes or shapes)
+   * throws ERR_NF_STATE_DICT listing all of them and leaves the module unchanged.
+   */
+  loadStateDict(record: StateDict, options: LoadStateDictOptions = {}): void {
+    if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.loadStateDict called after dispose()`);
+    if (record === null || typeof record !== 'object') invalidArg('record', 'an object of tensors', record);
+    const strict = LOAD_STATE_DICT_OPTIONS.check('options', options, `${this.constructor.name}.loadStateDict options`).strict ?? true;
+    if (typeof strict !== 'boolean') invalidArg('options.strict', 'a boolean', strict);
+    const own = new Map(this.namedParameters());
+    const problems: string[] = [];
+    const plan: [Parameter, Float32Array][] = [];
+    for (const [name, p] of own) {
+      if (p.disposed) problems.push(`${name}: the parameter has been disposed`);
+      const v = record[name];
+      if (v === undefined) {
+        if (strict) problems.push(`missing ${name} [${p.shape.join(', ')}]`);
+        continue;
+      }
+      const values = v instanceof Tensor ? v : v instanceof Float32Array ? v : null;
+      if (!values) {
+        problems.push(`${name}: expected a float32 Tensor or Float32Array`);
+      } else if (values instanceof Tensor && (values.dtype !== 'float32' || values.disposed)) {
+        problems.push(`${name}: expected a float32 Tensor but received ${values.disposed ? 'a disposed tensor' : values.dtype}`);
+      } else if (values instanceof Tensor && values.shape.join(',') !== p.shape.join(',')) {
+        problems.push(`${name}: shape [${values.shape.join(', ')}] does not match [${p.shape.join(', ')}]`);
+      } else if (!(values instanceof Tensor) && values.length !== p.size) {
+        problems.push(`${name}: ${values.length} values do not fit [${p.shape.join(', ')}]`);
+      } else {
+        plan.push([p, values instanceof Tensor ? (values as Tensor<'float32'>).hostValues() : values]);
+      }
+    }
+    if (strict) for (const name of Object.keys(record)) if (!own.has(name)) problems.push(`unexpected ${name}`);
+    if (problems.length)
+      throw new NodeformerError('ERR_NF_STATE_DICT', `loadStateDict: ${problems.length} problem(s): ${problems.join('; ')}`);
+    for (const [p, values] of plan) p.copyFrom(values);
+  }
+
+  /**
+   * Freezes (false) or unfreezes (true, the default) every parameter of this module and its children
+   * (Parameter.requiresGrad), as torch's module.requires_grad_(). Returns this.
+   */
+  requiresGrad(flag = true): this {
+    if (typeof flag !== 'boolean') invalidArg('flag', 'a boolean', flag);
+    for (const p of this.parameters()) p.requiresGrad = flag;
+    return this;
+  }
+
+  /** Sets every parameter gradient to zero. */
+  zeroGrad(): void {
+    for (const p of this.parameters()) p.grad?.fillZero();
+  }
+
+  /**
+   * Moves every parameter (and gradient) of this module and its children to `device` in place, and
+   * frees the saved activations of the last forward. Inputs must then be on the same device
+   * (Tensor.to); an op mixing devices throws ERR_NF_DEVICE. 'cuda' throws ERR_NF_NO_CUDA when
+   * nodeformer was built without CUDA, and ERR_NF_DEVICE (moving nothing) when the device has no
+   * kernel for some op the model runs, naming them. An optimizer made before the move moves its state
+   * to its parameters' device on its next step (creating it after moving the model saves that copy).
+   */
+  to(device: Device): this {
+    checkDevice('device', device);
+    checkDeviceOps(device, this.modules(), this.constructor.name);
+    this.lane.checkIdle(`${this.constructor.name}.to`);
+    if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.to called after dispose()`);
+    for (const m of this.modules()) {
+      m.activations.close();
+      m.dropInferenceCaches();
+      m.home = device;
+      for (const b of m.buffers.values()) b.moveTo(device);
+    }
+    for (const p of this.parameters()) p.moveTo(device);
+    return this;
+  }
+
+  /**
+   * Frees the native memory of every parameter, gradient and saved activation in the tree; the
+   * module cannot be used afterwards. Throws ERR_NF_STATE (freeing nothing) while asynchronous
+   * calls on the model are pending.
+   */
+  dispose(): void {
+    this.lane.checkIdle(`${this.constructor.name}.dispose`);
+    for (const m of this.modules()) m.released = true;
+    for (const m of this.modules()) {
+      m.activations.close();
+      m.dropInferenceCaches();
+      for (const b of m.buffers.values()) b.dispose();
+    }
+    for (const p of this.parameters()) p.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/** The tensors of a forward's result: the tensor itself, or the tensor fields of a result object. */
+function tensorsIn(out: unknown): Tensor[] {
+  if (out instanceof Tensor) return [out];
+  return out && typeof out === 'object' ? Object.values(out).filter((v): v is Tensor => v instanceof Tensor) : [];
+}
+
+/** Checks a float32 input's last dimension and returns [rows, lastDim] (rows = product of the rest). */
+export function rowsOf(name: string, x: unknown, lastDim: number, minRank = 2): [number, number] {
+  const t = checkTensor(name, x, 'float32');
+  const s = t.shape;
+  if (s.length < minRank || s[s.length - 1] !== lastDim)
+    invalidArg(name, `a float32 Tensor of rank >= ${minRank} whose last dimension is ${lastDim}`, t);
+  return [t.size / lastDim, lastDim];
+}
+
+/** Throws ERR_NF_STATE when backward runs without a matching forward. */
+export function requireSaved<T>(saved: T | null, module: string): T {
+  if (!saved) throw new NodeformerError('ERR_NF_STATE', `${module}.backward called without a forward in training`);
+  return saved;
+}

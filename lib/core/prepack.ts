@@ -1,0 +1,93 @@
+/**
+ * Prepacked weights for inference. Every Linear-style product y = x Wᵀ runs through a GEMM that
+ * first copies W into its micro-panel layout; at a few hundred rows per product (ViT-B/16 at batch
+ * 1) that copy is several percent of an inference step, and in generation (a few rows per step) it
+ * is most of the product. So in eval mode on the CPU a Linear packs its weight once (the packWeights
+ * op, native/ops/packed.h) and hands the packing to the ops it and its parents run (linearForward,
+ * feedforwardForward, attentionForward, attentionDecode), which then read it instead of packing W,
+ * with bit-identical results (onnxruntime prepacks the same way when a session is created).
+ *
+ * A packing is rebuilt when its weight changes (Tensor.version: writes through `data`, copyFrom,
+ * loadStateDict, optimizer steps) or the kernels' ISA variant does (native.setIsa), and freed when
+ * the model goes back to training (train()), moves (to()) or is disposed. Memory: a packing is about
+ * as large as its weight (16 + in·32·⌈out / 32⌉ floats), so a model in eval mode holds its Linear
+ * weights twice; setWeightPrepacking(false) (or NF_PREPACK=0) turns prepacking off.
+ */
+import { invalidArg } from '../validation/errors';
+import { native } from '../native/addon';
+import type { Isa } from '../native/core';
+import { op, type Program } from './program';
+import { inPool } from './recycle';
+import { Tensor } from './tensor';
+
+let enabled = process.env.NF_PREPACK !== '0';
+
+/**
+ * Turns weight prepacking on (the default) or off for every module: on, a Linear in eval mode on the
+ * CPU keeps a packed copy of its weight (about its size again) that spares the kernels repacking it
+ * on every call; off, the next forward frees such copies and packs on every call as in training.
+ * The environment variable NF_PREPACK=0 sets the initial value to off.
+ */
+export function setWeightPrepacking(on: boolean): void {
+  if (typeof on !== 'boolean') invalidArg('on', 'a boolean', on);
+  enabled = on;
+}
+
+/** Whether weight prepacking is on (see setWeightPrepacking). */
+export function weightPrepacking(): boolean {
+  return enabled;
+}
+
+/** The packing of a weight [N, K] (y = x Wᵀ): 16 + K · 32 · ⌈N / 32⌉ floats (native/ops/packed.h). */
+export function packedSize(N: number, K: number): number {
+  return 16 + K * 32 * Math.ceil(N / 32);
+}
+
+/**
+ * The packed copy of one weight [N, K] in the layout of the active CPU kernels, kept up to date by
+ * `current` and freed by `free`.
+ */
+export class PackedWeight {
+  private packed: Tensor<'float32'> | null = null;
+  /** The weight's version and the ISA variant the packing was made for. */
+  private madeFor: { version: number; isa: Isa } | null = null;
+
+  constructor(private readonly weight: Tensor<'float32'>) {}
+
+  /**
+   * The program returning the packing's storage, packing the weight first when it has none or the
+   * weight or the ISA variant changed since; or null (freeing any packing) when `wanted` is false
+   * (training mode), prepacking is off or the weight is not on the CPU.
+   */
+  *current(wanted: boolean): Program<Float32Array | null> {
+    const w = this.weight;
+    if (!wanted || !enabled || w.device !== 'cpu') {
+      this.free();
+      return null;
+    }
+    const isa = native.activeIsa(), made = this.madeFor;
+    if (this.packed && made && made.version === w.version && made.isa === isa) return this.packed.data;
+    const [N, K] = w.shape;
+    this.packed ??= inPool(null, () => Tensor.empty([packedSize(N, K)], 'float32'));
+    this.madeFor = null; // (a packing that fails halfway is redone next time)
+    yield* packOps(N, K, w.hostValues(), this.packed.data);
+    this.madeFor = { version: w.version, isa };
+    return this.packed.data;
+  }
+
+  /** Frees the packing (the next `current` packs again). */
+  free(): void {
+    this.packed?.dispose();
+    this.packed = null;
+    this.madeFor = null;
+  }
+}
+
+/**
+ * The program of one packWeights op. A free function, not a method: Module.to reads the modules'
+ * methods for the ops a model needs on a device (lib/core/device.ts requestedOps), and this one, which
+ * runs on the CPU only, is no op a model needs on 'cuda'.
+ */
+function* packOps(N: number, K: number, W: Float32Array, packed: Float32Array): Program<void> {
+  yield* op('packWeights', { N, K, W, packed });
+}
