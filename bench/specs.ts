@@ -4,7 +4,7 @@
  * implementations build the same model.
  */
 
-/** A ViTClassifier (torch_reference.py ViTClassifier; pre-LN, GELU). */
+/** A ViTClassifier (reference/torch_reference.py ViTClassifier; pre-LN, GELU). */
 export interface ViTArch {
   kind: 'vit';
   imgSize: number; patchSize: number; inChannels: number; numClasses: number;

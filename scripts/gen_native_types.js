@@ -2,7 +2,7 @@
 // Writes lib/native/ops.generated.ts, the TypeScript interface of the raw addon's ops, from the op
 // schema the addon exports (opSchema(): native/ops/*.h, recorded by native/ops/recorder.h). Run it
 // after changing an op's fields (`node scripts/gen_native_types.js`, with the addon built);
-// test/native_types.test.ts fails while the committed file differs from what this writes.
+// test/ops_schema.test.ts fails while the committed file differs from what this writes.
 //   node scripts/gen_native_types.js           writes the file
 //   node scripts/gen_native_types.js --check   exits 1 when the file is stale
 'use strict';

@@ -2,7 +2,7 @@
 """Writes the model-level test fixtures, test/fixtures/<case>.safetensors, from the PyTorch reference.
 
 Run with Debian's PyTorch (`apt-get install python3-torch`):  /usr/bin/python3 scripts/make_fixtures.py
-The reference spec is <repo>/../shared/reference/torch_reference.py, or the file named by the
+The reference spec is <repo>/reference/torch_reference.py, or the file named by the
 NF_TORCH_REFERENCE environment variable. The output is deterministic (fixed seeds, one thread):
 the same bytes on every run on the same machine.
 

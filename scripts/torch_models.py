@@ -1,7 +1,7 @@
 """The benchmark's models in plain PyTorch 2.x, written as a PyTorch user writes them today (timm's
 VisionTransformer, nn.Transformer's layers): one fused QKV Linear, F.scaled_dot_product_attention,
 nn.LayerNorm, nn.GELU / nn.ReLU. Same math and parameter names as nodeformer's models and the
-reference spec (shared/reference/torch_reference.py), so our safetensors weights load strictly.
+reference spec (reference/torch_reference.py), so our safetensors weights load strictly.
 
   ViTClassifier   patch_embed.proj (Conv2d P×P stride P), cls_token, pos_embed, blocks.{i} (pre-LN:
                   norm1, attn.qkv, attn.proj, norm2, mlp.fc1, mlp.fc2; GELU), norm, head on the CLS token

@@ -1,5 +1,5 @@
 /**
- * Collectives across processes (lib/distributed/collectives.ts, native/dist): ranks launched with Open MPI's
+ * Collectives across processes (lib/distributed/collectives.ts, native/mpi): ranks launched with Open MPI's
  * mpirun at world sizes 2 and 3 (odd), checked against closed-form results. Without mpirun or the
  * distributed addon these tests are skipped and the reason printed; distributed.init() must then
  * throw ERR_NF_NO_MPI saying what to install.

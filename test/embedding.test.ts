@@ -126,7 +126,7 @@ describe('embedding reference', () => {
 // ---------------------------------------------------------------------------------------------
 // Sinusoidal positions
 
-/** torch_reference.py's sinusoidal_encoding, in JS doubles, rounded to float32. */
+/** reference/torch_reference.py's sinusoidal_encoding, in JS doubles, rounded to float32. */
 function sinusoidalJs(len: number, D: number): Float32Array {
   const out = new Float32Array(len * D);
   for (let p = 0; p < len; p++)

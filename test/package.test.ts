@@ -281,7 +281,10 @@ describe.runIf(npmCli && process.platform !== 'win32')('install from the packed 
     expect(files).toContain('dist/cjs/index.d.ts');
     expect(files).toContain('binding.gyp');
     expect(files.some((f) => f.startsWith(`prebuilds/${platformDir}/`) && f.endsWith('.node'))).toBe(true);
-    expect(files.filter((f) => /^(build|test|node_modules|scripts)\//.test(f) || f.endsWith('.tgz'))).toEqual([]);
+    expect(files.filter((f) => /^(build|test|node_modules|scripts|reference)\//.test(f) || f.endsWith('.tgz'))).toEqual([]);
+    // The MPI addon's sources and build script (package.json's `install` runs it), not its build folder.
+    expect(files).toEqual(expect.arrayContaining(['native/mpi/build.js', 'native/mpi/binding.gyp', 'native/mpi/binding.cpp']));
+    expect(files.filter((f) => f.startsWith('native/mpi/build/'))).toEqual([]);
     app = path.join(tmp, 'app');
     fs.mkdirSync(app);
     fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));

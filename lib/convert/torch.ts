@@ -2,7 +2,7 @@
 import { invalidArg } from '../validation/errors';
 import type { StateDict } from '../core/module';
 
-/** Substring replacements applied in order, as TORCH_TO_PROJECT in shared/reference/torch_reference.py. */
+/** Substring replacements applied in order, as TORCH_TO_PROJECT in reference/torch_reference.py. */
 export const TORCH_TO_PROJECT: readonly (readonly [string, string])[] = [
   ['self_attn.in_proj_weight', 'attn.qkv.weight'],
   ['self_attn.in_proj_bias', 'attn.qkv.bias'],

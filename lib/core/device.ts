@@ -186,7 +186,7 @@ let cudaOps: ReadonlySet<string> | null = null;
 
 /**
  * The ops `device` runs: the CPU addon's, or the CUDA addon's (none when there is no CUDA backend).
- * Both come from the addons themselves (native/napi/bind_ops.cpp, native/cuda/napi/bind_ops.cpp
+ * Both come from the addons themselves (native/cpu/napi/bind_ops.cpp, native/cuda/napi/bind_ops.cpp
  * register every op with a kernel), so there is no list to keep by hand.
  */
 export function supportedOps(device: Device): ReadonlySet<string> {

@@ -1,6 +1,6 @@
 /**
  * Collectives across processes (ranks) launched by MPI's `mpirun`, on top of the optional addon
- * nodeformer_mpi.node (native/dist): Open MPI called from one communication thread that the addon
+ * nodeformer_mpi.node (native/mpi): Open MPI called from one communication thread that the addon
  * owns, never from the main thread or the libuv pool. Every collective returns a Promise settled
  * by that thread, so the event loop stays free while it runs.
  *
@@ -35,7 +35,7 @@ type HostArray = Float32Array | Int32Array | Uint8Array | Float64Array;
 /** A queued collective: its Promise (resolves with the seconds spent in MPI) and its ticket for waitSync. */
 interface RawPending { promise: Promise<number>; ticket: number }
 
-/** The raw interface of nodeformer_mpi.node (native/dist/binding.cpp). */
+/** The raw interface of nodeformer_mpi.node (native/mpi/binding.cpp). */
 export interface MpiBinding {
   init(): { promise: Promise<{ rank: number; size: number; threadLevel: string }>; ticket: number };
   finalize(): RawPending;
@@ -67,20 +67,20 @@ const INSTALL_HINT = 'Install Open MPI (Debian/Ubuntu: `apt-get install openmpi-
 
 let binding: MpiBinding | null = null;
 
-/** The MPI addon: NF_MPI_ADDON_PATH, else native/dist/build/Release/nodeformer_mpi.node; ERR_NF_NO_MPI when absent. */
+/** The MPI addon: NF_MPI_ADDON_PATH, else native/mpi/build/Release/nodeformer_mpi.node; ERR_NF_NO_MPI when absent. */
 export function mpiBinding(): MpiBinding {
   if (binding) return binding;
   const explicit = process.env.NF_MPI_ADDON_PATH;
   let file = explicit ? path.resolve(explicit) : '';
   if (!file) {
     try {
-      file = path.join(packageRoot(__dirname), 'native', 'dist', 'build', 'Release', 'nodeformer_mpi.node');
+      file = path.join(packageRoot(__dirname), 'native', 'mpi', 'build', 'Release', 'nodeformer_mpi.node');
     } catch {
       file = '';
     }
   }
   if (!file || !fs.existsSync(file))
-    throw new NodeformerError('ERR_NF_NO_MPI', `nodeformer was built without MPI: no distributed addon at ${file || 'native/dist/build/Release'}. ${INSTALL_HINT}`);
+    throw new NodeformerError('ERR_NF_NO_MPI', `nodeformer was built without MPI: no distributed addon at ${file || 'native/mpi/build/Release'}. ${INSTALL_HINT}`);
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     binding = require(file) as MpiBinding;

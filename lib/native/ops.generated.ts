@@ -931,7 +931,7 @@ export interface NativeOps<Buffer = never> {
   embeddingBackward(a: EmbeddingBackwardArgs<Buffer>): void;
   /**
    * out[len, D]: PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(p / 10000^(2i/D)), computed in double
-   * (a Float32Array receives it rounded to float32); odd D as torch_reference.py.
+   * (a Float32Array receives it rounded to float32); odd D as reference/torch_reference.py.
    */
   sinusoidalEncoding(a: SinusoidalEncodingArgs<Buffer>): void;
   /** ViTClassifier: out[B, N+1, D] = cat(cls [D], patches [B, N, D]) + pos [N+1, D]. */

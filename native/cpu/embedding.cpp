@@ -183,7 +183,7 @@ Status run(const ops::SinusoidalEncoding<float>& p) {
   float* out = p.out;
   NF_CHECK(len >= 0, "sinusoidal_encoding", "len must be non-negative");
   NF_CHECK(D >= 1, "sinusoidal_encoding", "D must be at least 1");
-  // div[j] = 10000^(2⌊j/2⌋ / D), as torch_reference.py forms it (float64 arange / D, then pow).
+  // div[j] = 10000^(2⌊j/2⌋ / D), as reference/torch_reference.py forms it (float64 arange / D, then pow).
   double* div = static_cast<double*>(thread_scratch(ScratchSlot::layer, sizeof(double) * D));
   NF_CHECK(div, "sinusoidal_encoding", "out of memory for the frequency table");
   for (int64_t j = 0; j < D; ++j) div[j] = std::pow(10000.0, double(j - j % 2) / double(D));

@@ -1,4 +1,4 @@
-// The SIMD vocabulary's test hook (test/simd.test.ts, through native/napi/bind_simd_probe.cpp):
+// The SIMD vocabulary's test hook (test/simd.test.ts, through native/cpu/napi/bind_simd_probe.cpp):
 // applies one named ISA-specific helper (a function of simd.h, activation_inl.h or pack_inl.h, or
 // the finite scan) with one variant's lane width W to float arrays, so that a test can compare every
 // variant lane by lane with the scalar one and with the functions' definitions. The functions and

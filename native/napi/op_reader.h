@@ -3,7 +3,7 @@
 // code ERR_NF_INVALID_ARG, naming the op and the field). One reader serves both addons; A is the
 // argument source and decides only how a field's name becomes a pointer:
 //   Args        (the CPU addon): typed arrays, Float32Array or Float64Array for T;
-//   DeviceArgs  (the CUDA addon, native/cuda/napi/op_binding.h): device buffers.
+//   DeviceArgs  (the CUDA addon, native/cuda/napi/device_args.h): device buffers.
 // A source provides pointer<E>(name, len, optional, at_least), array_length<E>(name) and says
 // whether its arrays are host memory (host_memory).
 #pragma once

@@ -1,4 +1,4 @@
-// Multi-head attention (torch_reference.py MultiHeadAttention): the fused layer (QKV projection,
+// Multi-head attention (reference/torch_reference.py MultiHeadAttention): the fused layer (QKV projection,
 // attention core, output projection) forward and backward, one incremental decoding step, and the
 // descriptors of the attention core every backend's kernels address through explicit strides.
 // Math (per batch b and head h; scale = the `scale` param, by default 1/sqrt(Dh)):

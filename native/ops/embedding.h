@@ -115,7 +115,7 @@ struct SinusoidalEncoding {
   static constexpr const char* name = "sinusoidalEncoding";
   static constexpr const char* summary =
       "out[len, D]: PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(p / 10000^(2i/D)), computed in double (a "
-      "Float32Array receives it rounded to float32); odd D as torch_reference.py.";
+      "Float32Array receives it rounded to float32); odd D as reference/torch_reference.py.";
   int64_t len = 0, D = 0;
   T* out = nullptr;
 

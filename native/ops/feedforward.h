@@ -1,4 +1,4 @@
-// The feed-forward network (the Transformer MLP, torch_reference.py FeedForward):
+// The feed-forward network (the Transformer MLP, reference/torch_reference.py FeedForward):
 //   y = fc2(dropout(act(fc1(x)))) = dropout(act(x W1ᵀ + b1)) W2ᵀ + b2.
 //   Backward: da = dy W2, dW2 += dyᵀ a, db2 += Σ dy; dh = da ∘ mask/(1−p) ∘ act'(h);
 //   dx = dh W1 (overwritten), dW1 += dhᵀ x, db1 += Σ dh. The mask is regenerated from (seed, offset).

@@ -1,5 +1,5 @@
 // The op table: every op of the addons, as its params struct (native/ops/<family>.h). The CPU
-// binding registers each one (native/napi/bind_ops.cpp), the CUDA binding those with a CUDA
+// binding registers each one (native/cpu/napi/bind_ops.cpp), the CUDA binding those with a CUDA
 // kernel (native/cuda/napi/bind_ops.cpp), the recorder writes their schema, and the parity suite
 // walks it. Adding an op: its params struct in its family's header, one entry here, its kernels
 // (`run` overloads in each backend that has it) and its tests.

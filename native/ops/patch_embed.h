@@ -1,4 +1,4 @@
-// Patch embedding (ViT, torch_reference.py PatchEmbedding): a P x P convolution with stride P from
+// Patch embedding (ViT, reference/torch_reference.py PatchEmbedding): a P x P convolution with stride P from
 // NCHW images to patch tokens, forward and backward.
 //   out[b, gy*Gw + gx, o] = bias[o] + Σ_{c,py,px} weight[o, c, py, px] img[b, c, gy*P + py, gx*P + px]
 //   Backward: dweight += doutᵀ patches; dbias += Σ dout; dimages = dout weight scattered back

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 
 import { bundle, bundleEnv, repoRoot } from './bundle';
 
-export const mpiAddon = path.join(repoRoot, 'native', 'dist', 'build', 'Release', 'nodeformer_mpi.node');
+export const mpiAddon = path.join(repoRoot, 'native', 'mpi', 'build', 'Release', 'nodeformer_mpi.node');
 
 /** Why the MPI tests cannot run here, or null when they can. */
 export function mpiSkipReason(): string | null {

@@ -1,4 +1,4 @@
-// Reference multi-head attention: torch_reference.py's MultiHeadAttention done the straightforward
+// Reference multi-head attention: reference/torch_reference.py's MultiHeadAttention done the straightforward
 // way, a full Tq x Tk softmax per head, double accumulators, templated on the storage type: the
 // ops of native/ops/attention.h with the same saved buffers (qkv [B, T, 3D] for self-attention,
 // q [B, Tq, D] and kv [B, Tk, 2D] for cross-attention; ctx [B, Tq, D]; lse [B, H, Tq]). There is no

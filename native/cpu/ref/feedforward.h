@@ -1,6 +1,6 @@
 // Reference feed-forward network: the Linear references plus plain loops for dropout and the
 // activation, double accumulators, templated on the storage type. The math is in
-// native/ops/feedforward.h and torch_reference.py's FeedForward.
+// native/ops/feedforward.h and reference/torch_reference.py's FeedForward.
 #pragma once
 #include <cstdint>
 #include <vector>

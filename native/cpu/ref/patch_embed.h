@@ -1,6 +1,6 @@
 // Reference patch embedding: the P x P, stride-P convolution written out directly (no patch
 // matrix), double accumulators, templated on the storage type. The ops and their math:
-// native/ops/patch_embed.h and torch_reference.py's PatchEmbedding.
+// native/ops/patch_embed.h and reference/torch_reference.py's PatchEmbedding.
 #pragma once
 #include <cstdint>
 

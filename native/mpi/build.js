@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Builds the optional collectives addon (native/dist → native/dist/build/Release/nodeformer_mpi.node)
+// Builds the optional collectives addon (native/mpi → native/mpi/build/Release/nodeformer_mpi.node)
 // with node-gyp, using Open MPI's compiler wrapper flags (mpicxx --showme:compile / --showme:link).
-//   node native/dist/build.js             `npm run build:mpi`: fails when MPI is missing or the build fails
-//   node native/dist/build.js --optional  `npm install`: builds only when mpicc is on the PATH, never fails
+//   node native/mpi/build.js              `npm run build:mpi`: fails when MPI is missing or the build fails
+//   node native/mpi/build.js --optional   `npm install`: builds only when mpicc is on the PATH, never fails
 'use strict';
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');

@@ -1,16 +1,16 @@
-// Core binding: thread count and spin, and tensor memory (an ordinary ArrayBuffer: see allocations.h):
-// the aligned offset of a buffer, release, which frees one now, and the malloc policy applied at
-// load (core/malloc_policy.h). ISA selection is in bind_isa.cpp.
+// Core binding: thread count and spin, and tensor memory (an ordinary ArrayBuffer: see
+// native/napi/allocations.h): the aligned offset of a buffer, release, which frees one now, and the
+// malloc policy applied at load (native/core/malloc_policy.h). ISA selection is in bind_isa.cpp.
 #include <napi.h>
 
 #include <cstdint>
 #include <string>
 
-#include "../core/malloc_policy.h"
-#include "../core/threadpool.h"
-#include "allocations.h"
-#include "args.h"
-#include "registry.h"
+#include "../../core/malloc_policy.h"
+#include "../../core/threadpool.h"
+#include "../../napi/allocations.h"
+#include "../../napi/args.h"
+#include "../../napi/registry.h"
 
 namespace nf::napi {
 namespace {

@@ -6,9 +6,9 @@
 #include <atomic>
 #include <vector>
 
-#include "../core/cpu_features.h"
-#include "args.h"
-#include "registry.h"
+#include "../../core/cpu_features.h"
+#include "../../napi/args.h"
+#include "../../napi/registry.h"
 
 namespace nf::napi {
 namespace {

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <string>
 
-#include "../cpu/simd_probe.h"
-#include "args.h"
-#include "registry.h"
+#include "../simd_probe.h"
+#include "../../napi/args.h"
+#include "../../napi/registry.h"
 
 namespace nf::napi {
 namespace {

@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
-#include "../cpu/ops.h"
-#include "../cpu/ref/ops.h"
-#include "../ops/recorder.h"
-#include "op_reader.h"
-#include "op_table.h"
-#include "registry.h"
+#include "../ops.h"
+#include "../ref/ops.h"
+#include "../../ops/recorder.h"
+#include "../../napi/op_reader.h"
+#include "../../napi/op_table.h"
+#include "../../napi/registry.h"
 
 namespace nf::napi {
 namespace {
