@@ -62,6 +62,13 @@ sgd_kernel                               40   0
 sum_squares_partial_kernel               40   256
 sum_partials_kernel                      40   256
 scale_kernel                             40   0
+# clip_norm_kernel: the double block reduction of sum_partials_kernel (32 doubles of shared memory), then sqrt
+clip_norm_kernel                         40   256
+# clip_scale_kernel: scale_kernel reading its factor from device memory
+clip_scale_kernel                        40   0
+# first_nonfinite_*: grid-stride scan, then block min-reductions of int64 positions (32 of them shared)
+first_nonfinite_partial_kernel           40   256
+first_nonfinite_index_kernel             40   256
 mse_count_kernel                         40   256
 mse_partial_kernel                       40   256
 mse_mean_kernel                          40   256
