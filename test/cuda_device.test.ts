@@ -20,7 +20,8 @@ import {
 } from '../lib/index';
 import { main } from '../lib/cli';
 import { cuda, MODULE_ENTRIES, requestedOps } from '../lib/device';
-import { OP_NAMES } from '../lib/native/ops.generated';
+import { native } from '../lib/native';
+import { HOST_ONLY_OPS, OP_NAMES } from '../lib/native/ops.generated';
 import type { Program } from '../lib/program';
 import { randn32, relErr, rng } from './helpers';
 import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
@@ -136,6 +137,16 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
     }
     close('step 2 loss', [got.loss2], [ref.loss2]);
   }, 120_000);
+
+  it("has a CUDA kernel for every op of the CPU addon but the host-only ones, under the CPU addon's schema", () => {
+    type Entry = { name: string; hostOnly: boolean; reference?: boolean };
+    const cpuOps = JSON.parse(native.opSchema()) as Entry[], cudaOps = JSON.parse(cuda().opSchema()) as Entry[];
+    expect(cpuOps.filter((o) => o.hostOnly).map((o) => o.name)).toEqual([...HOST_ONLY_OPS]);
+    expect(cudaOps.map((o) => o.name)).toEqual(cpuOps.filter((o) => !o.hostOnly).map((o) => o.name));
+    // The same entries (fields, docs), less the CPU addon's note of a float64 twin.
+    expect(cudaOps).toEqual(cpuOps.filter((o) => !o.hostOnly).map(({ reference: _, ...o }) => o));
+    for (const op of HOST_ONLY_OPS) expect(supports(op, 'cuda'), op).toBe(false);
+  });
 
   it("supports(op, 'cuda') is the CUDA addon's own list; Module.to and the optimizers check it, naming what is missing", () => {
     const names = (JSON.parse(cuda().opSchema()) as { name: string }[]).map((o) => o.name);

@@ -56,7 +56,10 @@ struct RegisterDevice {
   Napi::Object exports;
   template <template <class> class Op>
   std::optional<std::string> operator()() {
-    if constexpr (!has_cuda<Op<float>>::value) {
+    if constexpr (ops::host_only_v<Op<float>>) {
+      static_assert(!has_cuda<Op<float>>::value, "a host-only op (native/ops/schema.h) has no CUDA kernel");
+      return std::nullopt;
+    } else if constexpr (!has_cuda<Op<float>>::value) {
       return std::nullopt;
     } else {
       register_device_op(env, exports, Op<float>::name, parse_device<Op>);
