@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 # Budgets sit at or a little over what nvcc 13 gives today; most equal the register cap the kernel's
 # __launch_bounds__ sets for its blocks per SM (e.g. 128 / 85 for the GEMM tiles at 2 / 3 blocks of 256
 # threads, 96 / 128 for attention at 5 / 4 blocks of 128), where going over would mean spilling.
+# A line starting with # in the list gives the reason for the budgets below it (no apostrophes: the
+# list is one single-quoted string).
 BUDGETS='
 layernorm_forward_kernel                 48   0
 layernorm_backward_kernel                72   0
@@ -50,12 +52,23 @@ embedding_scatter_kernel                 40   0
 position_grad_kernel                     40   0
 cls_pos_forward_kernel                   40   0
 cls_pos_backward_kernel                  48   0
+# sinusoidal_kernel: double pow and sinpi/cospi per element (no local memory, see embedding.cu)
+sinusoidal_kernel                        40   0
+# token_pos_forward_kernel: a grid-stride add of two rows, as cls_pos_forward_kernel
+token_pos_forward_kernel                 40   0
 im2col_kernel                            40   0
 col2im_kernel                            40   0
 sgd_kernel                               40   0
 sum_squares_partial_kernel               40   256
 sum_partials_kernel                      40   256
 scale_kernel                             40   0
+# clip_norm_kernel: the double block reduction of sum_partials_kernel (32 doubles of shared memory), then sqrt
+clip_norm_kernel                         40   256
+# clip_scale_kernel: scale_kernel reading its factor from device memory
+clip_scale_kernel                        40   0
+# first_nonfinite_*: grid-stride scan, then block min-reductions of int64 positions (32 of them shared)
+first_nonfinite_partial_kernel           40   256
+first_nonfinite_index_kernel             40   256
 mse_count_kernel                         40   256
 mse_partial_kernel                       40   256
 mse_mean_kernel                          40   256

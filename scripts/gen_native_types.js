@@ -131,13 +131,16 @@ function render(schema) {
   out.push('/** The raw addon\'s ops: each takes one options object (see native/napi/op_reader.h); Buffer as above. */');
   out.push('export interface NativeOps<Buffer = never> {');
   for (const op of schema) {
-    out.push(...comment(op.doc, '  '));
+    out.push(...comment(op.hostOnly ? `${op.doc} Host-only: runs on the CPU whatever the device (no CUDA kernel).` : op.doc, '  '));
     out.push(`  ${op.name}(a: ${typeName(op)}<Buffer>): void;`);
   }
   out.push('}', '');
   out.push('/** Every op name, in the order of the op table (native/ops/ops.h). */');
   out.push(`export const OP_NAMES = [${schema.map((o) => `'${o.name}'`).join(', ')}] as const;`);
   out.push('export type OpName = (typeof OP_NAMES)[number];', '');
+  out.push('/**', ' * The ops that run on the host CPU only by nature (`host_only` in their params struct,', ' * native/ops/schema.h): every other op has a kernel on every backend.', ' */');
+  out.push(`export const HOST_ONLY_OPS = [${schema.filter((o) => o.hostOnly).map((o) => `'${o.name}'`).join(', ')}] as const;`);
+  out.push('export type HostOnlyOp = (typeof HOST_ONLY_OPS)[number];', '');
   return out.join('\n');
 }
 

@@ -20,7 +20,7 @@ import {
 } from '../lib/index';
 import { main } from '../lib/cli/program';
 import { cuda, declaredOps } from '../lib/core/device';
-import { OP_NAMES } from '../lib/native/ops.generated';
+import { HOST_ONLY_OPS, OP_NAMES } from '../lib/native/ops.generated';
 import type { OpName, Program } from '../lib/core/program';
 import { randn32, relErr, rng } from './helpers';
 import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
@@ -137,6 +137,16 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
     close('step 2 loss', [got.loss2], [ref.loss2]);
   }, 120_000);
 
+  it("has a CUDA kernel for every op of the CPU addon but the host-only ones, under the CPU addon's schema", () => {
+    type Entry = { name: string; hostOnly: boolean; reference?: boolean };
+    const cpuOps = JSON.parse(native.opSchema()) as Entry[], cudaOps = JSON.parse(cuda().opSchema()) as Entry[];
+    expect(cpuOps.filter((o) => o.hostOnly).map((o) => o.name)).toEqual([...HOST_ONLY_OPS]);
+    expect(cudaOps.map((o) => o.name)).toEqual(cpuOps.filter((o) => !o.hostOnly).map((o) => o.name));
+    // The same entries (fields, docs), less the CPU addon's note of a float64 twin.
+    expect(cudaOps).toEqual(cpuOps.filter((o) => !o.hostOnly).map(({ reference: _, ...o }) => o));
+    for (const op of HOST_ONLY_OPS) expect(supports(op, 'cuda'), op).toBe(false);
+  });
+
   it("supports(op, 'cuda') is the CUDA addon's own list; Module.to and the optimizers check it, naming what is missing", () => {
     const names = (JSON.parse(cuda().opSchema()) as { name: string }[]).map((o) => o.name);
     expect([...supportedOps('cuda')].sort()).toEqual([...names].sort());
@@ -167,7 +177,7 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
     expect(probe.w.device).toBe('cpu');
 
     // The models: to('cuda') succeeds exactly when every op they declare, host-only ones aside, has a CUDA kernel.
-    const hostOnly = new Set((JSON.parse(native.opSchema()) as { name: string; hostOnly?: boolean }[]).filter((o) => o.hostOnly).map((o) => o.name));
+    const hostOnly = new Set<string>(HOST_ONLY_OPS);
     const small = { dModel: 16, numHeads: 2, dFF: 24, depth: 1 };
     for (const model of [new ViTClassifier({ imgSize: 8, patchSize: 4, numClasses: 3, ...small }),
       new ViTDecoder({ imgSize: 8, patchSize: 4, ...small }), new Transformer({ srcVocab: 5, tgtVocab: 5, maxLen: 6, ...small })]) {

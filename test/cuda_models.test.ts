@@ -2,7 +2,7 @@
  * Every model on device 'cuda' through the SIMT emulator (NF_CUDA_BACKEND=emulator; the build step
  * is test/support/cuda_emu_build.ts's, shared with test/cuda_device.test.ts), against the same
  * steps on 'cpu': ViTDecoder (masks, dTokens, masked MSE), the masked-autoencoder example
- * (examples/mae.ts, two steps), Encoder and Decoder on their own, and the Transformer (padding,
+ * (examples/mae.ts, two steps), checkFinite mode (the firstNonFinite kernel), Encoder and Decoder on their own, and the Transformer (padding,
  * dropout, pre-LN and post-LN, learned and sinusoidal positions) trained with SGD + momentum and
  * gradient clipping, then AdamW, and decoded greedily with and without the key/value caches.
  * Outputs, every gradient and every updated parameter must match within a relative error of 1e-4
@@ -19,8 +19,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { MAE_MODEL, runMae } from '../examples/mae';
 import {
-  AdamW, clipGradNorm, crossEntropy, cudaEmptyCache, cudaMemoryStats, Decoder, Encoder, Linear, mse, saveModel, SGD, Tensor,
-  Transformer, trainStep, ViTClassifier, ViTDecoder, ViTEncoder, loadModel, type Device, type Module,
+  AdamW, clipGradNorm, crossEntropy, cudaEmptyCache, cudaMemoryStats, Decoder, Encoder, Linear, mse, NodeformerError, saveModel, setCheckFinite,
+  SGD, Tensor, Transformer, trainStep, ViTClassifier, ViTDecoder, ViTEncoder, loadModel, type Device, type Module,
 } from '../lib/index';
 import { cuda } from '../lib/core/device';
 import { randn32, relErr, rng } from './helpers';
@@ -116,6 +116,46 @@ describe.skipIf(reason !== null)("every model on device 'cuda' (SIMT emulator) m
     close('ViTDecoder dMemory', got.dMemory, ref.dMemory);
     closeAll('ViTDecoder grad', got.grads, ref.grads);
     closeAll('ViTDecoder updated', got.params, ref.params);
+  });
+
+  it('checkFinite mode on cuda: a training step matches the CPU; a NaN input or an Inf parameter is named as on the CPU', () => {
+    const config = { imgSize: 8, patchSize: 4, inChannels: 1, dModel: 16, numHeads: 2, dFF: 24, depth: 1, numClasses: 3, seed: 4 };
+    const images = floats(2 * 64, 6, [2, 1, 8, 8]), labels = ints([0, 2], [2]);
+    const step = (device: Device) => {
+      const m = new ViTClassifier({ ...config, device }), opt = new SGD(m.parameters(), { lr: 0.1 });
+      const loss = trainStep(m, opt, images.to(device), labels.to(device));
+      return { loss, params: params(m) };
+    };
+    const failure = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (e) {
+        return e as NodeformerError;
+      }
+      return null;
+    };
+    setCheckFinite(true);
+    try {
+      const ref = step('cpu'), got = step('cuda');
+      close('checkFinite loss', [got.loss], [ref.loss]);
+      closeAll('checkFinite updated', got.params, ref.params);
+      const bad = images.toArray();
+      bad[77] = NaN;
+      const nanInput = Tensor.from(bad, [2, 1, 8, 8]);
+      for (const device of ['cpu', 'cuda'] as const) {
+        const m = new ViTClassifier({ ...config, device });
+        const e = failure(() => m.forward(nanInput.to(device)));
+        expect(e?.code, device).toBe('ERR_NF_NOT_FINITE');
+        expect(e?.message).toBe('Expected finite values for argument 1 (input of ViTClassifier.forward) but received ' +
+          'Tensor float32 [2, 1, 8, 8] holding NaN at flat index 77');
+        const w = m.stateDict()['head.weight'] as Tensor<'float32'>, values = w.toArray();
+        values[5] = -Infinity;
+        w.copyFrom(values);
+        expect(failure(() => m.forward(images.to(device)))?.message, device).toMatch(/^Expected finite values for parameter ViTClassifier\.head\.weight .* holding -Infinity at flat index 5$/);
+      }
+    } finally {
+      setCheckFinite(false);
+    }
   });
 
   it('the masked-autoencoder example (examples/mae.ts) trains two steps on cuda as on the CPU', async () => {

@@ -23,7 +23,7 @@ import * as path from 'node:path';
 
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { native, packageRoot, type OpSchemaExport, type WithAsync } from '../native/addon';
-import type { NativeOps } from '../native/ops.generated';
+import { HOST_ONLY_OPS, type NativeOps } from '../native/ops.generated';
 
 export type Device = 'cpu' | 'cuda';
 export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
@@ -234,10 +234,7 @@ export function declaredOps(objects: Iterable<object>): Set<string> {
 }
 
 /** The ops the op schema marks host-only (packWeights, fmaPeak): CPU work by nature, which no device is asked for. */
-function hostOnlyOps(): ReadonlySet<string> {
-  return (hostOnly ??= new Set((JSON.parse(native.opSchema()) as { name: string; hostOnly?: boolean }[]).filter((o) => o.hostOnly).map((o) => o.name)));
-}
-let hostOnly: ReadonlySet<string> | null = null;
+const hostOnlyOps: ReadonlySet<string> = new Set(HOST_ONLY_OPS);
 
 /**
  * The check Module.to and the optimizers' constructors run before anything moves or is allocated
@@ -247,5 +244,5 @@ let hostOnly: ReadonlySet<string> | null = null;
  */
 export function checkDeviceOps(device: Device, objects: Iterable<object>, what: string): void {
   if (device === 'cpu') return;
-  checkSupported(device, [...declaredOps(objects)].filter((op) => !hostOnlyOps().has(op)), what);
+  checkSupported(device, [...declaredOps(objects)].filter((op) => !hostOnlyOps.has(op)), what);
 }

@@ -5,11 +5,13 @@
  * backward wrote — and throws ERR_NF_NOT_FINITE naming the first one that holds a NaN or ±Inf.
  * Inner modules check their own inputs and outputs, so the error points at the first layer where
  * a non-finite value appeared. Losses check their inputs, and optimizers every gradient before
- * updating any parameter. Off by default (it costs one pass over each tensor, in native code:
- * native/cpu/finite.h); turn it on with setCheckFinite(true) or NF_CHECK_FINITE=1.
+ * updating any parameter. Off by default (it costs one pass over each tensor, the firstNonFinite op
+ * on the tensor's device: native/cpu/finite.h, native/cuda/finite.cu); turn it on with
+ * setCheckFinite(true) or NF_CHECK_FINITE=1.
  */
 import { describe, invalidArg, NodeformerError } from '../validation/errors';
-import { native } from '../native/addon';
+import { cuda, type DeviceBuffer } from './device';
+import { op, runSync } from './program';
 import { Tensor } from './tensor';
 
 let enabled = /^(1|true|on|yes)$/i.test(process.env.NF_CHECK_FINITE ?? '');
@@ -27,15 +29,30 @@ export function checkFiniteEnabled(): boolean {
 
 const found = new Float64Array(1);
 
+/**
+ * The flat position of the first NaN or ±Inf of `t`, or −1: the firstNonFinite op on the tensor's
+ * device, whose float64 result lives beside x (a host array, or 8 bytes of device memory read back).
+ */
+function firstNonFinite(t: Tensor<'float32'>): number {
+  const index: Float64Array | DeviceBuffer = t.device === 'cpu' ? found : cuda().alloc(8, 'none');
+  try {
+    runSync(op('firstNonFinite', { n: t.size, x: t.storage, index }));
+    if (index === found) return found[0];
+    const bytes = new Uint8Array(8);
+    cuda().download(bytes, index as DeviceBuffer);
+    return new Float64Array(bytes.buffer)[0];
+  } finally {
+    if (index !== found) cuda().free(index as DeviceBuffer);
+  }
+}
+
 /** Throws ERR_NF_NOT_FINITE naming `name` when the float32 tensor `t` holds a NaN or ±Inf (other dtypes always pass). */
 export function assertFinite(name: string, t: Tensor): void {
   if (t.dtype !== 'float32' || t.disposed) return;
-  const x = (t.device === 'cpu' ? t.storage : t.toArray()) as Float32Array; // a cuda tensor is scanned in a host copy
-  native.firstNonFinite({ n: x.length, x, index: found });
-  const i = found[0];
+  const i = firstNonFinite(t as Tensor<'float32'>);
   if (i >= 0)
     throw new NodeformerError('ERR_NF_NOT_FINITE',
-      `Expected finite values for ${name} but received ${describe(t)} holding ${x[i]} at flat index ${i}`);
+      `Expected finite values for ${name} but received ${describe(t)} holding ${t.hostValues()[i]} at flat index ${i}`);
 }
 
 /** Under checkFinite mode, assertFinite on each named tensor (the names as errors should show them). */

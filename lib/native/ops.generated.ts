@@ -852,6 +852,7 @@ export interface NativeOps<Buffer = never> {
    * feedforwardForward (W1Packed, W2Packed), attentionForward and attentionDecode (qkvWeightPacked,
    * projWeightPacked) read it instead of packing W on every call, with bit-identical results; they reject a
    * buffer packed for another variant (after setIsa) or other dims. Repack whenever W changes. CPU only.
+   * Host-only: runs on the CPU whatever the device (no CUDA kernel).
    */
   packWeights(a: PackWeightsArgs<Buffer>): void;
   /**
@@ -1033,6 +1034,7 @@ export interface NativeOps<Buffer = never> {
    * least `minSeconds` (default 0.2, at most 10), and writes the fastest of three runs to `out`: [flops
    * executed, seconds, threads], the seconds counted in the threads' own CPU time (summed, divided by
    * threads), so time preempted by other processes does not lower the figure. Peak FLOP/s = out[0] / out[1].
+   * Host-only: runs on the CPU whatever the device (no CUDA kernel).
    */
   fmaPeak(a: FmaPeakArgs<Buffer>): void;
   /**
@@ -1054,3 +1056,10 @@ export interface NativeOps<Buffer = never> {
 /** Every op name, in the order of the op table (native/ops/ops.h). */
 export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'packWeights', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
 export type OpName = (typeof OP_NAMES)[number];
+
+/**
+ * The ops that run on the host CPU only by nature (`host_only` in their params struct,
+ * native/ops/schema.h): every other op has a kernel on every backend.
+ */
+export const HOST_ONLY_OPS = ['packWeights', 'fmaPeak'] as const;
+export type HostOnlyOp = (typeof HOST_ONLY_OPS)[number];

@@ -13,7 +13,8 @@
 //   forward: a block takes 16 queries (4 per warp) of one (b, h) and walks the keys in tiles of 32
 //     staged in shared memory; lane j scores key j against each of the warp's rows, the warp keeps
 //     each row's running max m and sum l (online softmax: the accumulated output is rescaled by
-//     exp(m_old - m_new) when the max grows) and adds P V from shared memory. No Tq x Tk matrix
+//     exp(m_old - m_new) when the max grows) and adds P V from shared memory (tile_accumulate, the
+//     same product as dQ's dS K). No Tq x Tk matrix
 //     exists; lse = m + log l is saved. Causal: key tiles beyond the block's last query are skipped.
 //   backward, deterministic and without atomics, in three kernels: Di = rowsum(dO ∘ O) (a warp per
 //     row); dK, dV by key tiles (a block owns 32 keys, 8 per warp, and walks the query tiles:
@@ -62,6 +63,11 @@ struct CoreArgs {
 };
 
 __host__ __device__ __forceinline__ int odd_stride(int Dh) { return Dh | 1; }
+// Head h of batch b of a [B, T, H, Dh] view: its row 0.
+template <class F>
+__device__ __forceinline__ F* head_rows(F* base, const AttentionLayout& l, int64_t b, int64_t h) {
+  return base + b * l.batch + h * l.head;
+}
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 
 __device__ __forceinline__ bool is_blocked(const CoreArgs& a, int64_t b, int i, int j) {
@@ -88,6 +94,25 @@ __device__ __forceinline__ void load_rows(float* dst, int ld, const float* src, 
   }
 }
 
+// acc[r][c] += Σ_{jj < jn} W[r·kBK + jj] · X[jj·ld + lane + 32c] for the warp's kRows rows (columns
+// past Dh read as 0): the one tile product of the forward (O += (P∘Z) V) and of dQ (dQ += dS K), W
+// the warp's [kRows][kBK] weights and X a [kBK][ld] tile of keys' rows, both in shared memory.
+template <int C>
+__device__ __forceinline__ void tile_accumulate(float (&acc)[kRows][C], const float* W, const float* X, int ld, int jn,
+                                                int Dh, int lane) {
+  for (int jj = 0; jj < jn; ++jj) {
+    float xj[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) xj[c] = lane + kWarp * c < Dh ? X[jj * ld + lane + kWarp * c] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const float w = W[r * kBK + jj];
+#pragma unroll
+      for (int c = 0; c < C; ++c) acc[r][c] = fmaf(w, xj[c], acc[r][c]);
+    }
+  }
+}
+
 // ---- forward ----------------------------------------------------------------------------------
 // Shared memory (floats): Ks [kBK][odd(Dh)], Vs [kBK][Dh], Qs [kBQ][Dh] (scaled), Ps [kWarps][kRows][kBK].
 size_t forward_smem(int Dh) {
@@ -105,9 +130,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_forward_kernel
   float* P = Qs + kBQ * Dh + warp * kRows * kBK;
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i0 = int(blockIdx.x) * kBQ;
-  const float* k = a.k + b * a.lk.batch + h * a.lk.head;
-  const float* v = a.v + b * a.lv.batch + h * a.lv.head;
-  load_rows(Qs, Dh, a.q + b * a.lq.batch + h * a.lq.head, a.lq.row, i0, kBQ, a.Tq, Dh, a.scale);
+  const float* k = head_rows(a.k, a.lk, b, h);
+  const float* v = head_rows(a.v, a.lv, b, h);
+  load_rows(Qs, Dh, head_rows(a.q, a.lq, b, h), a.lq.row, i0, kBQ, a.Tq, Dh, a.scale);
 
   float m[kRows], l[kRows], acc[kRows][C];
 #pragma unroll
@@ -147,18 +172,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_forward_kernel
       for (int c = 0; c < C; ++c) acc[r][c] *= alpha;
     }
     __syncwarp();  // the warp's P rows are complete
-    const int jn = imin(kBK, a.Tk - j0);
-    for (int jj = 0; jj < jn; ++jj) {
-      float vj[C];
-#pragma unroll
-      for (int c = 0; c < C; ++c) vj[c] = lane + kWarp * c < Dh ? Vs[jj * Dh + lane + kWarp * c] : 0.0f;
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const float pz = P[r * kBK + jj];
-#pragma unroll
-        for (int c = 0; c < C; ++c) acc[r][c] = fmaf(pz, vj[c], acc[r][c]);
-      }
-    }
+    tile_accumulate(acc, P, Vs, Dh, imin(kBK, a.Tk - j0), Dh, lane);
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -183,7 +197,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_weights_kernel
   const int64_t row = (b * a.H + h) * a.Tq + i;
   const float L = lse[row];
   const float* qr = a.q + b * a.lq.batch + i * a.lq.row + h * a.lq.head;
-  const float* k = a.k + b * a.lk.batch + h * a.lk.head;
+  const float* k = head_rows(a.k, a.lk, b, h);
   for (int j = int(threadIdx.x); j < a.Tk; j += int(blockDim.x)) {
     float s = 0.0f;
     for (int d = 0; d < a.Dh; ++d) s = fmaf(a.scale * qr[d], k[j * a.lk.row + d], s);
@@ -231,11 +245,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksDkdv)
   float* Ds = Ls + kBQb;
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int j0 = int(blockIdx.x) * kBKb;
-  const float* q = a.q + b * a.lq.batch + h * a.lq.head;
-  const float* go = dout + b * a.lo.batch + h * a.lo.head;
+  const float* q = head_rows(a.q, a.lq, b, h);
+  const float* go = head_rows(dout, a.lo, b, h);
   const int64_t lrow = (b * a.H + h) * a.Tq;
-  load_rows(Ks, Dh, a.k + b * a.lk.batch + h * a.lk.head, a.lk.row, j0, kBKb, a.Tk, Dh, 1.0f);
-  load_rows(Vs, Dh, a.v + b * a.lv.batch + h * a.lv.head, a.lv.row, j0, kBKb, a.Tk, Dh, 1.0f);
+  load_rows(Ks, Dh, head_rows(a.k, a.lk, b, h), a.lk.row, j0, kBKb, a.Tk, Dh, 1.0f);
+  load_rows(Vs, Dh, head_rows(a.v, a.lv, b, h), a.lv.row, j0, kBKb, a.Tk, Dh, 1.0f);
 
   float acc_k[kKeysPerWarp][C], acc_v[kKeysPerWarp][C];
 #pragma unroll
@@ -330,10 +344,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   float* DS = dOs + kBQ * Dh + warp * kRows * kBK;
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i0 = int(blockIdx.x) * kBQ;
-  const float* k = a.k + b * a.lk.batch + h * a.lk.head;
-  const float* v = a.v + b * a.lv.batch + h * a.lv.head;
-  load_rows(Qs, Dh, a.q + b * a.lq.batch + h * a.lq.head, a.lq.row, i0, kBQ, a.Tq, Dh, 1.0f);
-  load_rows(dOs, Dh, dout + b * a.lo.batch + h * a.lo.head, a.lo.row, i0, kBQ, a.Tq, Dh, 1.0f);
+  const float* k = head_rows(a.k, a.lk, b, h);
+  const float* v = head_rows(a.v, a.lv, b, h);
+  load_rows(Qs, Dh, head_rows(a.q, a.lq, b, h), a.lq.row, i0, kBQ, a.Tq, Dh, 1.0f);
+  load_rows(dOs, Dh, head_rows(dout, a.lo, b, h), a.lo.row, i0, kBQ, a.Tq, Dh, 1.0f);
   float L[kRows], Di[kRows], acc[kRows][C];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -372,18 +386,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       DS[r * kBK + lane] = p * (z * dp[r] - Di[r]);
     }
     __syncwarp();  // the warp's dS rows are complete
-    const int jn = imin(kBK, a.Tk - j0);
-    for (int jj = 0; jj < jn; ++jj) {
-      float kj[C];
-#pragma unroll
-      for (int c = 0; c < C; ++c) kj[c] = lane + kWarp * c < Dh ? Ks[jj * ks + lane + kWarp * c] : 0.0f;
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const float ds = DS[r * kBK + jj];
-#pragma unroll
-        for (int c = 0; c < C; ++c) acc[r][c] = fmaf(ds, kj[c], acc[r][c]);
-      }
-    }
+    tile_accumulate(acc, DS, Ks, ks, imin(kBK, a.Tk - j0), Dh, lane);
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {

@@ -17,12 +17,29 @@ Status backend_stream(cudaStream_t* stream);
 // so earlier pointers of the slot become invalid). Ops queued one after another on the stream may
 // share a slot (the stream orders them); an op must not take a slot its caller holds. In use:
 // 0 = LayerNorm backward partials, GEMM split-K partials, cross-entropy scratch, attention Di,
-// embedding id check; 1 = bias_grad partials; 2, 3 = the attention layer's backward (dctx, projection
+// embedding id check, the token start's batch sums, sum_squares/clip_grad_norm and first_nonfinite
+// partials; 1 = bias_grad partials; 2, 3 = the attention layer's backward (dctx, projection
 // gradients), the patch embedding's patch matrix and its gradient, the feed-forward backward's dh.
 constexpr int kWorkspaceSlots = 4;
 Status workspace(int slot, size_t bytes, void** ptr);
 
+// workspace() as an array of `count` T.
+template <class T>
+Status workspace_array(int slot, int64_t count, T** ptr) {
+  void* p = nullptr;
+  NF_TRY(workspace(slot, sizeof(T) * size_t(count), &p));
+  *ptr = static_cast<T*>(p);
+  return Status::Ok();
+}
+
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The grid of a grid-stride reduction over n elements that leaves one partial per block:
+// ⌈n / threads⌉ blocks, at least 1 (n = 0 still gives a result) and at most max_blocks.
+inline int64_t reduction_blocks(int64_t n, int threads, int64_t max_blocks) {
+  const int64_t b = ceil_div(n, threads);
+  return b < 1 ? 1 : (b < max_blocks ? b : max_blocks);
+}
 
 struct SumOp {
   template <class T>
@@ -36,6 +53,7 @@ struct MaxOp {
 };
 struct MinOp {
   __device__ __forceinline__ int operator()(int a, int b) const { return a < b ? a : b; }
+  __device__ __forceinline__ long long operator()(long long a, long long b) const { return a < b ? a : b; }
 };
 
 // op over the 32 lanes of a warp (butterfly: every lane gets the result).

@@ -1,18 +1,26 @@
-// Embeddings on the GPU: token gather and its scatter-add backward, the ViT CLS + position start.
+// Embeddings on the GPU: token gather and its scatter-add backward, the sinusoidal position table,
+// the ViT token starts (CLS + patches + positions; mask token + positions).
 // Math: out[r] = table[ids[r]]·scale + pos[r mod T]; dtable[ids[r]] += scale·dout[r];
-//   dpos[t] += Σ_b dout[b, t]. ViT: out[b, 0] = cls + pos[0], out[b, 1+n] = patches[b, n] + pos[1+n];
+//   dpos[t] += Σ_b dout[b, t]. Sinusoidal: PE[p, j] = sin(p / 10000^(2⌊j/2⌋/D)) for even j, cos for
+//   odd j, in double (as the CPU kernel and torch_reference.py), rounded to float once.
+//   ViTClassifier: out[b, 0] = cls + pos[0], out[b, 1+n] = patches[b, n] + pos[1+n];
 //   dcls += Σ_b dout[b, 0], dpatches[b, n] = dout[b, 1+n], dpos[t] += Σ_b dout[b, t].
-// Layout: ids [B, T] int32; table, dtable [V, D]; pos, dpos [T, D] (or [N+1, D]); out, dout rows of D.
-// Dimension key: B batch, T tokens, V vocabulary, D width, N patches, r = b·T + t.
+//   ViTDecoder: out[b, n] = token + pos[n]; S[n] = Σ_b dout[b, n]; dpos[n] += S[n]; dtoken += Σ_n S[n].
+// Layout: ids [B, T] int32; table, dtable [V, D]; pos, dpos [T, D] (or [N+1, D], [N, D]); out, dout
+//   rows of D; PE [len, D]; token, dtoken [D].
+// Dimension key: B batch, T tokens, V vocabulary, D width, N patches, len positions, r = b·T + t.
 // The ids are checked first by one block (first bad position, block min-reduction) and the result
 // read back, so no kernel ever indexes the table out of range. The scatter-add is deterministic
 // without atomics: one thread per column walks the rows in order (D-way parallel; duplicate ids only
-// ever meet in the same thread). Position and CLS gradients: one thread per (t, i) sums over b.
+// ever meet in the same thread). Position and CLS gradients: one thread per (t, i) sums over b. The
+// mask token's gradient adds the position sums S (scratch slot 0) over n with linear.cu's
+// deterministic column sums, the order of the CPU kernel (batch sums first, then over positions).
 #include "embedding.h"
 
 #include <string>
 
 #include "common.cuh"
+#include "linear.h"
 
 namespace nf::cuda {
 
@@ -50,13 +58,38 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t r = 0; r < rows; ++r) dtable[int64_t(ids[r]) * D + c] += scale * dout[r * D + c];
 }
 
-// dpos[t, c] += Σ_b dout[(b·T + t)·D + c] for t < T (T·D threads, grid-stride).
+// S[t, c] = Σ_b dout[(b·T + t)·D + c] for t < T (T·D threads, grid-stride): dpos[t, c] += S (when
+// dpos is given), sums[t, c] = S (when sums is given).
 __global__ void __launch_bounds__(kThreads)
-    position_grad_kernel(float* dpos, const float* dout, int64_t B, int64_t T, int D) {
+    position_grad_kernel(float* dpos, float* sums, const float* dout, int64_t B, int64_t T, int D) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < T * D; i += int64_t(gridDim.x) * blockDim.x) {
     float s = 0.0f;
     for (int64_t b = 0; b < B; ++b) s += dout[b * T * D + i];
-    dpos[i] += s;
+    if (dpos) dpos[i] += s;
+    if (sums) sums[i] = s;
+  }
+}
+
+// out[p, j] for p < len (total = len·D elements, grid-stride), in double as the CPU kernel. The angle
+// a goes to sinpi/cospi as a/π: their range reduction is exact and needs no local memory (sin and
+// cos of a double keep a stack frame for Payne-Hanek reduction of huge arguments); the extra
+// rounding moves the angle by at most a·2^-52, far below float32's resolution of the result.
+__global__ void __launch_bounds__(kThreads) sinusoidal_kernel(float* out, int64_t total, int D) {
+  constexpr double kPi = 3.141592653589793238;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t p = i / D;
+    const int j = int(i % D);
+    const double a = double(p) / pow(10000.0, double(j - j % 2) / double(D));
+    out[i] = float(j % 2 ? cospi(a / kPi) : sinpi(a / kPi));
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    token_pos_forward_kernel(float* out, const float* token, const float* pos, int64_t total, int64_t N, int D) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t n = (i / D) % N;
+    const int c = int(i % D);
+    out[i] = token[c] + pos[n * D + c];
   }
 }
 
@@ -155,8 +188,8 @@ Status run(const ops::EmbeddingBackward<float>& p) {
   NF_CUDA_TRY(op, launch(embedding_scatter_kernel, dim3(unsigned(ceil_div(d.D, kThreads))), dim3(kThreads), 0, s,
                          dtable, dout, ids, d.B * d.T, int(d.D), float(d.scale)));
   if (dpos)
-    NF_CUDA_TRY(op, launch(position_grad_kernel, blocks_for(d.T * d.D), dim3(kThreads), 0, s, dpos, dout, d.B, d.T,
-                           int(d.D)));
+    NF_CUDA_TRY(op, launch(position_grad_kernel, blocks_for(d.T * d.D), dim3(kThreads), 0, s, dpos,
+                           static_cast<float*>(nullptr), dout, d.B, d.T, int(d.D)));
   return Status::Ok();
 }
 
@@ -187,6 +220,45 @@ Status run(const ops::ClsPosBackward<float>& p) {
   NF_CUDA_TRY(op, launch(cls_pos_backward_kernel, blocks_for((N + 1) * D), dim3(kThreads), 0, s, dcls, dpatches, dpos,
                          dout, B, N, int(D)));
   return Status::Ok();
+}
+
+Status run(const ops::SinusoidalEncoding<float>& p) {
+  const char* op = "sinusoidal_encoding";
+  NF_CHECK(p.len >= 0, op, "len must be non-negative");
+  NF_CHECK(p.D >= 1 && p.D < (int64_t(1) << 31), op, "D must be in [1, 2^31)");
+  if (p.len == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  const int64_t total = p.len * p.D;
+  NF_CUDA_TRY(op, launch(sinusoidal_kernel, blocks_for(total), dim3(kThreads), 0, s, p.out, total, int(p.D)));
+  return Status::Ok();
+}
+
+Status run(const ops::TokenPosForward<float>& p) {
+  const char* op = "token_pos_forward";
+  const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
+  NF_TRY(check_tokens(op, B, N, D));
+  if (B * N == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  const int64_t total = B * N * D;
+  NF_CUDA_TRY(op, launch(token_pos_forward_kernel, blocks_for(total), dim3(kThreads), 0, s, p.out, p.token, p.pos,
+                         total, N, int(D)));
+  return Status::Ok();
+}
+
+Status run(const ops::TokenPosBackward<float>& p) {
+  const char* op = "token_pos_backward";
+  const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
+  NF_TRY(check_tokens(op, B, N, D));
+  if (B * N == 0) return Status::Ok();  // nothing to add
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  float* sums = nullptr;  // S [N, D]
+  NF_TRY(workspace_array(0, N * D, &sums));
+  NF_CUDA_TRY(op, launch(position_grad_kernel, blocks_for(N * D), dim3(kThreads), 0, s, p.dpos, sums, p.dout, B, N,
+                         int(D)));
+  return bias_grad(p.dtoken, static_cast<const float*>(sums), N, D, nullptr);
 }
 
 }  // namespace nf::cuda

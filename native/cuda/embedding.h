@@ -1,6 +1,5 @@
-// Token embeddings and the ViT token starts on the GPU, forward and backward: the ops of
-// native/ops/embedding.h on device pointers (ids included). (No sinusoidalEncoding or
-// tokenPosForward/Backward kernels yet.)
+// Token embeddings, the sinusoidal position table and the ViT token starts on the GPU, forward and
+// backward: the ops of native/ops/embedding.h on device pointers (ids included).
 #pragma once
 #include <cstdint>
 
@@ -24,5 +23,14 @@ Status run(const ops::ClsPosForward<float>& p);
 
 // dcls [D] += Σ_b dout[b, 0]; dpatches [B, N, D] = dout[:, 1:] (overwritten); dpos [N+1, D] += Σ_b dout[b].
 Status run(const ops::ClsPosBackward<float>& p);
+
+// out[len, D]: PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(...), in double, rounded to float.
+Status run(const ops::SinusoidalEncoding<float>& p);
+
+// ViTDecoder: out[B, N, D] = token [D] + pos [N, D].
+Status run(const ops::TokenPosForward<float>& p);
+
+// dpos [N, D] += Σ_b dout[b]; dtoken [D] += Σ_n (Σ_b dout[b, n]) (deterministic: fixed order).
+Status run(const ops::TokenPosBackward<float>& p);
 
 }  // namespace nf::cuda

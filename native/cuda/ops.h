@@ -9,6 +9,7 @@
 #include "elementwise.h"
 #include "embedding.h"
 #include "feedforward.h"
+#include "finite.h"
 #include "gemm.h"
 #include "grad_norm.h"
 #include "layernorm.h"

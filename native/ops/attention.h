@@ -139,8 +139,27 @@ void attention_saved(R& r, const AttentionDims& d, bool self, P& qkv, P& q, P& k
   r.saved(lse, "lse", NF_SHAPE(d.B, d.H, d.Tq), doc("each row's log Σ exp(score) (-Infinity for a fully blocked row)"));
 }
 
+// What the layer's forward and backward params share, as flash-attention's Flash_bwd_params extends
+// Flash_fwd_params: the dims, masks, memory, the buffers the forward saves (S = T*: written) and the
+// backward takes back (S = const T*: read), and the input and weights both read. Each op's `fields`
+// still reads them in its own schema order.
+template <class T, class S>
+struct AttentionParams {
+  AttentionDims d;
+  AttentionMasks m;
+  const T* memory = nullptr;
+  S qkv = nullptr;
+  S q = nullptr;
+  S kv = nullptr;
+  S ctx = nullptr;
+  S lse = nullptr;
+  const T* x = nullptr;
+  const T* Wqkv = nullptr;
+  const T* Wproj = nullptr;
+};
+
 template <class T>
-struct AttentionForward {
+struct AttentionForward : AttentionParams<T, T*> {
   static constexpr const char* name = "attentionForward";
   static constexpr const char* summary =
       "out [B, Tq, D] = proj(softmax(scale Q Kᵀ, masked) (dropped out) V) (scale: default 1/√Dh) with Q = x Wqᵀ + bq and K, V = src Wkᵀ "
@@ -151,20 +170,9 @@ struct AttentionForward {
       "are scaled by 1/(1-p). Backward must get the same dropoutP, seed and offset. qkvWeightPacked, "
       "projWeightPacked (optional): the weights prepacked by packWeights, read by the CPU kernels instead of packing "
       "them (same result, bit for bit).";
-  AttentionDims d;
-  AttentionMasks m;
-  const T* memory = nullptr;
   T* out = nullptr;
   T* weights = nullptr;
-  T* qkv = nullptr;
-  T* q = nullptr;
-  T* kv = nullptr;
-  T* ctx = nullptr;
-  T* lse = nullptr;
-  const T* x = nullptr;
-  const T* Wqkv = nullptr;
   const T* bqkv = nullptr;
-  const T* Wproj = nullptr;
   const T* bproj = nullptr;
   const T* Wqkv_packed = nullptr;
   const T* Wproj_packed = nullptr;
@@ -187,15 +195,12 @@ struct AttentionForward {
 };
 
 template <class T>
-struct AttentionBackward {
+struct AttentionBackward : AttentionParams<T, const T*> {
   static constexpr const char* name = "attentionBackward";
   static constexpr const char* summary =
       "From dout [B, Tq, D]: overwrites dx [B, Tq, D] and (cross-attention, optional) dMemory [B, Tk, D]; "
       "accumulates (+=) dQkvWeight, dQkvBias, dProjWeight, dProjBias (the biases' gradients optional). Takes "
       "the forward's inputs, weights, masks, dropout and saved buffers.";
-  AttentionDims d;
-  AttentionMasks m;
-  const T* memory = nullptr;
   T* dx = nullptr;
   T* dmemory = nullptr;
   T* dWqkv = nullptr;
@@ -203,14 +208,6 @@ struct AttentionBackward {
   T* dWproj = nullptr;
   T* dbproj = nullptr;
   const T* dout = nullptr;
-  const T* qkv = nullptr;
-  const T* q = nullptr;
-  const T* kv = nullptr;
-  const T* ctx = nullptr;
-  const T* lse = nullptr;
-  const T* x = nullptr;
-  const T* Wqkv = nullptr;
-  const T* Wproj = nullptr;
 
   template <class R>
   static void fields(R& r, AttentionBackward& p) {

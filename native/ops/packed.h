@@ -51,6 +51,8 @@ struct PackWeights {
       "(W1Packed, W2Packed), attentionForward and attentionDecode (qkvWeightPacked, projWeightPacked) read it "
       "instead of packing W on every call, with bit-identical results; they reject a buffer packed for another "
       "variant (after setIsa) or other dims. Repack whenever W changes. CPU only.";
+  // The layout is a CPU kernel variant's own (its NR, KC): no device has a use for it.
+  static constexpr bool host_only = true;
   int64_t N = 0, K = 0;
   T* packed = nullptr;
   const T* W = nullptr;

@@ -14,6 +14,8 @@ struct FmaPeak {
       "least `minSeconds` (default 0.2, at most 10), and writes the fastest of three runs to `out`: [flops "
       "executed, seconds, threads], the seconds counted in the threads' own CPU time (summed, divided by "
       "threads), so time preempted by other processes does not lower the figure. Peak FLOP/s = out[0] / out[1].";
+  // A measurement of the host CPU, not a function of its inputs: nothing for a device to run.
+  static constexpr bool host_only = true;
   double min_seconds = 0.2;
   double* out = nullptr;
 

@@ -6,9 +6,11 @@
 //     {"name": "eps", "kind": "number", "default": 1e-05},
 //     {"name": "act", "kind": "choice", "type": "Activation", "choices": ["none", ...], "default": "none"},
 //     {"name": "out", "kind": "array", "role": "out", "dtype": "real", "shape": "[rows, D]",
-//      "optional": false, "when": "...", "gradOf": "x", "doc": "..."}, ...]}
+//      "optional": false, "when": "...", "gradOf": "x", "doc": "..."}, ...], "hostOnly": false}
 // `optional`: may be absent (in some calls, those `requiredWhen` does not describe); `when`: read
 // only in the calls it describes (required there unless optional), ignored in the others.
+// `hostOnly`: the op runs on the host CPU only by nature (schema.h); every other op has a kernel on
+// every backend.
 // The recorder gives every dim its smallest valid value, every pointer a dummy address and says
 // every field is given, so `fields` runs straight through; its checks are ignored.
 #pragma once
@@ -176,14 +178,16 @@ class Recorder : public FieldReader<Recorder, float> {
   alignas(64) unsigned char dummy_[64] = {};
 };
 
-// The JSON of op P<float> (its name, doc and fields) with `extra` members appended.
+// The JSON of op P<float> (its name, doc, fields and whether it is host-only, schema.h) with
+// `extra` members appended.
 template <template <class> class P>
 std::string record_op(const std::string& extra = "") {
   Recorder r;
   P<float> p;
   P<float>::fields(r, p);
   return "{\"name\": " + json_string(P<float>::name) + ", \"doc\": " + json_string(P<float>::summary) +
-         ", \"fields\": [" + r.fields() + "]" + extra + "}";
+         ", \"fields\": [" + r.fields() + "], \"hostOnly\": " + (host_only_v<P<float>> ? "true" : "false") + extra +
+         "}";
 }
 
 }  // namespace nf::ops

@@ -43,6 +43,10 @@
 // own namespace (nf::cpu, nf::ref, nf::cuda): the bindings find them by overload, so a backend
 // supports an op exactly when it declares that overload (native/cpu/ops.h, native/cpu/ref/ops.h,
 // native/cuda/ops.h), and there is no other list of what runs where.
+// An op that is host-only by nature (a CPU measurement, a CPU kernel's private weight layout) says
+// so in its params struct, `static constexpr bool host_only = true;`: no device backend implements
+// it (the CUDA binding refuses one that tried), the recorder writes `"hostOnly": true` into its
+// schema, and every other op of the table must have a kernel on every backend.
 //
 // The reader interface (R):
 //   dim(int64_t& v, name, min = 1, max = 2^40 [, When])      a required integer in [min, max]
@@ -240,6 +244,14 @@ class FieldReader {
     return f;
   }
 };
+
+// Whether op params type P is host-only (declares `static constexpr bool host_only = true`).
+template <class P, class = void>
+struct is_host_only : std::false_type {};
+template <class P>
+struct is_host_only<P, std::void_t<decltype(P::host_only)>> : std::bool_constant<P::host_only> {};
+template <class P>
+inline constexpr bool host_only_v = is_host_only<P>::value;
 
 // The largest integer a JS number holds exactly: the bound of seeds and offsets.
 constexpr int64_t kMaxSafeInteger = (int64_t(1) << 53) - 1;

@@ -975,6 +975,9 @@ inline float __frcp_rn(float x) { return 1.0f / x; }
 inline float __fsqrt_rn(float x) { return sqrtf(x); }
 inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+// sin(πx), cos(πx) of a double: x reduced exactly (mod 2), then the product in long double.
+inline double sinpi(double x) { return double(sinl(3.14159265358979323846264338327950288L * std::fmod(x, 2.0))); }
+inline double cospi(double x) { return double(cosl(3.14159265358979323846264338327950288L * std::fmod(x, 2.0))); }
 inline int __float_as_int(float x) { return ::nf::emu::detail::from_bits<int>(::nf::emu::detail::to_bits(x)); }
 inline unsigned __float_as_uint(float x) { return ::nf::emu::detail::from_bits<unsigned>(::nf::emu::detail::to_bits(x)); }
 inline float __int_as_float(int x) { return ::nf::emu::detail::from_bits<float>(::nf::emu::detail::to_bits(x)); }

@@ -25,7 +25,8 @@ struct DeviceSource {
   template <class E>
   E* pointer(const char* name, int64_t len, bool optional, bool at_least) {
     using V = std::remove_const_t<E>;
-    static_assert(sizeof(V) == 4 || sizeof(V) == 1, "device buffers hold float32, int32 or bool");
+    static_assert(sizeof(V) == 4 || sizeof(V) == 1 || std::is_same_v<V, double>,
+                  "device buffers hold float32, int32, bool or (a result such as firstNonFinite's index) float64");
     if (at_least && a.buf_length<V>(name) > len) len = a.buf_length<V>(name);
     return optional ? a.buf_opt<V>(name, len) : a.buf<V>(name, len);
   }
@@ -55,7 +56,10 @@ struct RegisterDevice {
   Napi::Object exports;
   template <template <class> class Op>
   std::optional<std::string> operator()() {
-    if constexpr (!has_cuda<Op<float>>::value) {
+    if constexpr (ops::host_only_v<Op<float>>) {
+      static_assert(!has_cuda<Op<float>>::value, "a host-only op (native/ops/schema.h) has no CUDA kernel");
+      return std::nullopt;
+    } else if constexpr (!has_cuda<Op<float>>::value) {
       return std::nullopt;
     } else {
       register_device_op(env, exports, Op<float>::name, parse_device<Op>);

@@ -64,7 +64,8 @@ class DeviceArgs : public Args {
  private:
   template <class T>
   static const char* type_name() {
-    return sizeof(T) == 4 ? (std::is_same_v<T, float> ? "float32" : "int32") : "bool";
+    if constexpr (std::is_same_v<T, double>) return "float64";
+    else return sizeof(T) == 4 ? (std::is_same_v<T, float> ? "float32" : "int32") : "bool";
   }
   void* typed(const char* name, int64_t len, size_t elem, const char* type, bool optional);
 

@@ -1,6 +1,6 @@
 // Parity of the CUDA embeddings (token gather with positions, deterministic scatter-add backward with
-// repeated ids, bad ids) and of the ViT CLS + position start, with the float64 references
-// native/cpu/ref/embedding.h.
+// repeated ids, bad ids), the sinusoidal position table and the ViT token starts (CLS + positions,
+// mask token + positions), with the float64 references native/cpu/ref/embedding.h.
 #include <type_traits>
 
 #include "../../cpu/ref/embedding.h"
@@ -97,6 +97,65 @@ NF_TEST(cuda_cls_pos_parity) {
     check_close("cls_pos dcls", name, d_dcls.download(), dcls, kBwdTol);
     check_close("cls_pos dpatches", name, d_dpatches.download(), dpatches, kBwdTol);
     check_close("cls_pos dpos", name, d_dpos.download(), dpos, kBwdTol);
+  }
+}
+
+NF_TEST(cuda_sinusoidal_parity) {
+  struct Case {
+    int64_t len, D;
+  };
+  const Case cases[] = {{1, 1}, {7, 12}, {9, 7}, {197, 20}, {50, 40}, {3, 5}, {4096, 6}, {0, 4}};
+  for (const Case& c : cases) {
+    const std::string name = dims({{"len", c.len}, {"D", c.D}});
+    const size_t n = size_t(c.len * c.D);
+    Vec ref(n);
+    nf::ops::SinusoidalEncoding<double> r;
+    r.len = c.len, r.D = c.D, r.out = ref.data();
+    nf::ref::run(r);
+    DeviceF d_out(std::vector<float>(n, -7.0f));
+    nf::ops::SinusoidalEncoding<float> f;
+    f.len = c.len, f.D = c.D, f.out = d_out;
+    NF_ASSERT_OK(nf::cuda::run(f));
+    check_close("sinusoidal out", name, d_out.download(), ref, kFwdTol);
+  }
+  nf::ops::SinusoidalEncoding<float> bad;
+  bad.len = 3, bad.D = 0;
+  NF_EXPECT(!nf::cuda::run(bad).ok(), "D 0");
+}
+
+NF_TEST(cuda_token_pos_parity) {
+  struct Case {
+    int64_t B, N, D;
+  };
+  // N 1100: more rows than one chunk of the column sums (their two-stage path).
+  const Case cases[] = {{1, 1, 24}, {3, 7, 12}, {5, 9, 7}, {2, 196, 40}, {3, 1100, 20}, {0, 4, 12}};
+  for (const Case& c : cases) {
+    const std::string name = dims({{"B", c.B}, {"N", c.N}, {"D", c.D}});
+    const size_t nt = size_t(c.B * c.N * c.D), npos = size_t(c.N * c.D);
+    const Vec token = randn(size_t(c.D)), pos = randn(npos), dout = randn(nt);
+    const nf::ops::TokenPosDims d{c.B, c.N, c.D};
+    const auto forward = [&d](auto* out, const auto* token_ptr, const auto* pos_ptr) {
+      nf::ops::TokenPosForward<std::remove_pointer_t<decltype(out)>> f;
+      f.d = d, f.out = out, f.token = token_ptr, f.pos = pos_ptr;
+      return f;
+    };
+    const auto backward = [&d](auto* dtoken_ptr, auto* dpos_ptr, const auto* dout_ptr) {
+      nf::ops::TokenPosBackward<std::remove_pointer_t<decltype(dtoken_ptr)>> b;
+      b.d = d, b.dtoken = dtoken_ptr, b.dpos = dpos_ptr, b.dout = dout_ptr;
+      return b;
+    };
+    // The parameter gradients start non-zero: they accumulate.
+    const Vec dtoken0 = randn(size_t(c.D)), dpos0 = randn(npos);
+    Vec out(nt), dtoken = dtoken0, dpos = dpos0;
+    nf::ref::run(forward(out.data(), token.data(), pos.data()));
+    nf::ref::run(backward(dtoken.data(), dpos.data(), dout.data()));
+    DeviceF d_token(token), d_pos(pos), d_out(std::vector<float>(nt, -7.0f)), d_dout(dout), d_dtoken(dtoken0),
+        d_dpos(dpos0);
+    NF_ASSERT_OK(nf::cuda::run(forward(d_out.get(), d_token.get(), d_pos.get())));
+    check_close("token_pos out", name, d_out.download(), out, kFwdTol);
+    NF_ASSERT_OK(nf::cuda::run(backward(d_dtoken.get(), d_dpos.get(), d_dout.get())));
+    check_close("token_pos dtoken", name, d_dtoken.download(), dtoken, kBwdTol);
+    check_close("token_pos dpos", name, d_dpos.download(), dpos, kBwdTol);
   }
 }
 

@@ -1,5 +1,5 @@
 // Parity of the CUDA ops added beside the layer ops (registered through the op schema like the layer ops): SGD (momentum, dampening,
-// weight decay, Nesterov) and the gradient-clipping reductions with native/cpu/ref/optim.h, the
+// weight decay, Nesterov), the gradient-clipping reductions and the fused clip with native/cpu/ref/optim.h, the
 // masked MSE with native/cpu/ref/loss.h, and incremental decoding (self-attention through the
 // key/value cache step by step, cross-attention with key padding) with the float64 reference of the
 // full attention layer (native/cpu/ref/attention.h): row t of a causal forward over the prefix.
@@ -59,6 +59,38 @@ NF_TEST(cuda_grad_norm_parity) {
     nf::ref::scale(scaled.data(), n, 0.375);
     check_close("scale", name, d_x.download(), scaled, kFwdTol);
   }
+}
+
+NF_TEST(cuda_clip_grad_norm_parity) {
+  struct Case {
+    int64_t n;
+    double max_norm;  // < the norm: clipped; > it: untouched
+  };
+  const Case cases[] = {{0, 1.0}, {1, 0.25}, {50, 1.0}, {1000, 1e3}, {4099, 0.0}, {300000, 10.0}};
+  for (const Case& c : cases) {
+    const Vec g = randn(size_t(c.n));
+    Vec ref = g;
+    const double total = nf::ref::clip_grad_norm(ref.data(), c.n, c.max_norm);
+    DeviceF d_g(g), d_total(std::vector<float>{-1.0f});
+    nf::ops::ClipGradNorm<float> p;
+    p.n = c.n, p.max_norm = c.max_norm, p.total_norm = d_total, p.grad = d_g;
+    NF_ASSERT_OK(nf::cuda::run(p));
+    const std::string name = dims({{"n", c.n}, {"max_norm_x1000", int64_t(c.max_norm * 1000)}});
+    check_close("clip_grad_norm total", name, d_total.download(), Vec{total}, kFwdTol);
+    check_close("clip_grad_norm grad", name, d_g.download(), ref, kFwdTol);
+    if (c.max_norm >= 1e3) NF_EXPECT(d_g.download() == to_float(g), "below the threshold: untouched, bit for bit");
+  }
+  // A NaN gradient makes the norm NaN, and torch scales every gradient by it.
+  Vec g = randn(40);
+  g[7] = NAN;
+  DeviceF d_g(g), d_total(1);
+  nf::ops::ClipGradNorm<float> p;
+  p.n = 40, p.max_norm = 1.0, p.total_norm = d_total, p.grad = d_g;
+  NF_ASSERT_OK(nf::cuda::run(p));
+  NF_EXPECT(std::isnan(d_total.download()[0]), "a NaN norm");
+  for (float v : d_g.download()) NF_EXPECT(std::isnan(v), "every gradient NaN");
+  p.max_norm = -1;
+  NF_EXPECT(!nf::cuda::run(p).ok(), "a negative max_norm");
 }
 
 NF_TEST(cuda_mse_parity) {
