@@ -68,14 +68,13 @@ function gridSize(name: string, v: unknown): [number, number] {
 }
 
 /**
- * pos_embed [1, prefix + oldSize[0]·oldSize[1], D] (a float32 tensor on the cpu) → a new one
- * [1, prefix + newSize[0]·newSize[1], D]; a table already of the new size is copied unchanged.
+ * pos_embed [1, prefix + oldSize[0]·oldSize[1], D] (a float32 tensor on any device) → a new one
+ * [1, prefix + newSize[0]·newSize[1], D] on the same device; a table already of the new size is copied unchanged.
  * Load it in place of a checkpoint's `pos_embed` to fine-tune at another resolution, e.g. a 224²
  * checkpoint (14 × 14 patches) at 384² (24 × 24): `{ newSize: [24, 24] }`.
  */
 export function resamplePosEmbed(posEmbed: Tensor, options: ResamplePosEmbedOptions): Tensor<'float32'> {
   const t = checkTensor('posEmbed', posEmbed, 'float32', [1, null, null]);
-  if (t.device !== 'cpu') invalidArg('posEmbed', 'a tensor on the cpu', t);
   const o = RESAMPLE_OPTIONS.check('options', options);
   const prefix = o.numPrefixTokens ?? 1;
   if (!Number.isInteger(prefix) || prefix < 0 || prefix >= t.shape[1]) invalidArg('options.numPrefixTokens', `an integer in [0, ${t.shape[1]})`, prefix);
@@ -86,7 +85,7 @@ export function resamplePosEmbed(posEmbed: Tensor, options: ResamplePosEmbedOpti
     `a grid of ${grid} positions (${L} tokens less ${prefix} prefix)`, o.oldSize ?? t);
   const [nh, nw] = gridSize('options.newSize', o.newSize);
   const taps = bool('options.antialias', o.antialias ?? true) ? antialiasTaps : bicubicTaps;
-  const src = t.data, out = new Float32Array((prefix + nh * nw) * D);
+  const src = t.hostValues(), out = new Float32Array((prefix + nh * nw) * D);
   out.set(src.subarray(0, prefix * D));
   if (nh === oh && nw === ow) out.set(src.subarray(prefix * D), prefix * D);
   else {
@@ -109,5 +108,5 @@ export function resamplePosEmbed(posEmbed: Tensor, options: ResamplePosEmbedOpti
         out.set(acc, (prefix + y * nw + x) * D);
       }
   }
-  return Tensor.from(out, [1, prefix + nh * nw, D]);
+  return Tensor.from(out, [1, prefix + nh * nw, D], t.device);
 }

@@ -265,7 +265,7 @@ export class Tensor<D extends DType = DType> {
     if (this.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `This ${describe(this)} has been disposed`);
     if (device === this.device) return this;
     const t = new Tensor(this.dtype, this.shape, this.size, device, true);
-    return device === 'cuda' ? t.copyFrom(this.host()) : t.copyFrom(this.toArray());
+    return t.copyFrom(this.hostValues());
   }
 
   /** A new tensor (on the same device) with the same data and another shape of the same size. */
