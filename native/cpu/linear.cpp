@@ -18,9 +18,9 @@ namespace nf::cpu::NF_ISA_NS {
 void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, const LinearDims& d,
                     Act act, const PackedB& Wp) {
   GemmDims g;
-  g.M = d.rows, g.N = d.out, g.K = d.in;
+  g.M = d.rows, g.N = d.out_features, g.K = d.in_features;
   g.transB = true;
-  g.lda = d.in, g.ldb = d.in, g.ldc = d.out;
+  g.lda = d.in_features, g.ldb = d.in_features, g.ldc = d.out_features;
   g.act = act;
   NF_ISA_NS::gemm(y, preact, x, W, b, g, Wp);
 }
@@ -60,19 +60,19 @@ void linear_backward(float* dx, float* dW, float* db, const float* dy, const flo
                      const LinearDims& d) {
   if (dx) {  // dx[rows,in] = dy[rows,out] W[out,in]
     GemmDims g;
-    g.M = d.rows, g.N = d.in, g.K = d.out;
-    g.lda = d.out, g.ldb = d.in, g.ldc = d.in;
+    g.M = d.rows, g.N = d.in_features, g.K = d.out_features;
+    g.lda = d.out_features, g.ldb = d.in_features, g.ldc = d.in_features;
     NF_ISA_NS::gemm(dx, nullptr, dy, W, nullptr, g);
   }
   {  // dW[out,in] += dyᵀ[out,rows] x[rows,in]
     GemmDims g;
-    g.M = d.out, g.N = d.in, g.K = d.rows;
+    g.M = d.out_features, g.N = d.in_features, g.K = d.rows;
     g.transA = true;
-    g.lda = d.out, g.ldb = d.in, g.ldc = d.in;
+    g.lda = d.out_features, g.ldb = d.in_features, g.ldc = d.in_features;
     g.beta = 1.0f;
     NF_ISA_NS::gemm(dW, nullptr, dy, x, nullptr, g);
   }
-  if (db) NF_ISA_NS::bias_grad(db, dy, d.rows, d.out, nullptr);
+  if (db) NF_ISA_NS::bias_grad(db, dy, d.rows, d.out_features, nullptr);
 }
 
 }  // namespace nf::cpu::NF_ISA_NS
@@ -84,7 +84,7 @@ Status run(const ops::LinearForward<float>& p) {
   NF_TRY(ops::linear_check("linear_forward", p.d));
   const Isa isa = active_isa();
   PackedB Wp;
-  NF_TRY(packed_weight(&Wp, p.W_packed, p.d.out, p.d.in, isa, "linear_forward", "WPacked"));
+  NF_TRY(packed_weight(&Wp, p.W_packed, p.d.out_features, p.d.in_features, isa, "linear_forward", "WPacked"));
   if (p.d.rows == 0) return Status::Ok();
   NF_DISPATCH_TO(isa, linear_forward, p.y, p.preact, p.x, p.W, p.b, p.d, p.act, Wp);
   return Status::Ok();

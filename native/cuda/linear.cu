@@ -76,7 +76,7 @@ Status linear_forward(float* y, float* preact, const float* x, const float* W, c
   NF_TRY(ops::linear_check("linear_forward", d));
   if (d.rows == 0) return Status::Ok();
   GemmDims g;
-  g.M = d.rows, g.N = d.out, g.K = d.in, g.transB = true, g.act = act;
+  g.M = d.rows, g.N = d.out_features, g.K = d.in_features, g.transB = true, g.act = act;
   return cuda::gemm(y, preact, x, W, b, g);
 }
 
@@ -86,13 +86,13 @@ Status linear_backward(float* dx, float* dW, float* db, const float* dy, const f
   if (d.rows == 0) return Status::Ok();
   if (dx) {  // dx [rows, in] = dy [rows, out] W [out, in]
     GemmDims g;
-    g.M = d.rows, g.N = d.in, g.K = d.out;
+    g.M = d.rows, g.N = d.in_features, g.K = d.out_features;
     NF_TRY(cuda::gemm(dx, nullptr, dy, W, nullptr, g));
   }
   GemmDims g;  // dW [out, in] += dyᵀ x
-  g.M = d.out, g.N = d.in, g.K = d.rows, g.transA = true, g.beta = 1.0f;
+  g.M = d.out_features, g.N = d.in_features, g.K = d.rows, g.transA = true, g.beta = 1.0f;
   NF_TRY(cuda::gemm(dW, nullptr, dy, x, nullptr, g));
-  if (db) NF_TRY(bias_grad(db, dy, d.rows, d.out, nullptr));
+  if (db) NF_TRY(bias_grad(db, dy, d.rows, d.out_features, nullptr));
   return Status::Ok();
 }
 

@@ -94,7 +94,7 @@ Status run(const ops::PatchEmbedBackward<float>& p) {
   float* X = nullptr;
   NF_TRY(im2col(op, &X, images, d, s));
   void* dX = nullptr;
-  if (dimages) NF_TRY(workspace(3, sizeof(float) * size_t(ld.rows * ld.in), &dX));
+  if (dimages) NF_TRY(workspace(3, sizeof(float) * size_t(ld.rows * ld.in_features), &dX));
   NF_TRY(cuda::linear_backward(static_cast<float*>(dX), dweight, dbias, dout, X, weight, ld));
   if (!dimages) return Status::Ok();
   const int64_t total = d.B * d.C * d.H * d.W;

@@ -43,13 +43,13 @@ inline Status gemm_check(GemmDims* d) {
 // A Linear layer's product: rows = B*T (every leading dimension flattened), in and out features.
 struct LinearDims {
   int64_t rows = 0;
-  int64_t in = 0;
-  int64_t out = 0;
+  int64_t in_features = 0;
+  int64_t out_features = 0;
 };
 
 inline Status linear_check(const char* op, const LinearDims& d) {
   NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
-  NF_CHECK(d.in >= 1 && d.out >= 1, op, "in and out features must be at least 1");
+  NF_CHECK(d.in_features >= 1 && d.out_features >= 1, op, "in and out features must be at least 1");
   return Status::Ok();
 }
 
@@ -138,15 +138,15 @@ struct LinearForward {
   template <class R>
   static void fields(R& r, LinearForward& p) {
     r.dim(p.d.rows, "rows", 0);
-    r.dim(p.d.in, "inFeatures");
-    r.dim(p.d.out, "outFeatures");
+    r.dim(p.d.in_features, "inFeatures");
+    r.dim(p.d.out_features, "outFeatures");
     r.choice(p.act, "act", kActivations, Act::none);
-    r.out(p.y, "y", Shape("[rows, outFeatures]", p.d.rows, p.d.out));
-    r.out(p.preact, "preact", Shape("[rows, outFeatures]", p.d.rows, p.d.out), optional);
-    r.in(p.x, "x", Shape("[rows, inFeatures]", p.d.rows, p.d.in));
-    r.in(p.W, "W", Shape("[outFeatures, inFeatures]", p.d.out, p.d.in));
-    r.in(p.b, "b", Shape("[outFeatures]", p.d.out), optional);
-    r.in(p.W_packed, "WPacked", NF_PACKED_SHAPE(p.d.out, p.d.in, "outFeatures", "inFeatures"), optional,
+    r.out(p.y, "y", Shape("[rows, outFeatures]", p.d.rows, p.d.out_features));
+    r.out(p.preact, "preact", Shape("[rows, outFeatures]", p.d.rows, p.d.out_features), optional);
+    r.in(p.x, "x", Shape("[rows, inFeatures]", p.d.rows, p.d.in_features));
+    r.in(p.W, "W", Shape("[outFeatures, inFeatures]", p.d.out_features, p.d.in_features));
+    r.in(p.b, "b", Shape("[outFeatures]", p.d.out_features), optional);
+    r.in(p.W_packed, "WPacked", NF_PACKED_SHAPE(p.d.out_features, p.d.in_features, "outFeatures", "inFeatures"), optional,
          doc("W prepacked by packWeights (N = outFeatures, K = inFeatures) for the active CPU kernels"));
   }
 };
@@ -168,14 +168,14 @@ struct LinearBackward {
   template <class R>
   static void fields(R& r, LinearBackward& p) {
     r.dim(p.d.rows, "rows", 0);
-    r.dim(p.d.in, "inFeatures");
-    r.dim(p.d.out, "outFeatures");
-    r.out(p.dx, "dx", Shape("[rows, inFeatures]", p.d.rows, p.d.in), optional, grad_of("x"));
-    r.inout(p.dW, "dW", Shape("[outFeatures, inFeatures]", p.d.out, p.d.in), grad_of("W"));
-    r.inout(p.db, "db", Shape("[outFeatures]", p.d.out), optional, grad_of("b"));
-    r.in(p.dy, "dy", Shape("[rows, outFeatures]", p.d.rows, p.d.out), grad_of("y"));
-    r.in(p.x, "x", Shape("[rows, inFeatures]", p.d.rows, p.d.in));
-    r.in(p.W, "W", Shape("[outFeatures, inFeatures]", p.d.out, p.d.in));
+    r.dim(p.d.in_features, "inFeatures");
+    r.dim(p.d.out_features, "outFeatures");
+    r.out(p.dx, "dx", Shape("[rows, inFeatures]", p.d.rows, p.d.in_features), optional, grad_of("x"));
+    r.inout(p.dW, "dW", Shape("[outFeatures, inFeatures]", p.d.out_features, p.d.in_features), grad_of("W"));
+    r.inout(p.db, "db", Shape("[outFeatures]", p.d.out_features), optional, grad_of("b"));
+    r.in(p.dy, "dy", Shape("[rows, outFeatures]", p.d.rows, p.d.out_features), grad_of("y"));
+    r.in(p.x, "x", Shape("[rows, inFeatures]", p.d.rows, p.d.in_features));
+    r.in(p.W, "W", Shape("[outFeatures, inFeatures]", p.d.out_features, p.d.in_features));
   }
 };
 

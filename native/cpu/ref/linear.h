@@ -74,12 +74,12 @@ void run(const ops::Gemm<T>& p) {
 
 template <class T>
 void run(const ops::LinearForward<T>& p) {
-  linear_forward(p.y, p.x, p.W, p.b, p.d.rows, p.d.in, p.d.out, p.act, p.preact);
+  linear_forward(p.y, p.x, p.W, p.b, p.d.rows, p.d.in_features, p.d.out_features, p.act, p.preact);
 }
 
 template <class T>
 void run(const ops::LinearBackward<T>& p) {
-  linear_backward(p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d.rows, p.d.in, p.d.out);
+  linear_backward(p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d.rows, p.d.in_features, p.d.out_features);
 }
 
 }  // namespace nf::ref
