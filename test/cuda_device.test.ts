@@ -22,7 +22,7 @@ import { main } from '../lib/cli/program';
 import { cuda, declaredOps } from '../lib/core/device';
 import { HOST_ONLY_OPS, OP_NAMES } from '../lib/native/ops.generated';
 import type { OpName, Program } from '../lib/core/program';
-import { randn32, relErr, rng } from './helpers';
+import { failure, randn32, relErr, rng } from './helpers';
 import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
 
 const reason = emulatorSkipReason();
@@ -153,14 +153,6 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
     for (const op of ['layernormForward', 'attentionBackward', 'gemm', 'copyRows']) expect(supports(op, 'cuda'), op).toBe(true);
     expect(supports('fmaPeak', 'cuda')).toBe(false); // a CPU measurement
     const missing = new Set<string>(OP_NAMES.filter((op) => !supports(op, 'cuda')));
-    const failure = (fn: () => unknown) => {
-      try {
-        fn();
-      } catch (e) {
-        return e as NodeformerError;
-      }
-      return null;
-    };
 
     // A module that declares an op without a CUDA kernel fails before anything moves; host-only ops
     // (fmaPeak, packWeights: CPU work by nature) are never asked of a device.

@@ -19,11 +19,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { MAE_MODEL, runMae } from '../examples/mae';
 import {
-  AdamW, clipGradNorm, crossEntropy, cudaEmptyCache, cudaMemoryStats, Decoder, Encoder, Linear, mse, NodeformerError, saveModel, setCheckFinite,
+  AdamW, clipGradNorm, crossEntropy, cudaEmptyCache, cudaMemoryStats, Decoder, Encoder, Linear, mse, saveModel, setCheckFinite,
   SGD, Tensor, Transformer, trainStep, ViTClassifier, ViTDecoder, ViTEncoder, loadModel, type Device, type Module,
 } from '../lib/index';
 import { cuda } from '../lib/core/device';
-import { randn32, relErr, rng } from './helpers';
+import { failure, randn32, relErr, rng } from './helpers';
 import { buildEmulated, emulatorSkipReason } from './support/cuda_emu_build';
 
 const reason = emulatorSkipReason();
@@ -125,14 +125,6 @@ describe.skipIf(reason !== null)("every model on device 'cuda' (SIMT emulator) m
       const m = new ViTClassifier({ ...config, device }), opt = new SGD(m.parameters(), { lr: 0.1 });
       const loss = trainStep(m, opt, images.to(device), labels.to(device));
       return { loss, params: params(m) };
-    };
-    const failure = (fn: () => unknown) => {
-      try {
-        fn();
-      } catch (e) {
-        return e as NodeformerError;
-      }
-      return null;
     };
     setCheckFinite(true);
     try {

@@ -5,6 +5,7 @@
 import { native } from '../lib/native/addon';
 import { mulberry32 } from '../lib/core/random';
 import type { Isa } from '../lib/native/core';
+import type { NodeformerError } from '../lib/validation/errors';
 
 /** A seeded generator (mulberry32) of uniform numbers in [0, 1). */
 export const rng = mulberry32;
@@ -103,4 +104,14 @@ export class ErrorLog {
     const rows = [...this.worst].map(([k, v]) => `  ${k.padEnd(40)} ${v.toExponential(2)}`);
     console.log(`${title} (limit ${this.limit.toExponential(0)}):\n${rows.join('\n')}`);
   }
+}
+
+/** The NodeformerError that `fn` throws, or null when it returns. */
+export function failure(fn: () => unknown): NodeformerError | null {
+  try {
+    fn();
+  } catch (e) {
+    return e as NodeformerError;
+  }
+  return null;
 }
