@@ -426,33 +426,18 @@ void attention_forward(const ops::AttentionForward<float>& p, const PackedB& qkv
 void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p, const PackedB& proj_p) {
   const AttentionDecodeDims& d = p.d;
   float *out = p.out, *cache = p.cache;
-  const float *kv = p.kv, *x = p.x, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
+  const float *x = p.x, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
   const int64_t B = d.B, D = d.D;
+  const ops::AttentionDecodeCore core = ops::attention_decode_core(d, cache != nullptr, p.key_padding);
   // The projected query (self-attention: q | k | v) [B, 3D], then the context [B, D].
   float* proj_in = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * B * 4 * D));
   float* ctx = proj_in + B * 3 * D;
-  AttentionCoreDims c;
-  c.B = B, c.H = d.H, c.Tq = 1, c.Dh = D / d.H;
-  c.scale = ops::softmax_scale<float>(d.scale, c.Dh);
-  c.o = {D, D, c.Dh};
-  AttentionMasks masks;
-  const float* K = kv;
-  if (cache) {
-    NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, 3 * D}, Act::none, qkv_p);
+  NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, core.qkv_width}, Act::none, qkv_p);
+  if (cache)
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(cache + (b * d.max_t + d.t) * 2 * D, proj_in + b * 3 * D + D, sizeof(float) * 2 * D);
-    c.Tk = d.t + 1;
-    c.q = {3 * D, 3 * D, c.Dh};
-    c.k = c.v = {d.max_t * 2 * D, 2 * D, c.Dh};
-    K = cache;
-  } else {
-    NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, D}, Act::none, qkv_p);
-    c.Tk = d.Tk;
-    c.q = {D, D, c.Dh};
-    c.k = c.v = {d.Tk * 2 * D, 2 * D, c.Dh};
-    masks.key_padding = p.key_padding;
-  }
-  NF_ISA_NS::attention_core_forward(ctx, nullptr, nullptr, proj_in, K, K + D, masks, c);
+  const float* K = cache ? cache : p.kv;
+  NF_ISA_NS::attention_core_forward(ctx, nullptr, nullptr, proj_in, K, K + D, core.masks, core.dims);
   NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {B, D, D}, Act::none, proj_p);
 }
 

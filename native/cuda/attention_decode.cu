@@ -4,7 +4,7 @@
 //   the memory's K|V (masked by key_padding); out = o Wprojᵀ + bproj.
 // Layout: x, out [B, D]; cache [B, max_t, 2D] and kv [B, Tk, 2D] rows K | V; Wqkv [3D, D].
 //   The core reads K and V in place through strided views: batch stride max_t·2D (or Tk·2D), row
-//   stride 2D, head stride Dh.
+//   stride 2D, head stride Dh (ops::attention_decode_core, the setup the CPU kernel shares).
 // Dimension key: B sequences, D width, H heads, Dh = D/H, t the new position, Tk keys.
 // Cost per step: 2 GEMV-shaped GEMMs (B·(3D + D)·D FMAs) and B·H·Tk·Dh for the core: memory-bound on
 // the weights and the cache, as a decode step is.
@@ -34,27 +34,11 @@ Status attention_decode(float* out, float* cache, const float* kv, const float* 
   float* proj_in = static_cast<float*>(p);
   float* ctx = proj_in + B * 3 * D;
   float* lse = ctx + B * D;
-  AttentionCoreDims c;
-  c.B = B, c.H = d.H, c.Tq = 1, c.Dh = D / d.H;
-  c.scale = ops::softmax_scale<float>(d.scale, c.Dh);
-  c.o = {D, D, c.Dh};
-  AttentionMasks masks;
-  const float* K = kv;
-  if (cache) {
-    NF_TRY(linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, 3 * D}));
-    NF_TRY(copy_rows(cache + d.t * 2 * D, d.max_t * 2 * D, proj_in + D, 3 * D, B, 2 * D));
-    c.Tk = d.t + 1;
-    c.q = {3 * D, 3 * D, c.Dh};
-    c.k = c.v = {d.max_t * 2 * D, 2 * D, c.Dh};
-    K = cache;
-  } else {
-    NF_TRY(linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, D}));
-    c.Tk = d.Tk;
-    c.q = {D, D, c.Dh};
-    c.k = c.v = {d.Tk * 2 * D, 2 * D, c.Dh};
-    masks.key_padding = key_padding;
-  }
-  NF_TRY(attention_core_forward(ctx, lse, nullptr, proj_in, K, K + D, masks, c));
+  const ops::AttentionDecodeCore core = ops::attention_decode_core(d, cache != nullptr, key_padding);
+  NF_TRY(linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, core.qkv_width}));
+  if (cache) NF_TRY(copy_rows(cache + d.t * 2 * D, d.max_t * 2 * D, proj_in + D, 3 * D, B, 2 * D));
+  const float* K = cache ? cache : kv;
+  NF_TRY(attention_core_forward(ctx, lse, nullptr, proj_in, K, K + D, core.masks, core.dims));
   return linear_forward(out, nullptr, ctx, Wproj, bproj, {B, D, D});
 }
 

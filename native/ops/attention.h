@@ -243,6 +243,31 @@ struct AttentionDecodeDims {
   float scale = 0.0f;        // the scores' scale, 0 for 1/√Dh (see softmax_scale)
 };
 
+// The attention core of one decoding step, as every backend's attention_decode sets it up around its
+// own projections: the query projection's width (self-attention 3D: q | k | v, whose k | v go into
+// cache row t; cross-attention D: q), and the core's dims and masks for the query row against its
+// keys, read in place: the cache's rows 0..t (batch stride max_t·2D, row stride 2D), or the memory's
+// Tk rows of kv (batch stride Tk·2D) with the key padding. The query is the projection [B, width].
+struct AttentionDecodeCore {
+  int64_t qkv_width = 0;
+  AttentionCoreDims dims;
+  AttentionMasks masks;
+};
+
+inline AttentionDecodeCore attention_decode_core(const AttentionDecodeDims& d, bool self, const uint8_t* key_padding) {
+  AttentionDecodeCore core;
+  const int64_t D = d.D, Dh = D / d.H, key_rows = self ? d.max_t : d.Tk;
+  core.qkv_width = self ? 3 * D : D;
+  AttentionCoreDims& c = core.dims;
+  c.B = d.B, c.H = d.H, c.Tq = 1, c.Tk = self ? d.t + 1 : d.Tk, c.Dh = Dh;
+  c.scale = softmax_scale<float>(d.scale, Dh);
+  c.q = {core.qkv_width, core.qkv_width, Dh};
+  c.k = c.v = {key_rows * 2 * D, 2 * D, Dh};
+  c.o = {D, D, Dh};
+  if (!self) core.masks.key_padding = key_padding;
+  return core;
+}
+
 template <class T>
 struct AttentionDecode {
   static constexpr const char* name = "attentionDecode";
