@@ -3,7 +3,7 @@
 // Math (per batch b and head h; scale = 1/sqrt(Dh)):
 //   S = scale Q Kᵀ with blocked pairs set to -inf; P = softmax over each row of S (a row whose keys
 //   are all blocked gives P = 0); O = (P ∘ Z) V, Z the dropout mask scaled by 1/(1-p);
-//   out = proj(O of all heads side by side) = O Wprojᵀ + bproj.
+//   out = proj(O of all heads side by side) = O Wprojᵀ + proj_bias.
 //   Backward: Di = rowsum(dO ∘ O); dV = (P ∘ Z)ᵀ dO; dP = (dO Vᵀ) ∘ Z; dS = P ∘ (dP − Di);
 //   dQ = scale dS K; dK = scale dSᵀ Q.
 // Core: forward tasks are (b, h, chunk of queries): a chunk is split into blocks of at most kBQ
@@ -16,7 +16,7 @@
 // into scratch so keys lie along the vector lanes.
 // Projections: prepacked weights (qkvWeightPacked, projWeightPacked from packWeights), when given,
 // replace the weights in the projections' GEMMs (cross-attention's K|V product reads the packed
-// columns from D on when D starts a panel, else packs its rows of Wqkv as without them).
+// columns from D on when D starts a panel, else packs its rows of qkv_weight as without them).
 // Layout: Q, K, V are read in place from the projection buffers with row strides (self-attention
 // qkv [B, T, 3D] = Q | K | V per token; cross-attention q [B, Tq, D] and kv [B, Tk, 2D] = K | V;
 // heads interleaved along D, [B, T, H, Dh]); O is ctx [B, Tq, D]; lse [B, H, Tq]; weights
@@ -152,8 +152,8 @@ void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, c
   tile_scores(S, qrows, ldq, nq, Kt, d.Dh, nk);
   for (int r = 0; r < nq; ++r) {
     const int64_t i = i0 + r;
-    const uint8_t* kp = m.key_padding ? m.key_padding + b * d.Tk + j0 : nullptr;
-    const uint8_t* am = m.attn ? m.attn + ((m.attn_batched ? b * d.Tq : 0) + i) * d.Tk + j0 : nullptr;
+    const uint8_t* kp = m.key_padding_mask ? m.key_padding_mask + b * d.Tk + j0 : nullptr;
+    const uint8_t* am = m.attn_mask ? m.attn_mask + ((m.attn_batched ? b * d.Tq : 0) + i) * d.Tk + j0 : nullptr;
     const int64_t open = m.causal ? std::clamp<int64_t>(i - j0 + 1, 0, nk) : nk;  // keys not after i
     float* s = S + r * kBK;
     std::fill(s + open, s + kBK, kNegInf);
@@ -407,51 +407,51 @@ void attention_forward(const ops::AttentionForward<float>& p, const PackedB& qkv
   const AttentionDims& d = p.d;
   const AttentionMasks& masks = p.m;
   float *out = p.out, *weights = p.weights, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse;
-  const float *x = p.x, *memory = p.memory, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
+  const float *x = p.x, *memory = p.memory, *qkv_weight = p.qkv_weight, *qkv_bias = p.qkv_bias, *proj_weight = p.proj_weight, *proj_bias = p.proj_bias;
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
   const bool cross = memory != nullptr;
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1: packed columns from D)
-    NF_ISA_NS::linear_forward(q, nullptr, x, Wqkv, bqkv, {rq, D, D}, Act::none, qkv_p);
-    NF_ISA_NS::linear_forward(kv, nullptr, memory, Wqkv + D * D, bqkv ? bqkv + D : nullptr, {rk, D, 2 * D},
+    NF_ISA_NS::linear_forward(q, nullptr, x, qkv_weight, qkv_bias, {rq, D, D}, Act::none, qkv_p);
+    NF_ISA_NS::linear_forward(kv, nullptr, memory, qkv_weight + D * D, qkv_bias ? qkv_bias + D : nullptr, {rk, D, 2 * D},
                               Act::none, qkv_p.from_column(D));
   } else {
-    NF_ISA_NS::linear_forward(qkv, nullptr, x, Wqkv, bqkv, {rq, D, 3 * D}, Act::none, qkv_p);
+    NF_ISA_NS::linear_forward(qkv, nullptr, x, qkv_weight, qkv_bias, {rq, D, 3 * D}, Act::none, qkv_p);
   }
   const float* Q = cross ? q : qkv;
   const float* K = cross ? kv : qkv + D;
   NF_ISA_NS::attention_core_forward(ctx, lse, weights, Q, K, K + D, masks, core_dims(d, cross));
-  NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {rq, D, D}, Act::none, proj_p);
+  NF_ISA_NS::linear_forward(out, nullptr, ctx, proj_weight, proj_bias, {rq, D, D}, Act::none, proj_p);
 }
 
 void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p, const PackedB& proj_p) {
   const AttentionDecodeDims& d = p.d;
   float *out = p.out, *cache = p.cache;
-  const float *x = p.x, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
+  const float *x = p.x, *qkv_weight = p.qkv_weight, *qkv_bias = p.qkv_bias, *proj_weight = p.proj_weight, *proj_bias = p.proj_bias;
   const int64_t B = d.B, D = d.D;
-  const ops::AttentionDecodeCore core = ops::attention_decode_core(d, cache != nullptr, p.key_padding);
+  const ops::AttentionDecodeCore core = ops::attention_decode_core(d, cache != nullptr, p.key_padding_mask);
   // The projected query (self-attention: q | k | v) [B, 3D], then the context [B, D].
   float* proj_in = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * B * 4 * D));
   float* ctx = proj_in + B * 3 * D;
-  NF_ISA_NS::linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, core.qkv_width}, Act::none, qkv_p);
+  NF_ISA_NS::linear_forward(proj_in, nullptr, x, qkv_weight, qkv_bias, {B, D, core.qkv_width}, Act::none, qkv_p);
   if (cache)
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(cache + (b * d.max_t + d.t) * 2 * D, proj_in + b * 3 * D + D, sizeof(float) * 2 * D);
   const float* K = cache ? cache : p.kv;
   NF_ISA_NS::attention_core_forward(ctx, nullptr, nullptr, proj_in, K, K + D, core.masks, core.dims);
-  NF_ISA_NS::linear_forward(out, nullptr, ctx, Wproj, bproj, {B, D, D}, Act::none, proj_p);
+  NF_ISA_NS::linear_forward(out, nullptr, ctx, proj_weight, proj_bias, {B, D, D}, Act::none, proj_p);
 }
 
 void attention_backward(const ops::AttentionBackward<float>& p) {
   const AttentionDims& d = p.d;
   const AttentionMasks& masks = p.m;
-  float *dx = p.dx, *dmemory = p.dmemory, *dWqkv = p.dWqkv, *dbqkv = p.dbqkv, *dWproj = p.dWproj, *dbproj = p.dbproj;
+  float *dx = p.dx, *dmemory = p.dmemory, *d_qkv_weight = p.d_qkv_weight, *d_qkv_bias = p.d_qkv_bias, *d_proj_weight = p.d_proj_weight, *d_proj_bias = p.d_proj_bias;
   const float *dout = p.dout, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse, *x = p.x;
-  const float *memory = p.memory, *Wqkv = p.Wqkv, *Wproj = p.Wproj;
+  const float *memory = p.memory, *qkv_weight = p.qkv_weight, *proj_weight = p.proj_weight;
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
   const bool cross = memory != nullptr;
-  // dctx = dout Wproj lives in dx until the input projections' backward overwrites it.
+  // dctx = dout proj_weight lives in dx until the input projections' backward overwrites it.
   float* dctx = dx;
-  NF_ISA_NS::linear_backward(dctx, dWproj, dbproj, dout, ctx, Wproj, {rq, D, D});
+  NF_ISA_NS::linear_backward(dctx, d_proj_weight, d_proj_bias, dout, ctx, proj_weight, {rq, D, D});
   // Gradients of the projections' outputs, laid out like the saved buffers.
   float* grad = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * grad_floats(d)));
   const float* Q = cross ? q : qkv;
@@ -459,11 +459,11 @@ void attention_backward(const ops::AttentionBackward<float>& p) {
   float* dK = cross ? grad + rq * D : grad + D;
   NF_ISA_NS::attention_core_backward(grad, dK, dK + D, dctx, Q, K, K + D, ctx, lse, masks, core_dims(d, cross));
   if (cross) {
-    NF_ISA_NS::linear_backward(dx, dWqkv, dbqkv, grad, x, Wqkv, {rq, D, D});
-    NF_ISA_NS::linear_backward(dmemory, dWqkv + D * D, dbqkv ? dbqkv + D : nullptr, grad + rq * D, memory,
-                               Wqkv + D * D, {rk, D, 2 * D});
+    NF_ISA_NS::linear_backward(dx, d_qkv_weight, d_qkv_bias, grad, x, qkv_weight, {rq, D, D});
+    NF_ISA_NS::linear_backward(dmemory, d_qkv_weight + D * D, d_qkv_bias ? d_qkv_bias + D : nullptr, grad + rq * D, memory,
+                               qkv_weight + D * D, {rk, D, 2 * D});
   } else {
-    NF_ISA_NS::linear_backward(dx, dWqkv, dbqkv, grad, x, Wqkv, {rq, D, 3 * D});
+    NF_ISA_NS::linear_backward(dx, d_qkv_weight, d_qkv_bias, grad, x, qkv_weight, {rq, D, 3 * D});
   }
 }
 
@@ -475,8 +475,8 @@ namespace nf::cpu {
 // The checked prepacked weights of a forward op (see packed_weight).
 template <class P>
 Status attention_packed(PackedB* qkv_p, PackedB* proj_p, const P& p, int64_t D, Isa isa, const char* op) {
-  NF_TRY(packed_weight(qkv_p, p.Wqkv_packed, 3 * D, D, isa, op, "qkvWeightPacked"));
-  return packed_weight(proj_p, p.Wproj_packed, D, D, isa, op, "projWeightPacked");
+  NF_TRY(packed_weight(qkv_p, p.qkv_weight_packed, 3 * D, D, isa, op, "qkvWeightPacked"));
+  return packed_weight(proj_p, p.proj_weight_packed, D, D, isa, op, "projWeightPacked");
 }
 
 Status run(const ops::AttentionForward<float>& p) {

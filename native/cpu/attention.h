@@ -25,12 +25,12 @@ using ops::AttentionMasks;
 //   cross-attention q [B, Tq, D] and kv [B, Tk, 2D] (K | V; qkv null); ctx [B, Tq, D], the
 //   attention output before proj; lse [B, H, Tq], each row's log Σ exp(score) (-inf when fully
 //   blocked).
-//   Weights: Wqkv [3D, D] (rows: q, k, v), bqkv [3D] (optional), Wproj [D, D], bproj [D] (optional),
-//   and (optional) Wqkv, Wproj prepacked by packWeights, read instead of packing them.
+//   Weights: qkv_weight [3D, D] (rows: q, k, v), qkv_bias [3D] (optional), proj_weight [D, D], proj_bias [D] (optional),
+//   and (optional) qkv_weight, proj_weight prepacked by packWeights, read instead of packing them.
 Status run(const ops::AttentionForward<float>& p);
 
 // The attentionBackward op: dx [B, Tq, D] and dmemory [B, Tk, D] (cross-attention, optional) are
-// overwritten; dWqkv, dbqkv, dWproj, dbproj accumulate (the biases' gradients are skipped when
+// overwritten; d_qkv_weight, d_qkv_bias, d_proj_weight, d_proj_bias accumulate (the biases' gradients are skipped when
 // null). Takes the forward's saved buffers and the same masks and dropout.
 Status run(const ops::AttentionBackward<float>& p);
 

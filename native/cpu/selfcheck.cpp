@@ -96,25 +96,25 @@ Outputs attention_family(Isa isa) {
   const int64_t rows = d.B * d.Tq, D = d.D;
   AttentionMasks masks;
   masks.causal = true;
-  Floats x = fixed(rows * D, 20), Wqkv = fixed(3 * D * D, 21, 0.3f), bqkv = fixed(3 * D, 22, 0.1f);
-  Floats Wproj = fixed(D * D, 23, 0.3f), bproj = fixed(D, 24, 0.1f), dout = fixed(rows * D, 25);
+  Floats x = fixed(rows * D, 20), qkv_weight = fixed(3 * D * D, 21, 0.3f), qkv_bias = fixed(3 * D, 22, 0.1f);
+  Floats proj_weight = fixed(D * D, 23, 0.3f), proj_bias = fixed(D, 24, 0.1f), dout = fixed(rows * D, 25);
   Floats y(rows * D), weights(d.B * d.H * d.Tq * d.Tk), qkv(rows * 3 * D), ctx(rows * D), lse(d.B * d.H * d.Tq);
   ops::AttentionForward<float> f;
   f.d = d, f.m = masks;
   f.out = y.data(), f.weights = weights.data(), f.qkv = qkv.data(), f.ctx = ctx.data(), f.lse = lse.data();
-  f.x = x.data(), f.Wqkv = Wqkv.data(), f.bqkv = bqkv.data(), f.Wproj = Wproj.data(), f.bproj = bproj.data();
+  f.x = x.data(), f.qkv_weight = qkv_weight.data(), f.qkv_bias = qkv_bias.data(), f.proj_weight = proj_weight.data(), f.proj_bias = proj_bias.data();
   NF_DISPATCH_TO(isa, attention_forward, f);
-  Floats dx(rows * D), dWqkv(3 * D * D, 0.0f), dbqkv(3 * D, 0.0f), dWproj(D * D, 0.0f), dbproj(D, 0.0f);
+  Floats dx(rows * D), d_qkv_weight(3 * D * D, 0.0f), d_qkv_bias(3 * D, 0.0f), d_proj_weight(D * D, 0.0f), d_proj_bias(D, 0.0f);
   ops::AttentionBackward<float> b;
   b.d = d, b.m = masks;
-  b.dx = dx.data(), b.dWqkv = dWqkv.data(), b.dbqkv = dbqkv.data(), b.dWproj = dWproj.data(), b.dbproj = dbproj.data();
+  b.dx = dx.data(), b.d_qkv_weight = d_qkv_weight.data(), b.d_qkv_bias = d_qkv_bias.data(), b.d_proj_weight = d_proj_weight.data(), b.d_proj_bias = d_proj_bias.data();
   b.dout = dout.data(), b.qkv = qkv.data(), b.ctx = ctx.data(), b.lse = lse.data(), b.x = x.data();
-  b.Wqkv = Wqkv.data(), b.Wproj = Wproj.data();
+  b.qkv_weight = qkv_weight.data(), b.proj_weight = proj_weight.data();
   NF_DISPATCH_TO(isa, attention_backward, b);
   return {{"attention forward out", y}, {"attention forward weights", weights},
           {"attention forward lse", lse}, {"attention backward dx", dx},
-          {"attention backward dWqkv", dWqkv}, {"attention backward dbqkv", dbqkv},
-          {"attention backward dWproj", dWproj}, {"attention backward dbproj", dbproj}};
+          {"attention backward d_qkv_weight", d_qkv_weight}, {"attention backward d_qkv_bias", d_qkv_bias},
+          {"attention backward d_proj_weight", d_proj_weight}, {"attention backward d_proj_bias", d_proj_bias}};
 }
 
 // LayerNorm of x + residual, rows = 3, D = 37, forward then backward (with a gradient to add).

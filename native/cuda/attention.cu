@@ -55,8 +55,8 @@ struct CoreArgs {
   int Tq, Tk, Dh;
   float scale;
   bool causal;
-  const uint8_t* key_padding;
-  const uint8_t* attn;
+  const uint8_t* key_padding_mask;
+  const uint8_t* attn_mask;
   bool attn_batched;
   float p;
   uint64_t seed, offset;
@@ -73,8 +73,8 @@ __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ bool is_blocked(const CoreArgs& a, int64_t b, int i, int j) {
   if (i >= a.Tq || j >= a.Tk) return true;
   if (a.causal && j > i) return true;
-  if (a.key_padding && a.key_padding[b * a.Tk + j]) return true;
-  return a.attn && a.attn[((a.attn_batched ? b * a.Tq : 0) + i) * int64_t(a.Tk) + j];
+  if (a.key_padding_mask && a.key_padding_mask[b * a.Tk + j]) return true;
+  return a.attn_mask && a.attn_mask[((a.attn_batched ? b * a.Tq : 0) + i) * int64_t(a.Tk) + j];
 }
 
 // The dropout factor Z of weight (b, h, i, j).
@@ -413,8 +413,8 @@ Status core_check(const char* op, const AttentionCoreDims& d) {
 
 CoreArgs core_args(const float* q, const float* k, const float* v, const AttentionMasks& m, const AttentionCoreDims& d) {
   return CoreArgs{q,         k,     v,        d.q,       d.k,      d.v,       d.o,
-                  d.H,       int(d.Tq), int(d.Tk), int(d.Dh), d.scale, m.causal, m.key_padding,
-                  m.attn,    m.attn_batched, d.dropout.p, d.dropout.seed, d.dropout.offset};
+                  d.H,       int(d.Tq), int(d.Tk), int(d.Dh), d.scale, m.causal, m.key_padding_mask,
+                  m.attn_mask,    m.attn_batched, d.dropout.p, d.dropout.seed, d.dropout.offset};
 }
 
 // Column groups per lane: the kernels' template argument.
@@ -496,17 +496,17 @@ Status run(const ops::AttentionForward<float>& p) {
   const bool cross = p.memory != nullptr;
   NF_TRY(layer_check("attention_forward", d, cross, p.qkv, p.q, p.kv));
   const int64_t D = d.D;
-  const float* bk = p.bqkv ? p.bqkv + D : nullptr;
+  const float* bk = p.qkv_bias ? p.qkv_bias + D : nullptr;
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1)
-    NF_TRY(linear_forward(p.q, nullptr, p.x, p.Wqkv, p.bqkv, {d.B * d.Tq, D, D}));
-    NF_TRY(linear_forward(p.kv, nullptr, p.memory, p.Wqkv + D * D, bk, {d.B * d.Tk, D, 2 * D}));
+    NF_TRY(linear_forward(p.q, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, D}));
+    NF_TRY(linear_forward(p.kv, nullptr, p.memory, p.qkv_weight + D * D, bk, {d.B * d.Tk, D, 2 * D}));
   } else {
-    NF_TRY(linear_forward(p.qkv, nullptr, p.x, p.Wqkv, p.bqkv, {d.B * d.Tq, D, 3 * D}));
+    NF_TRY(linear_forward(p.qkv, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, 3 * D}));
   }
   const float* Q = cross ? p.q : p.qkv;
   const float* K = cross ? p.kv : p.qkv + D;
   NF_TRY(attention_core_forward(p.ctx, p.lse, p.weights, Q, K, K + D, p.m, core_dims(d, cross)));
-  return linear_forward(p.out, nullptr, p.ctx, p.Wproj, p.bproj, {d.B * d.Tq, D, D});
+  return linear_forward(p.out, nullptr, p.ctx, p.proj_weight, p.proj_bias, {d.B * d.Tq, D, D});
 }
 
 Status run(const ops::AttentionBackward<float>& p) {
@@ -523,15 +523,15 @@ Status run(const ops::AttentionBackward<float>& p) {
   NF_TRY(workspace(3, sizeof(float) * size_t((rq + 2 * rk) * D), &grad_p));
   float* dctx = static_cast<float*>(dctx_p);
   float* grad = static_cast<float*>(grad_p);
-  NF_TRY(linear_backward(dctx, p.dWproj, p.dbproj, p.dout, p.ctx, p.Wproj, {rq, D, D}));
+  NF_TRY(linear_backward(dctx, p.d_proj_weight, p.d_proj_bias, p.dout, p.ctx, p.proj_weight, {rq, D, D}));
   const float* Q = cross ? p.q : p.qkv;
   const float* K = cross ? p.kv : p.qkv + D;
   float* gQ = grad;
   float* gK = cross ? grad + rq * D : grad + D;
   NF_TRY(attention_core_backward(gQ, gK, gK + D, dctx, Q, K, K + D, p.ctx, p.lse, p.m, core_dims(d, cross)));
-  if (!cross) return linear_backward(p.dx, p.dWqkv, p.dbqkv, grad, p.x, p.Wqkv, {rq, D, 3 * D});
-  NF_TRY(linear_backward(p.dx, p.dWqkv, p.dbqkv, gQ, p.x, p.Wqkv, {rq, D, D}));
-  return linear_backward(p.dmemory, p.dWqkv + D * D, p.dbqkv ? p.dbqkv + D : nullptr, gK, p.memory, p.Wqkv + D * D,
+  if (!cross) return linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, grad, p.x, p.qkv_weight, {rq, D, 3 * D});
+  NF_TRY(linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, gQ, p.x, p.qkv_weight, {rq, D, D}));
+  return linear_backward(p.dmemory, p.d_qkv_weight + D * D, p.d_qkv_bias ? p.d_qkv_bias + D : nullptr, gK, p.memory, p.qkv_weight + D * D,
                          {rk, D, 2 * D});
 }
 

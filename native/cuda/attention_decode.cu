@@ -1,8 +1,8 @@
 // Incremental decoding on the GPU, composed on the host side of the stream: no kernel of its own.
-// Math (per sequence b): self-attention: [q | k | v] = x Wqkvᵀ + bqkv, cache[b, t] = [k | v], then
+// Math (per sequence b): self-attention: [q | k | v] = x Wqkvᵀ + qkv_bias, cache[b, t] = [k | v], then
 //   o = softmax(scale q K[0..t]ᵀ) V[0..t] per head (scale: by default 1/sqrt(Dh)); cross-attention: q = x Wqᵀ + bq against
-//   the memory's K|V (masked by key_padding); out = o Wprojᵀ + bproj.
-// Layout: x, out [B, D]; cache [B, max_t, 2D] and kv [B, Tk, 2D] rows K | V; Wqkv [3D, D].
+//   the memory's K|V (masked by key_padding_mask); out = o Wprojᵀ + proj_bias.
+// Layout: x, out [B, D]; cache [B, max_t, 2D] and kv [B, Tk, 2D] rows K | V; qkv_weight [3D, D].
 //   The core reads K and V in place through strided views: batch stride max_t·2D (or Tk·2D), row
 //   stride 2D, head stride Dh (ops::attention_decode_core, the setup the CPU kernel shares).
 // Dimension key: B sequences, D width, H heads, Dh = D/H, t the new position, Tk keys.
@@ -19,8 +19,8 @@
 
 namespace nf::cuda {
 
-Status attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding,
-                        const float* Wqkv, const float* bqkv, const float* Wproj, const float* bproj,
+Status attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding_mask,
+                        const float* qkv_weight, const float* qkv_bias, const float* proj_weight, const float* proj_bias,
                         AttentionDecodeDims d) {
   const char* op = "attention_decode";
   NF_CHECK(d.B >= 1 && d.D >= 1 && d.H >= 1 && d.D % d.H == 0, op, "B, D, H must be positive with D divisible by H");
@@ -34,16 +34,16 @@ Status attention_decode(float* out, float* cache, const float* kv, const float* 
   float* proj_in = static_cast<float*>(p);
   float* ctx = proj_in + B * 3 * D;
   float* lse = ctx + B * D;
-  const ops::AttentionDecodeCore core = ops::attention_decode_core(d, cache != nullptr, key_padding);
-  NF_TRY(linear_forward(proj_in, nullptr, x, Wqkv, bqkv, {B, D, core.qkv_width}));
+  const ops::AttentionDecodeCore core = ops::attention_decode_core(d, cache != nullptr, key_padding_mask);
+  NF_TRY(linear_forward(proj_in, nullptr, x, qkv_weight, qkv_bias, {B, D, core.qkv_width}));
   if (cache) NF_TRY(copy_rows(cache + d.t * 2 * D, d.max_t * 2 * D, proj_in + D, 3 * D, B, 2 * D));
   const float* K = cache ? cache : kv;
   NF_TRY(attention_core_forward(ctx, lse, nullptr, proj_in, K, K + D, core.masks, core.dims));
-  return linear_forward(out, nullptr, ctx, Wproj, bproj, {B, D, D});
+  return linear_forward(out, nullptr, ctx, proj_weight, proj_bias, {B, D, D});
 }
 
 Status run(const ops::AttentionDecode<float>& p) {
-  return attention_decode(p.out, p.cache, p.kv, p.x, p.key_padding, p.Wqkv, p.bqkv, p.Wproj, p.bproj, p.d);
+  return attention_decode(p.out, p.cache, p.kv, p.x, p.key_padding_mask, p.qkv_weight, p.qkv_bias, p.proj_weight, p.proj_bias, p.d);
 }
 
 }  // namespace nf::cuda

@@ -4,7 +4,7 @@
 // Math (per batch b and head h; scale = the `scale` param, by default 1/sqrt(Dh)):
 //   S = scale Q Kᵀ with blocked pairs set to -inf; P = softmax over each row of S (a row whose keys
 //   are all blocked gives P = 0, lse = -inf); O = (P ∘ Z) V, Z the dropout mask scaled by 1/(1-p);
-//   out = proj(O of all heads side by side) = O Wprojᵀ + bproj.
+//   out = proj(O of all heads side by side) = O Wprojᵀ + proj_bias.
 //   Backward: Di = rowsum(dO ∘ O); dV = (P ∘ Z)ᵀ dO; dP = (dO Vᵀ) ∘ Z; dS = P ∘ (dP − Di);
 //   dQ = scale dS K; dK = scale dSᵀ Q.
 // Layout: self-attention saves qkv [B, T, 3D] (Q | K | V of each token); cross-attention q
@@ -31,8 +31,8 @@ struct AttentionLayout {
 // Which (query i, key j) pairs may NOT be attended to; a pair is blocked when any mask says so.
 struct AttentionMasks {
   bool causal = false;                   // blocks j > i
-  const uint8_t* key_padding = nullptr;  // [B, Tk], nonzero = blocked
-  const uint8_t* attn = nullptr;         // [Tq, Tk], or [B, Tq, Tk] when attn_batched; nonzero = blocked
+  const uint8_t* key_padding_mask = nullptr;  // [B, Tk], nonzero = blocked
+  const uint8_t* attn_mask = nullptr;    // [Tq, Tk], or [B, Tq, Tk] when attn_batched; nonzero = blocked
   bool attn_batched = false;
 };
 
@@ -103,12 +103,12 @@ void attention_common(R& r, AttentionDims& d, AttentionMasks& m, const T*& memor
     r.fail("self-attention (no memory) needs Tk == Tq, but Tk = " + std::to_string(d.Tk) + " and Tq = " +
            std::to_string(d.Tq));
   r.flag(m.causal, "causal", false);
-  r.in(m.key_padding, "keyPaddingMask", NF_SHAPE(d.B, d.Tk), optional,
+  r.in(m.key_padding_mask, "keyPaddingMask", NF_SHAPE(d.B, d.Tk), optional,
        doc("nonzero = padding (blocked for every query); masks have PyTorch's meaning: nonzero = may NOT be "
            "attended to, and a query row whose keys are all blocked outputs 0 and passes no gradient"));
   // attnMask is [Tq, Tk] (shared by the batch) or [B, Tq, Tk]; its length tells which.
-  m.attn_batched = d.B > 1 && r.length("attnMask", m.attn) == r.count(NF_SHAPE(d.B, d.Tq, d.Tk));
-  r.in(m.attn, "attnMask",
+  m.attn_batched = d.B > 1 && r.length("attnMask", m.attn_mask) == r.count(NF_SHAPE(d.B, d.Tq, d.Tk));
+  r.in(m.attn_mask, "attnMask",
        m.attn_batched ? Shape("[Tq, Tk] or [B, Tq, Tk]", d.B, d.Tq, d.Tk) : Shape("[Tq, Tk] or [B, Tq, Tk]", d.Tq, d.Tk),
        optional, doc("nonzero = blocked; [Tq, Tk] is shared by the batch, [B, Tq, Tk] is per example (the length decides)"));
   r.number(d.dropout.p, "dropoutP", 0.0, 0.0, 1.0);
@@ -121,10 +121,10 @@ void attention_common(R& r, AttentionDims& d, AttentionMasks& m, const T*& memor
 // The optional prepacked weights of the forward ops (packWeights): qkvWeight [3D, D] as N = 3D, K = D,
 // projWeight [D, D] as N = K = D.
 template <class R, class T>
-void attention_packed(R& r, int64_t D, const T*& qkv, const T*& proj) {
-  r.in(qkv, "qkvWeightPacked", NF_PACKED_SHAPE(3 * D, D, "3 · D", "D"), optional,
+void attention_packed(R& r, int64_t D, const T*& qkv_weight_packed, const T*& proj_weight_packed) {
+  r.in(qkv_weight_packed, "qkvWeightPacked", NF_PACKED_SHAPE(3 * D, D, "3 · D", "D"), optional,
        doc("qkvWeight prepacked by packWeights (N = 3 · D, K = D)"));
-  r.in(proj, "projWeightPacked", NF_PACKED_SHAPE(D, D, "D", "D"), optional, doc("projWeight prepacked by packWeights (N = K = D)"));
+  r.in(proj_weight_packed, "projWeightPacked", NF_PACKED_SHAPE(D, D, "D", "D"), optional, doc("projWeight prepacked by packWeights (N = K = D)"));
 }
 
 // The buffers the forward saves for the backward (P = T*) and the backward takes back (P = const T*):
@@ -154,8 +154,8 @@ struct AttentionParams {
   S ctx = nullptr;
   S lse = nullptr;
   const T* x = nullptr;
-  const T* Wqkv = nullptr;
-  const T* Wproj = nullptr;
+  const T* qkv_weight = nullptr;
+  const T* proj_weight = nullptr;
 };
 
 template <class T>
@@ -172,10 +172,10 @@ struct AttentionForward : AttentionParams<T, T*> {
       "them (same result, bit for bit).";
   T* out = nullptr;
   T* weights = nullptr;
-  const T* bqkv = nullptr;
-  const T* bproj = nullptr;
-  const T* Wqkv_packed = nullptr;
-  const T* Wproj_packed = nullptr;
+  const T* qkv_bias = nullptr;
+  const T* proj_bias = nullptr;
+  const T* qkv_weight_packed = nullptr;
+  const T* proj_weight_packed = nullptr;
 
   template <class R>
   static void fields(R& r, AttentionForward& p) {
@@ -186,11 +186,11 @@ struct AttentionForward : AttentionParams<T, T*> {
     r.out(p.weights, "weights", NF_SHAPE(d.B, d.H, d.Tq, d.Tk), optional, doc("the pre-dropout attention weights"));
     attention_saved(r, d, self, p.qkv, p.q, p.kv, p.ctx, p.lse);
     r.in(p.x, "x", NF_SHAPE(d.B, d.Tq, d.D));
-    r.in(p.Wqkv, "qkvWeight", NF_SHAPE(3 * d.D, d.D));
-    r.in(p.bqkv, "qkvBias", NF_SHAPE(3 * d.D), optional);
-    r.in(p.Wproj, "projWeight", NF_SHAPE(d.D, d.D));
-    r.in(p.bproj, "projBias", NF_SHAPE(d.D), optional);
-    attention_packed(r, d.D, p.Wqkv_packed, p.Wproj_packed);
+    r.in(p.qkv_weight, "qkvWeight", NF_SHAPE(3 * d.D, d.D));
+    r.in(p.qkv_bias, "qkvBias", NF_SHAPE(3 * d.D), optional);
+    r.in(p.proj_weight, "projWeight", NF_SHAPE(d.D, d.D));
+    r.in(p.proj_bias, "projBias", NF_SHAPE(d.D), optional);
+    attention_packed(r, d.D, p.qkv_weight_packed, p.proj_weight_packed);
   }
 };
 
@@ -203,10 +203,10 @@ struct AttentionBackward : AttentionParams<T, const T*> {
       "the forward's inputs, weights, masks, dropout and saved buffers.";
   T* dx = nullptr;
   T* dmemory = nullptr;
-  T* dWqkv = nullptr;
-  T* dbqkv = nullptr;
-  T* dWproj = nullptr;
-  T* dbproj = nullptr;
+  T* d_qkv_weight = nullptr;
+  T* d_qkv_bias = nullptr;
+  T* d_proj_weight = nullptr;
+  T* d_proj_bias = nullptr;
   const T* dout = nullptr;
 
   template <class R>
@@ -217,15 +217,15 @@ struct AttentionBackward : AttentionParams<T, const T*> {
     r.out(p.dx, "dx", NF_SHAPE(d.B, d.Tq, d.D), grad_of("x"));
     r.out(p.dmemory, "dMemory", NF_SHAPE(d.B, d.Tk, d.D), optional, grad_of("memory"));
     if (p.dmemory && !p.memory) r.fail("dMemory is only for cross-attention (with memory)");
-    r.inout(p.dWqkv, "dQkvWeight", NF_SHAPE(3 * d.D, d.D), grad_of("qkvWeight"));
-    r.inout(p.dbqkv, "dQkvBias", NF_SHAPE(3 * d.D), optional, grad_of("qkvBias"));
-    r.inout(p.dWproj, "dProjWeight", NF_SHAPE(d.D, d.D), grad_of("projWeight"));
-    r.inout(p.dbproj, "dProjBias", NF_SHAPE(d.D), optional, grad_of("projBias"));
+    r.inout(p.d_qkv_weight, "dQkvWeight", NF_SHAPE(3 * d.D, d.D), grad_of("qkvWeight"));
+    r.inout(p.d_qkv_bias, "dQkvBias", NF_SHAPE(3 * d.D), optional, grad_of("qkvBias"));
+    r.inout(p.d_proj_weight, "dProjWeight", NF_SHAPE(d.D, d.D), grad_of("projWeight"));
+    r.inout(p.d_proj_bias, "dProjBias", NF_SHAPE(d.D), optional, grad_of("projBias"));
     r.in(p.dout, "dout", NF_SHAPE(d.B, d.Tq, d.D), grad_of("out"));
     attention_saved(r, d, self, p.qkv, p.q, p.kv, p.ctx, p.lse);
     r.in(p.x, "x", NF_SHAPE(d.B, d.Tq, d.D));
-    r.in(p.Wqkv, "qkvWeight", NF_SHAPE(3 * d.D, d.D));
-    r.in(p.Wproj, "projWeight", NF_SHAPE(d.D, d.D));
+    r.in(p.qkv_weight, "qkvWeight", NF_SHAPE(3 * d.D, d.D));
+    r.in(p.proj_weight, "projWeight", NF_SHAPE(d.D, d.D));
   }
 };
 
@@ -233,8 +233,8 @@ struct AttentionBackward : AttentionParams<T, const T*> {
 // x [B, 1, D] is projected and attends to
 //   self-attention (cache given): the K|V cache [B, max_t, 2D], after this step's own K|V are
 //     written into row t, so keys 0..t (Tk = t + 1) are attended;
-//   cross-attention (kv given): the memory's precomputed K|V [B, Tk, 2D] (rows D..3D-1 of Wqkv
-//     applied to memory), with key_padding [B, Tk] (optional).
+//   cross-attention (kv given): the memory's precomputed K|V [B, Tk, 2D] (rows D..3D-1 of qkv_weight
+//     applied to memory), with key_padding_mask [B, Tk] (optional).
 // out [B, 1, D] = proj(attention). No dropout (inference).
 struct AttentionDecodeDims {
   int64_t B = 0, D = 0, H = 0;
@@ -254,7 +254,7 @@ struct AttentionDecodeCore {
   AttentionMasks masks;
 };
 
-inline AttentionDecodeCore attention_decode_core(const AttentionDecodeDims& d, bool self, const uint8_t* key_padding) {
+inline AttentionDecodeCore attention_decode_core(const AttentionDecodeDims& d, bool self, const uint8_t* key_padding_mask) {
   AttentionDecodeCore core;
   const int64_t D = d.D, Dh = D / d.H, key_rows = self ? d.max_t : d.Tk;
   core.qkv_width = self ? 3 * D : D;
@@ -264,7 +264,7 @@ inline AttentionDecodeCore attention_decode_core(const AttentionDecodeDims& d, b
   c.q = {core.qkv_width, core.qkv_width, Dh};
   c.k = c.v = {key_rows * 2 * D, 2 * D, Dh};
   c.o = {D, D, Dh};
-  if (!self) core.masks.key_padding = key_padding;
+  if (!self) core.masks.key_padding_mask = key_padding_mask;
   return core;
 }
 
@@ -283,13 +283,13 @@ struct AttentionDecode {
   T* cache = nullptr;
   const T* kv = nullptr;
   const T* x = nullptr;
-  const uint8_t* key_padding = nullptr;
-  const T* Wqkv = nullptr;
-  const T* bqkv = nullptr;
-  const T* Wproj = nullptr;
-  const T* bproj = nullptr;
-  const T* Wqkv_packed = nullptr;
-  const T* Wproj_packed = nullptr;
+  const uint8_t* key_padding_mask = nullptr;
+  const T* qkv_weight = nullptr;
+  const T* qkv_bias = nullptr;
+  const T* proj_weight = nullptr;
+  const T* proj_bias = nullptr;
+  const T* qkv_weight_packed = nullptr;
+  const T* proj_weight_packed = nullptr;
 
   template <class R>
   static void fields(R& r, AttentionDecode& p) {
@@ -307,15 +307,15 @@ struct AttentionDecode {
             doc("K | V of the rows decoded so far; this step's go into row t"));
     r.dim(d.Tk, "Tk", 1, kMaxDim, when(!self, "kv is given (cross-attention)"));
     r.in(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "kv is given (cross-attention)"));
-    r.in(p.key_padding, "keyPaddingMask", NF_SHAPE(d.B, d.Tk), optional, when(!self, "kv is given (cross-attention)"));
+    r.in(p.key_padding_mask, "keyPaddingMask", NF_SHAPE(d.B, d.Tk), optional, when(!self, "kv is given (cross-attention)"));
     attention_scale(r, d.scale);
     r.out(p.out, "out", NF_SHAPE(d.B, d.D));
     r.in(p.x, "x", NF_SHAPE(d.B, d.D));
-    r.in(p.Wqkv, "qkvWeight", NF_SHAPE(3 * d.D, d.D));
-    r.in(p.bqkv, "qkvBias", NF_SHAPE(3 * d.D), optional);
-    r.in(p.Wproj, "projWeight", NF_SHAPE(d.D, d.D));
-    r.in(p.bproj, "projBias", NF_SHAPE(d.D), optional);
-    attention_packed(r, d.D, p.Wqkv_packed, p.Wproj_packed);
+    r.in(p.qkv_weight, "qkvWeight", NF_SHAPE(3 * d.D, d.D));
+    r.in(p.qkv_bias, "qkvBias", NF_SHAPE(3 * d.D), optional);
+    r.in(p.proj_weight, "projWeight", NF_SHAPE(d.D, d.D));
+    r.in(p.proj_bias, "projBias", NF_SHAPE(d.D), optional);
+    attention_packed(r, d.D, p.qkv_weight_packed, p.proj_weight_packed);
   }
 };
 

@@ -22,7 +22,7 @@ struct AttentionSpec {
   int64_t B = 0, Tq = 0, Tk = 0, D = 0, H = 0;
   double scale = 0;                      // the scores' scale (ops::softmax_scale)
   bool causal = false;                   // blocks j > i
-  const uint8_t* key_padding = nullptr;  // [B, Tk], nonzero = blocked
+  const uint8_t* key_padding_mask = nullptr;  // [B, Tk], nonzero = blocked
   const uint8_t* attn_mask = nullptr;    // [Tq, Tk], or [B, Tq, Tk] when attn_batched; nonzero = blocked
   bool attn_batched = false;
   float dropout_p = 0.0f;
@@ -30,7 +30,7 @@ struct AttentionSpec {
 
   int64_t Dh() const { return D / H; }
   bool blocked(int64_t b, int64_t i, int64_t j) const {
-    return (causal && j > i) || (key_padding && key_padding[b * Tk + j]) ||
+    return (causal && j > i) || (key_padding_mask && key_padding_mask[b * Tk + j]) ||
            (attn_mask && attn_mask[((attn_batched ? b * Tq : 0) + i) * Tk + j]);
   }
   // The dropout factor Z of weight (b, h, i, j): 1/(1-p) when kept, else 0.
@@ -42,7 +42,7 @@ struct AttentionSpec {
 
 // The spec of a layer op's params.
 inline AttentionSpec attention_spec(const ops::AttentionDims& d, const ops::AttentionMasks& m) {
-  return {d.B, d.Tq, d.Tk, d.D, d.H, ops::softmax_scale<double>(d.scale, d.D / d.H), m.causal, m.key_padding, m.attn, m.attn_batched,
+  return {d.B, d.Tq, d.Tk, d.D, d.H, ops::softmax_scale<double>(d.scale, d.D / d.H), m.causal, m.key_padding_mask, m.attn_mask, m.attn_batched,
           d.dropout.p, d.dropout.seed, d.dropout.offset};
 }
 
@@ -99,13 +99,13 @@ template <class T>
 void run(const ops::AttentionForward<T>& p) {
   const AttentionSpec s = attention_spec(p.d, p.m);
   T *out = p.out, *weights = p.weights, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse;
-  const T *x = p.x, *memory = p.memory, *Wqkv = p.Wqkv, *bqkv = p.bqkv, *Wproj = p.Wproj, *bproj = p.bproj;
+  const T *x = p.x, *memory = p.memory, *qkv_weight = p.qkv_weight, *qkv_bias = p.qkv_bias, *proj_weight = p.proj_weight, *proj_bias = p.proj_bias;
   const int64_t D = s.D, Dh = s.Dh(), Tq = s.Tq, Tk = s.Tk;
   if (memory) {
-    linear_forward(q, x, Wqkv, bqkv, s.B * Tq, D, D);
-    linear_forward(kv, memory, Wqkv + D * D, bqkv ? bqkv + D : nullptr, s.B * Tk, D, 2 * D);
+    linear_forward(q, x, qkv_weight, qkv_bias, s.B * Tq, D, D);
+    linear_forward(kv, memory, qkv_weight + D * D, qkv_bias ? qkv_bias + D : nullptr, s.B * Tk, D, 2 * D);
   } else {
-    linear_forward(qkv, x, Wqkv, bqkv, s.B * Tq, D, 3 * D);
+    linear_forward(qkv, x, qkv_weight, qkv_bias, s.B * Tq, D, 3 * D);
   }
   std::vector<double> P(Tq * Tk), L(Tq), Z(Tk);
   for (int64_t b = 0; b < s.B; ++b)
@@ -125,19 +125,19 @@ void run(const ops::AttentionForward<T>& p) {
         }
       }
     }
-  linear_forward(out, ctx, Wproj, bproj, s.B * Tq, D, D);
+  linear_forward(out, ctx, proj_weight, proj_bias, s.B * Tq, D, D);
 }
 
 template <class T>
 void run(const ops::AttentionBackward<T>& p) {
   const AttentionSpec s = attention_spec(p.d, p.m);
-  T *dx = p.dx, *dmemory = p.dmemory, *dWqkv = p.dWqkv, *dbqkv = p.dbqkv, *dWproj = p.dWproj, *dbproj = p.dbproj;
+  T *dx = p.dx, *dmemory = p.dmemory, *d_qkv_weight = p.d_qkv_weight, *d_qkv_bias = p.d_qkv_bias, *d_proj_weight = p.d_proj_weight, *d_proj_bias = p.d_proj_bias;
   const T *dout = p.dout, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *x = p.x, *memory = p.memory;
-  const T *Wqkv = p.Wqkv, *Wproj = p.Wproj;
+  const T *qkv_weight = p.qkv_weight, *proj_weight = p.proj_weight;
   const int64_t D = s.D, Dh = s.Dh(), Tq = s.Tq, Tk = s.Tk, rq = s.B * Tq, rk = s.B * Tk;
   const double scale = s.scale;
   std::vector<T> dctx(rq * D);
-  linear_backward(dctx.data(), dWproj, dbproj, dout, ctx, Wproj, rq, D, D);
+  linear_backward(dctx.data(), d_proj_weight, d_proj_bias, dout, ctx, proj_weight, rq, D, D);
   // Gradients of the projections' outputs, laid out like the saved buffers.
   std::vector<T> grad((rq + 2 * rk) * D, T(0));
   T* gqkv = memory ? nullptr : grad.data();
@@ -171,10 +171,10 @@ void run(const ops::AttentionBackward<T>& p) {
       }
     }
   if (memory) {
-    linear_backward(dx, dWqkv, dbqkv, gq, x, Wqkv, rq, D, D);
-    linear_backward(dmemory, dWqkv + D * D, dbqkv ? dbqkv + D : nullptr, gkv, memory, Wqkv + D * D, rk, D, 2 * D);
+    linear_backward(dx, d_qkv_weight, d_qkv_bias, gq, x, qkv_weight, rq, D, D);
+    linear_backward(dmemory, d_qkv_weight + D * D, d_qkv_bias ? d_qkv_bias + D : nullptr, gkv, memory, qkv_weight + D * D, rk, D, 2 * D);
   } else {
-    linear_backward(dx, dWqkv, dbqkv, gqkv, x, Wqkv, rq, D, 3 * D);
+    linear_backward(dx, d_qkv_weight, d_qkv_bias, gqkv, x, qkv_weight, rq, D, 3 * D);
   }
 }
 

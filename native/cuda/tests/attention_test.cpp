@@ -14,7 +14,7 @@ using namespace nf::test;
 
 struct Case {
   int64_t B, Tq, Tk, D, H;
-  bool cross = false, causal = false, key_padding = false, attn = false, attn_batched = false;
+  bool cross = false, causal = false, key_padding_mask = false, attn_mask = false, attn_batched = false;
   float p = 0.0f;
   bool weights = false;
   int64_t blocked_row = -1;  // a query row the attention mask blocks entirely
@@ -42,11 +42,11 @@ void run_case(const Case& c) {
                                  {"causal", c.causal}, {"dropout%", int64_t(c.p * 100)}});
   const int64_t D = c.D, rq = c.B * c.Tq, rk = c.B * c.Tk;
   const Vec x = randn(size_t(rq * D)), memory = c.cross ? randn(size_t(rk * D)) : Vec();
-  const Vec Wqkv = randn(size_t(3 * D * D), 1.0 / std::sqrt(double(D))), bqkv = randn(size_t(3 * D), 0.1);
-  const Vec Wproj = randn(size_t(D * D), 1.0 / std::sqrt(double(D))), bproj = randn(size_t(D), 0.1);
+  const Vec qkv_weight = randn(size_t(3 * D * D), 1.0 / std::sqrt(double(D))), qkv_bias = randn(size_t(3 * D), 0.1);
+  const Vec proj_weight = randn(size_t(D * D), 1.0 / std::sqrt(double(D))), proj_bias = randn(size_t(D), 0.1);
   const Vec dout = randn(size_t(rq * D));
-  const std::vector<uint8_t> kp = c.key_padding ? random_mask(size_t(c.B * c.Tk), 0.2) : std::vector<uint8_t>();
-  std::vector<uint8_t> am = c.attn ? random_mask(size_t((c.attn_batched ? c.B : 1) * c.Tq * c.Tk), 0.1)
+  const std::vector<uint8_t> kp = c.key_padding_mask ? random_mask(size_t(c.B * c.Tk), 0.2) : std::vector<uint8_t>();
+  std::vector<uint8_t> am = c.attn_mask ? random_mask(size_t((c.attn_batched ? c.B : 1) * c.Tq * c.Tk), 0.1)
                                    : std::vector<uint8_t>();
   if (c.blocked_row >= 0)
     for (int64_t j = 0; j < c.Tk; ++j) am[size_t(c.blocked_row * c.Tk + j)] = 1;
@@ -56,8 +56,8 @@ void run_case(const Case& c) {
   const auto masks = [&c](const uint8_t* kp_ptr, const uint8_t* am_ptr) {
     nf::ops::AttentionMasks m;
     m.causal = c.causal;
-    m.key_padding = c.key_padding ? kp_ptr : nullptr;
-    m.attn = c.attn ? am_ptr : nullptr;
+    m.key_padding_mask = c.key_padding_mask ? kp_ptr : nullptr;
+    m.attn_mask = c.attn_mask ? am_ptr : nullptr;
     m.attn_batched = c.attn_batched;
     return m;
   };
@@ -76,19 +76,19 @@ void run_case(const Case& c) {
   rf.d = dims, rf.m = masks(kp.data(), am.data()), rf.memory = c.cross ? memory.data() : nullptr;
   rf.out = out.data(), rf.weights = ptr(weights), rf.ctx = ctx.data(), rf.lse = lse.data();
   saved(rf, ptr(qkv), ptr(q), ptr(kv));
-  rf.x = x.data(), rf.Wqkv = Wqkv.data(), rf.bqkv = bqkv.data(), rf.Wproj = Wproj.data(), rf.bproj = bproj.data();
+  rf.x = x.data(), rf.qkv_weight = qkv_weight.data(), rf.qkv_bias = qkv_bias.data(), rf.proj_weight = proj_weight.data(), rf.proj_bias = proj_bias.data();
   nf::ref::run(rf);
-  Vec dx(size_t(rq * D)), dmem(memory.size()), dWqkv(Wqkv.size(), 0.5), dbqkv(bqkv.size(), 0.5),
-      dWproj(Wproj.size(), 0.5), dbproj(bproj.size(), 0.5);
+  Vec dx(size_t(rq * D)), dmem(memory.size()), d_qkv_weight(qkv_weight.size(), 0.5), d_qkv_bias(qkv_bias.size(), 0.5),
+      d_proj_weight(proj_weight.size(), 0.5), d_proj_bias(proj_bias.size(), 0.5);
   nf::ops::AttentionBackward<double> rb;
   rb.d = dims, rb.m = rf.m, rb.memory = rf.memory;
-  rb.dx = dx.data(), rb.dmemory = ptr(dmem), rb.dWqkv = dWqkv.data(), rb.dbqkv = dbqkv.data();
-  rb.dWproj = dWproj.data(), rb.dbproj = dbproj.data(), rb.dout = dout.data();
+  rb.dx = dx.data(), rb.dmemory = ptr(dmem), rb.d_qkv_weight = d_qkv_weight.data(), rb.d_qkv_bias = d_qkv_bias.data();
+  rb.d_proj_weight = d_proj_weight.data(), rb.d_proj_bias = d_proj_bias.data(), rb.dout = dout.data();
   saved(rb, rf.qkv, rf.q, rf.kv);
-  rb.ctx = ctx.data(), rb.lse = lse.data(), rb.x = x.data(), rb.Wqkv = Wqkv.data(), rb.Wproj = Wproj.data();
+  rb.ctx = ctx.data(), rb.lse = lse.data(), rb.x = x.data(), rb.qkv_weight = qkv_weight.data(), rb.proj_weight = proj_weight.data();
   nf::ref::run(rb);
   // CUDA.
-  DeviceF d_x(x), d_mem(memory), d_Wqkv(Wqkv), d_bqkv(bqkv), d_Wproj(Wproj), d_bproj(bproj), d_dout(dout),
+  DeviceF d_x(x), d_mem(memory), d_Wqkv(qkv_weight), d_bqkv(qkv_bias), d_Wproj(proj_weight), d_bproj(proj_bias), d_dout(dout),
       d_out(out.size()), d_weights(weights.size()), d_qkv(qkv.size()), d_q(q.size()), d_kv(kv.size()),
       d_ctx(ctx.size()), d_lse(lse.size());
   Device<uint8_t> d_kp(kp), d_am(am);
@@ -96,28 +96,28 @@ void run_case(const Case& c) {
   f.d = dims, f.m = masks(d_kp, d_am), f.memory = c.cross ? d_mem.get() : nullptr;
   f.out = d_out, f.weights = c.weights ? d_weights.get() : nullptr, f.ctx = d_ctx, f.lse = d_lse;
   saved(f, d_qkv.get(), d_q.get(), d_kv.get());
-  f.x = d_x, f.Wqkv = d_Wqkv, f.bqkv = d_bqkv, f.Wproj = d_Wproj, f.bproj = d_bproj;
+  f.x = d_x, f.qkv_weight = d_Wqkv, f.qkv_bias = d_bqkv, f.proj_weight = d_Wproj, f.proj_bias = d_bproj;
   NF_ASSERT_OK(nf::cuda::run(f));
   check_close("attention out", name, d_out.download(), out, kFwdTol);
   check_close("attention ctx", name, d_ctx.download(), ctx, kFwdTol);
   check_lse(name, d_lse.download(), lse);
   if (c.weights) check_close("attention weights", name, d_weights.download(), weights, kFwdTol);
-  DeviceF d_dx(dx.size()), d_dmem(dmem.size()), d_dWqkv(std::vector<float>(Wqkv.size(), 0.5f)),
-      d_dbqkv(std::vector<float>(bqkv.size(), 0.5f)), d_dWproj(std::vector<float>(Wproj.size(), 0.5f)),
-      d_dbproj(std::vector<float>(bproj.size(), 0.5f));
+  DeviceF d_dx(dx.size()), d_dmem(dmem.size()), d_dWqkv(std::vector<float>(qkv_weight.size(), 0.5f)),
+      d_dbqkv(std::vector<float>(qkv_bias.size(), 0.5f)), d_dWproj(std::vector<float>(proj_weight.size(), 0.5f)),
+      d_dbproj(std::vector<float>(proj_bias.size(), 0.5f));
   nf::ops::AttentionBackward<float> bw;
   bw.d = dims, bw.m = f.m, bw.memory = f.memory;
-  bw.dx = d_dx, bw.dmemory = c.cross ? d_dmem.get() : nullptr, bw.dWqkv = d_dWqkv, bw.dbqkv = d_dbqkv;
-  bw.dWproj = d_dWproj, bw.dbproj = d_dbproj, bw.dout = d_dout;
+  bw.dx = d_dx, bw.dmemory = c.cross ? d_dmem.get() : nullptr, bw.d_qkv_weight = d_dWqkv, bw.d_qkv_bias = d_dbqkv;
+  bw.d_proj_weight = d_dWproj, bw.d_proj_bias = d_dbproj, bw.dout = d_dout;
   saved(bw, f.qkv, f.q, f.kv);
-  bw.ctx = d_ctx, bw.lse = d_lse, bw.x = d_x, bw.Wqkv = d_Wqkv, bw.Wproj = d_Wproj;
+  bw.ctx = d_ctx, bw.lse = d_lse, bw.x = d_x, bw.qkv_weight = d_Wqkv, bw.proj_weight = d_Wproj;
   NF_ASSERT_OK(nf::cuda::run(bw));
   check_close("attention dx", name, d_dx.download(), dx, kBwdTol);
   if (c.cross) check_close("attention dmemory", name, d_dmem.download(), dmem, kBwdTol);
-  check_close("attention dWqkv", name, d_dWqkv.download(), dWqkv, kBwdTol);
-  check_close("attention dbqkv", name, d_dbqkv.download(), dbqkv, kBwdTol);
-  check_close("attention dWproj", name, d_dWproj.download(), dWproj, kBwdTol);
-  check_close("attention dbproj", name, d_dbproj.download(), dbproj, kBwdTol);
+  check_close("attention d_qkv_weight", name, d_dWqkv.download(), d_qkv_weight, kBwdTol);
+  check_close("attention d_qkv_bias", name, d_dbqkv.download(), d_qkv_bias, kBwdTol);
+  check_close("attention d_proj_weight", name, d_dWproj.download(), d_proj_weight, kBwdTol);
+  check_close("attention d_proj_bias", name, d_dbproj.download(), d_proj_bias, kBwdTol);
 }
 
 NF_TEST(cuda_attention_parity) {
@@ -137,7 +137,7 @@ NF_TEST(cuda_attention_bad_dims) {
   float buf = 0;
   nf::ops::AttentionForward<float> f;
   f.d = {1, 4, 4, 258, 2, {}};  // Dh 129
-  f.out = f.qkv = f.ctx = f.lse = &buf, f.x = f.Wqkv = f.Wproj = &buf;
+  f.out = f.qkv = f.ctx = f.lse = &buf, f.x = f.qkv_weight = f.proj_weight = &buf;
   nf::Status st = nf::cuda::run(f);
   NF_EXPECT(!st.ok() && st.message.find("head widths") != std::string::npos, st.message);
   f.d = {1, 4, 5, 8, 2, {}};
@@ -145,7 +145,7 @@ NF_TEST(cuda_attention_bad_dims) {
   NF_EXPECT(!st.ok() && st.message.find("Tk == Tq") != std::string::npos, st.message);
   nf::ops::AttentionBackward<float> b;
   b.d = {1, 4, 4, 9, 2, {}};
-  b.dx = b.dWqkv = b.dWproj = &buf, b.dout = b.qkv = b.ctx = b.lse = b.x = b.Wqkv = b.Wproj = &buf;
+  b.dx = b.d_qkv_weight = b.d_proj_weight = &buf, b.dout = b.qkv = b.ctx = b.lse = b.x = b.qkv_weight = b.proj_weight = &buf;
   st = nf::cuda::run(b);
   NF_EXPECT(!st.ok() && st.message.find("divisible") != std::string::npos, st.message);
 }

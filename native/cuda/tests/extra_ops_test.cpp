@@ -130,9 +130,9 @@ NF_TEST(cuda_attention_decode_parity) {
   for (const Case& c : {Case{1, 1, 8, 2}, Case{3, 7, 48, 2}, Case{2, 5, 40, 1}, Case{2, 9, 64, 4}}) {
     const int64_t B = c.B, T = c.T, D = c.D;
     const Vec x = randn(size_t(B * T * D)), memory = randn(size_t(B * (T + 2) * D));
-    const Vec Wqkv = randn(size_t(3 * D * D), 1.0 / std::sqrt(double(D))), bqkv = randn(size_t(3 * D), 0.1);
-    const Vec Wproj = randn(size_t(D * D), 1.0 / std::sqrt(double(D))), bproj = randn(size_t(D), 0.1);
-    DeviceF d_Wqkv(Wqkv), d_bqkv(bqkv), d_Wproj(Wproj), d_bproj(bproj);
+    const Vec qkv_weight = randn(size_t(3 * D * D), 1.0 / std::sqrt(double(D))), qkv_bias = randn(size_t(3 * D), 0.1);
+    const Vec proj_weight = randn(size_t(D * D), 1.0 / std::sqrt(double(D))), proj_bias = randn(size_t(D), 0.1);
+    DeviceF d_Wqkv(qkv_weight), d_bqkv(qkv_bias), d_Wproj(proj_weight), d_bproj(proj_bias);
     const std::string name = dims({{"B", B}, {"T", T}, {"D", D}, {"H", c.H}});
     // Self-attention: the reference is a causal forward over the whole sequence; the decode steps
     // see one position at a time and must give each row.
@@ -140,7 +140,7 @@ NF_TEST(cuda_attention_decode_parity) {
     nf::ops::AttentionForward<double> s;
     s.d.B = B, s.d.Tq = s.d.Tk = T, s.d.D = D, s.d.H = c.H, s.m.causal = true;
     s.out = out.data(), s.qkv = qkv.data(), s.ctx = ctx.data(), s.lse = lse.data();
-    s.x = x.data(), s.Wqkv = Wqkv.data(), s.bqkv = bqkv.data(), s.Wproj = Wproj.data(), s.bproj = bproj.data();
+    s.x = x.data(), s.qkv_weight = qkv_weight.data(), s.qkv_bias = qkv_bias.data(), s.proj_weight = proj_weight.data(), s.proj_bias = proj_bias.data();
     nf::ref::run(s);
     const int64_t max_t = T + 1;
     DeviceF d_cache(size_t(B * max_t * 2 * D)), d_x(size_t(B * D)), d_out(size_t(B * D));
@@ -167,9 +167,9 @@ NF_TEST(cuda_attention_decode_parity) {
     for (int64_t b = 0; b < B; ++b)
       for (int64_t i = 0; i < D; ++i) x1[size_t(b * D + i)] = x[size_t((b * T) * D + i)];
     nf::ops::AttentionForward<double> sc;
-    sc.d.B = B, sc.d.Tq = 1, sc.d.Tk = Tk, sc.d.D = D, sc.d.H = c.H, sc.m.key_padding = kp.data(), sc.memory = memory.data();
+    sc.d.B = B, sc.d.Tq = 1, sc.d.Tk = Tk, sc.d.D = D, sc.d.H = c.H, sc.m.key_padding_mask = kp.data(), sc.memory = memory.data();
     sc.out = cout.data(), sc.q = q.data(), sc.kv = kv.data(), sc.ctx = cctx.data(), sc.lse = clse.data();
-    sc.x = x1.data(), sc.Wqkv = Wqkv.data(), sc.bqkv = bqkv.data(), sc.Wproj = Wproj.data(), sc.bproj = bproj.data();
+    sc.x = x1.data(), sc.qkv_weight = qkv_weight.data(), sc.qkv_bias = qkv_bias.data(), sc.proj_weight = proj_weight.data(), sc.proj_bias = proj_bias.data();
     nf::ref::run(sc);
     DeviceF d_kv(kv), d_x1(x1), d_cout(size_t(B * D));
     Device<uint8_t> d_kp(kp);
