@@ -30,6 +30,19 @@
 // threads pass that barrier without waiting: a test can remove each barrier in turn and prove that
 // its kernel's results then go wrong, and a ThreadSanitizer build shows the race it leaves.
 //
+// Warp-level matrix instructions (the emulated side of ../mma.cuh). mma.sync (m16n8k16 bf16 and f16,
+// m16n8k8 tf32; f32 accumulators) and ldmatrix (m8n8 .x1/.x2/.x4, with and without .trans) are
+// warp operations like the shuffles: all 32 lanes of the warp must arrive (a lane that exited, one
+// waiting elsewhere, lanes disagreeing on the instruction or its qualifiers, or a warp with fewer
+// than 32 threads fail the launch), and the lane that completes the operation computes every lane's
+// registers from the fragment layouts of the PTX ISA (mma_complete, ldmatrix_complete cite them).
+// ldmatrix reads shared memory when the last lane arrives and checks each row address (16-byte
+// aligned, inside shared memory). cp.async is a deferred copy, stricter than the hardware: at issue
+// the destination bytes are poisoned (0xFF) and the source bytes captured; the data lands only when
+// the thread's cp.async.wait_group (or wait_all) completes its group, or when the thread exits.
+// So a read of the destination before the wait (its own thread) or before the wait and a barrier
+// (other threads) sees NaN, as does a write of a buffer other warps are still reading.
+//
 // Device memory is host memory: cudaMalloc returns 0xFF-filled host allocations, copies are
 // memcpy, streams and events exist but everything runs synchronously on the calling thread.
 // Fast-math intrinsics (__expf, rsqrtf, ...) are computed exactly.
@@ -200,7 +213,14 @@ inline bool os_threads() {
 #endif
 }
 
-enum class WarpOp { sync, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all };
+enum class WarpOp {
+  sync, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all,
+  // Warp-level matrix instructions: always the whole warp (mask 0xffffffff); `arg` holds the
+  // qualifiers (ldmatrix: .num | 16 for .trans), which every lane must give alike.
+  mma_m16n8k16_bf16, mma_m16n8k16_f16, mma_m16n8k8_tf32, ldmatrix
+};
+
+inline bool is_matrix_op(WarpOp op) { return op >= WarpOp::mma_m16n8k16_bf16; }
 
 inline const char* warp_op_name(WarpOp op) {
   switch (op) {
@@ -211,12 +231,25 @@ inline const char* warp_op_name(WarpOp op) {
     case WarpOp::shfl_xor: return "__shfl_xor_sync";
     case WarpOp::ballot: return "__ballot_sync";
     case WarpOp::any: return "__any_sync";
-    default: return "__all_sync";
+    case WarpOp::all: return "__all_sync";
+    case WarpOp::mma_m16n8k16_bf16: return "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+    case WarpOp::mma_m16n8k16_f16: return "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+    case WarpOp::mma_m16n8k8_tf32: return "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+    default: return "ldmatrix.sync.aligned.m8n8";
   }
 }
 
 // Thrown into the threads of a failed block so they unwind.
 struct Abort {};
+
+// A cp.async issued and not yet landed: the bytes to write (captured from the source at issue,
+// zero-filled past src-size) and the commit group it belongs to.
+struct AsyncCopy {
+  unsigned char* dst = nullptr;
+  unsigned char bytes[16] = {};
+  unsigned size = 0;
+  unsigned group = 0;  // Thread::copy_groups when issued (== it while uncommitted)
+};
 
 struct Thread {
   uint3 idx{};
@@ -228,6 +261,10 @@ struct Thread {
   unsigned mask = 0;
   int arg = 0, width = 32;
   uint64_t value = 0, result = 0;
+  const void* in = nullptr;  // a matrix operation's operands (on the lane's stack) ...
+  void* out = nullptr;       // ... and where its results go
+  std::vector<AsyncCopy> copies;  // cp.async in flight, oldest first
+  unsigned copy_groups = 0;       // cp.async.commit_group calls so far
   unsigned barriers = 0, syncwarps = 0;  // passed so far (their parity picks the TSan sync object)
   char warp_sync[2] = {};                // lane 0's: the warp's TSan sync objects
   ucontext_t ctx{};    // the fiber's context (swapcontext) ...
@@ -400,6 +437,10 @@ inline std::string describe_waiters(const Block& b) {
 }
 
 void to_scheduler(Block& b, Thread& t);
+bool matrix_op_complete(Block& b, unsigned base, WarpOp op, int arg);
+// Lands the thread's cp.async of every committed group but the `keep_groups` most recent (~0u:
+// every copy, committed or not).
+void land_async_copies(Thread& t, unsigned keep_groups);
 
 // Parks the calling thread until a barrier or warp operation releases it.
 inline void park(Block& b, Guard& g, Thread& t) {
@@ -539,9 +580,11 @@ inline uint64_t warp_op_locked(Block& b, Guard& g, Thread& t, WarpOp op, unsigne
       complete = false;
       continue;
     }
-    if (o.op != op || o.width != width) {
+    if (o.op != op || o.width != width || (is_matrix_op(op) && o.arg != arg)) {
       fail(b, std::string("lanes of warp ") + std::to_string(base / 32) + " disagree: " + warp_op_name(op) +
-                  " vs " + warp_op_name(o.op) + " (or different widths)");
+                  (is_matrix_op(op) ? " (qualifiers " + std::to_string(arg) + ")" : "") + " vs " +
+                  warp_op_name(o.op) + (is_matrix_op(o.op) ? " (qualifiers " + std::to_string(o.arg) + ")" : "") +
+                  (is_matrix_op(op) ? "" : " (or different widths)"));
       throw Abort{};
     }
   }
@@ -550,9 +593,11 @@ inline uint64_t warp_op_locked(Block& b, Guard& g, Thread& t, WarpOp op, unsigne
     return t.result;
   }
   bool ok = true;
-  uint64_t results[kWarpSize];
-  for (unsigned l = 0; l < lanes; ++l)
-    if ((mask >> l) & 1u) results[l] = lane_result(b, base, l, &ok);
+  uint64_t results[kWarpSize] = {};
+  if (is_matrix_op(op)) ok = matrix_op_complete(b, base, op, arg);
+  else
+    for (unsigned l = 0; l < lanes; ++l)
+      if ((mask >> l) & 1u) results[l] = lane_result(b, base, l, &ok);
   if (!ok) throw Abort{};
   for (unsigned l = 0; l < lanes; ++l)
     if ((mask >> l) & 1u) {
@@ -589,6 +634,7 @@ inline void thread_exit(Block& b, Thread& t) {
 inline void run_thread_body(Block& b, Thread& t) {
   try {
     (*b.body)();
+    land_async_copies(t, ~0u);  // cp.async never waited for still land (as on the GPU, eventually)
   } catch (Abort&) {
   }
   thread_exit(b, t);
@@ -807,6 +853,225 @@ inline void* static_shared(const void* key, size_t bytes, size_t align) {
 
 inline void* dynamic_shared() { return align_up(launch_state().dynamic_arena.data(), 16); }
 
+// ---- Warp-level matrix instructions and cp.async ----------------------------------------------
+
+// Whether [p, p + bytes) lies in this launch's shared memory: the static (NF_SHARED) storage
+// declared so far, the dynamic shared memory the launch asked for, or the poisoned `__shared__`
+// section.
+inline bool in_shared(const void* p, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto inside = [&](const void* lo, size_t n) {
+    const uintptr_t l = reinterpret_cast<uintptr_t>(lo);
+    return a >= l && a + bytes <= l + n;
+  };
+  Launch& l = launch_state();
+  if (inside(l.static_arena.data(), l.static_used) || inside(dynamic_shared(), l.dynamic_bytes)) return true;
+  return __start_nf_emu_shared && __stop_nf_emu_shared &&
+         inside(__start_nf_emu_shared, size_t(__stop_nf_emu_shared - __start_nf_emu_shared));
+}
+
+// Widening of the 16-bit inputs of mma (exact): bf16 is the upper half of a float; f16 (IEEE
+// binary16) has 5 exponent and 10 mantissa bits.
+inline float bf16_to_float(uint32_t bits) {
+  const uint32_t u = (bits & 0xffffu) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float f16_to_float(uint32_t bits) {
+  const uint32_t sign = (bits & 0x8000u) << 16, exp = (bits >> 10) & 0x1fu, mant = bits & 0x3ffu;
+  uint32_t u;
+  if (exp == 0x1f) u = sign | 0x7f800000u | (mant << 13);                         // inf, NaN
+  else if (exp != 0) u = sign | ((exp + 112) << 23) | (mant << 13);              // normal
+  else return (sign ? -1.0f : 1.0f) * std::ldexp(float(mant), -24);             // zero, subnormal
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+// A .tf32 operand as sm_80/sm_90 tensor cores read an fp32 register: the low 13 mantissa bits are
+// ignored (truncation toward zero to 1 + 8 + 10 bits). The PTX ISA leaves the layout of tf32 data
+// in a .b32 register implementation-defined and expects cvt.rna.tf32.f32 to produce it
+// ("Alternate Floating-Point Data Formats"); the truncation of raw fp32 bits is what the hardware
+// does (CUTLASS's NumericConverterFastF32 relies on it for its round_toward_zero "big" part) and
+// what the emulator does. nf::cuda::to_tf32 (../mma.cuh) rounds first.
+inline float tf32_operand(uint32_t bits) {
+  const uint32_t u = bits & 0xffffe000u;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+struct MmaOperands {
+  uint32_t a[4];
+  uint32_t b[2];
+  float c[4];
+};
+
+// D = A·B + C for one warp, every lane's registers in and out. Fragment layouts: PTX ISA (9.0),
+// section 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating point type" (.f16/.bf16 A,
+// B and .f32 C/D) and section 9.7.14.5.7 "Matrix Fragments for mma.m16n8k8" (.tf32 A, B, C/D): the
+// row/column formulas below are the ISA's, with groupID = laneid >> 2, threadID_in_group =
+// laneid % 4, and the elements of a .f16x2/.bf16x2 register listed low half first. Cross-checked with CUTLASS's CuTe traits (include/cute/atom/mma_traits_sm80.hpp:
+// SM80_16x8x16_F32BF16BF16F32_TN, SM80_16x8x8_F32TF32TF32F32_TN, SM80_16x8_Row). A is M×K
+// row-major ("row"), B is K×N taken column by column ("col").
+// Arithmetic: inputs widened exactly to fp32 (tf32: truncated, see tf32_operand); each product is
+// exact in fp32 (at most 11 × 11 significant bits); the PTX ISA leaves the order of the sums
+// implementation-defined, and here D[m][n] = C[m][n] then, for k = 0, 1, ..., K-1 in turn,
+// D[m][n] = fmaf(A[m][k], B[k][n], D[m][n]) (one fp32 rounding per step).
+inline void mma_complete(Block& b, unsigned base, WarpOp op) {
+  const bool tf32 = op == WarpOp::mma_m16n8k8_tf32;
+  const int K = tf32 ? 8 : 16;
+  const float nan = std::nanf("");
+  float A[16][16], B[16][8], C[16][8];
+  for (auto& r : A) std::fill(r, r + 16, nan);  // a layout that missed an element would show as NaN
+  for (auto& r : B) std::fill(r, r + 8, nan);
+  for (auto& r : C) std::fill(r, r + 8, nan);
+  auto widen = [&](uint32_t reg, int half) {
+    const uint32_t bits = reg >> (16 * half);
+    return op == WarpOp::mma_m16n8k16_bf16 ? bf16_to_float(bits) : f16_to_float(bits);
+  };
+  for (unsigned lane = 0; lane < kWarpSize; ++lane) {
+    const MmaOperands& in = *static_cast<const MmaOperands*>(b.threads[base + lane].in);
+    const int group = int(lane >> 2), tig = int(lane % 4);  // groupID, threadID_in_group
+    if (!tf32) {
+      for (int i = 0; i < 8; ++i) {  // a0..a7: a(2r), a(2r+1) in register r
+        const int row = (i < 2 || (i >= 4 && i < 6)) ? group : group + 8;
+        const int col = tig * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+        A[row][col] = widen(in.a[i / 2], i & 1);
+      }
+      for (int i = 0; i < 4; ++i) {  // b0..b3: b(2r), b(2r+1) in register r
+        const int row = tig * 2 + (i & 1) + (i >= 2 ? 8 : 0);
+        B[row][group] = widen(in.b[i / 2], i & 1);
+      }
+    } else {
+      for (int i = 0; i < 4; ++i) {  // a0..a3, one per register
+        const int row = (i == 0 || i == 2) ? group : group + 8;
+        const int col = i < 2 ? tig : tig + 4;
+        A[row][col] = tf32_operand(in.a[i]);
+      }
+      for (int i = 0; i < 2; ++i) B[tig + 4 * i][group] = tf32_operand(in.b[i]);  // b0, b1
+    }
+    for (int i = 0; i < 4; ++i) C[i < 2 ? group : group + 8][tig * 2 + (i & 1)] = in.c[i];  // c0..c3
+  }
+  float D[16][8];
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      float acc = C[m][n];
+      for (int k = 0; k < K; ++k) acc = std::fmaf(A[m][k], B[k][n], acc);
+      D[m][n] = acc;
+    }
+  for (unsigned lane = 0; lane < kWarpSize; ++lane) {  // d0..d3 as c0..c3
+    float* out = static_cast<float*>(b.threads[base + lane].out);
+    const int group = int(lane >> 2), tig = int(lane % 4);
+    for (int i = 0; i < 4; ++i) out[i] = D[i < 2 ? group : group + 8][tig * 2 + (i & 1)];
+  }
+}
+
+// ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16 for one warp, when its last lane arrives.
+// Layout: PTX ISA (9.0), "Warp-level matrix load instruction: ldmatrix": the rows of
+// matrix i (8 rows of 8 16-bit elements, 16 bytes each, "naturally aligned") start at the addresses
+// given by lanes 8i .. 8i+7 (so .x1 reads lanes 0-7, .x2 lanes 0-15, .x4 all 32; the other lanes'
+// addresses are not used); lane l receives in register r[i] row l/4, elements 2(l%4) (low half) and
+// 2(l%4)+1 (high half) of matrix i ("a group of four threads loads an entire row"); with .trans the
+// matrix is read column-major, so lane l receives column l/4, rows 2(l%4) and 2(l%4)+1. Cross-checked
+// with CuTe's copy traits (include/cute/atom/copy_traits_sm75.hpp: SM75_U32x{1,2,4}_LDSM_N,
+// SM75_U16x{2,4,8}_LDSM_T).
+inline bool ldmatrix_complete(Block& b, unsigned base, int arg) {
+  const int num = arg & 7;
+  const bool trans = (arg & 16) != 0;
+  const unsigned char* row[32] = {};
+  for (int l = 0; l < 8 * num; ++l) {
+    row[l] = reinterpret_cast<const unsigned char*>(uintptr_t(b.threads[base + unsigned(l)].value));
+    std::string why;
+    if (reinterpret_cast<uintptr_t>(row[l]) % 16) why = "is not 16-byte aligned";
+    else if (!in_shared(row[l], 16)) why = "is not in shared memory (NF_SHARED / NF_DYNAMIC_SHARED)";
+    if (!why.empty()) {
+      char addr[32];
+      std::snprintf(addr, sizeof addr, "%p", static_cast<const void*>(row[l]));
+      fail(b, std::string("ldmatrix: lane ") + std::to_string(l) + "'s row address " + addr + " " + why);
+      return false;
+    }
+  }
+  auto element = [&](int matrix, int r, int c) {  // 16-bit element (r, c) of a matrix
+    uint16_t v;
+    std::memcpy(&v, row[8 * matrix + r] + 2 * c, 2);
+    return uint32_t(v);
+  };
+  // The reads are the warp's own: let ThreadSanitizer see them (as the completing thread's).
+  if (os_threads()) tsan_ignore_end();
+  for (unsigned lane = 0; lane < kWarpSize; ++lane) {
+    uint32_t* out = static_cast<uint32_t*>(b.threads[base + lane].out);
+    const int group = int(lane >> 2), tig = int(lane % 4);
+    for (int i = 0; i < num; ++i)
+      out[i] = trans ? element(i, 2 * tig, group) | element(i, 2 * tig + 1, group) << 16
+                     : element(i, group, 2 * tig) | element(i, group, 2 * tig + 1) << 16;
+  }
+  if (os_threads()) tsan_ignore_begin();
+  return true;
+}
+
+inline bool matrix_op_complete(Block& b, unsigned base, WarpOp op, int arg) {
+  if (op == WarpOp::ldmatrix) return ldmatrix_complete(b, base, arg);
+  mma_complete(b, base, op);
+  return true;
+}
+
+// The calling lane's part of a matrix operation of its warp (the whole warp, which must be full).
+inline void matrix_warp_op(WarpOp op, int arg, uint64_t value, const void* in, void* out) {
+  Thread& t = *tls_thread;
+  Block& b = *launch_state().block;
+  Guard g(b);
+  if (b.failed) throw Abort{};
+  const unsigned base = t.linear - t.linear % kWarpSize;
+  const unsigned lanes = std::min<unsigned>(kWarpSize, unsigned(b.threads.size()) - base);
+  if (lanes < kWarpSize) {
+    fail(b, std::string(warp_op_name(op)) + ": warp " + std::to_string(base / kWarpSize) + " has " +
+                std::to_string(lanes) + " threads; the instruction needs all 32 lanes");
+    throw Abort{};
+  }
+  t.in = in;
+  t.out = out;
+  warp_op_locked(b, g, t, op, 0xffffffffu, value, arg, int(kWarpSize));
+}
+
+inline void land_async_copies(Thread& t, unsigned keep_groups) {
+  size_t kept = 0;
+  for (size_t i = 0; i < t.copies.size(); ++i) {
+    const AsyncCopy& c = t.copies[i];
+    if (keep_groups == ~0u || uint64_t(c.group) + keep_groups < t.copy_groups) std::memcpy(c.dst, c.bytes, c.size);
+    else t.copies[kept++] = c;
+  }
+  t.copies.resize(kept);
+}
+
+inline void cp_async(void* dst, const void* src, unsigned cp_size, unsigned src_size, bool cg) {
+  Thread& t = *tls_thread;
+  Block& b = *launch_state().block;
+  {
+    Guard g(b);
+    std::string why;
+    if (cp_size != 4 && cp_size != 8 && cp_size != 16) why = "cp-size must be 4, 8 or 16";
+    else if (cg && cp_size != 16) why = ".cg copies 16 bytes";
+    else if (src_size > cp_size) why = "src-size exceeds cp-size";
+    else if (reinterpret_cast<uintptr_t>(dst) % cp_size) why = "the destination is not aligned to cp-size";
+    else if (reinterpret_cast<uintptr_t>(src) % cp_size) why = "the source is not aligned to cp-size";
+    else if (!in_shared(dst, cp_size)) why = "the destination is not in shared memory (NF_SHARED / NF_DYNAMIC_SHARED)";
+    else if (src_size && in_shared(src, src_size)) why = "the source is in shared memory (cp.async copies from global)";
+    if (b.failed) throw Abort{};
+    if (!why.empty()) {
+      fail(b, std::string(cg ? "cp.async.cg" : "cp.async.ca") + ": thread " + std::to_string(t.linear) + ": " + why);
+      throw Abort{};
+    }
+  }
+  AsyncCopy c;
+  c.dst = static_cast<unsigned char*>(dst);
+  c.size = cp_size;
+  c.group = t.copy_groups;
+  if (src_size) std::memcpy(c.bytes, src, src_size);
+  if (options().poison) std::memset(dst, 0xff, cp_size);  // in flight: undefined until the wait
+  t.copies.push_back(c);
+}
+
 template <class T>
 uint64_t to_bits(T v) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "warp shuffles move up to 8 bytes");
@@ -826,6 +1091,40 @@ T from_bits(uint64_t u) {
 // The __syncthreads ("file.cu:line") reached since the last clear, in order of first arrival.
 inline const std::vector<std::string>& barrier_sites() { return detail::barrier_site_list(); }
 inline void clear_barrier_sites() { detail::barrier_site_list().clear(); }
+
+// ---- Warp-level matrix instructions and cp.async (what ../mma.cuh calls in the emulator) ---------
+enum class MmaKind { m16n8k16_bf16, m16n8k16_f16, m16n8k8_tf32 };
+
+// d = a·b + c for the calling lane's registers (see detail::mma_complete). d may alias c.
+inline void mma_sync(MmaKind kind, float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4]) {
+  detail::MmaOperands in;
+  std::memcpy(in.a, a, sizeof in.a);
+  std::memcpy(in.b, b, sizeof in.b);
+  std::memcpy(in.c, c, sizeof in.c);
+  float out[4];
+  const detail::WarpOp op = kind == MmaKind::m16n8k16_bf16  ? detail::WarpOp::mma_m16n8k16_bf16
+                            : kind == MmaKind::m16n8k16_f16 ? detail::WarpOp::mma_m16n8k16_f16
+                                                            : detail::WarpOp::mma_m16n8k8_tf32;
+  detail::matrix_warp_op(op, 0, 0, &in, out);
+  std::memcpy(d, out, sizeof out);
+}
+
+// ldmatrix .m8n8 .x`num` (1, 2 or 4) {.trans} .b16: r[0..num) for the calling lane; `row` is the row
+// address this lane provides (see detail::ldmatrix_complete).
+inline void ldmatrix_sync(int num, bool trans, const void* row, uint32_t* r) {
+  uint32_t out[4];
+  detail::matrix_warp_op(detail::WarpOp::ldmatrix, num | (trans ? 16 : 0), detail::to_bits(row), nullptr, out);
+  std::memcpy(r, out, sizeof(uint32_t) * size_t(num));
+}
+
+// cp.async.{ca,cg}.shared.global [dst], [src], cp_size, src_size: deferred until the group's wait.
+inline void cp_async(void* dst, const void* src, unsigned cp_size, unsigned src_size, bool cg) {
+  detail::cp_async(dst, src, cp_size, src_size, cg);
+}
+// cp.async.commit_group: the cp.async issued since the last commit form a group.
+inline void cp_async_commit_group() { ++detail::tls_thread->copy_groups; }
+// cp.async.wait_group n: every committed group but the n most recent has landed.
+inline void cp_async_wait_group(unsigned n) { detail::land_async_copies(*detail::tls_thread, n); }
 
 // Runs kernel(args...) over the grid; returns what cudaGetLastError would after a real launch.
 template <class... P, class... A>
