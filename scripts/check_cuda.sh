@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles every native/cuda/*.cu with nvcc for sm_80, sm_89 and sm_90 (plus compute_90 PTX), with
+# Compiles every native/cuda/*.cu, and the kernels only the tests launch (native/cuda/tests/*.cu), with
+# nvcc for sm_80, sm_89 and sm_90 (plus compute_90 PTX), with
 # warnings as errors, and checks ptxas's resource report (-Xptxas -v) against the budgets below:
 # no kernel may spill or use a stack frame, and each kernel's registers and static shared memory
 # must stay within its budget. The report is written to native/cuda/ptxas-report.txt (kept in the
@@ -74,6 +75,22 @@ mse_partial_kernel                       40   256
 mse_mean_kernel                          40   256
 softmax_kernel                           40   128
 topk_kernel                              40   256
+# Test kernels (native/cuda/tests/mma_kernels.cu, launched by the tests only): one warp running one
+# warp-level matrix instruction (mma, ldmatrix through 33 staged shared rows, cp.async of 480 floats)
+# or the cvt conversions, and a 64x64-tile bf16 GEMM of 128 threads (32 fp32 accumulators each, A and
+# B k-tiles double-buffered in shared memory: 2 x (64 x 24 + 16 x 72) bf16)
+mma_m16n8k16_kernel<false>               40   0
+mma_m16n8k16_kernel<true>                40   0
+mma_m16n8k8_tf32_kernel                  40   0
+ldmatrix_kernel<1, false>                40   1056
+ldmatrix_kernel<1, true>                 40   1056
+ldmatrix_kernel<2, false>                40   1056
+ldmatrix_kernel<2, true>                 40   1056
+ldmatrix_kernel<4, false>                40   1056
+ldmatrix_kernel<4, true>                 40   1056
+cp_async_kernel                          48   1920
+convert_kernel                           40   0
+mma_gemm_bf16_kernel                     80   10752
 '
 
 NVCC="${NVCC:-$(command -v nvcc || true)}"
@@ -89,7 +106,7 @@ report=${NF_PTXAS_REPORT:-native/cuda/ptxas-report.txt}
 log="$(mktemp)"
 trap 'rm -f "$log" "$log.o"' EXIT
 start=$(date +%s)
-for cu in native/cuda/*.cu; do
+for cu in native/cuda/*.cu native/cuda/tests/*.cu; do
   "$NVCC" -std=c++17 -O3 --threads 2 \
     -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 \
     -gencode arch=compute_90,code='[sm_90,compute_90]' \
