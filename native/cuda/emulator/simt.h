@@ -911,13 +911,14 @@ struct MmaOperands {
 // section 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating point type" (.f16/.bf16 A,
 // B and .f32 C/D) and section 9.7.14.5.7 "Matrix Fragments for mma.m16n8k8" (.tf32 A, B, C/D): the
 // row/column formulas below are the ISA's, with groupID = laneid >> 2, threadID_in_group =
-// laneid % 4, and the elements of a .f16x2/.bf16x2 register listed low half first. Cross-checked with CUTLASS's CuTe traits (include/cute/atom/mma_traits_sm80.hpp:
-// SM80_16x8x16_F32BF16BF16F32_TN, SM80_16x8x8_F32TF32TF32F32_TN, SM80_16x8_Row). A is M×K
-// row-major ("row"), B is K×N taken column by column ("col").
+// laneid % 4, and the elements of a .f16x2/.bf16x2 register listed low half first. Cross-checked
+// with CUTLASS's CuTe traits (include/cute/atom/mma_traits_sm80.hpp: SM80_16x8x16_F32BF16BF16F32_TN,
+// SM80_16x8x8_F32TF32TF32F32_TN, SM80_16x8_Row). A is M×K row-major ("row"), B is K×N taken column
+// by column ("col").
 // Arithmetic: inputs widened exactly to fp32 (tf32: truncated, see tf32_operand); each product is
-// exact in fp32 (at most 11 × 11 significant bits); the PTX ISA leaves the order of the sums
-// implementation-defined, and here D[m][n] = C[m][n] then, for k = 0, 1, ..., K-1 in turn,
-// D[m][n] = fmaf(A[m][k], B[k][n], D[m][n]) (one fp32 rounding per step).
+// exact in fp32 (at most 11 × 11 significant bits). The PTX ISA does not specify the order of the
+// sums or their intermediate precision; here, in a fixed order, D[m][n] = C[m][n] then, for
+// k = 0, 1, ..., K-1 in turn, D[m][n] = fmaf(A[m][k], B[k][n], D[m][n]) (one fp32 rounding a step).
 inline void mma_complete(Block& b, unsigned base, WarpOp op) {
   const bool tf32 = op == WarpOp::mma_m16n8k8_tf32;
   const int K = tf32 ? 8 : 16;
@@ -997,16 +998,19 @@ inline bool ldmatrix_complete(Block& b, unsigned base, int arg) {
     std::memcpy(&v, row[8 * matrix + r] + 2 * c, 2);
     return uint32_t(v);
   };
-  // The reads are the warp's own: let ThreadSanitizer see them (as the completing thread's).
+  // The shared-memory reads are the warp's own: ThreadSanitizer sees them (as the completing
+  // thread's); the hand-over of the registers to the other lanes is bookkeeping, which it does not.
+  uint32_t results[kWarpSize][4];
   if (os_threads()) tsan_ignore_end();
   for (unsigned lane = 0; lane < kWarpSize; ++lane) {
-    uint32_t* out = static_cast<uint32_t*>(b.threads[base + lane].out);
     const int group = int(lane >> 2), tig = int(lane % 4);
     for (int i = 0; i < num; ++i)
-      out[i] = trans ? element(i, 2 * tig, group) | element(i, 2 * tig + 1, group) << 16
-                     : element(i, group, 2 * tig) | element(i, group, 2 * tig + 1) << 16;
+      results[lane][i] = trans ? element(i, 2 * tig, group) | element(i, 2 * tig + 1, group) << 16
+                               : element(i, group, 2 * tig) | element(i, group, 2 * tig + 1) << 16;
   }
   if (os_threads()) tsan_ignore_begin();
+  for (unsigned lane = 0; lane < kWarpSize; ++lane)
+    std::memcpy(b.threads[base + lane].out, results[lane], sizeof(uint32_t) * size_t(num));
   return true;
 }
 
