@@ -93,7 +93,8 @@ NF_TEST(emulator_mma_fixed_summation_order) {
           A[(i / 2) % 2 ? g + 8 : g][2 * t + i % 2 + (i >= 4 ? 8 : 0)] = half(a[size_t(lane * 4 + i / 2)], i % 2);
         for (int i = 0; i < 4; ++i) B[2 * t + i % 2 + (i >= 2 ? 8 : 0)][g] = half(b[size_t(lane * 2 + i / 2)], i % 2);
       } else {
-        for (int i = 0; i < 4; ++i) A[i % 2 ? g + 8 : g][i < 2 ? t : t + 4] = bits_float(a[size_t(lane * 4 + i)] & 0xffffe000u);
+        for (int i = 0; i < 4; ++i)
+          A[i % 2 ? g + 8 : g][i < 2 ? t : t + 4] = bits_float(a[size_t(lane * 4 + i)] & 0xffffe000u);
         for (int i = 0; i < 2; ++i) B[t + 4 * i][g] = bits_float(b[size_t(lane * 2 + i)] & 0xffffe000u);
       }
       for (int i = 0; i < 4; ++i) C[i < 2 ? g : g + 8][2 * t + i % 2] = c[size_t(lane * 4 + i)];
@@ -107,7 +108,8 @@ NF_TEST(emulator_mma_fixed_summation_order) {
         for (int k = 0; k < K; ++k) acc = std::fmaf(A[m][k], B[k][n], acc);
         bad += std::memcmp(&acc, &d[size_t(lane * 4 + i)], 4) != 0;
       }
-    NF_EXPECT(bad == 0, "kind " + std::to_string(kind) + ": " + std::to_string(bad) + " results differ from the documented order");
+    NF_EXPECT(bad == 0, "kind " + std::to_string(kind) + ": " + std::to_string(bad) +
+                            " results differ from the documented order");
   }
 }
 
@@ -213,11 +215,13 @@ NF_TEST(emulator_mma_launch_failures) {
     NF_EXPECT(launch(ldmatrix_broken, 1, 32, 0, nullptr, 4, global, r.data()) == cudaSuccess,
               ".x1 reads lanes 0-7 only: " + why(cudaGetLastError()));
     for (int lane = 0; lane < 32; ++lane)  // rows 0-7 of v: element (lane/4, 2(lane%4)) is lane/4*8 + 2(lane%4)
-      NF_EXPECT(r[size_t(lane)] == (uint32_t(lane / 4 * 8 + 2 * (lane % 4)) | uint32_t(lane / 4 * 8 + 2 * (lane % 4) + 1) << 16),
+      NF_EXPECT(r[size_t(lane)] == (uint32_t(lane / 4 * 8 + 2 * (lane % 4)) |
+                                    uint32_t(lane / 4 * 8 + 2 * (lane % 4) + 1) << 16),
                 "x1 lane " + std::to_string(lane));
-    expect_failure(launch(cp_async_broken, 1, 32, 0, nullptr, 0, src.data(), out.data()), "not aligned", "cp.async misaligned");
-    expect_failure(launch(cp_async_broken, 1, 32, 0, nullptr, 1, src.data(), out.data()), "destination is not in shared",
-                   "cp.async to global");
+    expect_failure(launch(cp_async_broken, 1, 32, 0, nullptr, 0, src.data(), out.data()), "not aligned",
+                   "cp.async misaligned");
+    expect_failure(launch(cp_async_broken, 1, 32, 0, nullptr, 1, src.data(), out.data()),
+                   "destination is not in shared", "cp.async to global");
     expect_failure(launch(cp_async_broken, 1, 32, 0, nullptr, 2, src.data(), out.data()), "source is in shared",
                    "cp.async from shared");
     expect_failure(launch(cp_async_broken, 1, 32, 0, nullptr, 3, src.data(), out.data()), "src-size", "src-size 17");
@@ -263,7 +267,8 @@ NF_TEST(emulator_cp_async_lands_at_its_wait) {
   for_each_mode([] {
     std::vector<float> src(128), out(32 * 12, 0.0f);
     for (int i = 0; i < 128; ++i) src[size_t(i)] = float(i) + 0.5f;
-    NF_ASSERT(launch(cp_async_timeline, 1, 32, 0, nullptr, src.data(), out.data()) == cudaSuccess, why(cudaGetLastError()));
+    NF_ASSERT(launch(cp_async_timeline, 1, 32, 0, nullptr, src.data(), out.data()) == cudaSuccess,
+              why(cudaGetLastError()));
     for (int lane = 0; lane < 32; ++lane) {
       const float* o = &out[size_t(lane * 12)];
       const std::string l = "lane " + std::to_string(lane) + ": ";
@@ -271,7 +276,7 @@ NF_TEST(emulator_cp_async_lands_at_its_wait) {
       NF_EXPECT(o[3] == src[size_t(lane)] && std::isnan(o[4]), l + "after wait_group 1");
       NF_EXPECT(o[5] == src[size_t(32 + lane)] && std::isnan(o[6]), l + "after wait_group 0");
       NF_EXPECT(o[7] == src[size_t(64 + lane)], l + "after commit and wait_group 0");
-      if (lane >= 16) NF_EXPECT(o[8] == src[size_t(96 + lane - 16)], l + "copy of an exited thread: " + std::to_string(o[8]));
+      if (lane >= 16) NF_EXPECT(o[8] == src[size_t(96 + lane - 16)], l + "copy of an exited thread");
     }
   });
 }

@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(32) ldmatrix_kernel(const uint16_t* src, const
   NF_SHARED(LdmatrixSmem, smem);
   const int lane = int(threadIdx.x);
   for (int i = lane; i < kSlots * 8; i += 32) smem.slot[slot[i / 8]][i % 8] = src[i];
-  __syncthreads();
+  __syncthreads();  // ldmatrix reads rows other lanes wrote
   const int row = lane < 8 * N ? lane : kSlots - 1;  // lanes past the used ones: the decoy
   uint32_t r[N];
   if (Trans) ldmatrix_trans<N>(r, &smem.slot[slot[row]][0]);

@@ -134,7 +134,10 @@ NF_TEST(cuda_mma_m16n8k16_fragments) {
     std::vector<float> a(256), b(128), c(128);
     const Vec ra = randn(256), rb = randn(128), rc = randn(128);
     for (int i = 0; i < 256; ++i) a[size_t(i)] = bf16_float(bf16(float(ra[size_t(i)])));
-    for (int i = 0; i < 128; ++i) b[size_t(i)] = bf16_float(bf16(float(rb[size_t(i)]))), c[size_t(i)] = float(rc[size_t(i)]);
+    for (int i = 0; i < 128; ++i) {
+      b[size_t(i)] = bf16_float(bf16(float(rb[size_t(i)])));
+      c[size_t(i)] = float(rc[size_t(i)]);
+    }
     const std::vector<float> got = run_m16n8k16(false, a, b, c);
     for (int m = 0; m < 16; ++m)
       for (int n = 0; n < 8; ++n) {
@@ -166,7 +169,10 @@ NF_TEST(cuda_mma_m16n8k8_tf32_fragments) {
   std::iota(A.begin(), A.end(), 1.0f);
   std::iota(B.begin(), B.end(), 1.0f);
   for (int i = 0; i < 128; ++i) C[size_t(i)] = 1000.5f + float(i);
-  for (int i = 0; i < 8; ++i) I8[size_t(i * 8 + i)] = 1.0f, I8x2[size_t(i * 8 + i)] = 1.0f, I8x2[size_t((i + 8) * 8 + i)] = 2.0f;
+  for (int i = 0; i < 8; ++i) {
+    I8[size_t(i * 8 + i)] = 1.0f;
+    I8x2[size_t(i * 8 + i)] = 1.0f, I8x2[size_t((i + 8) * 8 + i)] = 2.0f;
+  }
   // A times the identity: D = A.
   expect_equal("tf32 A", run_tf32(false, A, I8, zeroC), std::vector<double>(A.begin(), A.end()), 8);
   // [I; 2I] times B: D = [B; 2B].
@@ -174,7 +180,8 @@ NF_TEST(cuda_mma_m16n8k8_tf32_fragments) {
   for (int m = 0; m < 16; ++m)
     for (int n = 0; n < 8; ++n) want[size_t(m * 8 + n)] = (m < 8 ? 1.0 : 2.0) * B[size_t((m % 8) * 8 + n)];
   expect_equal("tf32 B", run_tf32(false, I8x2, B, zeroC), want, 8);
-  expect_equal("tf32 C", run_tf32(false, std::vector<float>(128, 0.0f), B, C), std::vector<double>(C.begin(), C.end()), 8);
+  expect_equal("tf32 C", run_tf32(false, std::vector<float>(128, 0.0f), B, C), std::vector<double>(C.begin(), C.end()),
+               8);
   // Dyadic values v/64, |v| <= 1024 (11 significant bits, exact in tf32): exact products and sums.
   for (int rep = 0; rep < 3; ++rep) {
     const std::vector<float> a = dyadic(128, 1024, 1.0f / 64), b = dyadic(64, 1024, 1.0f / 64),
@@ -224,7 +231,8 @@ NF_TEST(cuda_ldmatrix_fragments) {
       for (int lane = 0; lane < 32; ++lane)
         for (int i = 0; i < num; ++i) {
           const int g = lane / 4, t = lane % 4;
-          const uint32_t want = trans ? M(i, 2 * t, g) | M(i, 2 * t + 1, g) << 16 : M(i, g, 2 * t) | M(i, g, 2 * t + 1) << 16;
+          const uint32_t want =
+              trans ? M(i, 2 * t, g) | M(i, 2 * t + 1, g) << 16 : M(i, g, 2 * t) | M(i, g, 2 * t + 1) << 16;
           const uint32_t got = out[size_t(lane * num + i)];
           if (got != want && ++bad <= 4) {
             char buf[160];
@@ -281,7 +289,8 @@ NF_TEST(cuda_mma_conversions) {
     if (i % 2 == 0) {
       const uint32_t p = packed[size_t(i / 2)];
       const uint32_t lo = p & 0xffffu, hi = p >> 16;
-      const bool lo_ok = std::isnan(x[size_t(i)]) ? std::isnan(bf16_float(uint16_t(lo))) : lo == want_bf16(x[size_t(i)]);
+      const bool lo_ok =
+          std::isnan(x[size_t(i)]) ? std::isnan(bf16_float(uint16_t(lo))) : lo == want_bf16(x[size_t(i)]);
       const bool hi_ok =
           std::isnan(x[size_t(i + 1)]) ? std::isnan(bf16_float(uint16_t(hi))) : hi == want_bf16(x[size_t(i + 1)]);
       NF_EXPECT(lo_ok && hi_ok, "pack_bf16x2 of values " + std::to_string(i) + ", " + std::to_string(i + 1));
