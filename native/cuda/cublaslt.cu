@@ -358,6 +358,12 @@ Status matmul(const Product& p, bool* ran) {
   return Status::Ok();
 }
 
+bool available() {
+  Library& L = lib();
+  load(L);
+  return L.loaded;
+}
+
 Info info() {
   Library& L = lib();
   load(L);

@@ -44,6 +44,9 @@ struct Product {
   int compute = 68;                // NF_CUBLAS_COMPUTE_* (cublaslt_api.h)
 };
 
+// Whether cuBLASLt is loaded (loading it on the first call, with the one warning when it is not).
+bool available();
+
 // Runs p on the backend's stream. *ran is false (and the Status Ok) when cuBLASLt cannot: not
 // loaded, or it offers no algorithm for this product (the caller runs its own kernels); an error
 // when a call that should succeed fails (cublasLtMatmul itself, the handle, the workspace).

@@ -354,7 +354,7 @@ Status gemm(const GemmCall& c) {
     if (c.dbias && d.M > 0) NF_TRY(bias_grad(c.dbias, c.A, d.K, d.M, nullptr));
     return Status::Ok();
   }
-  if (d.K > 0) {
+  if (d.K > 0 && lt::available()) {
     bool ran = false;
     // 1. One cuBLASLt product with everything in its epilogue.
     lt::Product p = column_major(c, d);
