@@ -210,23 +210,34 @@ NF_TEST(cuda_bias_act_parity) {
     }
 }
 
-// Which backend runs the products: cuBLASLt (the CPU stand-in) exactly when NF_CUBLASLT_PATH names
-// it, else the backend's own kernel, with the reason.
+// Which backend runs the products. Emulated build: cuBLASLt (the CPU stand-in) exactly when
+// NF_CUBLASLT_PATH names it, else the backend's own kernel, with the reason; GPU build: whatever
+// this machine has (reported), never the stand-in; NF_CUBLASLT=0: the kernel.
 NF_TEST(cuda_gemm_backend) {
   const char* path = std::getenv("NF_CUBLASLT_PATH");
+  const char* off = std::getenv("NF_CUBLASLT");
   const nf::cuda::GemmBackendInfo info = nf::cuda::gemm_backend_info();
-  std::printf("    gemm backend: %s%s (%s) cuBLASLt products %lld (fused %lld), kernel %lld, no algorithm %lld, "
-              "heuristic queries %lld, workspace %lld bytes\n",
+  std::printf("    gemm backend: %s%s (%s, version %lld) cuBLASLt products %lld (fused %lld), kernel %lld, no algorithm "
+              "%lld, heuristic queries %lld, workspace %lld bytes\n",
               info.backend.c_str(), info.stand_in ? " (CPU stand-in)" : "",
-              info.library.empty() ? info.reason.c_str() : info.library.c_str(), (long long)info.cublaslt,
-              (long long)info.fused, (long long)info.kernel, (long long)info.unsupported,
+              info.library.empty() ? info.reason.c_str() : info.library.c_str(), (long long)info.version,
+              (long long)info.cublaslt, (long long)info.fused, (long long)info.kernel, (long long)info.unsupported,
               (long long)info.heuristic_queries, (long long)info.workspace_bytes);
-  if (path && *path) {
-    NF_EXPECT(info.backend == "cublaslt" && info.stand_in && info.library == path && info.reason.empty(), info.reason);
-    NF_EXPECT(info.version >= 120000, std::to_string(info.version));
-  } else {
-    NF_EXPECT(info.backend == "kernel" && !info.stand_in && info.library.empty() && !info.reason.empty());
+  NF_EXPECT((info.backend == "cublaslt") == info.reason.empty(), info.reason);
+  if (off && std::string(off) == "0") {
+    NF_EXPECT(info.backend == "kernel" && info.reason == "disabled by NF_CUBLASLT=0", info.reason);
+  } else if (info.backend == "cublaslt") {
+    NF_EXPECT(!info.library.empty() && info.version >= 120000, std::to_string(info.version));
   }
+#ifdef NF_CUDA_REQUIRE_DEVICE
+  (void)path;
+  NF_EXPECT(!info.stand_in, "a GPU build must refuse the CPU stand-in");
+#else
+  if (path && *path && !(off && std::string(off) == "0"))
+    NF_EXPECT(info.backend == "cublaslt" && info.stand_in && info.library == path, info.reason);
+  else
+    NF_EXPECT(info.backend == "kernel" && !info.stand_in && info.library.empty());
+#endif
   // One product, and the counters move where it ran.
   const Vec a = randn(6 * 8), b = randn(8 * 5);
   DeviceF dA(a), dB(b), dC(6 * 5);
@@ -234,8 +245,9 @@ NF_TEST(cuda_gemm_backend) {
   d.M = 6, d.N = 5, d.K = 8;
   NF_ASSERT_OK(nf::cuda::gemm(dC, nullptr, dA, dB, nullptr, d));
   const nf::cuda::GemmBackendInfo after = nf::cuda::gemm_backend_info();
+  NF_EXPECT((after.cublaslt - info.cublaslt) + (after.kernel - info.kernel) == 1);
   if (info.backend == "cublaslt") {
-    NF_EXPECT(after.cublaslt == info.cublaslt + 1 && after.kernel == info.kernel);
+    NF_EXPECT(!info.stand_in || after.cublaslt == info.cublaslt + 1, "the stand-in takes every plain product");
     NF_EXPECT(after.workspace_bytes > 0, "the workspace comes from the caching allocator on the first product");
   } else {
     NF_EXPECT(after.kernel == info.kernel + 1 && after.cublaslt == 0);
@@ -246,10 +258,11 @@ NF_TEST(cuda_gemm_backend) {
 // tolerance: fp32 1e-5; tf32 (inputs rounded to a 10-bit mantissa: unit roundoff 2^-11 = 4.9e-4
 // per factor, so about 1e-3 per product, averaging down over K) 3e-3; bf16 (7-bit mantissa,
 // 2^-8 = 3.9e-3 per factor) 2e-2. Through cuBLASLt the reduced modes must show their rounding
-// (tf32 error above 1e-5, bf16 above tf32); the backend's own kernel computes every mode in fp32.
+// (tf32 error above 1e-5, bf16 above tf32; checked with the stand-in, reported on a GPU); the
+// backend's own kernel computes every mode in fp32.
 NF_TEST(cuda_gemm_compute_modes) {
   using nf::cuda::Compute;
-  const bool lt = cublaslt_loaded();
+  const bool lt = cublaslt_loaded(), stand_in = nf::cuda::gemm_backend_info().stand_in;
   struct Case {
     int64_t M, N, K;
     bool tA, tB;
@@ -273,7 +286,7 @@ NF_TEST(cuda_gemm_compute_modes) {
     }
     std::printf("    %s: relative error fp32 %.2e, tf32 %.2e, bf16 %.2e (%s)\n", name.c_str(), err[0], err[1], err[2],
                 lt ? "cuBLASLt" : "own kernel: fp32 in every mode");
-    if (lt) {
+    if (stand_in) {  // (the real library "allows" down-conversion: on a GPU the errors are reported only)
       NF_EXPECT(err[1] > 1e-5, name + ": tf32 shows no input rounding");
       NF_EXPECT(err[2] > err[1], name + ": bf16 no coarser than tf32");
     }
@@ -282,9 +295,11 @@ NF_TEST(cuda_gemm_compute_modes) {
 
 // linear_backward's halves with what rides on them: dx = (dy W) ∘ act'(preact) for every activation
 // (cuBLASLt's DGELU epilogue for gelu_tanh, the product then the elementwise backward otherwise) and
-// dW += dyᵀ x with db += Σ dy (BGRADB). With cuBLASLt the fused ones must have run there.
+// dW += dyᵀ x with db += Σ dy (BGRADB). With the stand-in the fused ones must have run there; on a
+// GPU, whether cuBLASLt took them is printed.
 NF_TEST(cuda_linear_fused_backward_parity) {
-  const bool lt = cublaslt_loaded();
+  const bool stand_in = nf::cuda::gemm_backend_info().stand_in;
+  const nf::cuda::GemmBackendInfo first = nf::cuda::gemm_backend_info();
   for (Act act : {Act::gelu_tanh, Act::gelu, Act::relu, Act::silu, Act::none})
     for (int64_t rows : {1, 37}) {
       const int64_t in = 48, out = 40;
@@ -305,19 +320,23 @@ NF_TEST(cuda_linear_fused_backward_parity) {
       check_close("linear fused dx", name, d_dx.download(), dx, kBwdTol);
       check_close("linear fused dW", name, d_dW.download(), dW, kBwdTol);
       check_close("linear fused db", name, d_db.download(), db, kBwdTol);
-      if (lt) {
+      if (stand_in) {
         NF_EXPECT(after.cublaslt == before.cublaslt + 2 && after.kernel == before.kernel, name);
         NF_EXPECT(after.fused == before.fused + 1 + (act == Act::gelu_tanh ? 1 : 0), name + ": BGRADB (and DGELU)");
       }
     }
+  const nf::cuda::GemmBackendInfo last = nf::cuda::gemm_backend_info();
+  std::printf("    20 products: cuBLASLt %lld (fused epilogues %lld; DGELU and BGRADB would be 12), kernel %lld\n",
+              (long long)(last.cublaslt - first.cublaslt), (long long)(last.fused - first.fused),
+              (long long)(last.kernel - first.kernel));
 }
 
 // When cuBLASLt offers no algorithm (the stand-in refusing, by NF_CUBLASLT_STANDIN_REFUSE), the
 // dispatch runs the plain product through it and the rest as elementwise kernels; when it refuses
-// everything, the backend's own kernel runs. The same results either way. (Only with cuBLASLt.)
+// everything, the backend's own kernel runs. The same results either way. (Only with the stand-in.)
 NF_TEST(cuda_gemm_cublaslt_fallbacks) {
-  if (!cublaslt_loaded()) {
-    std::printf("    skipped: cuBLASLt (the CPU stand-in) is not loaded\n");
+  if (!nf::cuda::gemm_backend_info().stand_in) {
+    std::printf("    skipped: the CPU stand-in for cuBLASLt is not loaded\n");
     return;
   }
   struct Mode {
