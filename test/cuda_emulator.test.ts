@@ -4,7 +4,8 @@
  * with test/cuda_device.test.ts: test/support/cuda_emu_build.ts) and runs the emulator's
  * own tests and the parity tests of every CUDA kernel against the float64 references (relative
  * error < 1e-5 forward, < 1e-4 gradients), including the proof that removing any __syncthreads
- * makes a test fail. Skipped, with the reason printed, where cmake is missing or the platform is
+ * makes a test fail; twice: with the products on the backend's own GEMM kernel (no cuBLASLt, after
+ * one warning), and through cuBLASLt's path with its CPU stand-in (NF_CUBLASLT_PATH). Skipped, with the reason printed, where cmake is missing or the platform is
  * not Linux (the emulator switches fibers on x86-64/ucontext and poisons an ELF section).
  */
 import path from 'node:path';
@@ -23,10 +24,19 @@ describe.skipIf(reason !== null)('CUDA backend on the SIMT emulator', () => {
     const build = await buildEmulated();
     expect(build.ok, build.out).toBe(true);
     expect(build.out).not.toMatch(/warning:/);
-    const tests = await run(exe, []);
-    // The executable prints a line per test, the largest relative errors per output, a summary.
-    console.log(tests.out);
-    expect(tests.ok, tests.out).toBe(true);
-    expect(tests.out).toMatch(/ 0 failed/);
+    // Twice: the products on the backend's own kernel (no cuBLASLt: one warning), then through
+    // cuBLASLt's path with the CPU stand-in (the kernel still checked on the GEMM cases).
+    const env = { ...process.env };
+    delete env.NF_CUBLASLT_PATH;
+    delete env.NF_CUBLASLT;
+    for (const standIn of [false, true]) {
+      const tests = await run(exe, [], standIn ? { ...env, NF_CUBLASLT_PATH: path.join(emuBuildDir, 'emulated', 'libnf_cublaslt_standin.so') } : env);
+      // The executable prints a line per test, the largest relative errors per output, a summary.
+      console.log(tests.out);
+      expect(tests.ok, tests.out).toBe(true);
+      expect(tests.out).toMatch(/ 0 failed/);
+      expect(tests.out).toMatch(standIn ? /gemm backend: cublaslt \(CPU stand-in\)/ : /gemm backend: kernel/);
+      expect(tests.out.split('\n').filter((l) => /^nodeformer: cuBLASLt is not loaded/.test(l))).toHaveLength(standIn ? 0 : 1);
+    }
   }, 900_000);
 });

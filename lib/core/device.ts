@@ -86,8 +86,30 @@ export interface CudaMemoryOps {
   emptyCache(): void;
   /** Sets the cap on idle cached bytes (0: no caching), releasing blocks over it now. */
   setCacheLimit(bytes: number): void;
-  /** Whether this is the SIMT emulator, and the number of devices. */
-  backendInfo(): { emulated: boolean; devices: number };
+  /** Whether this is the SIMT emulator, the number of devices, and what runs the matrix products. */
+  backendInfo(): { emulated: boolean; devices: number; gemm: CudaGemmInfo };
+}
+
+/**
+ * Which backend runs the CUDA matrix products (native/cuda/gemm.h): cuBLASLt, loaded at run time
+ * (libcublasLt.so.13 or .12, or NF_CUBLASLT_PATH), with bias, GELU (tanh form), GELU backward and
+ * bias gradient fused in its epilogues; or, without it, nodeformer's own fp32 kernel (after one
+ * warning on stderr). In the emulated build, cuBLASLt is nodeformer's CPU stand-in (`standIn`).
+ */
+export interface CudaGemmInfo {
+  backend: 'cublaslt' | 'kernel';
+  /** The library is nodeformer's CPU stand-in for cuBLASLt (the emulated build's tests). */
+  standIn: boolean;
+  /** The cuBLASLt file loaded, or null. */
+  library: string | null;
+  /** Why cuBLASLt is not loaded, or null. */
+  reason: string | null;
+  /** cublasLtGetVersion(), e.g. 130400 for 13.4.0 (0 without the library). */
+  version: number;
+  /** cuBLASLt's workspace, one block of the caching allocator (allocated on the first product). */
+  workspaceBytes: number;
+  /** Products since the process started: run by cuBLASLt (`fused`: with an epilogue), by the own kernel, offered no algorithm. */
+  calls: { cublaslt: number; fused: number; kernel: number; unsupported: number; heuristicQueries: number };
 }
 
 /**

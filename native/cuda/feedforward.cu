@@ -3,12 +3,14 @@
 //   Backward: da = dy W2, dW2 += dyᵀ a, db2 += Σ dy; dh = da ∘ mask/(1−p) ∘ act'(h);
 //   dx = dh W1, dW1 += dhᵀ x, db1 += Σ dh. The mask is regenerated from (seed, offset).
 // Layout: x, y, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
-// fc1's bias and activation run in the GEMM epilogue, which also writes h. Backward keeps dh in
-// scratch slot 2 (the ops it calls use slots 0 and 1).
+// fc1's bias and activation run in the GEMM's epilogue, which also writes h (cuBLASLt fuses the
+// tanh GELU; other activations run as an elementwise pass after the product). Backward computes
+// dh = (dy W2) ∘ act'(h) as one product (cuBLASLt's DGELU epilogue for gelu_tanh; the product then
+// the elementwise backward otherwise), then applies the dropout mask (the factors commute), and
+// db1 rides on the dW1 product; dh lives in scratch slot 2 (the ops it calls use slots 0 and 1).
 // Dimension key: rows = B*T, D = model width, F = hidden width.
 #include "feedforward.h"
 
-#include "activation.h"
 #include "common.cuh"
 #include "elementwise.h"
 #include "linear.h"
@@ -29,9 +31,9 @@ Status run(const ops::FeedForwardForward<float>& p) {
   const FeedForwardDims& d = p.d;
   NF_TRY(check("feedforward_forward", d));
   if (d.rows == 0) return Status::Ok();
-  NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation));
+  NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation, kOpsCompute));
   if (d.dropout > 0.0f) NF_TRY(dropout(p.a, p.a, d.rows * d.F, d.dropout, d.seed, d.offset));
-  return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D});
+  return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D}, Act::none, kOpsCompute);
 }
 
 Status run(const ops::FeedForwardBackward<float>& p) {
@@ -42,10 +44,11 @@ Status run(const ops::FeedForwardBackward<float>& p) {
   void* scratch = nullptr;
   NF_TRY(workspace(2, sizeof(float) * size_t(d.rows * d.F), &scratch));
   float* dh = static_cast<float*>(scratch);
-  NF_TRY(linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, d.F, d.D}));
+  const LinearDims fc1{d.rows, d.D, d.F}, fc2{d.rows, d.F, d.D};
+  NF_TRY(linear_backward_weight(p.dW2, p.db2, p.dy, p.a, fc2, kOpsCompute));
+  NF_TRY(linear_backward_input(dh, p.dy, p.W2, fc2, p.h, d.activation, kOpsCompute));  // (dy W2) ∘ act'(h)
   if (d.dropout > 0.0f) NF_TRY(dropout(dh, dh, d.rows * d.F, d.dropout, d.seed, d.offset));
-  NF_TRY(bias_act_backward(dh, p.db1, dh, p.h, {d.rows, d.F, d.activation}));
-  return linear_backward(p.dx, p.dW1, nullptr, dh, p.x, p.W1, {d.rows, d.D, d.F});
+  return linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, fc1, kOpsCompute);
 }
 
 }  // namespace nf::cuda

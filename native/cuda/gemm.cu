@@ -1,4 +1,14 @@
-// GEMM on the GPU: C = act(alpha op(A) op(B) + beta C + bias), strided-batched (see gemm.h).
+// GEMM on the GPU: C = act(alpha op(A) op(B) + beta C + bias), strided-batched (see gemm.h): the
+// dispatch (at the end of this file) and the backend's own kernel.
+// The dispatch, in order: (1) one cuBLASLt product whose epilogue does everything asked (BIAS,
+// RELU[_BIAS], GELU[_AUX][_BIAS] for the tanh GELU, DGELU for its backward, BGRADB for a weight
+// gradient's bias gradient; activation epilogues only from beta = 0); (2) the product through
+// cuBLASLt (with the bias in its epilogue when it can be), then the elementwise kernels of
+// activation.cu / linear.cu for what remains (the erf GELU, SiLU, tanh; a ReLU whose input is
+// saved; beta·C with a bias or activation); (3) the kernel below, when cuBLASLt is not loaded, offers
+// no algorithm, or K = 0, or the elementwise kernels cannot run over C (strided C). cuBLASLt is
+// column-major: our row-major C = op(A) op(B) is its Cᵀ = op(B)ᵀ op(A)ᵀ (column_major() below).
+// The kernel:
 // Layout: row-major A, B, C with row strides lda/ldb/ldc; op(A) [M, K], op(B) [K, N], C [M, N].
 // Dimension key: M rows of C, N columns of C, K the reduced dimension; z = batch index.
 // Structure (the classic register-blocked SGEMM): a block computes a BM x BN tile of C with
@@ -16,10 +26,16 @@
 // applies the epilogue, so the result stays deterministic.
 #include "gemm.h"
 
+#include <atomic>
 #include <climits>
 
 #include "activation.cuh"
+#include "activation.h"
 #include "common.cuh"
+#include "cublaslt.h"
+#include "cublaslt_api.h"
+#include "elementwise.h"
+#include "linear.h"
 
 namespace nf::cuda {
 
@@ -217,7 +233,7 @@ Status gemm_check(GemmDims* d) {
   return Status::Ok();
 }
 
-Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d) {
+Status gemm_kernel_only(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d) {
   NF_TRY(cuda::gemm_check(&d));
   if (d.M == 0 || d.N == 0) return Status::Ok();
   cudaStream_t s;
@@ -244,6 +260,166 @@ Status gemm(float* C, float* preact, const float* A, const float* B, const float
   return Status::Ok();
 }
 
-Status run(const ops::Gemm<float>& p) { return gemm(p.C, p.preact, p.A, p.B, p.bias, p.d); }
+
+// ---- The dispatch ------------------------------------------------------------------------------
+namespace {
+
+std::atomic<int64_t> g_kernel_products{0};
+
+int compute_type(Compute mode) {
+  switch (mode) {
+    case Compute::tf32: return NF_CUBLAS_COMPUTE_32F_FAST_TF32;
+    case Compute::bf16: return NF_CUBLAS_COMPUTE_32F_FAST_16BF;
+    default: return NF_CUBLAS_COMPUTE_32F;
+  }
+}
+
+// cuBLASLt's column-major view of one of our row-major products: row-major C [M, N] is the
+// column-major N x M matrix Cᵀ with the same ld, and C = op(A) op(B) is Cᵀ = op(B)ᵀ op(A)ᵀ, so
+// cuBLASLt's A is our B (transposed when transB), its B our A (transposed when transA), m = N,
+// n = M; our bias [N] is its bias over the rows of D, and Σ_k op(A)[m, k] its BGRADB over op(B).
+lt::Product column_major(const GemmCall& c, const GemmDims& d) {
+  lt::Product p;
+  p.m = d.N, p.n = d.M, p.k = d.K, p.batch = d.batch;
+  p.transa = d.transB, p.A = c.B, p.lda = d.ldb, p.strideA = d.strideB;
+  p.transb = d.transA, p.B = c.A, p.ldb = d.lda, p.strideB = d.strideA;
+  p.C = c.C, p.D = c.C, p.ldc = d.ldc, p.strideC = d.strideC;
+  p.alpha = d.alpha, p.beta = d.beta;
+  p.compute = compute_type(c.mode);
+  return p;
+}
+
+// The cuBLASLt epilogue doing everything the call asks for in one product, if there is one.
+bool fused_epilogue(const GemmCall& c, const GemmDims& d, lt::Product* p) {
+  if (c.dbias) {  // the weight gradient and its bias gradient: BGRADB over op(B) = our op(A)ᵀ
+    p->epilogue = NF_CUBLASLT_EPILOGUE_BGRADB;
+    return true;  // bias_grad set by the caller (a scratch buffer: BGRADB overwrites)
+  }
+  if (c.dact_input) {  // dC = (dY W) ∘ gelu'(h): only GELU's tanh form has a cuBLASLt backward
+    if (c.dact != Act::gelu_tanh) return false;
+    p->epilogue = NF_CUBLASLT_EPILOGUE_DGELU;
+    p->aux = const_cast<float*>(c.dact_input), p->aux_ld = d.ldc, p->aux_stride = d.strideC;
+    return true;
+  }
+  if (d.beta != 0.0f && (c.bias || d.act != Act::none)) return false;  // epilogues see alpha·AB + beta·C: fuse from 0 only
+  const bool bias = c.bias != nullptr;
+  p->bias = c.bias;
+  switch (d.act) {
+    case Act::none:
+      if (c.preact) return false;  // two outputs of the same value
+      p->epilogue = bias ? NF_CUBLASLT_EPILOGUE_BIAS : NF_CUBLASLT_EPILOGUE_DEFAULT;
+      return true;
+    case Act::relu:
+      if (c.preact) return false;  // RELU_AUX saves a bit mask, not the value
+      p->epilogue = bias ? NF_CUBLASLT_EPILOGUE_RELU_BIAS : NF_CUBLASLT_EPILOGUE_RELU;
+      return true;
+    case Act::gelu_tanh:  // cuBLASLt's GELU is the tanh form (its documentation's formula)
+      if (c.preact) {
+        p->epilogue = bias ? NF_CUBLASLT_EPILOGUE_GELU_AUX_BIAS : NF_CUBLASLT_EPILOGUE_GELU_AUX;
+        p->aux = c.preact, p->aux_ld = d.ldc, p->aux_stride = d.strideC;
+      } else {
+        p->epilogue = bias ? NF_CUBLASLT_EPILOGUE_GELU_BIAS : NF_CUBLASLT_EPILOGUE_GELU;
+      }
+      return true;
+    default: return false;  // GELU's erf form, SiLU, tanh: our elementwise kernel after the product
+  }
+}
+
+// The elementwise kernels run over C as [batch·M, N] rows: C (and preact) must be packed.
+bool packed_c(const GemmDims& d) { return d.ldc == d.N && (d.batch == 1 || d.strideC == d.M * d.N); }
+
+}  // namespace
+
+const char* compute_name(Compute mode) {
+  switch (mode) {
+    case Compute::tf32: return "tf32";
+    case Compute::bf16: return "bf16";
+    default: return "fp32";
+  }
+}
+
+Status gemm(const GemmCall& c) {
+  GemmDims d = c.d;
+  NF_TRY(cuda::gemm_check(&d));
+  const int64_t rows = d.batch * d.M;
+  if (c.dact_input) {
+    NF_CHECK(d.beta == 0.0f && !c.bias && !c.preact && d.act == Act::none, "gemm",
+             "an activation's backward takes beta 0, no bias, no preact and act 'none'");
+    NF_CHECK(packed_c(d), "gemm", "an activation's backward needs C packed");
+  }
+  if (c.dbias)
+    NF_CHECK(d.transA && d.lda == d.M && d.batch == 1 && !c.dact_input && !c.bias && !c.preact && d.act == Act::none,
+             "gemm", "the bias gradient rides on a plain weight-gradient product: transA, A packed, batch 1");
+  if (d.M == 0 || d.N == 0) {  // no product; the bias gradient depends on A alone
+    if (c.dbias && d.M > 0) NF_TRY(bias_grad(c.dbias, c.A, d.K, d.M, nullptr));
+    return Status::Ok();
+  }
+  if (d.K > 0 && lt::available()) {
+    bool ran = false;
+    // 1. One cuBLASLt product with everything in its epilogue.
+    lt::Product p = column_major(c, d);
+    uint32_t tried = 0;
+    if (fused_epilogue(c, d, &p)) {
+      float* grad = nullptr;
+      if (c.dbias) NF_TRY(workspace_array(0, d.M, &grad));  // BGRADB overwrites: a scratch, then +=
+      p.bias_grad = grad;
+      tried = p.epilogue;
+      NF_TRY(lt::matmul(p, &ran));
+      if (ran) return c.dbias ? add(c.dbias, c.dbias, grad, d.M) : Status::Ok();
+    }
+    // 2. The product through cuBLASLt (with the bias in its epilogue, then without), then the
+    // backend's elementwise kernels over packed C for the rest.
+    const bool on_c = c.bias || c.preact || d.act != Act::none || c.dact_input;  // passes over C
+    if ((on_c || c.dbias) && (!on_c || packed_c(d))) {
+      for (bool bias_in_epilogue : {true, false}) {
+        if (bias_in_epilogue && (!c.bias || d.beta != 0.0f || tried == NF_CUBLASLT_EPILOGUE_BIAS)) continue;
+        p = column_major(c, d);
+        const float* pending = bias_in_epilogue ? nullptr : c.bias;  // still to add
+        float* out = c.preact && d.act != Act::none && d.beta == 0.0f ? c.preact : c.C;  // the value before act
+        p.D = out;
+        if (bias_in_epilogue) p.epilogue = NF_CUBLASLT_EPILOGUE_BIAS, p.bias = c.bias;
+        NF_TRY(lt::matmul(p, &ran));
+        if (!ran) continue;
+        const BiasActDims e{rows, d.N, d.act};
+        if (out != c.C) NF_TRY(bias_act_forward(c.C, pending ? c.preact : nullptr, out, pending, e));
+        else if (pending || d.act != Act::none || c.preact) NF_TRY(bias_act_forward(c.C, c.preact, c.C, pending, e));
+        if (c.dact_input) NF_TRY(bias_act_backward(c.C, nullptr, c.C, c.dact_input, {rows, d.N, c.dact}));
+        if (c.dbias) NF_TRY(bias_grad(c.dbias, c.A, d.K, d.M, nullptr));
+        return Status::Ok();
+      }
+    }
+  }
+  // 3. The backend's own kernel.
+  ++g_kernel_products;
+  NF_TRY(gemm_kernel_only(c.C, c.preact, c.A, c.B, c.bias, d));
+  if (c.dact_input) NF_TRY(bias_act_backward(c.C, nullptr, c.C, c.dact_input, {rows, d.N, c.dact}));
+  if (c.dbias) NF_TRY(bias_grad(c.dbias, c.A, d.K, d.M, nullptr));
+  return Status::Ok();
+}
+
+Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d, Compute mode) {
+  GemmCall c;
+  c.d = d, c.C = C, c.preact = preact, c.A = A, c.B = B, c.bias = bias, c.mode = mode;
+  return gemm(c);
+}
+
+Status run(const ops::Gemm<float>& p) { return gemm(p.C, p.preact, p.A, p.B, p.bias, p.d, kOpsCompute); }
+
+GemmBackendInfo gemm_backend_info() {
+  const lt::Info l = lt::info();
+  GemmBackendInfo i;
+  i.backend = l.loaded ? "cublaslt" : "kernel";
+  i.stand_in = l.stand_in;
+  i.library = l.library;
+  i.reason = l.reason;
+  i.version = l.version;
+  i.workspace_bytes = l.workspace_bytes;
+  i.cublaslt = l.matmuls;
+  i.fused = l.fused;
+  i.kernel = g_kernel_products;
+  i.unsupported = l.unsupported;
+  i.heuristic_queries = l.heuristic_queries;
+  return i;
+}
 
 }  // namespace nf::cuda

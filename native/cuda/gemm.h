@@ -4,8 +4,16 @@
 // [K, M] / B is stored [N, K]. lda/ldb/ldc are row strides in elements (0 = packed). bias is [N],
 // optional. preact (optional) receives the value before the activation, laid out like C. Batches
 // step A, B, C (and preact) by strideA/strideB/strideC elements (0 = the same matrix for all).
+//
+// Every product of the backend goes through one dispatch, gemm(const GemmCall&): cuBLASLt (loaded
+// at run time, cublaslt.h) when the library is there and takes the product, with the bias, the
+// activation, the pre-activation output, the activation's backward and the bias gradient fused in
+// its epilogue where cuBLASLt has one (llm.c's recipe); else the same product through cuBLASLt plus
+// the backend's small elementwise kernels; else the backend's own kernel (gemm.cu), which is also
+// the reference the tests hold the others to.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "../core/status.h"
 #include "../ops/linear.h"  // the GEMM descriptor and the gemm op
@@ -15,13 +23,71 @@ namespace nf::cuda {
 using Act = ops::Act;
 using GemmDims = ops::GemmDims;
 
+// How a product's multiplies run (DESIGN.md: precision is a module property; the same meaning on
+// every device; statistics, losses and optimizer state stay fp32 whatever the mode):
+//   fp32  exact float32 multiply-add (CUBLAS_COMPUTE_32F; the backend's own kernel).
+//   tf32  inputs rounded to TF32 (10-bit mantissa) for the tensor cores, float32 accumulation
+//         (CUBLAS_COMPUTE_32F_FAST_TF32).
+//   bf16  inputs rounded to bfloat16 (7-bit mantissa), float32 accumulation and storage
+//         (CUBLAS_COMPUTE_32F_FAST_16BF).
+// Only cuBLASLt honours tf32 and bf16; the backend's own kernel computes every mode in fp32.
+enum class Compute { fp32, tf32, bf16 };
+const char* compute_name(Compute mode);
+
+// The mode the ops run their products in: fp32 today. A `precision` module property replaces this
+// one value with the op's own (linear_forward/linear_backward and the layers pass it down).
+inline constexpr Compute kOpsCompute = Compute::fp32;
+
+// One product and what rides on it. Forward: C = act(alpha op(A) op(B) + beta C + bias), preact
+// receiving the value before act (the fields of gemm() below). Backward extras, each optional:
+//   dact_input: C = (alpha op(A) op(B)) ∘ act'(dact_input) with act = dact (an activation's backward
+//     fused into the product that yields its output gradient; dact_input laid out like C; needs
+//     beta = 0, no bias, d.act none).
+//   dbias: dbias[m] += Σ_k op(A)[m, k] (the bias gradient that rides on a Linear's weight-gradient
+//     product dW = dyᵀ x: op(A) = dyᵀ; needs transA, A packed, batch 1).
+struct GemmCall {
+  GemmDims d;
+  float* C = nullptr;
+  const float* A = nullptr;
+  const float* B = nullptr;
+  const float* bias = nullptr;
+  float* preact = nullptr;
+  const float* dact_input = nullptr;
+  Act dact = Act::none;
+  float* dbias = nullptr;
+  Compute mode = kOpsCompute;
+};
+
 // Fills the lda/ldb/ldc defaults and checks sizes (ops::gemm_check, then the CUDA grid's limits).
 Status gemm_check(GemmDims* d);
 
-// The building block of every product in the backend.
-Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d);
+// The dispatch: the building block of every product in the backend.
+Status gemm(const GemmCall& call);
+
+// gemm() for a forward product.
+Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d,
+            Compute mode = kOpsCompute);
+
+// The backend's own kernel alone (what the dispatch falls back to; the tests' reference).
+Status gemm_kernel_only(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d);
 
 // The gemm op.
 Status run(const ops::Gemm<float>& p);
+
+// Which GEMM backend runs the products, and how many ran where (backendInfo()'s `gemm`).
+struct GemmBackendInfo {
+  std::string backend;      // "cublaslt" or "kernel"
+  bool stand_in = false;    // cuBLASLt is nodeformer's CPU stand-in (the emulated build's tests)
+  std::string library;      // the cuBLASLt file loaded (empty when none)
+  std::string reason;       // why cuBLASLt is not loaded (empty when it is)
+  int64_t version = 0;      // cublasLtGetVersion()
+  int64_t workspace_bytes = 0;
+  int64_t cublaslt = 0;     // products run by cuBLASLt
+  int64_t fused = 0;        // ... of them with a fused epilogue (bias, GELU, dGELU, bias gradient)
+  int64_t kernel = 0;       // products run by the backend's own kernel
+  int64_t unsupported = 0;  // products cuBLASLt offered no algorithm for (then run another way)
+  int64_t heuristic_queries = 0;
+};
+GemmBackendInfo gemm_backend_info();
 
 }  // namespace nf::cuda

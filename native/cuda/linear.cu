@@ -3,7 +3,9 @@
 //   give a per-column scale's gradient, Σ_rows dy ∘ x).
 // Layout: x [rows, in], W [out, in] (PyTorch's), b [out], y and dy [rows, out].
 // Dimension key: rows = B*T, in/out = feature widths.
-// The products are gemm calls; the column sums run in two deterministic stages: blocks of 32 x 8
+// The products are calls of the GEMM dispatch (gemm.h: cuBLASLt or the backend's kernel); the
+// weight-gradient product carries the bias gradient (cuBLASLt's BGRADB epilogue, or the column sums
+// below). The column sums run in two deterministic stages: blocks of 32 x 8
 // threads each sum a 32-column stripe over a chunk of rows (thread row ty takes every 8th row, then
 // the block adds its 8 partials in shared memory), writing one row of partials per chunk; a second
 // kernel adds the chunks' rows in order into db. With a single chunk the first kernel adds to db.
@@ -72,32 +74,49 @@ Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const floa
 }
 
 Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
-                      Act act) {
+                      Act act, Compute mode) {
   NF_TRY(ops::linear_check("linear_forward", d));
   if (d.rows == 0) return Status::Ok();
   GemmDims g;
   g.M = d.rows, g.N = d.out_features, g.K = d.in_features, g.transB = true, g.act = act;
-  return cuda::gemm(y, preact, x, W, b, g);
+  return cuda::gemm(y, preact, x, W, b, g, mode);
+}
+
+Status linear_backward_input(float* dx, const float* dy, const float* W, LinearDims d, const float* preact, Act act,
+                             Compute mode) {
+  NF_TRY(ops::linear_check("linear_backward", d));
+  if (d.rows == 0) return Status::Ok();
+  GemmCall c;  // dx [rows, in] = dy [rows, out] W [out, in] (∘ act'(preact))
+  c.d.M = d.rows, c.d.N = d.in_features, c.d.K = d.out_features;
+  c.C = dx, c.A = dy, c.B = W, c.mode = mode;
+  if (act != Act::none) c.dact_input = preact, c.dact = act;
+  NF_CHECK(act == Act::none || preact, "linear_backward", "an activation's backward needs its input (preact)");
+  return cuda::gemm(c);
+}
+
+Status linear_backward_weight(float* dW, float* db, const float* dy, const float* x, LinearDims d, Compute mode) {
+  NF_TRY(ops::linear_check("linear_backward", d));
+  if (d.rows == 0) return Status::Ok();
+  GemmCall c;  // dW [out, in] += dyᵀ x, db [out] += Σ_rows dy: Σ_k of op(A) = dyᵀ
+  c.d.M = d.out_features, c.d.N = d.in_features, c.d.K = d.rows, c.d.transA = true, c.d.beta = 1.0f;
+  c.C = dW, c.A = dy, c.B = x, c.dbias = db, c.mode = mode;
+  return cuda::gemm(c);
 }
 
 Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-                       LinearDims d) {
+                       LinearDims d, Compute mode) {
   NF_TRY(ops::linear_check("linear_backward", d));
   if (d.rows == 0) return Status::Ok();
-  if (dx) {  // dx [rows, in] = dy [rows, out] W [out, in]
-    GemmDims g;
-    g.M = d.rows, g.N = d.in_features, g.K = d.out_features;
-    NF_TRY(cuda::gemm(dx, nullptr, dy, W, nullptr, g));
-  }
-  GemmDims g;  // dW [out, in] += dyᵀ x
-  g.M = d.out_features, g.N = d.in_features, g.K = d.rows, g.transA = true, g.beta = 1.0f;
-  NF_TRY(cuda::gemm(dW, nullptr, dy, x, nullptr, g));
-  if (db) NF_TRY(bias_grad(db, dy, d.rows, d.out_features, nullptr));
-  return Status::Ok();
+  if (dx) NF_TRY(linear_backward_input(dx, dy, W, d, nullptr, Act::none, mode));
+  return linear_backward_weight(dW, db, dy, x, d, mode);
 }
 
-Status run(const ops::LinearForward<float>& p) { return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act); }
+Status run(const ops::LinearForward<float>& p) {
+  return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act, kOpsCompute);
+}
 
-Status run(const ops::LinearBackward<float>& p) { return linear_backward(p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d); }
+Status run(const ops::LinearBackward<float>& p) {
+  return linear_backward(p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d, kOpsCompute);
+}
 
 }  // namespace nf::cuda

@@ -3,8 +3,10 @@
  * configures build/cuda-emu with the host compiler only (-DNF_CUDA=OFF, no nvcc) and builds both
  * emulated targets together — nf_cuda_emu_tests (the C++ parity suite) and nodeformer_cuda_emu (the
  * CUDA addon over the SIMT emulator, build/cuda-emu/emulated/nodeformer_cuda.node, what
- * NF_CUDA_BACKEND=emulator loads) — so whichever test file runs first compiles the shared kernel
- * library once and the other finds everything up to date.
+ * NF_CUDA_BACKEND=emulator loads), with the CPU stand-in for cuBLASLt both depend on
+ * (build/cuda-emu/emulated/libnf_cublaslt_standin.so, what NF_CUBLASLT_PATH names in the tests) —
+ * so whichever test file runs first compiles the shared kernel library once and the others find
+ * everything up to date.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';

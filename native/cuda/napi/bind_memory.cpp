@@ -1,11 +1,13 @@
 // The CUDA addon's memory functions: device buffers (blocks of the caching allocator, device.h) and
 // the explicit copies between them and host typed arrays, all on the backend's stream (copies to the
 // host wait for it); the allocator's statistics, emptyCache and its cap; synchronize and its
-// Promise twin; what the backend is (a GPU build or the SIMT emulator) and its live device bytes.
+// Promise twin; what the backend is (a GPU build or the SIMT emulator, and which GEMM backend) and
+// its live device bytes.
 #include <cstdint>
 #include <string>
 
 #include "../device.h"
+#include "../gemm.h"
 #include "../../napi/registry.h"
 #include "device_args.h"
 
@@ -128,17 +130,35 @@ NF_REGISTER_OPS(cuda_memory) {
     check_device(info.Env(), cuda::set_cache_limit(v >= 9.2e18 ? INT64_MAX : int64_t(v)));
     return info.Env().Undefined();
   });
-  // backendInfo(): {emulated, devices} (devices: an error on a machine without a usable GPU).
+  // backendInfo(): {emulated, devices, gemm} (devices: an error on a machine without a usable GPU;
+  // gemm: which backend runs the matrix products, gemm.h GemmBackendInfo; asking loads cuBLASLt).
   fn("backendInfo", [](const Napi::CallbackInfo& info) -> Napi::Value {
     int devices = 0;
     check_device(info.Env(), cuda::device_count(&devices));
-    Napi::Object o = Napi::Object::New(info.Env());
+    Napi::Env env = info.Env();
+    Napi::Object o = Napi::Object::New(env);
 #if defined(NF_CUDA_EMULATED)
     o.Set("emulated", true);
 #else
     o.Set("emulated", false);
 #endif
     o.Set("devices", devices);
+    const cuda::GemmBackendInfo g = cuda::gemm_backend_info();
+    Napi::Object gemm = Napi::Object::New(env);
+    gemm.Set("backend", g.backend);
+    gemm.Set("standIn", g.stand_in);
+    gemm.Set("library", g.library.empty() ? env.Null() : Napi::String::New(env, g.library));
+    gemm.Set("reason", g.reason.empty() ? env.Null() : Napi::String::New(env, g.reason));
+    gemm.Set("version", double(g.version));
+    gemm.Set("workspaceBytes", double(g.workspace_bytes));
+    Napi::Object calls = Napi::Object::New(env);
+    calls.Set("cublaslt", double(g.cublaslt));
+    calls.Set("fused", double(g.fused));
+    calls.Set("kernel", double(g.kernel));
+    calls.Set("unsupported", double(g.unsupported));
+    calls.Set("heuristicQueries", double(g.heuristic_queries));
+    gemm.Set("calls", calls);
+    o.Set("gemm", gemm);
     return o;
   });
 }

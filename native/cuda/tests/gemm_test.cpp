@@ -1,7 +1,14 @@
 // Parity of the CUDA GEMM (both tile shapes, split-K, transposes, leading dimensions, strided batches
-// with a broadcast operand, alpha/beta, bias, every activation, preact), Linear forward/backward, bias
+// with a broadcast operand, alpha/beta, bias, every activation, preact, operands at 4-byte-aligned
+// offsets), Linear forward/backward (and its halves with a fused activation backward), bias
 // gradient, and bias + activation forward/backward with the float64 references
-// (native/cpu/ref/linear.h, ref/activation.h).
+// (native/cpu/ref/linear.h, ref/activation.h). The products go through the GEMM dispatch: run with
+// NF_CUBLASLT_PATH naming the CPU stand-in (native/cuda/cublaslt_standin.cpp) they take cuBLASLt's
+// path (descriptors, epilogues, heuristic, workspace), and the backend's own kernel is then checked
+// on the same cases as well; without it, the kernel runs them. Also: which backend ran (and that
+// the fused epilogues did run there), the compute modes (tf32, bf16: their own tolerances against
+// the float64 reference), and the fallbacks when cuBLASLt offers no algorithm.
+#include <cstdlib>
 #include <limits>
 
 #include "../../cpu/ref/linear.h"
@@ -24,7 +31,10 @@ struct GemmCase {
   bool preact = false;
   int64_t pad = 0;            // extra elements per row of A, B and C
   bool broadcast_B = false;   // strideB = 0
+  int64_t offset = 0;         // A, B, C and preact start this many floats into their buffers
 };
+
+bool cublaslt_loaded() { return nf::cuda::gemm_backend_info().backend == "cublaslt"; }
 
 // rows x cols matrix (packed) placed in a buffer with row stride ld.
 Vec strided(const Vec& m, int64_t rows, int64_t cols, int64_t ld, double fill) {
@@ -75,21 +85,35 @@ void run_gemm_case(const GemmCase& c) {
       hB.insert(hB.end(), bb.begin(), bb.end());
     }
   }
-  DeviceF dA(hA), dB(hB), dC(hC), dP(hC.size()), dbias(bias);
-  nf::cuda::GemmDims d;
-  d.M = c.M, d.N = c.N, d.K = c.K, d.transA = c.transA, d.transB = c.transB, d.lda = lda, d.ldb = ldb, d.ldc = ldc;
-  d.batch = c.batch, d.strideA = ar * lda, d.strideB = c.broadcast_B ? 0 : br * ldb, d.strideC = c.M * ldc;
-  d.alpha = c.alpha, d.beta = c.beta, d.act = c.act;
-  NF_ASSERT_OK(nf::cuda::gemm(dC, c.preact ? dP.get() : nullptr, dA, dB, c.bias ? dbias.get() : nullptr, d));
-  const std::vector<float> gotC = dC.download(), gotP = dP.download();
-  for (int64_t b = 0; b < c.batch; ++b) {
-    const std::vector<float> cb(gotC.begin() + b * c.M * ldc, gotC.begin() + (b + 1) * c.M * ldc);
-    const Vec got = packed(cb, c.M, c.N, ldc);
-    check_close("gemm C", name, std::vector<float>(got.begin(), got.end()), C[b], kFwdTol);
-    if (c.preact) {
-      const std::vector<float> pb(gotP.begin() + b * c.M * ldc, gotP.begin() + (b + 1) * c.M * ldc);
-      const Vec gp = packed(pb, c.M, c.N, ldc);
-      check_close("gemm preact", name, std::vector<float>(gp.begin(), gp.end()), P[b], kFwdTol);
+  // Every case through the dispatch; with cuBLASLt loaded, through the backend's own kernel too.
+  for (bool kernel_only : {false, true}) {
+    if (kernel_only && !cublaslt_loaded()) break;
+    const size_t o = size_t(c.offset);
+    Vec pA(o, 0.0), pB(o, 0.0), pC(o, 0.0);
+    pA.insert(pA.end(), hA.begin(), hA.end());
+    pB.insert(pB.end(), hB.begin(), hB.end());
+    pC.insert(pC.end(), hC.begin(), hC.end());
+    DeviceF dA(pA), dB(pB), dC(pC), dP(pC.size()), dbias(bias);
+    nf::cuda::GemmDims d;
+    d.M = c.M, d.N = c.N, d.K = c.K, d.transA = c.transA, d.transB = c.transB, d.lda = lda, d.ldb = ldb, d.ldc = ldc;
+    d.batch = c.batch, d.strideA = ar * lda, d.strideB = c.broadcast_B ? 0 : br * ldb, d.strideC = c.M * ldc;
+    d.alpha = c.alpha, d.beta = c.beta, d.act = c.act;
+    float* dpre = c.preact ? dP.get() + o : nullptr;
+    const float* bp = c.bias ? dbias.get() : nullptr;
+    if (kernel_only) NF_ASSERT_OK(nf::cuda::gemm_kernel_only(dC.get() + o, dpre, dA.get() + o, dB.get() + o, bp, d));
+    else NF_ASSERT_OK(nf::cuda::gemm(dC.get() + o, dpre, dA.get() + o, dB.get() + o, bp, d));
+    const std::vector<float> allC = dC.download(), allP = dP.download();
+    const std::vector<float> gotC(allC.begin() + c.offset, allC.end()), gotP(allP.begin() + c.offset, allP.end());
+    const std::string label = kernel_only ? "gemm kernel " : "gemm ";
+    for (int64_t b = 0; b < c.batch; ++b) {
+      const std::vector<float> cb(gotC.begin() + b * c.M * ldc, gotC.begin() + (b + 1) * c.M * ldc);
+      const Vec got = packed(cb, c.M, c.N, ldc);
+      check_close(label + "C", name, std::vector<float>(got.begin(), got.end()), C[b], kFwdTol);
+      if (c.preact) {
+        const std::vector<float> pb(gotP.begin() + b * c.M * ldc, gotP.begin() + (b + 1) * c.M * ldc);
+        const Vec gp = packed(pb, c.M, c.N, ldc);
+        check_close(label + "preact", name, std::vector<float>(gp.begin(), gp.end()), P[b], kFwdTol);
+      }
     }
   }
 }
@@ -108,6 +132,13 @@ NF_TEST(cuda_gemm_parity) {
       {72, 40, 1100, true, false, 2, 0.5f, 1.0f, true, Act::gelu, true, 3},
       // 12 x 11 tiles of 128 x 128: the large tile shape.
       {1536, 1408, 20, false, true, 1, 1.0f, 0.0f, true, Act::gelu, true},
+      // Operands one float into their buffers (4-byte aligned only), batched; the tanh GELU with its
+      // input saved (cuBLASLt's GELU_AUX_BIAS epilogue when the aux ld is a multiple of 8).
+      {24, 48, 40, false, true, 2, 1.0f, 0.0f, true, Act::gelu_tanh, true, 0, false, 1},
+      {17, 33, 9, true, false, 1, 1.0f, 0.0f, true, Act::gelu_tanh, true, 0, false, 3},
+      {40, 16, 24, false, false, 1, 1.0f, 0.0f, true, Act::relu, false},
+      {40, 16, 24, false, false, 1, 1.0f, 0.0f, false, Act::none, true},
+      {40, 16, 24, false, false, 1, 1.0f, 0.0f, false, Act::silu, true},
   };
   for (const GemmCase& c : cases) run_gemm_case(c);
 }
@@ -177,6 +208,174 @@ NF_TEST(cuda_bias_act_parity) {
       check_close("bias_act dx", name, d_dy.download(), dx, kBwdTol);
       check_close("bias_act dbias", name, d_db.download(), db, kBwdTol);
     }
+}
+
+// Which backend runs the products. Emulated build: cuBLASLt (the CPU stand-in) exactly when
+// NF_CUBLASLT_PATH names it, else the backend's own kernel, with the reason; GPU build: whatever
+// this machine has (reported), never the stand-in; NF_CUBLASLT=0: the kernel.
+NF_TEST(cuda_gemm_backend) {
+  const char* path = std::getenv("NF_CUBLASLT_PATH");
+  const char* off = std::getenv("NF_CUBLASLT");
+  const nf::cuda::GemmBackendInfo info = nf::cuda::gemm_backend_info();
+  std::printf("    gemm backend: %s%s (%s, version %lld) cuBLASLt products %lld (fused %lld), kernel %lld, no algorithm "
+              "%lld, heuristic queries %lld, workspace %lld bytes\n",
+              info.backend.c_str(), info.stand_in ? " (CPU stand-in)" : "",
+              info.library.empty() ? info.reason.c_str() : info.library.c_str(), (long long)info.version,
+              (long long)info.cublaslt, (long long)info.fused, (long long)info.kernel, (long long)info.unsupported,
+              (long long)info.heuristic_queries, (long long)info.workspace_bytes);
+  NF_EXPECT((info.backend == "cublaslt") == info.reason.empty(), info.reason);
+  if (off && std::string(off) == "0") {
+    NF_EXPECT(info.backend == "kernel" && info.reason == "disabled by NF_CUBLASLT=0", info.reason);
+  } else if (info.backend == "cublaslt") {
+    NF_EXPECT(!info.library.empty() && info.version >= 120000, std::to_string(info.version));
+  }
+#ifdef NF_CUDA_REQUIRE_DEVICE
+  (void)path;
+  NF_EXPECT(!info.stand_in, "a GPU build must refuse the CPU stand-in");
+#else
+  if (path && *path && !(off && std::string(off) == "0"))
+    NF_EXPECT(info.backend == "cublaslt" && info.stand_in && info.library == path, info.reason);
+  else
+    NF_EXPECT(info.backend == "kernel" && !info.stand_in && info.library.empty());
+#endif
+  // One product, and the counters move where it ran.
+  const Vec a = randn(6 * 8), b = randn(8 * 5);
+  DeviceF dA(a), dB(b), dC(6 * 5);
+  nf::cuda::GemmDims d;
+  d.M = 6, d.N = 5, d.K = 8;
+  NF_ASSERT_OK(nf::cuda::gemm(dC, nullptr, dA, dB, nullptr, d));
+  const nf::cuda::GemmBackendInfo after = nf::cuda::gemm_backend_info();
+  NF_EXPECT((after.cublaslt - info.cublaslt) + (after.kernel - info.kernel) == 1);
+  if (info.backend == "cublaslt") {
+    NF_EXPECT(!info.stand_in || after.cublaslt == info.cublaslt + 1, "the stand-in takes every plain product");
+    NF_EXPECT(after.workspace_bytes > 0, "the workspace comes from the caching allocator on the first product");
+  } else {
+    NF_EXPECT(after.kernel == info.kernel + 1 && after.cublaslt == 0);
+  }
+}
+
+// The compute modes against the float64 product of the unrounded inputs, each with its own
+// tolerance: fp32 1e-5; tf32 (inputs rounded to a 10-bit mantissa: unit roundoff 2^-11 = 4.9e-4
+// per factor, so about 1e-3 per product, averaging down over K) 3e-3; bf16 (7-bit mantissa,
+// 2^-8 = 3.9e-3 per factor) 2e-2. Through cuBLASLt the reduced modes must show their rounding
+// (tf32 error above 1e-5, bf16 above tf32; checked with the stand-in, reported on a GPU); the
+// backend's own kernel computes every mode in fp32.
+NF_TEST(cuda_gemm_compute_modes) {
+  using nf::cuda::Compute;
+  const bool lt = cublaslt_loaded(), stand_in = nf::cuda::gemm_backend_info().stand_in;
+  struct Case {
+    int64_t M, N, K;
+    bool tA, tB;
+  };
+  for (const Case& c : {Case{64, 72, 256, false, true}, Case{33, 40, 517, true, false}, Case{7, 9, 1024, true, true}}) {
+    const std::string name = dims({{"M", c.M}, {"N", c.N}, {"K", c.K}, {"tA", c.tA}, {"tB", c.tB}});
+    const Vec a = randn(size_t(c.M * c.K)), b = randn(size_t(c.K * c.N)), bias = randn(size_t(c.N));
+    Vec ref(size_t(c.M * c.N)), pre(ref.size());
+    nf::ref::gemm<double>(ref.data(), pre.data(), a.data(), b.data(), bias.data(), c.M, c.N, c.K, c.tA, c.tB, 1.0,
+                          0.0, Act::none);
+    double err[3] = {};
+    for (Compute mode : {Compute::fp32, Compute::tf32, Compute::bf16}) {
+      DeviceF dA(a), dB(b), dbias(bias), dC(ref.size());
+      nf::cuda::GemmDims d;
+      d.M = c.M, d.N = c.N, d.K = c.K, d.transA = c.tA, d.transB = c.tB;
+      NF_ASSERT_OK(nf::cuda::gemm(dC, nullptr, dA, dB, dbias, d, mode));
+      const std::vector<float> got = dC.download();
+      err[int(mode)] = rel_err(got, ref);
+      const double tol = mode == Compute::fp32 ? kFwdTol : mode == Compute::tf32 ? 3e-3 : 2e-2;
+      check_close(std::string("gemm ") + nf::cuda::compute_name(mode), name, got, ref, lt ? tol : kFwdTol);
+    }
+    std::printf("    %s: relative error fp32 %.2e, tf32 %.2e, bf16 %.2e (%s)\n", name.c_str(), err[0], err[1], err[2],
+                lt ? "cuBLASLt" : "own kernel: fp32 in every mode");
+    if (stand_in) {  // (the real library "allows" down-conversion: on a GPU the errors are reported only)
+      NF_EXPECT(err[1] > 1e-5, name + ": tf32 shows no input rounding");
+      NF_EXPECT(err[2] > err[1], name + ": bf16 no coarser than tf32");
+    }
+  }
+}
+
+// linear_backward's halves with what rides on them: dx = (dy W) ∘ act'(preact) for every activation
+// (cuBLASLt's DGELU epilogue for gelu_tanh, the product then the elementwise backward otherwise) and
+// dW += dyᵀ x with db += Σ dy (BGRADB). With the stand-in the fused ones must have run there; on a
+// GPU, whether cuBLASLt took them is printed.
+NF_TEST(cuda_linear_fused_backward_parity) {
+  const bool stand_in = nf::cuda::gemm_backend_info().stand_in;
+  const nf::cuda::GemmBackendInfo first = nf::cuda::gemm_backend_info();
+  for (Act act : {Act::gelu_tanh, Act::gelu, Act::relu, Act::silu, Act::none})
+    for (int64_t rows : {1, 37}) {
+      const int64_t in = 48, out = 40;
+      const std::string name = dims({{"rows", rows}, {"in", in}, {"out", out}, {"act", int(act)}});
+      const Vec x = randn(size_t(rows * in)), pre = randn(size_t(rows * in), 2.0), W = randn(size_t(out * in), 0.2),
+                dy = randn(size_t(rows * out));
+      Vec dx(size_t(rows * in)), dW(W.size(), 0.5), db(size_t(out), -0.25);
+      nf::ref::linear_backward<double>(dx.data(), dW.data(), db.data(), dy.data(), x.data(), W.data(), rows, in, out);
+      if (act != Act::none)
+        for (size_t i = 0; i < dx.size(); ++i) dx[i] *= nf::ref::act_derivative(pre[i], act);
+      DeviceF d_x(x), d_pre(pre), d_W(W), d_dy(dy), d_dx(dx.size()), d_dW(std::vector<float>(W.size(), 0.5f)),
+          d_db(std::vector<float>(db.size(), -0.25f));
+      const nf::cuda::LinearDims d{rows, in, out};
+      const nf::cuda::GemmBackendInfo before = nf::cuda::gemm_backend_info();
+      NF_ASSERT_OK(nf::cuda::linear_backward_input(d_dx, d_dy, d_W, d, d_pre, act));
+      NF_ASSERT_OK(nf::cuda::linear_backward_weight(d_dW, d_db, d_dy, d_x, d));
+      const nf::cuda::GemmBackendInfo after = nf::cuda::gemm_backend_info();
+      check_close("linear fused dx", name, d_dx.download(), dx, kBwdTol);
+      check_close("linear fused dW", name, d_dW.download(), dW, kBwdTol);
+      check_close("linear fused db", name, d_db.download(), db, kBwdTol);
+      if (stand_in) {
+        NF_EXPECT(after.cublaslt == before.cublaslt + 2 && after.kernel == before.kernel, name);
+        NF_EXPECT(after.fused == before.fused + 1 + (act == Act::gelu_tanh ? 1 : 0), name + ": BGRADB (and DGELU)");
+      }
+    }
+  const nf::cuda::GemmBackendInfo last = nf::cuda::gemm_backend_info();
+  std::printf("    20 products: cuBLASLt %lld (fused epilogues %lld; DGELU and BGRADB would be 12), kernel %lld\n",
+              (long long)(last.cublaslt - first.cublaslt), (long long)(last.fused - first.fused),
+              (long long)(last.kernel - first.kernel));
+}
+
+// When cuBLASLt offers no algorithm (the stand-in refusing, by NF_CUBLASLT_STANDIN_REFUSE), the
+// dispatch runs the plain product through it and the rest as elementwise kernels; when it refuses
+// everything, the backend's own kernel runs. The same results either way. (Only with the stand-in.)
+NF_TEST(cuda_gemm_cublaslt_fallbacks) {
+  if (!nf::cuda::gemm_backend_info().stand_in) {
+    std::printf("    skipped: the CPU stand-in for cuBLASLt is not loaded\n");
+    return;
+  }
+  struct Mode {
+    const char* refuse;
+    bool kernel;  // everything on the backend's kernel
+  };
+  int64_t shape = 0;  // a new shape per mode: cached algorithms are per shape
+  for (const Mode& m : {Mode{"bias,gelu,dgelu,bgradb", false}, Mode{"all", true}}) {
+    setenv("NF_CUBLASLT_STANDIN_REFUSE", m.refuse, 1);
+    for (Act act : {Act::gelu_tanh, Act::relu, Act::none}) {
+      const int64_t rows = 29 + shape, in = 24, out = 32;
+      ++shape;
+      const std::string name = std::string(m.refuse) + " " + dims({{"rows", rows}, {"act", int(act)}});
+      const Vec x = randn(size_t(rows * in)), W = randn(size_t(out * in), 0.2), b = randn(size_t(out)),
+                dy = randn(size_t(rows * out)), pre = randn(size_t(rows * in));
+      Vec y(size_t(rows * out)), h(y.size()), dx(size_t(rows * in)), dW(W.size(), 0.5), db(b.size(), -0.25);
+      nf::ref::gemm<double>(y.data(), h.data(), x.data(), W.data(), b.data(), rows, out, in, false, true, 1.0, 0.0, act);
+      nf::ref::linear_backward<double>(dx.data(), dW.data(), db.data(), dy.data(), x.data(), W.data(), rows, in, out);
+      for (size_t i = 0; i < dx.size(); ++i) dx[i] *= act == Act::none ? 1.0 : nf::ref::act_derivative(pre[i], act);
+      DeviceF d_x(x), d_W(W), d_b(b), d_y(y.size()), d_h(y.size()), d_dy(dy), d_pre(pre), d_dx(dx.size()),
+          d_dW(std::vector<float>(W.size(), 0.5f)), d_db(std::vector<float>(b.size(), -0.25f));
+      const nf::cuda::LinearDims d{rows, in, out};
+      const nf::cuda::GemmBackendInfo before = nf::cuda::gemm_backend_info();
+      NF_ASSERT_OK(nf::cuda::linear_forward(d_y, d_h, d_x, d_W, d_b, d, act));
+      NF_ASSERT_OK(nf::cuda::linear_backward_input(d_dx, d_dy, d_W, d, d_pre, act));
+      NF_ASSERT_OK(nf::cuda::linear_backward_weight(d_dW, d_db, d_dy, d_x, d));
+      const nf::cuda::GemmBackendInfo after = nf::cuda::gemm_backend_info();
+      check_close("fallback y", name, d_y.download(), y, kFwdTol);
+      check_close("fallback preact", name, d_h.download(), h, kFwdTol);
+      check_close("fallback dx", name, d_dx.download(), dx, kBwdTol);
+      check_close("fallback dW", name, d_dW.download(), dW, kBwdTol);
+      check_close("fallback db", name, d_db.download(), db, kBwdTol);
+      NF_EXPECT(after.fused == before.fused, name + ": a refused epilogue ran");
+      NF_EXPECT(after.unsupported > before.unsupported, name);
+      if (m.kernel) NF_EXPECT(after.kernel == before.kernel + 3 && after.cublaslt == before.cublaslt, name);
+      else NF_EXPECT(after.cublaslt == before.cublaslt + 3 && after.kernel == before.kernel, name);
+    }
+  }
+  unsetenv("NF_CUBLASLT_STANDIN_REFUSE");
 }
 
 }  // namespace
