@@ -200,7 +200,10 @@ export abstract class Module {
     try {
       out = yield* (self.backwardProgram as AnyProgramFn).apply(self, args);
     } catch (e) {
-      self.releaseAfterFailure();
+      // Out of device memory partway, some gradients have accumulated and others not: only a new
+      // forward and backward are right now, so what is kept for this one goes. (After an invalid
+      // argument, found before any op runs, the backward may be called again.)
+      if ((e as { code?: unknown } | null)?.code === 'ERR_NF_CUDA_OOM') self.releaseAfterFailure();
       throw e;
     }
     if (finite) assertFiniteIn(`the output of ${self.modulePath}.backward`, out);
@@ -208,10 +211,11 @@ export abstract class Module {
   }
 
   /**
-   * After a forward or backward of this module that threw (out of device memory, ERR_NF_CUDA_OOM, or
-   * any other error): frees the activations this module and its children kept, which no backward can
-   * use now (a new forward is needed), at once rather than when the next forward starts, so that
-   * memory is free for the next try (a smaller batch).
+   * After a forward of this module that threw (out of device memory, ERR_NF_CUDA_OOM, or any other
+   * error), or a backward out of device memory: frees the activations this module and its children
+   * kept, which no backward can use now (a new forward is needed), at once rather than when the next
+   * forward starts, so that their memory is free for the next try (after ERR_NF_CUDA_OOM, a smaller
+   * batch).
    */
   private releaseAfterFailure(): void {
     for (const m of this.modules()) {

@@ -188,7 +188,8 @@ Status workspace(int slot, size_t bytes, void** ptr) {
       s->scratch[slot] = nullptr;
       (void)cudaGetLastError();
       if (e != cudaErrorMemoryAllocation)
-        return Status::Error("workspace", error_text(e, "cudaMalloc(&s->scratch[slot], bytes)", __FILE__));
+        return Status::Error("workspace", error_text(e, "cudaMalloc(&s->scratch[slot], bytes)",
+                                                     __FILE__ ":" NF_CUDA_STRINGIFY(__LINE__)));
       if (released >= 0) return out_of_memory("workspace", bytes, bytes, released);
     }
     NF_TRY(release_idle(&released));
@@ -397,7 +398,8 @@ Status cached_alloc(void** ptr, size_t bytes) {
     if (e == cudaSuccess) break;
     (void)cudaGetLastError();  // (a failed allocation is not sticky; leave no error behind)
     if (e != cudaErrorMemoryAllocation)
-      return Status::Error("device_alloc", error_text(e, "cudaMalloc(&p, capacity)", __FILE__));
+      return Status::Error("device_alloc",
+                           error_text(e, "cudaMalloc(&p, capacity)", __FILE__ ":" NF_CUDA_STRINGIFY(__LINE__)));
     if (released >= 0) return out_of_memory("device_alloc", bytes, capacity, released);
     NF_TRY(release_idle(&released));  // memory is short: give the idle blocks back, try once more
   }

@@ -151,10 +151,40 @@ async function stepScenario() {
   const stepLarge = failure(() => step(got, large));
   losses.push([step(got, onDevice), step(ref, small)]);
   const smallerBatch = compare(got, ref, ...losses[2]);
-  for (const t of ballast) t.dispose();
+  for (const t of ballast.splice(0)) t.dispose();
+  await collect();
+  const afterSmaller = cudaMemoryStats();
+
+  // Every point of failure: from a full device, 4 KiB more room per try until the step runs; each
+  // failed try ran part of the step (forward, backward, the update) and must leave the model as it
+  // was. Where each failed (the module method on top of its stack) is counted.
+  fill(MiB, ballast);
+  fill(64 * 1024, ballast);
+  fill(4096, ballast);
+  const where: Record<string, number> = {};
+  let tries = 0, loss = NaN;
+  for (;;) {
+    let error: unknown = null;
+    try {
+      loss = step(got, onDevice);
+    } catch (e) {
+      error = e;
+    }
+    if (!error) break;
+    if ((error as { code?: string }).code !== 'ERR_NF_CUDA_OOM' || ballast.length === 0) throw error;
+    const frame = /at (\w+\.(forward|backward)\w*|\w+\.\w*(step|Step)\w*)/.exec((error as Error).stack ?? '');
+    const key = frame ? frame[1] : 'other';
+    where[key] = (where[key] ?? 0) + 1;
+    tries++;
+    ballast.pop()!.dispose(); // the next try has a little more room (the smallest pieces first)
+  }
+  const sweep = { tries, where, ...compare(got, ref, loss, step(ref, small)) };
+  for (const t of ballast.splice(0)) t.dispose();
+  onDevice.images.dispose();
+  onDevice.labels.dispose();
   await collect();
   return { base, filled, full, stepFull, afterFull, asyncFull, afterFullGc, afterDispose, room, stepLarge, smallerBatch,
-    end: cudaMemoryStats() };
+    afterSmaller, sweep, end: cudaMemoryStats() };
 }
 
 const scenarios: Record<string, () => unknown> = { retry, huge, step: stepScenario };
