@@ -51,7 +51,7 @@ export interface CudaMemoryStats {
   fresh: number;
   /** Requests served from the cache since the process started. */
   reused: number;
-  /** Blocks given back to the device (cudaFree: over the cap, emptyCache, or to retry an allocation). */
+  /** Blocks given back to the device (cudaFree: over the cap, emptyCache, or to retry an allocation out of memory). */
   released: number;
   /** Bytes asked for by live buffers (their sizes before rounding to a size class). */
   requestedBytes: number;
@@ -62,7 +62,9 @@ export interface CudaMemoryOps {
   /**
    * A device buffer of `bytes` from the caching allocator: zero-filled ('zero', the default: what
    * accumulates), as the block was ('none': an op's output, written whole) or all 0xFF bytes
-   * ('poison': NaN in every float32, the NF_POISON_UNINITIALIZED check).
+   * ('poison': NaN in every float32, the NF_POISON_UNINITIALIZED check). Out of device memory, the
+   * allocator releases its idle blocks and tries again; failing still, it throws ERR_NF_CUDA_OOM
+   * (nothing allocated, the counters unchanged but for the release).
    */
   alloc(bytes: number, init?: 'zero' | 'none' | 'poison'): DeviceBuffer;
   /** Returns the buffer's block to the cache now (later uses throw; later frees are no-ops). */
@@ -122,11 +124,10 @@ export type CudaBinding = CudaMemoryOps & OpSchemaExport & Partial<WithAsync<Nat
 /** The .node file NF_CUDA_BACKEND selects, or null for 'none'. */
 function addonFile(): string | null {
   const choice = process.env.NF_CUDA_BACKEND ?? '';
-  const root = packageRoot(__dirname);
-  if (choice === '' || choice === 'gpu') return path.join(root, 'build', 'cuda', 'nodeformer_cuda.node');
-  if (choice === 'emulator') return path.join(root, 'build', 'cuda-emu', 'emulated', 'nodeformer_cuda.node');
+  if (choice === '' || choice === 'gpu') return path.join(packageRoot(__dirname), 'build', 'cuda', 'nodeformer_cuda.node');
+  if (choice === 'emulator') return path.join(packageRoot(__dirname), 'build', 'cuda-emu', 'emulated', 'nodeformer_cuda.node');
   if (choice === 'none') return null;
-  return path.resolve(choice);
+  return path.resolve(choice); // (a path needs no package root: a bundled copy of the library loads it too)
 }
 
 let loaded: CudaBinding | null = null;

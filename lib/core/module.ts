@@ -175,7 +175,13 @@ export abstract class Module {
     const saves = self.savesActivations, finite = checkFiniteEnabled();
     self.backwardReady = false; // until it returns: the activations of a forward that throws are not a backward's
     if (finite) self.checkInputs('forward', args);
-    const out = yield* (self.forwardProgram as AnyProgramFn).apply(self, args);
+    let out: unknown;
+    try {
+      out = yield* (self.forwardProgram as AnyProgramFn).apply(self, args);
+    } catch (e) {
+      self.releaseAfterFailure();
+      throw e;
+    }
     if (finite) assertFiniteIn(`the output of ${self.modulePath}.forward`, out);
     self.forwardDone(saves, out);
     return out as ProgramResult<M['forwardProgram']>;
@@ -190,9 +196,32 @@ export abstract class Module {
         'use eval({ keepActivations: true }) to backpropagate with dropout off)');
     const finite = checkFiniteEnabled();
     if (finite) self.checkInputs('backward', args);
-    const out = yield* (self.backwardProgram as AnyProgramFn).apply(self, args);
+    let out: unknown;
+    try {
+      out = yield* (self.backwardProgram as AnyProgramFn).apply(self, args);
+    } catch (e) {
+      // Out of device memory partway, some gradients have accumulated and others not: only a new
+      // forward and backward are right now, so what is kept for this one goes. (After an invalid
+      // argument, found before any op runs, the backward may be called again.)
+      if ((e as { code?: unknown } | null)?.code === 'ERR_NF_CUDA_OOM') self.releaseAfterFailure();
+      throw e;
+    }
     if (finite) assertFiniteIn(`the output of ${self.modulePath}.backward`, out);
     return out as ProgramResult<M['backwardProgram']>;
+  }
+
+  /**
+   * After a forward of this module that threw (out of device memory, ERR_NF_CUDA_OOM, or any other
+   * error), or a backward out of device memory: frees the activations this module and its children
+   * kept, which no backward can use now (a new forward is needed), at once rather than when the next
+   * forward starts, so that their memory is free for the next try (after ERR_NF_CUDA_OOM, a smaller
+   * batch).
+   */
+  private releaseAfterFailure(): void {
+    for (const m of this.modules()) {
+      m.activations.close();
+      m.backwardReady = false;
+    }
   }
 
   /** Runs the module on the calling thread (arguments and result: see the module's forwardProgram). */

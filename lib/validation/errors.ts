@@ -10,11 +10,12 @@ export type ErrorCode =
   | 'ERR_NF_LOAD' // no native addon could be loaded (the message lists what was tried)
   | 'ERR_NF_NO_CUDA' // device 'cuda' asked for, but nodeformer was built without CUDA (no CUDA addon)
   | 'ERR_NF_CUDA' // a CUDA runtime call failed (the message names the call and its file:line)
+  | 'ERR_NF_CUDA_OOM' // out of device memory even after the caching allocator released its idle blocks and retried (the message names the request, live and cached bytes, the cache limit, what to try); the process and its models stay usable
   | 'ERR_NF_NO_MPI' // distributed.init() without the MPI addon (nodeformer_mpi.node: Open MPI, `npm run build:mpi`)
   | 'ERR_NF_DISTRIBUTED' // a collective failed or timed out (a rank died or stopped), or ranks disagree (parameter signature)
   | 'ERR_NF_DEVICE' // tensors on different devices in one op, or host access to device memory
   | 'ERR_NF_MISSING_PACKAGE' // an optional peer dependency (sharp, the command line's packages) is not installed; the message names the npm install
-  | 'ERR_NF_OUT_OF_MEMORY';
+  | 'ERR_NF_OUT_OF_MEMORY'; // host memory for a cpu tensor could not be allocated
 
 /** The error type of the library: a message naming the argument, and a stable `code`. */
 export class NodeformerError extends Error {

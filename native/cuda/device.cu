@@ -6,8 +6,10 @@
 // touches device memory runs there, in submission order.
 #include "device.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -51,6 +53,12 @@ Status current_state(const char* op, DeviceState** s) {
   *s = &state(device);
   return Status::Ok();
 }
+
+// Defined with the caching allocator below: returns its idle blocks to the device, adding their
+// bytes to *released (from -1: set to them); and the ERR_NF_CUDA_OOM Status of a request of
+// `bytes` (served by a block of `block` bytes) that failed again after that.
+Status release_idle(int64_t* released);
+Status out_of_memory(const char* op, size_t bytes, size_t block, int64_t released);
 
 #if !defined(__CUDACC__)
 // The emulator's stream: one worker thread running submitted host work in order. Never destroyed
@@ -153,20 +161,39 @@ Status backend_stream(cudaStream_t* stream) {
   return Status::Ok();
 }
 
+// Grows a slot with cudaMalloc; when the device is out of memory, releases the allocator's idle
+// blocks (outside the state mutex: the release runs in stream order) and tries once more, then
+// fails with ERR_NF_CUDA_OOM (the slot is left empty, so the next call starts afresh).
 Status workspace(int slot, size_t bytes, void** ptr) {
   NF_CHECK(slot >= 0 && slot < kWorkspaceSlots, "workspace", "slot out of range");
-  std::lock_guard<std::mutex> lock(state_mutex());
-  DeviceState* s = nullptr;
-  NF_TRY(current_state("workspace", &s));
-  if (s->scratch_bytes[slot] < bytes) {
-    NF_CUDA_TRY("workspace", cudaFree(s->scratch[slot]));
-    s->scratch[slot] = nullptr;
-    s->scratch_bytes[slot] = 0;
-    NF_CUDA_TRY("workspace", cudaMalloc(&s->scratch[slot], bytes));
-    s->scratch_bytes[slot] = bytes;
+  int64_t released = -1;  // bytes the retry released (-1: not retried yet)
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(state_mutex());
+      DeviceState* s = nullptr;
+      NF_TRY(current_state("workspace", &s));
+      if (s->scratch_bytes[slot] >= bytes) {
+        *ptr = s->scratch[slot];
+        return Status::Ok();
+      }
+      NF_CUDA_TRY("workspace", cudaFree(s->scratch[slot]));
+      s->scratch[slot] = nullptr;
+      s->scratch_bytes[slot] = 0;
+      const cudaError_t e = cudaMalloc(&s->scratch[slot], bytes);
+      if (e == cudaSuccess) {
+        s->scratch_bytes[slot] = bytes;
+        *ptr = s->scratch[slot];
+        return Status::Ok();
+      }
+      s->scratch[slot] = nullptr;
+      (void)cudaGetLastError();
+      if (e != cudaErrorMemoryAllocation)
+        return Status::Error("workspace", error_text(e, "cudaMalloc(&s->scratch[slot], bytes)",
+                                                     __FILE__ ":" NF_CUDA_STRINGIFY(__LINE__)));
+      if (released >= 0) return out_of_memory("workspace", bytes, bytes, released);
+    }
+    NF_TRY(release_idle(&released));
   }
-  *ptr = s->scratch[slot];
-  return Status::Ok();
 }
 
 Status release_workspace() {
@@ -365,10 +392,16 @@ Status cached_alloc(void** ptr, size_t bytes) {
     }
   }
   void* p = nullptr;
-  if (cudaMalloc(&p, capacity) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the sticky-free error of a failed allocation
-    NF_TRY(empty_cache());     // memory is short: give the idle blocks back and try once more
-    NF_CUDA_TRY("device_alloc", cudaMalloc(&p, capacity));
+  int64_t released = -1;  // bytes the retry released (-1: not retried yet)
+  for (;;) {
+    const cudaError_t e = cudaMalloc(&p, capacity);
+    if (e == cudaSuccess) break;
+    (void)cudaGetLastError();  // (a failed allocation is not sticky; leave no error behind)
+    if (e != cudaErrorMemoryAllocation)
+      return Status::Error("device_alloc",
+                           error_text(e, "cudaMalloc(&p, capacity)", __FILE__ ":" NF_CUDA_STRINGIFY(__LINE__)));
+    if (released >= 0) return out_of_memory("device_alloc", bytes, capacity, released);
+    NF_TRY(release_idle(&released));  // memory is short: give the idle blocks back, try once more
   }
   std::lock_guard<std::mutex> lock(c.mutex);
   c.stats.live_bytes += int64_t(capacity);
@@ -402,14 +435,61 @@ MemoryStats memory_stats() {
 }
 
 Status empty_cache() {
+  int64_t released = 0;
+  return release_idle(&released);
+}
+
+namespace {
+
+// "1.50 GiB", "12.0 MiB", "512 B": three significant digits in binary units.
+std::string human_bytes(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  char text[32];
+  if (u == 0) std::snprintf(text, sizeof text, "%.0f B", bytes);
+  else if (bytes < 10) std::snprintf(text, sizeof text, "%.2f %s", bytes, units[u]);
+  else if (bytes < 100) std::snprintf(text, sizeof text, "%.1f %s", bytes, units[u]);
+  else std::snprintf(text, sizeof text, "%.0f %s", bytes, units[u]);
+  return text;
+}
+
+Status release_idle(int64_t* released) {
   std::vector<void*> blocks;
+  int64_t bytes = 0;
   {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
+    bytes = c.stats.cached_bytes;
     c.take_over(0, &blocks);
+    bytes -= c.stats.cached_bytes;
   }
+  *released = (*released < 0 ? 0 : *released) + bytes;
   return release_blocks(blocks);
 }
+
+Status out_of_memory(const char* op, size_t bytes, size_t block, int64_t released) {
+  const MemoryStats s = memory_stats();
+  std::string m = "CUDA out of memory (cudaErrorMemoryAllocation): cannot allocate " + human_bytes(double(bytes)) + " (" +
+                  std::to_string(bytes) + " bytes" + (block != bytes ? ", a block of " + human_bytes(double(block)) : "") +
+                  ") on the device; live tensors hold " + human_bytes(double(s.live_bytes)) + "; idle cached blocks: ";
+  m += released > 0 ? human_bytes(double(released)) + " released before retrying" : "none to release";
+  m += ", " + human_bytes(double(s.cached_bytes)) + " held now (cache limit " + human_bytes(double(s.limit_bytes)) +
+       ", NF_CUDA_CACHE_BYTES)";
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+    m += "; the device has " + human_bytes(double(free_bytes)) + " free of " + human_bytes(double(total_bytes));
+  else
+    (void)cudaGetLastError();
+  m += ". Dispose of tensors no longer needed, then try a smaller batch, bf16 precision, cudaEmptyCache(), or "
+       "NF_CUDA_CACHE_BYTES (a lower cap on idle cached memory)";
+  return Status{op, std::move(m), "ERR_NF_CUDA_OOM"};
+}
+
+}  // namespace
 
 Status set_cache_limit(int64_t bytes) {
   std::vector<void*> blocks;

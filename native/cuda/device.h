@@ -46,7 +46,13 @@ Status release_workspace();
 // see stream_run). Size classes: 512-byte multiples up to 4 KiB, then four steps per power of two
 // (2^k, 1.25, 1.5, 1.75 · 2^k), so a block wastes < 25%. Idle bytes are capped (NF_CUDA_CACHE_BYTES,
 // default 8 GiB on a GPU, 1 GiB in the emulator; 0 disables caching): a freed block that would
-// exceed the cap goes back to the device. When cudaMalloc fails, the idle blocks are released and the request tried once more.
+// exceed the cap goes back to the device. Out of memory (cudaMalloc fails with
+// cudaErrorMemoryAllocation), the idle blocks are released and the request tried once more, as
+// torch's caching allocator does; failing again, the Status has code ERR_NF_CUDA_OOM and a message
+// naming the request, the live bytes, the cached bytes released and still held, the cap, the
+// device's free memory, and what to try. Nothing changes but the release: the counters stay
+// consistent and the next (smaller) request may succeed. The backend's scratch buffers (workspace)
+// grow the same way.
 // One cache for the process (the backend uses the current device; multi-GPU is not supported here).
 struct MemoryStats {
   int64_t live_bytes = 0;       // capacity of the blocks handed out and not yet freed
@@ -55,13 +61,14 @@ struct MemoryStats {
   int64_t limit_bytes = 0;      // the cap on cached_bytes
   int64_t fresh = 0;            // blocks obtained with cudaMalloc
   int64_t reused = 0;           // requests served from the cache
-  int64_t released = 0;         // blocks given back with cudaFree (over the cap, empty_cache, on OOM)
+  int64_t released = 0;         // blocks given back with cudaFree (over the cap, empty_cache, out of memory)
 };
 
 // The capacity of the block that serves a request of `bytes` (0 when it overflows).
 size_t cached_block_capacity(size_t bytes);
 // A block of cached_block_capacity(bytes) bytes (contents unspecified: the last user's, or the
-// emulator's 0xFF when fresh). Free it with cached_free and the same `bytes`.
+// emulator's 0xFF when fresh). Free it with cached_free and the same `bytes`. Out of device memory
+// even after releasing the idle blocks: a Status with code "ERR_NF_CUDA_OOM" (see above).
 Status cached_alloc(void** ptr, size_t bytes);
 Status cached_free(void* ptr, size_t bytes);
 MemoryStats memory_stats();

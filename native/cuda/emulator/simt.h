@@ -44,7 +44,12 @@
 // (other threads) sees NaN, as does a write of a buffer other warps are still reading.
 //
 // Device memory is host memory: cudaMalloc returns 0xFF-filled host allocations, copies are
-// memcpy, streams and events exist but everything runs synchronously on the calling thread.
+// memcpy, streams and events exist but everything runs synchronously on the calling thread. Its
+// capacity is unlimited (only a single request larger than the host's physical memory fails)
+// unless options().device_bytes (NF_EMU_DEVICE_BYTES, a byte count) sets one: then a cudaMalloc
+// that would take the bytes held by live allocations past it fails with cudaErrorMemoryAllocation,
+// as a full GPU does, and cudaMemGetInfo reports that capacity (without one, the host's physical
+// memory) and what is left of it — how out-of-memory handling is tested without a GPU.
 // Fast-math intrinsics (__expf, rsqrtf, ...) are computed exactly.
 #pragma once
 
@@ -171,6 +176,7 @@ struct Options {
   bool poison = true;               // fill shared memory with 0xFF at every block start
   std::string drop_barrier;         // a __syncthreads to skip, "file.cu:line" (see barrier_sites)
   size_t stack_bytes = 256 * 1024;  // per fiber (NF_EMU_STACK_KB)
+  size_t device_bytes = 0;          // capacity of device memory, 0 = unlimited (NF_EMU_DEVICE_BYTES)
 };
 
 namespace detail {
@@ -190,6 +196,11 @@ inline Options initial_options() {
   if (env_flag("NF_EMU_UCONTEXT")) o.ucontext = true;
   if (const char* site = std::getenv("NF_EMU_DROP_BARRIER")) o.drop_barrier = site;
   if (const char* kb = std::getenv("NF_EMU_STACK_KB")) o.stack_bytes = size_t(std::atol(kb)) * 1024;
+  if (const char* bytes = std::getenv("NF_EMU_DEVICE_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(bytes, &end, 10);
+    if (*bytes && end && *end == '\0') o.device_bytes = size_t(n);  // (anything else: unlimited)
+  }
   return o;
 }
 
@@ -1306,6 +1317,19 @@ inline std::mutex& allocation_mutex() {
   static std::mutex m;
   return m;
 }
+// The host's physical memory (what a single allocation of an unlimited device may not exceed).
+inline size_t host_memory_bytes() {
+  static const size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : SIZE_MAX;
+  }();
+  return bytes;
+}
+// The bytes of the live allocations (what options().device_bytes caps). Under allocation_mutex.
+inline size_t& allocated_bytes() {
+  static size_t n = 0;
+  return n;
+}
 }  // namespace nf::emu::detail
 
 inline const char* cudaGetErrorName(cudaError_t e) {
@@ -1342,16 +1366,29 @@ inline cudaError_t cudaGetLastError() {
 }
 inline cudaError_t cudaPeekAtLastError() { return ::nf::emu::detail::tls_last_error; }
 
+// Past the capacity (options().device_bytes; unlimited, a single request larger than the host's
+// physical memory), or when the host has no memory to give, *p is null and the error is
+// cudaErrorMemoryAllocation (not sticky: the next call succeeds once memory was freed).
 inline cudaError_t cudaMalloc(void** p, size_t bytes) {
   using namespace ::nf::emu::detail;
   if (!p) return set_error(cudaErrorInvalidValue);
-  *p = bytes ? std::aligned_alloc(256, (bytes + 255) / 256 * 256) : nullptr;
-  if (bytes && !*p) return set_error(cudaErrorMemoryAllocation);
-  if (*p) {
-    std::memset(*p, 0xff, bytes);  // device memory starts as garbage: make it NaN
+  *p = nullptr;
+  if (!bytes) return cudaSuccess;
+  if (bytes > host_memory_bytes()) return set_error(cudaErrorMemoryAllocation);  // never fits
+  {
     std::lock_guard<std::mutex> lock(allocation_mutex());
-    allocations()[*p] = bytes;
+    const size_t cap = ::nf::emu::options().device_bytes;
+    if (cap && (bytes > cap || allocated_bytes() > cap - bytes)) return set_error(cudaErrorMemoryAllocation);
+    allocated_bytes() += bytes;  // reserved before the host allocation, so concurrent calls respect the cap
   }
+  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (*p) std::memset(*p, 0xff, bytes);  // device memory starts as garbage: make it NaN
+  std::lock_guard<std::mutex> lock(allocation_mutex());
+  if (!*p) {
+    allocated_bytes() -= bytes;
+    return set_error(cudaErrorMemoryAllocation);
+  }
+  allocations()[*p] = bytes;
   return cudaSuccess;
 }
 template <class T>
@@ -1363,9 +1400,23 @@ inline cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
   {
     std::lock_guard<std::mutex> lock(allocation_mutex());
-    if (!allocations().erase(p)) return set_error(cudaErrorInvalidValue);
+    auto it = allocations().find(p);
+    if (it == allocations().end()) return set_error(cudaErrorInvalidValue);
+    allocated_bytes() -= it->second;
+    allocations().erase(it);
   }
   std::free(p);
+  return cudaSuccess;
+}
+// Free and total device memory: the capacity (options().device_bytes, or the host's physical
+// memory when unlimited) and what the live allocations leave of it.
+inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  using namespace ::nf::emu::detail;
+  if (!free_bytes || !total_bytes) return set_error(cudaErrorInvalidValue);
+  const size_t total = ::nf::emu::options().device_bytes ? ::nf::emu::options().device_bytes : host_memory_bytes();
+  std::lock_guard<std::mutex> lock(allocation_mutex());
+  *total_bytes = total;
+  *free_bytes = allocated_bytes() < total ? total - allocated_bytes() : 0;
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {

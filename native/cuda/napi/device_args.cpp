@@ -90,7 +90,7 @@ void* DeviceArgs::typed(const char* name, int64_t len, size_t elem, const char* 
 Napi::Error device_error(Napi::Env env, const Status& s) {
   const bool cuda_call = s.message.rfind("cudaError", 0) == 0;
   Napi::Error e = Napi::Error::New(env, s.op + ": " + s.message);
-  e.Set("code", Napi::String::New(env, cuda_call ? "ERR_NF_CUDA" : "ERR_NF_KERNEL"));
+  e.Set("code", Napi::String::New(env, s.code ? s.code : cuda_call ? "ERR_NF_CUDA" : "ERR_NF_KERNEL"));
   return e;
 }
 

@@ -79,8 +79,10 @@ class DeviceArgs : public Args {
 // job (cuda::stream_run_async) and returns a Promise that settles when the stream has finished it,
 // without blocking the event loop: on a GPU a host callback on the stream, in the emulator the
 // stream thread, settle it through a thread-safe function (settle_when_done). Invalid arguments
-// reject the Promise. A failing CUDA call (a Status whose message starts with "cudaError...", with
-// file:line) throws or rejects with code ERR_NF_CUDA, any other kernel failure ERR_NF_KERNEL.
+// reject the Promise. A Status with its own code keeps it (ERR_NF_CUDA_OOM: out of device memory
+// even after the caching allocator released its idle blocks); otherwise a failing CUDA call (a
+// Status whose message starts with "cudaError...", with file:line) throws or rejects with code
+// ERR_NF_CUDA, any other kernel failure ERR_NF_KERNEL.
 using DeviceParser = Job (*)(DeviceArgs&);
 void register_device_op(Napi::Env env, Napi::Object exports, const char* name, DeviceParser parse);
 // Submits `job` to the stream and returns a Promise settled (on this env's thread) when it and all
