@@ -77,9 +77,11 @@ NF_TEST(allocator_retries_after_releasing_idle_blocks) {
   Status st = cuda::cached_alloc(&c, 512 * KiB);
   NF_ASSERT(!st.ok());
   NF_EXPECT(st.code && std::string(st.code) == "ERR_NF_CUDA_OOM" && st.op == "device_alloc");
-  for (const char* part : {"cannot allocate 512 KiB (524288 bytes)", "live tensors hold 768 KiB",
+  // (What else is live, such as cuBLASLt's workspace from an earlier test, adds to the live and
+  // total figures; the free figure is the Room's.)
+  for (const char* part : {"cannot allocate 512 KiB (524288 bytes)", "live tensors hold ",
                            "idle cached blocks: none to release, 0 B held now (cache limit 64.0 MiB, NF_CUDA_CACHE_BYTES)",
-                           "the device has 256 KiB free of 1.00 MiB", "try a smaller batch"})
+                           "the device has 256 KiB free of ", "try a smaller batch"})
     NF_EXPECT(has(st.message, part), std::string("missing \"") + part + "\" in: " + st.message);
   const cuda::MemoryStats s2 = cuda::memory_stats();
   NF_EXPECT(s2.live_bytes == s1.live_bytes && s2.cached_bytes == 0 && s2.fresh == s1.fresh && s2.released == s1.released);
