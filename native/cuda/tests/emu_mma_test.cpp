@@ -13,25 +13,13 @@
 #include "../mma.cuh"
 #include "../runtime.h"
 #include "harness.h"
+#include "emu_modes.h"
 
 namespace {
 
 using nf::cuda::launch;
 using namespace nf::cuda;
 
-template <class F>
-void for_each_mode(F fn) {
-  const nf::emu::Options saved = nf::emu::options();
-  for (int mode = 0; mode < 4; ++mode) {
-    nf::emu::options().ucontext = mode == 1;
-    nf::emu::options().os_threads = mode == 2;
-    nf::emu::options().reverse = mode == 3;
-    fn();
-  }
-  nf::emu::options() = saved;
-}
-
-std::string why(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
 
 float bits_float(uint32_t u) {
   float f;
