@@ -23,10 +23,47 @@ import * as path from 'node:path';
 
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { native, packageRoot, type OpSchemaExport, type WithAsync } from '../native/addon';
-import { HOST_ONLY_OPS, type NativeOps } from '../native/ops.generated';
+import { HOST_ONLY_OPS, Precisions, type NativeOps, type Precision } from '../native/ops.generated';
 
 export type Device = 'cpu' | 'cuda';
 export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
+
+/**
+ * How a module's matrix products run (DESIGN.md: precision is a module property, the same meaning on
+ * every device; README, Devices): 'fp32' (the default) float32; 'tf32' float32 tensors with the GEMMs'
+ * inputs rounded to TF32 (PyTorch's allow_tf32; on the CPU, which has no TF32 unit, exactly fp32);
+ * 'bf16' float32 tensors with the GEMMs' inputs rounded to bfloat16 and float32 accumulation (CUDA
+ * only for now: the CPU throws ERR_NF_DEVICE). Statistics, losses, the optimizer and the attention
+ * core stay fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
+ */
+export type { Precision };
+export const PRECISIONS: readonly Precision[] = Precisions;
+
+/**
+ * What every module config extends: where the module lives and how its products run. Neither is
+ * saved with the config (a file loads on any device, at any precision).
+ */
+export interface PlacementConfig {
+  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
+  device?: Device;
+  /**
+   * How the matrix products run: 'fp32' (default), 'tf32' or 'bf16' ('bf16' needs device 'cuda'), as
+   * `.setPrecision(precision)` after construction (not saved with the config).
+   */
+  precision?: Precision;
+}
+
+/** Checks a precision argument ('fp32', 'tf32' or 'bf16'). */
+export function checkPrecision(name: string, precision: unknown): Precision {
+  if (!PRECISIONS.includes(precision as Precision)) invalidArg(name, "'fp32', 'tf32' or 'bf16'", precision);
+  return precision as Precision;
+}
+
+/** The ERR_NF_DEVICE of precision 'bf16' on the CPU (not implemented yet, issue 25); `what` names the call. */
+export function bf16OnCpu(what: string): never {
+  throw new NodeformerError('ERR_NF_DEVICE',
+    `${what}: precision 'bf16' is not implemented on the CPU yet; use 'fp32' or 'tf32' on the CPU, or move the model to 'cuda'`);
+}
 
 /** An opaque handle to device memory (freed by the CUDA addon's free, or when collected). */
 export interface DeviceBuffer {
@@ -110,8 +147,11 @@ export interface CudaGemmInfo {
   version: number;
   /** cuBLASLt's workspace, one block of the caching allocator (allocated on the first product). */
   workspaceBytes: number;
-  /** Products since the process started: run by cuBLASLt (`fused`: with an epilogue), by the own kernel, offered no algorithm. */
-  calls: { cublaslt: number; fused: number; kernel: number; unsupported: number; heuristicQueries: number };
+  /**
+   * Products since the process started: run by cuBLASLt (`fused`: with an epilogue; `tf32`, `bf16`: in
+   * that compute mode, the modules' precision), by the own kernel, offered no algorithm.
+   */
+  calls: { cublaslt: number; fused: number; tf32: number; bf16: number; kernel: number; unsupported: number; heuristicQueries: number };
 }
 
 /**

@@ -8,7 +8,7 @@
  * parent's program (forwardOps, backwardOps). A forward saves what its backward needs on the
  * module, so backward follows the forward it belongs to.
  */
-import { checkDevice, checkDeviceOps, type Device } from './device';
+import { bf16OnCpu, checkDevice, checkDeviceOps, checkPrecision, type Device, type PlacementConfig, type Precision } from './device';
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { OptionKeys } from '../validation/options';
 import { Lane, runSync, type OpName, type Program } from './program';
@@ -144,6 +144,8 @@ export abstract class Module {
   private lane = new Lane();
   /** Where this module's parameters are created (config.device, or the last to()). */
   private home: Device = 'cpu';
+  /** How this module's matrix products run (config.precision, or the last setPrecision()). */
+  private prec: Precision = 'fp32';
   /**
    * Tensors this module made in its last forward for its backward (saved activations,
    * intermediates passed between children): freed when the next forward starts, which then reuses
@@ -349,11 +351,35 @@ export abstract class Module {
   }
 
   /**
-   * Sets the device the constructor creates this module's parameters (and buffers) on, and moves
-   * its children there as they are added: what config.device does. Call it before addParameter.
+   * How this module's matrix products run: config.precision (or 'fp32') until setPrecision() changes
+   * it. The layers pass it to their ops (`precision: this.precision`).
    */
-  protected placeOn(device: unknown, name = 'config.device'): void {
-    this.home = device === undefined ? 'cpu' : checkDevice(name, device);
+  get precision(): Precision {
+    return this.prec;
+  }
+
+  /**
+   * Sets the precision of this module and its children (see Precision in lib/core/device.ts). 'bf16'
+   * throws ERR_NF_DEVICE (changing nothing) while the module is on 'cpu'. The parameters stay fp32.
+   */
+  setPrecision(precision: Precision): this {
+    const p = checkPrecision('precision', precision);
+    this.lane.checkIdle(`${this.constructor.name}.setPrecision`);
+    if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.setPrecision called after dispose()`);
+    if (p === 'bf16' && this.modules().some((m) => m.home === 'cpu')) bf16OnCpu(`${this.constructor.name}.setPrecision`);
+    for (const m of this.modules()) m.prec = p;
+    return this;
+  }
+
+  /**
+   * Sets the device the constructor creates this module's parameters (and buffers) on, and the
+   * precision of its products, from config.device and config.precision; children added later take
+   * both (addModule). Call it before addParameter.
+   */
+  protected placeOn(config: PlacementConfig): void {
+    this.home = config.device === undefined ? 'cpu' : checkDevice('config.device', config.device);
+    this.prec = config.precision === undefined ? 'fp32' : checkPrecision('config.precision', config.precision);
+    if (this.prec === 'bf16' && this.home === 'cpu') bf16OnCpu(`${this.constructor.name} config (precision 'bf16' on device 'cpu')`);
   }
 
   /** A trainable parameter `name` holding a copy of `values`, on this module's device. */
@@ -393,14 +419,17 @@ export abstract class Module {
   }
 
   /**
-   * Registers a child; it joins this module's queue of asynchronous calls and moves to this
-   * module's device (so config.device reaches every layer).
+   * Registers a child; it joins this module's queue of asynchronous calls, moves to this module's
+   * device and takes its precision (so config.device and config.precision reach every layer).
    */
   protected addModule<M extends Module>(name: string, module: M): M {
     this.children.set(name, module);
     (module as Module).owner = { module: this, name };
     module.joinLane(this.lane);
+    // Precision before the move unless it is 'bf16' (which the CPU refuses), after it otherwise.
+    if (this.prec !== 'bf16' && module.precision !== this.prec) module.setPrecision(this.prec);
     if (module.device !== this.home) module.to(this.home);
+    if (module.precision !== this.prec) module.setPrecision(this.prec);
     return module;
   }
 
@@ -519,6 +548,7 @@ export abstract class Module {
    */
   to(device: Device): this {
     checkDevice('device', device);
+    if (device === 'cpu' && this.modules().some((m) => m.prec === 'bf16')) bf16OnCpu(`${this.constructor.name}.to('cpu')`);
     checkDeviceOps(device, this.modules(), this.constructor.name);
     this.lane.checkIdle(`${this.constructor.name}.to`);
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.to called after dispose()`);

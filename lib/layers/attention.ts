@@ -6,12 +6,12 @@ import { op, type OpArgs, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
 import { checkTensor, Tensor, type Storage } from '../core/tensor';
-import type { Device } from '../core/device';
+import type { Device, PlacementConfig } from '../core/device';
 import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
 import { headPadding, narrowRows, padAttention, padCols, paddedBackward, padWeights, type HeadPadding, type PaddedAttention } from './attention_width';
 
-export interface MultiHeadAttentionConfig {
+export interface MultiHeadAttentionConfig extends PlacementConfig {
   dModel: number;
   /** Heads; without headDim, dModel must be divisible by numHeads. */
   numHeads: number;
@@ -30,8 +30,6 @@ export interface MultiHeadAttentionConfig {
   /** Dropout on the attention weights in training mode (default 0). */
   dropout?: number;
   seed?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
 /** Options of MultiHeadAttention.forward. Masks are bool tensors, true = blocked (PyTorch's meaning). */
@@ -49,7 +47,7 @@ export interface AttentionOptions {
 }
 
 const ATTENTION_CONFIG = new OptionKeys<MultiHeadAttentionConfig>('MultiHeadAttention config',
-  { dModel: true, numHeads: true, headDim: true, bias: true, qkvBias: true, projBias: true, dropout: true, seed: true, device: true });
+  { dModel: true, numHeads: true, headDim: true, bias: true, qkvBias: true, projBias: true, dropout: true, seed: true, device: true, precision: true });
 const ATTENTION_OPTIONS = new OptionKeys<AttentionOptions>('MultiHeadAttention.forward options',
   { memory: true, attnMask: true, keyPaddingMask: true, causal: true, needWeights: true });
 
@@ -113,7 +111,7 @@ export class MultiHeadAttention extends Module {
   constructor(config: MultiHeadAttentionConfig) {
     super();
     config = ATTENTION_CONFIG.check('config', config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const dModel = positiveInt('config.dModel', config.dModel);
     const numHeads = positiveInt('config.numHeads', config.numHeads);
     const headDim = headDimOf(dModel, numHeads, config.headDim);
@@ -182,7 +180,7 @@ export class MultiHeadAttention extends Module {
     const wide = this.padded;
     const out = Tensor.empty([B, Tq, I], 'float32', xt.device);
     const weights = needWeights ? Tensor.empty([B, H, Tq, Tk], 'float32', xt.device) : null;
-    const dims = { B, Tq, Tk, D: I, H, scale: g ? g.scale : 0 };
+    const dims = { B, Tq, Tk, D: I, H, scale: g ? g.scale : 0, precision: this.precision };
     const masks = { causal, keyPaddingMask, attnMask };
     const packed = g ? {} : yield* this.packedWeights();
     yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, ...packed, memory: (wide ? wide.memory : memory)?.storage ?? null,
@@ -254,7 +252,7 @@ export class MultiHeadAttention extends Module {
           srcOffset: W });
       const kv = Tensor.empty([B, Tm, 2 * W], 'float32', dev);
       yield* op('linearForward', { rows: B * Tm, inFeatures: W, outFeatures: 2 * W, y: kv.storage, x: src.storage, W: Wkv.storage,
-        b: bias?.storage ?? null });
+        b: bias?.storage ?? null, precision: this.precision });
       return kv;
     } finally {
       tmp.close();
@@ -275,7 +273,7 @@ export class MultiHeadAttention extends Module {
       const w = g ? yield* padWeights(tmp, g, this.qkv, this.proj) : null;
       const out = Tensor.empty([B, 1, W], 'float32', x.device);
       const packed = w ? {} : yield* this.packedWeights();
-      yield* op('attentionDecode', { B, D: W, H: this.config.numHeads, scale: g ? g.scale : 0, out: out.storage,
+      yield* op('attentionDecode', { B, D: W, H: this.config.numHeads, scale: g ? g.scale : 0, precision: this.precision, out: out.storage,
         x: (g ? tmp.add(yield* padCols(x, W)) : x).storage, ...keys, ...packed,
         qkvWeight: (w ? w.qkvWeight : this.qkv.weight).storage, qkvBias: (w ? w.qkvBias : this.qkv.bias)?.storage ?? null,
         projWeight: (w ? w.projWeight : this.proj.weight).storage, projBias: (w ? w.projBias : this.proj.bias)?.storage ?? null });

@@ -6,7 +6,7 @@ import type { OpName, Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
 import { checkTensor, Tensor } from '../core/tensor';
-import type { Device } from '../core/device';
+import type { PlacementConfig } from '../core/device';
 import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { accumulate, DropoutSite } from './dropout';
 import { DropPathSite } from './drop_path';
@@ -15,7 +15,7 @@ import { ACTIVATIONS, FeedForward, type Activation } from './feedforward';
 import { LayerNorm } from './layernorm';
 import { LayerScale } from './layer_scale';
 
-export interface BlockConfig {
+export interface BlockConfig extends PlacementConfig {
   dModel: number;
   numHeads: number;
   dFF: number;
@@ -49,14 +49,12 @@ export interface BlockConfig {
    */
   initValues?: number;
   seed?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
 const BLOCK_CONFIG = new OptionKeys<BlockConfig>('block config',
   { dModel: true, numHeads: true, dFF: true, normFirst: true, activation: true, dropout: true, attnDropout: true, projDropout: true,
     hiddenDropout: true, dropPath: true, eps: true, headDim: true, qkvBias: true,
-    projBias: true, mlpBias: true, initValues: true, seed: true, device: true });
+    projBias: true, mlpBias: true, initValues: true, seed: true, device: true, precision: true });
 
 function blockConfig(raw: BlockConfig, label: string): Settings<BlockConfig> {
   const config = BLOCK_CONFIG.check('config', raw, label);
@@ -132,7 +130,7 @@ export class EncoderBlock extends Module {
   constructor(config: BlockConfig) {
     super();
     const c = (this.config = blockConfig(config, 'EncoderBlock config'));
-    this.placeOn(config.device);
+    this.placeOn(config);
     const rng = new Random(c.seed);
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));
     this.attn = this.addModule('attn', attentionOf(c, rng.seed()));
@@ -256,7 +254,7 @@ export class DecoderBlock extends Module {
     const c = (this.config = blockConfig(config, 'DecoderBlock config'));
     if (c.initValues > 0) invalidArg('config.initValues', '0 (LayerScale is an EncoderBlock option)', c.initValues);
     if (c.dropPath > 0) invalidArg('config.dropPath', '0 (drop path is an EncoderBlock option)', c.dropPath);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const rng = new Random(c.seed);
     const attn = () => attentionOf(c, rng.seed());
     this.norm1 = this.addModule('norm1', new LayerNorm({ dModel: c.dModel, eps: c.eps }));

@@ -5,7 +5,7 @@ import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { checkTensor, emptyLike, Tensor, type Storage } from '../core/tensor';
-import type { Device } from '../core/device';
+import type { PlacementConfig } from '../core/device';
 import { bool, oneOf, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
 
@@ -13,7 +13,7 @@ export type Activation = FeedForwardActivation;
 /** The activations the native feed-forward op takes (its schema: native/ops/activation.h). */
 export const ACTIVATIONS: readonly Activation[] = FeedForwardActivations;
 
-export interface FeedForwardConfig {
+export interface FeedForwardConfig extends PlacementConfig {
   dModel: number;
   /** Hidden width. */
   dFF: number;
@@ -24,12 +24,10 @@ export interface FeedForwardConfig {
   /** Biases on fc1 and fc2 (default true; timm's proj_bias also switches them). */
   bias?: boolean;
   seed?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
 const FEEDFORWARD_CONFIG = new OptionKeys<FeedForwardConfig>('FeedForward config',
-  { dModel: true, dFF: true, activation: true, dropout: true, bias: true, seed: true, device: true });
+  { dModel: true, dFF: true, activation: true, dropout: true, bias: true, seed: true, device: true, precision: true });
 
 /**
  * y = fc2(dropout(act(fc1(x)))). Parameters: fc1.weight [F, D], fc1.bias [F], fc2.weight [D, F], fc2.bias [D]
@@ -47,7 +45,7 @@ export class FeedForward extends Module {
   constructor(config: FeedForwardConfig) {
     super();
     config = FEEDFORWARD_CONFIG.check('config', config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const dModel = positiveInt('config.dModel', config.dModel);
     const dFF = positiveInt('config.dFF', config.dFF);
     this.config = {
@@ -68,7 +66,8 @@ export class FeedForward extends Module {
   }
 
   private dims(rows: number, p: number, seed: number) {
-    return { rows, D: this.config.dModel, F: this.config.dFF, activation: this.config.activation, dropout: p, seed, offset: 0 };
+    return { rows, D: this.config.dModel, F: this.config.dFF, activation: this.config.activation, dropout: p, seed, offset: 0,
+      precision: this.precision };
   }
 
   /** x [..., D] → y [..., D]. */

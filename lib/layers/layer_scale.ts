@@ -4,19 +4,17 @@ import { OptionKeys } from '../validation/options';
 import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
 import { checkTensor, emptyLike, Tensor } from '../core/tensor';
-import type { Device } from '../core/device';
+import type { PlacementConfig } from '../core/device';
 import { positive, positiveInt, type Settings } from '../validation/values';
 
-export interface LayerScaleConfig {
+export interface LayerScaleConfig extends PlacementConfig {
   /** Scaled width (the last dimension). */
   dModel: number;
   /** Initial value of every scale (default 1e-5, timm's LayerScale default). */
   initValues?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
-const LAYER_SCALE_CONFIG = new OptionKeys<LayerScaleConfig>('LayerScale config', { dModel: true, initValues: true, device: true });
+const LAYER_SCALE_CONFIG = new OptionKeys<LayerScaleConfig>('LayerScale config', { dModel: true, initValues: true, device: true, precision: true });
 
 /**
  * timm's LayerScale: y = x · gamma per channel (the last dimension). Parameter: gamma [D].
@@ -33,7 +31,7 @@ export class LayerScale extends Module {
   constructor(config: LayerScaleConfig) {
     super();
     config = LAYER_SCALE_CONFIG.check('config', config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const dModel = positiveInt('config.dModel', config.dModel);
     this.config = { dModel, initValues: positive('config.initValues', config.initValues ?? 1e-5) };
     this.gamma = this.addParameter('gamma', [dModel], constant(dModel, this.config.initValues));

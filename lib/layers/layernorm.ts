@@ -4,19 +4,17 @@ import { OptionKeys } from '../validation/options';
 import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
 import { checkTensor, emptyLike, Tensor, type Storage } from '../core/tensor';
-import type { Device } from '../core/device';
+import type { PlacementConfig } from '../core/device';
 import { positive, positiveInt, type Settings } from '../validation/values';
 
-export interface LayerNormConfig {
+export interface LayerNormConfig extends PlacementConfig {
   /** Normalised width (the last dimension). */
   dModel: number;
   /** Added to the variance (default 1e-5, as torch.nn.LayerNorm). */
   eps?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
-const LAYERNORM_CONFIG = new OptionKeys<LayerNormConfig>('LayerNorm config', { dModel: true, eps: true, device: true });
+const LAYERNORM_CONFIG = new OptionKeys<LayerNormConfig>('LayerNorm config', { dModel: true, eps: true, device: true, precision: true });
 
 /** LayerNorm over the last dimension: y = (x − mean) / sqrt(var + eps) · weight + bias. Parameters: weight [D], bias [D]. */
 export class LayerNorm extends Module {
@@ -36,7 +34,7 @@ export class LayerNorm extends Module {
   constructor(config: LayerNormConfig) {
     super();
     config = LAYERNORM_CONFIG.check('config', config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const dModel = positiveInt('config.dModel', config.dModel);
     this.config = { dModel, eps: positive('config.eps', config.eps ?? 1e-5) };
     this.weight = this.addParameter('weight', [dModel], constant(dModel, 1));

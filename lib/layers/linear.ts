@@ -6,21 +6,19 @@ import { PackedWeight } from '../core/prepack';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { checkTensor, emptyLike, Tensor, type Storage } from '../core/tensor';
-import type { Device } from '../core/device';
+import type { PlacementConfig } from '../core/device';
 import { bool, positiveInt, seedOf, type Settings } from '../validation/values';
 
-export interface LinearConfig {
+export interface LinearConfig extends PlacementConfig {
   inFeatures: number;
   outFeatures: number;
   /** Whether to add a learned bias (default true). */
   bias?: boolean;
   /** Seed of the initialisation (default 0). */
   seed?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
-const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures: true, outFeatures: true, bias: true, seed: true, device: true });
+const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures: true, outFeatures: true, bias: true, seed: true, device: true, precision: true });
 
 /**
  * y = x Wᵀ + b. Parameters: weight [out, in], bias [out] (torch.nn.Linear's layout and initialisation).
@@ -39,7 +37,7 @@ export class Linear extends Module {
   constructor(config: LinearConfig) {
     super();
     config = LINEAR_CONFIG.check('config', config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const inFeatures = positiveInt('config.inFeatures', config.inFeatures);
     const outFeatures = positiveInt('config.outFeatures', config.outFeatures);
     this.config = { inFeatures, outFeatures, bias: bool('config.bias', config.bias ?? true), seed: seedOf(config.seed ?? 0) };
@@ -69,7 +67,7 @@ export class Linear extends Module {
     const y = emptyLike(x, this.config.outFeatures);
     const WPacked = yield* this.packedWeight();
     yield* op('linearForward', { y: y.storage, x: x.storage as Storage<'float32'>, W: this.weight.storage, b: this.bias?.storage ?? null, rows,
-      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, WPacked });
+      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, WPacked, precision: this.precision });
     this.saved = x as Tensor<'float32'>;
     return y;
   }
@@ -81,7 +79,7 @@ export class Linear extends Module {
     const dx = emptyLike(x);
     yield* op('linearBackward', { dx: dx.storage, dW: this.weight.gradData(), db: this.bias?.gradData() ?? null,
       dy: dy.storage as Storage<'float32'>, x: x.storage, W: this.weight.storage, rows: x.size / this.config.inFeatures,
-      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures });
+      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, precision: this.precision });
     return dx;
   }
 }

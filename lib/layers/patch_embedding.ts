@@ -6,7 +6,7 @@ import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { checkTensor, Tensor } from '../core/tensor';
-import type { Device } from '../core/device';
+import type { PlacementConfig } from '../core/device';
 import { nonEmpty, positiveInt, seedOf, type Settings } from '../validation/values';
 
 /** An image size: one number for square images, or [height, width]. */
@@ -27,19 +27,17 @@ export function checkPatchGrid(hw: readonly [number, number], patchSize: number)
   return [hw[0] / patchSize, hw[1] / patchSize];
 }
 
-export interface PatchEmbeddingConfig {
+export interface PatchEmbeddingConfig extends PlacementConfig {
   /** Image size: square side, or [height, width]. */
   imgSize: ImageSize;
   patchSize: number;
   inChannels: number;
   dModel: number;
   seed?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
 const PATCH_EMBEDDING_CONFIG = new OptionKeys<PatchEmbeddingConfig>('PatchEmbedding config',
-  { imgSize: true, patchSize: true, inChannels: true, dModel: true, seed: true, device: true });
+  { imgSize: true, patchSize: true, inChannels: true, dModel: true, seed: true, device: true, precision: true });
 
 /**
  * A patchSize × patchSize convolution with stride patchSize, flattened to tokens: images
@@ -61,7 +59,7 @@ export class PatchEmbedding extends Module {
   constructor(config: PatchEmbeddingConfig) {
     super();
     config = PATCH_EMBEDDING_CONFIG.check('config', config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const hw = imageHW('config.imgSize', config.imgSize);
     const patchSize = positiveInt('config.patchSize', config.patchSize);
     const inChannels = positiveInt('config.inChannels', config.inChannels);
@@ -84,7 +82,7 @@ export class PatchEmbedding extends Module {
     if (H % P !== 0 || W % P !== 0)
       invalidArg('images', `a float32 Tensor [B, ${C}, H, W] with H and W multiples of the patch size ${P}`, x);
     const out = Tensor.empty([B, (H / P) * (W / P), D], 'float32', x.device);
-    const dims = { B, C, H, W, P, D };
+    const dims = { B, C, H, W, P, D, precision: this.precision };
     yield* op('patchEmbedForward', { ...dims, out: out.storage, images: x.storage, weight: this.weight.storage, bias: this.bias.storage });
     this.saved = { images: x, dims };
     return out;

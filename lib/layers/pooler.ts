@@ -5,18 +5,16 @@ import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
 import { checkTensor, Tensor } from '../core/tensor';
-import type { Device } from '../core/device';
+import type { PlacementConfig } from '../core/device';
 import { nonEmpty, positiveInt, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
 
-export interface PoolerConfig {
+export interface PoolerConfig extends PlacementConfig {
   dModel: number;
   seed?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
-const POOLER_CONFIG = new OptionKeys<PoolerConfig>('Pooler config', { dModel: true, seed: true, device: true });
+const POOLER_CONFIG = new OptionKeys<PoolerConfig>('Pooler config', { dModel: true, seed: true, device: true, precision: true });
 
 /**
  * BERT's (and Hugging Face ViTModel's) pooler: tanh(dense(x[:, 0])), tokens [B, T, D] → [B, D].
@@ -33,7 +31,7 @@ export class Pooler extends Module {
   constructor(config: PoolerConfig) {
     super();
     config = POOLER_CONFIG.check('config', config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const dModel = positiveInt('config.dModel', config.dModel);
     this.config = { dModel, seed: seedOf(config.seed ?? 0) };
     this.dense = this.addModule('dense', new Linear({ inFeatures: dModel, outFeatures: dModel, seed: new Random(this.config.seed).seed() }));

@@ -1,4 +1,4 @@
-import type { Device } from '../core/device';
+import type { PlacementConfig } from '../core/device';
 import { invalidArg } from '../validation/errors';
 import { EncoderBlock } from '../layers/blocks';
 import { nonEmpty, oneOf, positive, positiveInt, probability, seedOf, bool } from '../validation/values';
@@ -21,7 +21,7 @@ function padIdxOf(v: unknown, vocabSize: number): number | null {
   return v as number;
 }
 
-export interface BertConfig {
+export interface BertConfig extends PlacementConfig {
   /** Vocabulary size (vocab_size, default 30522). */
   vocabSize?: number;
   /** Width (hidden_size, default 768). */
@@ -49,12 +49,10 @@ export interface BertConfig {
   /** The pooler, tanh(dense(h[:, 0])) (default true; add_pooling_layer). */
   pooler?: boolean;
   seed?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
 const BERT_CONFIG = new OptionKeys<BertConfig>('BertModel config', { vocabSize: true, dModel: true, numHeads: true, dFF: true, depth: true,
-  maxPositions: true, typeVocabSize: true, padIdx: true, eps: true, activation: true, dropout: true, attnDropout: true, pooler: true, seed: true, device: true });
+  maxPositions: true, typeVocabSize: true, padIdx: true, eps: true, activation: true, dropout: true, attnDropout: true, pooler: true, seed: true, device: true, precision: true });
 
 /** Inputs of BertModel.forward besides the token ids; as transformers' BertModel(input_ids, token_type_ids=..., attention_mask=...). */
 export interface BertInputs {
@@ -83,7 +81,7 @@ export interface BertOutput {
 export class BertModel extends Module {
   /** The ops it runs (Module.ops). */
   static override readonly ops: readonly OpName[] = ['embeddingForward', 'embeddingBackward', 'copyRows', 'accumulate', 'dropoutForward', 'dropoutBackward'];
-  readonly config: Required<Omit<BertConfig, 'device'>>;
+  readonly config: Required<Omit<BertConfig, 'device' | 'precision'>>;
   readonly word_embeddings: Parameter;
   readonly position_embeddings: Parameter;
   readonly token_type_embeddings: Parameter;
@@ -96,7 +94,7 @@ export class BertModel extends Module {
   constructor(config: BertConfig = {}) {
     super();
     const raw = BERT_CONFIG.check('config', config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const c = (this.config = {
       vocabSize: positiveInt('config.vocabSize', raw.vocabSize ?? 30522), dModel: positiveInt('config.dModel', raw.dModel ?? 768),
       numHeads: positiveInt('config.numHeads', raw.numHeads ?? 12), dFF: positiveInt('config.dFF', raw.dFF ?? 3072),

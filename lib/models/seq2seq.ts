@@ -1,5 +1,5 @@
 import { invalidArg, NodeformerError } from '../validation/errors';
-import type { Device } from '../core/device';
+import type { Device, PlacementConfig } from '../core/device';
 import { headDimOf } from '../layers/attention';
 import { DecoderBlock, decoderStackBackward, disposeDecoderState, EncoderBlock, type DecoderState } from '../layers/blocks';
 import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../validation/values';
@@ -22,7 +22,7 @@ import { Scope } from '../core/scope';
 import { checkTensor, Tensor } from '../core/tensor';
 
 /** Options shared by Encoder, Decoder and Transformer (defaults: Vaswani et al.'s base model). */
-export interface SequenceConfig {
+export interface SequenceConfig extends PlacementConfig {
   /** Width (default 512). */
   dModel?: number;
   /** Heads (default 8). */
@@ -47,8 +47,6 @@ export interface SequenceConfig {
   eps?: number;
   /** Initialisation and dropout seed (default 0). */
   seed?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
 export interface TokenModelConfig extends SequenceConfig {
@@ -58,7 +56,7 @@ export interface TokenModelConfig extends SequenceConfig {
 }
 
 const SEQUENCE_KEYS: KeySpec<SequenceConfig> = { dModel: true, numHeads: true, headDim: true, dFF: true, depth: true, dropout: true,
-  normFirst: true, activation: true, positional: true, scaleEmbedding: true, eps: true, seed: true, device: true };
+  normFirst: true, activation: true, positional: true, scaleEmbedding: true, eps: true, seed: true, device: true, precision: true };
 const TOKEN_MODEL_CONFIG = new OptionKeys<TokenModelConfig>('token model config', { ...SEQUENCE_KEYS, vocabSize: true, maxLen: true });
 
 /** Checks the SequenceConfig fields of a config whose keys were checked already, with defaults. */
@@ -114,7 +112,7 @@ abstract class TokenModel extends Module {
     super();
     const config = TOKEN_MODEL_CONFIG.check('config', raw, `${new.target.name} config`);
     const base = sequenceConfig(config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const c = (this.config = { ...base, vocabSize: positiveInt('config.vocabSize', config.vocabSize),
       maxLen: positiveInt('config.maxLen', config.maxLen) });
     this.rng = new Random(c.seed);
@@ -354,7 +352,7 @@ export class Transformer extends Module {
     super();
     const config = TRANSFORMER_CONFIG.check('config', raw);
     const base = sequenceConfig(config);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const padIdx = config.padIdx ?? 0;
     if (!Number.isInteger(padIdx)) invalidArg('config.padIdx', 'an integer', padIdx);
     this.config = { ...base, srcVocab: positiveInt('config.srcVocab', config.srcVocab),

@@ -1,5 +1,5 @@
 import { invalidArg, objectArg } from '../validation/errors';
-import type { Device } from '../core/device';
+import type { Device, PlacementConfig } from '../core/device';
 import { checkAttnMask, headDimOf } from '../layers/attention';
 import { DecoderBlock, decoderStackBackward, EncoderBlock } from '../layers/blocks';
 import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf } from '../validation/values';
@@ -18,7 +18,7 @@ import { checkTensor, Tensor, type Storage } from '../core/tensor';
 import { startTokens, startTokensBackward } from './vit_tokens';
 
 /** The config of ViTDecoder, and the part of ViTEncoder's that the decoder shares. */
-export interface ViTDecoderConfig {
+export interface ViTDecoderConfig extends PlacementConfig {
   /** Image size: square side, or [height, width] (default 32). */
   imgSize?: ImageSize;
   /** Patch size (default 4). */
@@ -41,8 +41,6 @@ export interface ViTDecoderConfig {
   activation?: Activation;
   /** Initialisation and dropout seed (default 0). */
   seed?: number;
-  /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
-  device?: Device;
 }
 
 /** ViTEncoder's config: the decoder's and the variants of timm's VisionTransformer (its argument names in parentheses). */
@@ -76,7 +74,7 @@ export interface ViTConfig extends ViTDecoderConfig {
 }
 
 const DECODER_KEYS: KeySpec<ViTDecoderConfig> = { imgSize: true, patchSize: true, inChannels: true, dModel: true, numHeads: true, dFF: true,
-  depth: true, dropout: true, eps: true, activation: true, seed: true, device: true };
+  depth: true, dropout: true, eps: true, activation: true, seed: true, device: true, precision: true };
 const VIT_KEYS: KeySpec<ViTConfig> = { ...DECODER_KEYS, classToken: true, noEmbedClass: true, finalNorm: true, headDim: true, qkvBias: true,
   projBias: true, mlpBias: true, initValues: true, attnDropout: true, projDropout: true, hiddenDropout: true, embedDropout: true, dropPath: true };
 
@@ -186,7 +184,7 @@ export class ViTEncoder extends Module {
     const checked = cls.configKeys.check('config', config, `${cls.name} config`);
     const c = (this.config = vitConfig(checked));
     const head = cls.headSettings(checked, c.classToken);
-    this.placeOn(config.device);
+    this.placeOn(config);
     const rng = new Random(c.seed);
     this.patch_embed = this.addModule('patch_embed', new PatchEmbedding({ imgSize: c.imgSize, patchSize: c.patchSize,
       inChannels: c.inChannels, dModel: c.dModel, seed: rng.seed() }));
@@ -456,7 +454,7 @@ export class ViTDecoder extends Module {
   constructor(config: ViTDecoderConfig = {}) {
     super();
     const c = (this.config = decoderConfig(VIT_DECODER_CONFIG.check('config', config)));
-    this.placeOn(config.device);
+    this.placeOn(config);
     const rng = new Random(c.seed);
     const [gh, gw] = checkPatchGrid(imageSize(c), c.patchSize);
     const n = (this.numPatches = gh * gw);

@@ -18,6 +18,10 @@ export type FeedForwardActivation = 'gelu' | 'gelu_tanh' | 'relu' | 'silu';
 /** Every FeedForwardActivation, in the schema's order. */
 export const FeedForwardActivations: readonly FeedForwardActivation[] = ['gelu', 'gelu_tanh', 'relu', 'silu'];
 
+export type Precision = 'fp32' | 'tf32' | 'bf16';
+/** Every Precision, in the schema's order. */
+export const Precisions: readonly Precision[] = ['fp32', 'tf32', 'bf16'];
+
 /** The options of layernormForward. */
 export interface LayernormForwardArgs<Buffer = never> {
   rows: number;
@@ -83,6 +87,8 @@ export interface GemmArgs<Buffer = never> {
   beta?: number;
   /** Default 'none'. */
   act?: Activation;
+  /** Default 'fp32'. */
+  precision?: Precision;
   lda?: number;
   strideA?: number;
   ldb?: number;
@@ -118,6 +124,8 @@ export interface LinearForwardArgs<Buffer = never> {
   outFeatures: number;
   /** Default 'none'. */
   act?: Activation;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [rows, outFeatures], written. */
   y: FloatArray | Buffer;
   /** [rows, outFeatures], written. */
@@ -140,6 +148,8 @@ export interface LinearBackwardArgs<Buffer = never> {
   rows: number;
   inFeatures: number;
   outFeatures: number;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [rows, inFeatures], written. The gradient of x. */
   dx?: FloatArray | Buffer | null;
   /** [outFeatures, inFeatures], read and updated in place. The gradient of W. */
@@ -165,6 +175,8 @@ export interface FeedforwardForwardArgs<Buffer = never> {
   dropout?: number;
   seed?: number;
   offset?: number;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [rows, D], written. */
   y: FloatArray | Buffer;
   /** [rows, F], saved for the backward. (the pre-activation x W1ᵀ + b1) */
@@ -198,6 +210,8 @@ export interface FeedforwardBackwardArgs<Buffer = never> {
   dropout?: number;
   seed?: number;
   offset?: number;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [rows, D], written. The gradient of x. */
   dx: FloatArray | Buffer;
   /** [F, D], read and updated in place. The gradient of W1. */
@@ -250,6 +264,8 @@ export interface AttentionForwardArgs<Buffer = never> {
   offset?: number;
   /** Default 0. */
   scale?: number;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [B, Tq, D], written. */
   out: FloatArray | Buffer;
   /** [B, H, Tq, Tk], written. (the pre-dropout attention weights) */
@@ -316,6 +332,8 @@ export interface AttentionBackwardArgs<Buffer = never> {
   offset?: number;
   /** Default 0. */
   scale?: number;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [B, Tq, D], written. The gradient of x. */
   dx: FloatArray | Buffer;
   /** [B, Tk, D], written. The gradient of memory. */
@@ -381,6 +399,8 @@ export interface AttentionDecodeArgs<Buffer = never> {
   keyPaddingMask?: Uint8Array | Buffer | null;
   /** Default 0. */
   scale?: number;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [B, D], written. */
   out: Float32Array | Buffer;
   /** [B, D]. */
@@ -407,6 +427,8 @@ export interface PatchEmbedForwardArgs<Buffer = never> {
   W: number;
   P: number;
   D: number;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [B, N, D], written. */
   out: FloatArray | Buffer;
   /** [B, C, H, W]. */
@@ -425,6 +447,8 @@ export interface PatchEmbedBackwardArgs<Buffer = never> {
   W: number;
   P: number;
   D: number;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [B, C, H, W], written. The gradient of images. */
   dimages?: FloatArray | Buffer | null;
   /** [D, C, P, P], read and updated in place. The gradient of weight. */

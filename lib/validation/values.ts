@@ -2,7 +2,7 @@
 import { invalidArg } from './errors';
 
 /** A module's checked config as it keeps it: every field set, without `device` (where it lives is not part of its config). */
-export type Settings<C> = Required<Omit<C, 'device'>>;
+export type Settings<C> = Required<Omit<C, 'device' | 'precision'>>;
 
 /** Checks a config field is a positive integer. */
 export function positiveInt(name: string, v: unknown): number {

@@ -482,6 +482,7 @@ Status attention_packed(PackedB* qkv_p, PackedB* proj_p, const P& p, int64_t D, 
 Status run(const ops::AttentionForward<float>& p) {
   const AttentionDims& d = p.d;
   const char* op = "attention_forward";
+  NF_TRY(ops::cpu_precision_check(op, p.precision));
   NF_TRY(ops::attention_check(op, d, p.memory != nullptr, p.qkv, p.q, p.kv));
   const Isa isa = active_isa();
   PackedB qkv_p, proj_p;
@@ -494,6 +495,7 @@ Status run(const ops::AttentionForward<float>& p) {
 
 Status run(const ops::AttentionDecode<float>& p) {
   const char* op = "attention_decode";
+  NF_TRY(ops::cpu_precision_check(op, p.precision));
   const AttentionDecodeDims& d = p.d;
   NF_CHECK(d.B >= 1 && d.D >= 1 && d.H >= 1 && d.D % d.H == 0, op, "B, D, H must be positive with D divisible by H");
   NF_CHECK((p.cache != nullptr) != (p.kv != nullptr), op,
@@ -511,6 +513,7 @@ Status run(const ops::AttentionDecode<float>& p) {
 }
 
 Status run(const ops::AttentionBackward<float>& p) {
+  NF_TRY(ops::cpu_precision_check("attention_backward", p.precision));
   const AttentionDims& d = p.d;
   NF_TRY(ops::attention_check("attention_backward", d, p.memory != nullptr, p.qkv, p.q, p.kv));
   NF_CHECK(p.memory || !p.dmemory, "attention_backward", "dmemory is only for cross-attention");

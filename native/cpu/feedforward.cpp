@@ -61,6 +61,7 @@ namespace nf::cpu {
 
 Status run(const ops::FeedForwardForward<float>& p) {
   const char* op = "feedforward_forward";
+  NF_TRY(ops::cpu_precision_check(op, p.precision));
   NF_TRY(ops::feedforward_check(op, p.d));
   const Isa isa = active_isa();
   PackedB W1p, W2p;
@@ -72,6 +73,7 @@ Status run(const ops::FeedForwardForward<float>& p) {
 }
 
 Status run(const ops::FeedForwardBackward<float>& p) {
+  NF_TRY(ops::cpu_precision_check("feedforward_backward", p.precision));
   NF_TRY(ops::feedforward_check("feedforward_backward", p.d));
   NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
   if (p.d.rows == 0) return Status::Ok();

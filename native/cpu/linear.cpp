@@ -81,6 +81,7 @@ void linear_backward(float* dx, float* dW, float* db, const float* dy, const flo
 namespace nf::cpu {
 
 Status run(const ops::LinearForward<float>& p) {
+  NF_TRY(ops::cpu_precision_check("linear_forward", p.precision));
   NF_TRY(ops::linear_check("linear_forward", p.d));
   const Isa isa = active_isa();
   PackedB Wp;
@@ -91,6 +92,7 @@ Status run(const ops::LinearForward<float>& p) {
 }
 
 Status run(const ops::LinearBackward<float>& p) {
+  NF_TRY(ops::cpu_precision_check("linear_backward", p.precision));
   NF_TRY(ops::linear_check("linear_backward", p.d));
   if (p.d.rows == 0) return Status::Ok();
   NF_DISPATCH(linear_backward, p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d);

@@ -88,6 +88,7 @@ static Status patch_embed_check(const char* op, const PatchEmbedDims& d, bool im
 }
 
 Status run(const ops::PatchEmbedForward<float>& p) {
+  NF_TRY(ops::cpu_precision_check("patch_embed_forward", p.precision));
   NF_TRY(patch_embed_check("patch_embed_forward", p.d, false));
   if (p.d.B == 0) return Status::Ok();
   NF_DISPATCH(patch_embed_forward, p);
@@ -95,6 +96,7 @@ Status run(const ops::PatchEmbedForward<float>& p) {
 }
 
 Status run(const ops::PatchEmbedBackward<float>& p) {
+  NF_TRY(ops::cpu_precision_check("patch_embed_backward", p.precision));
   NF_TRY(patch_embed_check("patch_embed_backward", p.d, p.dimages != nullptr));
   if (p.d.B == 0) return Status::Ok();
   NF_DISPATCH(patch_embed_backward, p);

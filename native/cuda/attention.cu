@@ -494,24 +494,26 @@ AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
 Status run(const ops::AttentionForward<float>& p) {
   const AttentionDims& d = p.d;
   const bool cross = p.memory != nullptr;
+  const Compute mode = compute_of(p.precision);  // the projections' (the core stays fp32, issue 23)
   NF_TRY(layer_check("attention_forward", d, cross, p.qkv, p.q, p.kv));
   const int64_t D = d.D;
   const float* bk = p.qkv_bias ? p.qkv_bias + D : nullptr;
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1)
-    NF_TRY(linear_forward(p.q, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, D}));
-    NF_TRY(linear_forward(p.kv, nullptr, p.memory, p.qkv_weight + D * D, bk, {d.B * d.Tk, D, 2 * D}));
+    NF_TRY(linear_forward(p.q, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, D}, Act::none, mode));
+    NF_TRY(linear_forward(p.kv, nullptr, p.memory, p.qkv_weight + D * D, bk, {d.B * d.Tk, D, 2 * D}, Act::none, mode));
   } else {
-    NF_TRY(linear_forward(p.qkv, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, 3 * D}));
+    NF_TRY(linear_forward(p.qkv, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, 3 * D}, Act::none, mode));
   }
   const float* Q = cross ? p.q : p.qkv;
   const float* K = cross ? p.kv : p.qkv + D;
   NF_TRY(attention_core_forward(p.ctx, p.lse, p.weights, Q, K, K + D, p.m, core_dims(d, cross)));
-  return linear_forward(p.out, nullptr, p.ctx, p.proj_weight, p.proj_bias, {d.B * d.Tq, D, D});
+  return linear_forward(p.out, nullptr, p.ctx, p.proj_weight, p.proj_bias, {d.B * d.Tq, D, D}, Act::none, mode);
 }
 
 Status run(const ops::AttentionBackward<float>& p) {
   const AttentionDims& d = p.d;
   const bool cross = p.memory != nullptr;
+  const Compute mode = compute_of(p.precision);  // the projections' (the core stays fp32, issue 23)
   NF_TRY(layer_check("attention_backward", d, cross, p.qkv, p.q, p.kv));
   NF_CHECK(cross || !p.dmemory, "attention_backward", "dmemory is only for cross-attention");
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
@@ -523,16 +525,16 @@ Status run(const ops::AttentionBackward<float>& p) {
   NF_TRY(workspace(3, sizeof(float) * size_t((rq + 2 * rk) * D), &grad_p));
   float* dctx = static_cast<float*>(dctx_p);
   float* grad = static_cast<float*>(grad_p);
-  NF_TRY(linear_backward(dctx, p.d_proj_weight, p.d_proj_bias, p.dout, p.ctx, p.proj_weight, {rq, D, D}));
+  NF_TRY(linear_backward(dctx, p.d_proj_weight, p.d_proj_bias, p.dout, p.ctx, p.proj_weight, {rq, D, D}, mode));
   const float* Q = cross ? p.q : p.qkv;
   const float* K = cross ? p.kv : p.qkv + D;
   float* gQ = grad;
   float* gK = cross ? grad + rq * D : grad + D;
   NF_TRY(attention_core_backward(gQ, gK, gK + D, dctx, Q, K, K + D, p.ctx, p.lse, p.m, core_dims(d, cross)));
-  if (!cross) return linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, grad, p.x, p.qkv_weight, {rq, D, 3 * D});
-  NF_TRY(linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, gQ, p.x, p.qkv_weight, {rq, D, D}));
+  if (!cross) return linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, grad, p.x, p.qkv_weight, {rq, D, 3 * D}, mode);
+  NF_TRY(linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, gQ, p.x, p.qkv_weight, {rq, D, D}, mode));
   return linear_backward(p.dmemory, p.d_qkv_weight + D * D, p.d_qkv_bias ? p.d_qkv_bias + D : nullptr, gK, p.memory, p.qkv_weight + D * D,
-                         {rk, D, 2 * D});
+                         {rk, D, 2 * D}, mode);
 }
 
 }  // namespace nf::cuda

@@ -21,7 +21,7 @@ namespace nf::cuda {
 
 Status attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding_mask,
                         const float* qkv_weight, const float* qkv_bias, const float* proj_weight, const float* proj_bias,
-                        AttentionDecodeDims d) {
+                        AttentionDecodeDims d, Compute mode) {
   const char* op = "attention_decode";
   NF_CHECK(d.B >= 1 && d.D >= 1 && d.H >= 1 && d.D % d.H == 0, op, "B, D, H must be positive with D divisible by H");
   NF_CHECK((cache != nullptr) != (kv != nullptr), op, "exactly one of cache (self-attention) and kv (cross-attention)");
@@ -35,15 +35,16 @@ Status attention_decode(float* out, float* cache, const float* kv, const float* 
   float* ctx = proj_in + B * 3 * D;
   float* lse = ctx + B * D;
   const ops::AttentionDecodeCore core = ops::attention_decode_core(d, cache != nullptr, key_padding_mask);
-  NF_TRY(linear_forward(proj_in, nullptr, x, qkv_weight, qkv_bias, {B, D, core.qkv_width}));
+  NF_TRY(linear_forward(proj_in, nullptr, x, qkv_weight, qkv_bias, {B, D, core.qkv_width}, Act::none, mode));
   if (cache) NF_TRY(copy_rows(cache + d.t * 2 * D, d.max_t * 2 * D, proj_in + D, 3 * D, B, 2 * D));
   const float* K = cache ? cache : kv;
   NF_TRY(attention_core_forward(ctx, lse, nullptr, proj_in, K, K + D, core.masks, core.dims));
-  return linear_forward(out, nullptr, ctx, proj_weight, proj_bias, {B, D, D});
+  return linear_forward(out, nullptr, ctx, proj_weight, proj_bias, {B, D, D}, Act::none, mode);
 }
 
 Status run(const ops::AttentionDecode<float>& p) {
-  return attention_decode(p.out, p.cache, p.kv, p.x, p.key_padding_mask, p.qkv_weight, p.qkv_bias, p.proj_weight, p.proj_bias, p.d);
+  return attention_decode(p.out, p.cache, p.kv, p.x, p.key_padding_mask, p.qkv_weight, p.qkv_bias, p.proj_weight, p.proj_bias, p.d,
+                          compute_of(p.precision));
 }
 
 }  // namespace nf::cuda

@@ -7,6 +7,7 @@
 
 #include "../core/status.h"
 #include "../ops/attention.h"
+#include "gemm.h"
 
 namespace nf::cuda {
 
@@ -20,7 +21,7 @@ using AttentionDecodeDims = ops::AttentionDecodeDims;
 // out [B, 1, D] = proj(attention). No dropout (inference). Scratch: workspace slot 2.
 Status attention_decode(float* out, float* cache, const float* kv, const float* x, const uint8_t* key_padding_mask,
                         const float* qkv_weight, const float* qkv_bias, const float* proj_weight, const float* proj_bias,
-                        AttentionDecodeDims d);
+                        AttentionDecodeDims d, Compute mode = Compute::fp32);
 
 Status run(const ops::AttentionDecode<float>& p);
 

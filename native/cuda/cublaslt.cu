@@ -84,7 +84,7 @@ struct Library {
   size_t workspace_bytes = 0;
   std::unordered_map<Key, Algo, KeyHash> cache;
 
-  std::atomic<int64_t> matmuls{0}, fused{0}, queries{0}, unsupported{0};
+  std::atomic<int64_t> matmuls{0}, fused{0}, tf32{0}, bf16{0}, queries{0}, unsupported{0};
 };
 
 // Never destroyed (products may run from finalizers during teardown).
@@ -354,6 +354,8 @@ Status matmul(const Product& p, bool* ran) {
                std::to_string(p.epilogue) + ")");
   ++L.matmuls;
   if (p.epilogue != NF_CUBLASLT_EPILOGUE_DEFAULT) ++L.fused;
+  if (p.compute == NF_CUBLAS_COMPUTE_32F_FAST_TF32) ++L.tf32;
+  if (p.compute == NF_CUBLAS_COMPUTE_32F_FAST_16BF) ++L.bf16;
   *ran = true;
   return Status::Ok();
 }
@@ -379,6 +381,8 @@ Info info() {
   }
   i.matmuls = L.matmuls;
   i.fused = L.fused;
+  i.tf32 = L.tf32;
+  i.bf16 = L.bf16;
   i.heuristic_queries = L.queries;
   i.unsupported = L.unsupported;
   return i;

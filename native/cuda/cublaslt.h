@@ -62,6 +62,8 @@ struct Info {
   int64_t workspace_bytes = 0;  // the matmul workspace (allocated on the first product)
   int64_t matmuls = 0;       // cublasLtMatmul calls
   int64_t fused = 0;         // ... of them with an epilogue other than DEFAULT
+  int64_t tf32 = 0;          // ... of them in CUBLAS_COMPUTE_32F_FAST_TF32
+  int64_t bf16 = 0;          // ... of them in CUBLAS_COMPUTE_32F_FAST_16BF
   int64_t heuristic_queries = 0;  // cublasLtMatmulAlgoGetHeuristic calls (the rest hit the cache)
   int64_t unsupported = 0;   // products it offered no algorithm for (run by our kernels instead)
 };

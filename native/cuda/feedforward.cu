@@ -29,15 +29,17 @@ Status check(const char* op, const FeedForwardDims& d) {
 
 Status run(const ops::FeedForwardForward<float>& p) {
   const FeedForwardDims& d = p.d;
+  const Compute mode = compute_of(p.precision);
   NF_TRY(check("feedforward_forward", d));
   if (d.rows == 0) return Status::Ok();
-  NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation, kOpsCompute));
+  NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation, mode));
   if (d.dropout > 0.0f) NF_TRY(dropout(p.a, p.a, d.rows * d.F, d.dropout, d.seed, d.offset));
-  return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D}, Act::none, kOpsCompute);
+  return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D}, Act::none, mode);
 }
 
 Status run(const ops::FeedForwardBackward<float>& p) {
   const FeedForwardDims& d = p.d;
+  const Compute mode = compute_of(p.precision);
   NF_TRY(check("feedforward_backward", d));
   NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
   if (d.rows == 0) return Status::Ok();
@@ -45,10 +47,10 @@ Status run(const ops::FeedForwardBackward<float>& p) {
   NF_TRY(workspace(2, sizeof(float) * size_t(d.rows * d.F), &scratch));
   float* dh = static_cast<float*>(scratch);
   const LinearDims fc1{d.rows, d.D, d.F}, fc2{d.rows, d.F, d.D};
-  NF_TRY(linear_backward_weight(p.dW2, p.db2, p.dy, p.a, fc2, kOpsCompute));
-  NF_TRY(linear_backward_input(dh, p.dy, p.W2, fc2, p.h, d.activation, kOpsCompute));  // (dy W2) ∘ act'(h)
+  NF_TRY(linear_backward_weight(p.dW2, p.db2, p.dy, p.a, fc2, mode));
+  NF_TRY(linear_backward_input(dh, p.dy, p.W2, fc2, p.h, d.activation, mode));  // (dy W2) ∘ act'(h)
   if (d.dropout > 0.0f) NF_TRY(dropout(dh, dh, d.rows * d.F, d.dropout, d.seed, d.offset));
-  return linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, fc1, kOpsCompute);
+  return linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, fc1, mode);
 }
 
 }  // namespace nf::cuda

@@ -403,7 +403,7 @@ Status gemm(float* C, float* preact, const float* A, const float* B, const float
   return gemm(c);
 }
 
-Status run(const ops::Gemm<float>& p) { return gemm(p.C, p.preact, p.A, p.B, p.bias, p.d, kOpsCompute); }
+Status run(const ops::Gemm<float>& p) { return gemm(p.C, p.preact, p.A, p.B, p.bias, p.d, compute_of(p.precision)); }
 
 GemmBackendInfo gemm_backend_info() {
   const lt::Info l = lt::info();
@@ -416,6 +416,8 @@ GemmBackendInfo gemm_backend_info() {
   i.workspace_bytes = l.workspace_bytes;
   i.cublaslt = l.matmuls;
   i.fused = l.fused;
+  i.tf32 = l.tf32;
+  i.bf16 = l.bf16;
   i.kernel = g_kernel_products;
   i.unsupported = l.unsupported;
   i.heuristic_queries = l.heuristic_queries;

@@ -34,9 +34,11 @@ using GemmDims = ops::GemmDims;
 enum class Compute { fp32, tf32, bf16 };
 const char* compute_name(Compute mode);
 
-// The mode the ops run their products in: fp32 today. A `precision` module property replaces this
-// one value with the op's own (linear_forward/linear_backward and the layers pass it down).
-inline constexpr Compute kOpsCompute = Compute::fp32;
+// The mode an op runs its products in: its `precision` field (native/ops/precision.h, the module
+// property the layers pass down), fp32 by default.
+inline constexpr Compute compute_of(ops::Precision p) {
+  return p == ops::Precision::tf32 ? Compute::tf32 : p == ops::Precision::bf16 ? Compute::bf16 : Compute::fp32;
+}
 
 // One product and what rides on it. Forward: C = act(alpha op(A) op(B) + beta C + bias), preact
 // receiving the value before act (the fields of gemm() below). Backward extras, each optional:
@@ -55,7 +57,7 @@ struct GemmCall {
   const float* dact_input = nullptr;
   Act dact = Act::none;
   float* dbias = nullptr;
-  Compute mode = kOpsCompute;
+  Compute mode = Compute::fp32;
 };
 
 // Fills the lda/ldb/ldc defaults and checks sizes (ops::gemm_check, then the CUDA grid's limits).
@@ -66,7 +68,7 @@ Status gemm(const GemmCall& call);
 
 // gemm() for a forward product.
 Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d,
-            Compute mode = kOpsCompute);
+            Compute mode = Compute::fp32);
 
 // The backend's own kernel alone (what the dispatch falls back to; the tests' reference).
 Status gemm_kernel_only(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d);
@@ -84,6 +86,8 @@ struct GemmBackendInfo {
   int64_t workspace_bytes = 0;
   int64_t cublaslt = 0;     // products run by cuBLASLt
   int64_t fused = 0;        // ... of them with a fused epilogue (bias, GELU, dGELU, bias gradient)
+  int64_t tf32 = 0;         // ... of them in the tf32 compute mode (CUBLAS_COMPUTE_32F_FAST_TF32)
+  int64_t bf16 = 0;         // ... of them in the bf16 compute mode (CUBLAS_COMPUTE_32F_FAST_16BF)
   int64_t kernel = 0;       // products run by the backend's own kernel
   int64_t unsupported = 0;  // products cuBLASLt offered no algorithm for (then run another way)
   int64_t heuristic_queries = 0;

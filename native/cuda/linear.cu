@@ -112,11 +112,11 @@ Status linear_backward(float* dx, float* dW, float* db, const float* dy, const f
 }
 
 Status run(const ops::LinearForward<float>& p) {
-  return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act, kOpsCompute);
+  return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act, compute_of(p.precision));
 }
 
 Status run(const ops::LinearBackward<float>& p) {
-  return linear_backward(p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d, kOpsCompute);
+  return linear_backward(p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d, compute_of(p.precision));
 }
 
 }  // namespace nf::cuda

@@ -19,21 +19,21 @@ Status run(const ops::LinearBackward<float>& p);
 // y[rows,out] = act(x[rows,in] W[out,in]ᵀ + b[out]); b optional; preact (optional) receives the
 // value before the activation. `mode`: the product's compute mode (gemm.h).
 Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
-                      Act act = Act::none, Compute mode = kOpsCompute);
+                      Act act = Act::none, Compute mode = Compute::fp32);
 
 // dx[rows,in] = dy W (overwritten; skipped when dx is null); dW += dyᵀ x; db += Σ_rows dy (when db).
 Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-                       LinearDims d, Compute mode = kOpsCompute);
+                       LinearDims d, Compute mode = Compute::fp32);
 
 // linear_backward's two halves. The input gradient, times act'(preact) when act is not 'none'
 // (the backward of an activation applied to this layer's input: dx = (dy W) ∘ act'(preact), with
 // preact [rows, in]; cuBLASLt fuses it for gelu_tanh):
 Status linear_backward_input(float* dx, const float* dy, const float* W, LinearDims d, const float* preact = nullptr,
-                             Act act = Act::none, Compute mode = kOpsCompute);
+                             Act act = Act::none, Compute mode = Compute::fp32);
 // The parameter gradients: dW += dyᵀ x and db += Σ_rows dy (db optional; one product when cuBLASLt's
 // bias-gradient epilogue takes it):
 Status linear_backward_weight(float* dW, float* db, const float* dy, const float* x, LinearDims d,
-                              Compute mode = kOpsCompute);
+                              Compute mode = Compute::fp32);
 
 // db[n] += Σ_rows dy[row, n] for dy [rows, n]; with x [rows, n] (else null), db[n] += Σ_rows dy · x
 // (a per-column scale's gradient). Deterministic: fixed summation order.

@@ -78,7 +78,8 @@ Status run(const ops::PatchEmbedForward<float>& p) {
   NF_TRY(backend_stream(&s));
   float* X = nullptr;
   NF_TRY(im2col(op, &X, images, d, s));
-  return linear_forward(out, nullptr, X, weight, bias, {d.B * (d.H / d.P) * (d.W / d.P), d.C * d.P * d.P, d.D});
+  return linear_forward(out, nullptr, X, weight, bias, {d.B * (d.H / d.P) * (d.W / d.P), d.C * d.P * d.P, d.D}, Act::none,
+                       compute_of(p.precision));
 }
 
 Status run(const ops::PatchEmbedBackward<float>& p) {
@@ -95,7 +96,7 @@ Status run(const ops::PatchEmbedBackward<float>& p) {
   NF_TRY(im2col(op, &X, images, d, s));
   void* dX = nullptr;
   if (dimages) NF_TRY(workspace(3, sizeof(float) * size_t(ld.rows * ld.in_features), &dX));
-  NF_TRY(cuda::linear_backward(static_cast<float*>(dX), dweight, dbias, dout, X, weight, ld));
+  NF_TRY(cuda::linear_backward(static_cast<float*>(dX), dweight, dbias, dout, X, weight, ld, compute_of(p.precision)));
   if (!dimages) return Status::Ok();
   const int64_t total = d.B * d.C * d.H * d.W;
   NF_CUDA_TRY(op, launch(col2im_kernel, blocks_for(total), dim3(kThreads), 0, s, dimages,

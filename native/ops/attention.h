@@ -18,6 +18,7 @@
 
 #include "../core/status.h"
 #include "packed.h"
+#include "precision.h"
 #include "schema.h"
 
 namespace nf::ops {
@@ -147,6 +148,7 @@ template <class T, class S>
 struct AttentionParams {
   AttentionDims d;
   AttentionMasks m;
+  Precision precision = Precision::fp32;  // the projections' (the core stays fp32, issue 23)
   const T* memory = nullptr;
   S qkv = nullptr;
   S q = nullptr;
@@ -180,6 +182,7 @@ struct AttentionForward : AttentionParams<T, T*> {
   template <class R>
   static void fields(R& r, AttentionForward& p) {
     attention_common(r, p.d, p.m, p.memory);
+    precision_field(r, p.precision);
     const AttentionDims& d = p.d;
     const bool self = !p.memory;
     r.out(p.out, "out", NF_SHAPE(d.B, d.Tq, d.D));
@@ -212,6 +215,7 @@ struct AttentionBackward : AttentionParams<T, const T*> {
   template <class R>
   static void fields(R& r, AttentionBackward& p) {
     attention_common(r, p.d, p.m, p.memory);
+    precision_field(r, p.precision);
     const AttentionDims& d = p.d;
     const bool self = !p.memory;
     r.out(p.dx, "dx", NF_SHAPE(d.B, d.Tq, d.D), grad_of("x"));
@@ -279,6 +283,7 @@ struct AttentionDecode {
       "attention layer's output for that row, with the scores scaled by `scale` (default 1/√Dh). Exactly one of cache "
       "and kv. qkvWeightPacked, projWeightPacked (optional): the weights prepacked by packWeights.";
   AttentionDecodeDims d;
+  Precision precision = Precision::fp32;  // the projections' (the core stays fp32, issue 23)
   T* out = nullptr;
   T* cache = nullptr;
   const T* kv = nullptr;
@@ -309,6 +314,7 @@ struct AttentionDecode {
     r.in(p.kv, "kv", NF_SHAPE(d.B, d.Tk, 2 * d.D), when(!self, "kv is given (cross-attention)"));
     r.in(p.key_padding_mask, "keyPaddingMask", NF_SHAPE(d.B, d.Tk), optional, when(!self, "kv is given (cross-attention)"));
     attention_scale(r, d.scale);
+    precision_field(r, p.precision);
     r.out(p.out, "out", NF_SHAPE(d.B, d.D));
     r.in(p.x, "x", NF_SHAPE(d.B, d.D));
     r.in(p.qkv_weight, "qkvWeight", NF_SHAPE(3 * d.D, d.D));

@@ -10,6 +10,7 @@
 #include "../core/status.h"
 #include "activation.h"
 #include "packed.h"
+#include "precision.h"
 #include "schema.h"
 
 namespace nf::ops {
@@ -58,6 +59,7 @@ struct FeedForwardForward {
       "must get the same values. W1Packed, W2Packed (optional): the weights prepacked by packWeights, read by "
       "the CPU kernels instead of packing W1, W2 (same result, bit for bit).";
   FeedForwardDims d;
+  Precision precision = Precision::fp32;
   T* y = nullptr;
   T* h = nullptr;
   T* a = nullptr;
@@ -72,6 +74,7 @@ struct FeedForwardForward {
   template <class R>
   static void fields(R& r, FeedForwardForward& p) {
     feedforward_dims(r, p.d);
+    precision_field(r, p.precision);
     const FeedForwardDims& d = p.d;
     r.out(p.y, "y", NF_SHAPE(d.rows, d.D));
     r.saved(p.h, "h", NF_SHAPE(d.rows, d.F), optional, doc("the pre-activation x W1ᵀ + b1"));
@@ -93,6 +96,7 @@ struct FeedForwardBackward {
       "dx [rows, D] = dh W1 (overwritten) with dh = (dy W2 ∘ dropout mask) ∘ act'(h); dW1 += dhᵀ x; db1 += Σ dh; "
       "dW2 += dyᵀ a; db2 += Σ dy. Same dims, activation, dropout, seed and offset as the forward.";
   FeedForwardDims d;
+  Precision precision = Precision::fp32;
   T* dx = nullptr;
   T* dW1 = nullptr;
   T* db1 = nullptr;
@@ -108,6 +112,7 @@ struct FeedForwardBackward {
   template <class R>
   static void fields(R& r, FeedForwardBackward& p) {
     feedforward_dims(r, p.d);
+    precision_field(r, p.precision);
     const FeedForwardDims& d = p.d;
     r.out(p.dx, "dx", NF_SHAPE(d.rows, d.D), grad_of("x"));
     r.inout(p.dW1, "dW1", NF_SHAPE(d.F, d.D), grad_of("W1"));

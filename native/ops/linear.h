@@ -14,6 +14,7 @@
 #include "../core/status.h"
 #include "activation.h"
 #include "packed.h"
+#include "precision.h"
 #include "schema.h"
 
 namespace nf::ops {
@@ -65,6 +66,7 @@ struct Gemm {
       "strideA/strideB/strideC (batch strides; 0 shares one entry) are given; each array then holds exactly "
       "the extent they span, e.g. A: (batch − 1)·strideA + (M − 1)·lda + K elements (preact is laid out like C).";
   GemmDims d;
+  Precision precision = Precision::fp32;
   T* C = nullptr;
   T* preact = nullptr;
   const T* A = nullptr;
@@ -103,6 +105,7 @@ struct Gemm {
     r.number(d.alpha, "alpha", 1.0);
     r.number(d.beta, "beta", 0.0);
     r.choice(d.act, "act", kActivations, Act::none);
+    precision_field(r, p.precision);
     const int64_t a = operand(r, "A", "lda", "strideA", d.batch, d.transA ? d.K : d.M, d.transA ? d.M : d.K,
                               &d.lda, &d.strideA);
     const int64_t b = operand(r, "B", "ldb", "strideB", d.batch, d.transB ? d.N : d.K, d.transB ? d.K : d.N,
@@ -128,6 +131,7 @@ struct LinearForward {
       "prepacked by packWeights, which the CPU kernels read instead of packing W (same result, bit for bit).";
   LinearDims d;
   Act act = Act::none;
+  Precision precision = Precision::fp32;
   T* y = nullptr;
   T* preact = nullptr;
   const T* x = nullptr;
@@ -141,6 +145,7 @@ struct LinearForward {
     r.dim(p.d.in_features, "inFeatures");
     r.dim(p.d.out_features, "outFeatures");
     r.choice(p.act, "act", kActivations, Act::none);
+    precision_field(r, p.precision);
     r.out(p.y, "y", Shape("[rows, outFeatures]", p.d.rows, p.d.out_features));
     r.out(p.preact, "preact", Shape("[rows, outFeatures]", p.d.rows, p.d.out_features), optional);
     r.in(p.x, "x", Shape("[rows, inFeatures]", p.d.rows, p.d.in_features));
@@ -158,6 +163,7 @@ struct LinearBackward {
       "dx = dy W (overwritten; skipped when dx is null), dW += dyᵀ x, db += Σ_rows dy (when db is given). dy "
       "[rows, outFeatures], x and dx [rows, inFeatures], W and dW [outFeatures, inFeatures].";
   LinearDims d;
+  Precision precision = Precision::fp32;
   T* dx = nullptr;
   T* dW = nullptr;
   T* db = nullptr;
@@ -170,6 +176,7 @@ struct LinearBackward {
     r.dim(p.d.rows, "rows", 0);
     r.dim(p.d.in_features, "inFeatures");
     r.dim(p.d.out_features, "outFeatures");
+    precision_field(r, p.precision);
     r.out(p.dx, "dx", Shape("[rows, inFeatures]", p.d.rows, p.d.in_features), optional, grad_of("x"));
     r.inout(p.dW, "dW", Shape("[outFeatures, inFeatures]", p.d.out_features, p.d.in_features), grad_of("W"));
     r.inout(p.db, "db", Shape("[outFeatures]", p.d.out_features), optional, grad_of("b"));

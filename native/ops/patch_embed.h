@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../core/status.h"
+#include "precision.h"
 #include "schema.h"
 
 namespace nf::ops {
@@ -57,6 +58,7 @@ struct PatchEmbedForward {
       "tokens in row-major patch order: B images of C channels, H x W pixels (NCHW), P x P patches (H and W "
       "multiples of P), N = (H/P)(W/P).";
   PatchEmbedDims d;
+  Precision precision = Precision::fp32;
   T* out = nullptr;
   const T* images = nullptr;
   const T* weight = nullptr;
@@ -65,6 +67,7 @@ struct PatchEmbedForward {
   template <class R>
   static void fields(R& r, PatchEmbedForward& p) {
     patch_embed_dims(r, p.d);
+    precision_field(r, p.precision);
     const PatchEmbedDims& d = p.d;
     r.out(p.out, "out", Shape("[B, N, D]", d.B, d.H / d.P, d.W / d.P, d.D));
     r.in(p.images, "images", NF_SHAPE(d.B, d.C, d.H, d.W));
@@ -80,6 +83,7 @@ struct PatchEmbedBackward {
       "dweight += doutᵀ patches; dbias += Σ dout; dimages [B, C, H, W] = the input gradient (overwritten; omit it "
       "when the images need no gradient). dout is [B, N, D].";
   PatchEmbedDims d;
+  Precision precision = Precision::fp32;
   T* dimages = nullptr;
   T* dweight = nullptr;
   T* dbias = nullptr;
@@ -90,6 +94,7 @@ struct PatchEmbedBackward {
   template <class R>
   static void fields(R& r, PatchEmbedBackward& p) {
     patch_embed_dims(r, p.d);
+    precision_field(r, p.precision);
     const PatchEmbedDims& d = p.d;
     r.out(p.dimages, "dimages", NF_SHAPE(d.B, d.C, d.H, d.W), optional, grad_of("images"));
     r.inout(p.dweight, "dweight", NF_SHAPE(d.D, d.C, d.P, d.P), grad_of("weight"));

@@ -154,6 +154,8 @@ NF_REGISTER_OPS(cuda_memory) {
     Napi::Object calls = Napi::Object::New(env);
     calls.Set("cublaslt", double(g.cublaslt));
     calls.Set("fused", double(g.fused));
+    calls.Set("tf32", double(g.tf32));
+    calls.Set("bf16", double(g.bf16));
     calls.Set("kernel", double(g.kernel));
     calls.Set("unsupported", double(g.unsupported));
     calls.Set("heuristicQueries", double(g.heuristic_queries));
