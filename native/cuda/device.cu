@@ -484,7 +484,7 @@ Status out_of_memory(const char* op, size_t bytes, size_t block, int64_t release
     m += "; the device has " + human_bytes(double(free_bytes)) + " free of " + human_bytes(double(total_bytes));
   else
     (void)cudaGetLastError();
-  m += ". Dispose of tensors no longer needed, then try a smaller batch, bf16 precision, cudaEmptyCache(), or "
+  m += ". Dispose of tensors no longer needed, then try a smaller batch, cudaEmptyCache(), or "
        "NF_CUDA_CACHE_BYTES (a lower cap on idle cached memory)";
   return Status{op, std::move(m), "ERR_NF_CUDA_OOM"};
 }
