@@ -37,7 +37,6 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * core stay fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
  */
 export type { Precision };
-export const PRECISIONS: readonly Precision[] = Precisions;
 
 /**
  * What every module config extends: where the module lives and how its products run. Neither is
@@ -55,7 +54,7 @@ export interface PlacementConfig {
 
 /** Checks a precision argument ('fp32', 'tf32' or 'bf16'). */
 export function checkPrecision(name: string, precision: unknown): Precision {
-  if (!PRECISIONS.includes(precision as Precision)) invalidArg(name, "'fp32', 'tf32' or 'bf16'", precision);
+  if (!Precisions.includes(precision as Precision)) invalidArg(name, "'fp32', 'tf32' or 'bf16'", precision);
   return precision as Precision;
 }
 

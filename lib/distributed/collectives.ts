@@ -275,9 +275,9 @@ export async function broadcast<T extends Tensor>(t: T, root = 0): Promise<T> {
 export async function allGather<T extends Tensor>(t: T): Promise<T> {
   const b = requireInit('allGather');
   const host = hostOf('t', t);
-  const out = Tensor.zeros([state.size, ...t.shape], t.dtype).data as HostArray;
-  await new PendingCollective(b.allGather(host, out), 'allGather').promise;
-  return Tensor.from(out as Float32Array | Int32Array | Uint8Array, [state.size, ...t.shape], t.device) as T;
+  const out = Tensor.zeros([state.size, ...t.shape], t.dtype);
+  await new PendingCollective(b.allGather(host, out.data as HostArray), 'allGather').promise;
+  return out.moveTo(t.device) as T;
 }
 
 /** Seconds the communication thread has spent inside collectives (for overlap measurements). */

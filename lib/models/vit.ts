@@ -386,8 +386,8 @@ export function patchify(images: Tensor, patchSize: number): Tensor<'float32'> {
   const x = checkTensor('images', images, 'float32', [null, null, null, null]);
   const [B, C, H, W] = x.shape, P = positiveInt('patchSize', patchSize);
   if (H % P || W % P) invalidArg('images', `H and W multiples of patchSize ${P}`, x);
-  const gh = H / P, gw = W / P, dst = new Float32Array(B * gh * gw * P * P * C);
-  const src = x.hostValues();
+  const gh = H / P, gw = W / P, out = Tensor.empty([B, gh * gw, P * P * C]);
+  const src = x.hostValues(), dst = out.data;
   let i = 0;
   for (let b = 0; b < B; b++)
     for (let gy = 0; gy < gh; gy++)
@@ -395,7 +395,7 @@ export function patchify(images: Tensor, patchSize: number): Tensor<'float32'> {
         for (let py = 0; py < P; py++)
           for (let px = 0; px < P; px++)
             for (let c = 0; c < C; c++) dst[i++] = src[((b * C + c) * H + gy * P + py) * W + gx * P + px];
-  return Tensor.from(dst, [B, gh * gw, P * P * C], x.device);
+  return out.moveTo(x.device);
 }
 
 /** The inverse of patchify for square images: [B, N, P·P·C] → [B, C, imgSize, imgSize], on the patches' device. */
@@ -404,8 +404,8 @@ export function unpatchify(patches: Tensor, imgSize: number, patchSize: number, 
   if (S % P) invalidArg('patchSize', `a divisor of imgSize (${S})`, P);
   const g = S / P;
   const x = checkTensor('patches', patches, 'float32', [null, g * g, P * P * C]);
-  const B = x.shape[0], dst = new Float32Array(B * C * S * S);
-  const src = x.hostValues();
+  const B = x.shape[0], out = Tensor.empty([B, C, S, S]);
+  const src = x.hostValues(), dst = out.data;
   let i = 0;
   for (let b = 0; b < B; b++)
     for (let gy = 0; gy < g; gy++)
@@ -413,7 +413,7 @@ export function unpatchify(patches: Tensor, imgSize: number, patchSize: number, 
         for (let py = 0; py < P; py++)
           for (let px = 0; px < P; px++)
             for (let c = 0; c < C; c++) dst[((b * C + c) * S + gy * P + py) * S + gx * P + px] = src[i++];
-  return Tensor.from(dst, [B, C, S, S], x.device);
+  return out.moveTo(x.device);
 }
 
 /** Options of ViTDecoder.forward. Masks are bool tensors with MultiHeadAttention's meaning: true = blocked. */

@@ -199,8 +199,7 @@ export abstract class Optimizer<O extends object = object> {
       const p = this.params[i];
       if (!p.grad) continue;
       // State made before the model moved (module.to) follows its parameter.
-      if (this.buffers[i].some((b) => b.device !== p.device))
-        for (const b of this.buffers[i]) b.moveTo(p.device);
+      for (const b of this.buffers[i]) b.moveTo(p.device);
       this.steps[i] += 1;
       yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i], this.groupOptions(this.groupOf[i]));
       p.markWritten();
