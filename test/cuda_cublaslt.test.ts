@@ -13,42 +13,23 @@
  * cuda().backendInfo().gemm says which backend ran and how many products it took.
  * No GPU is involved: the real cuBLASLt is exercised only on a lent GPU (../shared/gpu/README.md).
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import type { CudaGemmInfo } from '../lib/index';
-import { buildEmulated, emuBuildDir, emulatorSkipReason, root } from './support/cuda_emu_build';
+import { buildEmulated, cublasltStandIn as standIn, emuBuildDir, emulatorSkipReason, runEmulatedChild } from './support/cuda_emu_build';
 
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the cuBLASLt stand-in tests: ${reason}`);
 
-const standIn = path.join(emuBuildDir, 'emulated', 'libnf_cublaslt_standin.so');
-const addon = path.join(emuBuildDir, 'emulated', 'nodeformer_cuda.node');
 const TOL = 1e-4;
 
 type Report = { info: { emulated: boolean; devices: number; gemm: CudaGemmInfo }; errors: Record<string, number> };
 
-/** Runs the child with `env` over this process's environment (NF_CUBLASLT_* removed first). */
+/** Runs test/support/cuda_gemm_child.ts with `env` and the GELUs to test. */
 function child(env: Record<string, string>, activations: string[]): Promise<{ report: Report; stderr: string }> {
-  const base = { ...process.env };
-  delete base.NF_CUBLASLT_PATH;
-  delete base.NF_CUBLASLT;
-  delete base.NF_CUBLASLT_STANDIN_REFUSE;
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', path.join('test', 'support', 'cuda_gemm_child.ts')], {
-      cwd: root, env: { ...base, NF_CUDA_BACKEND: addon, NF_TEST_ACTIVATIONS: activations.join(','), ...env },
-    });
-    let stdout = '', stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`child exited with ${code}:\n${stderr}\n${stdout}`));
-      resolve({ report: JSON.parse(stdout.trim().split('\n').at(-1)!) as Report, stderr });
-    });
-  });
+  return runEmulatedChild<Report>('cuda_gemm_child.ts', { NF_TEST_ACTIVATIONS: activations.join(','), ...env });
 }
 
 function expectClose(label: string, errors: Record<string, number>) {

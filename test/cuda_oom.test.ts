@@ -7,14 +7,13 @@
  * each scenario runs in a child process (test/support/cuda_oom.ts, bundled) with its own settings.
  */
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import type { CudaMemoryStats } from '../lib/core/device';
 import { bundle, bundleEnv } from './support/bundle';
-import { buildEmulated, emuBuildDir, emulatorSkipReason } from './support/cuda_emu_build';
+import { buildEmulated, emulatedAddon, emulatorSkipReason } from './support/cuda_emu_build';
 
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the CUDA out-of-memory tests: ${reason}`);
@@ -32,7 +31,7 @@ describe.skipIf(reason !== null)('out of device memory on the SIMT emulator', ()
 
   /** Runs a scenario of test/support/cuda_oom.ts on an emulated device of `deviceBytes`; its JSON result. */
   async function scenario<T>(name: string, deviceBytes: number, cacheBytes?: number): Promise<T> {
-    const env: NodeJS.ProcessEnv = { ...bundleEnv(), NF_CUDA_BACKEND: path.join(emuBuildDir, 'emulated', 'nodeformer_cuda.node'),
+    const env: NodeJS.ProcessEnv = { ...bundleEnv(), NF_CUDA_BACKEND: emulatedAddon,
       NF_EMU_DEVICE_BYTES: String(deviceBytes), NF_NUM_THREADS: '1' };
     if (cacheBytes === undefined) delete env.NF_CUDA_CACHE_BYTES;
     else env.NF_CUDA_CACHE_BYTES = String(cacheBytes);

@@ -9,7 +9,6 @@
  * own tolerance: fp32 1e-4 (as every CUDA test), tf32 3e-3, bf16 3e-2 (the largest errors are
  * printed); and the GEMM counters show the compute mode reached cuBLASLt. No GPU has measured them.
  */
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import path from 'node:path';
@@ -22,7 +21,7 @@ import {
 import type { Program } from '../lib/core/program';
 import { native } from '../lib/native/addon';
 import { failure, randn32, rng } from './helpers';
-import { buildEmulated, emuBuildDir, emulatorSkipReason, root, useEmulator } from './support/cuda_emu_build';
+import { buildEmulated, cublasltStandIn, emulatorSkipReason, runEmulatedChild, useEmulator } from './support/cuda_emu_build';
 
 const small = { imgSize: 8, patchSize: 4, inChannels: 3, dModel: 16, numHeads: 2, dFF: 24, depth: 2, numClasses: 3, seed: 3 };
 const CPU_FIX = /use 'fp32' or 'tf32' on the CPU, or move the model to 'cuda'/;
@@ -143,30 +142,14 @@ describe('precision on the CPU', () => {
 
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the precision emulator tests: ${reason}`);
-const standIn = path.join(emuBuildDir, 'emulated', 'libnf_cublaslt_standin.so');
-const addon = path.join(emuBuildDir, 'emulated', 'nodeformer_cuda.node');
 const TOL: Record<Precision, number> = { fp32: 1e-4, tf32: 3e-3, bf16: 3e-2 };
 
 type Result = { precision: string; errors: Record<string, number>; calls: CudaGemmInfo['calls'] };
 type Report = { gemm: CudaGemmInfo; results: Record<Precision, Result> };
 
-function child(precisions: Precision[]): Promise<Report> {
-  const base = { ...process.env };
-  delete base.NF_CUBLASLT;
-  delete base.NF_CUBLASLT_STANDIN_REFUSE;
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', path.join('test', 'support', 'precision_child.ts')], {
-      cwd: root, env: { ...base, NF_CUDA_BACKEND: addon, NF_CUBLASLT_PATH: standIn, NF_TEST_PRECISIONS: precisions.join(',') },
-    });
-    let stdout = '', stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`child exited with ${code}:\n${stderr}\n${stdout}`));
-      resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as Report);
-    });
-  });
+/** Runs test/support/precision_child.ts with the stand-in loaded, at each of `precisions`. */
+async function child(precisions: Precision[]): Promise<Report> {
+  return (await runEmulatedChild<Report>('precision_child.ts', { NF_CUBLASLT_PATH: cublasltStandIn, NF_TEST_PRECISIONS: precisions.join(',') })).report;
 }
 
 describe.skipIf(reason !== null)('precision on CUDA (SIMT emulator, cuBLASLt stand-in)', () => {

@@ -13,6 +13,32 @@ import path from 'node:path';
 
 export const root = path.resolve(__dirname, '..', '..');
 export const emuBuildDir = path.join(root, 'build', 'cuda-emu');
+/** The emulated CUDA addon (what NF_CUDA_BACKEND=emulator loads) and nodeformer's CPU stand-in for cuBLASLt, both built by buildEmulated. */
+export const emulatedAddon = path.join(emuBuildDir, 'emulated', 'nodeformer_cuda.node');
+export const cublasltStandIn = path.join(emuBuildDir, 'emulated', 'libnf_cublaslt_standin.so');
+
+/**
+ * Runs test/support/<script> (through tsx) in a child process on the emulated addon, with `env` over
+ * this process's environment less its NF_CUBLASLT* settings (a child chooses its GEMM backend once);
+ * resolves to the child's last line of output parsed as JSON, and its stderr; rejects when it fails.
+ */
+export function runEmulatedChild<T>(script: string, env: Record<string, string>): Promise<{ report: T; stderr: string }> {
+  const base = { ...process.env };
+  for (const name of ['NF_CUBLASLT_PATH', 'NF_CUBLASLT', 'NF_CUBLASLT_STANDIN_REFUSE']) delete base[name];
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', path.join('test', 'support', script)], {
+      cwd: root, env: { ...base, NF_CUDA_BACKEND: emulatedAddon, ...env },
+    });
+    let stdout = '', stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    p.on('error', reject);
+    p.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`child exited with ${code}:\n${stderr}\n${stdout}`));
+      resolve({ report: JSON.parse(stdout.trim().split('\n').at(-1)!) as T, stderr });
+    });
+  });
+}
 
 export type Result = { ok: boolean; out: string };
 
