@@ -405,23 +405,6 @@ Status gemm(float* C, float* preact, const float* A, const float* B, const float
 
 Status run(const ops::Gemm<float>& p) { return gemm(p.C, p.preact, p.A, p.B, p.bias, p.d, compute_of(p.precision)); }
 
-GemmBackendInfo gemm_backend_info() {
-  const lt::Info l = lt::info();
-  GemmBackendInfo i;
-  i.backend = l.loaded ? "cublaslt" : "kernel";
-  i.stand_in = l.stand_in;
-  i.library = l.library;
-  i.reason = l.reason;
-  i.version = l.version;
-  i.workspace_bytes = l.workspace_bytes;
-  i.cublaslt = l.matmuls;
-  i.fused = l.fused;
-  i.tf32 = l.tf32;
-  i.bf16 = l.bf16;
-  i.kernel = g_kernel_products;
-  i.unsupported = l.unsupported;
-  i.heuristic_queries = l.heuristic_queries;
-  return i;
-}
+GemmBackendInfo gemm_backend_info() { return {lt::info(), g_kernel_products}; }
 
 }  // namespace nf::cuda

@@ -17,6 +17,7 @@
 
 #include "../core/status.h"
 #include "../ops/linear.h"  // the GEMM descriptor and the gemm op
+#include "cublaslt.h"
 
 namespace nf::cuda {
 
@@ -76,21 +77,11 @@ Status gemm_kernel_only(float* C, float* preact, const float* A, const float* B,
 // The gemm op.
 Status run(const ops::Gemm<float>& p);
 
-// Which GEMM backend runs the products, and how many ran where (backendInfo()'s `gemm`).
+// Which GEMM backend runs the products, and how many ran where (backendInfo()'s `gemm`): cuBLASLt's
+// own state and counters (when it is loaded it runs them; lt::Info) and the products our kernel ran.
 struct GemmBackendInfo {
-  std::string backend;      // "cublaslt" or "kernel"
-  bool stand_in = false;    // cuBLASLt is nodeformer's CPU stand-in (the emulated build's tests)
-  std::string library;      // the cuBLASLt file loaded (empty when none)
-  std::string reason;       // why cuBLASLt is not loaded (empty when it is)
-  int64_t version = 0;      // cublasLtGetVersion()
-  int64_t workspace_bytes = 0;
-  int64_t cublaslt = 0;     // products run by cuBLASLt
-  int64_t fused = 0;        // ... of them with a fused epilogue (bias, GELU, dGELU, bias gradient)
-  int64_t tf32 = 0;         // ... of them in the tf32 compute mode (CUBLAS_COMPUTE_32F_FAST_TF32)
-  int64_t bf16 = 0;         // ... of them in the bf16 compute mode (CUBLAS_COMPUTE_32F_FAST_16BF)
-  int64_t kernel = 0;       // products run by the backend's own kernel
-  int64_t unsupported = 0;  // products cuBLASLt offered no algorithm for (then run another way)
-  int64_t heuristic_queries = 0;
+  lt::Info cublaslt;
+  int64_t kernel = 0;  // products run by the backend's own kernel
 };
 GemmBackendInfo gemm_backend_info();
 

@@ -34,7 +34,7 @@ struct GemmCase {
   int64_t offset = 0;         // A, B, C and preact start this many floats into their buffers
 };
 
-bool cublaslt_loaded() { return nf::cuda::gemm_backend_info().backend == "cublaslt"; }
+bool cublaslt_loaded() { return nf::cuda::gemm_backend_info().cublaslt.loaded; }
 
 // rows x cols matrix (packed) placed in a buffer with row stride ld.
 Vec strided(const Vec& m, int64_t rows, int64_t cols, int64_t ld, double fill) {
@@ -217,26 +217,27 @@ NF_TEST(cuda_gemm_backend) {
   const char* path = std::getenv("NF_CUBLASLT_PATH");
   const char* off = std::getenv("NF_CUBLASLT");
   const nf::cuda::GemmBackendInfo info = nf::cuda::gemm_backend_info();
+  const nf::cuda::lt::Info& lt = info.cublaslt;
   std::printf("    gemm backend: %s%s (%s, version %lld) cuBLASLt products %lld (fused %lld), kernel %lld, no algorithm "
               "%lld, heuristic queries %lld, workspace %lld bytes\n",
-              info.backend.c_str(), info.stand_in ? " (CPU stand-in)" : "",
-              info.library.empty() ? info.reason.c_str() : info.library.c_str(), (long long)info.version,
-              (long long)info.cublaslt, (long long)info.fused, (long long)info.kernel, (long long)info.unsupported,
-              (long long)info.heuristic_queries, (long long)info.workspace_bytes);
-  NF_EXPECT((info.backend == "cublaslt") == info.reason.empty(), info.reason);
+              lt.loaded ? "cublaslt" : "kernel", lt.stand_in ? " (CPU stand-in)" : "",
+              lt.library.empty() ? lt.reason.c_str() : lt.library.c_str(), (long long)lt.version, (long long)lt.matmuls,
+              (long long)lt.fused, (long long)info.kernel, (long long)lt.unsupported, (long long)lt.heuristic_queries,
+              (long long)lt.workspace_bytes);
+  NF_EXPECT(info.cublaslt.loaded == info.cublaslt.reason.empty(), info.cublaslt.reason);
   if (off && std::string(off) == "0") {
-    NF_EXPECT(info.backend == "kernel" && info.reason == "disabled by NF_CUBLASLT=0", info.reason);
-  } else if (info.backend == "cublaslt") {
-    NF_EXPECT(!info.library.empty() && info.version >= 120000, std::to_string(info.version));
+    NF_EXPECT(!info.cublaslt.loaded && info.cublaslt.reason == "disabled by NF_CUBLASLT=0", info.cublaslt.reason);
+  } else if (info.cublaslt.loaded) {
+    NF_EXPECT(!info.cublaslt.library.empty() && info.cublaslt.version >= 120000, std::to_string(info.cublaslt.version));
   }
 #ifdef NF_CUDA_REQUIRE_DEVICE
   (void)path;
-  NF_EXPECT(!info.stand_in, "a GPU build must refuse the CPU stand-in");
+  NF_EXPECT(!info.cublaslt.stand_in, "a GPU build must refuse the CPU stand-in");
 #else
   if (path && *path && !(off && std::string(off) == "0"))
-    NF_EXPECT(info.backend == "cublaslt" && info.stand_in && info.library == path, info.reason);
+    NF_EXPECT(info.cublaslt.loaded && info.cublaslt.stand_in && info.cublaslt.library == path, info.cublaslt.reason);
   else
-    NF_EXPECT(info.backend == "kernel" && !info.stand_in && info.library.empty());
+    NF_EXPECT(!info.cublaslt.loaded && !info.cublaslt.stand_in && info.cublaslt.library.empty());
 #endif
   // One product, and the counters move where it ran.
   const Vec a = randn(6 * 8), b = randn(8 * 5);
@@ -245,12 +246,14 @@ NF_TEST(cuda_gemm_backend) {
   d.M = 6, d.N = 5, d.K = 8;
   NF_ASSERT_OK(nf::cuda::gemm(dC, nullptr, dA, dB, nullptr, d));
   const nf::cuda::GemmBackendInfo after = nf::cuda::gemm_backend_info();
-  NF_EXPECT((after.cublaslt - info.cublaslt) + (after.kernel - info.kernel) == 1);
-  if (info.backend == "cublaslt") {
-    NF_EXPECT(!info.stand_in || after.cublaslt == info.cublaslt + 1, "the stand-in takes every plain product");
-    NF_EXPECT(after.workspace_bytes > 0, "the workspace comes from the caching allocator on the first product");
+  NF_EXPECT((after.cublaslt.matmuls - info.cublaslt.matmuls) + (after.kernel - info.kernel) == 1);
+  if (info.cublaslt.loaded) {
+    NF_EXPECT(!info.cublaslt.stand_in || after.cublaslt.matmuls == info.cublaslt.matmuls + 1,
+              "the stand-in takes every plain product");
+    NF_EXPECT(after.cublaslt.workspace_bytes > 0,
+              "the workspace comes from the caching allocator on the first product");
   } else {
-    NF_EXPECT(after.kernel == info.kernel + 1 && after.cublaslt == 0);
+    NF_EXPECT(after.kernel == info.kernel + 1 && after.cublaslt.matmuls == 0);
   }
 }
 
@@ -262,7 +265,7 @@ NF_TEST(cuda_gemm_backend) {
 // backend's own kernel computes every mode in fp32.
 NF_TEST(cuda_gemm_compute_modes) {
   using nf::cuda::Compute;
-  const bool lt = cublaslt_loaded(), stand_in = nf::cuda::gemm_backend_info().stand_in;
+  const bool lt = cublaslt_loaded(), stand_in = nf::cuda::gemm_backend_info().cublaslt.stand_in;
   struct Case {
     int64_t M, N, K;
     bool tA, tB;
@@ -298,7 +301,7 @@ NF_TEST(cuda_gemm_compute_modes) {
 // dW += dyᵀ x with db += Σ dy (BGRADB). With the stand-in the fused ones must have run there; on a
 // GPU, whether cuBLASLt took them is printed.
 NF_TEST(cuda_linear_fused_backward_parity) {
-  const bool stand_in = nf::cuda::gemm_backend_info().stand_in;
+  const bool stand_in = nf::cuda::gemm_backend_info().cublaslt.stand_in;
   const nf::cuda::GemmBackendInfo first = nf::cuda::gemm_backend_info();
   for (Act act : {Act::gelu_tanh, Act::gelu, Act::relu, Act::silu, Act::none})
     for (int64_t rows : {1, 37}) {
@@ -321,21 +324,22 @@ NF_TEST(cuda_linear_fused_backward_parity) {
       check_close("linear fused dW", name, d_dW.download(), dW, kBwdTol);
       check_close("linear fused db", name, d_db.download(), db, kBwdTol);
       if (stand_in) {
-        NF_EXPECT(after.cublaslt == before.cublaslt + 2 && after.kernel == before.kernel, name);
-        NF_EXPECT(after.fused == before.fused + 1 + (act == Act::gelu_tanh ? 1 : 0), name + ": BGRADB (and DGELU)");
+        NF_EXPECT(after.cublaslt.matmuls == before.cublaslt.matmuls + 2 && after.kernel == before.kernel, name);
+        NF_EXPECT(after.cublaslt.fused == before.cublaslt.fused + 1 + (act == Act::gelu_tanh ? 1 : 0),
+                  name + ": BGRADB (and DGELU)");
       }
     }
   const nf::cuda::GemmBackendInfo last = nf::cuda::gemm_backend_info();
   std::printf("    20 products: cuBLASLt %lld (fused epilogues %lld; DGELU and BGRADB would be 12), kernel %lld\n",
-              (long long)(last.cublaslt - first.cublaslt), (long long)(last.fused - first.fused),
-              (long long)(last.kernel - first.kernel));
+              (long long)(last.cublaslt.matmuls - first.cublaslt.matmuls),
+              (long long)(last.cublaslt.fused - first.cublaslt.fused), (long long)(last.kernel - first.kernel));
 }
 
 // When cuBLASLt offers no algorithm (the stand-in refusing, by NF_CUBLASLT_STANDIN_REFUSE), the
 // dispatch runs the plain product through it and the rest as elementwise kernels; when it refuses
 // everything, the backend's own kernel runs. The same results either way. (Only with the stand-in.)
 NF_TEST(cuda_gemm_cublaslt_fallbacks) {
-  if (!nf::cuda::gemm_backend_info().stand_in) {
+  if (!nf::cuda::gemm_backend_info().cublaslt.stand_in) {
     std::printf("    skipped: the CPU stand-in for cuBLASLt is not loaded\n");
     return;
   }
@@ -369,10 +373,11 @@ NF_TEST(cuda_gemm_cublaslt_fallbacks) {
       check_close("fallback dx", name, d_dx.download(), dx, kBwdTol);
       check_close("fallback dW", name, d_dW.download(), dW, kBwdTol);
       check_close("fallback db", name, d_db.download(), db, kBwdTol);
-      NF_EXPECT(after.fused == before.fused, name + ": a refused epilogue ran");
-      NF_EXPECT(after.unsupported > before.unsupported, name);
-      if (m.kernel) NF_EXPECT(after.kernel == before.kernel + 3 && after.cublaslt == before.cublaslt, name);
-      else NF_EXPECT(after.cublaslt == before.cublaslt + 3 && after.kernel == before.kernel, name);
+      NF_EXPECT(after.cublaslt.fused == before.cublaslt.fused, name + ": a refused epilogue ran");
+      NF_EXPECT(after.cublaslt.unsupported > before.cublaslt.unsupported, name);
+      if (m.kernel)
+        NF_EXPECT(after.kernel == before.kernel + 3 && after.cublaslt.matmuls == before.cublaslt.matmuls, name);
+      else NF_EXPECT(after.cublaslt.matmuls == before.cublaslt.matmuls + 3 && after.kernel == before.kernel, name);
     }
   }
   unsetenv("NF_CUBLASLT_STANDIN_REFUSE");
