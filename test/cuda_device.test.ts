@@ -15,21 +15,20 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import {
-  AdamW, crossEntropy, Linear, Module, native, NodeformerError, SGD, supportedOps, supports, Tensor, trainStep, Transformer,
+  AdamW, Linear, Module, native, NodeformerError, SGD, supportedOps, supports, Tensor, Transformer,
   ViTClassifier, ViTDecoder,
 } from '../lib/index';
 import { main } from '../lib/cli/program';
 import { cuda, declaredOps } from '../lib/core/device';
 import { HOST_ONLY_OPS, OP_NAMES } from '../lib/native/ops.generated';
 import type { OpName, Program } from '../lib/core/program';
-import { failure, randn32, relErr, rng } from './helpers';
+import { failure, relErr } from './helpers';
 import { buildEmulated, emulatorSkipReason, root } from './support/cuda_emu_build';
+import { vitTrainingStep } from './support/vit_step';
 
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the device 'cuda' emulator tests: ${reason}`);
 
-const vit = { imgSize: 12, patchSize: 4, inChannels: 3, dModel: 48, numHeads: 2, dFF: 72, depth: 2, dropout: 0, numClasses: 5, seed: 7 };
-const B = 3;
 
 describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
   const errors: [string, number][] = [];
@@ -101,28 +100,7 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
   });
 
   it('one ViTClassifier training step (forward, cross-entropy, backward, AdamW) matches the CPU', () => {
-    const rand = rng(11);
-    const images = Tensor.from(Float32Array.from(randn32(B * 3 * 12 * 12, rand)), [B, 3, 12, 12]);
-    const targets = Tensor.from(Int32Array.from([1, 4, 0]), [B]);
-    const run = (device: 'cpu' | 'cuda') => {
-      const model = new ViTClassifier(vit).to(device);
-      // eps 1e-5, not 1e-8: the keys' bias gets a gradient that is 0 in exact arithmetic (softmax
-      // ignores a shift shared by all keys), here float noise of ~6e-9 on either device; Adam's first
-      // step is ≈ lr·g/(|g| + eps), which with eps 1e-8 turns that noise into ±lr updates whose
-      // signs differ between devices (and with 1e-6 still into differences of 1e-4 relative).
-      const opt = new AdamW(model.parameters(), { lr: 1e-2, weightDecay: 0.05, eps: 1e-5 });
-      const x = images.to(device), t = targets.to(device);
-      opt.zeroGrad();
-      const logits = model.forward(x);
-      const { loss, grad } = crossEntropy(logits, t);
-      model.backward(grad);
-      const grads = Object.fromEntries(model.namedParameters().map(([n, p]) => [n, p.grad!.toArray()]));
-      opt.step();
-      const params = Object.fromEntries(model.namedParameters().map(([n, p]) => [n, p.toArray()]));
-      const loss2 = trainStep(model, opt, x, t); // the same again through trainStep's program
-      const params2 = Object.fromEntries(model.namedParameters().map(([n, p]) => [n, p.toArray()]));
-      return { loss, logits: logits.toArray(), grads, params, loss2, params2, devices: model.parameters().map((p) => p.device) };
-    };
+    const run = (device: 'cpu' | 'cuda') => vitTrainingStep(device);
     const ref = run('cpu');
     const got = run('cuda');
     expect(new Set(got.devices)).toEqual(new Set(['cuda']));
