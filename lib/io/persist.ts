@@ -33,9 +33,9 @@ export function modelMetadata(model: Module): Record<string, string> {
  * readSafetensorsMetadata). Restore it with loadModel (or ViTClassifier.load).
  */
 export function saveModel(path: string, model: ConfiguredModule, extra: Record<string, string> = {}): void {
-  if (!(model instanceof Module) || typeof model.config !== 'object' || model.config === null)
-    invalidArg('model', 'a Module with a config', model);
-  saveSafetensors(path, model.stateDict(), { ...extra, ...modelMetadata(model) });
+  const metadata = model instanceof Module ? modelMetadata(model) : {};
+  if (metadata.module === undefined) invalidArg('model', 'a Module with a config', model);
+  saveSafetensors(path, model.stateDict(), { ...extra, ...metadata });
 }
 
 function formatError(path: string, expected: string, received: string): never {
