@@ -1,6 +1,6 @@
 // A small vector vocabulary shared by the kernels, so each kernel is written once and compiled
-// for every ISA: `vf` holds W floats (16 for AVX-512, 8 for AVX2, 4 for NEON, 1 for scalar). Include inside
-// `namespace nf::cpu::NF_ISA_NS` after isa.h.
+// for every ISA: `vf` holds W floats (16 for AVX-512, 8 for AVX2, 4 for NEON, 1 for scalar).
+// Include inside `namespace nf::cpu::NF_ISA_NS` after isa.h.
 // The scalar forms define every function; test/simd.test.ts holds each variant to them lane by
 // lane (through native/cpu/simd_probe.cpp), so a function added here needs a case there.
 // - Loads and stores are unaligned-safe; the *_n forms handle a tail of n < W elements: vload_n
@@ -8,9 +8,10 @@
 // - Arithmetic is IEEE single precision, correctly rounded (vfma, vfnma: one rounding), ±0 and
 //   denormals kept, so every variant returns the scalar form's bits, except which NaN comes out
 //   of an operation with two NaN operands. vmax(a, b) = a > b ? a : b and vmin(a, b) = a < b ? a : b
-//   (x86 maxps/minps; NEON's fmax/fmin differ, so its forms compare and select): b when either is NaN, and b for ±0 against ∓0, so put an operand whose NaN
-//   must propagate second. vselect_pos / vselect_lt pick b when the comparison meets a NaN. vround
-//   rounds to nearest, ties to even. vpow2i(n) = 2^n for integral n in [-126, 127] (128: +inf).
+//   (x86 maxps/minps; NEON's fmax/fmin differ, so the NEON forms compare and select): b when
+//   either is NaN, and b for ±0 against ∓0, so put an operand whose NaN must propagate second.
+//   vselect_pos / vselect_lt pick b when the comparison meets a NaN. vround rounds to nearest,
+//   ties to even. vpow2i(n) = 2^n for integral n in [-126, 127] (128: +inf).
 // - vsum and vhmax reduce pairwise by halves: lane i with lane i + W/2 (i < W/2), then i with
 //   i + W/4, ..., in float, with vmax's rule for vhmax; the order is part of the contract.
 // - Transcendentals are polynomials built from the above (so they too give the scalar form's bits
@@ -137,7 +138,7 @@ inline vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
 inline vf vsub(vf a, vf b) { return vsubq_f32(a, b); }
 inline vf vmul(vf a, vf b) { return vmulq_f32(a, b); }
 inline vf vdiv(vf a, vf b) { return vdivq_f32(a, b); }
-inline vf vmax(vf a, vf b) { return vbslq_f32(vcgtq_f32(a, b), a, b); }  // not vmaxq_f32: it returns NaN, and +0 for ±0
+inline vf vmax(vf a, vf b) { return vbslq_f32(vcgtq_f32(a, b), a, b); }  // not vmaxq_f32 (NaN in, NaN out)
 inline vf vmin(vf a, vf b) { return vbslq_f32(vcltq_f32(a, b), a, b); }
 inline vf vfma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); }   // a*b + c, one rounding
 inline vf vfnma(vf a, vf b, vf c) { return vfmsq_f32(c, a, b); }  // c - a*b, one rounding

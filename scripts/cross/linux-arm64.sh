@@ -6,7 +6,7 @@
 # It configures CMakeLists.txt with scripts/cross/linux-arm64.cmake in build-cross/linux-arm64 (not
 # under build/, which `node-gyp rebuild` empties) and builds the `nodeformer` target only (kernels
 # scalar + neon; no CUDA).
-# test/platform_arm64.test.ts runs the result under qemu (scripts/cross/run-arm64.sh).
+# test/platform_arm64.test.ts runs the result under qemu (test/support/arm64.ts).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cxx="${NF_CROSS_CXX:-aarch64-linux-gnu-g++}"
