@@ -60,7 +60,7 @@ describe.skipIf(reason !== null)('linux-arm64 (NEON) under qemu', () => {
     expect(fs.existsSync(arm64Addon), arm64Addon).toBe(true);
   }, 1_200_000);
 
-  it('loads in arm64 Node, detects NEON and passes the load-time self-check; NF_ISA and setIsa lower it to scalar', async () => {
+  it('loads in arm64 Node, detects NEON and passes the load-time self-check; NF_ISA lowers it to scalar, a failed check too', async () => {
     const script = `const a = require(${JSON.stringify(arm64Addon)}); const r = { arch: process.arch, info: a.isaInfo() };
       try { a.setIsa('avx2'); } catch (e) { r.avx2 = e.message; } console.log(JSON.stringify(r));`;
     const r = JSON.parse(await node(['-e', script])) as { arch: string; info: IsaInfo; avx2?: string };
@@ -70,7 +70,12 @@ describe.skipIf(reason !== null)('linux-arm64 (NEON) under qemu', () => {
     expect(r.info.selfCheck.checked[0].maxError).toBeLessThan(r.info.selfCheck.tolerance / 100);
     expect(r.avx2).toMatch(/cannot run the avx2 kernels \(best available: neon\)/);
     console.log(`arm64 self-check: neon max relative error ${r.info.selfCheck.checked[0].maxError.toExponential(1)}, ${r.info.selfCheck.ms.toFixed(0)} ms under qemu`);
-    expect((await node(['-p', `require(${JSON.stringify(arm64Addon)}).activeIsa()`], { NF_ISA: 'scalar' })).trim()).toBe('scalar');
+    const info = async (env: NodeJS.ProcessEnv) =>
+      JSON.parse(await node(['-p', `JSON.stringify(require(${JSON.stringify(arm64Addon)}).isaInfo())`], env)) as IsaInfo;
+    expect((await info({ NF_ISA: 'scalar' })).active).toBe('scalar');
+    const failed = await info({ NF_SELFCHECK_FAIL: 'neon' });
+    expect(failed).toMatchObject({ active: 'scalar', detected: 'neon', available: ['scalar'] });
+    expect(failed.rejected).toEqual([{ isa: 'neon', reason: expect.stringMatching(/simulated by NF_SELFCHECK_FAIL/) }]);
   });
 
   it('passes the kernel parity subset on neon and scalar (vitest in arm64 Node)', async () => {
