@@ -6,7 +6,8 @@
  *
  * One binary serves every x86-64 CPU: the kernels are compiled for scalar, AVX2 and AVX-512 into
  * separate namespaces and chosen at run time by CPUID (native/cpu/isa.h, native/core/cpu_features.h),
- * so a prebuild made on an AVX-512 machine never executes AVX-512 code on a CPU without it.
+ * so a prebuild made on an AVX-512 machine never executes AVX-512 code on a CPU without it. An arm64
+ * binary holds scalar and NEON kernels, chosen the same way (NEON is on every AArch64 CPU).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
