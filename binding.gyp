@@ -1,8 +1,10 @@
-# node-gyp build of the CPU addon (what `npm install` runs when no prebuild matches).
-# Sources come from native/sources.js, the list CMakeLists.txt reads too. Kernels are compiled
-# three times, once per ISA variant (NF_ISA=0 scalar, 1 avx2, 2 avx512); the variant code selects
-# its instruction set itself (native/cpu/isa.h), so every object uses the same baseline flags and
-# runtime CPUID dispatch decides what runs.
+# node-gyp build of the CPU addon for a clone (`npm run build:native`, scripts/ensure-built.js;
+# installing the package never runs it: users get the platform package's binary, and the published
+# package holds no binding.gyp). Sources come from native/sources.js, the list CMakeLists.txt and
+# scripts/build_platforms.ts read too. On x64 the kernels are compiled three times, once per ISA
+# variant (NF_ISA=0 scalar, 1 avx2, 2 avx512); the variant code selects its instruction set itself
+# (native/cpu/isa.h), so every object uses the same baseline flags and runtime CPUID dispatch
+# decides what runs. Elsewhere (arm64) only the scalar variant is built (native/sources.js isas).
 {
   "target_defaults": {
     "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++17"],
@@ -22,7 +24,8 @@
      "sources": ["<!@(node native/sources.js kernels)"]},
     {
       "target_name": "nodeformer",
-      "dependencies": ["nf_kernels_scalar", "nf_kernels_avx2", "nf_kernels_avx512"],
+      "dependencies": ["nf_kernels_scalar"],
+      "conditions": [["target_arch=='x64'", {"dependencies": ["nf_kernels_avx2", "nf_kernels_avx512"]}]],
       "sources": ["<!@(node native/sources.js common)"],
       "ldflags": ["-pthread"],
       "cflags": ["-pthread"]

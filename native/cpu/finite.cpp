@@ -66,8 +66,10 @@ Status first_nonfinite(int64_t* first, const float* x, int64_t n) {
       int64_t i = -1;
       const int64_t end = std::min(n, begin + kBlock);
       switch (active_isa()) {
+#if NF_X86_VARIANTS
         case Isa::avx512: i = avx512::first_nonfinite_range(x, begin, end); break;
         case Isa::avx2: i = avx2::first_nonfinite_range(x, begin, end); break;
+#endif
         default: i = scalar::first_nonfinite_range(x, begin, end); break;
       }
       if (i >= 0) {

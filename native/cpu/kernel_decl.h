@@ -12,6 +12,15 @@
 #include "../core/cpu_features.h"
 #include "../core/status.h"
 
+// The x86 variants exist only in x86-64 builds: elsewhere (arm64) the kernels are compiled once,
+// as scalar (native/sources.js isas), and every dispatch goes to it.
+#if defined(__x86_64__) || defined(_M_X64)
+#define NF_X86_VARIANTS 1
+#else
+#define NF_X86_VARIANTS 0
+#endif
+
+#if NF_X86_VARIANTS
 #define NF_KERNEL_DECL(...)          \
   namespace scalar { __VA_ARGS__; }  \
   namespace avx2 { __VA_ARGS__; }    \
@@ -27,5 +36,9 @@
       default: scalar::fn(__VA_ARGS__); break;                 \
     }                                                          \
   } while (0)
+#else
+#define NF_KERNEL_DECL(...) namespace scalar { __VA_ARGS__; }
+#define NF_DISPATCH_TO(isa, fn, ...) ((void)(isa), scalar::fn(__VA_ARGS__))
+#endif
 
 #define NF_DISPATCH(fn, ...) NF_DISPATCH_TO(::nf::active_isa(), fn, __VA_ARGS__)
