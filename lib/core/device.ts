@@ -24,7 +24,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { invalidArg, NodeformerError } from '../validation/errors';
-import { native, packageRoot, type OpSchemaExport, type WithAsync } from '../native/addon';
+import { native, nodeformerVersion, packageRoot, type OpSchemaExport, type WithAsync } from '../native/addon';
 import { CUDA_ADDON, CUDA_PLATFORM, currentKey, packageName, resolvePlatformFile } from '../native/platform';
 import { HOST_ONLY_OPS, Precisions, type NativeOps, type Precision } from '../native/ops.generated';
 
@@ -183,7 +183,7 @@ function addonFile(missing: string[]): string | null {
 /** How to get a CUDA backend, for ERR_NF_NO_CUDA. */
 function cudaAdvice(): string {
   const install = currentKey() === 'linux-x64-gnu'
-    ? `install the CUDA package, \`npm install ${packageName(CUDA_PLATFORM)}\` (NVIDIA driver for CUDA 13, sm_80 or newer), or `
+    ? `install the CUDA package, \`npm install ${packageName(CUDA_PLATFORM)}@${nodeformerVersion()}\` (NVIDIA driver for CUDA 13, sm_80 or newer), or `
     : `no CUDA package is made for ${currentKey()} (only for linux-x64 with glibc); `;
   return `${install}build the CUDA backend in a clone of the nodeformer repository with \`npm run build:cuda\` (needs nvcc), ` +
     'or run on the SIMT emulator with NF_CUDA_BACKEND=emulator after `npm run build:cuda:emu`';

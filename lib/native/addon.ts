@@ -84,15 +84,15 @@ function advice(): string[] {
         'installs with it (no install script runs, so npm\'s allowScripts and --strict-allow-scripts, pnpm\'s and Bun\'s ' +
         'blocked scripts do not matter). It is missing when optional dependencies were left out (--omit=optional, ' +
         '--no-optional) or node_modules was installed on another platform and copied: reinstall with ' +
-        '`npm install --include=optional`, or add it: `npm install ' + `${packageName(platform)}@${version()}\`.`]
+        '`npm install --include=optional`, or add it: `npm install ' + `${packageName(platform)}@${nodeformerVersion()}\`.`]
     : [`No prebuilt addon is published for ${currentKey()}.`];
   return [...get,
     'To build it from source (a C++17 compiler, make and Python 3): in a clone of the nodeformer repository, ' +
       '`npm install && npm run build:native`, then point NF_ADDON_PATH at its build/Release/nodeformer.node.'];
 }
 
-/** nodeformer's version (the platform package must be the same one). */
-function version(): string {
+/** nodeformer's version, from its package.json ('latest' when there is none): its platform packages are the same version. */
+export function nodeformerVersion(): string {
   try {
     return (JSON.parse(fs.readFileSync(path.join(packageRoot(__dirname), 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
