@@ -15,15 +15,17 @@
  *                    def/node_api.def (what node.lib is to MSVC)
  *   linux-*-musl,    zig c++ -target ... (`zig` on the PATH or `pip install ziglang`, python3 -m ziglang):
  *   darwin-*         zig ships musl and the macOS SDK stubs; macOS addons link with -undefined dynamic_lookup
- * The Linux and Windows binaries carry libstdc++ and libgcc statically (their symbols kept local), so
- * they need only the C library (glibc: see the README for the version floor) and, on Windows, the
- * system DLLs. The MPI addon is built for linux-x64-gnu (Open MPI's mpicxx flags), the CUDA addon
+ * The glibc binaries link the system's libstdc++ (a static one would raise the glibc floor from
+ * 2.34 to 2.36: its random_device calls arc4random); the report prints each binary's floor (the
+ * newest GLIBC_ / GLIBCXX_ symbol version it needs). The Windows binary carries the MinGW C++
+ * runtime statically, so it needs only node.exe and system DLLs. The MPI addon is built for linux-x64-gnu (Open MPI's mpicxx flags), the CUDA addon
  * by `npm run build:cuda` (nvcc), which pack:all takes from build/cuda.
  *
- * Objects are kept in build/platforms/<key>/obj and rebuilt when any file under native/ or the
- * Node-API headers is newer (coarse, but never stale); `--clean` starts over.
+ * Objects are kept in build/platforms/<key>/obj/<hash of the compile command>/ and rebuilt when any
+ * file under native/ or the Node-API headers is newer (coarse, but never stale); `--clean` starts over.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -42,8 +44,8 @@ interface Toolchain {
   link: string[];
   /** The strip command for the finished binaries (zig strips with -s at link time instead). */
   strip?: string[];
-  /** An ELF nm for the target, to check that nothing of nodeformer's own is left undefined. */
-  nm?: string;
+  /** An objdump for the target's ELF files: nothing of nodeformer's own may be left undefined; the glibc floor. */
+  objdump?: string;
   /** Whether objects are compiled with -fPIC (shared objects; not on Windows, where code is relocatable anyway). */
   pic: boolean;
 }
@@ -59,7 +61,7 @@ function zig(): string[] | null {
   return null;
 }
 
-const gnuLink = ['-shared', '-pthread', '-static-libstdc++', '-static-libgcc', '-Wl,--exclude-libs,ALL', '-Wl,-O1'];
+const gnuLink = ['-shared', '-pthread', '-Wl,-O1'];
 const zigTargets: Record<string, string> = {
   'linux-x64-musl': 'x86_64-linux-musl',
   'linux-arm64-musl': 'aarch64-linux-musl',
@@ -71,16 +73,16 @@ const zigTargets: Record<string, string> = {
 function toolchain(p: PlatformPackage, importLib: () => string): Toolchain | string {
   switch (p.key) {
     case 'linux-x64-gnu':
-      return onPath('g++') ? { cxx: ['g++'], compile: ['-pthread'], link: gnuLink, strip: ['strip', '--strip-unneeded'], nm: 'nm', pic: true }
+      return onPath('g++') ? { cxx: ['g++'], compile: ['-pthread'], link: gnuLink, strip: ['strip', '--strip-unneeded'], objdump: 'objdump', pic: true }
         : 'no g++ (Debian: apt-get install g++)';
     case 'linux-arm64-gnu':
       return onPath('aarch64-linux-gnu-g++')
         ? { cxx: ['aarch64-linux-gnu-g++'], compile: ['-pthread'], link: gnuLink, strip: ['aarch64-linux-gnu-strip', '--strip-unneeded'],
-          nm: 'aarch64-linux-gnu-nm', pic: true }
+          objdump: 'aarch64-linux-gnu-objdump', pic: true }
         : 'no aarch64-linux-gnu-g++ (Debian: apt-get install g++-aarch64-linux-gnu)';
     case 'win32-x64':
       return onPath('x86_64-w64-mingw32-g++-posix') && onPath('x86_64-w64-mingw32-dlltool')
-        ? { cxx: ['x86_64-w64-mingw32-g++-posix'], compile: ['-pthread'], pic: false, strip: ['x86_64-w64-mingw32-strip', '--strip-unneeded'],
+        ? { cxx: ['x86_64-w64-mingw32-g++-posix'], compile: ['-pthread', '-D_USE_MATH_DEFINES'], pic: false, strip: ['x86_64-w64-mingw32-strip', '--strip-unneeded'],
           link: ['-shared', '-static', '-static-libgcc', '-static-libstdc++', importLib()] }
         : 'no MinGW-w64 C++ compiler (Debian: apt-get install g++-mingw-w64-x86-64-posix)';
     default: {
@@ -127,18 +129,30 @@ async function runAll(commands: string[][], jobs: number): Promise<void> {
   await Promise.all(Array.from({ length: jobs }, worker));
 }
 
-/** Compiles `files` (with `defines`) into `objDir`, skipping objects newer than every source; returns the objects. */
-async function compile(tc: Toolchain, files: string[], objDir: string, flags: string[], since: number): Promise<string[]> {
+/**
+ * Compiles `files` with `flags` into a folder of `objRoot` named by the whole command line's hash
+ * (so changed flags never reuse stale objects), skipping objects newer than every source; returns the objects.
+ */
+async function compile(tc: Toolchain, files: string[], objRoot: string, flags: string[], since: number): Promise<string[]> {
+  const command = [...tc.cxx, ...baseFlags, ...(tc.pic ? ['-fPIC'] : []), ...tc.compile, ...flags];
+  const objDir = path.join(objRoot, createHash('sha1').update(command.join('\0')).digest('hex').slice(0, 12));
   fs.mkdirSync(objDir, { recursive: true });
   const objects = files.map((f) => path.join(objDir, `${f.replace(/[/\\]/g, '_').replace(/\.cpp$/, '')}.o`));
   const todo = files.flatMap((f, i) => (fs.existsSync(objects[i]) && fs.statSync(objects[i]).mtimeMs > since ? []
-    : [[...tc.cxx, ...baseFlags, ...(tc.pic ? ['-fPIC'] : []), ...tc.compile, ...flags, '-c', f, '-o', objects[i]]]));
+    : [[...command, '-c', f, '-o', objects[i]]]));
   await runAll(todo, Math.max(1, os.availableParallelism()));
   return objects;
 }
 
-/** Builds platform `p` into build/platforms/<key>/; returns the files made. */
-async function build(p: PlatformPackage, tc: Toolchain): Promise<string[]> {
+/** The newest GLIBC_ and GLIBCXX_ versions the dynamic symbols of `objdump -T` output need. */
+function floor(dump: string): string {
+  const newest = (prefix: string) => [...dump.matchAll(new RegExp(`\\b${prefix}_([\\d.]+)`, 'g'))].map((m) => m[1])
+    .sort((a, b) => a.localeCompare(b, undefined, { numeric: true })).at(-1);
+  return ['GLIBC', 'GLIBCXX'].map((p) => (newest(p) ? `${p}_${newest(p)}` : '')).filter(Boolean).join(' ');
+}
+
+/** Builds platform `p` into build/platforms/<key>/; returns the files made, each with its glibc floor. */
+async function build(p: PlatformPackage, tc: Toolchain): Promise<{ file: string; needs: string }[]> {
   const dir = path.join(outRoot, p.key);
   const since = Math.max(newest(path.join(root, 'native')), newest(headers), newest(path.join(addonApi, 'napi.h')));
   const objects: string[] = [];
@@ -156,11 +170,11 @@ async function build(p: PlatformPackage, tc: Toolchain): Promise<string[]> {
   }
   // A shared object may leave symbols for the loader to resolve (Node-API's, the C library's), so a
   // kernel variant missing from the link would only show when the addon loads: look for ours.
-  const ours = tc.nm ? made.flatMap((f) => execFileSync(tc.nm!, ['-D', '--undefined-only', f], { encoding: 'utf8' })
-    .split('\n').filter((l) => /\b_ZN\w*2nf/.test(l)).map((l) => `${path.basename(f)}: ${l.trim()}`)) : [];
+  const dumps = made.map((f) => (tc.objdump ? execFileSync(tc.objdump, ['-T', f], { encoding: 'utf8', maxBuffer: 1 << 26 }) : ''));
+  const ours = dumps.flatMap((d, i) => d.split('\n').filter((l) => l.includes('*UND*') && /\b_ZN\w*2nf/.test(l)).map((l) => `${path.basename(made[i])}: ${l.trim()}`));
   if (ours.length) throw new Error(`nodeformer symbols left undefined:\n${ours.slice(0, 10).join('\n')}`);
   if (tc.strip) for (const f of made) execFileSync(tc.strip[0], [...tc.strip.slice(1), f]);
-  return made;
+  return made.map((file, i) => ({ file, needs: floor(dumps[i]) }));
 }
 
 /** node.exe's import library for MinGW, made from node-api-headers' list of Node-API symbols. */
@@ -190,7 +204,7 @@ async function main(): Promise<void> {
     console.log(`build:platforms: ${p.key} with ${tc.cxx.join(' ')}`);
     try {
       const made = await build(p, tc);
-      const sizes = made.map((f) => `${path.basename(f)} ${(fs.statSync(f).size / 2 ** 20).toFixed(1)} MiB`).join(', ');
+      const sizes = made.map(({ file, needs }) => `${path.basename(file)} ${(fs.statSync(file).size / 2 ** 20).toFixed(1)} MiB${needs ? ` (needs ${needs})` : ''}`).join(', ');
       report.push(`${p.key.padEnd(17)} built in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${sizes}`);
     } catch (e) {
       failed = true;
