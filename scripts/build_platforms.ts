@@ -87,7 +87,7 @@ function toolchain(p: PlatformPackage, importLib: () => string): Toolchain | str
         : 'no MinGW-w64 C++ compiler (Debian: apt-get install g++-mingw-w64-x86-64-posix)';
     default: {
       const z = zig();
-      if (!z) return 'needs zig as the cross compiler (`pip install ziglang`, or zig on the PATH), which this machine cannot install (pip\'s index is unreachable; neither npm nor Debian packages zig)';
+      if (!z) return 'needs zig as the cross compiler, and none was found (`zig` on the PATH, or `pip install ziglang` for `python3 -m ziglang`)';
       const macos = p.os === 'darwin';
       return { cxx: [...z, 'c++', '-target', zigTargets[p.key]], compile: macos ? [] : ['-pthread'], pic: true,
         link: ['-shared', '-s', ...(macos ? ['-undefined', 'dynamic_lookup'] : ['-pthread'])] };
