@@ -62,6 +62,8 @@ function zig(): string[] | null {
 }
 
 const gnuLink = ['-shared', '-pthread', '-Wl,-O1'];
+/** As binding.gyp on arm64, where FMA is baseline: no fusing of a multiply and an add in one ISA variant and not another. */
+const arm64Flags = ['-ffp-contract=off'];
 const zigTargets: Record<string, string> = {
   'linux-x64-musl': 'x86_64-linux-musl',
   'linux-arm64-musl': 'aarch64-linux-musl',
@@ -77,7 +79,7 @@ function toolchain(p: PlatformPackage, importLib: () => string): Toolchain | str
         : 'no g++ (Debian: apt-get install g++)';
     case 'linux-arm64-gnu':
       return onPath('aarch64-linux-gnu-g++')
-        ? { cxx: ['aarch64-linux-gnu-g++'], compile: ['-pthread'], link: gnuLink, strip: ['aarch64-linux-gnu-strip', '--strip-unneeded'],
+        ? { cxx: ['aarch64-linux-gnu-g++'], compile: ['-pthread', ...arm64Flags], link: gnuLink, strip: ['aarch64-linux-gnu-strip', '--strip-unneeded'],
           objdump: 'aarch64-linux-gnu-objdump', pic: true }
         : 'no aarch64-linux-gnu-g++ (Debian: apt-get install g++-aarch64-linux-gnu)';
     case 'win32-x64':
@@ -89,7 +91,7 @@ function toolchain(p: PlatformPackage, importLib: () => string): Toolchain | str
       const z = zig();
       if (!z) return 'needs zig as the cross compiler, and none was found (`zig` on the PATH, or `pip install ziglang` for `python3 -m ziglang`)';
       const macos = p.os === 'darwin';
-      return { cxx: [...z, 'c++', '-target', zigTargets[p.key]], compile: macos ? [] : ['-pthread'], pic: true,
+      return { cxx: [...z, 'c++', '-target', zigTargets[p.key]], compile: [...(macos ? [] : ['-pthread']), ...(p.cpu === 'arm64' ? arm64Flags : [])], pic: true,
         link: ['-shared', '-s', ...(macos ? ['-undefined', 'dynamic_lookup'] : ['-pthread'])] };
     }
   }
