@@ -40,12 +40,7 @@ Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
   o.Set("active", isa_name(active_isa()));
   o.Set("detected", isa_name(detected_isa()));
   o.Set("available", isa_names(env, isa_usable));
-  // The variants this build holds: all three on x86-64, the scalar one elsewhere (native/sources.js isas).
-#if defined(__x86_64__) || defined(_M_X64)
   o.Set("compiled", isa_names(env, [](Isa) { return true; }));
-#else
-  o.Set("compiled", isa_names(env, [](Isa isa) { return isa == Isa::scalar; }));
-#endif
   o.Set("rejected", isa_entries(env, check.rejected, "reason", &IsaRejection::reason));
   Napi::Object self = Napi::Object::New(env);
   self.Set("ms", check.ms);
