@@ -1,8 +1,10 @@
-# node-gyp build of the CPU addon (what `npm install` runs when no prebuild matches).
-# Sources come from native/sources.js, the list CMakeLists.txt reads too. Kernels are compiled
-# once per ISA variant of the target architecture (native/cpu/isa.h): on x64 NF_ISA=0 scalar,
-# 1 avx2, 2 avx512; on arm64 NF_ISA=0 scalar, 3 neon. The variant code selects its instruction set
-# itself, so every object uses the same baseline flags and run-time dispatch decides what runs.
+# node-gyp build of the CPU addon for a clone (`npm run build:native`, scripts/ensure-built.js;
+# installing the package never runs it: users get the platform package's binary, and the published
+# package holds no binding.gyp). Sources come from native/sources.js, the list CMakeLists.txt and
+# scripts/build_platforms.ts read too. Kernels are compiled once per ISA variant of the target
+# architecture (native/cpu/isa.h): on x64 NF_ISA=0 scalar, 1 avx2, 2 avx512; on arm64 NF_ISA=0
+# scalar, 3 neon. The variant code selects its instruction set itself, so every object uses the same
+# baseline flags and run-time dispatch decides what runs.
 # On arm64, where FMA is baseline, -ffp-contract=off keeps GCC from fusing a multiply and an add of
 # the vocabulary (simd.h) in one variant and not the other.
 {

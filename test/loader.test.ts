@@ -78,14 +78,16 @@ describe('one binary for every x86-64 CPU', () => {
   })();
 
   /**
-   * What to disassemble: the loaded addon when it has its symbol table; a stripped one (the
-   * prebuild, which `npm run prebuild` moves out of build/Release) through the object files it was
+   * What to disassemble: the loaded addon when it has its symbol table; a stripped one (a platform
+   * package's, as `npm run build:platforms` leaves it in build/platforms/<platform>/ with its
+   * objects in obj/ beside it; else the clone's build/Release) through the object files it was
    * linked from, which keep their symbols.
    */
   function binaries(): string[] {
     if (!/no symbols/.test(execFileSync('objdump', ['-t', nativeAddonPath], { encoding: 'utf8', maxBuffer: 1 << 28 })))
       return [nativeAddonPath];
-    const objects = path.resolve(__dirname, '..', 'build', 'Release', 'obj.target');
+    const beside = path.join(path.dirname(nativeAddonPath), 'obj');
+    const objects = fs.existsSync(beside) ? beside : path.resolve(__dirname, '..', 'build', 'Release', 'obj.target');
     return fs.readdirSync(objects, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.o')).map((f) => path.join(objects, f));
   }
 
