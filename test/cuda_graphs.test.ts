@@ -6,7 +6,8 @@
  * them; a new batch shape is captured again; `cudaGraphs: false` and setCudaGraphs(false) turn them
  * off; memory stays flat over many replays; a NaN loss comes back as eager returns it; trainStepAsync
  * and eval-mode forwards replay too; what cannot be captured (SGD, attention-weight dropout) runs
- * eagerly with its reason counted, with the eager results.
+ * eagerly with its reason counted, with the eager results. The matrix products run through the
+ * cuBLASLt stand-in (NF_CUBLASLT=0: the own kernels).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 
@@ -16,7 +17,7 @@ import {
 } from '../lib/index';
 import { cuda } from '../lib/core/device';
 import { randn32, rng } from './helpers';
-import { emulatorSkipReason, useEmulator } from './support/cuda_emu_build';
+import { cublasltStandIn, emulatorSkipReason, useEmulator } from './support/cuda_emu_build';
 
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the CUDA graph tests: ${reason}`);
@@ -61,6 +62,9 @@ function expectSame(a: Run, b: Run): void {
 describe.skipIf(reason !== null)('CUDA graphs on the SIMT emulator', () => {
   beforeAll(async () => {
     await useEmulator();
+    // The products through the cuBLASLt stand-in, whose calls a capture records as host work (the
+    // own kernels' launches are recorded like every kernel's: NF_CUBLASLT=0 runs them instead).
+    if (process.env.NF_CUBLASLT !== '0') process.env.NF_CUBLASLT_PATH ??= cublasltStandIn;
   }, 900_000);
 
   it('N captured steps give the losses and weights of N eager steps, bit for bit, and replays ran them', () => {
