@@ -146,6 +146,8 @@ export interface CudaMemoryOps {
   graphEnd(): object;
   /** Queues the graph on the backend stream (ERR_NF_GRAPH_STALE: a scratch buffer moved; capture again). */
   graphLaunch(graph: object): void;
+  /** Whether no scratch buffer the graph uses has moved since its capture (else it must be captured again). */
+  graphFresh(graph: object): boolean;
   /** graphLaunch, settled once the stream has run it. */
   graphLaunchAsync(graph: object): Promise<void>;
   /** Frees the graph; its memory pool goes back to the cache. */

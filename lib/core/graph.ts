@@ -157,24 +157,33 @@ export class CapturedCall {
     return `${e?.code ?? 'error'} during capture: ${e?.message ?? String(failure)}`;
   }
 
-  /** Queues a replay on `inputs`: copies them into the graph's inputs, draws the step values, launches. */
-  launch(inputs: readonly Tensor[]): void {
-    this.prepare(inputs);
+  /**
+   * Queues a replay on `inputs`: copies them into the graph's inputs, draws the step values,
+   * launches. False when the graph is stale (a scratch buffer it uses moved, ERR_NF_GRAPH_STALE):
+   * nothing ran and no step value was drawn; drop it and run the call eagerly.
+   */
+  launch(inputs: readonly Tensor[]): boolean {
+    if (!this.prepare(inputs)) return false;
     cuda().graphLaunch(this.handle!);
     stats.replays++;
+    return true;
   }
 
   /** launch() that settles once the stream has run the graph (the event loop stays free). */
-  async launchAsync(inputs: readonly Tensor[]): Promise<void> {
-    this.prepare(inputs);
+  async launchAsync(inputs: readonly Tensor[]): Promise<boolean> {
+    if (!this.prepare(inputs)) return false;
     await cuda().graphLaunchAsync(this.handle!);
     stats.replays++;
+    return true;
   }
 
-  private prepare(inputs: readonly Tensor[]): void {
+  /** Copies the inputs and fills the step values; false (nothing done) when the graph is stale. */
+  private prepare(inputs: readonly Tensor[]): boolean {
     if (!this.handle) throw new NodeformerError('ERR_NF_STATE', 'the CUDA graph was freed');
+    if (!cuda().graphFresh(this.handle)) return false;
     inputs.forEach((t, i) => cuda().copy(this.inputs[i].storage as DeviceBuffer, t.storage as DeviceBuffer));
     this.values.refill();
+    return true;
   }
 
   /** Frees the graph (its memory pool goes back to the cache), its step table, inputs and outputs. */

@@ -239,7 +239,9 @@ export abstract class Module {
     const self = this as Module;
     const plan = self.planForward(args);
     const run = plan.how === 'eager' ? self.call('forward', args)
-      : (function* () { return self.replayForward(plan.call ?? self.captureForward(args as unknown as Tensor[], plan.key), args as unknown as Tensor[]); })();
+      : (function* () {
+        return self.replayForward(plan.call ?? self.captureForward(args as unknown as Tensor[], plan.key), args as unknown as Tensor[], plan.key);
+      })();
     return this.runOps('forward', run) as ProgramResult<M['forwardProgram']>;
   }
 
@@ -265,10 +267,10 @@ export abstract class Module {
   }
 
   /** A replay of `call` on `args` (an eager forward when there is no capture), its output copied into a new tensor. */
-  private replayForward(call: CapturedCall | null, args: Tensor[]): unknown {
-    if (!call) return runSync(this.call('forward', args));
-    call.launch(args);
-    return this.copyOutput(call);
+  private replayForward(call: CapturedCall | null, args: Tensor[], key: string): unknown {
+    if (call?.launch(args)) return this.copyOutput(call);
+    if (call) this.forwardGraphs.drop(key); // (stale: captured again after an eager run)
+    return runSync(this.call('forward', args));
   }
 
   private copyOutput(call: CapturedCall): Tensor {
@@ -296,9 +298,9 @@ export abstract class Module {
       const plan = self.planForward(args);
       if (plan.how === 'eager') return runAsync(self.call('forward', args));
       const call = plan.call ?? self.captureForward(args as unknown as Tensor[], plan.key);
-      if (!call) return runAsync(self.call('forward', args));
-      await call.launchAsync(args as unknown as Tensor[]);
-      return self.copyOutput(call);
+      if (call && (await call.launchAsync(args as unknown as Tensor[]))) return self.copyOutput(call);
+      if (call) self.forwardGraphs.drop(plan.key);
+      return runAsync(self.call('forward', args));
     }) as Promise<ProgramResult<M['forwardProgram']>>;
   }
 

@@ -177,8 +177,9 @@ export interface FeedforwardForwardArgs<Buffer = never> {
   offset?: number;
   seedAt?: number;
   /**
-   * [max index + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given, ignored
-   * otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay them))
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
    */
   stepValues?: Float64Array | Buffer | null;
   /** Default 'fp32'. */
@@ -218,8 +219,9 @@ export interface FeedforwardBackwardArgs<Buffer = never> {
   offset?: number;
   seedAt?: number;
   /**
-   * [max index + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given, ignored
-   * otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay them))
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
    */
   stepValues?: Float64Array | Buffer | null;
   /** Default 'fp32'. */
@@ -613,8 +615,9 @@ export interface DropoutForwardArgs<Buffer = never> {
   offset: number;
   seedAt?: number;
   /**
-   * [max index + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given, ignored
-   * otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay them))
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
    */
   stepValues?: Float64Array | Buffer | null;
   /** [n], written. */
@@ -632,8 +635,9 @@ export interface DropoutBackwardArgs<Buffer = never> {
   offset: number;
   seedAt?: number;
   /**
-   * [max index + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given, ignored
-   * otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay them))
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
    */
   stepValues?: Float64Array | Buffer | null;
   /** [n], written. The gradient of x. */
@@ -710,8 +714,9 @@ export interface AdamwStepArgs<Buffer = never> {
   stepAt?: number;
   lrAt?: number;
   /**
-   * [max index + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given, ignored
-   * otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay them))
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
    */
   stepValues?: Float64Array | Buffer | null;
   /** [n], read and updated in place. */

@@ -185,11 +185,6 @@ function afterReplay(optimizer: Optimizer, call: CapturedCall, o: StepOptions): 
   return loss;
 }
 
-/** Whether a launch failed because a scratch buffer the graph uses moved (ERR_NF_GRAPH_STALE): drop it, run eagerly. */
-function isStale(e: unknown): boolean {
-  return (e as { code?: string })?.code === 'ERR_NF_GRAPH_STALE';
-}
-
 /**
  * One training step on the calling thread: zeroGrad, forward(inputs), loss(output, targets)
  * (crossEntropy by default), backward, optional clipping, optimizer.step(). Returns the loss.
@@ -208,10 +203,7 @@ export function trainStep<M extends Module>(
     return plan.call ?? captureStep(model, optimizer, args as Tensor[], targets, o, plan.key);
   })());
   if (!call) return eager();
-  try {
-    call.launch([...(args as Tensor[]), targets]);
-  } catch (e) {
-    if (!isStale(e)) throw e;
+  if (!call.launch([...(args as Tensor[]), targets])) {
     optimizer.graphs.drop(plan.key);
     return eager();
   }
@@ -236,10 +228,7 @@ export function trainStepAsync<M extends Module>(
     if (plan.how === 'eager') return eager();
     const call = plan.call ?? captureStep(model, optimizer, args as Tensor[], targets, o, plan.key);
     if (!call) return eager();
-    try {
-      await call.launchAsync([...(args as Tensor[]), targets]);
-    } catch (e) {
-      if (!isStale(e)) throw e;
+    if (!(await call.launchAsync([...(args as Tensor[]), targets]))) {
       optimizer.graphs.drop(plan.key);
       return eager();
     }

@@ -645,7 +645,7 @@ Status graph_end(Graph** out) {
 Status graph_launch(Graph* g) {
   NF_CHECK(g && g->exec, "graph_launch", "the CUDA graph was destroyed");
   return ordered([g] {
-    if (scratch_generation() != g->scratch_generation)
+    if (!graph_fresh(g))
       return Status{"graph_launch", "a scratch buffer the CUDA graph uses has moved since its capture", "ERR_NF_GRAPH_STALE"};
     cudaStream_t s;
     NF_TRY(backend_stream(&s));
@@ -656,6 +656,8 @@ Status graph_launch(Graph* g) {
     return Status::Ok();
   });
 }
+
+bool graph_fresh(const Graph* g) { return g && scratch_generation() == g->scratch_generation; }
 
 Status graph_destroy(Graph* g) {
   if (!g) return Status::Ok();

@@ -102,6 +102,8 @@ struct GraphStats {
 Status graph_begin();
 Status graph_end(Graph** graph);
 Status graph_launch(Graph* graph);
+// Whether no scratch slot has moved since the graph's capture (graph_launch would fail otherwise).
+bool graph_fresh(const Graph* graph);
 Status graph_destroy(Graph* graph);
 // Whether the backend stream is capturing (ops that would wait for the stream check it).
 bool graph_capturing();

@@ -32,7 +32,7 @@ void step_value_at(R& r, StepValues& v, int64_t& at, const char* name) {
 // Reads the table, required when an index was given (after every step_value_at of the call).
 template <class R>
 void step_values_table(R& r, StepValues& v) {
-  r.in(v.table, "stepValues", Shape("[max index + 1]", v.last + 1).or_longer(),
+  r.in(v.table, "stepValues", Shape("[(the largest index) + 1]", v.last + 1).or_longer(),
        when(v.last >= 0, "an index field (seedAt, stepAt, lrAt) is given"),
        doc("this step's values, read at run time by the fields that index it (CUDA graphs replay them)"));
 }

@@ -56,6 +56,10 @@ NF_REGISTER_OPS(cuda_graph) {
     check_device(info.Env(), cuda::graph_launch(graph_arg(info, "graphLaunch")->graph));
     return info.Env().Undefined();
   });
+  // graphFresh(graph): whether no scratch buffer the graph uses has moved since its capture.
+  fn("graphFresh", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    return Napi::Boolean::New(info.Env(), cuda::graph_fresh(graph_arg(info, "graphFresh")->graph));
+  });
   // graphLaunchAsync(graph): a Promise settled once the stream has run the graph.
   fn("graphLaunchAsync", [](const Napi::CallbackInfo& info) -> Napi::Value {
     cuda::Graph* g = graph_arg(info, "graphLaunchAsync")->graph;

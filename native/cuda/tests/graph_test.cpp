@@ -2,12 +2,15 @@
 // a capture records kernels, device copies and fills and a replay runs them on the inputs of the
 // moment; a step value (dropout's seed read from device memory) changes between replays; the
 // memory a capture allocates stays the graph's (a private pool) until the graph is destroyed; a
-// copy to the host or a wait inside the capture makes it fail, and the stream works afterwards.
+// copy to the host or a wait inside the capture makes it fail, and the stream works afterwards; a
+// graph whose scratch buffer moved is stale (ERR_NF_GRAPH_STALE) instead of reading freed memory.
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "../device.h"
 #include "../elementwise.h"
+#include "../grad_norm.h"
 #include "harness.h"
 
 namespace {
@@ -129,4 +132,22 @@ NF_TEST(graph_capture_fails_on_a_copy_to_the_host) {
   NF_EXPECT(!cuda::graph_capturing());
   const std::vector<float> after = download(x.p, 16);  // the stream works again
   NF_EXPECT(after[0] == 2.0f);
+}
+
+NF_TEST(graph_goes_stale_when_a_scratch_buffer_moves) {
+  Buf x(5000), out(1);
+  x.set(std::vector<float>(5000, 1.0f));
+  NF_ASSERT(cuda::sum_squares(out.p, x.p, 5000).ok());  // (sizes scratch slot 0 before the capture)
+  NF_ASSERT(cuda::graph_begin().ok());
+  NF_EXPECT(cuda::sum_squares(out.p, x.p, 5000).ok());
+  cuda::Graph* g = nullptr;
+  NF_ASSERT(cuda::graph_end(&g).ok());
+  NF_EXPECT(cuda::graph_fresh(g));
+  NF_EXPECT(cuda::graph_launch(g).ok());
+  NF_EXPECT(download(out.p, 1)[0] == 5000.0f);
+  NF_ASSERT(cuda::release_workspace().ok());  // the slot the graph reads is gone
+  NF_EXPECT(!cuda::graph_fresh(g));
+  const Status s = cuda::graph_launch(g);
+  NF_EXPECT(!s.ok() && s.code && std::string(s.code) == "ERR_NF_GRAPH_STALE", s.message);
+  NF_EXPECT(cuda::graph_destroy(g).ok());
 }
