@@ -10,7 +10,10 @@
 #                                       (npm run build:cuda:emu first), PyTorch's side only --help'd
 #                                       unless torch is importable; proves the script before a GPU is lent
 #
-# What the run does, logs and JSON to $OUT (default /tmp/gpu-out), the markdown table printed last:
+# What the run does (at most ~9.5 minutes: each step has its own timeout, so one run tool call of
+# 600 s holds it), the markdown table printed last; $OUT (default /tmp/gpu-out) gets 8 files, the
+# most a run brings back: tests.log, plan.json, ours.jsonl, torch.jsonl, gpu_bench.json, report.md,
+# attention.md (when there is one) and errors.log (every step's stderr):
 #   1. nf_cuda_gpu_tests (the CUDA parity suite, CUDA graphs included) with cuBLASLt, then with
 #      NF_CUBLASLT=0 (the own kernels);
 #   2. the attention table, when another part of the tree provides it (bench/gpu/attention_*.sh
@@ -24,6 +27,7 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
+: > "$OUT/errors.log"
 
 if [ "${1:-}" = prepare ]; then
   set -e
@@ -33,7 +37,8 @@ if [ "${1:-}" = prepare ]; then
   npx esbuild bench/gpu/harness.ts --bundle --platform=node --format=cjs --log-level=warning \
     --external:sharp --external:cli-progress --external:commander --external:onnxruntime-node --outfile=build/gpu_bench.cjs
   extra=(build/gpu_bench.cjs)
-  [ -x build/cuda/nf_cuda_attention_bench ] && extra+=(build/cuda/nf_cuda_attention_bench)
+  # (The attention benchmark's binary, where the tree has that target.)
+  cmake --build build/cuda --target nf_cuda_attention_bench -j 2 > /dev/null 2>&1 && extra+=(build/cuda/nf_cuda_attention_bench)
   ../shared/gpu/bundle.sh ../shared/gpu/unpack.sh build/cuda/nf_cuda_gpu_tests "${extra[@]}"
   exit 0
 fi
@@ -47,7 +52,7 @@ if [ $dry = 1 ]; then
   export NF_CUDA_BACKEND=emulator
   export NF_CUBLASLT_PATH="$here/build/cuda-emu/emulated/libnf_cublaslt_standin.so"
   hdir=$here hcmd=(npx tsx bench/gpu/harness.ts)
-  echo "emulator (dry run)" > "$OUT/gpu.txt"
+  echo "== emulator (dry run)" > "$OUT/tests.log"
   t1=0 t2=0
 else
   eval "$(bash "$here/.gpu/unpack.sh")"
@@ -56,30 +61,32 @@ else
   done
   cp "$here/.gpu/gpu_bench.cjs" /tmp/gpu/pkg/
   hdir=/tmp/gpu/pkg hcmd=(node gpu_bench.cjs)
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-  timeout 240 "$here/.gpu/nf_cuda_gpu_tests" > "$OUT/tests_cublaslt.log" 2>&1; t1=$?
-  NF_CUBLASLT=0 timeout 240 "$here/.gpu/nf_cuda_gpu_tests" > "$OUT/tests_kernel.log" 2>&1; t2=$?
+  echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" > "$OUT/tests.log"
+  echo "== nf_cuda_gpu_tests, cuBLASLt" >> "$OUT/tests.log"
+  timeout 120 "$here/.gpu/nf_cuda_gpu_tests" >> "$OUT/tests.log" 2>&1; t1=$?
+  echo "== nf_cuda_gpu_tests, NF_CUBLASLT=0" >> "$OUT/tests.log"
+  NF_CUBLASLT=0 timeout 90 "$here/.gpu/nf_cuda_gpu_tests" >> "$OUT/tests.log" 2>&1; t2=$?
 fi
 
 # The attention table (written by the flash-attention work; called only when it is there).
 for a in "$here"/bench/gpu/attention_*.sh; do
-  [ -f "$a" ] && timeout 120 bash "$a" > "$OUT/attention.md" 2> "$OUT/attention.err"
+  [ -f "$a" ] && timeout 60 bash "$a" > "$OUT/attention.md" 2>> "$OUT/errors.log"
 done
 
 # The Node side (bench/gpu/harness.ts): from the checkout through tsx here, from the package there.
 harness() { (cd "$hdir" && timeout "$1" "${hcmd[@]}" "${@:2}"); }
 plan=$OUT/plan.json
 harness 60 plan $([ $dry = 1 ] && echo --dry) > "$plan"
-harness 420 ours "$plan" > "$OUT/ours.jsonl" 2> "$OUT/ours.err"; t3=$?
+harness 200 ours "$plan" > "$OUT/ours.jsonl" 2>> "$OUT/errors.log"; t3=$?
 if [ $dry = 1 ] && ! python3 -c 'import torch' 2> /dev/null; then
-  python3 "$here/bench/gpu/torch_peer.py" --help > "$OUT/torch.err" 2>&1; t4=$?
+  python3 "$here/bench/gpu/torch_peer.py" --help >> "$OUT/errors.log" 2>&1; t4=$?
   : > "$OUT/torch.jsonl"
 else
-  timeout 420 python3 "$here/bench/gpu/torch_peer.py" "$plan" > "$OUT/torch.jsonl" 2> "$OUT/torch.err"; t4=$?
+  timeout 170 python3 "$here/bench/gpu/torch_peer.py" "$plan" > "$OUT/torch.jsonl" 2>> "$OUT/errors.log"; t4=$?
 fi
-harness 60 report "$plan" "$OUT/ours.jsonl" "$OUT/torch.jsonl" "$OUT/gpu_bench.json" > "$OUT/report.md" 2>> "$OUT/ours.err"; t5=$?
+harness 60 report "$plan" "$OUT/ours.jsonl" "$OUT/torch.jsonl" "$OUT/gpu_bench.json" > "$OUT/report.md" 2>> "$OUT/errors.log"; t5=$?
 
-echo "== $(cat "$OUT/gpu.txt")"
+head -1 "$OUT/tests.log"
 if [ $dry = 1 ]; then echo "parity tests: not run (dry)"; else echo "parity tests, cuBLASLt: $(status $t1)   NF_CUBLASLT=0: $(status $t2)"; fi
 echo "ours: $(status $t3)   PyTorch: $(status $t4)$([ $dry = 1 ] && echo ' (--help only without torch)')   report: $(status $t5)"
 [ -s "$OUT/attention.md" ] && cat "$OUT/attention.md"
