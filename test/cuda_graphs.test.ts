@@ -91,6 +91,27 @@ describe.skipIf(reason !== null)('CUDA graphs on the SIMT emulator', () => {
     expect(after.replays - before.replays).toBe(2 + 2 + 1 + 1); // 4: steps 3-4; 3: steps 6-7; then one of each
   });
 
+  it('a new precision, a mode switch or a moved model is a new key: one eager run, then captured again', () => {
+    const model = new ViTClassifier(CONFIG), opt = new AdamW(model.parameters(), { lr: 1e-3 });
+    const { images, targets } = batch(4, 0);
+    const steps = (n: number) => Array.from({ length: n }, () => trainStep(model, opt, images, targets));
+    steps(4); // warm-up, new key (gradients), capture, replay
+    let before = cudaGraphStats();
+    model.setPrecision('tf32');
+    steps(3);
+    expect(cudaGraphStats().captures - before.captures).toBe(1);
+    expect(cudaGraphStats().replays - before.replays).toBe(2);
+    before = cudaGraphStats();
+    model.to('cpu').to('cuda'); // new parameter storages: the old graph must not run on freed memory
+    steps(3);
+    expect(cudaGraphStats().captures - before.captures).toBe(1);
+    before = cudaGraphStats();
+    model.eval();
+    for (let i = 0; i < 3; i++) model.forward(images).dispose();
+    model.train();
+    expect(cudaGraphStats().captures - before.captures).toBe(1); // the eval forward's own graph
+  });
+
   it('cudaGraphs: false and setCudaGraphs(false) run every step eagerly', () => {
     let before = cudaGraphStats();
     train(false, [4, 4, 4, 4]);
