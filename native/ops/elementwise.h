@@ -116,7 +116,7 @@ struct DropoutDims {
   uint64_t seed = 0;    // Philox key
   uint64_t offset = 0;  // Philox stream: one per dropout site and step
   int64_t seed_at = -1;  // the seed from values.table[seed_at] instead (step_values.h)
-  StepValues values;
+  StepValues values{};
 };
 
 // d with its seed taken from the step values (host memory: the CPU kernels).

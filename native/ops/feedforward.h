@@ -24,7 +24,7 @@ struct FeedForwardDims {
   float dropout = 0.0f;           // probability of zeroing a hidden value, in [0, 1]
   uint64_t seed = 0, offset = 0;  // the Philox stream of the dropout mask (element index row*F + f)
   int64_t seed_at = -1;           // the seed from values.table[seed_at] instead (step_values.h)
-  StepValues values;
+  StepValues values{};
 };
 
 // A plausibility bound on the widths D and F (rejected naming the dim); the array lengths go

@@ -25,7 +25,7 @@ struct AdamWParams {
   double weight_decay = 1e-2;
   int64_t step = 1;
   int64_t step_at = -1, lr_at = -1;  // step and lr from values.table instead (step_values.h)
-  StepValues values;
+  StepValues values{};
 };
 
 // h with step and lr taken from the step values (host memory: the CPU kernels).
