@@ -94,6 +94,20 @@ export interface CudaMemoryStats {
   released: number;
   /** Bytes asked for by live buffers (their sizes before rounding to a size class). */
   requestedBytes: number;
+  /** Capacity of the blocks CUDA graphs' private pools own (live or idle; lib/core/graph.ts). */
+  graphBytes: number;
+}
+
+/** The CUDA addon's graph counters (native/cuda/device.h GraphStats). */
+export interface CudaGraphCounters {
+  /** Graphs captured and instantiated. */
+  captures: number;
+  /** Captures that failed. */
+  failed: number;
+  /** Graph launches. */
+  launches: number;
+  /** Graphs not yet freed. */
+  live: number;
 }
 
 /** The CUDA addon's own functions: device buffers and explicit copies on the backend's stream. */
@@ -127,8 +141,20 @@ export interface CudaMemoryOps {
   emptyCache(): void;
   /** Sets the cap on idle cached bytes (0: no caching), releasing blocks over it now. */
   setCacheLimit(bytes: number): void;
-  /** Whether this is the SIMT emulator, the number of devices, and what runs the matrix products. */
-  backendInfo(): { emulated: boolean; devices: number; gemm: CudaGemmInfo };
+  /** Whether this is the SIMT emulator, the number of devices, what runs the matrix products, and the CUDA graph counters. */
+  backendInfo(): { emulated: boolean; devices: number; gemm: CudaGemmInfo; graphs: CudaGraphCounters };
+  /** Starts capturing the backend stream into a CUDA graph (lib/core/graph.ts is the only caller). */
+  graphBegin(): void;
+  /** Ends the capture; returns the instantiated graph (throws what made the capture fail). */
+  graphEnd(): object;
+  /** Queues the graph on the backend stream (ERR_NF_GRAPH_STALE: a scratch buffer moved; capture again). */
+  graphLaunch(graph: object): void;
+  /** Whether no scratch buffer the graph uses has moved since its capture (else it must be captured again). */
+  graphFresh(graph: object): boolean;
+  /** graphLaunch, settled once the stream has run it. */
+  graphLaunchAsync(graph: object): Promise<void>;
+  /** Frees the graph; its memory pool goes back to the cache. */
+  graphFree(graph: object): void;
 }
 
 /**
