@@ -1,5 +1,8 @@
 // Multi-head attention on the GPU: a FlashAttention-2 style core, forward and backward, and the
-// fused layer around it (QKV projection, core, output projection).
+// fused layer around it (QKV projection, core, output projection). This file holds the fp32 core on
+// CUDA cores; the op's precision 'bf16' or 'tf32' sends the core to the tensor-core kernels of
+// flash_attention_forward.cu / flash_attention_backward.cu (same masks, dropout stream, lse and
+// outputs; the Di pass and the optional weights output below serve both).
 // Math (per batch b and head h; scale = the layer's scale param, by default 1/sqrt(Dh)):
 //   S = scale Q Kᵀ with blocked pairs set to -inf; P = softmax over each row of S (a row whose keys
 //   are all blocked gives P = 0, lse = -inf); O = (P ∘ Z) V, Z the dropout mask scaled by 1/(1-p).

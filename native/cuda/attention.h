@@ -1,7 +1,7 @@
 // Multi-head attention on the GPU: the FlashAttention-2 style core (forward, backward) addressed
 // through explicit strides, and the layer ops of native/ops/attention.h (QKV projection, core,
 // output projection) built on it, on device pointers (masks included), queued on the backend's
-// stream. Head widths up to 128. (No attentionDecode kernel: decoding runs on the CPU.)
+// stream. Head widths up to 128. The core runs on CUDA cores (fp32) or tensor cores (bf16, tf32).
 #pragma once
 #include <cstdint>
 

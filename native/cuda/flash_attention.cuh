@@ -1,12 +1,14 @@
 // Internal to flash_attention_forward.cu and flash_attention_backward.cu: the tile machinery of the
 // tensor-core attention kernels (FlashAttention-2's structure on mma.sync).
 //
-// A CTA has 4 warps and owns 64 rows of one (b, h) (queries in the forward and dQ kernels, keys in the
-// dK/dV kernel), 16 per warp: its "stationary" tiles, staged in shared memory once. The other side
+// A CTA has 4 warps and owns rows of one (b, h): its "stationary" tiles, staged in shared memory once
+// (the forward: 128 queries, 32 per warp as two 16-row mma blocks; the backward: 64 keys (dK/dV) or
+// 64 queries (dQ), 16 per warp, whose two fp32 16 x DP accumulators per warp leave no registers for
+// a second block). The other side
 // streams past in tiles of R rows (R = 64, or 32 / 16 where the head is wide: stream_rows), two
 // matrices at a time (K and V, or Q and dO): a PairStream, double-buffered with cp.async. Every
 // product is a warp's 16 rows against a tile:
-//   mma_abt: s (16 x R, fp32 registers) += A Bᵀ  over the head width (S = Q Kᵀ, dP = dO Vᵀ, ...)
+//   mma_abt: s (16 x R per block, fp32 registers) += A Bᵀ  over the head width (S = Q Kᵀ, dP = dO Vᵀ, ...)
 //   mma_pb:  acc (16 x DP) += P B               with P the fp32 registers of an mma_abt (O += P V,
 //                                               dQ += dS K, dV += Pᵀ dO, dK += dSᵀ Q), converted to
 //                                               the operand type in registers (FlashAttention-2's
@@ -39,8 +41,8 @@
 namespace nf::cuda::flash {
 
 constexpr int kWarps = 4, kThreads = kWarps * kWarp;
-constexpr int kWarpRows = 16;                    // rows of a warp's products (the mma's M)
-constexpr int kBlockRows = kWarps * kWarpRows;   // the CTA's stationary rows
+constexpr int kWarpRows = 16;                    // rows of an mma (M): a warp owns 1 or 2 such blocks
+constexpr int kBlockRows = kWarps * kWarpRows;   // the backward CTAs' stationary rows (1 block a warp)
 constexpr size_t kSmemMax = 99 * 1024;           // dynamic shared memory of the smallest target (sm_89)
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
@@ -136,38 +138,50 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(kFullMask, v, 2);
 }
 
-// s[n][.] += A Bᵀ over the head width: A the warp's 16 rows, B N rows, both [.][DP] operand tiles.
-template <class Mma, int N, int DP>
-__device__ __forceinline__ void mma_abt(float (&s)[N / 8][4], const typename Mma::Op* A, const typename Mma::Op* B, int lane) {
+// s[m][n][.] += A Bᵀ over the head width: A the warp's MB 16-row blocks (consecutive rows), B N rows,
+// both [.][DP] operand tiles. Each B fragment serves the MB blocks: MB = 2 halves the shared-memory
+// reads per FLOP.
+template <class Mma, int MB, int N, int DP>
+__device__ __forceinline__ void mma_abt(float (&s)[MB][N / 8][4], const typename Mma::Op* A, const typename Mma::Op* B,
+                                        int lane) {
   constexpr int ld = ld_of<typename Mma::Op, DP>();
 #pragma unroll
   for (int k = 0; k < DP; k += Mma::kK) {
-    uint32_t a[4];
-    Mma::a_tile(a, A + k, ld, lane);
+    uint32_t a[MB][4];
+#pragma unroll
+    for (int m = 0; m < MB; ++m) Mma::a_tile(a[m], A + m * kWarpRows * ld + k, ld, lane);
 #pragma unroll
     for (int n = 0; n < N / 8; n += 2) {
       uint32_t b[2][2];
       Mma::b_nk(b, B + n * 8 * ld + k, ld, lane);
-      Mma::mma(s[n], a, b[0]);
-      Mma::mma(s[n + 1], a, b[1]);
+#pragma unroll
+      for (int m = 0; m < MB; ++m) {
+        Mma::mma(s[m][n], a[m], b[0]);
+        Mma::mma(s[m][n + 1], a[m], b[1]);
+      }
     }
   }
 }
 
-// acc[n][.] += P B: P the warp's 16 x K fp32 accumulators (an mma_abt's), B a [K][DP] operand tile.
-template <class Mma, int K, int DP>
-__device__ __forceinline__ void mma_pb(float (&acc)[DP / 8][4], const float (&p)[K / 8][4], const typename Mma::Op* B, int lane) {
+// acc[m][n][.] += P B: P the warp's MB x 16 x K fp32 accumulators (an mma_abt's), B a [K][DP] operand tile.
+template <class Mma, int MB, int K, int DP>
+__device__ __forceinline__ void mma_pb(float (&acc)[MB][DP / 8][4], const float (&p)[MB][K / 8][4],
+                                       const typename Mma::Op* B, int lane) {
   constexpr int ld = ld_of<typename Mma::Op, DP>();
 #pragma unroll
   for (int k = 0; k < K; k += Mma::kK) {
-    uint32_t a[4];
-    Mma::a_acc(a, &p[k / 8]);
+    uint32_t a[MB][4];
+#pragma unroll
+    for (int m = 0; m < MB; ++m) Mma::a_acc(a[m], &p[m][k / 8]);
 #pragma unroll
     for (int n = 0; n < DP / 8; n += 2) {
       uint32_t b[2][2];
       Mma::b_kn(b, B + k * ld + n * 8, ld, lane);
-      Mma::mma(acc[n], a, b[0]);
-      Mma::mma(acc[n + 1], a, b[1]);
+#pragma unroll
+      for (int m = 0; m < MB; ++m) {
+        Mma::mma(acc[m][n], a[m], b[0]);
+        Mma::mma(acc[m][n + 1], a[m], b[1]);
+      }
     }
   }
 }
@@ -215,12 +229,12 @@ __host__ __device__ constexpr size_t stream_bytes(int R) {
                                                   : 2 * tile_bytes<S, DP>(R) + 2 * tile_bytes<typename Mma::Op, DP>(R);
 }
 
-// The stream's tile rows for a kernel with `stationary` 64-row operand tiles: the largest of 64, 32,
+// The stream's tile rows for a kernel with `stationary` rows of operand tiles: the largest of 64, 32,
 // 16 whose shared memory fits kSmemMax, at most 32 past DP 64 (the fp32 registers of the 16 x R
 // products then stay within 2 CTAs' share of the register file).
 template <class Mma, class S, int DP>
 __host__ __device__ constexpr int stream_rows(int stationary) {
-  const size_t fixed = size_t(stationary) * tile_bytes<typename Mma::Op, DP>(kBlockRows);
+  const size_t fixed = tile_bytes<typename Mma::Op, DP>(stationary);
   for (int R = DP <= 64 ? 64 : 32; R > 16; R /= 2)
     if (fixed + stream_bytes<Mma, S, DP>(R) <= kSmemMax) return R;
   return 16;
@@ -228,8 +242,7 @@ __host__ __device__ constexpr int stream_rows(int stationary) {
 
 template <class Mma, class S, int DP>
 __host__ __device__ constexpr size_t kernel_smem(int stationary) {
-  return size_t(stationary) * tile_bytes<typename Mma::Op, DP>(kBlockRows) +
-         stream_bytes<Mma, S, DP>(stream_rows<Mma, S, DP>(stationary));
+  return tile_bytes<typename Mma::Op, DP>(stationary) + stream_bytes<Mma, S, DP>(stream_rows<Mma, S, DP>(stationary));
 }
 
 // Two [T, Dh] head views (x and y: K and V, or Q and dO) streamed as [R][DP] operand tiles.

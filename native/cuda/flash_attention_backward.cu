@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     flash_dkdv_kernel(float* dk, float* dv, ops::AttentionLayout ldk, ops::AttentionLayout ldv, const S* q, const S* k,
                       const S* v, const S* dout, const float* lse, const float* di, CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(2), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   NF_DYNAMIC_SHARED(unsigned char, smem);
   Op* Ks = reinterpret_cast<Op*>(smem);
   Op* Vs = Ks + kBlockRows * ld;
@@ -60,13 +60,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (i_start < a.Tq) qdo.issue(0, qh, a.lq.row, gh, a.lo.row, i_start, a.Tq, a.Dh, vec);
 
   const float c = a.scale * kLog2e;
-  float acc_k[DT][4] = {}, acc_v[DT][4] = {};
+  float acc_k[1][DT][4] = {}, acc_v[1][DT][4] = {};
   for (int n = 0, i0 = i_start; i0 < a.Tq; ++n, i0 += R) {
     qdo.land(n);
     if (i0 + R < a.Tq) qdo.issue(n + 1, qh, a.lq.row, gh, a.lo.row, i0 + R, a.Tq, a.Dh, vec);
-    float s[N][4] = {}, dp[N][4] = {};  // Sᵀ, dPᵀ: the warp's 16 keys x R queries
-    mma_abt<Mma, R, DP>(s, Ks + warp * kWarpRows * ld, qdo.tile(n, 0), lane);
-    mma_abt<Mma, R, DP>(dp, Vs + warp * kWarpRows * ld, qdo.tile(n, 1), lane);
+    float s[1][N][4] = {}, dp[1][N][4] = {};  // Sᵀ, dPᵀ: the warp's 16 keys x R queries
+    mma_abt<Mma, 1, R, DP>(s, Ks + warp * kWarpRows * ld, qdo.tile(n, 0), lane);
+    mma_abt<Mma, 1, R, DP>(dp, Vs + warp * kWarpRows * ld, qdo.tile(n, 1), lane);
     const bool check = tile_check(a, i0, i0 + R, jw, jw + kWarpRows);
 #pragma unroll
     for (int t = 0; t < N; ++t)
@@ -74,14 +74,14 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int e = 0; e < 4; ++e) {
         const int i = i0 + acc_col(lane, t, e), j = jw + acc_row(lane, e);
         const float L = lse2(lse, row0, i, a.Tq);
-        const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[t][e] * c - L);
+        const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[0][t][e] * c - L);
         const float z = a.p > 0.0f && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
         const float Di = i < a.Tq ? di[row0 + i] : 0.0f;
-        s[t][e] = p * z;
-        dp[t][e] = p * (z * dp[t][e] - Di);
+        s[0][t][e] = p * z;
+        dp[0][t][e] = p * (z * dp[0][t][e] - Di);
       }
-    mma_pb<Mma, R, DP>(acc_v, s, qdo.tile(n, 1), lane);
-    mma_pb<Mma, R, DP>(acc_k, dp, qdo.tile(n, 0), lane);
+    mma_pb<Mma, 1, R, DP>(acc_v, s, qdo.tile(n, 1), lane);
+    mma_pb<Mma, 1, R, DP>(acc_k, dp, qdo.tile(n, 0), lane);
   }
 #pragma unroll
   for (int dt = 0; dt < DT; ++dt)
@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int e = 0; e < 4; ++e) {
       const int j = jw + acc_row(lane, e), d = acc_col(lane, dt, e);
       if (j < a.Tk && d < a.Dh) {
-        dk[b * ldk.batch + j * ldk.row + h * ldk.head + d] = a.scale * acc_k[dt][e];
-        dv[b * ldv.batch + j * ldv.row + h * ldv.head + d] = acc_v[dt][e];
+        dk[b * ldk.batch + j * ldk.row + h * ldk.head + d] = a.scale * acc_k[0][dt][e];
+        dv[b * ldv.batch + j * ldv.row + h * ldv.head + d] = acc_v[0][dt][e];
       }
     }
 }
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     flash_dq_kernel(float* dq, const S* q, const S* k, const S* v, const S* dout, const float* lse, const float* di,
                     CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(2), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   NF_DYNAMIC_SHARED(unsigned char, smem);
   Op* Qs = reinterpret_cast<Op*>(smem);
   Op* dOs = Qs + kBlockRows * ld;
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (key_end > 0) kv.issue(0, kh, a.lk.row, vh, a.lv.row, 0, a.Tk, a.Dh, vec);
 
   const float c = a.scale * kLog2e;
-  float L[2], Di[2], acc[DT][4] = {};
+  float L[2], Di[2], acc[1][DT][4] = {};
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int i = iw + acc_row(lane, 2 * r);
@@ -126,27 +126,27 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int n = 0, j0 = 0; j0 < key_end; ++n, j0 += R) {
     kv.land(n);
     if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
-    float s[N][4] = {}, dp[N][4] = {};
-    mma_abt<Mma, R, DP>(s, Qs + warp * kWarpRows * ld, kv.tile(n, 0), lane);
-    mma_abt<Mma, R, DP>(dp, dOs + warp * kWarpRows * ld, kv.tile(n, 1), lane);
+    float s[1][N][4] = {}, dp[1][N][4] = {};
+    mma_abt<Mma, 1, R, DP>(s, Qs + warp * kWarpRows * ld, kv.tile(n, 0), lane);
+    mma_abt<Mma, 1, R, DP>(dp, dOs + warp * kWarpRows * ld, kv.tile(n, 1), lane);
     const bool check = tile_check(a, iw, iw + kWarpRows, j0, j0 + R);
 #pragma unroll
     for (int t = 0; t < N; ++t)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int i = iw + acc_row(lane, e), j = j0 + acc_col(lane, t, e), r = e >> 1;
-        const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[t][e] * c - L[r]);
+        const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[0][t][e] * c - L[r]);
         const float z = a.p > 0.0f && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
-        s[t][e] = p * (z * dp[t][e] - Di[r]);  // dS
+        s[0][t][e] = p * (z * dp[0][t][e] - Di[r]);  // dS
       }
-    mma_pb<Mma, R, DP>(acc, s, kv.tile(n, 0), lane);
+    mma_pb<Mma, 1, R, DP>(acc, s, kv.tile(n, 0), lane);
   }
 #pragma unroll
   for (int dt = 0; dt < DT; ++dt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = iw + acc_row(lane, e), d = acc_col(lane, dt, e);
-      if (i < a.Tq && d < a.Dh) dq[b * a.lq.batch + i * a.lq.row + h * a.lq.head + d] = a.scale * acc[dt][e];
+      if (i < a.Tq && d < a.Dh) dq[b * a.lq.batch + i * a.lq.row + h * a.lq.head + d] = a.scale * acc[0][dt][e];
     }
 }
 
@@ -157,7 +157,7 @@ Status launch_backward(float* dq, float* dk, float* dv, const ops::AttentionLayo
   const bool vec = vector_views<float>({{a.q, a.lq}, {a.k, a.lk}, {a.v, a.lv}, {dout, a.lo}}, a.Dh);
   return with_padded_width(a.Dh, [&](auto dp) -> Status {
     constexpr int DP = decltype(dp)::value;
-    constexpr size_t smem = kernel_smem<Mma, float, DP>(2);
+    constexpr size_t smem = kernel_smem<Mma, float, DP>(2 * kBlockRows);
     NF_CUDA_TRY(op, launch(flash_dkdv_kernel<Mma, float, DP>, dim3(unsigned(ceil_div(a.Tk, kBlockRows)), unsigned(a.H), unsigned(a.B)),
                            dim3(kThreads), smem, s, dk, dv, ldk, ldv, a.q, a.k, a.v, dout, lse, di, a, vec));
     NF_CUDA_TRY(op, launch(flash_dq_kernel<Mma, float, DP>, dim3(unsigned(ceil_div(a.Tq, kBlockRows)), unsigned(a.H), unsigned(a.B)),
