@@ -98,7 +98,9 @@ struct Bf16Mma {
     ldmatrix_trans<4>(r, T + (lane % 16) * ld + (lane / 16) * 8);
     b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
   }
-  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) { mma_m16n8k16_bf16(d, a, b, d); }
+  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    mma_m16n8k16_bf16(d, a, b, d);
+  }
 };
 
 struct Tf32Mma {
@@ -121,7 +123,9 @@ struct Tf32Mma {
     const int g = lane >> 2, t = lane & 3;
     for (int j = 0; j < 2; ++j) b[j][0] = at(T, ld, 2 * t, 8 * j + g), b[j][1] = at(T, ld, 2 * t + 1, 8 * j + g);
   }
-  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) { mma_m16n8k8_tf32(d, a, b, d); }
+  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    mma_m16n8k8_tf32(d, a, b, d);
+  }
 };
 
 // Row and column, in the warp's 16 x N product, of accumulator element e of n8 tile n.
@@ -229,20 +233,24 @@ __host__ __device__ constexpr size_t stream_bytes(int R) {
                                                   : 2 * tile_bytes<S, DP>(R) + 2 * tile_bytes<typename Mma::Op, DP>(R);
 }
 
-// The stream's tile rows for a kernel with `stationary` rows of operand tiles: the largest of 64, 32,
-// 16 whose shared memory fits kSmemMax, at most 32 past DP 64 (the fp32 registers of the 16 x R
-// products then stay within 2 CTAs' share of the register file).
+// The widest stream tile the fp32 registers of a warp's 16 x R products allow beside its 16 x DP
+// accumulators within 2 CTAs' share of the register file: 64 rows up to DP 64, 32 past it.
+__host__ __device__ constexpr int widest_stream(int DP) { return DP <= 64 ? 64 : 32; }
+
+// The stream's tile rows for a kernel with `stationary` rows of operand tiles: the largest of
+// `widest`, widest / 2, ... down to 16 whose shared memory fits kSmemMax.
 template <class Mma, class S, int DP>
-__host__ __device__ constexpr int stream_rows(int stationary) {
+__host__ __device__ constexpr int stream_rows(int stationary, int widest) {
   const size_t fixed = tile_bytes<typename Mma::Op, DP>(stationary);
-  for (int R = DP <= 64 ? 64 : 32; R > 16; R /= 2)
+  for (int R = widest; R > 16; R /= 2)
     if (fixed + stream_bytes<Mma, S, DP>(R) <= kSmemMax) return R;
   return 16;
 }
 
 template <class Mma, class S, int DP>
-__host__ __device__ constexpr size_t kernel_smem(int stationary) {
-  return tile_bytes<typename Mma::Op, DP>(stationary) + stream_bytes<Mma, S, DP>(stream_rows<Mma, S, DP>(stationary));
+__host__ __device__ constexpr size_t kernel_smem(int stationary, int widest) {
+  return tile_bytes<typename Mma::Op, DP>(stationary) +
+         stream_bytes<Mma, S, DP>(stream_rows<Mma, S, DP>(stationary, widest));
 }
 
 // Two [T, Dh] head views (x and y: K and V, or Q and dO) streamed as [R][DP] operand tiles.

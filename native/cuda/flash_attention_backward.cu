@@ -39,12 +39,17 @@ __device__ __forceinline__ float lse2(const float* lse, int64_t row0, int i, int
   return L == -INFINITY ? INFINITY : L * kLog2e;
 }
 
+// dK/dV's widest stream: its two 16 x DP accumulators take DP registers, so at DP 128 the S and dP
+// tiles get 16 rows (32 spilled on sm_90).
+__host__ __device__ constexpr int dkdv_widest(int DP) { return DP > 96 ? 16 : widest_stream(DP); }
+
 template <class Mma, class S, int DP>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dkdv_kernel(float* dk, float* dv, ops::AttentionLayout ldk, ops::AttentionLayout ldv, const S* q, const S* k,
                       const S* v, const S* dout, const float* lse, const float* di, CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, dkdv_widest(DP));
+  constexpr int N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   NF_DYNAMIC_SHARED(unsigned char, smem);
   Op* Ks = reinterpret_cast<Op*>(smem);
   Op* Vs = Ks + kBlockRows * ld;
@@ -100,7 +105,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     flash_dq_kernel(float* dq, const S* q, const S* k, const S* v, const S* dout, const float* lse, const float* di,
                     CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, widest_stream(DP));
+  constexpr int N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   NF_DYNAMIC_SHARED(unsigned char, smem);
   Op* Qs = reinterpret_cast<Op*>(smem);
   Op* dOs = Qs + kBlockRows * ld;
@@ -151,17 +157,21 @@ __global__ void __launch_bounds__(kThreads, 2)
 }
 
 template <class Mma>
-Status launch_backward(float* dq, float* dk, float* dv, const ops::AttentionLayout& ldk, const ops::AttentionLayout& ldv,
-                       const float* dout, const float* lse, const float* di, const CoreArgs& a, cudaStream_t s) {
+Status launch_backward(float* dq, float* dk, float* dv, const ops::AttentionLayout& ldk,
+                       const ops::AttentionLayout& ldv, const float* dout, const float* lse, const float* di,
+                       const CoreArgs& a, cudaStream_t s) {
   const char* op = "flash_attention_backward";
   const bool vec = vector_views<float>({{a.q, a.lq}, {a.k, a.lk}, {a.v, a.lv}, {dout, a.lo}}, a.Dh);
   return with_padded_width(a.Dh, [&](auto dp) -> Status {
     constexpr int DP = decltype(dp)::value;
-    constexpr size_t smem = kernel_smem<Mma, float, DP>(2 * kBlockRows);
-    NF_CUDA_TRY(op, launch(flash_dkdv_kernel<Mma, float, DP>, dim3(unsigned(ceil_div(a.Tk, kBlockRows)), unsigned(a.H), unsigned(a.B)),
-                           dim3(kThreads), smem, s, dk, dv, ldk, ldv, a.q, a.k, a.v, dout, lse, di, a, vec));
-    NF_CUDA_TRY(op, launch(flash_dq_kernel<Mma, float, DP>, dim3(unsigned(ceil_div(a.Tq, kBlockRows)), unsigned(a.H), unsigned(a.B)),
-                           dim3(kThreads), smem, s, dq, a.q, a.k, a.v, dout, lse, di, a, vec));
+    const dim3 keys(unsigned(ceil_div(a.Tk, kBlockRows)), unsigned(a.H), unsigned(a.B));
+    const dim3 queries(unsigned(ceil_div(a.Tq, kBlockRows)), unsigned(a.H), unsigned(a.B));
+    NF_CUDA_TRY(op, launch(flash_dkdv_kernel<Mma, float, DP>, keys, dim3(kThreads),
+                           kernel_smem<Mma, float, DP>(2 * kBlockRows, dkdv_widest(DP)), s, dk, dv, ldk, ldv, a.q, a.k,
+                           a.v, dout, lse, di, a, vec));
+    NF_CUDA_TRY(op, launch(flash_dq_kernel<Mma, float, DP>, queries, dim3(kThreads),
+                           kernel_smem<Mma, float, DP>(2 * kBlockRows, widest_stream(DP)), s, dq, a.q, a.k, a.v, dout,
+                           lse, di, a, vec));
     return Status::Ok();
   });
 }

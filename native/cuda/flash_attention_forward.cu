@@ -9,11 +9,12 @@
 // per streamed tile.
 // Kernel: a CTA per 128 queries of one (b, h) (grid ⌈Tq/128⌉ x H x B, 4 warps, 32 queries each as two
 // 16-row mma blocks sharing every K and V fragment); Q staged once; K, V streamed in R-key tiles
-// (PairStream, cp.async). Per tile a warp computes its 32 x R scores with mma_abt, masks them (per pair only in tiles tile_check flags), updates each
-// row's running max m and sum l in the log2 domain (scores times scale·log2e, exp2; the accumulated
-// O is rescaled by 2^(m_old − m_new)), applies dropout to P (l sums P before dropout) and adds P V
-// with mma_pb from P's registers. l is kept per lane and summed over the row's 4 lanes at the end;
-// lse = (m + log2 l)·ln 2. Causal: key tiles past the CTA's last query are not visited.
+// (PairStream, cp.async). Per tile a warp computes its 32 x R scores with mma_abt, masks them (per
+// pair only in tiles tile_check flags), updates each row's running max m and sum l in the log2
+// domain (scores times scale·log2e, exp2; the accumulated O is rescaled by 2^(m_old − m_new)),
+// applies dropout to P (l sums P before dropout) and adds P V with mma_pb from P's registers. l is
+// kept per lane and summed over the row's 4 lanes at the end; lse = (m + log2 l)·ln 2. Causal: key
+// tiles past the CTA's last query are not visited.
 #include "flash_attention.h"
 
 #include "flash_attention.cuh"
@@ -31,7 +32,7 @@ template <class Mma, class S, int DP>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_forward_kernel(float* o, float* lse, const S* q, const S* k, const S* v, CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(kQueries), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int R = stream_rows<Mma, S, DP>(kQueries, widest_stream(DP)), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   constexpr int kWarpQueries = kBlocks * kWarpRows;
   NF_DYNAMIC_SHARED(unsigned char, smem);
   Op* Qs = reinterpret_cast<Op*>(smem);
@@ -102,7 +103,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int e = 0; e < 4; ++e) {
         const int i = im + acc_row(lane, e), d = acc_col(lane, dt, e);
         const float lr = l[m][e >> 1];
-        if (i < a.Tq && d < a.Dh) o[b * a.lo.batch + i * a.lo.row + h * a.lo.head + d] = lr > 0.0f ? acc[m][dt][e] / lr : 0.0f;
+        if (i < a.Tq && d < a.Dh)
+          o[b * a.lo.batch + i * a.lo.row + h * a.lo.head + d] = lr > 0.0f ? acc[m][dt][e] / lr : 0.0f;
       }
     if (lane % 4 == 0)
 #pragma unroll
@@ -119,8 +121,9 @@ Status launch_forward(float* o, float* lse, const CoreArgs& a, cudaStream_t s) {
   return with_padded_width(a.Dh, [&](auto dp) -> Status {
     constexpr int DP = decltype(dp)::value;
     NF_CUDA_TRY("flash_attention_forward",
-                launch(flash_forward_kernel<Mma, float, DP>, dim3(unsigned(ceil_div(a.Tq, kQueries)), unsigned(a.H), unsigned(a.B)),
-                       dim3(kThreads), kernel_smem<Mma, float, DP>(kQueries), s, o, lse, a.q, a.k, a.v, a, vec));
+                launch(flash_forward_kernel<Mma, float, DP>, dim3(unsigned(ceil_div(a.Tq, kQueries)), unsigned(a.H),
+                       unsigned(a.B)), dim3(kThreads), kernel_smem<Mma, float, DP>(kQueries, widest_stream(DP)), s, o,
+                       lse, a.q, a.k, a.v, a, vec));
     return Status::Ok();
   });
 }
@@ -128,7 +131,8 @@ Status launch_forward(float* o, float* lse, const CoreArgs& a, cudaStream_t s) {
 }  // namespace
 
 Status flash_attention_forward(float* o, float* lse, const CoreArgs& a, ops::Precision precision, cudaStream_t s) {
-  return precision == ops::Precision::bf16 ? launch_forward<Bf16Mma>(o, lse, a, s) : launch_forward<Tf32Mma>(o, lse, a, s);
+  return precision == ops::Precision::bf16 ? launch_forward<Bf16Mma>(o, lse, a, s)
+                                           : launch_forward<Tf32Mma>(o, lse, a, s);
 }
 
 }  // namespace nf::cuda
