@@ -8,13 +8,17 @@
  * mask is the same Philox stream at every precision) at head width 64, and cross-attention with an
  * attention mask at head width 40 (padded to 64 by the kernels), both at an odd length. Without
  * NF_CUBLASLT_PATH the projections run on the backend's own fp32 GEMM kernel, so the errors are the
- * core's. Also: the reduced precisions really differ from fp32 (the tensor-core path ran).
+ * core's. Also: the reduced precisions really differ from fp32 (the tensor-core path ran); and the GPU
+ * attention benchmark (native/cuda/bench/attention_bench.cu) builds over the emulator and runs its
+ * --tiny shapes, printing the JSON lines bench/gpu/attention_table.py reads (its timings mean nothing).
  */
+import path from 'node:path';
+
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { MultiHeadAttention, Tensor, type Precision } from '../lib/index';
 import { randn32, relErr, rng } from './helpers';
-import { emulatorSkipReason, useEmulator } from './support/cuda_emu_build';
+import { emuBuildDir, emulatorSkipReason, run, useEmulator } from './support/cuda_emu_build';
 
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the attention precision emulator tests: ${reason}`);
@@ -75,4 +79,18 @@ describe.skipIf(reason !== null)("MultiHeadAttention at 'bf16' and 'tf32' on 'cu
         for (const [k, e] of Object.entries(errors)) if (k !== 'out') expect(e, `${precision} ${k}`).toBeLessThan(tol.bwd);
       }
     }, 600_000);
+
+  it('nf_cuda_emu_attention_bench --tiny prints one JSON line per precision, shape and pass', async () => {
+    const build = await run('cmake', ['--build', emuBuildDir, '--target', 'nf_cuda_emu_attention_bench', '-j', '2']);
+    expect(build.ok, build.out).toBe(true);
+    const bench = await run(path.join(emuBuildDir, 'nf_cuda_emu_attention_bench'), ['--tiny']);
+    expect(bench.ok, bench.out).toBe(true);
+    const rows = bench.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(rows).toHaveLength(3 * 2 * 2);  // bf16, tf32, fp32 x causal or not x fwd, bwd
+    for (const r of rows) {
+      expect(r).toMatchObject({ impl: 'nodeformer', device: 'SIMT emulator', B: 1, H: 1, T: 65, Dh: 64 });
+      expect(r.ms).toBeGreaterThan(0);
+    }
+    expect(new Set(rows.map((r) => `${r.precision} ${r.causal} ${r.pass}`)).size).toBe(12);
+  }, 600_000);
 });

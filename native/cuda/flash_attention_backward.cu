@@ -39,6 +39,23 @@ __device__ __forceinline__ float lse2(const float* lse, int64_t row0, int i, int
   return L == -INFINITY ? INFINITY : L * kLog2e;
 }
 
+// A backward CTA's shared memory: two stationary [64][DP] operand tiles, rows [t0, t0 + 64) of the
+// head views x and y (K and V, or Q and dO), loaded at construction, then the stream of the other two.
+template <class Mma, class S, int R, int DP>
+struct BackwardTiles {
+  using Op = typename Mma::Op;
+  Op* x;
+  Op* y;
+  PairStream<Mma, S, R, DP> stream;
+  __device__ BackwardTiles(unsigned char* smem, const S* xh, int64_t rx, const S* yh, int64_t ry, int t0, int T, int Dh)
+      : x(reinterpret_cast<Op*>(smem)),
+        y(x + kBlockRows * ld_of<Op, DP>()),
+        stream(smem + 2 * tile_bytes<Op, DP>(kBlockRows)) {
+    load_rows<kBlockRows, DP>(x, xh, rx, t0, T, Dh);
+    load_rows<kBlockRows, DP>(y, yh, ry, t0, T, Dh);
+  }
+};
+
 // dK/dV's widest stream: its two 16 x DP accumulators take DP registers, so at DP 128 the S and dP
 // tiles get 16 rows (32 spilled on sm_90).
 __host__ __device__ constexpr int dkdv_widest(int DP) { return DP > 96 ? 16 : widest_stream(DP); }
@@ -51,16 +68,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, dkdv_widest(DP));
   constexpr int N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   NF_DYNAMIC_SHARED(unsigned char, smem);
-  Op* Ks = reinterpret_cast<Op*>(smem);
-  Op* Vs = Ks + kBlockRows * ld;
-  PairStream<Mma, S, R, DP> qdo(smem + 2 * tile_bytes<Op, DP>(kBlockRows));
   const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
   const int64_t b = blockIdx.z, h = blockIdx.y, row0 = (b * a.H + h) * a.Tq;
   const int j0 = int(blockIdx.x) * kBlockRows, jw = j0 + warp * kWarpRows;
+  BackwardTiles<Mma, S, R, DP> kv(smem, head_rows(k, a.lk, b, h), a.lk.row, head_rows(v, a.lv, b, h), a.lv.row, j0,
+                                  a.Tk, a.Dh);
+  PairStream<Mma, S, R, DP>& qdo = kv.stream;
   const S* qh = head_rows(q, a.lq, b, h);
   const S* gh = head_rows(dout, a.lo, b, h);
-  load_rows<kBlockRows, DP>(Ks, head_rows(k, a.lk, b, h), a.lk.row, j0, a.Tk, a.Dh);
-  load_rows<kBlockRows, DP>(Vs, head_rows(v, a.lv, b, h), a.lv.row, j0, a.Tk, a.Dh);
   const int i_start = a.causal ? j0 : 0;  // earlier queries see none of these keys
   if (i_start < a.Tq) qdo.issue(0, qh, a.lq.row, gh, a.lo.row, i_start, a.Tq, a.Dh, vec);
 
@@ -70,8 +85,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     qdo.land(n);
     if (i0 + R < a.Tq) qdo.issue(n + 1, qh, a.lq.row, gh, a.lo.row, i0 + R, a.Tq, a.Dh, vec);
     float s[1][N][4] = {}, dp[1][N][4] = {};  // Sᵀ, dPᵀ: the warp's 16 keys x R queries
-    mma_abt<Mma, 1, R, DP>(s, Ks + warp * kWarpRows * ld, qdo.tile(n, 0), lane);
-    mma_abt<Mma, 1, R, DP>(dp, Vs + warp * kWarpRows * ld, qdo.tile(n, 1), lane);
+    mma_abt<Mma, 1, R, DP>(s, kv.x + warp * kWarpRows * ld, qdo.tile(n, 0), lane);
+    mma_abt<Mma, 1, R, DP>(dp, kv.y + warp * kWarpRows * ld, qdo.tile(n, 1), lane);
     const bool check = tile_check(a, i0, i0 + R, jw, jw + kWarpRows);
 #pragma unroll
     for (int t = 0; t < N; ++t)
@@ -108,16 +123,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, widest_stream(DP));
   constexpr int N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   NF_DYNAMIC_SHARED(unsigned char, smem);
-  Op* Qs = reinterpret_cast<Op*>(smem);
-  Op* dOs = Qs + kBlockRows * ld;
-  PairStream<Mma, S, R, DP> kv(smem + 2 * tile_bytes<Op, DP>(kBlockRows));
   const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
   const int64_t b = blockIdx.z, h = blockIdx.y, row0 = (b * a.H + h) * a.Tq;
   const int i0 = int(blockIdx.x) * kBlockRows, iw = i0 + warp * kWarpRows;
+  BackwardTiles<Mma, S, R, DP> qdo(smem, head_rows(q, a.lq, b, h), a.lq.row, head_rows(dout, a.lo, b, h), a.lo.row, i0,
+                                   a.Tq, a.Dh);
+  PairStream<Mma, S, R, DP>& kv = qdo.stream;
   const S* kh = head_rows(k, a.lk, b, h);
   const S* vh = head_rows(v, a.lv, b, h);
-  load_rows<kBlockRows, DP>(Qs, head_rows(q, a.lq, b, h), a.lq.row, i0, a.Tq, a.Dh);
-  load_rows<kBlockRows, DP>(dOs, head_rows(dout, a.lo, b, h), a.lo.row, i0, a.Tq, a.Dh);
   const int key_end = a.causal && i0 + kBlockRows < a.Tk ? i0 + kBlockRows : a.Tk;
   if (key_end > 0) kv.issue(0, kh, a.lk.row, vh, a.lv.row, 0, a.Tk, a.Dh, vec);
 
@@ -133,8 +146,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     kv.land(n);
     if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
     float s[1][N][4] = {}, dp[1][N][4] = {};
-    mma_abt<Mma, 1, R, DP>(s, Qs + warp * kWarpRows * ld, kv.tile(n, 0), lane);
-    mma_abt<Mma, 1, R, DP>(dp, dOs + warp * kWarpRows * ld, kv.tile(n, 1), lane);
+    mma_abt<Mma, 1, R, DP>(s, qdo.x + warp * kWarpRows * ld, kv.tile(n, 0), lane);
+    mma_abt<Mma, 1, R, DP>(dp, qdo.y + warp * kWarpRows * ld, kv.tile(n, 1), lane);
     const bool check = tile_check(a, iw, iw + kWarpRows, j0, j0 + R);
 #pragma unroll
     for (int t = 0; t < N; ++t)
