@@ -4,11 +4,10 @@
 // A CTA has 4 warps and owns rows of one (b, h): its "stationary" tiles, staged in shared memory once
 // (the forward: 128 queries, 32 per warp as two 16-row mma blocks; the backward: 64 keys (dK/dV) or
 // 64 queries (dQ), 16 per warp, whose two fp32 16 x DP accumulators per warp leave no registers for
-// a second block). The other side
-// streams past in tiles of R rows (R = 64, or 32 / 16 where the head is wide: stream_rows), two
-// matrices at a time (K and V, or Q and dO): a PairStream, double-buffered with cp.async. Every
-// product is a warp's 16 rows against a tile:
-//   mma_abt: s (16 x R per block, fp32 registers) += A Bᵀ  over the head width (S = Q Kᵀ, dP = dO Vᵀ, ...)
+// a second block). The other side streams past in tiles of R rows (R = 64, or 32 / 16 where the head
+// is wide: stream_rows), two matrices at a time (K and V, or Q and dO): a PairStream, double-buffered
+// with cp.async. Every product is a warp's 16-row block(s) against a tile:
+//   mma_abt: s (16 x R a block, fp32 registers) += A Bᵀ over the head width (S = Q Kᵀ, dP = dO Vᵀ, ...)
 //   mma_pb:  acc (16 x DP) += P B               with P the fp32 registers of an mma_abt (O += P V,
 //                                               dQ += dS K, dV += Pᵀ dO, dK += dSᵀ Q), converted to
 //                                               the operand type in registers (FlashAttention-2's
