@@ -148,7 +148,7 @@ template <class T, class S>
 struct AttentionParams {
   AttentionDims d;
   AttentionMasks m;
-  Precision precision = Precision::fp32;  // the projections' (the core stays fp32, issue 23)
+  Precision precision = Precision::fp32;  // the projections', and on CUDA the core's products too
   const T* memory = nullptr;
   S qkv = nullptr;
   S q = nullptr;
@@ -283,7 +283,7 @@ struct AttentionDecode {
       "attention layer's output for that row, with the scores scaled by `scale` (default 1/√Dh). Exactly one of cache "
       "and kv. qkvWeightPacked, projWeightPacked (optional): the weights prepacked by packWeights.";
   AttentionDecodeDims d;
-  Precision precision = Precision::fp32;  // the projections' (the core stays fp32, issue 23)
+  Precision precision = Precision::fp32;  // the projections' (the one-row core stays fp32)
   T* out = nullptr;
   T* cache = nullptr;
   const T* kv = nullptr;

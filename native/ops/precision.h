@@ -7,8 +7,9 @@
 //   bf16  float32 tensors, the products' inputs rounded to bfloat16 with float32 accumulation
 //         (cuBLASLt CUBLAS_COMPUTE_32F_FAST_16BF). Not implemented on the CPU yet (issue 25): the CPU
 //         kernels reject it (cpu_precision_check).
-// Statistics (LayerNorm, softmax, losses), the optimizer and the attention core (QKᵀ, softmax, PV)
-// stay fp32 whatever the precision.
+// Statistics (LayerNorm, softmax, losses) and the optimizer stay fp32 whatever the precision. The
+// attention core's products (QKᵀ, PV and the backward's) follow it on CUDA (tensor cores) and stay
+// fp32 on the CPU (and in attentionDecode's one-row core).
 #pragma once
 #include <string>
 
