@@ -16,8 +16,7 @@
 # attention.md (when there is one) and errors.log (every step's stderr):
 #   1. nf_cuda_gpu_tests (the CUDA parity suite, CUDA graphs included) with cuBLASLt, then with
 #      NF_CUBLASLT=0 (the own kernels);
-#   2. the attention table, when another part of the tree provides it (bench/gpu/attention_*.sh
-#      and its nf_cuda_attention_bench binary in .gpu/);
+#   2. the attention table (bench/gpu/attention_run.sh with the carried nf_cuda_attention_bench);
 #   3. ours: every row of the plan (seed-cifar B64, seed-stl10 B16, ViT-B/16 B8 and B64 x inference,
 #      training x fp32, tf32, bf16) timed with CUDA graphs on, the logits of each precision against
 #      the CPU's fp32 logits, 300 bf16 training steps against the fp32 loss curve (bench/gpu/harness.ts);
@@ -37,8 +36,7 @@ if [ "${1:-}" = prepare ]; then
   npx esbuild bench/gpu/harness.ts --bundle --platform=node --format=cjs --log-level=warning \
     --external:sharp --external:cli-progress --external:commander --external:onnxruntime-node --outfile=build/gpu_bench.cjs
   extra=(build/gpu_bench.cjs)
-  # (The attention benchmark's binary, where the tree has that target.)
-  cmake --build build/cuda --target nf_cuda_attention_bench -j 2 > /dev/null 2>&1 && extra+=(build/cuda/nf_cuda_attention_bench)
+  extra+=(build/cuda/nf_cuda_attention_bench)  # built by npm run build:cuda
   ../shared/gpu/bundle.sh ../shared/gpu/unpack.sh build/cuda/nf_cuda_gpu_tests "${extra[@]}"
   exit 0
 fi
@@ -68,10 +66,12 @@ else
   NF_CUBLASLT=0 timeout 90 "$here/.gpu/nf_cuda_gpu_tests" >> "$OUT/tests.log" 2>&1; t2=$?
 fi
 
-# The attention table (written by the flash-attention work; called only when it is there).
-for a in "$here"/bench/gpu/attention_*.sh; do
-  [ -f "$a" ] && timeout 60 bash "$a" > "$OUT/attention.md" 2>> "$OUT/errors.log"
-done
+# The attention table (issue 23): ours against PyTorch's SDPA on the card, with the carried binary
+# (the parity suite above already ran the attention tests). Not in the dry run: there is no card.
+if [ $dry = 0 ] && [ -x "$here/.gpu/nf_cuda_attention_bench" ]; then
+  NF_ATTENTION_BENCH="$here/.gpu/nf_cuda_attention_bench" timeout 90 bash "$here/bench/gpu/attention_run.sh" \
+    > "$OUT/attention.md" 2>> "$OUT/errors.log"
+fi
 
 # The Node side (bench/gpu/harness.ts): from the checkout through tsx here, from the package there.
 harness() { (cd "$hdir" && timeout "$1" "${hcmd[@]}" "${@:2}"); }
