@@ -38,6 +38,19 @@ Isa probe() {
   return Isa::scalar;
 }
 
+}  // namespace
+
+bool cpu_has_avx512_vnni() {
+#ifdef NF_X86
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
+#else
+  return false;
+#endif
+}
+
+namespace {
+
 // The best usable variant no higher than `cap` (scalar always is).
 Isa best_usable(Isa cap) {
   for (int i = static_cast<int>(cap); i > static_cast<int>(Isa::scalar); --i)

@@ -19,6 +19,9 @@ const char* isa_name(Isa isa);
 bool parse_isa(const std::string& name, Isa* out);
 
 Isa detected_isa();  // the best variant this CPU and OS can run
+// Whether CPUID reports AVX-512 VNNI (vpdpbusd; the int8 kernels' own variant, native/cpu/gemm_int8.cpp,
+// which runs where this holds and the avx512 variant is usable).
+bool cpu_has_avx512_vnni();
 Isa active_isa();    // the variant kernels dispatch to now
 Status set_active_isa(Isa isa);  // refuses a variant the CPU lacks or the self-check rejected
 

@@ -1,0 +1,280 @@
+// The int8 product of precision 'int8' (gemm_int8.h has the math): dynamic quantization as
+// onnxruntime's and PyTorch's quantize_dynamic, int32 sums, dequantize + bias + activation fused.
+//   Activations: per row m, asymmetric u8 as onnxruntime's DynamicQuantizeLinear computes it for a
+//   whole tensor: lo = min(0, min_k x), hi = max(0, max_k x), a_m = (hi − lo) / 255 (1 when hi = lo),
+//   z_m = round(−lo / a_m), xq = clamp(round(x / a_m) + z_m, 0, 255). Asymmetric u8 because the
+//   int8 dot-product instruction, vpdpbusd, multiplies u8 by s8, and because it spends all 256 levels
+//   on the row's range (a GELU output lies mostly above 0); the zero point costs one correction per
+//   output, −z_m · Σ_k q[n, k] (the column sums are stored with the weights: oneDNN's and
+//   onnxruntime's compensation term). Weights: symmetric int8 per output channel (native/ops/packed.h).
+//   Saturation: vpdpbusd adds its four u8 × s8 products into the int32 lane exactly (its saturating
+//   form vpdpbusds is not used, and |Σ| ≤ 255 · 127 · K < 2³¹ for K ≤ kMaxInt8K). The AVX2 path does
+//   not use vpmaddubsw, whose int16 pair sums saturate for u8 × s8 (2 · 255 · 127 > 32767, the flaw
+//   onnxruntime documents for its AVX2 u8s8 kernels): it widens both operands to int16 and uses
+//   vpmaddwd (int32 pair sums, exact). So every variant computes the same int32 sums; only the float
+//   epilogue's rounding (FMA contraction) may differ.
+// Layout: xq [Mp, K4] u8 row-major (Mp = M rounded up to 12 rows, zero rows and columns past M, K),
+// row scales a [Mp] and zero points z [Mp] in the calling thread's gemm_pack scratch; the weights'
+// 32-column panels [K4 / 4][32][4] (the int8 packing). Tiles, per variant:
+//   avx512_vnni (this file's NF_ISA 2 pass, its own namespace, run only where CPUID reports
+//     AVX-512 VNNI): 12 rows x 32 columns, 24 zmm int32 accumulators, one vpdpbusd per row and
+//     16 columns per 4 k, the row's 4 bytes broadcast.
+//   avx2 (also the avx512 variant's on a CPU without VNNI): 6 x 8, each row's 4 bytes and the
+//     panel's 8 x 4 bytes widened to int16, vpmaddwd into pair sums, added pairwise at the end.
+//   scalar: 4 x 8, int32 arithmetic.
+// Threads: the row blocks (rows · K4 about 192 KiB, in L2) times the 32-column panels, panel fastest,
+// in two contiguous chunks per thread; a panel (K4 · 32 bytes) serves every row tile of its block.
+// Dimension key: M rows, N output features, K input features, K4 = 4·⌈K / 4⌉.
+#include "gemm_int8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "gemm.h"
+#include "../core/allocator.h"
+#include "../core/threadpool.h"
+#include "../ops/packed.h"
+#include "isa.h"
+
+#if NF_ISA == 2
+#define NF_INT8_NS avx512_vnni
+#if NF_X86
+#pragma GCC target("avx512vnni")
+#endif
+#else
+#define NF_INT8_NS NF_ISA_NS
+#endif
+
+namespace nf::cpu::NF_INT8_NS {
+#include "simd.h"
+#include "activation_inl.h"
+
+namespace {
+
+#if NF_ISA == 2 && NF_X86
+constexpr int MR = 12, NT = 32;
+// out[r][n] = Σ_k xq[r, k] q[k, n] for the MR rows at xq (K4 apart) and the NT columns at qp.
+inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
+  __m512i acc[MR][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes) {
+    const __m512i b0 = _mm512_loadu_si512(qp), b1 = _mm512_loadu_si512(qp + 64);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      int32_t word;
+      std::memcpy(&word, xq + r * K4 + k, sizeof word);
+      const __m512i a = _mm512_set1_epi32(word);
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) {
+    _mm512_storeu_si512(out + r * NT, acc[r][0]);
+    _mm512_storeu_si512(out + r * NT + 16, acc[r][1]);
+  }
+}
+#elif NF_ISA == 1 && NF_X86
+constexpr int MR = 6, NT = 8;
+inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
+  __m256i lo[MR], hi[MR];  // pair sums: lo holds columns 0-3, hi 4-7, two lanes per column
+  for (int r = 0; r < MR; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
+  for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes) {
+    const __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qp)));
+    const __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qp + 16)));
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      int32_t word;
+      std::memcpy(&word, xq + r * K4 + k, sizeof word);
+      const __m256i a = _mm256_cvtepu8_epi16(_mm_set1_epi32(word));  // the 4 bytes as int16, 4 times
+      lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(a, b0));
+      hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(a, b1));
+    }
+  }
+  for (int r = 0; r < MR; ++r) {  // hadd gives columns 0 1 4 5 | 2 3 6 7: put the 64-bit pairs in order
+    const __m256i s = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * NT), s);
+  }
+}
+#else
+constexpr int MR = 4, NT = 8;
+inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
+  int32_t acc[MR][NT] = {};
+  for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes)
+    for (int r = 0; r < MR; ++r)
+      for (int n = 0; n < NT; ++n)
+        for (int j = 0; j < 4; ++j) acc[r][n] += int32_t(xq[r * K4 + k + j]) * int32_t(qp[n * 4 + j]);
+  std::memcpy(out, acc, sizeof acc);
+}
+#endif
+
+// Rows [m, m + mr) and columns [n0, n0 + nr) of y from the tile's int32 sums: dequantize, bias,
+// preact, activation.
+void epilogue(const Int8Call& c, const int32_t* acc, int64_t m, int64_t n0, int mr, int nr) {
+  const float* s = c.w.scale + n0;
+  const int32_t* colsum = c.w.colsum + n0;
+  for (int r = 0; r < mr; ++r) {
+    const int64_t row = m + r;
+    float* y = c.y + row * c.ldc + n0;
+    const float a = c.a[row];
+    const int32_t z = c.z[row];
+    const int32_t* t = acc + r * NT;
+    for (int n = 0; n < nr; ++n) y[n] = static_cast<float>(t[n] - z * colsum[n]) * (a * s[n]);
+    if (c.b)
+      for (int n = 0; n < nr; ++n) y[n] += c.b[n0 + n];
+    if (c.preact) std::memcpy(c.preact + row * c.ldc + n0, y, sizeof(float) * nr);
+    if (c.act != Act::none) act_forward_n(y, y, nr, c.act);
+  }
+}
+
+}  // namespace
+
+void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  const int64_t K4 = c.w.K4;
+  alignas(64) int32_t acc[MR * NT];
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t j = 32 * p; j < std::min(c.N, 32 * (p + 1)); j += NT) {
+      const int8_t* qp = c.w.q + p * K4 * 32 + (j - 32 * p) * 4;
+      const int nr = static_cast<int>(std::min<int64_t>(NT, c.N - j));
+      for (int64_t m = m0; m < m1; m += MR) {
+        dot_tile(c.xq + m * K4, K4, qp, acc);
+        epilogue(c, acc, m, j, static_cast<int>(std::min<int64_t>(MR, m1 - m)), nr);
+      }
+    }
+}
+
+}  // namespace nf::cpu::NF_INT8_NS
+
+#ifdef NF_ISA_PRIMARY
+namespace nf::cpu {
+
+namespace {
+
+constexpr int64_t kRowPad = 12;              // every variant's MR divides it
+constexpr int64_t kRowBlockBytes = 192 << 10;  // xq rows of one row block
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// round(v) to nearest, ties to even, for |v| < 2²²: exact in float arithmetic (no rounding mode
+// instruction needed on the baseline target).
+inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
+
+// Row x [K] → xq [K4] (zeros past K), its scale and zero point (see the header of this file).
+void quantize_row(const float* x, int64_t K, int64_t K4, uint8_t* xq, float* scale, int32_t* zero) {
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t k = 0; k < K; ++k) {
+    lo = std::min(lo, x[k]);
+    hi = std::max(hi, x[k]);
+  }
+  const float a = hi > lo ? (hi - lo) / 255.0f : 1.0f, inv = 1.0f / a;
+  const float z = std::clamp(round_even(-lo * inv), 0.0f, 255.0f);
+  for (int64_t k = 0; k < K; ++k) xq[k] = static_cast<uint8_t>(std::clamp(round_even(x[k] * inv) + z, 0.0f, 255.0f));
+  std::memset(xq + K, 0, K4 - K);
+  *scale = a;
+  *zero = static_cast<int32_t>(z);
+}
+
+}  // namespace
+
+bool int8_vnni() {
+  static const bool vnni = cpu_has_avx512_vnni() && isa_usable(Isa::avx512);
+  return vnni;
+}
+
+Int8Weights int8_weights(const float* packed, int64_t N, int64_t K) {
+  const int64_t Np = ops::packed_width(N);
+  const float* body = packed + ops::kPackedHeader;
+  return {body, reinterpret_cast<const int32_t*>(body + Np), reinterpret_cast<const int8_t*>(body + 2 * Np),
+          (K + 3) / 4 * 4};
+}
+
+void quantize_weights(float* packed, const float* W, int64_t N, int64_t K) {
+  const int32_t words[] = {ops::kPackedInt8Magic, -1, 32, static_cast<int32_t>((K + 3) / 4 * 4),
+                           static_cast<int32_t>(N), static_cast<int32_t>(K)};
+  std::memset(packed, 0, sizeof(float) * ops::kPackedHeader);
+  std::memcpy(packed, words, sizeof words);
+  const Int8Weights w = int8_weights(packed, N, K);
+  const int64_t Np = ops::packed_width(N), K4 = w.K4;
+  float* scale = const_cast<float*>(w.scale);
+  int32_t* colsum = const_cast<int32_t*>(w.colsum);
+  int8_t* q = const_cast<int8_t*>(w.q);
+  parallel_for(Np / 32, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      int8_t* panel = q + p * K4 * 32;
+      std::memset(panel, 0, K4 * 32);
+      for (int64_t n = 32 * p; n < 32 * (p + 1); ++n) {
+        if (n >= N) {
+          scale[n] = 0.0f;
+          colsum[n] = 0;
+          continue;
+        }
+        const float* row = W + n * K;
+        float m = 0.0f;
+        for (int64_t k = 0; k < K; ++k) m = std::max(m, std::abs(row[k]));
+        const float s = m > 0.0f ? m / 127.0f : 1.0f;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const int8_t v = static_cast<int8_t>(std::clamp(round_even(row[k] / s), -127.0f, 127.0f));
+          panel[k / 4 * kInt8GroupBytes + (n % 32) * 4 + k % 4] = v;
+          sum += v;
+        }
+        scale[n] = s;
+        colsum[n] = sum;
+      }
+    }
+  });
+}
+
+bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W, const Int8Weights& given,
+               const float* b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc, ops::Act act) {
+  if (M == 0 || N == 0) return true;
+  Int8Weights w = given;
+  float* own = nullptr;  // W quantized for this call
+  if (!w) {
+    own = static_cast<float*>(aligned_alloc64(sizeof(float) * ops::packed_int8_floats(N, K)));
+    if (!own) return false;
+    quantize_weights(own, W, N, K);
+    w = int8_weights(own, N, K);
+  }
+  const int64_t K4 = w.K4, Mp = ceil_div(M, kRowPad) * kRowPad;
+  auto* buffer = static_cast<float*>(thread_scratch(ScratchSlot::gemm_pack, sizeof(float) * 2 * Mp + Mp * K4));
+  if (!buffer) {
+    aligned_free(own);
+    return false;
+  }
+  float* scale = buffer;
+  int32_t* zero = reinterpret_cast<int32_t*>(buffer + Mp);
+  uint8_t* xq = reinterpret_cast<uint8_t*>(buffer + 2 * Mp);
+  parallel_for(Mp, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      if (r < M) {
+        quantize_row(x + r * lda, K, K4, xq + r * K4, scale + r, zero + r);
+      } else {
+        std::memset(xq + r * K4, 0, K4);
+        scale[r] = 0.0f;
+        zero[r] = 0;
+      }
+    }
+  });
+  const Int8Call c{xq, scale, zero, w, b, y, preact, M, N, ldc, act};
+  const int64_t mc = std::max<int64_t>(kRowPad, kRowBlockBytes / K4 / kRowPad * kRowPad);
+  const int64_t blocks = ceil_div(M, mc), panels = ceil_div(N, 32), tasks = blocks * panels;
+  const bool vnni = isa == Isa::avx512 && int8_vnni();
+  parallel_for(tasks, ceil_div(tasks, 2 * num_threads()), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1;) {  // the panels of one row block at a time
+      const int64_t ic = t / panels, p0 = t % panels, p1 = std::min(panels, p0 + (t1 - t));
+      const int64_t m0 = ic * mc, m1 = std::min(M, m0 + mc);
+      if (vnni) avx512_vnni::int8_tiles(c, m0, m1, p0, p1);
+      else if (isa != Isa::scalar) avx2::int8_tiles(c, m0, m1, p0, p1);
+      else scalar::int8_tiles(c, m0, m1, p0, p1);
+      t += p1 - p0;
+    }
+  });
+  aligned_free(own);
+  return true;
+}
+
+}  // namespace nf::cpu
+#endif
