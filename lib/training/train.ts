@@ -92,6 +92,7 @@ export function trainStep<M extends Module>(
   model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
 ): number {
   optimizer.lane.checkIdle('trainStep (its optimizer)');
+  model.checkTrainable('trainStep');
   return model.runOps('trainStep', trainStepOps(model, optimizer, inputs, targets, options));
 }
 
@@ -105,5 +106,10 @@ export function trainStep<M extends Module>(
 export function trainStepAsync<M extends Module>(
   model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
 ): Promise<number> {
+  try {
+    model.checkTrainable('trainStepAsync');
+  } catch (e) {
+    return Promise.reject(e);
+  }
   return model.enqueueOps(() => trainStepOps(model, optimizer, inputs, targets, options), optimizer.lane);
 }
