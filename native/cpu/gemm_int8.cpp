@@ -179,7 +179,7 @@ void quantize_row(const float* x, int64_t K, int64_t K4, uint8_t* xq, float* sca
 }  // namespace
 
 bool int8_vnni() {
-  static const bool vnni = cpu_has_avx512_vnni() && isa_usable(Isa::avx512);
+  static const bool vnni = cpu_has_avx512_vnni();
   return vnni;
 }
 

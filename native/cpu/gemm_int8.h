@@ -48,7 +48,8 @@ Int8Weights int8_weights(const float* packed, int64_t N, int64_t K);
 bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W, const Int8Weights& w,
                const float* b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc, ops::Act act);
 
-// Whether the CPU runs the VNNI kernels (AVX-512 VNNI and the avx512 variant usable).
+// Whether the avx512 variant runs the VNNI kernels: CPUID reports AVX-512 VNNI (the caller's
+// variant being avx512, the CPU and OS run AVX-512 already).
 bool int8_vnni();
 
 // The per-variant tile loops (gemm_int8.cpp): xq [Mp, K4] u8 rows (Mp a multiple of every MR) with

@@ -44,10 +44,9 @@ inline Status cpu_precision_check(const char* op, Precision p) {
 // 'int8' is dynamic quantization for inference: what an op that computes gradients (or the general
 // gemm op, or a device without int8 kernels) runs first; `what` says what the op is.
 inline Status int8_inference_check(const char* op, Precision p, const char* what) {
-  NF_CHECK(p != Precision::int8, op,
-           std::string("precision 'int8' is CPU inference only (the forward of Linear-style products), not ") + what +
-               ": use 'fp32' (or 'bf16') for training");
-  return Status::Ok();
+  if (p != Precision::int8) return Status::Ok();
+  return Status::InvalidArg(op, std::string("precision 'int8' is CPU inference only (the forward of Linear-style products), not ") +
+                                    what + ": use 'fp32' (or 'bf16') for training");
 }
 
 }  // namespace nf::ops
