@@ -110,26 +110,76 @@ inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* o
 }
 #endif
 
-// Rows [m, m + mr) and columns [n0, n0 + nr) of y from the tile's int32 sums: dequantize, bias,
-// preact, activation.
+// The first n ≤ W lanes of q (integers in [0, 255]) as bytes at p.
+inline void store_u8(uint8_t* p, vf q, int n) {
+#if NF_ISA == 2 && NF_X86
+  const __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q));
+  if (n == W) _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
+  else _mm_mask_storeu_epi8(p, tail_mask(n), b);
+#elif NF_ISA == 1 && NF_X86
+  const __m256i i = _mm256_cvtps_epi32(q);
+  const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+  alignas(16) uint8_t b[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(b), _mm_packus_epi16(w, w));
+  std::memcpy(p, b, n);
+#else
+  (void)n;
+  *p = static_cast<uint8_t>(q);
+#endif
+}
+
+// Rows [m, m + mr) and columns [n0, n0 + nr) of y from the tile's int32 sums, in one pass per row:
+// dequantize (exact int32 correction, then one float product), bias, preact, activation, store.
 void epilogue(const Int8Call& c, const int32_t* acc, int64_t m, int64_t n0, int mr, int nr) {
   const float* s = c.w.scale + n0;
   const int32_t* colsum = c.w.colsum + n0;
+  alignas(64) float t[NT];
   for (int r = 0; r < mr; ++r) {
     const int64_t row = m + r;
-    float* y = c.y + row * c.ldc + n0;
     const float a = c.a[row];
     const int32_t z = c.z[row];
-    const int32_t* t = acc + r * NT;
-    for (int n = 0; n < nr; ++n) y[n] = static_cast<float>(t[n] - z * colsum[n]) * (a * s[n]);
-    if (c.b)
-      for (int n = 0; n < nr; ++n) y[n] += c.b[n0 + n];
-    if (c.preact) std::memcpy(c.preact + row * c.ldc + n0, y, sizeof(float) * nr);
-    if (c.act != Act::none) act_forward_n(y, y, nr, c.act);
+    const int32_t* sums = acc + r * NT;
+    for (int n = 0; n < NT; ++n) t[n] = static_cast<float>(sums[n] - z * colsum[n]) * (a * s[n]);
+    float* y = c.y + row * c.ldc + n0;
+    float* pre = c.preact ? c.preact + row * c.ldc + n0 : nullptr;
+    for (int n = 0; n < nr; n += W) {
+      const int k = std::min(W, nr - n);
+      vf x = vload(t + n);
+      if (c.b) x = vadd(x, k == W ? vload(c.b + n0 + n) : vload_n(c.b + n0 + n, k));
+      if (pre) k == W ? vstore(pre + n, x) : vstore_n(pre + n, x, k);
+      x = act_forward(x, c.act);
+      k == W ? vstore(y + n, x) : vstore_n(y + n, x, k);
+    }
   }
 }
 
 }  // namespace
+
+void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, uint8_t* xq, float* scale,
+                   int32_t* zero) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* row = x + r * lda;
+    uint8_t* q = xq + r * K4;
+    vf lo = vzero(), hi = vzero();  // (the zero-filled tail lanes change neither: 0 is in the range)
+    for (int64_t k = 0; k < K; k += W) {
+      const vf v = K - k >= W ? vload(row + k) : vload_n(row + k, static_cast<int>(K - k));
+      lo = vmin(lo, v);
+      hi = vmax(hi, v);
+    }
+    const float l = -vhmax(vsub(vzero(), lo)), h = vhmax(hi);
+    const float a = h > l ? (h - l) / 255.0f : 1.0f, inv = 1.0f / a;
+    const float zf = std::clamp(std::nearbyint(-l * inv), 0.0f, 255.0f);
+    const vf vinv = vset1(inv), vz = vset1(zf), v255 = vset1(255.0f);
+    for (int64_t k = 0; k < K; k += W) {
+      const int n = static_cast<int>(std::min<int64_t>(W, K - k));
+      const vf v = n == W ? vload(row + k) : vload_n(row + k, n);
+      store_u8(q + k, vmax(vmin(vadd(vround(vmul(v, vinv)), vz), v255), vzero()), n);
+    }
+    std::memset(q + K, 0, K4 - K);
+    scale[r] = a;
+    zero[r] = static_cast<int32_t>(zf);
+  }
+}
 
 void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
   const int64_t K4 = c.w.K4;
@@ -139,8 +189,13 @@ void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p
       const int8_t* qp = c.w.q + p * K4 * 32 + (j - 32 * p) * 4;
       const int nr = static_cast<int>(std::min<int64_t>(NT, c.N - j));
       for (int64_t m = m0; m < m1; m += MR) {
+        const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+        for (int r = 0; r < mr; ++r) {  // the tile of y, on its way to L1 while the k loop runs
+          __builtin_prefetch(c.y + (m + r) * c.ldc + j, 1);
+          __builtin_prefetch(c.y + (m + r) * c.ldc + j + nr - 1, 1);
+        }
         dot_tile(c.xq + m * K4, K4, qp, acc);
-        epilogue(c, acc, m, j, static_cast<int>(std::min<int64_t>(MR, m1 - m)), nr);
+        epilogue(c, acc, m, j, mr, nr);
       }
     }
 }
@@ -156,25 +211,6 @@ constexpr int64_t kRowPad = 12;              // every variant's MR divides it
 constexpr int64_t kRowBlockBytes = 192 << 10;  // xq rows of one row block
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// round(v) to nearest, ties to even, for |v| < 2²²: exact in float arithmetic (no rounding mode
-// instruction needed on the baseline target).
-inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
-
-// Row x [K] → xq [K4] (zeros past K), its scale and zero point (see the header of this file).
-void quantize_row(const float* x, int64_t K, int64_t K4, uint8_t* xq, float* scale, int32_t* zero) {
-  float lo = 0.0f, hi = 0.0f;
-  for (int64_t k = 0; k < K; ++k) {
-    lo = std::min(lo, x[k]);
-    hi = std::max(hi, x[k]);
-  }
-  const float a = hi > lo ? (hi - lo) / 255.0f : 1.0f, inv = 1.0f / a;
-  const float z = std::clamp(round_even(-lo * inv), 0.0f, 255.0f);
-  for (int64_t k = 0; k < K; ++k) xq[k] = static_cast<uint8_t>(std::clamp(round_even(x[k] * inv) + z, 0.0f, 255.0f));
-  std::memset(xq + K, 0, K4 - K);
-  *scale = a;
-  *zero = static_cast<int32_t>(z);
-}
 
 }  // namespace
 
@@ -216,7 +252,7 @@ void quantize_weights(float* packed, const float* W, int64_t N, int64_t K) {
         const float s = m > 0.0f ? m / 127.0f : 1.0f;
         int32_t sum = 0;
         for (int64_t k = 0; k < K; ++k) {
-          const int8_t v = static_cast<int8_t>(std::clamp(round_even(row[k] / s), -127.0f, 127.0f));
+          const int8_t v = static_cast<int8_t>(std::clamp(std::nearbyint(row[k] / s), -127.0f, 127.0f));
           panel[k / 4 * kInt8GroupBytes + (n % 32) * 4 + k % 4] = v;
           sum += v;
         }
@@ -247,21 +283,21 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
   float* scale = buffer;
   int32_t* zero = reinterpret_cast<int32_t*>(buffer + Mp);
   uint8_t* xq = reinterpret_cast<uint8_t*>(buffer + 2 * Mp);
+  const bool vnni = isa == Isa::avx512 && int8_vnni();
   parallel_for(Mp, 16, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      if (r < M) {
-        quantize_row(x + r * lda, K, K4, xq + r * K4, scale + r, zero + r);
-      } else {
-        std::memset(xq + r * K4, 0, K4);
-        scale[r] = 0.0f;
-        zero[r] = 0;
-      }
+    const int64_t e = std::min(r1, M);
+    if (vnni) avx512_vnni::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+    else if (isa != Isa::scalar) avx2::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+    else scalar::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+    for (int64_t r = std::max(r0, M); r < r1; ++r) {  // the padding rows: zeros
+      std::memset(xq + r * K4, 0, K4);
+      scale[r] = 0.0f;
+      zero[r] = 0;
     }
   });
   const Int8Call c{xq, scale, zero, w, b, y, preact, M, N, ldc, act};
   const int64_t mc = std::max<int64_t>(kRowPad, kRowBlockBytes / K4 / kRowPad * kRowPad);
   const int64_t blocks = ceil_div(M, mc), panels = ceil_div(N, 32), tasks = blocks * panels;
-  const bool vnni = isa == Isa::avx512 && int8_vnni();
   parallel_for(tasks, ceil_div(tasks, 2 * num_threads()), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1;) {  // the panels of one row block at a time
       const int64_t ic = t / panels, p0 = t % panels, p1 = std::min(panels, p0 + (t1 - t));

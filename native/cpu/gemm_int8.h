@@ -65,8 +65,14 @@ struct Int8Call {
   int64_t M, N, ldc;
   ops::Act act;
 };
-namespace scalar { void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1); }
-namespace avx2 { void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1); }
-namespace avx512_vnni { void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1); }
+// And the per-variant activation quantization: rows [r0, r1) of x (lda apart) into xq, a, z.
+#define NF_INT8_VARIANT                                                                                          \
+  void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1);                            \
+  void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, uint8_t* xq,   \
+                     float* a, int32_t* z);
+namespace scalar { NF_INT8_VARIANT }
+namespace avx2 { NF_INT8_VARIANT }
+namespace avx512_vnni { NF_INT8_VARIANT }
+#undef NF_INT8_VARIANT
 
 }  // namespace nf::cpu
