@@ -83,7 +83,7 @@ describe('precision on the CPU', () => {
     const a = failure(() => new ViTClassifier({ ...small, precision: 'fp16' as Precision }));
     expect(a?.code).toBe('ERR_NF_INVALID_ARG');
     expect(a?.message).toMatch(/config\.precision/);
-    expect(a?.message).toMatch(/'fp32', 'tf32' or 'bf16'/);
+    expect(a?.message).toMatch(/'fp32', 'tf32', 'bf16' or 'int8'/);
     const b = failure(() => new ViTClassifier(small).setPrecision('half' as Precision));
     expect(b?.code).toBe('ERR_NF_INVALID_ARG');
     expect(b?.message).toMatch(/for precision but received/);

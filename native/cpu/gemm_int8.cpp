@@ -30,8 +30,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "gemm.h"
+#include "simd_probe.h"
 #include "../core/allocator.h"
 #include "../core/threadpool.h"
 #include "../ops/packed.h"
@@ -179,6 +182,51 @@ void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r
     scale[r] = a;
     zero[r] = static_cast<int32_t>(zf);
   }
+}
+
+// The lane test's hook (simd_probe.h; test/simd.test.ts holds every variant to the definitions):
+//   int8_dot_tile: arg[0] = K4; a = 12 rows of K4 bytes (u8 values as floats), b = one 32-column
+//     panel (K4 / 4 groups of 32 x 4 bytes, s8 values as floats); out [12][32] = Σ_k a[r][k] q[k][n],
+//     computed tile by tile with this variant's dot_tile.
+//   int8_quantize: arg[0] = rows, arg[1] = K; a = x [rows, K]; out = xq [rows, K4] (as floats), then
+//     the rows' scales, then their zero points.
+void int8_probe(const SimdProbe& p, Status* status) {
+  const std::string fn = p.fn;
+  *status = Status::Ok();
+  if (fn == "int8_dot_tile") {
+    const int64_t K4 = p.arg[0];
+    if (K4 < 4 || K4 % 4 || !p.in[0] || !p.in[1] || p.n < 12 * K4 || p.n < K4 * 32 || p.out_n < 12 * 32) {
+      *status = Status::Error("simd_probe", "int8_dot_tile: needs K4 a positive multiple of 4, a, b of n >= 12 K4 and 32 K4, out of 384");
+      return;
+    }
+    std::vector<uint8_t> xq(12 * K4);
+    std::vector<int8_t> q(K4 * 32);
+    for (int64_t i = 0; i < 12 * K4; ++i) xq[i] = static_cast<uint8_t>(p.in[0][i]);
+    for (int64_t i = 0; i < K4 * 32; ++i) q[i] = static_cast<int8_t>(p.in[1][i]);
+    alignas(64) int32_t acc[MR * NT];
+    for (int64_t m = 0; m < 12; m += MR)
+      for (int64_t j = 0; j < 32; j += NT) {
+        dot_tile(xq.data() + m * K4, K4, q.data() + j * 4, acc);
+        for (int r = 0; r < MR; ++r)
+          for (int n = 0; n < NT; ++n) p.out[(m + r) * 32 + j + n] = static_cast<float>(acc[r * NT + n]);
+      }
+    return;
+  }
+  if (fn == "int8_quantize") {
+    const int64_t rows = p.arg[0], K = p.arg[1], K4 = (K + 3) / 4 * 4;
+    if (rows < 1 || K < 1 || !p.in[0] || p.n < rows * K || p.out_n < rows * (K4 + 2)) {
+      *status = Status::Error("simd_probe", "int8_quantize: needs rows, K >= 1, a of rows K, out of rows (K4 + 2)");
+      return;
+    }
+    std::vector<uint8_t> xq(rows * K4);
+    std::vector<float> a(rows);
+    std::vector<int32_t> z(rows);
+    int8_quantize(p.in[0], K, K, K4, 0, rows, xq.data(), a.data(), z.data());
+    for (int64_t i = 0; i < rows * K4; ++i) p.out[i] = xq[i];
+    for (int64_t r = 0; r < rows; ++r) p.out[rows * K4 + r] = a[r], p.out[rows * (K4 + 1) + r] = static_cast<float>(z[r]);
+    return;
+  }
+  *status = Status::Error("simd_probe", "no helper named '" + fn + "'");
 }
 
 void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {

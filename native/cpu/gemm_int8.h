@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "../core/cpu_features.h"
+#include "../core/status.h"
 #include "../ops/activation.h"
 
 namespace nf::cpu {
@@ -70,9 +71,13 @@ struct Int8Call {
   void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1);                            \
   void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, uint8_t* xq,   \
                      float* a, int32_t* z);
-namespace scalar { NF_INT8_VARIANT }
-namespace avx2 { NF_INT8_VARIANT }
-namespace avx512_vnni { NF_INT8_VARIANT }
+struct SimdProbe;  // (simd_probe.h)
+// And the lane test's hook (simd_probe.cpp, test/simd.test.ts): "int8_dot_tile" and "int8_quantize".
+#define NF_INT8_PROBE void int8_probe(const SimdProbe& p, Status* status);
+namespace scalar { NF_INT8_VARIANT NF_INT8_PROBE }
+namespace avx2 { NF_INT8_VARIANT NF_INT8_PROBE }
+namespace avx512_vnni { NF_INT8_VARIANT NF_INT8_PROBE }
+#undef NF_INT8_PROBE
 #undef NF_INT8_VARIANT
 
 }  // namespace nf::cpu
