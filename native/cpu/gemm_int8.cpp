@@ -331,12 +331,16 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
   float* scale = buffer;
   int32_t* zero = reinterpret_cast<int32_t*>(buffer + Mp);
   uint8_t* xq = reinterpret_cast<uint8_t*>(buffer + 2 * Mp);
-  const bool vnni = isa == Isa::avx512 && int8_vnni();
+  // Which kernels: x86 only has the avx2 and VNNI ones (another architecture's variants run the scalar ones).
+  const bool vnni = NF_X86 && isa == Isa::avx512 && int8_vnni(), widen = NF_X86 && !vnni && isa != Isa::scalar;
   parallel_for(Mp, 16, [&](int64_t r0, int64_t r1) {
     const int64_t e = std::min(r1, M);
+#if NF_X86
     if (vnni) avx512_vnni::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
-    else if (isa != Isa::scalar) avx2::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
-    else scalar::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+    else if (widen) avx2::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+    else
+#endif
+      scalar::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
     for (int64_t r = std::max(r0, M); r < r1; ++r) {  // the padding rows: zeros
       std::memset(xq + r * K4, 0, K4);
       scale[r] = 0.0f;
@@ -350,9 +354,12 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
     for (int64_t t = t0; t < t1;) {  // the panels of one row block at a time
       const int64_t ic = t / panels, p0 = t % panels, p1 = std::min(panels, p0 + (t1 - t));
       const int64_t m0 = ic * mc, m1 = std::min(M, m0 + mc);
+#if NF_X86
       if (vnni) avx512_vnni::int8_tiles(c, m0, m1, p0, p1);
-      else if (isa != Isa::scalar) avx2::int8_tiles(c, m0, m1, p0, p1);
-      else scalar::int8_tiles(c, m0, m1, p0, p1);
+      else if (widen) avx2::int8_tiles(c, m0, m1, p0, p1);
+      else
+#endif
+        scalar::int8_tiles(c, m0, m1, p0, p1);
       t += p1 - p0;
     }
   });

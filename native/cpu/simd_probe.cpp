@@ -222,9 +222,12 @@ Status simd_probe(Isa isa, const SimdProbe& p, int* width) {
   if (std::string(p.fn).rfind("int8_", 0) == 0) {  // the int8 kernels' own (gemm_int8.cpp): avx512 means VNNI
     NF_CHECK(isa != Isa::avx512 || int8_vnni(), "simd_probe",
              "this CPU has no AVX-512 VNNI: its avx512 variant runs the avx2 int8 kernels");
+#if NF_X86
     if (isa == Isa::avx512) avx512_vnni::int8_probe(p, &status);
     else if (isa == Isa::avx2) avx2::int8_probe(p, &status);
-    else scalar::int8_probe(p, &status);
+    else
+#endif
+      scalar::int8_probe(p, &status);
     NF_DISPATCH_TO(isa, simd_width, width);
     return status;
   }
