@@ -126,8 +126,9 @@ inline void store_u8(uint8_t* p, vf q, int n) {
   _mm_store_si128(reinterpret_cast<__m128i*>(b), _mm_packus_epi16(w, w));
   std::memcpy(p, b, n);
 #else
-  (void)n;
-  *p = static_cast<uint8_t>(q);
+  float t[W];
+  vstore(t, q);
+  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(t[i]);
 #endif
 }
 
