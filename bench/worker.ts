@@ -34,8 +34,8 @@ async function ours(q: OursRequest): Promise<void> {
   setup(q.threads, q.spinUs);
   const model = loadModel(q.spec.arch, q.weightsPath), x = loadInputs(q.inputsPath);
   ready();
-  if (q.mode === 'infer') {
-    const step = inferenceStep(model, x), kept: { logits: Float32Array } = { logits: new Float32Array(0) };
+  if (q.mode !== 'train') {
+    const step = inferenceStep(model, x, q.mode === 'int8' ? 'int8' : 'fp32'), kept: { logits: Float32Array } = { logits: new Float32Array(0) };
     await repeat(() => {
       const logits = step();
       kept.logits = logits.toArray();

@@ -67,9 +67,9 @@ function logitsOf(model: BenchModel, x: Inputs): Tensor<'float32'> {
   return model instanceof ViTClassifier ? model.forward(x.images!) : model.forward(x.src!, x.tgt!);
 }
 
-/** One inference step (eval mode): returns the logits. */
-export function inferenceStep(model: BenchModel, x: Inputs): () => Tensor<'float32'> {
-  model.eval();
+/** One inference step (eval mode, at `precision`: 'fp32' or 'int8'): returns the logits. */
+export function inferenceStep(model: BenchModel, x: Inputs, precision: 'fp32' | 'int8' = 'fp32'): () => Tensor<'float32'> {
+  model.setPrecision(precision).eval();
   return () => logitsOf(model, x);
 }
 

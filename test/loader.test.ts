@@ -91,12 +91,12 @@ describe('one binary for every x86-64 CPU', () => {
     return fs.readdirSync(objects, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.o')).map((f) => path.join(objects, f));
   }
 
-  it.runIf(objdump)('has AVX-512 instructions only inside nf::cpu::avx512 code', () => {
+  it.runIf(objdump)('has AVX-512 instructions only inside nf::cpu::avx512 code, VNNI ones only inside nf::cpu::avx512_vnni', () => {
     const files = binaries();
     expect(files.length).toBeGreaterThan(0);
     const dump = execFileSync('objdump', ['-d', '-C', ...files], { encoding: 'utf8', maxBuffer: 1 << 30 });
-    const offenders = new Set<string>();
-    let fn = '', evexFns = 0;
+    const offenders = new Set<string>(), vnniOffenders = new Set<string>();
+    let fn = '', evexFns = 0, vnniFns = 0;
     for (const line of dump.split('\n')) {
       const head = /^[0-9a-f]+ <(.*)>:$/.exec(line);
       if (/file format/.test(line)) fn = '';
@@ -107,6 +107,11 @@ describe('one binary for every x86-64 CPU', () => {
       // An instruction line: "  addr:\tbytes\tmnemonic operands". EVEX (AVX-512) encodings start with 0x62.
       const m = /^\s+[0-9a-f]+:\t([0-9a-f ]+)\t(.*)$/.exec(line);
       if (!m) continue;
+      // VNNI (vpdpbusd / vpdpwssd, AVX-512 VNNI or AVX-VNNI): only in the int8 kernels' own namespace.
+      if (/^\{?[a-z]*\}?\s*vpdp(bu|ws)sds?\b/.test(m[2])) {
+        if (fn.includes('nf::cpu::avx512_vnni::')) vnniFns++;
+        else vnniOffenders.add(fn);
+      }
       const evex = /^(6[67] )?62 /.test(m[1]) || /%zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2\d|3[01])\b/.test(m[2]);
       if (!evex) continue;
       if (fn.includes('avx512')) evexFns++;
@@ -114,5 +119,7 @@ describe('one binary for every x86-64 CPU', () => {
     }
     expect([...offenders]).toEqual([]);
     expect(evexFns).toBeGreaterThan(0); // the AVX-512 kernels are there
+    expect([...vnniOffenders]).toEqual([]);
+    expect(vnniFns).toBeGreaterThan(0); // the int8 VNNI kernels are there
   });
 });

@@ -36,8 +36,12 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * every device; README, Devices): 'fp32' (the default) float32; 'tf32' float32 tensors with the GEMMs'
  * inputs rounded to TF32 (PyTorch's allow_tf32; on the CPU, which has no TF32 unit, exactly fp32);
  * 'bf16' float32 tensors with the GEMMs' inputs rounded to bfloat16 and float32 accumulation (CUDA
- * only for now: the CPU throws ERR_NF_DEVICE). Statistics, losses, the optimizer and the attention
- * core stay fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
+ * only for now: the CPU throws ERR_NF_DEVICE); 'int8' CPU inference with dynamic quantization
+ * (onnxruntime's and PyTorch's quantize_dynamic): the Linear-style products (Linear, feed-forward,
+ * the attention projections, the patch embedding) take int8 weights quantized per output channel once
+ * (the prepack cache) and u8 activations quantized per row, with int32 sums (vpdpbusd on AVX-512
+ * VNNI); training throws ERR_NF_STATE and 'cuda' ERR_NF_DEVICE. Statistics, losses, the optimizer and
+ * the attention core stay fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
  */
 export type { Precision };
 
@@ -49,16 +53,28 @@ export interface PlacementConfig {
   /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
   device?: Device;
   /**
-   * How the matrix products run: 'fp32' (default), 'tf32' or 'bf16' ('bf16' needs device 'cuda'), as
-   * `.setPrecision(precision)` after construction (not saved with the config).
+   * How the matrix products run: 'fp32' (default), 'tf32', 'bf16' ('bf16' needs device 'cuda') or
+   * 'int8' (CPU inference only), as `.setPrecision(precision)` after construction (not saved with the config).
    */
   precision?: Precision;
 }
 
-/** Checks a precision argument ('fp32', 'tf32' or 'bf16'). */
+/** Checks a precision argument ('fp32', 'tf32', 'bf16' or 'int8'). */
 export function checkPrecision(name: string, precision: unknown): Precision {
-  if (!Precisions.includes(precision as Precision)) invalidArg(name, "'fp32', 'tf32' or 'bf16'", precision);
+  if (!Precisions.includes(precision as Precision)) invalidArg(name, "'fp32', 'tf32', 'bf16' or 'int8'", precision);
   return precision as Precision;
+}
+
+/** The ERR_NF_DEVICE of precision 'int8' on 'cuda' (int8 is CPU inference); `what` names the call. */
+export function int8OnCuda(what: string): never {
+  throw new NodeformerError('ERR_NF_DEVICE',
+    `${what}: precision 'int8' is CPU inference (dynamic quantization); keep the model on 'cpu', or use 'fp32', 'tf32' or 'bf16' on 'cuda'`);
+}
+
+/** The ERR_NF_STATE of training at precision 'int8' (inference only); `what` names the call. */
+export function int8Training(what: string): never {
+  throw new NodeformerError('ERR_NF_STATE',
+    `${what}: precision 'int8' is for inference only; call setPrecision('fp32') (or 'bf16') before training`);
 }
 
 /** The ERR_NF_DEVICE of precision 'bf16' on the CPU (not implemented yet, issue 25); `what` names the call. */

@@ -8,7 +8,9 @@
  * parent's program (forwardOps, backwardOps). A forward saves what its backward needs on the
  * module, so backward follows the forward it belongs to.
  */
-import { bf16OnCpu, checkDevice, checkDeviceOps, checkPrecision, type Device, type PlacementConfig, type Precision } from './device';
+import {
+  bf16OnCpu, checkDevice, checkDeviceOps, checkPrecision, int8OnCuda, int8Training, type Device, type PlacementConfig, type Precision,
+} from './device';
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { OptionKeys } from '../validation/options';
 import { CapturedCall, cudaGraphsEnabled, GraphRunner, objectId, tensorKey, uncapturable } from './graph';
@@ -196,6 +198,7 @@ export abstract class Module {
   /** The backward pass as a checked program (see backwardProgram); throws ERR_NF_STATE without a forward that kept its activations. */
   *backwardOps<M extends Module>(this: M, ...args: ProgramArgs<M['backwardProgram']>): Program<ProgramResult<M['backwardProgram']>> {
     const self = this as Module;
+    self.checkTrainable(`${self.modulePath}.backward`);
     if (!self.backwardReady)
       throw new NodeformerError('ERR_NF_STATE',
         `${self.modulePath}.backward called without a forward in training mode (a forward in eval mode keeps no activations; ` +
@@ -421,14 +424,24 @@ export abstract class Module {
   }
 
   /**
+   * Throws ERR_NF_STATE naming `what` when this module or a child runs at precision 'int8' (inference
+   * only): what backward, trainStep and fit check first.
+   */
+  checkTrainable(what: string): void {
+    if (this.modules().some((m) => m.prec === 'int8')) int8Training(what);
+  }
+
+  /**
    * Sets the precision of this module and its children (see Precision in lib/core/device.ts). 'bf16'
-   * throws ERR_NF_DEVICE (changing nothing) while the module is on 'cpu'. The parameters stay fp32.
+   * throws ERR_NF_DEVICE (changing nothing) while the module is on 'cpu', 'int8' while it is on 'cuda'.
+   * The parameters stay fp32.
    */
   setPrecision(precision: Precision): this {
     const p = checkPrecision('precision', precision);
     this.lane.checkIdle(`${this.constructor.name}.setPrecision`);
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.setPrecision called after dispose()`);
     if (p === 'bf16' && this.modules().some((m) => m.home === 'cpu')) bf16OnCpu(`${this.constructor.name}.setPrecision`);
+    if (p === 'int8' && this.modules().some((m) => m.home === 'cuda')) int8OnCuda(`${this.constructor.name}.setPrecision`);
     for (const m of this.modules()) m.prec = p;
     return this;
   }
@@ -442,6 +455,7 @@ export abstract class Module {
     this.home = config.device === undefined ? 'cpu' : checkDevice('config.device', config.device);
     this.prec = config.precision === undefined ? 'fp32' : checkPrecision('config.precision', config.precision);
     if (this.prec === 'bf16' && this.home === 'cpu') bf16OnCpu(`${this.constructor.name} config (precision 'bf16' on device 'cpu')`);
+    if (this.prec === 'int8' && this.home === 'cuda') int8OnCuda(`${this.constructor.name} config (precision 'int8' on device 'cuda')`);
   }
 
   /** A trainable parameter `name` holding a copy of `values`, on this module's device. */
@@ -611,6 +625,7 @@ export abstract class Module {
   to(device: Device): this {
     checkDevice('device', device);
     if (device === 'cpu' && this.modules().some((m) => m.prec === 'bf16')) bf16OnCpu(`${this.constructor.name}.to('cpu')`);
+    if (device === 'cuda' && this.modules().some((m) => m.prec === 'int8')) int8OnCuda(`${this.constructor.name}.to('cuda')`);
     checkDeviceOps(device, this.modules(), this.constructor.name);
     this.lane.checkIdle(`${this.constructor.name}.to`);
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.to called after dispose()`);

@@ -16,6 +16,7 @@
 import { invalidArg } from '../validation/errors';
 import { native } from '../native/addon';
 import type { Isa } from '../native/core';
+import type { Precision } from '../native/ops.generated';
 import { op, type Program } from './program';
 import { inPool } from './recycle';
 import { Tensor } from './tensor';
@@ -38,9 +39,12 @@ export function weightPrepacking(): boolean {
   return enabled;
 }
 
-/** The packing of a weight [N, K] (y = x Wᵀ): 16 + K · 32 · ⌈N / 32⌉ floats (native/ops/packed.h). */
-export function packedSize(N: number, K: number): number {
-  return 16 + K * 32 * Math.ceil(N / 32);
+/**
+ * The packing of a weight [N, K] (y = x Wᵀ): 16 + K · 32 · ⌈N / 32⌉ floats, or at precision 'int8'
+ * 16 + 32 · ⌈N / 32⌉ · (2 + ⌈K / 4⌉) (native/ops/packed.h).
+ */
+export function packedSize(N: number, K: number, precision: Precision = 'fp32'): number {
+  return precision === 'int8' ? 16 + 32 * Math.ceil(N / 32) * (2 + Math.ceil(K / 4)) : 16 + K * 32 * Math.ceil(N / 32);
 }
 
 /**
@@ -49,29 +53,31 @@ export function packedSize(N: number, K: number): number {
  */
 export class PackedWeight {
   private packed: Tensor<'float32'> | null = null;
-  /** The weight's version and the ISA variant the packing was made for. */
-  private madeFor: { version: number; isa: Isa } | null = null;
+  /** The weight's version, the ISA variant and the precision the packing was made for. */
+  private madeFor: { version: number; isa: Isa; precision: Precision } | null = null;
 
   constructor(private readonly weight: Tensor<'float32'>) {}
 
   /**
    * The program returning the packing's storage, packing the weight first when it has none or the
    * weight or the ISA variant changed since; or null (freeing any packing) when `wanted` is false
-   * (training mode), prepacking is off or the weight is not on the CPU.
+   * (training mode), prepacking is off or the weight is not on the CPU. `precision`: the products'
+   * (an 'int8' packing for 'int8', the float one otherwise).
    */
-  *current(wanted: boolean): Program<Float32Array | null> {
+  *current(wanted: boolean, precision: Precision): Program<Float32Array | null> {
     const w = this.weight;
     if (!wanted || !enabled || w.device !== 'cpu') {
       this.free();
       return null;
     }
-    const isa = native.activeIsa(), made = this.madeFor;
-    if (this.packed && made && made.version === w.version && made.isa === isa) return this.packed.data;
+    const isa = native.activeIsa(), made = this.madeFor, kind = precision === 'int8' ? 'int8' : 'fp32';
+    if (this.packed && made && made.version === w.version && made.isa === isa && made.precision === kind) return this.packed.data;
     const [N, K] = w.shape;
-    this.packed ??= inPool(null, () => Tensor.empty([packedSize(N, K)], 'float32'));
+    if (this.packed && this.packed.size !== packedSize(N, K, kind)) this.free();
+    this.packed ??= inPool(null, () => Tensor.empty([packedSize(N, K, kind)], 'float32'));
     this.madeFor = null; // (a packing that fails halfway is redone next time)
-    yield* packOps(N, K, w.hostValues(), this.packed.data);
-    this.madeFor = { version: w.version, isa };
+    yield* packOps(N, K, kind, w.hostValues(), this.packed.data);
+    this.madeFor = { version: w.version, isa, precision: kind };
     return this.packed.data;
   }
 
@@ -88,6 +94,6 @@ export class PackedWeight {
  * methods for the ops a model needs on a device (lib/core/device.ts requestedOps), and this one, which
  * runs on the CPU only, is no op a model needs on 'cuda'.
  */
-function* packOps(N: number, K: number, W: Float32Array, packed: Float32Array): Program<void> {
-  yield* op('packWeights', { N, K, W, packed });
+function* packOps(N: number, K: number, precision: Precision, W: Float32Array, packed: Float32Array): Program<void> {
+  yield* op('packWeights', { N, K, precision, W, packed });
 }

@@ -50,11 +50,12 @@ export class Linear extends Module {
   /**
    * The program returning the weight prepacked for the CPU kernels (what the ops take as WPacked,
    * W1Packed, qkvWeightPacked, ...), packed first when the weight or the ISA variant changed since;
-   * null in training mode, on 'cuda' or with prepacking off. FeedForward and MultiHeadAttention pass
+   * at precision 'int8' the int8 packing (lib/core/prepack.ts); null in training mode, on 'cuda' or
+   * with prepacking off. FeedForward and MultiHeadAttention pass
    * their Linears' packings to their fused ops.
    */
   *packedWeight(): Program<Float32Array | null> {
-    return yield* this.packed.current(!this.training);
+    return yield* this.packed.current(!this.training, this.precision);
   }
 
   protected override dropInferenceCaches(): void {

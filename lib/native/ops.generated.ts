@@ -18,9 +18,9 @@ export type FeedForwardActivation = 'gelu' | 'gelu_tanh' | 'relu' | 'silu';
 /** Every FeedForwardActivation, in the schema's order. */
 export const FeedForwardActivations: readonly FeedForwardActivation[] = ['gelu', 'gelu_tanh', 'relu', 'silu'];
 
-export type Precision = 'fp32' | 'tf32' | 'bf16';
+export type Precision = 'fp32' | 'tf32' | 'bf16' | 'int8';
 /** Every Precision, in the schema's order. */
-export const Precisions: readonly Precision[] = ['fp32', 'tf32', 'bf16'];
+export const Precisions: readonly Precision[] = ['fp32', 'tf32', 'bf16', 'int8'];
 
 /** The options of layernormForward. */
 export interface LayernormForwardArgs<Buffer = never> {
@@ -111,7 +111,9 @@ export interface GemmArgs<Buffer = never> {
 export interface PackWeightsArgs<Buffer = never> {
   N: number;
   K: number;
-  /** [16 + K · 32 · ⌈N / 32⌉], written. */
+  /** Default 'fp32'. */
+  precision?: Precision;
+  /** [16 + K · 32 · ⌈N / 32⌉] (precision 'int8': [16 + 32 · ⌈N / 32⌉ · (2 + ⌈K / 4⌉)]), written. */
   packed: FloatArray | Buffer;
   /** [N, K]. */
   W: FloatArray | Buffer;
@@ -137,8 +139,9 @@ export interface LinearForwardArgs<Buffer = never> {
   /** [outFeatures]. */
   b?: FloatArray | Buffer | null;
   /**
-   * [16 + inFeatures · 32 · ⌈outFeatures / 32⌉]. (W prepacked by packWeights (N = outFeatures, K =
-   * inFeatures) for the active CPU kernels)
+   * [16 + inFeatures · 32 · ⌈outFeatures / 32⌉] (precision 'int8': [16 + 32 · ⌈outFeatures / 32⌉ · (2 +
+   * ⌈inFeatures / 4⌉)]). (W prepacked by packWeights (N = outFeatures, K = inFeatures) for the active CPU
+   * kernels)
    */
   WPacked?: FloatArray | Buffer | null;
 }
@@ -200,9 +203,15 @@ export interface FeedforwardForwardArgs<Buffer = never> {
   W2: FloatArray | Buffer;
   /** [D]. */
   b2: FloatArray | Buffer;
-  /** [16 + D · 32 · ⌈F / 32⌉]. (W1 prepacked by packWeights (N = F, K = D)) */
+  /**
+   * [16 + D · 32 · ⌈F / 32⌉] (precision 'int8': [16 + 32 · ⌈F / 32⌉ · (2 + ⌈D / 4⌉)]). (W1 prepacked by
+   * packWeights (N = F, K = D))
+   */
   W1Packed?: FloatArray | Buffer | null;
-  /** [16 + F · 32 · ⌈D / 32⌉]. (W2 prepacked by packWeights (N = D, K = F)) */
+  /**
+   * [16 + F · 32 · ⌈D / 32⌉] (precision 'int8': [16 + 32 · ⌈D / 32⌉ · (2 + ⌈F / 4⌉)]). (W2 prepacked by
+   * packWeights (N = D, K = F))
+   */
   W2Packed?: FloatArray | Buffer | null;
 }
 
@@ -312,9 +321,15 @@ export interface AttentionForwardArgs<Buffer = never> {
   projWeight: FloatArray | Buffer;
   /** [D]. */
   projBias?: FloatArray | Buffer | null;
-  /** [16 + D · 32 · ⌈3 · D / 32⌉]. (qkvWeight prepacked by packWeights (N = 3 · D, K = D)) */
+  /**
+   * [16 + D · 32 · ⌈3 · D / 32⌉] (precision 'int8': [16 + 32 · ⌈3 · D / 32⌉ · (2 + ⌈D / 4⌉)]). (qkvWeight
+   * prepacked by packWeights (N = 3 · D, K = D))
+   */
   qkvWeightPacked?: FloatArray | Buffer | null;
-  /** [16 + D · 32 · ⌈D / 32⌉]. (projWeight prepacked by packWeights (N = K = D)) */
+  /**
+   * [16 + D · 32 · ⌈D / 32⌉] (precision 'int8': [16 + 32 · ⌈D / 32⌉ · (2 + ⌈D / 4⌉)]). (projWeight prepacked
+   * by packWeights (N = K = D))
+   */
   projWeightPacked?: FloatArray | Buffer | null;
 }
 
@@ -427,9 +442,15 @@ export interface AttentionDecodeArgs<Buffer = never> {
   projWeight: Float32Array | Buffer;
   /** [D]. */
   projBias?: Float32Array | Buffer | null;
-  /** [16 + D · 32 · ⌈3 · D / 32⌉]. (qkvWeight prepacked by packWeights (N = 3 · D, K = D)) */
+  /**
+   * [16 + D · 32 · ⌈3 · D / 32⌉] (precision 'int8': [16 + 32 · ⌈3 · D / 32⌉ · (2 + ⌈D / 4⌉)]). (qkvWeight
+   * prepacked by packWeights (N = 3 · D, K = D))
+   */
   qkvWeightPacked?: Float32Array | Buffer | null;
-  /** [16 + D · 32 · ⌈D / 32⌉]. (projWeight prepacked by packWeights (N = K = D)) */
+  /**
+   * [16 + D · 32 · ⌈D / 32⌉] (precision 'int8': [16 + 32 · ⌈D / 32⌉ · (2 + ⌈D / 4⌉)]). (projWeight prepacked
+   * by packWeights (N = K = D))
+   */
   projWeightPacked?: Float32Array | Buffer | null;
 }
 
@@ -932,7 +953,9 @@ export interface NativeOps<Buffer = never> {
    * and Wᵀ in the GEMM's micro-panel layout (native/ops/packed.h). linearForward (WPacked),
    * feedforwardForward (W1Packed, W2Packed), attentionForward and attentionDecode (qkvWeightPacked,
    * projWeightPacked) read it instead of packing W on every call, with bit-identical results; they reject a
-   * buffer packed for another variant (after setIsa) or other dims. Repack whenever W changes. CPU only.
+   * buffer packed for another variant (after setIsa) or other dims. Repack whenever W changes. CPU only. With
+   * precision 'int8' it quantizes W per output channel instead (the int8 packing of native/ops/packed.h, [16
+   * + 32 · ⌈N / 32⌉ · (2 + ⌈K / 4⌉)], the same for every variant), which the ops read at precision 'int8'.
    * Host-only: runs on the CPU whatever the device (no CUDA kernel).
    */
   packWeights(a: PackWeightsArgs<Buffer>): void;

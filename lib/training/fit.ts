@@ -207,6 +207,7 @@ async function validate(model: Module, source: BatchSource<Batch>, lossFn: LossF
  */
 export async function fit<M extends Module>(model: M, optimizer: Optimizer, trainLoader: BatchSource<Batch<M>>, options: FitOptions<M>): Promise<EpochLogs[]> {
   if (!(model instanceof Module)) invalidArg('model', 'a Module', model);
+  model.checkTrainable('fit');
   if (optimizer === null || typeof optimizer !== 'object' || typeof (optimizer as Optimizer).stepOps !== 'function')
     invalidArg('optimizer', 'an Optimizer (AdamW, SGD)', optimizer);
   checkSource('trainLoader', trainLoader);

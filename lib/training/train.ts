@@ -194,6 +194,7 @@ export function trainStep<M extends Module>(
   model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
 ): number {
   optimizer.lane.checkIdle('trainStep (its optimizer)');
+  model.checkTrainable('trainStep');
   const args = argsOf(inputs), o = stepOptions(options);
   const plan = planStep(model, optimizer, args, targets, o);
   const eager = () => model.runOps('trainStep', trainStepOps(model, optimizer, inputs, targets, options));
@@ -221,6 +222,11 @@ export function trainStep<M extends Module>(
 export function trainStepAsync<M extends Module>(
   model: M, optimizer: Optimizer, inputs: TrainInputs<M>, targets: Tensor, options: TrainStepOptions = {},
 ): Promise<number> {
+  try {
+    model.checkTrainable('trainStepAsync');
+  } catch (e) {
+    return Promise.reject(e);
+  }
   return model.enqueueTask(async () => {
     const args = argsOf(inputs), o = stepOptions(options);
     const plan = planStep(model, optimizer, args, targets, o);

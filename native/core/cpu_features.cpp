@@ -40,6 +40,19 @@ Isa probe() {
   return Isa::scalar;
 }
 
+}  // namespace
+
+bool cpu_has_avx512_vnni() {
+#ifdef NF_X86
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
+#else
+  return false;
+#endif
+}
+
+namespace {
+
 // The best usable variant no higher than `cap`, a compiled one (scalar always is usable).
 Isa best_usable(Isa cap) {
   for (int r = isa_rank(cap); r > 0; --r)

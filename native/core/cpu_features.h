@@ -36,6 +36,9 @@ bool parse_isa(const std::string& name, Isa* out);  // any variant's name, compi
 int isa_rank(Isa isa);
 
 Isa detected_isa();  // the best variant this CPU and OS can run
+// Whether CPUID reports AVX-512 VNNI (vpdpbusd; the int8 kernels' own variant, native/cpu/gemm_int8.cpp,
+// which runs where this holds and the avx512 variant is usable).
+bool cpu_has_avx512_vnni();
 Isa active_isa();    // the variant kernels dispatch to now
 bool isa_runs(Isa isa);  // compiled here, and this CPU runs it (whatever the self-check said)
 Status set_active_isa(Isa isa);  // refuses a variant the CPU lacks or the self-check rejected

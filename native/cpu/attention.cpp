@@ -475,8 +475,8 @@ namespace nf::cpu {
 // The checked prepacked weights of a forward op (see packed_weight).
 template <class P>
 Status attention_packed(PackedB* qkv_p, PackedB* proj_p, const P& p, int64_t D, Isa isa, const char* op) {
-  NF_TRY(packed_weight(qkv_p, p.qkv_weight_packed, 3 * D, D, isa, op, "qkvWeightPacked"));
-  return packed_weight(proj_p, p.proj_weight_packed, D, D, isa, op, "projWeightPacked");
+  NF_TRY(packed_weight(qkv_p, p.qkv_weight_packed, 3 * D, D, isa, op, "qkvWeightPacked", p.precision));
+  return packed_weight(proj_p, p.proj_weight_packed, D, D, isa, op, "projWeightPacked", p.precision);
 }
 
 Status run(const ops::AttentionForward<float>& p) {
@@ -514,6 +514,7 @@ Status run(const ops::AttentionDecode<float>& p) {
 
 Status run(const ops::AttentionBackward<float>& p) {
   NF_TRY(ops::cpu_precision_check("attention_backward", p.precision));
+  NF_TRY(ops::int8_inference_check("attention_backward", p.precision, "a backward"));
   const AttentionDims& d = p.d;
   NF_TRY(ops::attention_check("attention_backward", d, p.memory != nullptr, p.qkv, p.q, p.kv));
   NF_CHECK(p.memory || !p.dmemory, "attention_backward", "dmemory is only for cross-attention");

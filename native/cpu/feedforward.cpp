@@ -67,8 +67,8 @@ Status run(const ops::FeedForwardForward<float>& params) {
   NF_TRY(ops::feedforward_check(op, p.d));
   const Isa isa = active_isa();
   PackedB W1p, W2p;
-  NF_TRY(packed_weight(&W1p, p.W1_packed, p.d.F, p.d.D, isa, op, "W1Packed"));
-  NF_TRY(packed_weight(&W2p, p.W2_packed, p.d.D, p.d.F, isa, op, "W2Packed"));
+  NF_TRY(packed_weight(&W1p, p.W1_packed, p.d.F, p.d.D, isa, op, "W1Packed", p.precision));
+  NF_TRY(packed_weight(&W2p, p.W2_packed, p.d.D, p.d.F, isa, op, "W2Packed", p.precision));
   if (p.d.rows == 0) return Status::Ok();
   NF_DISPATCH_TO(isa, feedforward_forward, p, W1p, W2p);
   return Status::Ok();
@@ -78,6 +78,7 @@ Status run(const ops::FeedForwardBackward<float>& params) {
   ops::FeedForwardBackward<float> p = params;
   p.d = ops::with_step_values(params.d);
   NF_TRY(ops::cpu_precision_check("feedforward_backward", p.precision));
+  NF_TRY(ops::int8_inference_check("feedforward_backward", p.precision, "a backward"));
   NF_TRY(ops::feedforward_check("feedforward_backward", p.d));
   NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
   if (p.d.rows == 0) return Status::Ok();

@@ -311,6 +311,7 @@ NF_KERNEL_DECL(void gemm_scratch_bytes(const GemmDims& d, size_t* bytes))
 
 Status run(const ops::Gemm<float>& p) {
   NF_TRY(ops::cpu_precision_check("gemm", p.precision));
+  NF_TRY(ops::int8_inference_check("gemm", p.precision, "the general gemm op (linearForward runs int8)"));
   GemmDims d = p.d;
   NF_TRY(gemm_check(&d));
   if (d.M == 0 || d.N == 0) return Status::Ok();

@@ -17,6 +17,10 @@ namespace nf::cpu::NF_ISA_NS {
 
 void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, const LinearDims& d,
                     Act act, const PackedB& Wp) {
+  // Precision 'int8' (falling back to the float product when its buffers cannot be allocated).
+  if (Wp.int8 && gemm_int8(static_cast<Isa>(NF_ISA), y, preact, x, W, Wp.q, b, d.rows, d.out_features,
+                           d.in_features, d.in_features, d.out_features, act))
+    return;
   GemmDims g;
   g.M = d.rows, g.N = d.out_features, g.K = d.in_features;
   g.transB = true;
@@ -85,7 +89,7 @@ Status run(const ops::LinearForward<float>& p) {
   NF_TRY(ops::linear_check("linear_forward", p.d));
   const Isa isa = active_isa();
   PackedB Wp;
-  NF_TRY(packed_weight(&Wp, p.W_packed, p.d.out_features, p.d.in_features, isa, "linear_forward", "WPacked"));
+  NF_TRY(packed_weight(&Wp, p.W_packed, p.d.out_features, p.d.in_features, isa, "linear_forward", "WPacked", p.precision));
   if (p.d.rows == 0) return Status::Ok();
   NF_DISPATCH_TO(isa, linear_forward, p.y, p.preact, p.x, p.W, p.b, p.d, p.act, Wp);
   return Status::Ok();
@@ -93,6 +97,7 @@ Status run(const ops::LinearForward<float>& p) {
 
 Status run(const ops::LinearBackward<float>& p) {
   NF_TRY(ops::cpu_precision_check("linear_backward", p.precision));
+  NF_TRY(ops::int8_inference_check("linear_backward", p.precision, "a backward"));
   NF_TRY(ops::linear_check("linear_backward", p.d));
   if (p.d.rows == 0) return Status::Ok();
   NF_DISPATCH(linear_backward, p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d);

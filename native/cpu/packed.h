@@ -23,8 +23,9 @@ Status run(const ops::PackWeights<float>& p);
 // The panels of `buffer`, a packWeights buffer that field `field` of op `op` gives for a weight
 // [N, K], checked against the header: *out stays empty when buffer is null; a buffer packed for
 // another variant than `isa` (the one the op dispatches to), or of other dims, is an error
-// (ERR_NF_INVALID_ARG naming the field), never a silently wrong product.
+// (ERR_NF_INVALID_ARG naming the field), never a silently wrong product. At precision 'int8', *out
+// asks for the int8 product (PackedB::int8), from `buffer` when it is an int8 packing of [N, K].
 Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Isa isa, const char* op,
-                     const char* field);
+                     const char* field, ops::Precision precision = ops::Precision::fp32);
 
 }  // namespace nf::cpu

@@ -3,7 +3,8 @@
 // tiny fixed input under each candidate variant (avx512, avx2 or neon: those the CPU has) and under the
 // scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then uses the
 // next one down). The families: GEMM with each epilogue (every activation of the schema; alpha, beta,
-// bias, preact, every transpose, a strided batch), self-attention forward and backward (causal),
+// bias, preact, every transpose, a strided batch), a Linear at precision 'int8' (the int8 kernels,
+// VNNI ones included), self-attention forward and backward (causal),
 // layernorm forward and backward (with the residual add), the feed-forward network forward and
 // backward with each activation, softmax cross-entropy with its gradient, and an AdamW step.
 // Shapes are chosen so every variant meets full vectors, tails and partial register tiles
@@ -31,6 +32,7 @@
 #include "feedforward.h"
 #include "gemm.h"
 #include "layernorm.h"
+#include "linear.h"
 #include "loss.h"
 #include "optim.h"
 #include "isa.h"
@@ -87,6 +89,18 @@ Outputs gemm_family(Isa isa, Act act) {
   NF_DISPATCH_TO(isa, gemm, C.data(), preact.data(), A.data(), B.data(), bias.data(), d);
   const std::string name = std::string("gemm ") + act_name(act) + " epilogue";
   return {{name + " C", C}, {name + " preact", preact}};
+}
+
+// A Linear at precision 'int8' (gemm_int8.cpp: on the avx512 variant the VNNI kernels where the CPU
+// has them), rows = 13, 19 → 37, GELU, W quantized per call: the int32 sums are exact on every
+// variant, so the outputs agree but for the epilogue's rounding.
+Outputs int8_family(Isa isa) {
+  const int64_t rows = 13, K = 19, N = 37;
+  Floats x = fixed(rows * K, 40), W = fixed(N * K, 41, 0.3f), b = fixed(N, 42), y(rows * N), preact(rows * N);
+  PackedB int8;
+  int8.int8 = true;
+  NF_DISPATCH_TO(isa, linear_forward, y.data(), preact.data(), x.data(), W.data(), b.data(), LinearDims{rows, K, N}, Act::gelu, int8);
+  return {{"linear int8 y", y}, {"linear int8 preact", preact}};
 }
 
 // Causal self-attention, B = 2, T = 5, D = 24, H = 2 (Dh = 12), forward then backward.
@@ -189,6 +203,7 @@ Outputs run_all(Isa isa) {
   Outputs all;
   const auto add = [&all](Outputs some) { all.insert(all.end(), some.begin(), some.end()); };
   for (int a = 0; a < ops::kActCount; ++a) add(gemm_family(isa, static_cast<Act>(a)));  // every epilogue
+  add(int8_family(isa));
   add(attention_family(isa));
   add(layernorm_family(isa));
   for (const ops::Choice<Act>& c : ops::kFeedForwardActivationList) add(feedforward_family(isa, c.value));

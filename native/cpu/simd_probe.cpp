@@ -14,6 +14,8 @@
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
 //     panels; transpose_8x8 (the vector variants only): arg = {rows, lds, ldd}.
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
+//   int8_dot_tile, int8_quantize: the int8 kernels' (gemm_int8.cpp int8_probe; the avx512 variant's
+//     are the VNNI ones, which need AVX-512 VNNI).
 #include "simd_probe.h"
 
 #include <algorithm>
@@ -217,6 +219,18 @@ Status simd_probe(Isa isa, const SimdProbe& p, int* width) {
   NF_CHECK(isa_runs(isa), "simd_probe",
            std::string("this CPU cannot run the ") + isa_name(isa) + " variant");
   Status status;
+  if (std::string(p.fn).rfind("int8_", 0) == 0) {  // the int8 kernels' own (gemm_int8.cpp): avx512 means VNNI
+    NF_CHECK(isa != Isa::avx512 || int8_vnni(), "simd_probe",
+             "this CPU has no AVX-512 VNNI: its avx512 variant runs the avx2 int8 kernels");
+#if NF_X86
+    if (isa == Isa::avx512) avx512_vnni::int8_probe(p, &status);
+    else if (isa == Isa::avx2) avx2::int8_probe(p, &status);
+    else
+#endif
+      scalar::int8_probe(p, &status);
+    NF_DISPATCH_TO(isa, simd_width, width);
+    return status;
+  }
   NF_DISPATCH_TO(isa, simd_probe, p, &status);
   NF_DISPATCH_TO(isa, simd_width, width);
   return status;

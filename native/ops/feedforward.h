@@ -96,8 +96,8 @@ struct FeedForwardForward {
     r.in(p.b1, "b1", NF_SHAPE(d.F));
     r.in(p.W2, "W2", NF_SHAPE(d.D, d.F));
     r.in(p.b2, "b2", NF_SHAPE(d.D));
-    r.in(p.W1_packed, "W1Packed", NF_PACKED_SHAPE(d.F, d.D, "F", "D"), optional, doc("W1 prepacked by packWeights (N = F, K = D)"));
-    r.in(p.W2_packed, "W2Packed", NF_PACKED_SHAPE(d.D, d.F, "D", "F"), optional, doc("W2 prepacked by packWeights (N = D, K = F)"));
+    r.in(p.W1_packed, "W1Packed", NF_PACKED_SHAPE(p.precision, d.F, d.D, "F", "D"), optional, doc("W1 prepacked by packWeights (N = F, K = D)"));
+    r.in(p.W2_packed, "W2Packed", NF_PACKED_SHAPE(p.precision, d.D, d.F, "D", "F"), optional, doc("W2 prepacked by packWeights (N = D, K = F)"));
   }
 };
 
