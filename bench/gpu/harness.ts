@@ -31,9 +31,11 @@ import { cuda } from '../../lib/core/device';
 import { forwardFlops, trainFlops } from '../flops';
 import { MODELS, type ModelSpec, type ViTArch } from '../specs';
 
-const PRECISIONS: readonly Precision[] = ['fp32', 'tf32', 'bf16'];
-const PEAK_TFLOPS: Record<Precision, number> = { fp32: 67, tf32: 495, bf16: 989 };
-const LOGIT_LIMIT: Record<Precision, number> = { fp32: 1e-4, tf32: 3e-3, bf16: 3e-2 };
+/** The GPU's precisions ('int8' is CPU inference only). */
+type GpuPrecision = Exclude<Precision, 'int8'>;
+const PRECISIONS: readonly GpuPrecision[] = ['fp32', 'tf32', 'bf16'];
+const PEAK_TFLOPS: Record<GpuPrecision, number> = { fp32: 67, tf32: 495, bf16: 989 };
+const LOGIT_LIMIT: Record<GpuPrecision, number> = { fp32: 1e-4, tf32: 3e-3, bf16: 3e-2 };
 const CURVE_LIMIT = 0.02, CURVE_WINDOW = 20;
 
 interface Row {
@@ -41,7 +43,7 @@ interface Row {
   arch: ViTArch;
   batch: number;
   mode: 'infer' | 'train';
-  precision: Precision;
+  precision: GpuPrecision;
   warmup: number;
   reps: number;
 }
@@ -75,7 +77,7 @@ function makePlan(dry: boolean): Plan {
   return { dry, rows, checkBatch: 2, curveSteps: dry ? 6 : 300 };
 }
 
-function configOf(arch: ViTArch, precision: Precision, device: 'cpu' | 'cuda'): ViTClassifierConfig {
+function configOf(arch: ViTArch, precision: GpuPrecision, device: 'cpu' | 'cuda'): ViTClassifierConfig {
   const { imgSize, patchSize, inChannels, numClasses, dModel, numHeads, dFF, depth } = arch;
   return { imgSize, patchSize, inChannels, numClasses, dModel, numHeads, dFF, depth, dropout: 0, seed: 1, device,
     ...(device === 'cuda' ? { precision } : {}) };
@@ -168,7 +170,7 @@ function logitChecks(plan: Plan): Record<string, unknown>[] {
 function lossCurve(plan: Plan): Record<string, unknown> {
   const spec = MODELS.find((m) => m.id === (plan.dry ? 'tiny' : 'seed-cifar'))!, arch = spec.arch as ViTArch, B = plan.dry ? 2 : 64;
   const batches = Array.from({ length: 8 }, (_, k) => data(arch, B, k + 10));
-  const curve = (precision: Precision) => {
+  const curve = (precision: GpuPrecision) => {
     const model = new ViTClassifier(configOf(arch, precision, 'cuda'));
     const opt = new AdamW(model.parameters(), { lr: 1e-3 });
     const xs = batches.map((b) => Tensor.from(b.x, [B, arch.inChannels, arch.imgSize, arch.imgSize], 'cuda'));
