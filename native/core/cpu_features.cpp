@@ -43,7 +43,7 @@ Isa probe() {
 }  // namespace
 
 bool cpu_has_avx512_vnni() {
-#ifdef NF_X86
+#if NF_X86
   unsigned a, b, c, d;
   return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
 #else
