@@ -3,6 +3,9 @@
 //   xhat = (x - mean) rstd, out = xhat γ + β.
 //   Backward: g = dout γ; dx = rstd (g - mean(g) - xhat mean(g xhat)); dγ += Σ dout xhat; dβ += Σ dout.
 // Layout: x, out, dout, dx are [rows, D] row-major; γ, β [D]; mean, rstd [rows].
+// Storage: x, residual, sum, out, dout, dadd, dx are S (float, or bf16 under precision 'bf16',
+// bf16.cuh); γ, β, their gradients, mean and rstd float; all arithmetic float. With a residual the
+// statistics are those of the sum as stored (rounded to S), so backward, which reads it, agrees.
 // Dimension key: rows = B*T, D = model width.
 // Parallelism: one warp per row; lane l handles columns l, l+32, ... and the warp reduces with
 // butterfly shuffles (two passes: mean, then the centred variance). Backward: each warp walks rows
@@ -11,6 +14,7 @@
 // blocks' rows into dγ, dβ in a fixed order, so results are deterministic (no float atomics).
 #include "layernorm.h"
 
+#include "bf16.cuh"
 #include "common.cuh"
 
 namespace nf::cuda {
@@ -21,25 +25,25 @@ constexpr int kRowsPerBlock = 4;         // forward: warps (rows) per block
 constexpr int kMaxBackwardBlocks = 256;  // backward: blocks of the dx kernel = rows of partials
 constexpr int kReduceThreads = 256;
 
+template <class S>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
-    layernorm_forward_kernel(float* out, float* sum, float* mean, float* rstd, const float* x,
-                             const float* residual, const float* gamma, const float* beta, int64_t rows, int D,
-                             float eps) {
+    layernorm_forward_kernel(S* out, S* sum, float* mean, float* rstd, const S* x, const S* residual,
+                             const float* gamma, const float* beta, int64_t rows, int D, float eps) {
   const int lane = int(threadIdx.x) % kWarp;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= rows) return;
-  const float* xr = x + row * D;
+  const S* xr = x + row * D;
   if (residual) {  // each lane re-reads only the columns it wrote, so no barrier is needed
-    float* sr = sum + row * D;
-    for (int i = lane; i < D; i += kWarp) sr[i] = xr[i] + residual[row * D + i];
+    S* sr = sum + row * D;
+    for (int i = lane; i < D; i += kWarp) store(sr + i, load(xr + i) + load(residual + row * D + i));
     xr = sr;
   }
   float s = 0.0f;
-  for (int i = lane; i < D; i += kWarp) s += xr[i];
+  for (int i = lane; i < D; i += kWarp) s += load(xr + i);
   const float m = warp_sum(s) / float(D);
   float q = 0.0f;
   for (int i = lane; i < D; i += kWarp) {
-    const float c = xr[i] - m;
+    const float c = load(xr + i) - m;
     q = fmaf(c, c, q);
   }
   const float rs = rsqrtf(warp_sum(q) / float(D) + eps);
@@ -47,15 +51,16 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     mean[row] = m;
     rstd[row] = rs;
   }
-  float* o = out + row * D;
-  for (int i = lane; i < D; i += kWarp) o[i] = fmaf((xr[i] - m) * rs, gamma[i], beta[i]);
+  S* o = out + row * D;
+  for (int i = lane; i < D; i += kWarp) store(o + i, fmaf((load(xr + i) - m) * rs, gamma[i], beta[i]));
 }
 
 // dx for the rows of this block's warps (grid-stride), and the block's dγ | dβ partial sums in
 // partial[blockIdx.x * 2D ...]. Dynamic shared memory: [warps][2][D] floats.
-__global__ void layernorm_backward_kernel(float* dx, float* partial, const float* dout, const float* dadd,
-                                          const float* x, const float* mean, const float* rstd, const float* gamma,
-                                          int64_t rows, int D) {
+template <class S>
+__global__ void layernorm_backward_kernel(S* dx, float* partial, const S* dout, const S* dadd, const S* x,
+                                          const float* mean, const float* rstd, const float* gamma, int64_t rows,
+                                          int D) {
   NF_DYNAMIC_SHARED(float, smem);
   const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp, warps = int(blockDim.x) / kWarp;
   float* pg = smem + warp * 2 * D;  // this warp's dγ partials, then its dβ partials
@@ -63,12 +68,12 @@ __global__ void layernorm_backward_kernel(float* dx, float* partial, const float
   for (int i = lane; i < D; i += kWarp) pg[i] = pb[i] = 0.0f;
   const float inv_d = 1.0f / float(D);
   for (int64_t row = int64_t(blockIdx.x) * warps + warp; row < rows; row += int64_t(gridDim.x) * warps) {
-    const float* xr = x + row * D;
-    const float* g = dout + row * D;
+    const S* xr = x + row * D;
+    const S* g = dout + row * D;
     const float m = mean[row], rs = rstd[row];
     float a1 = 0.0f, a2 = 0.0f;  // Σ dout γ, Σ dout γ xhat
     for (int i = lane; i < D; i += kWarp) {
-      const float xh = (xr[i] - m) * rs, go = g[i], gg = go * gamma[i];
+      const float xh = (load(xr + i) - m) * rs, go = load(g + i), gg = go * gamma[i];
       a1 += gg;
       a2 = fmaf(gg, xh, a2);
       pg[i] = fmaf(go, xh, pg[i]);
@@ -76,12 +81,12 @@ __global__ void layernorm_backward_kernel(float* dx, float* partial, const float
     }
     a1 = warp_sum(a1) * inv_d;
     a2 = warp_sum(a2) * inv_d;
-    float* o = dx + row * D;
-    const float* ad = dadd ? dadd + row * D : nullptr;
+    S* o = dx + row * D;
+    const S* ad = dadd ? dadd + row * D : nullptr;
     for (int i = lane; i < D; i += kWarp) {
-      const float xh = (xr[i] - m) * rs;
-      const float v = rs * (g[i] * gamma[i] - a1 - xh * a2);
-      o[i] = ad ? v + ad[i] : v;
+      const float xh = (load(xr + i) - m) * rs;
+      const float v = rs * (load(g + i) * gamma[i] - a1 - xh * a2);
+      store(o + i, ad ? v + load(ad + i) : v);
     }
   }
   __syncthreads();
@@ -117,22 +122,22 @@ int backward_warps(int64_t D) {
   return fit >= 8 ? 8 : int(fit);
 }
 
-}  // namespace
-
-Status run(const ops::LayerNormForward<float>& p) {
+template <class S>
+Status forward(const ops::LayerNormForward<S>& p) {
   const char* op = "layernorm_forward";
   NF_TRY(check_dims(op, p));
   NF_CHECK(!p.residual || p.sum, op, "the residual variant needs a `sum` output");
   if (p.rows == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY(op, launch(layernorm_forward_kernel, dim3(unsigned(ceil_div(p.rows, kRowsPerBlock))),
+  NF_CUDA_TRY(op, launch(layernorm_forward_kernel<S>, dim3(unsigned(ceil_div(p.rows, kRowsPerBlock))),
                          dim3(kRowsPerBlock * kWarp), 0, s, p.out, p.sum, p.mean, p.rstd, p.x, p.residual, p.gamma,
                          p.beta, p.rows, int(p.D), float(p.eps)));
   return Status::Ok();
 }
 
-Status run(const ops::LayerNormBackward<float>& p) {
+template <class S>
+Status backward(const ops::LayerNormBackward<S>& p) {
   const char* op = "layernorm_backward";
   NF_TRY(check_dims(op, p));
   const int warps = backward_warps(p.D);
@@ -144,7 +149,7 @@ Status run(const ops::LayerNormBackward<float>& p) {
   NF_TRY(workspace(0, sizeof(float) * size_t(blocks) * 2 * size_t(D), &partial));
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY(op, launch(layernorm_backward_kernel, dim3(unsigned(blocks)), dim3(unsigned(warps * kWarp)),
+  NF_CUDA_TRY(op, launch(layernorm_backward_kernel<S>, dim3(unsigned(blocks)), dim3(unsigned(warps * kWarp)),
                          sizeof(float) * size_t(warps) * 2 * size_t(D), s, p.dx, static_cast<float*>(partial),
                          p.dout, p.dadd, p.x, p.mean, p.rstd, p.gamma, p.rows, D));
   NF_CUDA_TRY(op, launch(layernorm_param_grad_kernel, dim3(unsigned(ceil_div(2 * D, kReduceThreads))),
@@ -152,5 +157,12 @@ Status run(const ops::LayerNormBackward<float>& p) {
                          D));
   return Status::Ok();
 }
+
+}  // namespace
+
+Status run(const ops::LayerNormForward<float>& p) { return forward(p); }
+Status run(const ops::LayerNormForward<bf16>& p) { return forward(p); }
+Status run(const ops::LayerNormBackward<float>& p) { return backward(p); }
+Status run(const ops::LayerNormBackward<bf16>& p) { return backward(p); }
 
 }  // namespace nf::cuda
