@@ -100,15 +100,18 @@ export interface CudaMemoryOps {
    * accumulates), as the block was ('none': an op's output, written whole) or all 0xFF bytes
    * ('poison': NaN in every float32, the NF_POISON_UNINITIALIZED check). Out of device memory, the
    * allocator releases its idle blocks and tries again; failing still, it throws ERR_NF_CUDA_OOM
-   * (nothing allocated, the counters unchanged but for the release).
+   * (nothing allocated, the counters unchanged but for the release). `bf16`: the buffer of a bfloat16
+   * tensor (only the ops' bfloat16 fields take it, and a float32 field never does).
    */
-  alloc(bytes: number, init?: 'zero' | 'none' | 'poison'): DeviceBuffer;
+  alloc(bytes: number, init?: 'zero' | 'none' | 'poison', bf16?: boolean): DeviceBuffer;
+  /** Converts a float32 buffer into a bfloat16 one of the same element count or back (nearest even; exact back). */
+  cast(dst: DeviceBuffer, src: DeviceBuffer): void;
   /** Returns the buffer's block to the cache now (later uses throw; later frees are no-ops). */
   free(buffer: DeviceBuffer): void;
   /** Host → device; `src` has the buffer's byte length. */
-  upload(dst: DeviceBuffer, src: Float32Array | Int32Array | Uint8Array): void;
+  upload(dst: DeviceBuffer, src: Float32Array | Int32Array | Uint8Array | Uint16Array): void;
   /** Device → host (waits for the queued work); `dst` has the buffer's byte length. */
-  download(dst: Float32Array | Int32Array | Uint8Array, src: DeviceBuffer): void;
+  download(dst: Float32Array | Int32Array | Uint8Array | Uint16Array, src: DeviceBuffer): void;
   /** Device → device, equal sizes. */
   copy(dst: DeviceBuffer, src: DeviceBuffer): void;
   fillZero(buffer: DeviceBuffer): void;
@@ -195,8 +198,8 @@ export function cuda(): CudaBinding {
   const alloc = addon.alloc;
   loaded = {
     ...addon,
-    alloc: (bytes: number, init?: 'zero' | 'none' | 'poison') => {
-      const b = alloc(bytes, init);
+    alloc: (bytes: number, init?: 'zero' | 'none' | 'poison', bf16?: boolean) => {
+      const b = alloc(bytes, init, bf16);
       buffers.add(b);
       return b;
     },

@@ -5,7 +5,7 @@ import { registerModelClass } from '../io/persist';
 import { op, type OpArgs, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
-import { checkTensor, Tensor, type Storage } from '../core/tensor';
+import { checkActivation, checkTensor, Tensor, type Storage } from '../core/tensor';
 import type { Device, PlacementConfig } from '../core/device';
 import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
@@ -150,15 +150,32 @@ export class MultiHeadAttention extends Module {
     return super.forwardOps<MultiHeadAttention>(x, options);
   }
 
+  /**
+   * `t` as float32: itself, or a converted copy kept with the activations. Under precision 'bf16' the
+   * attention core still runs on float32 tensors (its tensor-core kernels are issue 18's): bfloat16
+   * activations are converted to float32 around it, and its output back to bfloat16.
+   */
+  private float32(t: Tensor<'float32'>): Tensor<'float32'> {
+    return t.dtype === 'float32' ? t : this.activations.add(t.cast('float32'));
+  }
+
+  /** A float32 result `t` of the attention in this module's activation dtype (the float32 tensor freed when converted). */
+  private asOutput(t: Tensor<'float32'>): Tensor<'float32'> {
+    if (this.activationDType === 'float32') return t;
+    const out = t.cast('bfloat16') as Tensor;
+    t.recycle();
+    return out as Tensor<'float32'>;
+  }
+
   /** The forward pass as written (unchecked; forwardOps runs it). */
   *forwardProgram(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
     const D = this.config.dModel, H = this.config.numHeads;
-    const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
+    const xin = nonEmpty('x', checkActivation('x', x, [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
     options = ATTENTION_OPTIONS.check('options', options);
-    const [B, Tq] = xt.shape;
-    const memory = options.memory === undefined ? null
-      : nonEmpty('options.memory', checkTensor('options.memory', options.memory, 'float32', [B, null, D]), { 1: 'a memory length' });
-    const Tk = memory ? memory.shape[1] : Tq;
+    const [B, Tq] = xin.shape;
+    const memoryIn = options.memory === undefined ? null
+      : nonEmpty('options.memory', checkActivation('options.memory', options.memory, [B, null, D]), { 1: 'a memory length' });
+    const Tk = memoryIn ? memoryIn.shape[1] : Tq;
     const keyPaddingMask = options.keyPaddingMask === undefined ? null
       : checkTensor('options.keyPaddingMask', options.keyPaddingMask, 'bool', [B, Tk]).storage;
     const attnMask = options.attnMask === undefined ? null : checkAttnMask('options.attnMask', options.attnMask, B, Tq, Tk);
@@ -167,6 +184,7 @@ export class MultiHeadAttention extends Module {
     const p = this.training ? this.config.dropout : 0;
     const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
     this.activations.close();
+    const xt = this.float32(xin), memory = memoryIn && this.float32(memoryIn);
     const g = this.heads, I = g ? g.W : D;
     this.padded = g ? yield* padAttention(this.activations, g, { x: xt, memory, qkv: this.qkv, proj: this.proj }) : null;
     const saved = (n: number) => this.activations.add(Tensor.empty([n], 'float32', xt.device)).storage;
@@ -188,7 +206,7 @@ export class MultiHeadAttention extends Module {
       qkvWeight: (wide ? wide.qkvWeight : this.qkv.weight).storage, qkvBias: (wide ? wide.qkvBias : this.qkv.bias)?.storage ?? null,
       projWeight: (wide ? wide.projWeight : this.proj.weight).storage, projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null });
     this.saved = { x: xt, memory, dims, masks, drop, buffers };
-    const y = yield* narrowRows(out, D);
+    const y = this.asOutput(yield* narrowRows(out, D));
     return weights ? { output: y, weights } : y;
   }
 
@@ -204,16 +222,24 @@ export class MultiHeadAttention extends Module {
   /** dy [B, Tq, D] → dx (self-attention) or {dx, dMemory} (cross-attention); accumulates the parameter gradients. */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
-    const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
-    if (this.padded) return yield* paddedBackward(this.padded, { ...s.dims, ...s.masks, ...s.drop, ...s.buffers }, dyt, this.qkv, this.proj);
-    const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);
-    const dMemory = s.memory ? Tensor.empty(s.memory.shape, 'float32', s.memory.device) : null;
-    yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.storage ?? null,
-      dx: dx.storage, dMemory: dMemory?.storage ?? null,
-      dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
-      dProjWeight: this.proj.weight.gradData(), dProjBias: this.proj.bias?.gradData() ?? null,
-      dout: dyt.storage, x: s.x.storage, qkvWeight: this.qkv.weight.storage, projWeight: this.proj.weight.storage });
-    return dMemory ? { dx, dMemory } : dx;
+    checkActivation('dy', dy, s.x.shape);
+    const tmp = new Scope(dy), dyt = tmp.add(dy.cast('float32'));
+    try {
+      if (this.padded) {
+        const r = yield* paddedBackward(this.padded, { ...s.dims, ...s.masks, ...s.drop, ...s.buffers }, dyt, this.qkv, this.proj);
+        return r instanceof Tensor ? this.asOutput(r) : { dx: this.asOutput(r.dx), dMemory: this.asOutput(r.dMemory) };
+      }
+      const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);
+      const dMemory = s.memory ? Tensor.empty(s.memory.shape, 'float32', s.memory.device) : null;
+      yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.storage ?? null,
+        dx: dx.storage, dMemory: dMemory?.storage ?? null,
+        dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
+        dProjWeight: this.proj.weight.gradData(), dProjBias: this.proj.bias?.gradData() ?? null,
+        dout: dyt.storage, x: s.x.storage, qkvWeight: this.qkv.weight.storage, projWeight: this.proj.weight.storage });
+      return dMemory ? { dx: this.asOutput(dx), dMemory: this.asOutput(dMemory) } : this.asOutput(dx);
+    } finally {
+      tmp.close();
+    }
   }
 
   /** The K|V cache decodeSelf fills: [B, maxT, 2W] on `device`, W the width the attention ops run at (dModel unless the heads are padded). */

@@ -6,10 +6,10 @@
 // Layout: flat arrays of n elements; copy_rows: row-major with the given row strides; channel
 //   scale: [rows, cols] row-major, gamma [cols].
 // Dimension key: n elements; rows, cols of the copied block; rows = B*T, cols = D (channel scale).
-// Grid-stride loops, memory-bound; no shared memory, no barriers. add, dropout and copy_rows are
-// templated on the storage S (float, or bf16 under precision 'bf16'; bf16.cuh), math in float; add
-// and dropout move 16-byte vectors (4 floats, 8 bf16) when their arrays are 16-byte aligned, the
-// tail element by element.
+// Grid-stride loops, memory-bound; no shared memory, no barriers. add, dropout, copy_rows and the
+// channel scale are templated on the storage S (float, or bf16 under precision 'bf16'; bf16.cuh;
+// gamma and its gradient float), math in float; add and dropout move 16-byte vectors (4 floats,
+// 8 bf16) when their arrays are 16-byte aligned, the tail element by element.
 #include "elementwise.h"
 
 #include "bf16.cuh"
@@ -72,10 +72,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+template <class S>
 __global__ void __launch_bounds__(kThreads)
-    channel_scale_kernel(float* y, const float* x, const float* gamma, int64_t total, int cols) {
+    channel_scale_kernel(S* y, const S* x, const float* gamma, int64_t total, int cols) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = x[i] * gamma[i % cols];
+    store(y + i, load(x + i) * gamma[i % cols]);
 }
 
 dim3 blocks_for(int64_t total) {
@@ -125,24 +126,31 @@ Status copy_rows(S* dst, int64_t dst_stride, const S* src, int64_t src_stride, i
 template Status copy_rows<float>(float*, int64_t, const float*, int64_t, int64_t, int64_t);
 
 // y = x · gamma per column of [rows, cols] (y may be x).
-Status channel_scale(const char* op, float* y, const float* x, const float* gamma, int64_t rows, int64_t cols) {
+template <class S>
+Status channel_scale(const char* op, S* y, const S* x, const float* gamma, int64_t rows, int64_t cols) {
   NF_CHECK(rows >= 0 && cols >= 1 && cols < (int64_t(1) << 31), op, "rows must be non-negative, cols in [1, 2^31)");
   if (rows == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY(op, launch(channel_scale_kernel, blocks_for(rows * cols), dim3(kThreads), 0, s, y, x, gamma,
+  NF_CUDA_TRY(op, launch(channel_scale_kernel<S>, blocks_for(rows * cols), dim3(kThreads), 0, s, y, x, gamma,
                          rows * cols, int(cols)));
   return Status::Ok();
+}
+
+template <class S>
+Status channel_scale_backward(const ops::ChannelScaleBackward<S>& p) {
+  NF_TRY(bias_grad(p.dgamma, p.dy, p.rows, p.cols, p.x));  // before dx, which may be dy (one stream)
+  return p.dx ? channel_scale("channel_scale_backward", p.dx, p.dy, p.gamma, p.rows, p.cols) : Status::Ok();
 }
 
 Status run(const ops::ChannelScaleForward<float>& p) {
   return channel_scale("channel_scale_forward", p.y, p.x, p.gamma, p.rows, p.cols);
 }
-
-Status run(const ops::ChannelScaleBackward<float>& p) {
-  NF_TRY(bias_grad(p.dgamma, p.dy, p.rows, p.cols, p.x));  // before dx, which may be dy (one stream)
-  return p.dx ? channel_scale("channel_scale_backward", p.dx, p.dy, p.gamma, p.rows, p.cols) : Status::Ok();
+Status run(const ops::ChannelScaleForward<bf16>& p) {
+  return channel_scale("channel_scale_forward", p.y, p.x, p.gamma, p.rows, p.cols);
 }
+Status run(const ops::ChannelScaleBackward<float>& p) { return channel_scale_backward(p); }
+Status run(const ops::ChannelScaleBackward<bf16>& p) { return channel_scale_backward(p); }
 
 Status run(const ops::Add<float>& p) { return add(p.out, p.a, p.b, p.n); }
 Status run(const ops::Add<bf16>& p) { return add(p.out, p.a, p.b, p.n); }

@@ -10,7 +10,7 @@
 namespace nf::cuda {
 
 // The ops (native/ops/elementwise.h), on the building blocks below.
-// Add, Accumulate, dropout and CopyRows also over bf16 activations (precision 'bf16').
+// Add, Accumulate, dropout, CopyRows and the channel scale also over bf16 activations (precision 'bf16').
 Status run(const ops::Add<float>& p);
 Status run(const ops::Add<ops::bf16>& p);
 Status run(const ops::Accumulate<float>& p);
@@ -23,7 +23,9 @@ Status run(const ops::CopyRows<float>& p);
 Status run(const ops::CopyRows<ops::bf16>& p);
 Status run(const ops::Zero<float>& p);
 Status run(const ops::ChannelScaleForward<float>& p);
+Status run(const ops::ChannelScaleForward<ops::bf16>& p);
 Status run(const ops::ChannelScaleBackward<float>& p);
+Status run(const ops::ChannelScaleBackward<ops::bf16>& p);
 
 // The building blocks, for S = float or ops::bf16 (math in float; the float overloads take
 // anything that converts to float*, and nullptr).

@@ -66,7 +66,7 @@ NF_REGISTER_OPS(cuda_memory) {
   fn("cast", [](const Napi::CallbackInfo& info) -> Napi::Value {
     DeviceBuffer* dst = buffer_arg(info, 0, "cast");
     DeviceBuffer* src = buffer_arg(info, 1, "cast");
-    if (dst->bf16 == src->bf16 || dst->bytes * (src->bf16 ? 2 : 1) != src->bytes * (dst->bf16 ? 2 : 1))
+    if (dst->bf16 == src->bf16 || dst->bytes / (dst->bf16 ? 2 : 4) != src->bytes / (src->bf16 ? 2 : 4))
       throw_error(info.Env(), "ERR_NF_INVALID_ARG",
                   "cast: expected a float32 and a bfloat16 buffer of the same element count");
     const int64_t n = int64_t(dst->bytes / (dst->bf16 ? 2 : 4));

@@ -255,6 +255,31 @@ NF_TEST(cuda_bf16_elementwise_parity) {
   cp.rows = B, cp.cols = D, cp.dst = d_cls, cp.dst_stride = D, cp.src = d_tokens, cp.src_stride = T * D;
   NF_ASSERT_OK(nf::cuda::run(cp));
   check_close("bf16 copy_rows", "B=3 T=10 D=24", floats(d_cls), cls, 1e-12);
+  // The channel scale (LayerScale): y = x · gamma; dgamma += Σ_rows dy · x, dx = dy · gamma.
+  const int64_t rows = 65, cols = 40;
+  const size_t nx = size_t(rows * cols);
+  const Vec x = randb(nx), dy = randb(nx), gamma = randn(size_t(cols));
+  Vec y(nx), dx(nx), dgamma(size_t(cols), 0.5);
+  const auto forward = [&](auto* yp, const auto* xp, const auto* g) {
+    nf::ops::ChannelScaleForward<std::remove_pointer_t<decltype(yp)>> f;
+    f.rows = rows, f.cols = cols, f.y = yp, f.x = xp, f.gamma = g;
+    return f;
+  };
+  const auto backward = [&](auto* dxp, auto* dg, const auto* dyp, const auto* xp, const auto* g) {
+    nf::ops::ChannelScaleBackward<std::remove_pointer_t<decltype(dxp)>> b;
+    b.rows = rows, b.cols = cols, b.dx = dxp, b.dgamma = dg, b.dy = dyp, b.x = xp, b.gamma = g;
+    return b;
+  };
+  nf::ref::run(forward(y.data(), x.data(), gamma.data()));
+  nf::ref::run(backward(dx.data(), dgamma.data(), dy.data(), x.data(), gamma.data()));
+  DeviceB d_x(bits(x)), d_y(nx), d_dy(bits(dy)), d_dx(nx);
+  DeviceF d_gamma(gamma), d_dgamma(std::vector<float>(size_t(cols), 0.5f));
+  NF_ASSERT_OK(nf::cuda::run(forward(d_y.get(), d_x.get(), d_gamma.get())));
+  check_close("bf16 channel_scale y", "rows=65 cols=40", floats(d_y), y, kBf16Fwd);
+  NF_ASSERT_OK(nf::cuda::run(backward(d_dx.get(), d_dgamma.get(), static_cast<const bf16*>(d_dy.get()),
+                                      static_cast<const bf16*>(d_x.get()), d_gamma.get())));
+  check_close("bf16 channel_scale dx", "rows=65 cols=40", floats(d_dx), dx, kBf16Bwd);
+  check_close("bf16 channel_scale dgamma", "rows=65 cols=40", d_dgamma.download(), dgamma, kBf16Bwd);
 }
 
 NF_TEST(cuda_bf16_cross_entropy_parity) {
