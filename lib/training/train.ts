@@ -65,8 +65,8 @@ export function* trainStepOps<M extends Module>(
   try {
     if (optimizer.accumulated % k === 0) yield* optimizer.zeroGradOps();
     const output = yield* (model.forwardOps as AnyProgramFn).apply(model, args);
-    if (!(output instanceof Tensor) || output.dtype !== 'float32')
-      invalidArg('the model output', 'a float32 Tensor (write a custom step for models that return objects)', output);
+    if (!(output instanceof Tensor) || (output.dtype !== 'float32' && output.dtype !== 'bfloat16'))
+      invalidArg('the model output', 'a float32 (or, precision bf16, bfloat16) Tensor (write a custom step for models that return objects)', output);
     tmp.add(output);
     const { loss, grad } = yield* lossOps(lossFn, output as Tensor<'float32'>, targets);
     tmp.addExposed(grad); // made by the loss function, whose author may keep a view of it
