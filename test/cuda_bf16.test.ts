@@ -109,7 +109,7 @@ describe.skipIf(reason !== null)("precision 'bf16' on CUDA (SIMT emulator)", () 
     for (const e of Object.values(errors)) expect(e).toBeLessThan(3e-2);
   }, 600_000);
 
-  it('40 AdamW steps at bf16 track the fp32 loss curve within 2%; a training forward keeps fewer bytes; masters, gradients, state and stateDict stay float32', async () => {
+  it('40 AdamW steps at bf16 track the fp32 loss curve within 2%; a training forward keeps about half the bytes; masters, gradients, state and stateDict stay float32', async () => {
     const { report } = await runEmulatedChild<Report>('bf16_child.ts', { NF_CUBLASLT_PATH: cublasltStandIn, NF_TEST_STEPS: '40' });
     const { fp32, bf16 } = report.curve;
     expect(bf16).toHaveLength(40);
@@ -123,9 +123,8 @@ describe.skipIf(reason !== null)("precision 'bf16' on CUDA (SIMT emulator)", () 
     expect(report.calls.bf16).toBe(report.calls.cublaslt);
     const { fp32: m32, bf16: m16 } = report.memory;
     const ratio = m16.bytes / m32.bytes;
-    console.log(`bytes a training forward keeps: fp32 ${m32.bytes}, bf16 ${m16.bytes} (ratio ${ratio.toFixed(3)}; the attention core's ` +
-      'q, k, v, context and its float32 input copy stay float32 until its bf16 kernels land)');
-    expect(ratio).toBeLessThan(0.8);
+    console.log(`bytes a training forward keeps: fp32 ${m32.bytes}, bf16 ${m16.bytes} (ratio ${ratio.toFixed(3)})`);
+    expect(ratio).toBeLessThan(0.55); // about half: everything a backward reads is bfloat16 but the statistics (mean, rstd, lse)
     expect(m16).toMatchObject({ logits: 'bfloat16', params: ['float32'], grads: ['float32'], stateDict: ['float32'], optimizerState: 'float32' });
     expect(m32.logits).toBe('float32');
   }, 900_000);

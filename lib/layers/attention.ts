@@ -85,6 +85,12 @@ interface Saved {
   masks: { causal: boolean; keyPaddingMask: Storage<'bool'> | null; attnMask: Storage<'bool'> | null };
   drop: { dropoutP: number; seed: number; offset: number };
   buffers: { qkv: Storage<'float32'> | null; q: Storage<'float32'> | null; kv: Storage<'float32'> | null; ctx: Storage<'float32'>; lse: Storage<'float32'> };
+  /**
+   * Under precision 'bf16' (heads not padded): the projections and context kept as bfloat16 copies
+   * instead of `buffers`' float32 (then unused), and `x`, `memory` the bfloat16 inputs; backward
+   * converts them back to float32 for the float32 attention kernels.
+   */
+  bf16: Record<'qkv' | 'q' | 'kv' | 'ctx', Tensor | null> | null;
 }
 
 /**
@@ -167,6 +173,27 @@ export class MultiHeadAttention extends Module {
     return out as Tensor<'float32'>;
   }
 
+  /**
+   * Precision 'bf16': keeps what backward reads in bfloat16 (half the bytes): the inputs as given
+   * instead of their float32 copies, and bfloat16 copies of the projections and the context instead
+   * of the float32 buffers the kernels wrote (freed now). Backward recomputes the attention
+   * probabilities from the rounded queries and keys with the forward's float32 log-sum-exp, an extra
+   * rounding of the scores (~2⁻⁸ relative) inside the precision's tolerance.
+   */
+  private keepBf16(s: Saved, big: Record<'qkv' | 'q' | 'kv' | 'ctx', Tensor<'float32'> | null>, x: Tensor<'float32'>,
+    memory: Tensor<'float32'> | null): void {
+    const keep = this.activations;
+    s.bf16 = { qkv: null, q: null, kv: null, ctx: null };
+    for (const name of ['qkv', 'q', 'kv', 'ctx'] as const) {
+      const t = big[name];
+      if (t) s.bf16[name] = keep.add(t.cast('bfloat16'));
+      keep.free(t);
+    }
+    keep.free(s.x, s.memory);
+    s.x = x;
+    s.memory = memory;
+  }
+
   /** The forward pass as written (unchecked; forwardOps runs it). */
   *forwardProgram(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
     const D = this.config.dModel, H = this.config.numHeads;
@@ -187,14 +214,11 @@ export class MultiHeadAttention extends Module {
     const xt = this.float32(xin), memory = memoryIn && this.float32(memoryIn);
     const g = this.heads, I = g ? g.W : D;
     this.padded = g ? yield* padAttention(this.activations, g, { x: xt, memory, qkv: this.qkv, proj: this.proj }) : null;
-    const saved = (n: number) => this.activations.add(Tensor.empty([n], 'float32', xt.device)).storage;
-    const buffers = {
-      qkv: memory ? null : saved(B * Tq * 3 * I),
-      q: memory ? saved(B * Tq * I) : null,
-      kv: memory ? saved(B * Tk * 2 * I) : null,
-      ctx: saved(B * Tq * I),
-      lse: saved(B * H * Tq),
-    };
+    const saved = (n: number) => this.activations.add(Tensor.empty([n], 'float32', xt.device));
+    const big = { qkv: memory ? null : saved(B * Tq * 3 * I), q: memory ? saved(B * Tq * I) : null,
+      kv: memory ? saved(B * Tk * 2 * I) : null, ctx: saved(B * Tq * I) };
+    const buffers = { qkv: big.qkv?.storage ?? null, q: big.q?.storage ?? null, kv: big.kv?.storage ?? null, ctx: big.ctx.storage,
+      lse: saved(B * H * Tq).storage };
     const wide = this.padded;
     const out = Tensor.empty([B, Tq, I], 'float32', xt.device);
     const weights = needWeights ? Tensor.empty([B, H, Tq, Tk], 'float32', xt.device) : null;
@@ -205,7 +229,8 @@ export class MultiHeadAttention extends Module {
       out: out.storage, weights: weights?.storage ?? null, x: (wide ? wide.x : xt).storage,
       qkvWeight: (wide ? wide.qkvWeight : this.qkv.weight).storage, qkvBias: (wide ? wide.qkvBias : this.qkv.bias)?.storage ?? null,
       projWeight: (wide ? wide.projWeight : this.proj.weight).storage, projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null });
-    this.saved = { x: xt, memory, dims, masks, drop, buffers };
+    this.saved = { x: xt, memory, dims, masks, drop, buffers, bf16: null };
+    if (!g && this.activationDType === 'bfloat16' && this.savesActivations) this.keepBf16(this.saved, big, xin, memoryIn);
     const y = this.asOutput(yield* narrowRows(out, D));
     return weights ? { output: y, weights } : y;
   }
@@ -223,19 +248,24 @@ export class MultiHeadAttention extends Module {
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
     checkActivation('dy', dy, s.x.shape);
-    const tmp = new Scope(dy), dyt = tmp.add(dy.cast('float32'));
+    const tmp = new Scope(dy, s.x, s.memory), dyt = tmp.add(dy.cast('float32'));
     try {
       if (this.padded) {
         const r = yield* paddedBackward(this.padded, { ...s.dims, ...s.masks, ...s.drop, ...s.buffers }, dyt, this.qkv, this.proj);
         return r instanceof Tensor ? this.asOutput(r) : { dx: this.asOutput(r.dx), dMemory: this.asOutput(r.dMemory) };
       }
+      // (precision 'bf16': what forward kept in bfloat16, back in float32 for the kernels)
+      const f32 = <T extends Tensor | null>(t: T) => (t ? tmp.add(t.cast('float32')) : null);
+      const b = s.bf16, x = f32(s.x)!, memory = f32(s.memory);
+      const buffers = b ? { ...s.buffers, qkv: f32(b.qkv)?.storage ?? null, q: f32(b.q)?.storage ?? null, kv: f32(b.kv)?.storage ?? null,
+        ctx: f32(b.ctx)!.storage } : s.buffers;
       const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);
       const dMemory = s.memory ? Tensor.empty(s.memory.shape, 'float32', s.memory.device) : null;
-      yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.storage ?? null,
+      yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...buffers, memory: memory?.storage ?? null,
         dx: dx.storage, dMemory: dMemory?.storage ?? null,
         dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
         dProjWeight: this.proj.weight.gradData(), dProjBias: this.proj.bias?.gradData() ?? null,
-        dout: dyt.storage, x: s.x.storage, qkvWeight: this.qkv.weight.storage, projWeight: this.proj.weight.storage });
+        dout: dyt.storage, x: x.storage, qkvWeight: this.qkv.weight.storage, projWeight: this.proj.weight.storage });
       return dMemory ? { dx: this.asOutput(dx), dMemory: this.asOutput(dMemory) } : this.asOutput(dx);
     } finally {
       tmp.close();
@@ -264,10 +294,11 @@ export class MultiHeadAttention extends Module {
   *memoryKV(memory: Tensor<'float32'>): Program<Tensor<'float32'>> {
     const g = this.heads, W = g ? g.W : this.config.dModel, dev = memory.device;
     const [B, Tm] = memory.shape;
-    const tmp = new Scope();
+    const tmp = new Scope(memory);
     try {
       const w = g ? yield* padWeights(tmp, g, this.qkv, this.proj) : { qkvWeight: this.qkv.weight, qkvBias: this.qkv.bias };
-      const src = g ? tmp.add(yield* padCols(memory, W)) : memory;
+      const mem = tmp.add(memory.cast('float32')); // (decoding runs in float32 under every precision)
+      const src = g ? tmp.add(yield* padCols(mem, W)) : mem;
       // The K|V rows of the projection, copied out (a device buffer has no subarray).
       const Wkv = tmp.add(Tensor.empty([2 * W, W], 'float32', dev));
       yield* op('copyRows', { rows: 1, cols: 2 * W * W, dst: Wkv.storage, dstStride: 2 * W * W, src: w.qkvWeight.storage,
@@ -294,8 +325,9 @@ export class MultiHeadAttention extends Module {
   private *decode(x: Tensor<'float32'>, keys: Pick<OpArgs<'attentionDecode'>, 'cache' | 't' | 'maxT' | 'kv' | 'Tk' | 'keyPaddingMask'>):
   Program<Tensor<'float32'>> {
     const g = this.heads, B = x.shape[0], W = g ? g.W : this.config.dModel;
-    const tmp = new Scope();
+    const tmp = new Scope(x);
     try {
+      x = tmp.add(x.cast('float32')); // (decoding runs in float32 under every precision)
       const w = g ? yield* padWeights(tmp, g, this.qkv, this.proj) : null;
       const out = Tensor.empty([B, 1, W], 'float32', x.device);
       const packed = w ? {} : yield* this.packedWeights();

@@ -175,7 +175,8 @@ export class BertModel extends Module {
     }
     for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.replace(d, yield* this.blocks[i].backwardOps(d));
     d = tmp.replace(d, yield* this.drop.backward(d));
-    const dsum = tmp.replace(d, yield* this.embed_norm.backwardOps(d));
+    // (the embedding op has no bf16 kernel: a bfloat16 gradient, precision 'bf16', is converted)
+    const dsum = tmp.replace(d, (yield* this.embed_norm.backwardOps(d)).cast('float32'));
     // The padding row's gradient is put back as it was: torch's Embedding(padding_idx) gives it none.
     const pad = this.config.padIdx, dword = this.word_embeddings.gradData();
     const padRow = pad === null ? null : tmp.add(Tensor.empty([D], 'float32', dsum.device));

@@ -520,9 +520,10 @@ export class ViTDecoder extends Module {
    */
   private *tokenPos(h: Tensor<'float32'>, backward = false): Program<void> {
     const [B, N, D] = h.shape;
-    if (backward)
-      yield* op('tokenPosBackward', { B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: h.storage });
-    else yield* op('tokenPosForward', { B, N, D, out: h.storage, token: this.mask_token.storage, pos: this.pos_embed.storage });
+    if (!backward) return yield* op('tokenPosForward', { B, N, D, out: h.storage, token: this.mask_token.storage, pos: this.pos_embed.storage });
+    const d = h.cast('float32'); // (no bf16 kernel: a bfloat16 gradient, precision 'bf16', is converted)
+    yield* op('tokenPosBackward', { B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: d.storage });
+    if (d !== h) d.dispose();
   }
 }
 registerModelClass(ViTDecoder);
