@@ -1,8 +1,9 @@
 /**
- * Precision 'bf16' with bfloat16 activations (lib/core/bf16.ts): the Tensor dtype 'bfloat16' (host
+ * Precision 'bf16' with bfloat16 activations (the design: native/cuda/bf16.cuh): the Tensor dtype 'bfloat16' (host
  * bits, float32 values, cast() rounding to nearest even) on the CPU; on the SIMT emulator, the same
  * cast on the device, the bf16 buffers' checks in the ops, a ViTClassifier forward and backward
- * through the own GEMM kernel against the CPU at fp32 (tolerance 3e-2, the precision's); and, in a
+ * through the own GEMM kernel against the CPU at fp32 (tolerance 3e-2, the precision's), and every
+ * other model (Transformer with generation, ViTDecoder, BertModel, ViT variants) likewise; and, in a
  * child process with the cuBLASLt stand-in (test/support/bf16_child.ts), 40 AdamW steps at bf16 on
  * 'cuda' tracking the fp32 CPU loss curve within 2%, the bytes a training forward keeps at bf16
  * against fp32, and what stays float32 (parameters, gradients, optimizer state, stateDict). The
@@ -11,7 +12,9 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 
-import { crossEntropy, Linear, native, Tensor, ViTClassifier } from '../lib/index';
+import {
+  AdamW, BertModel, crossEntropy, Linear, mse, native, Tensor, Transformer, trainStep, ViTClassifier, ViTDecoder,
+} from '../lib/index';
 import { cuda } from '../lib/core/device';
 import { failure, randn32, relErr, rng } from './helpers';
 import { buildEmulated, cublasltStandIn, emulatorSkipReason, runEmulatedChild } from './support/cuda_emu_build';
@@ -64,6 +67,12 @@ const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the bf16 emulator tests: ${reason}`);
 const small = { imgSize: 12, patchSize: 4, inChannels: 3, dModel: 48, numHeads: 2, dFF: 72, depth: 2, dropout: 0, numClasses: 5, seed: 7 };
 
+const ints = (v: number[], shape: number[], device: 'cpu' | 'cuda') => Tensor.from(Int32Array.from(v), shape, device);
+const floats = (n: number, seed: number, shape: number[], device: 'cpu' | 'cuda') =>
+  Tensor.from(Float32Array.from(randn32(n, rng(seed))), shape, device);
+/** Every parameter gradient of `m`, concatenated. */
+const grads = (m: { parameters(): { grad: Tensor | null }[] }) => Float32Array.from(m.parameters().flatMap((p) => [...p.grad!.toArray()]));
+
 type Memory = { bytes: number; logits: string; params: string[]; grads: string[]; stateDict: string[]; optimizerState: string };
 type Report = { curve: { fp32: number[]; bf16: number[] }; calls: Record<string, number>; memory: { fp32: Memory; bf16: Memory } };
 
@@ -107,6 +116,47 @@ describe.skipIf(reason !== null)("precision 'bf16' on CUDA (SIMT emulator)", () 
     const errors = { loss: relErr([got.loss], [ref.loss]), logits: relErr(got.logits, ref.logits), grads: relErr(got.grads, ref.grads) };
     console.log(`bf16 (own kernel) vs cpu fp32: ${JSON.stringify(errors)}`);
     for (const e of Object.values(errors)) expect(e).toBeLessThan(3e-2);
+  }, 600_000);
+
+  it.each([
+    ['Transformer (dropout, clipping, accumulation, generation)', (device: 'cpu' | 'cuda', precision: 'fp32' | 'bf16') => {
+      const m = new Transformer({ srcVocab: 11, tgtVocab: 13, maxLen: 7, dModel: 16, numHeads: 2, dFF: 24, depth: 2, seed: 3, dropout: 0.1,
+        device, precision });
+      const src = ints([3, 4, 5, 0, 0, 6, 7, 8, 9, 10], [2, 5], device), tgtIn = ints([1, 4, 5, 6, 1, 7, 8, 0], [2, 4], device);
+      const tgtOut = ints([4, 5, 6, 2, 7, 8, 2, 0], [2, 4], device);
+      const { grad } = crossEntropy(m.forward(src, tgtIn), tgtOut, { ignoreIndex: 0 });
+      m.backward(grad);
+      const g = grads(m);
+      trainStep(m, new AdamW(m.parameters()), [src, tgtIn], tgtOut, { maxGradNorm: 1, accumulate: 2 });
+      return { values: g, tokens: [...m.generate(src, { maxLen: 7 }).toArray()] };
+    }],
+    ['ViTDecoder (masked MSE, dTokens)', (device: 'cpu' | 'cuda', precision: 'fp32' | 'bf16') => {
+      const m = new ViTDecoder({ imgSize: 8, patchSize: 2, inChannels: 2, dModel: 24, numHeads: 2, dFF: 40, depth: 2, seed: 9, device, precision });
+      const out = m.forward(floats(2 * 5 * 24, 1, [2, 5, 24], device));
+      m.backward(mse(out, floats(2 * 16 * 8, 2, [2, 16, 8], device)).grad, floats(2 * 16 * 24, 3, [2, 16, 24], device));
+      return { values: grads(m) };
+    }],
+    ['ViTClassifier (avg pool, fc_norm, LayerScale, noEmbedClass, drop path, dropout)', (device: 'cpu' | 'cuda', precision: 'fp32' | 'bf16') => {
+      const m = new ViTClassifier({ ...small, imgSize: 8, globalPool: 'avg', noEmbedClass: true, initValues: 0.1, dropPath: 0.2, dropout: 0.1,
+        device, precision });
+      const { grad } = crossEntropy(m.forward(floats(2 * 3 * 64, 5, [2, 3, 8, 8], device)), ints([0, 2], [2], device));
+      m.backward(grad);
+      return { values: grads(m) };
+    }],
+    ['BertModel (pooler, padding mask)', (device: 'cpu' | 'cuda', precision: 'fp32' | 'bf16') => {
+      const m = new BertModel({ vocabSize: 20, dModel: 16, numHeads: 2, dFF: 24, depth: 2, maxPositions: 8, seed: 2, device, precision });
+      const out = m.forward(ints([1, 4, 5, 6, 2, 7, 8, 9, 3, 0], [2, 5], device),
+        { attentionMask: ints([1, 1, 1, 1, 0, 1, 1, 1, 1, 1], [2, 5], device) });
+      m.backward(floats(2 * 5 * 16, 4, [2, 5, 16], device), floats(2 * 16, 5, [2, 16], device));
+      return { values: Float32Array.from([...out.poolerOutput!.toArray(), ...grads(m)]) };
+    }],
+  ] as [string, (device: 'cpu' | 'cuda', precision: 'fp32' | 'bf16') => { values: Float32Array; tokens?: number[] }][])(
+    '%s at bf16 on cuda matches the CPU at fp32 within 3e-2', (name, run) => {
+    const ref = run('cpu', 'fp32'), got = run('cuda', 'bf16');
+    const e = relErr(got.values, ref.values);
+    console.log(`${name}: bf16 vs cpu fp32 ${e.toExponential(2)}`);
+    expect(e).toBeLessThan(3e-2);
+    expect(got.tokens).toEqual(ref.tokens);
   }, 600_000);
 
   it('40 AdamW steps at bf16 track the fp32 loss curve within 2%; a training forward keeps about half the bytes; masters, gradients, state and stateDict stay float32', async () => {

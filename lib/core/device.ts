@@ -32,9 +32,10 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * How a module's matrix products run (DESIGN.md: precision is a module property, the same meaning on
  * every device; README, Devices): 'fp32' (the default) float32; 'tf32' float32 tensors with the GEMMs'
  * inputs rounded to TF32 (PyTorch's allow_tf32; on the CPU, which has no TF32 unit, exactly fp32);
- * 'bf16' float32 tensors with the GEMMs' inputs rounded to bfloat16 and float32 accumulation (CUDA
- * only for now: the CPU throws ERR_NF_DEVICE). Statistics, losses, the optimizer and the attention
- * core stay fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
+ * 'bf16' mixed precision as torch.autocast(dtype=bfloat16) with bfloat16 activations (CUDA only for
+ * now: the CPU throws ERR_NF_DEVICE; the design: native/cuda/bf16.cuh): bf16 products with float32
+ * accumulation. Statistics, losses and the optimizer stay fp32; parameters, checkpoints and state
+ * dicts are fp32 whatever the precision.
  */
 export type { Precision };
 

@@ -385,7 +385,7 @@ export abstract class Module {
 
   /**
    * The dtype this module keeps its activations in: 'bfloat16' under precision 'bf16' on 'cuda' (half
-   * the activation memory, as torch.autocast(dtype=torch.bfloat16); lib/core/bf16.ts), else 'float32'.
+   * the activation memory, as torch.autocast(dtype=torch.bfloat16); the design: native/cuda/bf16.cuh), else 'float32'.
    */
   get activationDType(): FloatDType {
     return this.prec === 'bf16' && this.home === 'cuda' ? 'bfloat16' : 'float32';

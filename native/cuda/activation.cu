@@ -99,8 +99,14 @@ Status bias_act_backward(bf16* dx, float* dbias, const bf16* dy, const bf16* pre
 Status run(const ops::ActivationForward<float>& p) {
   return bias_act_forward(p.y, nullptr, p.x, nullptr, {p.n, 1, p.act});
 }
+Status run(const ops::ActivationForward<bf16>& p) {
+  return bias_act_forward(p.y, nullptr, p.x, nullptr, {p.n, 1, p.act});
+}
 
 Status run(const ops::ActivationBackward<float>& p) {
+  return bias_act_backward(p.dx, nullptr, p.dy, p.x, {p.n, 1, p.act});
+}
+Status run(const ops::ActivationBackward<bf16>& p) {
   return bias_act_backward(p.dx, nullptr, p.dy, p.x, {p.n, 1, p.act});
 }
 

@@ -25,6 +25,8 @@ Status bias_act_backward(bf16* dx, float* dbias, const bf16* dy, const bf16* pre
 
 // The ops (native/ops/activation.h): y = act(x), dx = dy ∘ act'(x), on the two above.
 Status run(const ops::ActivationForward<float>& p);
+Status run(const ops::ActivationForward<ops::bf16>& p);
 Status run(const ops::ActivationBackward<float>& p);
+Status run(const ops::ActivationBackward<ops::bf16>& p);
 
 }  // namespace nf::cuda

@@ -1,4 +1,37 @@
 // Internal: bfloat16 storage in the kernels (precision 'bf16': activations in bf16, math in fp32).
+//
+// ## Design: precision 'bf16' on CUDA (issue 22, item 3)
+// What torch.autocast(dtype=torch.bfloat16) does, with the activations themselves stored in bf16
+// (llm.c's layout) so a training step keeps half the bytes for its backward:
+// - Storage. A Tensor dtype 'bfloat16' (lib/core/tensor.ts: 2 bytes a value; its host array is the
+//   bits, a Uint16Array; hostValues()/toArray() give float32; cast() converts, rounding to nearest
+//   even). Its device buffer is tagged bf16 (napi/device_args.h), so no float32 field takes it.
+// - Which arrays are bf16 is declared once, in the op schema (native/ops/schema.h): an op's params
+//   struct instantiated at T = ops::bf16 keeps its activations (x, out, the saved sums, hidden
+//   layers, their gradients) as T and everything declared Acc<T> in float: parameters and their
+//   gradients (fp32 masters), LayerNorm mean/rstd, losses, the images. Acc<float> is float and
+//   Acc<double> double, so the CPU and the float64 reference see exactly the structs they had. The
+//   CUDA binding runs X<bf16> when a call's options hold a bf16 buffer (napi/bind_ops.cpp); an op
+//   without a bf16 kernel refuses the buffer naming the field.
+// - Kernels are templated on the storage S (float | bf16): load() gives float, store() rounds, all
+//   arithmetic is float; elementwise kernels move 16-byte vectors (Pack below). With S = float they
+//   compile to what they were (fp32 stays bit for bit). bf16 kernels: LayerNorm (+ residual),
+//   bias + activation (GELU etc.), add/accumulate, dropout, copyRows, LayerScale, cross-entropy,
+//   patch embedding, the ViT CLS + positions start, Scale, float↔bf16 conversion (bf16.cu).
+// - Products: gemm.h's GemmCallOf<TA, TC>: bf16 A and B (activations and the weight's bf16 copy)
+//   into bf16 C, or into a float weight gradient (beta = 1 over the fp32 master's gradient);
+//   cuBLASLt with CUDA_R_16BF operands, CUBLAS_COMPUTE_32F and a float bias (BIAS_DATA_TYPE), its
+//   CPU stand-in the same; the own kernel converts on load. The bf16 weight copy is the
+//   Parameter's (Parameter.storageFor), cast again when the parameter's version changes (an
+//   optimizer step, a load): 2 bytes a weight, as autocast's cast cache.
+// - The optimizer, gradient norms and clipping run on the fp32 masters and gradients unchanged;
+//   stateDict and checkpoints are fp32. The CPU keeps fp32 storage (a CPU layer given a bf16
+//   tensor computes it as float32).
+// - Not yet bf16 (converted to float32 around today's kernels, in the layers): the attention core
+//   (issue 18's tensor-core kernels will take bf16; until then the layer keeps its input, q/k/v and
+//   context in bf16 and converts them for the float32 kernels), the gemm op (average pooling,
+//   drop path), mse, embeddings, token positions, decoding.
+//
 // A kernel templated on its storage type S (float or ops::bf16) reads with load(p) (a float) and
 // writes with store(p, v) (rounded to nearest even for bf16, NaN kept a quiet NaN); the same source
 // serves both precisions, and with S = float it compiles to the plain loads and stores it had.
@@ -69,13 +102,11 @@ __host__ __device__ __forceinline__ void load_pack(const S* p, int64_t i, float 
   Pack<S> k;
   std::memcpy(&k, p + i, sizeof k);
 #endif
-#pragma unroll
   for (int j = 0; j < kPack<S>; ++j) out[j] = load(&k.v[j]);
 }
 template <class S>
 __host__ __device__ __forceinline__ void store_pack(S* p, int64_t i, const float (&in)[kPack<S>]) {
   Pack<S> k;
-#pragma unroll
   for (int j = 0; j < kPack<S>; ++j) store(&k.v[j], in[j]);
 #if defined(__CUDA_ARCH__)
   *reinterpret_cast<Pack<S>*>(p + i) = k;

@@ -31,8 +31,9 @@ using ops::bf16;
 //   fp32  exact float32 multiply-add (CUBLAS_COMPUTE_32F; the backend's own kernel).
 //   tf32  inputs rounded to TF32 (10-bit mantissa) for the tensor cores, float32 accumulation
 //         (CUBLAS_COMPUTE_32F_FAST_TF32).
-//   bf16  inputs rounded to bfloat16 (7-bit mantissa), float32 accumulation and storage
-//         (CUBLAS_COMPUTE_32F_FAST_16BF).
+//   bf16  inputs rounded to bfloat16 (7-bit mantissa), float32 accumulation: float32 operands
+//         through CUBLAS_COMPUTE_32F_FAST_16BF; bf16 operands (GemmCallOf<bf16, ...>, precision
+//         'bf16''s activations) are bf16 already and take CUBLAS_COMPUTE_32F.
 // Only cuBLASLt honours tf32 and bf16; the backend's own kernel computes every mode in fp32.
 enum class Compute { fp32, tf32, bf16 };
 const char* compute_name(Compute mode);

@@ -149,7 +149,7 @@ NF_TEST(cuda_bf16_linear_parity) {
     int64_t rows, in, out;
     bool bias;
   };
-  const Case cases[] = {{1, 24, 10}, {65, 40, 20, true}, {197, 20, 72, true}, {7, 33, 5, false}};
+  const Case cases[] = {{1, 24, 10, true}, {65, 40, 20, true}, {197, 20, 72, true}, {7, 33, 5, false}};
   for (const Case& c : cases) {
     const std::string name = dims({{"rows", c.rows}, {"in", c.in}, {"out", c.out}, {"bias", c.bias}});
     const size_t nx = size_t(c.rows * c.in), ny = size_t(c.rows * c.out), nw = size_t(c.in * c.out);
@@ -287,7 +287,7 @@ NF_TEST(cuda_bf16_cross_entropy_parity) {
     int64_t N, V;
     double eps;
   };
-  const Case cases[] = {{1, 10}, {7, 100, 0.1}, {65, 1000}};
+  const Case cases[] = {{1, 10, 0.0}, {7, 100, 0.1}, {65, 1000, 0.0}};
   for (const Case& c : cases) {
     const std::string name = dims({{"N", c.N}, {"V", c.V}});
     const Vec x = randb(size_t(c.N * c.V), 2.0);
