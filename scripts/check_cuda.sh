@@ -20,10 +20,13 @@ cd "$(dirname "$0")/.."
 BUDGETS='
 # Kernels templated on the storage of the activations (float, or bf16 under precision bf16: native/cuda/bf16.cuh)
 # have one budget per instantiation; the bf16 LayerNorm backward holds the conversions of its bf16 loads too
-layernorm_forward_kernel<float>          48   0
-layernorm_forward_kernel<nf::ops::bf16>  48   0
-layernorm_backward_kernel<float>         72   0
-layernorm_backward_kernel<nf::ops::bf16> 80   0
+# (LayerNorm: the second parameter is the columns a lane takes per step, 8 for 16-byte bf16 vectors)
+layernorm_forward_kernel<float, 1>            48   0
+layernorm_forward_kernel<nf::ops::bf16, 1>    48   0
+layernorm_forward_kernel<nf::ops::bf16, 8>    64   0
+layernorm_backward_kernel<float, 1>           72   0
+layernorm_backward_kernel<nf::ops::bf16, 1>   80   0
+layernorm_backward_kernel<nf::ops::bf16, 8>   96   0
 layernorm_param_grad_kernel              40   0
 # gemm_kernel<tile, TA, TC>: A, B of TA and C of TC (gemm.h GemmCallOf), converted to float on load
 gemm_kernel<64, 64, 16, 4, 4, float, float>                  85   17408

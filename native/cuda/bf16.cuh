@@ -14,8 +14,9 @@
 //   CUDA binding runs X<bf16> when a call's options hold a bf16 buffer (napi/bind_ops.cpp); an op
 //   without a bf16 kernel refuses the buffer naming the field.
 // - Kernels are templated on the storage S (float | bf16): load() gives float, store() rounds, all
-//   arithmetic is float; elementwise kernels move 16-byte vectors (Pack below). With S = float they
-//   compile to what they were (fp32 stays bit for bit). bf16 kernels: LayerNorm (+ residual),
+//   arithmetic is float; LayerNorm, add, dropout and the conversions move 16-byte vectors (Pack
+//   below). With S = float they compute what they did (fp32 stays bit for bit: a LayerNorm over
+//   float keeps one column per step, the order of its sums). bf16 kernels: LayerNorm (+ residual),
 //   bias + activation (GELU etc.), add/accumulate, dropout, copyRows, LayerScale, cross-entropy,
 //   patch embedding, the ViT CLS + positions start, Scale, float↔bf16 conversion (bf16.cu).
 // - Products: gemm.h's GemmCallOf<TA, TC>: bf16 A and B (activations and the weight's bf16 copy)
@@ -113,6 +114,20 @@ __host__ __device__ __forceinline__ void store_pack(S* p, int64_t i, const float
 #else
   std::memcpy(p + i, &k, sizeof k);
 #endif
+}
+
+// W consecutive elements p[c .. c + W) as floats, and back: W = 1 (one element) or kPack<S> (one
+// 16-byte vector, p + c aligned). For kernels whose lanes own chunks of W columns of a row, W a
+// template parameter chosen at launch (1 keeps a float kernel exactly what it was).
+template <int W, class S>
+__host__ __device__ __forceinline__ void load_cols(const S* p, int64_t c, float (&v)[W]) {
+  if constexpr (W == 1) v[0] = load(p + c);
+  else load_pack(p, c, v);
+}
+template <int W, class S>
+__host__ __device__ __forceinline__ void store_cols(S* p, int64_t c, const float (&v)[W]) {
+  if constexpr (W == 1) store(p + c, v[0]);
+  else store_pack(p, c, v);
 }
 
 // Whether every pointer given is 16-byte aligned (null counts as aligned).
