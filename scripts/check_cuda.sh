@@ -49,6 +49,7 @@ ce_targets_kernel                        40   128
 ce_row_kernel<float>                     40   128
 ce_row_kernel<nf::ops::bf16>             40   128
 ce_mean_kernel                           40   256
+# adamw_kernel: the step factors (double pow) at the top of each thread, from arguments or step values
 adamw_kernel                             40   0
 attention_forward_kernel<1>              96   0
 attention_forward_kernel<2>              96   0
@@ -95,6 +96,8 @@ scale_kernel<nf::ops::bf16>              40   0
 clip_norm_kernel                         40   256
 # clip_scale_kernel: scale_kernel reading its factor from device memory
 clip_scale_kernel                        40   0
+# clip_coefficient_kernel: one thread adding the per-tensor sums in order (double), then sqrt
+clip_coefficient_kernel                  40   0
 # first_nonfinite_*: grid-stride scan, then block min-reductions of int64 positions (32 of them shared)
 first_nonfinite_partial_kernel           40   256
 first_nonfinite_index_kernel             40   256

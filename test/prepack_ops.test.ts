@@ -52,7 +52,8 @@ describe.each(isas)('packWeights (%s)', (isa) => {
       native.packWeights({ N, K, W: Float64Array.from(W), packed: ref });
       expect(same(fast, Float32Array.from(ref))).toBe(true);
       const words = new Int32Array(fast.buffer, 0, 16);
-      expect([...words.slice(1, 6)]).toEqual([['scalar', 'avx2', 'avx512'].indexOf(isa), { scalar: 4, avx2: 16, avx512: 32 }[isa], { scalar: 256, avx2: 256, avx512: 512 }[isa], N, K]);
+      expect([...words.slice(1, 6)]).toEqual([['scalar', 'avx2', 'avx512', 'neon'].indexOf(isa), { scalar: 4, avx2: 16, avx512: 32, neon: 16 }[isa],
+        { scalar: 256, avx2: 256, avx512: 512, neon: 256 }[isa], N, K]);
       expect([...words.slice(6)]).toEqual(new Array(10).fill(0));
     });
   });

@@ -23,7 +23,8 @@ import { Activations } from '../lib/native/ops.generated';
 import { rng } from './helpers';
 
 const cpuDir = path.resolve(__dirname, '..', 'native', 'cpu');
-const order: Isa[] = ['scalar', 'avx2', 'avx512'];
+/** This build's variants, slowest first (scalar, avx2, avx512 on x64; scalar, neon on arm64). */
+const order: Isa[] = native.isaInfo().compiled;
 /** Every variant the CPU runs, whatever the self-check said of it. */
 const cpuIsas = order.slice(0, order.indexOf(native.isaInfo().detected) + 1);
 const vectorIsas = cpuIsas.filter((i) => i !== 'scalar');
@@ -379,13 +380,16 @@ describe('coverage', () => {
 
   it('intrinsics appear only in files the probe reaches', () => {
     const reached = ['simd.h', 'pack_inl.h', 'finite.cpp'];
+    // x86 (_mm256_add_ps) and NEON (vaddq_f32, vget_low_f32, vreinterpretq_u32_f32) intrinsics
+    const intrinsic = /\b(_mm(512|256)?_\w+|v\w+_[fsu](8|16|32|64))\(/;
     const withIntrinsics = fs.readdirSync(cpuDir).filter((file) =>
-      /\.(h|cpp)$/.test(file) && /\b_mm(512|256)?_\w+\(/.test(fs.readFileSync(path.join(cpuDir, file), 'utf8')));
+      /\.(h|cpp)$/.test(file) && intrinsic.test(fs.readFileSync(path.join(cpuDir, file), 'utf8')));
     expect(withIntrinsics.filter((file) => !reached.includes(file)), 'ISA-specific code the simd test does not reach').toEqual([]);
   });
 
   it('the probe rejects a name it does not know, and a variant the CPU lacks', () => {
     expect(() => probe('scalar', 'vnothing' as SimdHelper, [new Float32Array(16)])).toThrow(/no helper named 'vnothing'/);
-    if (!cpuIsas.includes('avx512')) expect(() => probe('avx512', 'vadd', [new Float32Array(16)])).toThrow(/cannot run/);
+    for (const isa of ['avx512', 'neon'] as const)
+      if (!cpuIsas.includes(isa)) expect(() => probe(isa, 'vadd', [new Float32Array(16)])).toThrow(/cannot run/);
   });
 });

@@ -11,7 +11,9 @@
 import { bf16OnCpu, checkDevice, checkDeviceOps, checkPrecision, type Device, type PlacementConfig, type Precision } from './device';
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { OptionKeys } from '../validation/options';
-import { Lane, runSync, type OpName, type Program } from './program';
+import { CapturedCall, cudaGraphsEnabled, GraphRunner, objectId, tensorKey, uncapturable } from './graph';
+import { cuda, type DeviceBuffer } from './device';
+import { Lane, runAsync, runSync, type OpName, type Program } from './program';
 import type { Random } from './random';
 import { Scope } from './scope';
 import { assertFinite, assertFiniteIn, checkFiniteEnabled } from './finite';
@@ -167,6 +169,8 @@ export abstract class Module {
   private readonly children = new Map<string, Module>();
   private readonly rngs = new Map<string, Random>();
   private lane = new Lane();
+  /** The CUDA graphs of this module's eval-mode forwards (lib/core/graph.ts). */
+  private readonly forwardGraphs = new GraphRunner();
   /** Where this module's parameters are created (config.device, or the last to()). */
   private home: Device = 'cpu';
   /** How this module's matrix products run (config.precision, or the last setPrecision()). */
@@ -251,9 +255,53 @@ export abstract class Module {
     }
   }
 
-  /** Runs the module on the calling thread (arguments and result: see the module's forwardProgram). */
+  /**
+   * Runs the module on the calling thread (arguments and result: see the module's forwardProgram).
+   * In eval mode on 'cuda', a forward that repeats with the same shapes runs as a CUDA graph
+   * (lib/core/graph.ts); its result is a fresh tensor either way.
+   */
   forward<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): ProgramResult<M['forwardProgram']> {
-    return this.runOps('forward', (this as Module).call('forward', args)) as ProgramResult<M['forwardProgram']>;
+    const self = this as Module;
+    const plan = self.planForward(args);
+    const run = plan.how === 'eager' ? self.call('forward', args)
+      : (function* () {
+        return self.replayForward(plan.call ?? self.captureForward(args as unknown as Tensor[], plan.key), args as unknown as Tensor[], plan.key);
+      })();
+    return this.runOps('forward', run) as ProgramResult<M['forwardProgram']>;
+  }
+
+  /** How a forward runs: eagerly, or (eval mode on 'cuda', tensors only) captured or replayed as a CUDA graph. */
+  private planForward(args: readonly unknown[]): { how: 'eager' } | { how: 'graph'; key: string; call?: CapturedCall } {
+    if (!cudaGraphsEnabled() || this.savesActivations || this.home !== 'cuda' || checkFiniteEnabled() ||
+        !args.every((a) => a instanceof Tensor && a.device === 'cuda')) return { how: 'eager' };
+    const storages = this.parameters().map((p) => objectId(p.storage as object)).join(',');
+    const key = `${tensorKey(args as Tensor[])}|${this.prec}|${storages}`;
+    const next = this.forwardGraphs.next(key);
+    return next === 'eager' ? { how: 'eager' } : next === 'capture' ? { how: 'graph', key } : { how: 'graph', key, call: next };
+  }
+
+  /** Captures the forward of `key`; the capture, or null (it runs eagerly from then on, the reason counted). */
+  private captureForward(args: Tensor[], key: string): CapturedCall | null {
+    const result = CapturedCall.capture(args, (own) => (function* (m: Module) {
+      const out = yield* m.call('forward', own);
+      if (!(out instanceof Tensor)) uncapturable('a forward that returns something other than one tensor');
+      return [out as Tensor];
+    })(this));
+    this.forwardGraphs.captured(key, result);
+    return typeof result === 'string' ? null : result;
+  }
+
+  /** A replay of `call` on `args` (an eager forward when there is no capture), its output copied into a new tensor. */
+  private replayForward(call: CapturedCall | null, args: Tensor[], key: string): unknown {
+    if (call?.launch(args)) return this.copyOutput(call);
+    if (call) this.forwardGraphs.drop(key); // (stale: captured again after an eager run)
+    return runSync(this.call('forward', args));
+  }
+
+  private copyOutput(call: CapturedCall): Tensor {
+    const out = call.outputs[0], copy = Tensor.empty(out.shape, out.dtype, 'cuda');
+    cuda().copy(copy.storage as DeviceBuffer, out.storage as DeviceBuffer);
+    return copy;
   }
 
   /**
@@ -270,7 +318,15 @@ export abstract class Module {
    * run concurrently. Tensors passed in must stay undisposed until the Promise settles.
    */
   forwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): Promise<ProgramResult<M['forwardProgram']>> {
-    return this.enqueueOps(() => (this as Module).call('forward', args)) as Promise<ProgramResult<M['forwardProgram']>>;
+    const self = this as Module;
+    return this.enqueueTask(async () => {
+      const plan = self.planForward(args);
+      if (plan.how === 'eager') return runAsync(self.call('forward', args));
+      const call = plan.call ?? self.captureForward(args as unknown as Tensor[], plan.key);
+      if (call && (await call.launchAsync(args as unknown as Tensor[]))) return self.copyOutput(call);
+      if (call) self.forwardGraphs.drop(plan.key);
+      return runAsync(self.call('forward', args));
+    }) as Promise<ProgramResult<M['forwardProgram']>>;
   }
 
   /** backward with every op on a worker thread, queued behind this model's other calls (see forwardAsync). */
@@ -328,6 +384,11 @@ export abstract class Module {
     return this.lane.enqueue(program, ...others);
   }
 
+  /** @internal enqueueOps for any asynchronous task over the model (a CUDA graph's replay). */
+  enqueueTask<T>(task: () => Promise<T>, ...others: Lane[]): Promise<T> {
+    return this.lane.enqueueTask(task, ...others);
+  }
+
   /** Whether the module is in training mode (dropout active). */
   get training(): boolean {
     return this.mode;
@@ -338,6 +399,7 @@ export abstract class Module {
     this.mode = mode;
     this.keepInEval = false;
     if (mode) this.dropInferenceCaches();
+    if (mode) this.forwardGraphs.clear();
     for (const c of this.children.values()) c.train(mode);
     return this;
   }
@@ -615,6 +677,7 @@ export abstract class Module {
     for (const m of this.modules()) {
       m.activations.close();
       m.dropInferenceCaches();
+      m.forwardGraphs.clear();
       for (const b of m.buffers.values()) b.dispose();
     }
     for (const p of this.parameters()) p.dispose();

@@ -1,3 +1,4 @@
+import { stepValue, type StepValueFields } from '../core/graph';
 import { requireSaved, rowsOf, Module } from '../core/module';
 import { FeedForwardActivations, type FeedForwardActivation } from '../native/feedforward';
 import { OptionKeys } from '../validation/options';
@@ -43,7 +44,7 @@ export class FeedForward extends Module {
   readonly fc1: Linear;
   readonly fc2: Linear;
   private readonly dropRng: Random;
-  private saved: { x: Tensor<'float32'>; h: Storage<'float32'> | null; a: Storage<'float32'>; seed: number; p: number } | null = null;
+  private saved: { x: Tensor<'float32'>; h: Storage<'float32'> | null; a: Storage<'float32'>; seed: number; seedFields: StepValueFields; p: number } | null = null;
 
   constructor(config: FeedForwardConfig) {
     super();
@@ -68,25 +69,26 @@ export class FeedForward extends Module {
     return this.activations.add(Tensor.zeros([l.config.outFeatures], 'float32', like.device)).storage;
   }
 
-  private dims(rows: number, p: number, seed: number) {
+  private dims(rows: number, p: number, seed: number, seedFields: StepValueFields) {
     return { rows, D: this.config.dModel, F: this.config.dFF, activation: this.config.activation, dropout: p, seed, offset: 0,
-      precision: this.precision };
+      ...seedFields, precision: this.precision };
   }
 
   /** x [..., D] → y [..., D]. */
   *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.dModel, 1);
     const p = this.training ? this.config.dropout : 0;
-    const seed = p > 0 ? this.dropRng.seed() : 0;
+    // (Under CUDA graph capture the seed is a step value, drawn again at every replay.)
+    const { value: seed, fields: seedFields } = p > 0 ? stepValue('seedAt', () => this.dropRng.seed(), 0) : { value: 0, fields: {} };
     this.activations.close();
     const xa = this.asActivation(x), dt = xa.dtype as 'float32', y = emptyLike(xa);
     const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], dt, x.device)).storage : null;
     const a = this.activations.add(Tensor.empty([rows * this.config.dFF], dt, x.device)).storage;
     const W1Packed = yield* this.fc1.packedWeight(), W2Packed = yield* this.fc2.packedWeight();
-    yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.storage, h, a, x: xa.storage,
+    yield* op('feedforwardForward', { ...this.dims(rows, p, seed, seedFields), y: y.storage, h, a, x: xa.storage,
       W1: this.fc1.weight.storageFor(dt), b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storageFor(dt),
       b2: this.biasOf(this.fc2, x, false), W1Packed, W2Packed });
-    this.saved = { x: xa, h, a, seed, p };
+    this.saved = { x: xa, h, a, seed, seedFields, p };
     return y;
   }
 
@@ -95,7 +97,7 @@ export class FeedForward extends Module {
     const s = requireSaved(this.saved, 'FeedForward'), dt = s.x.dtype as 'float32';
     checkActivation('dy', dy, s.x.shape);
     const tmp = new Scope(dy), dx = emptyLike(s.x), dya = tmp.add(dy.cast(dt));
-    yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.storage,
+    yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed, s.seedFields), dx: dx.storage,
       dW1: this.fc1.weight.gradData(), db1: this.biasOf(this.fc1, s.x, true), dW2: this.fc2.weight.gradData(),
       db2: this.biasOf(this.fc2, s.x, true), dy: dya.storage, x: s.x.storage, h: requireSaved(s.h, 'FeedForward'), a: s.a,
       W1: this.fc1.weight.storageFor(dt), W2: this.fc2.weight.storageFor(dt) });

@@ -175,6 +175,13 @@ export interface FeedforwardForwardArgs<Buffer = never> {
   dropout?: number;
   seed?: number;
   offset?: number;
+  seedAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** Default 'fp32'. */
   precision?: Precision;
   /** [rows, D], written. */
@@ -210,6 +217,13 @@ export interface FeedforwardBackwardArgs<Buffer = never> {
   dropout?: number;
   seed?: number;
   offset?: number;
+  seedAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** Default 'fp32'. */
   precision?: Precision;
   /** [rows, D], written. The gradient of x. */
@@ -599,6 +613,13 @@ export interface DropoutForwardArgs<Buffer = never> {
   p?: number;
   seed: number;
   offset: number;
+  seedAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** [n], written. */
   out: FloatArray | Buffer;
   /** [n]. */
@@ -612,6 +633,13 @@ export interface DropoutBackwardArgs<Buffer = never> {
   p?: number;
   seed: number;
   offset: number;
+  seedAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** [n], written. The gradient of x. */
   dx: FloatArray | Buffer;
   /** [n]. The gradient of out. */
@@ -683,6 +711,14 @@ export interface AdamwStepArgs<Buffer = never> {
   eps?: number;
   /** Default 0.01. */
   weightDecay?: number;
+  stepAt?: number;
+  lrAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** [n], read and updated in place. */
   param: FloatArray | Buffer;
   /** [n]. */
@@ -739,6 +775,27 @@ export interface ClipGradNormArgs<Buffer = never> {
   totalNorm: FloatArray | Buffer;
   /** [n], read and updated in place. */
   grad: FloatArray | Buffer;
+}
+
+/** The options of clipCoefficient. */
+export interface ClipCoefficientArgs<Buffer = never> {
+  n: number;
+  maxNorm: number;
+  /** [1], written. */
+  totalNorm: FloatArray | Buffer;
+  /** [1], written. */
+  coef: Float64Array | Buffer;
+  /** [n]. */
+  sums: FloatArray | Buffer;
+}
+
+/** The options of clipScale. */
+export interface ClipScaleArgs<Buffer = never> {
+  n: number;
+  /** [n], read and updated in place. */
+  x: FloatArray | Buffer;
+  /** [1]. */
+  coef: Float64Array | Buffer;
 }
 
 /** The options of firstNonFinite. */
@@ -1027,6 +1084,17 @@ export interface NativeOps<Buffer = never> {
    */
   clipGradNorm(a: ClipGradNormArgs<Buffer>): void;
   /**
+   * torch.nn.utils.clip_grad_norm_'s coefficient over n gradient tensors from their sums of squares (sums[i]
+   * = Σ g² of tensor i, e.g. by sumSquares): total = sqrt(Σ sums, added in order in double); coef[0] =
+   * maxNorm / (total + 1e-6); totalNorm[0] = total. clipScale then scales each gradient by it.
+   */
+  clipCoefficient(a: ClipCoefficientArgs<Buffer>): void;
+  /**
+   * x *= coef[0] (as float) unless coef[0] ≥ 1 (a NaN coefficient scales by NaN, as torch): clip_grad_norm_'s
+   * scaling with clipCoefficient's coefficient, read where it lives.
+   */
+  clipScale(a: ClipScaleArgs<Buffer>): void;
+  /**
    * index[0] = the first position i < n of a NaN or ±Inf in x, or −1 when every value is finite. `index` is a
    * Float64Array of length 1 whatever x is (positions can pass 2^31); a Float64Array x runs the reference
    * twin.
@@ -1078,7 +1146,7 @@ export interface NativeOps<Buffer = never> {
 }
 
 /** Every op name, in the order of the op table (native/ops/ops.h). */
-export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'packWeights', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
+export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'packWeights', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'clipCoefficient', 'clipScale', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
 export type OpName = (typeof OP_NAMES)[number];
 
 /**

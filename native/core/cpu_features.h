@@ -1,25 +1,43 @@
-// Which instruction-set variant of the CPU kernels runs. Each kernel file is compiled three times
-// (scalar, AVX2+FMA, AVX-512) into namespaces nf::cpu::scalar / avx2 / avx512. At load, a
+// Which instruction-set variant of the CPU kernels runs. Each kernel file is compiled once per
+// variant of the target architecture into namespaces nf::cpu::<variant>: on x86-64 scalar, AVX2+FMA
+// and AVX-512 (scalar / avx2 / avx512), on AArch64 scalar and NEON (scalar / neon). At load, a
 // known-answer self-check runs every kernel family on a tiny fixed input under each variant the
 // CPU and OS support and under the scalar one, and rejects a variant that disagrees; the best
-// variant left is picked, NF_ISA=scalar|avx2|avx512 forces a lower one, and set_active_isa switches
-// at run time (tests use it to run every variant). A variant the CPU lacks, or one the self-check
+// variant left is picked, NF_ISA=<variant> forces a lower one, and set_active_isa switches at run
+// time (tests use it to run every variant). A variant the CPU lacks, or one the self-check
 // rejected, is never selected.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "arch.h"
 #include "status.h"
 
 namespace nf {
 
-enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2 };
+// Each variant's number is fixed across architectures (a packWeights header records it, and
+// NF_ISA=<number> in native/cpu/isa.h selects it for a compilation).
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, neon = 3 };
+
+// The variants this build compiles, slowest first: NF_ISA and set_active_isa lower along this list.
+// NEON (ASIMD) is part of every AArch64 CPU, so an arm64 build always detects it.
+#if NF_X86
+inline constexpr Isa kCompiledIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512};
+#elif NF_ARM64
+inline constexpr Isa kCompiledIsas[] = {Isa::scalar, Isa::neon};
+#else
+inline constexpr Isa kCompiledIsas[] = {Isa::scalar};
+#endif
 
 const char* isa_name(Isa isa);
-bool parse_isa(const std::string& name, Isa* out);
+bool parse_isa(const std::string& name, Isa* out);  // any variant's name, compiled here or not
+
+// The variant's place in kCompiledIsas (0 for scalar), or -1 when this build does not compile it.
+int isa_rank(Isa isa);
 
 Isa detected_isa();  // the best variant this CPU and OS can run
 Isa active_isa();    // the variant kernels dispatch to now
+bool isa_runs(Isa isa);  // compiled here, and this CPU runs it (whatever the self-check said)
 Status set_active_isa(Isa isa);  // refuses a variant the CPU lacks or the self-check rejected
 
 // The self-check's verdict.
@@ -45,7 +63,7 @@ const IsaSelfCheck& isa_selfcheck();
 // Whether variant `isa` may be selected: the CPU runs it and the self-check did not reject it.
 bool isa_usable(Isa isa);
 
-// Runs the check of every variant above scalar up to `best` (defined with the CPU kernels, in
+// Runs the check of every compiled variant above scalar up to `best` (defined with the CPU kernels, in
 // native/cpu/selfcheck.cpp, which knows their entry points).
 IsaSelfCheck run_isa_selfcheck(Isa best);
 

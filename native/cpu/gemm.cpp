@@ -45,6 +45,8 @@ namespace {
 // Register tile MR x NR (NV vectors of W floats per row) and cache blocks, per ISA.
 //   AVX-512: 12 x 32 = 24 zmm accumulators, 2 B vectors, 1 broadcast.
 //   AVX2:     6 x 16 = 12 ymm accumulators, 2 B vectors, 1 broadcast.
+//   NEON:     6 x 16 = 24 q-register accumulators (of 32), 4 B vectors, 1 broadcast; the AVX2
+//             tile in floats, with KC and MC as AVX2's (not tuned: no arm64 machine here, only qemu).
 //   scalar:   4 x 4 floats.
 // KC: the depth of the B micro-panel (KC x NR floats) that the kernel reuses while it walks the
 // A block; MC x KC is the A block resident in L2 (512 KiB on Zen 3, 1 MiB on Zen 4). On AVX-512,
@@ -57,6 +59,9 @@ constexpr int MR = 12, NV = 2;
 constexpr int64_t KC = 512, MC = 240;
 #elif NF_ISA == 1
 constexpr int MR = 6, NV = 2;
+constexpr int64_t KC = 256, MC = 144;
+#elif NF_ISA == 3
+constexpr int MR = 6, NV = 4;
 constexpr int64_t KC = 256, MC = 144;
 #else
 constexpr int MR = 4, NV = 4;

@@ -2,9 +2,12 @@
 // AFTER every other header (standard headers and project headers keep the default target, so
 // inline functions the linker may merge across variants never contain AVX-512 instructions),
 // then open `namespace nf::cpu::NF_ISA_NS { ... }`, then include simd.h inside it.
-//   NF_ISA 0: scalar (baseline x86-64 / any CPU)   namespace scalar
-//   NF_ISA 1: AVX2 + FMA (Haswell, Zen 1+)          namespace avx2
-//   NF_ISA 2: AVX-512 F/DQ/BW/VL (Skylake-X, Zen 4) namespace avx512
+//   NF_ISA 0: scalar (baseline x86-64 or AArch64 / any CPU)  namespace scalar
+//   NF_ISA 1: AVX2 + FMA (Haswell, Zen 1+)                    namespace avx2     x86-64 only
+//   NF_ISA 2: AVX-512 F/DQ/BW/VL (Skylake-X, Zen 4)           namespace avx512   x86-64 only
+//   NF_ISA 3: NEON / Advanced SIMD (every AArch64 CPU)        namespace neon     AArch64 only
+// The build compiles the variants of its target architecture (nf::kCompiledIsas,
+// native/core/cpu_features.h); NEON is baseline AArch64, so its variant needs no target pragma.
 //
 // Why one binary (a prebuild made on any machine) never runs AVX-512 code on a CPU without it:
 // - Every object is compiled with the baseline x86-64 flags (binding.gyp, CMakeLists.txt: no
@@ -25,30 +28,35 @@
 #include <cstdint>
 #include <cstring>  // std::memcpy, for the bit casts of simd.h
 
+#include "../core/arch.h"
+
 #ifndef NF_ISA
-#error "NF_ISA must be defined by the build (0 scalar, 1 avx2, 2 avx512)"
+#error "NF_ISA must be defined by the build (0 scalar, 1 avx2, 2 avx512, 3 neon)"
+#endif
+#if (NF_ISA == 1 || NF_ISA == 2) && !NF_X86
+#error "the avx2 and avx512 variants (NF_ISA 1, 2) are x86-64 only"
+#endif
+#if NF_ISA == 3 && !NF_ARM64
+#error "the neon variant (NF_ISA 3) is AArch64 only"
 #endif
 
-#if defined(__x86_64__) || defined(_M_X64)
-#define NF_X86 1
+#if NF_X86
 #include <immintrin.h>
-#else
-#define NF_X86 0
+#elif NF_ARM64
+#include <arm_neon.h>
 #endif
 
 #if NF_ISA == 2
 #define NF_ISA_NS avx512
-#if NF_X86
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c,bmi,bmi2")
 // GCC 12's own _mm512_extract*/_mm256_undefined_* trip -Wmaybe-uninitialized (GCC PR 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 #elif NF_ISA == 1
 #define NF_ISA_NS avx2
-#if NF_X86
 #pragma GCC target("avx2,fma,f16c,bmi,bmi2")
-#endif
+#elif NF_ISA == 3
+#define NF_ISA_NS neon
 #else
 #define NF_ISA_NS scalar
 #define NF_ISA_PRIMARY 1  // this pass also compiles the public, dispatching entry points

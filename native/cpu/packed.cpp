@@ -54,8 +54,8 @@ Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Is
   // "avx2 (NR 16, KC 256)": a variant and its panel shape, as header words give them.
   const auto variant = [](const int32_t (&w)[ops::kPackedHeader]) {
     const int32_t i = w[ops::kWordIsa];
-    const std::string name = i >= 0 && i <= static_cast<int32_t>(Isa::avx512) ? isa_name(static_cast<Isa>(i))
-                                                                              : "variant " + std::to_string(i);
+    const std::string name = i >= 0 && i <= static_cast<int32_t>(Isa::neon) ? isa_name(static_cast<Isa>(i))
+                                                                            : "variant " + std::to_string(i);
     return name + " (NR " + std::to_string(w[ops::kWordNR]) + ", KC " + std::to_string(w[ops::kWordKC]) + ")";
   };
   const std::string expected = std::string("expected ") + field + " packed by packWeights";

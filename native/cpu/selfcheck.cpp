@@ -1,13 +1,13 @@
 // The load-time known-answer self-check of the ISA variants (run_isa_selfcheck, declared in
 // core/cpu_features.h): before the first variant is chosen, every kernel family runs once on a
-// tiny fixed input under each candidate variant (avx512, avx2: those the CPU has) and under the
+// tiny fixed input under each candidate variant (avx512, avx2 or neon: those the CPU has) and under the
 // scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then uses the
 // next one down). The families: GEMM with each epilogue (every activation of the schema; alpha, beta,
 // bias, preact, every transpose, a strided batch), self-attention forward and backward (causal),
 // layernorm forward and backward (with the residual add), the feed-forward network forward and
 // backward with each activation, softmax cross-entropy with its gradient, and an AdamW step.
 // Shapes are chosen so every variant meets full vectors, tails and partial register tiles
-// (widths 13, 37 against W = 16 and 8 and the tiles 12x32, 6x16, 4x4).
+// (widths 13, 37 against W = 16, 8 and 4 and the tiles 12x32, 6x16, 4x4).
 //   Agreement: ‖candidate − scalar‖₂ / ‖scalar‖₂ ≤ kTolerance for every output. The variants
 // compute the same formulas from bit-identical vocabulary functions (test/simd.test.ts); they
 // differ only in the order of sums (vector lanes, register tiles), which at these sizes
@@ -235,12 +235,13 @@ namespace nf {
 
 namespace {
 
-// Checks each variant above scalar up to `best` against the scalar one, appending to `check`.
+// Checks each compiled variant above scalar up to `best` against the scalar one, best first,
+// appending to `check`.
 void check_variants(Isa best, IsaSelfCheck* check) {
-  if (best == Isa::scalar) return;
+  if (isa_rank(best) <= 0) return;
   const cpu::Outputs ref = cpu::run_all(Isa::scalar);
-  for (int i = static_cast<int>(best); i > static_cast<int>(Isa::scalar); --i) {
-    const Isa isa = static_cast<Isa>(i);
+  for (int r = isa_rank(best); r > 0; --r) {
+    const Isa isa = kCompiledIsas[r];
     cpu::Outputs got = cpu::run_all(isa);
     const bool simulated = cpu::simulated_failure(isa);
     if (simulated)
@@ -276,8 +277,8 @@ IsaSelfCheck run_isa_selfcheck(Isa best) {
     SerialScope serial;
     check_variants(best, &check);
   } catch (const std::exception& e) {  // out of memory for the tiny buffers: no variant is trusted
-    for (int i = static_cast<int>(best) - static_cast<int>(check.checked.size()); i > 0; --i)
-      check.rejected.push_back({static_cast<Isa>(i), std::string("the self-check could not run: ") + e.what()});
+    for (int r = isa_rank(best) - static_cast<int>(check.checked.size()); r > 0; --r)
+      check.rejected.push_back({kCompiledIsas[r], std::string("the self-check could not run: ") + e.what()});
   }
   check.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return check;

@@ -1,6 +1,6 @@
 // A small vector vocabulary shared by the kernels, so each kernel is written once and compiled
-// for every ISA: `vf` holds W floats (16 for AVX-512, 8 for AVX2, 1 for scalar). Include inside
-// `namespace nf::cpu::NF_ISA_NS` after isa.h.
+// for every ISA: `vf` holds W floats (16 for AVX-512, 8 for AVX2, 4 for NEON, 1 for scalar).
+// Include inside `namespace nf::cpu::NF_ISA_NS` after isa.h.
 // The scalar forms define every function; test/simd.test.ts holds each variant to them lane by
 // lane (through native/cpu/simd_probe.cpp), so a function added here needs a case there.
 // - Loads and stores are unaligned-safe; the *_n forms handle a tail of n < W elements: vload_n
@@ -8,9 +8,10 @@
 // - Arithmetic is IEEE single precision, correctly rounded (vfma, vfnma: one rounding), ±0 and
 //   denormals kept, so every variant returns the scalar form's bits, except which NaN comes out
 //   of an operation with two NaN operands. vmax(a, b) = a > b ? a : b and vmin(a, b) = a < b ? a : b
-//   (x86 maxps/minps): b when either is NaN, and b for ±0 against ∓0, so put an operand whose NaN
-//   must propagate second. vselect_pos / vselect_lt pick b when the comparison meets a NaN. vround
-//   rounds to nearest, ties to even. vpow2i(n) = 2^n for integral n in [-126, 127] (128: +inf).
+//   (x86 maxps/minps; NEON's fmax/fmin differ, so the NEON forms compare and select): b when
+//   either is NaN, and b for ±0 against ∓0, so put an operand whose NaN must propagate second.
+//   vselect_pos / vselect_lt pick b when the comparison meets a NaN. vround rounds to nearest,
+//   ties to even. vpow2i(n) = 2^n for integral n in [-126, 127] (128: +inf).
 // - vsum and vhmax reduce pairwise by halves: lane i with lane i + W/2 (i < W/2), then i with
 //   i + W/4, ..., in float, with vmax's rule for vhmax; the order is part of the contract.
 // - Transcendentals are polynomials built from the above (so they too give the scalar form's bits
@@ -24,7 +25,7 @@
 //   All three return NaN for NaN.
 #pragma once
 
-#if NF_ISA == 2 && NF_X86
+#if NF_ISA == 2
 using vf = __m512;
 constexpr int W = 16;
 inline vf vzero() { return _mm512_setzero_ps(); }
@@ -70,7 +71,7 @@ inline vf vpow2i(vf n) {  // 2^n for integral n in [-126, 127]
   __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
   return _mm512_castsi512_ps(_mm512_slli_epi32(i, 23));
 }
-#elif NF_ISA == 1 && NF_X86
+#elif NF_ISA == 1
 using vf = __m256;
 constexpr int W = 8;
 inline vf vzero() { return _mm256_setzero_ps(); }
@@ -114,6 +115,52 @@ inline vf vcopysign(vf mag, vf sgn) {
 inline vf vpow2i(vf n) {
   __m256i i = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
   return _mm256_castsi256_ps(_mm256_slli_epi32(i, 23));
+}
+#elif NF_ISA == 3
+using vf = float32x4_t;
+constexpr int W = 4;
+inline vf vzero() { return vdupq_n_f32(0.0f); }
+inline vf vset1(float x) { return vdupq_n_f32(x); }
+inline vf vload(const float* p) { return vld1q_f32(p); }
+inline void vstore(float* p, vf v) { vst1q_f32(p, v); }
+// NEON has no masked load or store: the tail goes through a zeroed buffer on the stack.
+inline vf vload_n(const float* p, int n) {
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  std::memcpy(t, p, sizeof(float) * static_cast<size_t>(n));
+  return vld1q_f32(t);
+}
+inline void vstore_n(float* p, vf v, int n) {
+  float t[4];
+  vst1q_f32(t, v);
+  std::memcpy(p, t, sizeof(float) * static_cast<size_t>(n));
+}
+inline vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
+inline vf vsub(vf a, vf b) { return vsubq_f32(a, b); }
+inline vf vmul(vf a, vf b) { return vmulq_f32(a, b); }
+inline vf vdiv(vf a, vf b) { return vdivq_f32(a, b); }
+inline vf vmax(vf a, vf b) { return vbslq_f32(vcgtq_f32(a, b), a, b); }  // not vmaxq_f32 (NaN in, NaN out)
+inline vf vmin(vf a, vf b) { return vbslq_f32(vcltq_f32(a, b), a, b); }
+inline vf vfma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); }   // a*b + c, one rounding
+inline vf vfnma(vf a, vf b, vf c) { return vfmsq_f32(c, a, b); }  // c - a*b, one rounding
+inline vf vabs(vf a) { return vabsq_f32(a); }
+inline vf vsqrt(vf a) { return vsqrtq_f32(a); }
+inline vf vround(vf a) { return vrndnq_f32(a); }
+inline float vsum(vf a) {
+  const float32x2_t h = vadd_f32(vget_low_f32(a), vget_high_f32(a));  // lanes i + i+2
+  return vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
+}
+inline float vhmax(vf a) {
+  const float32x2_t lo = vget_low_f32(a), hi = vget_high_f32(a);
+  const float32x2_t h = vbsl_f32(vcgt_f32(lo, hi), lo, hi);
+  const float x = vget_lane_f32(h, 0), y = vget_lane_f32(h, 1);
+  return x > y ? x : y;
+}
+inline vf vselect_pos(vf c, vf a, vf b) { return vbslq_f32(vcgtq_f32(c, vzero()), a, b); }
+inline vf vselect_lt(vf c, vf d, vf a, vf b) { return vbslq_f32(vcltq_f32(c, d), a, b); }
+inline vf vcopysign(vf mag, vf sgn) { return vbslq_f32(vdupq_n_u32(0x7fffffffu), mag, sgn); }
+inline vf vpow2i(vf n) {
+  const int32x4_t i = vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127));
+  return vreinterpretq_f32_s32(vshlq_n_s32(i, 23));
 }
 #else
 using vf = float;

@@ -12,7 +12,7 @@
 //   rows of any length n: act_forward_n (out = act(a); arg[0] = Act), act_backward_n
 //     (out = a ∘ act'(b); arg[0] = Act).
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
-//     panels; transpose_8x8 (AVX2 and AVX-512 only): arg = {rows, lds, ldd}.
+//     panels; transpose_8x8 (the vector variants only): arg = {rows, lds, ldd}.
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
 #include "simd_probe.h"
 
@@ -99,7 +99,7 @@ Status run_pack(const SimdProbe& p, bool transposed) {
 }
 
 Status run_transpose(const SimdProbe& p) {
-#if NF_X86 && NF_ISA >= 1
+#if NF_HAS_TRANSPOSE_8X8
   const int64_t rows = p.arg[0], lds = p.arg[1], ldd = p.arg[2];
   NF_CHECK(rows == 4 || rows == 6 || rows == 8, kOp, "transpose_8x8: rows must be 4, 6 or 8");
   NF_CHECK(lds >= 8 && ldd >= rows && (rows - 1) * lds + 8 <= p.n && 7 * ldd + rows <= p.out_n, kOp,
@@ -214,7 +214,7 @@ void simd_width(int* width) { *width = W; }
 namespace nf::cpu {
 
 Status simd_probe(Isa isa, const SimdProbe& p, int* width) {
-  NF_CHECK(static_cast<int>(isa) <= static_cast<int>(detected_isa()), "simd_probe",
+  NF_CHECK(isa_runs(isa), "simd_probe",
            std::string("this CPU cannot run the ") + isa_name(isa) + " variant");
   Status status;
   NF_DISPATCH_TO(isa, simd_probe, p, &status);

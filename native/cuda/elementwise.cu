@@ -48,7 +48,9 @@ __global__ void __launch_bounds__(kThreads) add_kernel(S* out, const S* a, const
 
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-    dropout_kernel(S* out, const S* x, int64_t n, float p, float scale, uint64_t seed, uint64_t offset) {
+    dropout_kernel(S* out, const S* x, int64_t n, float p, float scale, uint64_t seed_arg, const double* seed_from,
+                   uint64_t offset) {
+  const uint64_t seed = seed_from ? uint64_t(*seed_from) : seed_arg;
   constexpr int V = kPack<S>;
   const int64_t bulk = vector_elements<S>(n, aligned16(out, x)), step = int64_t(gridDim.x) * blockDim.x;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -99,18 +101,18 @@ template Status add<float>(float*, const float*, const float*, int64_t);
 template Status add<bf16>(bf16*, const bf16*, const bf16*, int64_t);
 
 template <class S>
-Status dropout(S* out, const S* x, int64_t n, float p, uint64_t seed, uint64_t offset) {
+Status dropout(S* out, const S* x, int64_t n, float p, uint64_t seed, uint64_t offset, const double* seed_from) {
   NF_CHECK(n >= 0, "dropout", "n must be non-negative");
   NF_CHECK(p >= 0.0f && p < 1.0f, "dropout", "p must be in [0, 1)");
   if (n == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   NF_CUDA_TRY("dropout", launch(dropout_kernel<S>, blocks_for(ceil_div(n, kPack<S>)), dim3(kThreads), 0, s, out, x, n,
-                                p, float(1.0 / (1.0 - double(p))), seed, offset));
+                                p, float(1.0 / (1.0 - double(p))), seed, seed_from, offset));
   return Status::Ok();
 }
-template Status dropout<float>(float*, const float*, int64_t, float, uint64_t, uint64_t);
-template Status dropout<bf16>(bf16*, const bf16*, int64_t, float, uint64_t, uint64_t);
+template Status dropout<float>(float*, const float*, int64_t, float, uint64_t, uint64_t, const double*);
+template Status dropout<bf16>(bf16*, const bf16*, int64_t, float, uint64_t, uint64_t, const double*);
 
 template <class S>
 Status copy_rows(S* dst, int64_t dst_stride, const S* src, int64_t src_stride, int64_t rows, int64_t cols) {
@@ -158,11 +160,24 @@ Status run(const ops::Add<bf16>& p) { return add(p.out, p.a, p.b, p.n); }
 Status run(const ops::Accumulate<float>& p) { return add(p.y, p.y, p.x, p.n); }
 Status run(const ops::Accumulate<bf16>& p) { return add(p.y, p.y, p.x, p.n); }
 
-Status run(const ops::DropoutForward<float>& p) { return dropout(p.out, p.x, p.d.n, p.d.p, p.d.seed, p.d.offset); }
-Status run(const ops::DropoutForward<bf16>& p) { return dropout(p.out, p.x, p.d.n, p.d.p, p.d.seed, p.d.offset); }
+namespace {
+// The seed from the step values, when given, as a device pointer the kernel reads (step_values.h).
+const double* seed_from(const ops::DropoutDims& d) { return d.seed_at >= 0 ? d.values.table + d.seed_at : nullptr; }
+}  // namespace
 
-Status run(const ops::DropoutBackward<float>& p) { return dropout(p.dx, p.dout, p.d.n, p.d.p, p.d.seed, p.d.offset); }
-Status run(const ops::DropoutBackward<bf16>& p) { return dropout(p.dx, p.dout, p.d.n, p.d.p, p.d.seed, p.d.offset); }
+Status run(const ops::DropoutForward<float>& p) {
+  return dropout(p.out, p.x, p.d.n, p.d.p, p.d.seed, p.d.offset, seed_from(p.d));
+}
+Status run(const ops::DropoutForward<bf16>& p) {
+  return dropout(p.out, p.x, p.d.n, p.d.p, p.d.seed, p.d.offset, seed_from(p.d));
+}
+
+Status run(const ops::DropoutBackward<float>& p) {
+  return dropout(p.dx, p.dout, p.d.n, p.d.p, p.d.seed, p.d.offset, seed_from(p.d));
+}
+Status run(const ops::DropoutBackward<bf16>& p) {
+  return dropout(p.dx, p.dout, p.d.n, p.d.p, p.d.seed, p.d.offset, seed_from(p.d));
+}
 
 Status run(const ops::Zero<float>& p) {
   NF_CHECK(p.n >= 0, "zero", "n must be non-negative");

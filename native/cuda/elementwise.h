@@ -36,10 +36,13 @@ inline Status add(float* out, const float* a, const float* b, int64_t n) { retur
 
 // out = x * keep / (1 - p): element i is kept when Philox element i of the stream (seed, offset) says
 // so (native/core/philox.h, bit for bit); the same call applied to dout is the backward. out may be x.
+// seed_from (device memory, optional): the seed is *seed_from instead, read by the kernel (a step
+// value, native/ops/step_values.h: what a CUDA graph replays with each step's seed).
 template <class S>
-Status dropout(S* out, const S* x, int64_t n, float p, uint64_t seed, uint64_t offset);
-inline Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset) {
-  return dropout<float>(out, x, n, p, seed, offset);
+Status dropout(S* out, const S* x, int64_t n, float p, uint64_t seed, uint64_t offset, const double* seed_from = nullptr);
+inline Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset,
+                      const double* seed_from = nullptr) {
+  return dropout<float>(out, x, n, p, seed, offset, seed_from);
 }
 
 // dst[r * dst_stride + c] = src[r * src_stride + c] for r < rows, c < cols (strides in elements).
