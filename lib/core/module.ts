@@ -11,7 +11,7 @@
 import { bf16OnCpu, checkDevice, checkDeviceOps, checkPrecision, type Device, type PlacementConfig, type Precision } from './device';
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { OptionKeys } from '../validation/options';
-import { CapturedCall, cudaGraphsEnabled, GraphRunner, objectId, tensorKey, uncapturable } from './graph';
+import { CapturedCall, captureInProgress, cudaGraphsEnabled, GraphRunner, objectId, tensorKey, uncapturable } from './graph';
 import { cuda, type DeviceBuffer } from './device';
 import { Lane, runAsync, runSync, type OpName, type Program } from './program';
 import type { Random } from './random';
@@ -37,7 +37,7 @@ export class Parameter extends Tensor<'float32'> {
   requiresGrad = true;
   private scratchGrad: Tensor<'float32'> | null = null;
   /** The bf16 copy the products of precision 'bf16' read (storageFor), and the version it was made from. */
-  private bf16Copy: { tensor: Tensor<'bfloat16'>; version: number } | null = null;
+  private bf16Copy: { tensor: Tensor<'bfloat16'>; version: number; capture: object | null } | null = null;
 
   /** A parameter of the given shape holding a copy of `values`, on `device` (default 'cpu'). */
   static create(shape: readonly number[], values: Float32Array, device: Device = 'cpu'): Parameter {
@@ -70,13 +70,16 @@ export class Parameter extends Tensor<'float32'> {
    * bf16 copy of its values, cast again whenever they changed since (`version`: optimizer steps,
    * loads), as torch.autocast casts its weights. The copy (2 bytes a value) lives until the parameter
    * moves or is disposed; the parameter itself, its gradient and its optimizer state stay float32.
+   * A CUDA graph capture records the cast once (at its first read), whatever the version: every
+   * replay then recasts, since the values a replay reads need not be those of capture time (a
+   * replayed step's optimizer, a load between replays).
    */
   storageFor(dtype: FloatDType): Storage<'float32'> {
     if (dtype === 'float32') return this.storage;
     const c = this.bf16Copy;
-    if (c && c.version === this.version) return c.tensor.storage as Storage<'float32'>;
+    if (c && c.version === this.version && c.capture === captureInProgress()) return c.tensor.storage as Storage<'float32'>;
     const tensor = this.cast('bfloat16', c?.tensor);
-    this.bf16Copy = { tensor, version: this.version };
+    this.bf16Copy = { tensor, version: this.version, capture: captureInProgress() };
     return tensor.storage as Storage<'float32'>;
   }
 
