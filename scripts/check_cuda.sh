@@ -25,18 +25,36 @@ flash_attention_backward.cu  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 # A line starting with # in the list gives the reason for the budgets below it (no apostrophes: the
 # list is one single-quoted string).
 BUDGETS='
-layernorm_forward_kernel                 48   0
-layernorm_backward_kernel                72   0
+# Kernels templated on the storage of the activations (float, or bf16 under precision bf16: native/cuda/bf16.cuh)
+# have one budget per instantiation; the bf16 LayerNorm backward holds the conversions of its bf16 loads too
+# (LayerNorm: the second parameter is the columns a lane takes per step, 8 for 16-byte bf16 vectors)
+layernorm_forward_kernel<float, 1>            48   0
+layernorm_forward_kernel<nf::ops::bf16, 1>    48   0
+layernorm_forward_kernel<nf::ops::bf16, 8>    64   0
+layernorm_backward_kernel<float, 1>           72   0
+layernorm_backward_kernel<nf::ops::bf16, 1>   80   0
+layernorm_backward_kernel<nf::ops::bf16, 8>   96   0
 layernorm_param_grad_kernel              40   0
-gemm_kernel<64, 64, 16, 4, 4>            85   17408
-gemm_kernel<128, 128, 8, 8, 8>           128  16896
-gemm_splitk_reduce_kernel                40   0
-column_sum_kernel                        40   1056
+# gemm_kernel<tile, TA, TC>: A, B of TA and C of TC (gemm.h GemmCallOf), converted to float on load
+gemm_kernel<64, 64, 16, 4, 4, float, float>                  85   17408
+gemm_kernel<64, 64, 16, 4, 4, nf::ops::bf16, float>          85   17408
+gemm_kernel<64, 64, 16, 4, 4, nf::ops::bf16, nf::ops::bf16>  85   17408
+gemm_kernel<128, 128, 8, 8, 8, float, float>                 128  16896
+gemm_kernel<128, 128, 8, 8, 8, nf::ops::bf16, float>         128  16896
+gemm_kernel<128, 128, 8, 8, 8, nf::ops::bf16, nf::ops::bf16> 128  16896
+gemm_splitk_reduce_kernel<float, float>                      40   0
+gemm_splitk_reduce_kernel<nf::ops::bf16, float>              40   0
+gemm_splitk_reduce_kernel<nf::ops::bf16, nf::ops::bf16>      40   0
+column_sum_kernel<float>                 40   1056
+column_sum_kernel<nf::ops::bf16>         40   1056
 add_chunks_kernel                        40   0
-bias_act_forward_kernel                  40   0
-bias_act_backward_kernel                 40   0
+bias_act_forward_kernel<float>           40   0
+bias_act_forward_kernel<nf::ops::bf16>   40   0
+bias_act_backward_kernel<float>          40   0
+bias_act_backward_kernel<nf::ops::bf16>  40   0
 ce_targets_kernel                        40   128
-ce_row_kernel                            40   128
+ce_row_kernel<float>                     40   128
+ce_row_kernel<nf::ops::bf16>             40   128
 ce_mean_kernel                           40   256
 # adamw_kernel: the step factors (double pow) at the top of each thread, from arguments or step values
 adamw_kernel                             40   0
@@ -51,26 +69,37 @@ attention_dkdv_kernel<4>                 128  0
 attention_dq_kernel<1>                   96   0
 attention_dq_kernel<2>                   96   0
 attention_dq_kernel<4>                   96   0
-add_kernel                               40   0
-channel_scale_kernel                     40   0
-dropout_kernel                           40   0
-copy_rows_kernel                         40   0
+add_kernel<float>                        40   0
+add_kernel<nf::ops::bf16>                40   0
+channel_scale_kernel<float>              40   0
+channel_scale_kernel<nf::ops::bf16>      40   0
+# dropout_kernel: Philox per element in the 16-byte vector loop and in the tail loop, and the seed read from
+# the step values when a CUDA graph replays it (seed_from); 53 for float on sm_80, no spill (memory-bound)
+dropout_kernel<float>                    56   0
+dropout_kernel<nf::ops::bf16>            48   0
+copy_rows_kernel<float>                  40   0
+copy_rows_kernel<nf::ops::bf16>          40   0
 check_ids_kernel                         40   128
 embedding_forward_kernel                 40   0
 embedding_scatter_kernel                 40   0
 position_grad_kernel                     40   0
-cls_pos_forward_kernel                   40   0
-cls_pos_backward_kernel                  48   0
+cls_pos_forward_kernel<float>            40   0
+cls_pos_forward_kernel<nf::ops::bf16>    40   0
+cls_pos_backward_kernel<float>           48   0
+cls_pos_backward_kernel<nf::ops::bf16>   48   0
 # sinusoidal_kernel: double pow and sinpi/cospi per element (no local memory, see embedding.cu)
 sinusoidal_kernel                        40   0
 # token_pos_forward_kernel: a grid-stride add of two rows, as cls_pos_forward_kernel
 token_pos_forward_kernel                 40   0
-im2col_kernel                            40   0
-col2im_kernel                            40   0
+im2col_kernel<float>                     40   0
+im2col_kernel<nf::ops::bf16>             40   0
+col2im_kernel<float>                     40   0
+col2im_kernel<nf::ops::bf16>             40   0
 sgd_kernel                               40   0
 sum_squares_partial_kernel               40   256
 sum_partials_kernel                      40   256
-scale_kernel                             40   0
+scale_kernel<float>                      40   0
+scale_kernel<nf::ops::bf16>              40   0
 # clip_norm_kernel: the double block reduction of sum_partials_kernel (32 doubles of shared memory), then sqrt
 clip_norm_kernel                         40   256
 # clip_scale_kernel: scale_kernel reading its factor from device memory
@@ -133,6 +162,9 @@ ldmatrix_kernel<4, true>                 40   1056
 cp_async_kernel                          48   1920
 convert_kernel                           40   0
 mma_gemm_bf16_kernel                     80   10752
+# convert_kernel<D, S>: float <-> bf16 arrays (native/cuda/bf16.cu), four elements per step
+convert_kernel<float, nf::ops::bf16>     40   0
+convert_kernel<nf::ops::bf16, float>     40   0
 '
 
 NVCC="${NVCC:-$(command -v nvcc || true)}"

@@ -10,16 +10,18 @@
 #                                       (npm run build:cuda:emu first), PyTorch's side only --help'd
 #                                       unless torch is importable; proves the script before a GPU is lent
 #
-# What the run does (at most ~9.5 minutes: each step has its own timeout, so one run tool call of
+# What the run does (each step has its own timeout; typically ~5 minutes, so one run tool call of
 # 600 s holds it), the markdown table printed last; $OUT (default /tmp/gpu-out) gets 8 files, the
 # most a run brings back: tests.log, plan.json, ours.jsonl, torch.jsonl, gpu_bench.json, report.md,
 # attention.md (when there is one) and errors.log (every step's stderr):
-#   1. nf_cuda_gpu_tests (the CUDA parity suite, CUDA graphs included) with cuBLASLt, then with
-#      NF_CUBLASLT=0 (the own kernels);
+#   1. nf_cuda_gpu_tests (the CUDA parity suite, CUDA graphs and the bf16 kernels included) with
+#      cuBLASLt, then with NF_CUBLASLT=0 (the own kernels), then its bf16 tests under
+#      compute-sanitizer memcheck (the bf16 kernels' 16-byte vector loads and tails);
 #   2. the attention table (bench/gpu/attention_run.sh with the carried nf_cuda_attention_bench);
 #   3. ours: every row of the plan (seed-cifar B64, seed-stl10 B16, ViT-B/16 B8 and B64 x inference,
 #      training x fp32, tf32, bf16) timed with CUDA graphs on, the logits of each precision against
-#      the CPU's fp32 logits, 300 bf16 training steps against the fp32 loss curve (bench/gpu/harness.ts);
+#      the CPU's fp32 logits, 300 bf16 training steps against the fp32 loss curve, the bytes a training
+#      forward keeps at fp32 and at bf16 (bench/gpu/harness.ts);
 #   4. PyTorch eager on the same card, the same rows (bench/gpu/torch_peer.py: timm's VisionTransformer);
 #   5. the report: ms, ratio, MFU per row, the checks (gpu_bench.json, and the table on stdout).
 set -u
@@ -51,7 +53,7 @@ if [ $dry = 1 ]; then
   export NF_CUBLASLT_PATH="$here/build/cuda-emu/emulated/libnf_cublaslt_standin.so"
   hdir=$here hcmd=(npx tsx bench/gpu/harness.ts)
   echo "== emulator (dry run)" > "$OUT/tests.log"
-  t1=0 t2=0
+  t1=0 t2=0 t6=0
 else
   eval "$(bash "$here/.gpu/unpack.sh")"
   for d in /usr/local/cuda/lib64 /usr/local/cuda-13.0/targets/x86_64-linux/lib; do
@@ -64,6 +66,8 @@ else
   timeout 120 "$here/.gpu/nf_cuda_gpu_tests" >> "$OUT/tests.log" 2>&1; t1=$?
   echo "== nf_cuda_gpu_tests, NF_CUBLASLT=0" >> "$OUT/tests.log"
   NF_CUBLASLT=0 timeout 90 "$here/.gpu/nf_cuda_gpu_tests" >> "$OUT/tests.log" 2>&1; t2=$?
+  echo "== compute-sanitizer memcheck: nf_cuda_gpu_tests bf16" >> "$OUT/tests.log"
+  timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 "$here/.gpu/nf_cuda_gpu_tests" bf16 >> "$OUT/tests.log" 2>&1; t6=$?
 fi
 
 # The attention table (issue 23): ours against PyTorch's SDPA on the card, with the carried binary
@@ -87,7 +91,7 @@ fi
 harness 60 report "$plan" "$OUT/ours.jsonl" "$OUT/torch.jsonl" "$OUT/gpu_bench.json" > "$OUT/report.md" 2>> "$OUT/errors.log"; t5=$?
 
 head -1 "$OUT/tests.log"
-if [ $dry = 1 ]; then echo "parity tests: not run (dry)"; else echo "parity tests, cuBLASLt: $(status $t1)   NF_CUBLASLT=0: $(status $t2)"; fi
+if [ $dry = 1 ]; then echo "parity tests: not run (dry)"; else echo "parity tests, cuBLASLt: $(status $t1)   NF_CUBLASLT=0: $(status $t2)   compute-sanitizer (bf16): $(status $t6)"; fi
 echo "ours: $(status $t3)   PyTorch: $(status $t4)$([ $dry = 1 ] && echo ' (--help only without torch)')   report: $(status $t5)"
 [ -s "$OUT/attention.md" ] && cat "$OUT/attention.md"
 cat "$OUT/report.md"

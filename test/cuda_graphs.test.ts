@@ -6,7 +6,8 @@
  * them; a new batch shape is captured again; `cudaGraphs: false` and setCudaGraphs(false) turn them
  * off; memory stays flat over many replays; a NaN loss comes back as eager returns it; trainStepAsync
  * and eval-mode forwards replay too; what cannot be captured (SGD, attention-weight dropout) runs
- * eagerly with its reason counted, with the eager results. The matrix products run through the
+ * eagerly with its reason counted, with the eager results; precision 'bf16' (bfloat16 activations, the
+ * weights' bf16 copies recast inside every replay) replays with the eager results too. The matrix products run through the
  * cuBLASLt stand-in (NF_CUBLASLT=0: the own kernels).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -79,6 +80,58 @@ describe.skipIf(reason !== null)('CUDA graphs on the SIMT emulator', () => {
     expect(after.replays - before.replays).toBe(N - 2);
     expect(cuda().backendInfo().graphs.launches - launches).toBe(N - 2);
     expect(graphed.losses.every(Number.isFinite)).toBe(true);
+  });
+
+  it("precision 'bf16': N replayed steps give the eager losses and weights bit for bit; the weights' bf16 copies recast in every replay", () => {
+    // With `evalAfter`, an eval forward after that step casts the weights' bf16 copies
+    // (Parameter.storageFor) at the current weights just before the step that is captured, so the
+    // capture finds them current: the cast must be captured anyway, as the replays' optimizer steps
+    // change the weights (no eager cast runs between the replays).
+    const N = 7, probe = batch(2, 99).images;
+    const run = (graphs: boolean, evalAfter?: number) => {
+      const model = new ViTClassifier({ ...CONFIG, precision: 'bf16' }), opt = new AdamW(model.parameters(), { lr: 1e-2 });
+      const losses: number[] = [];
+      for (let step = 0; step < N; step++) {
+        opt.options.lr = lrAt(step);
+        const { images, targets } = batch(4, step);
+        losses.push(trainStep(model, opt, images, targets, { maxGradNorm: 0.05, cudaGraphs: graphs }));
+        if (step === evalAfter) {
+          const logits = model.eval().forward(probe);
+          expect(logits.dtype).toBe('bfloat16');
+          logits.dispose();
+          model.train();
+        }
+      }
+      const out = { losses, weights: model.parameters().map((p) => p.toArray()) };
+      model.dispose();
+      return out;
+    };
+    for (const evalAfter of [undefined, 1]) {
+      const eager = run(false, evalAfter);
+      const before = cudaGraphStats();
+      const graphed = run(true, evalAfter);
+      const after = cudaGraphStats();
+      expect(after.captures - before.captures).toBe(1);
+      expect(after.replays - before.replays).toBe(N - 2);
+      expectSame(graphed, eager);
+      expect(graphed.losses.every(Number.isFinite)).toBe(true);
+    }
+  });
+
+  it("precision 'bf16': an eval forward replayed after the weights were loaded reads the new weights", () => {
+    const model = new ViTClassifier({ ...CONFIG, precision: 'bf16' }).eval(), probe = batch(2, 98).images;
+    const before = cudaGraphStats();
+    for (let i = 0; i < 3; i++) model.forward(probe).dispose(); // eager, captured (and launched), replayed
+    for (const p of model.parameters()) p.copyFrom(p.toArray().map((v) => 0.5 * v + 0.01));
+    const replayed = model.forward(probe).toArray();
+    expect(cudaGraphStats().replays - before.replays).toBe(3);
+    setCudaGraphs(false);
+    try {
+      expect(replayed).toEqual(model.forward(probe).toArray());
+    } finally {
+      setCudaGraphs(true);
+      model.dispose();
+    }
   });
 
   it('a new batch shape runs eagerly once, is captured again, and the old graph is kept', () => {

@@ -35,13 +35,14 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * How a module's matrix products run (DESIGN.md: precision is a module property, the same meaning on
  * every device; README, Devices): 'fp32' (the default) float32; 'tf32' float32 tensors with the GEMMs'
  * inputs rounded to TF32 (PyTorch's allow_tf32; on the CPU, which has no TF32 unit, exactly fp32);
- * 'bf16' float32 tensors with the GEMMs' inputs rounded to bfloat16 and float32 accumulation (CUDA
- * only for now: the CPU throws ERR_NF_DEVICE); 'int8' CPU inference with dynamic quantization
+ * 'bf16' mixed precision as torch.autocast(dtype=bfloat16) with bfloat16 activations (CUDA only for
+ * now: the CPU throws ERR_NF_DEVICE; the design: native/cuda/bf16.cuh): bf16 products with float32
+ * accumulation; 'int8' CPU inference with dynamic quantization
  * (onnxruntime's and PyTorch's quantize_dynamic): the Linear-style products (Linear, feed-forward,
  * the attention projections, the patch embedding) take int8 weights quantized per output channel once
  * (the prepack cache) and u8 activations quantized per row, with int32 sums (vpdpbusd on AVX-512
- * VNNI); training throws ERR_NF_STATE and 'cuda' ERR_NF_DEVICE. Statistics, losses, the optimizer and
- * the attention core stay fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
+ * VNNI); training throws ERR_NF_STATE and 'cuda' ERR_NF_DEVICE. Statistics, losses and the optimizer
+ * stay fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
  */
 export type { Precision };
 
@@ -133,15 +134,18 @@ export interface CudaMemoryOps {
    * accumulates), as the block was ('none': an op's output, written whole) or all 0xFF bytes
    * ('poison': NaN in every float32, the NF_POISON_UNINITIALIZED check). Out of device memory, the
    * allocator releases its idle blocks and tries again; failing still, it throws ERR_NF_CUDA_OOM
-   * (nothing allocated, the counters unchanged but for the release).
+   * (nothing allocated, the counters unchanged but for the release). `bf16`: the buffer of a bfloat16
+   * tensor (only the ops' bfloat16 fields take it, and a float32 field never does).
    */
-  alloc(bytes: number, init?: 'zero' | 'none' | 'poison'): DeviceBuffer;
+  alloc(bytes: number, init?: 'zero' | 'none' | 'poison', bf16?: boolean): DeviceBuffer;
+  /** Converts a float32 buffer into a bfloat16 one of the same element count or back (nearest even; exact back). */
+  cast(dst: DeviceBuffer, src: DeviceBuffer): void;
   /** Returns the buffer's block to the cache now (later uses throw; later frees are no-ops). */
   free(buffer: DeviceBuffer): void;
   /** Host → device; `src` has the buffer's byte length. */
-  upload(dst: DeviceBuffer, src: Float32Array | Int32Array | Uint8Array): void;
+  upload(dst: DeviceBuffer, src: Float32Array | Int32Array | Uint8Array | Uint16Array): void;
   /** Device → host (waits for the queued work); `dst` has the buffer's byte length. */
-  download(dst: Float32Array | Int32Array | Uint8Array, src: DeviceBuffer): void;
+  download(dst: Float32Array | Int32Array | Uint8Array | Uint16Array, src: DeviceBuffer): void;
   /** Device → device, equal sizes. */
   copy(dst: DeviceBuffer, src: DeviceBuffer): void;
   fillZero(buffer: DeviceBuffer): void;
@@ -258,8 +262,8 @@ export function cuda(): CudaBinding {
   const alloc = addon.alloc;
   loaded = {
     ...addon,
-    alloc: (bytes: number, init?: 'zero' | 'none' | 'poison') => {
-      const b = alloc(bytes, init);
+    alloc: (bytes: number, init?: 'zero' | 'none' | 'poison', bf16?: boolean) => {
+      const b = alloc(bytes, init, bf16);
       buffers.add(b);
       return b;
     },

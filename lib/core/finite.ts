@@ -48,8 +48,10 @@ function firstNonFinite(t: Tensor<'float32'>): number {
 
 /** Throws ERR_NF_NOT_FINITE naming `name` when the float32 tensor `t` holds a NaN or ±Inf (other dtypes always pass). */
 export function assertFinite(name: string, t: Tensor): void {
-  if (t.dtype !== 'float32' || t.disposed) return;
-  const i = firstNonFinite(t as Tensor<'float32'>);
+  if ((t.dtype !== 'float32' && t.dtype !== 'bfloat16') || t.disposed) return;
+  const f = (t as Tensor<'float32'>).cast('float32'); // (bfloat16 activations: scanned as float32, the same values)
+  const i = firstNonFinite(f);
+  if (f !== t) f.dispose();
   if (i >= 0)
     throw new NodeformerError('ERR_NF_NOT_FINITE',
       `Expected finite values for ${name} but received ${describe(t)} holding ${t.hostValues()[i]} at flat index ${i}`);

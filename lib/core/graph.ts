@@ -100,6 +100,11 @@ export function graphCapturing(): boolean {
   return capturing !== null;
 }
 
+/** @internal The capture in progress, as an identity (null when none is): what a value derived once per capture compares. */
+export function captureInProgress(): object | null {
+  return capturing;
+}
+
 /** Under capture, stops it: the call runs eagerly with `reason` kept (cudaGraphStats().fallbacks). */
 export function uncapturable(reason: string): void {
   if (capturing) throw new Uncapturable(reason);

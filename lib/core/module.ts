@@ -13,13 +13,13 @@ import {
 } from './device';
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { OptionKeys } from '../validation/options';
-import { CapturedCall, cudaGraphsEnabled, GraphRunner, objectId, tensorKey, uncapturable } from './graph';
+import { CapturedCall, captureInProgress, cudaGraphsEnabled, GraphRunner, objectId, tensorKey, uncapturable } from './graph';
 import { cuda, type DeviceBuffer } from './device';
 import { Lane, runAsync, runSync, type OpName, type Program } from './program';
 import type { Random } from './random';
 import { Scope } from './scope';
 import { assertFinite, assertFiniteIn, checkFiniteEnabled } from './finite';
-import { checkTensor, shapeSize, Tensor, type Storage } from './tensor';
+import { checkActivation, shapeSize, Tensor, type FloatDType, type Storage } from './tensor';
 
 /** The argument list of a program-returning method. */
 export type ProgramArgs<F> = F extends (...args: infer A) => Program<unknown> ? A : never;
@@ -38,6 +38,8 @@ export class Parameter extends Tensor<'float32'> {
    */
   requiresGrad = true;
   private scratchGrad: Tensor<'float32'> | null = null;
+  /** The bf16 copy the products of precision 'bf16' read (storageFor), and the version it was made from. */
+  private bf16Copy: { tensor: Tensor<'bfloat16'>; version: number; capture: object | null } | null = null;
 
   /** A parameter of the given shape holding a copy of `values`, on `device` (default 'cpu'). */
   static create(shape: readonly number[], values: Float32Array, device: Device = 'cpu'): Parameter {
@@ -64,14 +66,40 @@ export class Parameter extends Tensor<'float32'> {
     return this.grad.storage;
   }
 
+  /**
+   * What a matrix product over activations of `dtype` reads for this parameter: its own storage for
+   * float32; for bfloat16 (precision 'bf16' on 'cuda': a bf16 GEMM takes both operands in bf16) a
+   * bf16 copy of its values, cast again whenever they changed since (`version`: optimizer steps,
+   * loads), as torch.autocast casts its weights. The copy (2 bytes a value) lives until the parameter
+   * moves or is disposed; the parameter itself, its gradient and its optimizer state stay float32.
+   * A CUDA graph capture records the cast once (at its first read), whatever the version: every
+   * replay then recasts, since the values a replay reads need not be those of capture time (a
+   * replayed step's optimizer, a load between replays).
+   */
+  storageFor(dtype: FloatDType): Storage<'float32'> {
+    if (dtype === 'float32') return this.storage;
+    const c = this.bf16Copy;
+    if (c && c.version === this.version && c.capture === captureInProgress()) return c.tensor.storage as Storage<'float32'>;
+    const tensor = this.cast('bfloat16', c?.tensor);
+    this.bf16Copy = { tensor, version: this.version, capture: captureInProgress() };
+    return tensor.storage as Storage<'float32'>;
+  }
+
   /** Moves this parameter and its gradient to `device` in place (what Module.to does to every parameter). */
   override moveTo(device: Device): this {
     super.moveTo(device);
     this.grad?.moveTo(device);
+    this.dropBf16Copy();
     return this;
   }
 
+  private dropBf16Copy(): void {
+    this.bf16Copy?.tensor.dispose();
+    this.bf16Copy = null;
+  }
+
   override dispose(): void {
+    this.dropBf16Copy();
     this.grad?.dispose();
     this.grad = null;
     this.scratchGrad?.dispose();
@@ -432,6 +460,23 @@ export abstract class Module {
   }
 
   /**
+   * The dtype this module keeps its activations in: 'bfloat16' under precision 'bf16' on 'cuda' (half
+   * the activation memory, as torch.autocast(dtype=torch.bfloat16); the design: native/cuda/bf16.cuh), else 'float32'.
+   */
+  get activationDType(): FloatDType {
+    return this.prec === 'bf16' && this.home === 'cuda' ? 'bfloat16' : 'float32';
+  }
+
+  /**
+   * `x` in this module's activation dtype (see activationDType): x itself, or a converted copy that
+   * `scope` owns (default: this module's activations, freed by the next forward).
+   */
+  protected asActivation(x: Tensor, scope: Scope = this.activations): Tensor<'float32'> {
+    const dtype = this.activationDType;
+    return (x.dtype === dtype ? x : scope.add(x.cast(dtype))) as Tensor<'float32'>;
+  }
+
+  /**
    * Sets the precision of this module and its children (see Precision in lib/core/device.ts). 'bf16'
    * throws ERR_NF_DEVICE (changing nothing) while the module is on 'cpu', 'int8' while it is on 'cuda'.
    * The parameters stay fp32.
@@ -667,9 +712,12 @@ function tensorsIn(out: unknown): Tensor[] {
   return out && typeof out === 'object' ? Object.values(out).filter((v): v is Tensor => v instanceof Tensor) : [];
 }
 
-/** Checks a float32 input's last dimension and returns [rows, lastDim] (rows = product of the rest). */
+/**
+ * Checks a layer input's last dimension and returns [rows, lastDim] (rows = product of the rest): a
+ * float32 tensor, or bfloat16 (activations of precision 'bf16', checkActivation).
+ */
 export function rowsOf(name: string, x: unknown, lastDim: number, minRank = 2): [number, number] {
-  const t = checkTensor(name, x, 'float32');
+  const t = checkActivation(name, x);
   const s = t.shape;
   if (s.length < minRank || s[s.length - 1] !== lastDim)
     invalidArg(name, `a float32 Tensor of rank >= ${minRank} whose last dimension is ${lastDim}`, t);

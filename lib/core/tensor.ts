@@ -1,6 +1,8 @@
 /**
  * Tensor: a dense, row-major array with a shape, a dtype and a device. float32 for values, int32
- * for token ids and labels, bool (Uint8Array, 1 = True) for masks. On 'cpu' (the default) the
+ * for token ids and labels, bool (Uint8Array, 1 = True) for masks, bfloat16 for the activations of
+ * precision 'bf16' on 'cuda' (2 bytes: the upper half of a float32's bits; its host array is the
+ * raw bits, a Uint16Array, and hostValues()/toArray() give float32 values; cast() converts). On 'cpu' (the default) the
  * values live in an ordinary ArrayBuffer, viewed from its first 64-byte aligned address, that
  * `data` exposes; on 'cuda' they are a block of device memory from the CUDA addon's caching
  * allocator (lib/core/device.ts) that only ops read: copy them with to('cpu') or toArray(). dispose()
@@ -16,25 +18,50 @@ import { describe, invalidArg, NodeformerError } from '../validation/errors';
 import { native } from '../native/addon';
 import { currentPool } from './recycle';
 
-export type DType = 'float32' | 'int32' | 'bool';
-export type TypedArrayOf<D extends DType> = D extends 'float32' ? Float32Array : D extends 'int32' ? Int32Array : Uint8Array;
-type AnyData = Float32Array | Int32Array | Uint8Array;
+export type DType = 'float32' | 'int32' | 'bool' | 'bfloat16';
+/** The dtypes of real values: float32, and bfloat16 (the activations of precision 'bf16', see cast). */
+export type FloatDType = 'float32' | 'bfloat16';
+/** A tensor's storage on the host: bfloat16 as its raw bits (the upper 16 bits of each float32). */
+export type TypedArrayOf<D extends DType> = D extends 'float32' ? Float32Array : D extends 'int32' ? Int32Array
+  : D extends 'bfloat16' ? Uint16Array : Uint8Array;
+/** What hostValues() and toArray() give: the storage's array, but float32 values for bfloat16. */
+export type ValuesOf<D extends DType> = D extends 'bfloat16' ? Float32Array : TypedArrayOf<D>;
+type AnyData = Float32Array | Int32Array | Uint8Array | Uint16Array;
 /** What ops take for a tensor (Tensor.storage): its host array on 'cpu', its device buffer on 'cuda'. */
 export type Storage<D extends DType = DType> = TypedArrayOf<D> | DeviceBuffer;
 
-const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1 };
+const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, bfloat16: 2 };
 
 function dtypeOf(data: unknown): DType | null {
   if (data instanceof Float32Array) return 'float32';
   if (data instanceof Int32Array) return 'int32';
   if (data instanceof Uint8Array) return 'bool';
+  if (data instanceof Uint16Array) return 'bfloat16';
   return null;
 }
 
 function view(buffer: ArrayBuffer, dtype: DType, length: number, offset = 0): AnyData {
   if (dtype === 'float32') return new Float32Array(buffer, offset, length);
   if (dtype === 'int32') return new Int32Array(buffer, offset, length);
+  if (dtype === 'bfloat16') return new Uint16Array(buffer, offset, length);
   return new Uint8Array(buffer, offset, length);
+}
+
+/** bfloat16 bits → float32 values (exact). */
+function bf16ToFloat32(bits: Uint16Array): Float32Array {
+  const u = new Uint32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) u[i] = bits[i] << 16;
+  return new Float32Array(u.buffer);
+}
+
+/** float32 values → bfloat16 bits, rounded to nearest even (NaN stays NaN), as the CUDA kernels round. */
+function float32ToBf16(values: Float32Array): Uint16Array {
+  const u = new Uint32Array(values.buffer, values.byteOffset, values.length), out = new Uint16Array(values.length);
+  for (let i = 0; i < u.length; i++) {
+    const x = u[i];
+    out[i] = (x & 0x7fffffff) > 0x7f800000 ? (x >>> 16) | 0x40 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
+  }
+  return out;
 }
 
 /** Alignment of a cpu tensor's first element: one cache line, one AVX-512 register. */
@@ -69,7 +96,7 @@ function hostBuffer(bytes: number, uninitialized: boolean): { buffer: ArrayBuffe
 /** Checks a dtype argument (default 'float32'). */
 function checkDType<D extends DType>(dtype: D | undefined): D {
   const dt = (dtype ?? 'float32') as D;
-  if (!Object.hasOwn(BYTES, dt)) invalidArg('dtype', "'float32', 'int32' or 'bool'", dtype);
+  if (!Object.hasOwn(BYTES, dt)) invalidArg('dtype', "'float32', 'int32', 'bool' or 'bfloat16'", dtype);
   return dt;
 }
 
@@ -112,7 +139,8 @@ export class Tensor<D extends DType = DType> {
   /** Storage on `device`, zero-filled unless `uninitialized` (the old storage, if any, must be freed first). */
   private allocate(device: Device, uninitialized = false): void {
     if (device === 'cuda') {
-      this.deviceBuffer = cuda().alloc(this.size * BYTES[this.dtype], !uninitialized ? 'zero' : poison ? 'poison' : 'none');
+      this.deviceBuffer = cuda().alloc(this.size * BYTES[this.dtype], !uninitialized ? 'zero' : poison ? 'poison' : 'none',
+        this.dtype === 'bfloat16');
     } else {
       const { buffer, offset } = hostBuffer(this.size * BYTES[this.dtype], uninitialized);
       this.buffer = buffer;
@@ -124,13 +152,13 @@ export class Tensor<D extends DType = DType> {
    * A tensor on `device` (default 'cpu') holding a copy of the host array `data` with the given
    * shape: the one way from host values to a tensor on any device (on 'cuda', one upload, no host
    * tensor in between). The dtype follows the array: Float32Array → float32, Int32Array → int32,
-   * Uint8Array → bool (1 = True).
+   * Uint8Array → bool (1 = True), Uint16Array → bfloat16 (raw bits; cast() makes one from float32).
    */
-  static from<A extends Float32Array | Int32Array | Uint8Array>(
+  static from<A extends Float32Array | Int32Array | Uint8Array | Uint16Array>(
     data: A, shape: readonly number[], device: Device = 'cpu',
-  ): Tensor<A extends Float32Array ? 'float32' : A extends Int32Array ? 'int32' : 'bool'> {
+  ): Tensor<A extends Float32Array ? 'float32' : A extends Int32Array ? 'int32' : A extends Uint16Array ? 'bfloat16' : 'bool'> {
     const dtype = dtypeOf(data);
-    if (!dtype) invalidArg('data', 'a Float32Array, Int32Array or Uint8Array', data);
+    if (!dtype) invalidArg('data', 'a Float32Array, Int32Array, Uint8Array or Uint16Array', data);
     const size = shapeSize(shape);
     if (data.length !== size)
       invalidArg('data', `${size} elements for shape [${shape.join(', ')}]`, data);
@@ -225,20 +253,48 @@ export class Tensor<D extends DType = DType> {
    * copy, and no write counted: do not write through it; `data` is for writing), a fresh copy of a
    * cuda tensor's (one download). The one way from a tensor of either device to host values
    * (candle's to_cpu_storage); toArray() when the caller needs a copy it owns on every device.
+   * bfloat16: a fresh Float32Array of the values on either device.
    */
-  hostValues(): TypedArrayOf<D> {
-    return this.deviceBuffer ? this.toArray() : this.host();
+  hostValues(): ValuesOf<D> {
+    if (this.dtype === 'bfloat16') return this.toArray();
+    return (this.deviceBuffer ? this.toArray() : this.host()) as ValuesOf<D>;
   }
 
-  /** A copy of the values in host memory (Float32Array, Int32Array, or Uint8Array for bool). */
-  toArray(): TypedArrayOf<D> {
+  /** A copy of the values in host memory (Float32Array, Int32Array, Uint8Array for bool; float32 values for bfloat16). */
+  toArray(): ValuesOf<D> {
+    const bits = this.storageCopy();
+    return (this.dtype === 'bfloat16' ? bf16ToFloat32(bits as Uint16Array) : bits) as ValuesOf<D>;
+  }
+
+  /** A host copy of the storage (bfloat16 as bits). */
+  private storageCopy(): TypedArrayOf<D> {
     if (!this.deviceBuffer) return this.host().slice() as TypedArrayOf<D>;
     const out = view(new ArrayBuffer(this.size * BYTES[this.dtype]), this.dtype, this.size) as TypedArrayOf<D>;
     cuda().download(out, this.deviceBuffer);
     return out;
   }
 
-  /** Overwrites the values with `values` (a host array of the tensor's dtype and size), on either device. */
+  /**
+   * This tensor's values as `dtype`, float32 ↔ bfloat16 (bfloat16 rounds to nearest even, back is
+   * exact): the tensor itself when it has that dtype already, else a new tensor on the same device
+   * (on 'cuda' one conversion kernel), or `out` (a tensor of that dtype, shape and device) written in
+   * place. Other dtypes throw ERR_NF_INVALID_ARG.
+   */
+  cast<F extends FloatDType>(dtype: F, out?: Tensor<F>): Tensor<F> {
+    if ((dtype as DType) === this.dtype && !out) return this as unknown as Tensor<F>;
+    if ((dtype !== 'float32' && dtype !== 'bfloat16') || (this.dtype !== 'float32' && this.dtype !== 'bfloat16') || (dtype as DType) === this.dtype)
+      invalidArg('dtype', `'float32' or 'bfloat16' for a float tensor (this one is ${this.dtype})`, dtype);
+    if (this.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `This ${describe(this)} has been disposed`);
+    if (out && (out.dtype !== dtype || out.device !== this.device || out.size !== this.size || out.disposed))
+      invalidArg('out', `a ${dtype} tensor of ${this.size} elements on ${this.device}`, out);
+    const t = out ?? new Tensor(dtype, this.shape, this.size, this.device, true);
+    if (this.deviceBuffer) cuda().cast(t.deviceBuffer!, this.deviceBuffer);
+    else t.host().set(dtype === 'bfloat16' ? float32ToBf16(this.host() as Float32Array) : bf16ToFloat32(this.host() as Uint16Array));
+    t.writes++;
+    return t;
+  }
+
+  /** Overwrites the values with `values` (a host array of the tensor's dtype and size; bfloat16: its bits), on either device. */
   copyFrom(values: TypedArrayOf<D>): this {
     if (dtypeOf(values) !== this.dtype || values.length !== this.size)
       invalidArg('values', `a ${this.dtype} array of ${this.size} elements`, values);
@@ -265,7 +321,7 @@ export class Tensor<D extends DType = DType> {
     if (this.disposed) throw new NodeformerError('ERR_NF_DISPOSED', `This ${describe(this)} has been disposed`);
     if (device === this.device) return this;
     const t = new Tensor(this.dtype, this.shape, this.size, device, true);
-    return t.copyFrom(this.hostValues());
+    return t.copyFrom(this.deviceBuffer ? this.storageCopy() : this.host());
   }
 
   /** A new tensor (on the same device) with the same data and another shape of the same size. */
@@ -308,7 +364,7 @@ export class Tensor<D extends DType = DType> {
   moveTo(device: Device): this {
     checkDevice('device', device);
     if (device === this.device) return this;
-    const values = this.toArray();
+    const values = this.storageCopy();
     this.releaseStorage();
     this.allocate(device, true);
     return this.copyFrom(values);
@@ -363,6 +419,17 @@ export class Tensor<D extends DType = DType> {
   }
 }
 
+/**
+ * Validates an activation argument of a layer that runs under every precision: a float32 tensor, or
+ * a bfloat16 one (the activations of precision 'bf16' on 'cuda'), shape as checkTensor. Typed as
+ * float32 (the layers hand activations on as float values whatever their storage; the ops that take
+ * bfloat16 read its dtype from the buffer, the others reject it with an error naming the field).
+ */
+export function checkActivation(name: string, t: unknown, shape?: readonly (number | null)[]): Tensor<'float32'> {
+  if (t instanceof Tensor && t.dtype === 'bfloat16') return checkTensor(name, t, 'bfloat16', shape) as unknown as Tensor<'float32'>;
+  return checkTensor(name, t, 'float32', shape);
+}
+
 /** Validates a tensor argument: dtype and shape, where a null entry in `shape` matches any size. */
 export function checkTensor<D extends DType>(
   name: string, t: unknown, dtype: D, shape?: readonly (number | null)[],
@@ -376,9 +443,13 @@ export function checkTensor<D extends DType>(
   return t as Tensor<D>;
 }
 
-/** An uninitialized float32 tensor (an op's output) on the device of `like`, with its shape but last dimension `last`. */
+/**
+ * An uninitialized tensor (an op's output) on the device of `like`, with its shape but last dimension
+ * `last`: float32, or bfloat16 when `like` is (the activations of precision 'bf16'; typed as float32,
+ * see checkActivation).
+ */
 export function emptyLike(like: Tensor, last = like.shape[like.shape.length - 1]): Tensor<'float32'> {
-  return Tensor.empty([...like.shape.slice(0, -1), last], 'float32', like.device);
+  return Tensor.empty([...like.shape.slice(0, -1), last], like.dtype === 'bfloat16' ? 'bfloat16' : 'float32', like.device) as Tensor<'float32'>;
 }
 
 /** Disposes every tensor given (nulls skipped). */

@@ -6,7 +6,7 @@ import { registerModelClass } from '../io/persist';
 import { op, type OpArgs, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
-import { checkTensor, Tensor, type Storage } from '../core/tensor';
+import { checkActivation, checkTensor, Tensor, type Storage } from '../core/tensor';
 import type { Device, PlacementConfig } from '../core/device';
 import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
@@ -86,6 +86,12 @@ interface Saved {
   masks: { causal: boolean; keyPaddingMask: Storage<'bool'> | null; attnMask: Storage<'bool'> | null };
   drop: { dropoutP: number; seed: number; offset: number };
   buffers: { qkv: Storage<'float32'> | null; q: Storage<'float32'> | null; kv: Storage<'float32'> | null; ctx: Storage<'float32'>; lse: Storage<'float32'> };
+  /**
+   * Under precision 'bf16' (heads not padded): the projections and context kept as bfloat16 copies
+   * instead of `buffers`' float32 (then unused), and `x`, `memory` the bfloat16 inputs; backward
+   * converts them back to float32 for the float32 attention kernels.
+   */
+  bf16: Record<'qkv' | 'q' | 'kv' | 'ctx', Tensor | null> | null;
 }
 
 /**
@@ -151,15 +157,53 @@ export class MultiHeadAttention extends Module {
     return super.forwardOps<MultiHeadAttention>(x, options);
   }
 
+  /**
+   * `t` as float32: itself, or a converted copy kept with the activations. Under precision 'bf16' the
+   * attention core still runs on float32 tensors (its tensor-core kernels are issue 18's): bfloat16
+   * activations are converted to float32 around it, and its output back to bfloat16.
+   */
+  private float32(t: Tensor<'float32'>): Tensor<'float32'> {
+    return t.dtype === 'float32' ? t : this.activations.add(t.cast('float32'));
+  }
+
+  /** A float32 result `t` of the attention in this module's activation dtype (the float32 tensor freed when converted). */
+  private asOutput(t: Tensor<'float32'>): Tensor<'float32'> {
+    if (this.activationDType === 'float32') return t;
+    const out = t.cast('bfloat16') as Tensor;
+    t.recycle();
+    return out as Tensor<'float32'>;
+  }
+
+  /**
+   * Precision 'bf16': keeps what backward reads in bfloat16 (half the bytes): the inputs as given
+   * instead of their float32 copies, and bfloat16 copies of the projections and the context instead
+   * of the float32 buffers the kernels wrote (freed now). Backward recomputes the attention
+   * probabilities from the rounded queries and keys with the forward's float32 log-sum-exp, an extra
+   * rounding of the scores (~2⁻⁸ relative) inside the precision's tolerance.
+   */
+  private keepBf16(s: Saved, big: Record<'qkv' | 'q' | 'kv' | 'ctx', Tensor<'float32'> | null>, x: Tensor<'float32'>,
+    memory: Tensor<'float32'> | null): void {
+    const keep = this.activations;
+    s.bf16 = { qkv: null, q: null, kv: null, ctx: null };
+    for (const name of ['qkv', 'q', 'kv', 'ctx'] as const) {
+      const t = big[name];
+      if (t) s.bf16[name] = keep.add(t.cast('bfloat16'));
+      keep.free(t);
+    }
+    keep.free(s.x, s.memory);
+    s.x = x;
+    s.memory = memory;
+  }
+
   /** The forward pass as written (unchecked; forwardOps runs it). */
   *forwardProgram(x: Tensor, options: AttentionOptions = {}): Program<Tensor<'float32'> | AttentionWithWeights> {
     const D = this.config.dModel, H = this.config.numHeads;
-    const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
+    const xin = nonEmpty('x', checkActivation('x', x, [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
     options = ATTENTION_OPTIONS.check('options', options);
-    const [B, Tq] = xt.shape;
-    const memory = options.memory === undefined ? null
-      : nonEmpty('options.memory', checkTensor('options.memory', options.memory, 'float32', [B, null, D]), { 1: 'a memory length' });
-    const Tk = memory ? memory.shape[1] : Tq;
+    const [B, Tq] = xin.shape;
+    const memoryIn = options.memory === undefined ? null
+      : nonEmpty('options.memory', checkActivation('options.memory', options.memory, [B, null, D]), { 1: 'a memory length' });
+    const Tk = memoryIn ? memoryIn.shape[1] : Tq;
     const keyPaddingMask = options.keyPaddingMask === undefined ? null
       : checkTensor('options.keyPaddingMask', options.keyPaddingMask, 'bool', [B, Tk]).storage;
     const attnMask = options.attnMask === undefined ? null : checkAttnMask('options.attnMask', options.attnMask, B, Tq, Tk);
@@ -169,16 +213,14 @@ export class MultiHeadAttention extends Module {
     if (p > 0) uncapturable('attention-weight dropout (its seed is a kernel argument of the attention kernels)');
     const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
     this.activations.close();
+    const xt = this.float32(xin), memory = memoryIn && this.float32(memoryIn);
     const g = this.heads, I = g ? g.W : D;
     this.padded = g ? yield* padAttention(this.activations, g, { x: xt, memory, qkv: this.qkv, proj: this.proj }) : null;
-    const saved = (n: number) => this.activations.add(Tensor.empty([n], 'float32', xt.device)).storage;
-    const buffers = {
-      qkv: memory ? null : saved(B * Tq * 3 * I),
-      q: memory ? saved(B * Tq * I) : null,
-      kv: memory ? saved(B * Tk * 2 * I) : null,
-      ctx: saved(B * Tq * I),
-      lse: saved(B * H * Tq),
-    };
+    const saved = (n: number) => this.activations.add(Tensor.empty([n], 'float32', xt.device));
+    const big = { qkv: memory ? null : saved(B * Tq * 3 * I), q: memory ? saved(B * Tq * I) : null,
+      kv: memory ? saved(B * Tk * 2 * I) : null, ctx: saved(B * Tq * I) };
+    const buffers = { qkv: big.qkv?.storage ?? null, q: big.q?.storage ?? null, kv: big.kv?.storage ?? null, ctx: big.ctx.storage,
+      lse: saved(B * H * Tq).storage };
     const wide = this.padded;
     const out = Tensor.empty([B, Tq, I], 'float32', xt.device);
     const weights = needWeights ? Tensor.empty([B, H, Tq, Tk], 'float32', xt.device) : null;
@@ -189,8 +231,9 @@ export class MultiHeadAttention extends Module {
       out: out.storage, weights: weights?.storage ?? null, x: (wide ? wide.x : xt).storage,
       qkvWeight: (wide ? wide.qkvWeight : this.qkv.weight).storage, qkvBias: (wide ? wide.qkvBias : this.qkv.bias)?.storage ?? null,
       projWeight: (wide ? wide.projWeight : this.proj.weight).storage, projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null });
-    this.saved = { x: xt, memory, dims, masks, drop, buffers };
-    const y = yield* narrowRows(out, D);
+    this.saved = { x: xt, memory, dims, masks, drop, buffers, bf16: null };
+    if (!g && this.activationDType === 'bfloat16' && this.savesActivations) this.keepBf16(this.saved, big, xin, memoryIn);
+    const y = this.asOutput(yield* narrowRows(out, D));
     return weights ? { output: y, weights } : y;
   }
 
@@ -206,16 +249,29 @@ export class MultiHeadAttention extends Module {
   /** dy [B, Tq, D] → dx (self-attention) or {dx, dMemory} (cross-attention); accumulates the parameter gradients. */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
-    const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
-    if (this.padded) return yield* paddedBackward(this.padded, { ...s.dims, ...s.masks, ...s.drop, ...s.buffers }, dyt, this.qkv, this.proj);
-    const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);
-    const dMemory = s.memory ? Tensor.empty(s.memory.shape, 'float32', s.memory.device) : null;
-    yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.storage ?? null,
-      dx: dx.storage, dMemory: dMemory?.storage ?? null,
-      dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
-      dProjWeight: this.proj.weight.gradData(), dProjBias: this.proj.bias?.gradData() ?? null,
-      dout: dyt.storage, x: s.x.storage, qkvWeight: this.qkv.weight.storage, projWeight: this.proj.weight.storage });
-    return dMemory ? { dx, dMemory } : dx;
+    checkActivation('dy', dy, s.x.shape);
+    const tmp = new Scope(dy, s.x, s.memory), dyt = tmp.add(dy.cast('float32'));
+    try {
+      if (this.padded) {
+        const r = yield* paddedBackward(this.padded, { ...s.dims, ...s.masks, ...s.drop, ...s.buffers }, dyt, this.qkv, this.proj);
+        return r instanceof Tensor ? this.asOutput(r) : { dx: this.asOutput(r.dx), dMemory: this.asOutput(r.dMemory) };
+      }
+      // (precision 'bf16': what forward kept in bfloat16, back in float32 for the kernels)
+      const f32 = <T extends Tensor | null>(t: T) => (t ? tmp.add(t.cast('float32')) : null);
+      const b = s.bf16, x = f32(s.x)!, memory = f32(s.memory);
+      const buffers = b ? { ...s.buffers, qkv: f32(b.qkv)?.storage ?? null, q: f32(b.q)?.storage ?? null, kv: f32(b.kv)?.storage ?? null,
+        ctx: f32(b.ctx)!.storage } : s.buffers;
+      const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);
+      const dMemory = s.memory ? Tensor.empty(s.memory.shape, 'float32', s.memory.device) : null;
+      yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...buffers, memory: memory?.storage ?? null,
+        dx: dx.storage, dMemory: dMemory?.storage ?? null,
+        dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
+        dProjWeight: this.proj.weight.gradData(), dProjBias: this.proj.bias?.gradData() ?? null,
+        dout: dyt.storage, x: x.storage, qkvWeight: this.qkv.weight.storage, projWeight: this.proj.weight.storage });
+      return dMemory ? { dx: this.asOutput(dx), dMemory: this.asOutput(dMemory) } : this.asOutput(dx);
+    } finally {
+      tmp.close();
+    }
   }
 
   /** The K|V cache decodeSelf fills: [B, maxT, 2W] on `device`, W the width the attention ops run at (dModel unless the heads are padded). */
@@ -240,10 +296,11 @@ export class MultiHeadAttention extends Module {
   *memoryKV(memory: Tensor<'float32'>): Program<Tensor<'float32'>> {
     const g = this.heads, W = g ? g.W : this.config.dModel, dev = memory.device;
     const [B, Tm] = memory.shape;
-    const tmp = new Scope();
+    const tmp = new Scope(memory);
     try {
       const w = g ? yield* padWeights(tmp, g, this.qkv, this.proj) : { qkvWeight: this.qkv.weight, qkvBias: this.qkv.bias };
-      const src = g ? tmp.add(yield* padCols(memory, W)) : memory;
+      const mem = tmp.add(memory.cast('float32')); // (decoding runs in float32 under every precision)
+      const src = g ? tmp.add(yield* padCols(mem, W)) : mem;
       // The K|V rows of the projection, copied out (a device buffer has no subarray).
       const Wkv = tmp.add(Tensor.empty([2 * W, W], 'float32', dev));
       yield* op('copyRows', { rows: 1, cols: 2 * W * W, dst: Wkv.storage, dstStride: 2 * W * W, src: w.qkvWeight.storage,
@@ -270,8 +327,9 @@ export class MultiHeadAttention extends Module {
   private *decode(x: Tensor<'float32'>, keys: Pick<OpArgs<'attentionDecode'>, 'cache' | 't' | 'maxT' | 'kv' | 'Tk' | 'keyPaddingMask'>):
   Program<Tensor<'float32'>> {
     const g = this.heads, B = x.shape[0], W = g ? g.W : this.config.dModel;
-    const tmp = new Scope();
+    const tmp = new Scope(x);
     try {
+      x = tmp.add(x.cast('float32')); // (decoding runs in float32 under every precision)
       const w = g ? yield* padWeights(tmp, g, this.qkv, this.proj) : null;
       const out = Tensor.empty([B, 1, W], 'float32', x.device);
       const packed = w ? {} : yield* this.packedWeights();

@@ -5,7 +5,7 @@ import { registerModelClass } from '../io/persist';
 import type { OpName, Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
-import { checkTensor, Tensor } from '../core/tensor';
+import { checkActivation, checkTensor, Tensor } from '../core/tensor';
 import type { PlacementConfig } from '../core/device';
 import { bool, nonEmpty, oneOf, positive, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { accumulate, DropoutSite } from './dropout';
@@ -168,7 +168,7 @@ export class EncoderBlock extends Module {
 
   /** x [B, T, D] → [B, T, D]. */
   *forwardProgram(x: Tensor, options: EncoderBlockOptions = {}): Program<Tensor<'float32'>> {
-    const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, this.config.dModel]), { 0: 'a batch', 1: 'a sequence length' });
+    const xt = nonEmpty('x', checkActivation('x', x, [null, null, this.config.dModel]), { 0: 'a batch', 1: 'a sequence length' });
     options = ENCODER_BLOCK_OPTIONS.check('options', options);
     const keep = this.activations;
     keep.close();
@@ -192,7 +192,7 @@ export class EncoderBlock extends Module {
    * is freed once the layer that reads it has run (the branches' own, when active, at the end).
    */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
-    const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
+    const d = checkActivation('dy', dy, [null, null, this.config.dModel]);
     const tmp = new Scope(d);
     // A branch's gradient back through drop path, dropout and LayerScale (each a new tensor, or g itself when inactive).
     const branch = function* (drop: DropoutSite, path: DropPathSite, ls: LayerScale | null, g: Tensor<'float32'>) {
@@ -269,8 +269,8 @@ export class DecoderBlock extends Module {
   /** x [B, T, D], memory [B, Tm, D] → [B, T, D]. */
   *forwardProgram(x: Tensor, memory: Tensor, options: DecoderBlockOptions = {}): Program<Tensor<'float32'>> {
     const D = this.config.dModel;
-    const xt = nonEmpty('x', checkTensor('x', x, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
-    const mem = nonEmpty('memory', checkTensor('memory', memory, 'float32', [xt.shape[0], null, D]), { 1: 'a memory length' });
+    const xt = nonEmpty('x', checkActivation('x', x, [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
+    const mem = nonEmpty('memory', checkActivation('memory', memory, [xt.shape[0], null, D]), { 1: 'a memory length' });
     options = DECODER_BLOCK_OPTIONS.check('options', options);
     const [B, T] = xt.shape, Tm = mem.shape[1];
     if (options.tgtMask !== undefined) checkAttnMask('options.tgtMask', options.tgtMask, B, T, T);
@@ -313,7 +313,7 @@ export class DecoderBlock extends Module {
    * gradient of the main path is freed once the layer that reads it has run.
    */
   *backwardProgram(dy: Tensor): Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
-    const d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
+    const d = checkActivation('dy', dy, [null, null, this.config.dModel]);
     const [d1, d2, d3] = this.drops;
     const tmp = new Scope(d);
     const cross = function* (self: DecoderBlock, g: Tensor<'float32'>): Program<{ dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {

@@ -30,11 +30,18 @@ export class DropPathSite {
     return this.scales ? yield* this.scale(d) : d;
   }
 
-  /** out[b] = scales[b] · x[b]: B products [1, 1] × [1, n] (n values per sample). */
+  /**
+   * out[b] = scales[b] · x[b]: B products [1, 1] × [1, n] (n values per sample), in float32 (the gemm
+   * op has no bf16 kernel: bfloat16 activations are converted around it, and the result back).
+   */
   private *scale(x: Tensor<'float32'>): Program<Tensor<'float32'>> {
-    const B = x.shape[0], n = x.size / B, out = Tensor.empty(x.shape, 'float32', x.device);
+    const B = x.shape[0], n = x.size / B, x32 = x.cast('float32'), out = Tensor.empty(x.shape, 'float32', x.device);
     yield* op('gemm', { M: 1, N: n, K: 1, batch: B, lda: 1, strideA: 1, ldb: n, strideB: n, ldc: n, strideC: n,
-      A: this.scales!.storage, B: x.storage, C: out.storage });
-    return out;
+      A: this.scales!.storage, B: x32.storage, C: out.storage });
+    if (x32 === x) return out;
+    x32.dispose();
+    const back = out.cast(x.dtype as 'float32');
+    out.dispose();
+    return back;
   }
 }

@@ -1,7 +1,7 @@
 import { stepValue, type StepValueFields } from '../core/graph';
 import { op, type Program } from '../core/program';
 import type { Random } from '../core/random';
-import { Tensor } from '../core/tensor';
+import { emptyLike, type Tensor } from '../core/tensor';
 
 /**
  * One dropout site without parameters (a residual branch, the embeddings): in training mode with
@@ -28,14 +28,19 @@ export class DropoutSite {
   /** The gradient through the last forward's mask: a new tensor, or `d` itself when no dropout ran. */
   *backward(d: Tensor<'float32'>): Program<Tensor<'float32'>> {
     if (!this.active) return d;
-    const dx = Tensor.empty(d.shape, 'float32', d.device);
+    const dx = emptyLike(d);
     yield* op('dropoutBackward', { n: d.size, p: this.p, seed: this.seed, offset: 0, ...this.seedFields, dx: dx.storage, dout: d.storage });
     return dx;
   }
 }
 
-/** y += x over whole tensors (merging gradients of a residual stream); returns y. */
+/**
+ * y += x over whole tensors (merging gradients of a residual stream); returns y. Under precision
+ * 'bf16' both are bfloat16 (x is converted to y's dtype first when they differ).
+ */
 export function* accumulate(y: Tensor<'float32'>, x: Tensor<'float32'>): Program<Tensor<'float32'>> {
-  yield* op('accumulate', { n: y.size, y: y.storage, x: x.storage });
+  const xs = x.cast(y.dtype as 'float32');
+  yield* op('accumulate', { n: y.size, y: y.storage, x: xs.storage });
+  if (xs !== x) xs.dispose();
   return y;
 }

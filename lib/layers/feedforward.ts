@@ -5,7 +5,8 @@ import { OptionKeys } from '../validation/options';
 import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
-import { checkTensor, emptyLike, Tensor, type Storage } from '../core/tensor';
+import { Scope } from '../core/scope';
+import { checkActivation, emptyLike, Tensor, type Storage } from '../core/tensor';
 import type { PlacementConfig } from '../core/device';
 import { bool, oneOf, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
@@ -33,6 +34,8 @@ const FEEDFORWARD_CONFIG = new OptionKeys<FeedForwardConfig>('FeedForward config
 /**
  * y = fc2(dropout(act(fc1(x)))). Parameters: fc1.weight [F, D], fc1.bias [F], fc2.weight [D, F], fc2.bias [D]
  * (the biases only with `bias`: without, the ops get zeros and their bias gradients are dropped).
+ * Under precision 'bf16' on 'cuda', x, y and the saved hidden activations h, a are bfloat16 and the
+ * products read the weights' bf16 copies (Parameter.storageFor); parameters and gradients stay float32.
  */
 export class FeedForward extends Module {
   /** The ops it runs (Module.ops). */
@@ -78,26 +81,27 @@ export class FeedForward extends Module {
     // (Under CUDA graph capture the seed is a step value, drawn again at every replay.)
     const { value: seed, fields: seedFields } = p > 0 ? stepValue('seedAt', () => this.dropRng.seed(), 0) : { value: 0, fields: {} };
     this.activations.close();
-    const y = emptyLike(x);
-    const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage : null;
-    const a = this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage;
+    const xa = this.asActivation(x), dt = xa.dtype as 'float32', y = emptyLike(xa);
+    const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], dt, x.device)).storage : null;
+    const a = this.activations.add(Tensor.empty([rows * this.config.dFF], dt, x.device)).storage;
     const W1Packed = yield* this.fc1.packedWeight(), W2Packed = yield* this.fc2.packedWeight();
-    yield* op('feedforwardForward', { ...this.dims(rows, p, seed, seedFields), y: y.storage, h, a, x: x.storage as Storage<'float32'>,
-      W1: this.fc1.weight.storage, b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storage, b2: this.biasOf(this.fc2, x, false),
-      W1Packed, W2Packed });
-    this.saved = { x: x as Tensor<'float32'>, h, a, seed, seedFields, p };
+    yield* op('feedforwardForward', { ...this.dims(rows, p, seed, seedFields), y: y.storage, h, a, x: xa.storage,
+      W1: this.fc1.weight.storageFor(dt), b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storageFor(dt),
+      b2: this.biasOf(this.fc2, x, false), W1Packed, W2Packed });
+    this.saved = { x: xa, h, a, seed, seedFields, p };
     return y;
   }
 
   /** dy [..., D] → dx [..., D]; accumulates the parameter gradients. */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
-    const s = requireSaved(this.saved, 'FeedForward');
-    const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
-    const dx = emptyLike(s.x);
+    const s = requireSaved(this.saved, 'FeedForward'), dt = s.x.dtype as 'float32';
+    checkActivation('dy', dy, s.x.shape);
+    const tmp = new Scope(dy), dx = emptyLike(s.x), dya = tmp.add(dy.cast(dt));
     yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed, s.seedFields), dx: dx.storage,
       dW1: this.fc1.weight.gradData(), db1: this.biasOf(this.fc1, s.x, true), dW2: this.fc2.weight.gradData(),
-      db2: this.biasOf(this.fc2, s.x, true), dy: dyt.storage, x: s.x.storage, h: requireSaved(s.h, 'FeedForward'), a: s.a,
-      W1: this.fc1.weight.storage, W2: this.fc2.weight.storage });
+      db2: this.biasOf(this.fc2, s.x, true), dy: dya.storage, x: s.x.storage, h: requireSaved(s.h, 'FeedForward'), a: s.a,
+      W1: this.fc1.weight.storageFor(dt), W2: this.fc2.weight.storageFor(dt) });
+    tmp.close();
     return dx;
   }
 }

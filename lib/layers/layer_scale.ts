@@ -3,7 +3,8 @@ import { requireSaved, rowsOf, Module, Parameter } from '../core/module';
 import { OptionKeys } from '../validation/options';
 import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
-import { checkTensor, emptyLike, Tensor } from '../core/tensor';
+import { Scope } from '../core/scope';
+import { checkActivation, emptyLike, Tensor } from '../core/tensor';
 import type { PlacementConfig } from '../core/device';
 import { positive, positiveInt, type Settings } from '../validation/values';
 
@@ -40,7 +41,8 @@ export class LayerScale extends Module {
   /** x [..., D] → x · gamma. */
   *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows, cols] = rowsOf('x', x, this.config.dModel, 1);
-    const xt = x as Tensor<'float32'>, out = emptyLike(xt);
+    this.activations.close();
+    const xt = this.asActivation(x), out = emptyLike(xt);
     yield* op('channelScaleForward', { rows, cols, y: out.storage, x: xt.storage, gamma: this.gamma.storage });
     this.saved = xt;
     return out;
@@ -49,10 +51,11 @@ export class LayerScale extends Module {
   /** dy [..., D] → dy · gamma; gamma.grad += Σ_rows dy · x. */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const x = requireSaved(this.saved, 'LayerScale'), cols = this.config.dModel;
-    const d = checkTensor('dy', dy, 'float32', x.shape);
-    const dx = emptyLike(x);
+    checkActivation('dy', dy, x.shape);
+    const tmp = new Scope(dy), dx = emptyLike(x), d = tmp.add(dy.cast(x.dtype as 'float32'));
     yield* op('channelScaleBackward', { rows: x.size / cols, cols, dx: dx.storage, dgamma: this.gamma.gradData(), dy: d.storage,
       x: x.storage, gamma: this.gamma.storage });
+    tmp.close();
     return dx;
   }
 }

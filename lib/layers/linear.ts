@@ -5,7 +5,8 @@ import { registerModelClass } from '../io/persist';
 import { PackedWeight } from '../core/prepack';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
-import { checkTensor, emptyLike, Tensor, type Storage } from '../core/tensor';
+import { Scope } from '../core/scope';
+import { checkActivation, emptyLike, Tensor } from '../core/tensor';
 import type { PlacementConfig } from '../core/device';
 import { bool, positiveInt, seedOf, type Settings } from '../validation/values';
 
@@ -22,6 +23,8 @@ const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures
 
 /**
  * y = x Wᵀ + b. Parameters: weight [out, in], bias [out] (torch.nn.Linear's layout and initialisation).
+ * Under precision 'bf16' on 'cuda', x and y are bfloat16 and the product reads the weight's bf16 copy
+ * (Parameter.storageFor); the weight, the bias and their gradients stay float32.
  * In eval mode on the CPU it keeps its weight prepacked for the kernels (about the weight's size
  * again; lib/core/prepack.ts, setWeightPrepacking), rebuilt when the weight changes, freed by train().
  */
@@ -65,22 +68,24 @@ export class Linear extends Module {
   /** x [..., in] → y [..., out]. */
   *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
-    const y = emptyLike(x, this.config.outFeatures);
+    this.activations.close();
+    const xa = this.asActivation(x), y = emptyLike(xa, this.config.outFeatures);
     const WPacked = yield* this.packedWeight();
-    yield* op('linearForward', { y: y.storage, x: x.storage as Storage<'float32'>, W: this.weight.storage, b: this.bias?.storage ?? null, rows,
+    yield* op('linearForward', { y: y.storage, x: xa.storage, W: this.weight.storageFor(xa.dtype), b: this.bias?.storage ?? null, rows,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, WPacked, precision: this.precision });
-    this.saved = x as Tensor<'float32'>;
+    this.saved = xa;
     return y;
   }
 
   /** dy [..., out] → dx [..., in]; accumulates weight.grad (and bias.grad). */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const x = requireSaved(this.saved, 'Linear');
-    checkTensor('dy', dy, 'float32', [...x.shape.slice(0, -1), this.config.outFeatures]);
-    const dx = emptyLike(x);
+    checkActivation('dy', dy, [...x.shape.slice(0, -1), this.config.outFeatures]);
+    const tmp = new Scope(dy), dx = emptyLike(x), dya = tmp.add(dy.cast(x.dtype as 'float32'));
     yield* op('linearBackward', { dx: dx.storage, dW: this.weight.gradData(), db: this.bias?.gradData() ?? null,
-      dy: dy.storage as Storage<'float32'>, x: x.storage, W: this.weight.storage, rows: x.size / this.config.inFeatures,
+      dy: dya.storage, x: x.storage, W: this.weight.storageFor(x.dtype as 'float32'), rows: x.size / this.config.inFeatures,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, precision: this.precision });
+    tmp.close();
     return dx;
   }
 }

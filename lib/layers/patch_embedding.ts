@@ -5,7 +5,8 @@ import { OptionKeys } from '../validation/options';
 import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
-import { checkTensor, Tensor } from '../core/tensor';
+import { Scope } from '../core/scope';
+import { checkActivation, checkTensor, Tensor } from '../core/tensor';
 import type { PlacementConfig } from '../core/device';
 import { nonEmpty, positiveInt, seedOf, type Settings } from '../validation/values';
 
@@ -54,7 +55,8 @@ export class PatchEmbedding extends Module {
   readonly numPatches: number;
   /** Patch rows and columns at imgSize. */
   readonly gridSize: readonly [number, number];
-  private saved: { images: Tensor<'float32'>; dims: { B: number; C: number; H: number; W: number; P: number; D: number } } | null = null;
+  private saved: { images: Tensor<'float32'>; dims: { B: number; C: number; H: number; W: number; P: number; D: number };
+    dtype: 'float32' } | null = null;
 
   constructor(config: PatchEmbeddingConfig) {
     super();
@@ -81,10 +83,12 @@ export class PatchEmbedding extends Module {
     const [B, , H, W] = x.shape;
     if (H % P !== 0 || W % P !== 0)
       invalidArg('images', `a float32 Tensor [B, ${C}, H, W] with H and W multiples of the patch size ${P}`, x);
-    const out = Tensor.empty([B, (H / P) * (W / P), D], 'float32', x.device);
+    // Under precision 'bf16' on 'cuda' the tokens are bfloat16 (the images stay float32) and the product reads the weight's bf16 copy.
+    const dt = this.activationDType as 'float32';
+    const out = Tensor.empty([B, (H / P) * (W / P), D], dt, x.device);
     const dims = { B, C, H, W, P, D, precision: this.precision };
-    yield* op('patchEmbedForward', { ...dims, out: out.storage, images: x.storage, weight: this.weight.storage, bias: this.bias.storage });
-    this.saved = { images: x, dims };
+    yield* op('patchEmbedForward', { ...dims, out: out.storage, images: x.storage, weight: this.weight.storageFor(dt), bias: this.bias.storage });
+    this.saved = { images: x, dims, dtype: dt };
     return out;
   }
 
@@ -92,10 +96,12 @@ export class PatchEmbedding extends Module {
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const s = requireSaved(this.saved, 'PatchEmbedding');
     const { B, H, W, P, D } = s.dims;
-    const dyt = checkTensor('dy', dy, 'float32', [B, (H / P) * (W / P), D]);
+    checkActivation('dy', dy, [B, (H / P) * (W / P), D]);
+    const tmp = new Scope(dy), dyt = tmp.add(dy.cast(s.dtype));
     const dimages = Tensor.empty(s.images.shape, 'float32', s.images.device);
     yield* op('patchEmbedBackward', { ...s.dims, dimages: dimages.storage, dweight: this.weight.gradData(),
-      dbias: this.bias.gradData(), dout: dyt.storage, images: s.images.storage, weight: this.weight.storage });
+      dbias: this.bias.gradData(), dout: dyt.storage, images: s.images.storage, weight: this.weight.storageFor(s.dtype) });
+    tmp.close();
     return dimages;
   }
 }

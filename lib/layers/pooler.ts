@@ -4,7 +4,7 @@ import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
-import { checkTensor, Tensor } from '../core/tensor';
+import { checkActivation, emptyLike, Tensor } from '../core/tensor';
 import type { PlacementConfig } from '../core/device';
 import { nonEmpty, positiveInt, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
@@ -17,7 +17,7 @@ export interface PoolerConfig extends PlacementConfig {
 const POOLER_CONFIG = new OptionKeys<PoolerConfig>('Pooler config', { dModel: true, seed: true, device: true, precision: true });
 
 /**
- * BERT's (and Hugging Face ViTModel's) pooler: tanh(dense(x[:, 0])), tokens [B, T, D] → [B, D].
+ * BERT's (and Hugging Face ViTModel's) pooler: tanh(dense(x[:, 0])), tokens [B, T, D] → [B, D] (bfloat16 under precision 'bf16' on 'cuda').
  * Parameters: dense.weight [D, D], dense.bias [D]. The tanh is the activation ops (any device);
  * its backward reads the saved pre-activation.
  */
@@ -40,13 +40,13 @@ export class Pooler extends Module {
   /** tokens [B, T, D] → tanh(dense(tokens[:, 0])) [B, D]. */
   *forwardProgram(tokens: Tensor): Program<Tensor<'float32'>> {
     const D = this.config.dModel;
-    const x = nonEmpty('tokens', checkTensor('tokens', tokens, 'float32', [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
-    const [B, T] = x.shape, keep = this.activations;
+    const xin = nonEmpty('tokens', checkActivation('tokens', tokens, [null, null, D]), { 0: 'a batch', 1: 'a sequence length' });
+    const [B, T] = xin.shape, keep = this.activations;
     keep.close();
-    const first = keep.add(Tensor.empty([B, D], 'float32', x.device));
+    const x = this.asActivation(xin), first = keep.add(Tensor.empty([B, D], x.dtype as 'float32', x.device));
     yield* op('copyRows', { rows: B, cols: D, dst: first.storage, dstStride: D, src: x.storage, srcStride: T * D });
     const h = keep.add(yield* this.dense.forwardOps(first));
-    const y = Tensor.empty([B, D], 'float32', x.device);
+    const y = emptyLike(h);
     yield* op('activationForward', { n: y.size, act: 'tanh', y: y.storage, x: h.storage });
     this.saved = { h, T };
     return y;
@@ -55,12 +55,12 @@ export class Pooler extends Module {
   /** dy [B, D] → d(tokens) [B, T, D] (zero but for token 0); accumulates dense's gradients. */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const { h, T } = requireSaved(this.saved, 'Pooler'), [B, D] = h.shape;
-    const d = checkTensor('dy', dy, 'float32', h.shape);
-    const tmp = new Scope();
-    const dh = tmp.add(Tensor.empty([B, D], 'float32', d.device));
+    checkActivation('dy', dy, h.shape);
+    const tmp = new Scope(dy), d = tmp.add(dy.cast(h.dtype as 'float32'));
+    const dh = tmp.add(emptyLike(h));
     yield* op('activationBackward', { n: dh.size, act: 'tanh', dx: dh.storage, dy: d.storage, x: h.storage });
     const dfirst = tmp.add(yield* this.dense.backwardOps(dh));
-    const dtokens = Tensor.zeros([B, T, D], 'float32', d.device);
+    const dtokens = Tensor.zeros([B, T, D], dfirst.dtype as 'float32', d.device);
     yield* op('copyRows', { rows: B, cols: D, dst: dtokens.storage, dstStride: T * D, src: dfirst.storage, srcStride: D });
     tmp.close();
     return dtokens;

@@ -2,7 +2,7 @@ import type { PlacementConfig } from '../core/device';
 import { invalidArg } from '../validation/errors';
 import { EncoderBlock } from '../layers/blocks';
 import { nonEmpty, oneOf, positive, positiveInt, probability, seedOf, bool } from '../validation/values';
-import { DropoutSite } from '../layers/dropout';
+import { accumulate, DropoutSite } from '../layers/dropout';
 import { ACTIVATIONS, type Activation } from '../layers/feedforward';
 import { LayerNorm } from '../layers/layernorm';
 import { Pooler } from '../layers/pooler';
@@ -12,7 +12,7 @@ import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
-import { checkTensor, Tensor } from '../core/tensor';
+import { checkActivation, checkTensor, Tensor } from '../core/tensor';
 
 /** Checks config.padIdx: null or a token id below vocabSize. */
 function padIdxOf(v: unknown, vocabSize: number): number | null {
@@ -166,16 +166,16 @@ export class BertModel extends Module {
     const { ids, types } = requireSaved(this.saved, 'BertModel');
     const [B, T] = ids.shape, { vocabSize: V, dModel: D, maxPositions, typeVocabSize } = this.config;
     const tmp = new Scope();
-    let d = checkTensor('dLastHiddenState', dLastHiddenState, 'float32', [B, T, D]);
+    let d = checkActivation('dLastHiddenState', dLastHiddenState, [B, T, D]);
     if (dPoolerOutput !== undefined) {
       if (!this.pooler) invalidArg('dPoolerOutput', 'nothing (the model has no pooler)', dPoolerOutput);
-      const dp = tmp.add(yield* this.pooler.backwardOps(checkTensor('dPoolerOutput', dPoolerOutput, 'float32', [B, D])));
-      yield* op('accumulate', { n: dp.size, y: dp.storage, x: d.storage });
-      d = dp;
+      const dp = tmp.add(yield* this.pooler.backwardOps(checkActivation('dPoolerOutput', dPoolerOutput, [B, D])));
+      d = yield* accumulate(dp, d);
     }
     for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.replace(d, yield* this.blocks[i].backwardOps(d));
     d = tmp.replace(d, yield* this.drop.backward(d));
-    const dsum = tmp.replace(d, yield* this.embed_norm.backwardOps(d));
+    // (the embedding op has no bf16 kernel: a bfloat16 gradient, precision 'bf16', is converted)
+    const dsum = tmp.replace(d, (yield* this.embed_norm.backwardOps(d)).cast('float32'));
     // The padding row's gradient is put back as it was: torch's Embedding(padding_idx) gives it none.
     const pad = this.config.padIdx, dword = this.word_embeddings.gradData();
     const padRow = pad === null ? null : tmp.add(Tensor.empty([D], 'float32', dsum.device));

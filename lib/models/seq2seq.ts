@@ -19,7 +19,7 @@ import { emitTo, tokenStream } from '../generation/stream';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
-import { checkTensor, Tensor } from '../core/tensor';
+import { checkActivation, checkTensor, Tensor } from '../core/tensor';
 
 /** Options shared by Encoder, Decoder and Transformer (defaults: Vaswani et al.'s base model). */
 export interface SequenceConfig extends PlacementConfig {
@@ -161,8 +161,10 @@ abstract class TokenModel extends Module {
   protected *embedBackward(d: Tensor<'float32'>): Program<void> {
     const tokens = requireSaved(this.savedTokens, this.constructor.name);
     const dd = yield* this.drop.backward(d);
+    const d32 = dd.cast('float32'); // (the embedding op has no bf16 kernel: a bfloat16 gradient is converted)
     yield* op('embeddingBackward', { ...this.embedDims(tokens), dtable: this.embedWeight.gradData(),
-      dpos: this.pos_embed?.gradData() ?? null, dout: dd.storage, ids: tokens.storage });
+      dpos: this.pos_embed?.gradData() ?? null, dout: d32.storage, ids: tokens.storage });
+    if (d32 !== dd) d32.recycle();
     if (dd !== d) dd.recycle();
   }
 
@@ -230,7 +232,7 @@ export class Encoder extends TokenModel {
 
   /** dy [B, T, D]: accumulates the parameter gradients (tokens have no gradient). */
   *backwardProgram(dy: Tensor): Program<void> {
-    let d = checkTensor('dy', dy, 'float32', [null, null, this.config.dModel]);
+    let d = checkActivation('dy', dy, [null, null, this.config.dModel]);
     const tmp = new Scope(d);
     if (this.norm) d = tmp.add(yield* this.norm.backwardOps(d));
     for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.replace(d, yield* this.blocks[i].backwardOps(d));
@@ -460,16 +462,16 @@ export class Transformer extends Module {
     return {
       rows, vocab: V,
       *step(seqs, stride, t) {
-        if (states.length) return yield* decoder.decodeStep(Int32Array.from({ length: rows }, (_, r) => seqs[r * stride + t]), t, states);
+        if (states.length) return float32Logits(yield* decoder.decodeStep(Int32Array.from({ length: rows }, (_, r) => seqs[r * stride + t]), t, states));
         const prefix = new Int32Array(rows * (t + 1));
         for (let r = 0; r < rows; r++) prefix.set(seqs.subarray(r * stride, r * stride + t + 1), r * (t + 1));
         const step = new Scope();
         try {
           const tokens = step.add(Tensor.from(prefix, [rows, t + 1]).to(dev));
           const all = step.add(yield* decoder.forwardOps(tokens, memory, { memoryKeyPaddingMask: srcPad }));
-          const logits = Tensor.empty([rows, V], 'float32', dev);
+          const logits = Tensor.empty([rows, V], all.dtype as 'float32', dev);
           yield* op('copyRows', { rows, cols: V, dst: logits.storage, dstStride: V, src: all.storage, srcStride: (t + 1) * V, srcOffset: t * V });
-          return logits;
+          return float32Logits(logits);
         } finally {
           step.close();
         }
@@ -494,3 +496,10 @@ export class Transformer extends Module {
   }
 }
 registerModelClass(Transformer);
+
+/** Logits for the search functions (float32: a bf16 model's bfloat16 logits are converted, the original freed). */
+function float32Logits(logits: Tensor<'float32'>): Tensor<'float32'> {
+  const f = logits.cast('float32');
+  if (f !== logits) logits.dispose();
+  return f;
+}

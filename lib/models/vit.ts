@@ -14,7 +14,7 @@ import { registerModelClass } from '../io/persist';
 import { op, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
-import { checkTensor, Tensor, type Storage } from '../core/tensor';
+import { checkActivation, checkTensor, Tensor, type Storage } from '../core/tensor';
 import { startTokens, startTokensBackward } from './vit_tokens';
 
 /** The config of ViTDecoder, and the part of ViTEncoder's that the decoder shares. */
@@ -229,7 +229,7 @@ export class ViTEncoder extends Module {
   /** d(tokens) [B, T, D] → d(images); accumulates the parameter gradients. */
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'>> {
     const B = requireSaved(this.batch || null, 'ViTEncoder'), D = this.config.dModel;
-    const dt = checkTensor('dy', dy, 'float32', [B, this.numTokens, D]);
+    const dt = checkActivation('dy', dy, [B, this.numTokens, D]);
     const tmp = new Scope();
     let d = this.norm ? tmp.add(yield* this.norm.backwardOps(dt)) : dt;
     for (let i = this.blocks.length - 1; i >= 0; i--) d = tmp.replace(d, yield* this.blocks[i].backwardOps(d));
@@ -341,14 +341,18 @@ export class ViTClassifier extends ViTEncoder {
   override *forwardProgram(images: Tensor, options: ViTForwardOptions = {}): Program<Tensor<'float32'>> {
     const tokens = yield* super.forwardProgram(images, options);
     const [B, T, D] = tokens.shape, keep = this.activations;
-    let pooled = keep.add(Tensor.empty([B, D], 'float32', tokens.device));
+    let pooled: Tensor<'float32'>;
     if (this.config.globalPool === 'token') {
+      pooled = keep.add(Tensor.empty([B, D], tokens.dtype as 'float32', tokens.device));
       yield* op('copyRows', { rows: B, cols: D, dst: pooled.storage, dstStride: D, src: tokens.storage, srcStride: T * D });
     } else {
-      // pooled[b] = (1/N) Σ_n tokens[b, prefix + n]: per image, the weights [1, T] times the tokens [T, D].
-      const N = this.patch_embed.numPatches;
+      // pooled[b] = (1/N) Σ_n tokens[b, prefix + n]: per image, the weights [1, T] times the tokens [T, D]
+      // (in float32: the gemm op has no bf16 kernel; bfloat16 tokens are converted first).
+      const N = this.patch_embed.numPatches, t32 = tokens.cast('float32');
+      pooled = keep.add(Tensor.empty([B, D], 'float32', tokens.device));
       yield* op('gemm', { M: 1, N: D, K: T, batch: B, lda: T, strideA: 0, ldb: D, strideB: T * D, ldc: D, strideC: D, alpha: 1 / N,
-        A: poolWeights(T, N, tokens.device, keep), B: tokens.storage, C: pooled.storage });
+        A: poolWeights(T, N, tokens.device, keep), B: t32.storage, C: pooled.storage });
+      if (t32 !== tokens) t32.recycle();
     }
     tokens.recycle();
     if (this.fc_norm) pooled = keep.add(yield* this.fc_norm.forwardOps(pooled));
@@ -360,9 +364,10 @@ export class ViTClassifier extends ViTEncoder {
     const tmp = new Scope();
     let dp = tmp.add(yield* this.head.backwardOps(dLogits));
     if (this.fc_norm) dp = tmp.replace(dp, yield* this.fc_norm.backwardOps(dp));
-    const [B, D] = dp.shape, T = this.numTokens, N = this.patch_embed.numPatches;
-    const dtokens = tmp.add(Tensor.zeros([B, T, D], 'float32', dp.device));
-    if (this.config.globalPool === 'token') {
+    const [B, D] = dp.shape, T = this.numTokens, N = this.patch_embed.numPatches, token = this.config.globalPool === 'token';
+    if (!token) dp = tmp.replace(dp, dp.cast('float32'));  // (the gemm below runs in float32)
+    const dtokens = tmp.add(Tensor.zeros([B, T, D], dp.dtype as 'float32', dp.device));
+    if (token) {
       yield* op('copyRows', { rows: B, cols: D, dst: dtokens.storage, dstStride: T * D, src: dp.storage, srcStride: D });
     } else {
       // dtokens[b, prefix + n] = dp[b] / N: per image, the weights [T, 1] times dp[b] [1, D].
@@ -515,9 +520,10 @@ export class ViTDecoder extends Module {
    */
   private *tokenPos(h: Tensor<'float32'>, backward = false): Program<void> {
     const [B, N, D] = h.shape;
-    if (backward)
-      yield* op('tokenPosBackward', { B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: h.storage });
-    else yield* op('tokenPosForward', { B, N, D, out: h.storage, token: this.mask_token.storage, pos: this.pos_embed.storage });
+    if (!backward) return yield* op('tokenPosForward', { B, N, D, out: h.storage, token: this.mask_token.storage, pos: this.pos_embed.storage });
+    const d = h.cast('float32'); // (no bf16 kernel: a bfloat16 gradient, precision 'bf16', is converted)
+    yield* op('tokenPosBackward', { B, N, D, dtoken: this.mask_token.gradData(), dpos: this.pos_embed.gradData(), dout: d.storage });
+    if (d !== h) d.dispose();
   }
 }
 registerModelClass(ViTDecoder);

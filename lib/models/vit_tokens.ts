@@ -3,6 +3,9 @@
  * optional class token and learned positions, in timm's two layouts:
  *   - pos_embed over every token (original ViT, DeiT): tokens = cat(cls, patches) + pos_embed [N+1];
  *   - noEmbedClass (DeiT III, big_vision) or no class token: tokens = cat(cls, patches + pos_embed [N]).
+ * Under precision 'bf16' the first layout runs on bfloat16 patches and tokens (clsPos's bf16 kernel);
+ * the second converts bfloat16 patches to float32 (the embedding op has no bf16 kernel), and the
+ * blocks' first LayerNorm converts back.
  */
 import { op, type Program } from '../core/program';
 import { Scope } from '../core/scope';
@@ -30,10 +33,15 @@ function* addPositions(patches: Tensor<'float32'>, pos: Parameter, ids: Tensor<'
 export function* startTokens(layout: TokenLayout, patches: Tensor<'float32'>, cls: Parameter | null, pos: Parameter): Program<Tensor<'float32'>> {
   const [B, N, D] = patches.shape;
   if (cls && !layout.noEmbedClass) {
-    const h = Tensor.empty([B, N + 1, D], 'float32', patches.device);
+    const h = Tensor.empty([B, N + 1, D], patches.dtype as 'float32', patches.device);
     yield* op('clsPosForward', { B, N, D, out: h.storage, cls: cls.storage, patches: patches.storage, pos: pos.storage });
     patches.recycle();
     return h;
+  }
+  if (patches.dtype !== 'float32') {
+    const p32 = patches.cast('float32');
+    patches.recycle();
+    patches = p32;
   }
   const ids = patchIds(B, N, patches.device);
   try {
@@ -60,11 +68,16 @@ export function* startTokensBackward(layout: TokenLayout, d: Tensor<'float32'>, 
     // The embedding op's backward gives pos.grad += Σ_b dout[b] and scatters dout into its table
     // gradient row by row: without a class token that table is d(patches) itself (zeroed first).
     let dpatches: Tensor<'float32'>, dout: Tensor<'float32'>, dtable: Tensor<'float32'>;
+    if (cls && !layout.noEmbedClass) {
+      dpatches = Tensor.empty([B, N, D], d.dtype as 'float32', dev);
+      yield* op('clsPosBackward', { B, N, D, dcls: cls.gradData(), dpatches: dpatches.storage, dpos: pos.gradData(), dout: d.storage });
+      return dpatches;
+    }
+    if (d.dtype !== 'float32') d = tmp.add(d.cast('float32'));
     if (cls) {
       dpatches = Tensor.empty([B, N, D], 'float32', dev);
-      const dpos = layout.noEmbedClass ? tmp.add(Tensor.zeros([N + 1, D], 'float32', dev)).storage : pos.gradData();
+      const dpos = tmp.add(Tensor.zeros([N + 1, D], 'float32', dev)).storage;
       yield* op('clsPosBackward', { B, N, D, dcls: cls.gradData(), dpatches: dpatches.storage, dpos, dout: d.storage });
-      if (!layout.noEmbedClass) return dpatches;
       dout = dpatches;
       dtable = tmp.add(Tensor.zeros([B * N, D], 'float32', dev));
     } else {

@@ -3,7 +3,7 @@ import { invalidArg, NodeformerError } from '../validation/errors';
 import { checkFiniteArgs } from '../core/finite';
 import { OptionKeys } from '../validation/options';
 import { op, runSync, type Program } from '../core/program';
-import { checkTensor, Tensor } from '../core/tensor';
+import { checkActivation, checkTensor, emptyLike, Tensor } from '../core/tensor';
 
 /** A loss value and its gradient with respect to the prediction. */
 export interface LossResult {
@@ -82,7 +82,7 @@ function readLoss(r: DeviceLossResult): LossResult {
 
 /** @internal crossEntropyOps leaving the loss on the device (a CUDA graph's step reads it after the replay). */
 export function* crossEntropyDeviceOps(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): Program<DeviceLossResult> {
-  const l = checkTensor('logits', logits, 'float32');
+  const l = checkActivation('logits', logits);
   if (l.shape.length < 1 || l.shape[l.shape.length - 1] < 1) invalidArg('logits', 'a float32 Tensor [..., V] with V >= 1', l);
   const V = l.shape[l.shape.length - 1], N = l.size / V;
   const t = checkTensor('targets', targets, 'int32', l.shape.slice(0, -1));
@@ -92,7 +92,8 @@ export function* crossEntropyDeviceOps(logits: Tensor, targets: Tensor, options:
   if (!Number.isInteger(ignoreIndex)) invalidArg('options.ignoreIndex', 'an integer', ignoreIndex);
   checkTargets(t, V, ignoreIndex);
   checkFiniteArgs({ logits: l });
-  const loss = Tensor.empty([1], 'float32', l.device), grad = Tensor.empty(l.shape, 'float32', l.device);
+  // bfloat16 logits (precision 'bf16') give a bfloat16 gradient; the loss and its math are float32.
+  const loss = Tensor.empty([1], 'float32', l.device), grad = emptyLike(l);
   try {
     yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss: loss.storage, dlogits: grad.storage, logits: l.storage,
       targets: t.storage });
@@ -134,7 +135,8 @@ export function* mseOps(pred: Tensor, target: Tensor, options: MseOptions = {}):
 
 /** @internal mseOps leaving the loss on the device. */
 export function* mseDeviceOps(pred: Tensor, target: Tensor, options: MseOptions = {}): Program<DeviceLossResult> {
-  const p = checkTensor('pred', pred, 'float32');
+  // (bfloat16 predictions, precision 'bf16', are scored in float32: the mse op has no bf16 kernel.)
+  const p = checkActivation('pred', pred).cast('float32');
   const t = checkTensor('target', target, 'float32', p.shape);
   const cols = p.shape.length ? p.shape[p.shape.length - 1] : 1;
   const rows = cols === 0 ? 0 : p.size / cols;
@@ -149,5 +151,7 @@ export function* mseDeviceOps(pred: Tensor, target: Tensor, options: MseOptions 
     loss.dispose();
     grad.dispose();
     throw e;
+  } finally {
+    if (p !== pred) p.dispose();
   }
 }

@@ -102,8 +102,8 @@ function* stepCoreOps<M extends Module>(model: M, optimizer: Optimizer, args: un
   try {
     if (optimizer.accumulated % o.k === 0) yield* optimizer.zeroGradOps();
     const output = yield* (model.forwardOps as AnyProgramFn).apply(model, args);
-    if (!(output instanceof Tensor) || output.dtype !== 'float32')
-      invalidArg('the model output', 'a float32 Tensor (write a custom step for models that return objects)', output);
+    if (!(output instanceof Tensor) || (output.dtype !== 'float32' && output.dtype !== 'bfloat16'))
+      invalidArg('the model output', 'a float32 (or, precision bf16, bfloat16) Tensor (write a custom step for models that return objects)', output);
     tmp.add(output);
     const onDevice = DEVICE_LOSSES.get(o.lossFn);
     const r = onDevice ? yield* onDevice(output as Tensor<'float32'>, targets) : yield* lossOps(o.lossFn, output as Tensor<'float32'>, targets);

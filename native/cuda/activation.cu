@@ -3,11 +3,14 @@
 //   act ∈ {none, relu, gelu (erf), gelu_tanh, silu, tanh}; formulas in activation.cuh.
 // Layout: x, y, preact, dy, dx are [rows, n] row-major; b, db [n].
 // Dimension key: rows = B*T, n = features.
+// Storage: x, y, preact, dy, dx are S (float, or bf16 under precision 'bf16'; bf16.cuh), b and db
+// float, math float.
 // Elementwise kernels over a grid-stride loop (memory-bound: one read, one or two writes per
 // element); the bias gradient reuses linear.cu's deterministic column sums over dx.
 #include "activation.h"
 
 #include "activation.cuh"
+#include "bf16.cuh"
 #include "common.cuh"
 #include "linear.h"
 
@@ -18,20 +21,26 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 4096;
 
+// preact, when kept, holds h as stored (rounded to S), and y = act of that same value, so backward's
+// act'(preact) is the derivative at the point the forward used.
+template <class S>
 __global__ void __launch_bounds__(kThreads)
-    bias_act_forward_kernel(float* y, float* preact, const float* x, const float* bias, int64_t total, int n,
-                            Act act) {
+    bias_act_forward_kernel(S* y, S* preact, const S* x, const float* bias, int64_t total, int n, Act act) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const float h = bias ? x[i] + bias[i % n] : x[i];
-    if (preact) preact[i] = h;
-    y[i] = act_forward(h, act);
+    float h = bias ? load(x + i) + bias[i % n] : load(x + i);
+    if (preact) {
+      store(preact + i, h);
+      h = load(preact + i);
+    }
+    store(y + i, act_forward(h, act));
   }
 }
 
+template <class S>
 __global__ void __launch_bounds__(kThreads)
-    bias_act_backward_kernel(float* dx, const float* dy, const float* preact, int64_t total, Act act) {
+    bias_act_backward_kernel(S* dx, const S* dy, const S* preact, int64_t total, Act act) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    dx[i] = dy[i] * act_derivative(preact[i], act);
+    store(dx + i, load(dy + i) * act_derivative(load(preact + i), act));
 }
 
 Status check(const char* op, const BiasActDims& d) {
@@ -46,37 +55,58 @@ dim3 blocks_for(int64_t total) {
   return dim3(unsigned(b < kMaxBlocks ? b : kMaxBlocks));
 }
 
-}  // namespace
-
-Status bias_act_forward(float* y, float* preact, const float* x, const float* bias, BiasActDims d) {
+template <class S>
+Status forward(S* y, S* preact, const S* x, const float* bias, BiasActDims d) {
   NF_TRY(check("bias_act_forward", d));
   const int64_t total = d.rows * d.n;
   if (total == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("bias_act_forward", launch(bias_act_forward_kernel, blocks_for(total), dim3(kThreads), 0, s, y,
+  NF_CUDA_TRY("bias_act_forward", launch(bias_act_forward_kernel<S>, blocks_for(total), dim3(kThreads), 0, s, y,
                                          preact, x, bias, total, int(d.n), d.act));
   return Status::Ok();
 }
 
-Status bias_act_backward(float* dx, float* dbias, const float* dy, const float* preact, BiasActDims d) {
+template <class S>
+Status backward(S* dx, float* dbias, const S* dy, const S* preact, BiasActDims d) {
   NF_TRY(check("bias_act_backward", d));
   const int64_t total = d.rows * d.n;
   if (total == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("bias_act_backward", launch(bias_act_backward_kernel, blocks_for(total), dim3(kThreads), 0, s, dx,
+  NF_CUDA_TRY("bias_act_backward", launch(bias_act_backward_kernel<S>, blocks_for(total), dim3(kThreads), 0, s, dx,
                                           dy, preact, total, d.act));
   if (dbias) NF_TRY(bias_grad(dbias, dx, d.rows, d.n, nullptr));
   return Status::Ok();
+}
+
+}  // namespace
+
+Status bias_act_forward(float* y, float* preact, const float* x, const float* bias, BiasActDims d) {
+  return forward(y, preact, x, bias, d);
+}
+Status bias_act_forward(bf16* y, bf16* preact, const bf16* x, const float* bias, BiasActDims d) {
+  return forward(y, preact, x, bias, d);
+}
+Status bias_act_backward(float* dx, float* dbias, const float* dy, const float* preact, BiasActDims d) {
+  return backward(dx, dbias, dy, preact, d);
+}
+Status bias_act_backward(bf16* dx, float* dbias, const bf16* dy, const bf16* preact, BiasActDims d) {
+  return backward(dx, dbias, dy, preact, d);
 }
 
 // The activation ops: the same kernels over [n, 1] with no bias.
 Status run(const ops::ActivationForward<float>& p) {
   return bias_act_forward(p.y, nullptr, p.x, nullptr, {p.n, 1, p.act});
 }
+Status run(const ops::ActivationForward<bf16>& p) {
+  return bias_act_forward(p.y, nullptr, p.x, nullptr, {p.n, 1, p.act});
+}
 
 Status run(const ops::ActivationBackward<float>& p) {
+  return bias_act_backward(p.dx, nullptr, p.dy, p.x, {p.n, 1, p.act});
+}
+Status run(const ops::ActivationBackward<bf16>& p) {
   return bias_act_backward(p.dx, nullptr, p.dy, p.x, {p.n, 1, p.act});
 }
 

@@ -14,14 +14,19 @@ struct BiasActDims {
   Act act = Act::gelu;
 };
 
+// One overload per storage of the activations, float or bf16 (bias and its gradient float):
 // y[rows,n] = act(x + bias[n]) (bias optional); preact (optional) receives x + bias. y may be x.
 Status bias_act_forward(float* y, float* preact, const float* x, const float* bias, BiasActDims d);
+Status bias_act_forward(bf16* y, bf16* preact, const bf16* x, const float* bias, BiasActDims d);
 
 // dx = dy ∘ act'(preact) (overwritten; dx may be dy); dbias += Σ_rows dx (when dbias).
 Status bias_act_backward(float* dx, float* dbias, const float* dy, const float* preact, BiasActDims d);
+Status bias_act_backward(bf16* dx, float* dbias, const bf16* dy, const bf16* preact, BiasActDims d);
 
 // The ops (native/ops/activation.h): y = act(x), dx = dy ∘ act'(x), on the two above.
 Status run(const ops::ActivationForward<float>& p);
+Status run(const ops::ActivationForward<ops::bf16>& p);
 Status run(const ops::ActivationBackward<float>& p);
+Status run(const ops::ActivationBackward<ops::bf16>& p);
 
 }  // namespace nf::cuda

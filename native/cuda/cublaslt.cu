@@ -3,7 +3,7 @@
 // points and enum values are declared in cublaslt_api.h (with where each comes from).
 // A product's descriptors follow the cuBLASLt documentation's recipe (llm.c's matmul_cublaslt is
 // the same): cublasLtMatmulDescCreate(compute type, CUDA_R_32F scale), TRANSA/TRANSB, EPILOGUE and
-// its pointers; one cublasLtMatrixLayout per operand (CUDA_R_32F, column-major rows x cols with
+// its pointers; one cublasLtMatrixLayout per operand (CUDA_R_32F or CUDA_R_16BF, column-major rows x cols with
 // ld, plus BATCH_COUNT and STRIDED_BATCH_OFFSET when batched); a preference capping the workspace
 // at ours and stating the operands' real alignments (the default assumes 256-byte alignment, which
 // sub-matrix pointers such as a fused QKV weight's K block need not have); one algorithm from
@@ -229,9 +229,9 @@ Status ensure_handle(Library& L) {
 
 // The largest power of two (up to 256) dividing the operand's address and, when batched, its batch
 // stride in bytes: what every entry of the batch is aligned to.
-uint32_t alignment(const void* p, int64_t stride, int64_t batch) {
+uint32_t alignment(const void* p, int64_t stride, int64_t batch, int type) {
   uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(p)) | 256u;
-  if (batch > 1 && stride != 0) bits |= uint64_t(stride) * sizeof(float);
+  if (batch > 1 && stride != 0) bits |= uint64_t(stride) * (type == NF_CUDA_R_16BF ? 2u : 4u);
   return uint32_t(bits & (~bits + 1));
 }
 
@@ -264,6 +264,9 @@ const char* describe(const Library& L, const Product& p, Descriptors* x) {
     return "cublasLtMatmulDescSetAttribute";
   const void* bias = p.bias_grad ? static_cast<const void*>(p.bias_grad) : static_cast<const void*>(p.bias);
   if (bias && !set(NF_CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias)) return "cublasLtMatmulDescSetAttribute(BIAS_POINTER)";
+  const int32_t bias_type = NF_CUDA_R_32F;  // (the default is D's type)
+  if (bias && p.c_type != NF_CUDA_R_32F && !set(NF_CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type))
+    return "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)";
   if (p.aux) {
     const void* aux = p.aux;
     const int64_t ld = p.aux_ld, stride = p.aux_stride;
@@ -272,21 +275,22 @@ const char* describe(const Library& L, const Product& p, Descriptors* x) {
         (p.batch > 1 && !set(NF_CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &stride, sizeof stride)))
       return "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX)";
   }
-  auto layout = [&](nf_cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
-    if (api.MatrixLayoutCreate(l, NF_CUDA_R_32F, uint64_t(rows), uint64_t(cols), ld)) return false;
+  auto layout = [&](nf_cublasLtMatrixLayout_t* l, int type, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+    if (api.MatrixLayoutCreate(l, type, uint64_t(rows), uint64_t(cols), ld)) return false;
     if (p.batch == 1) return true;
     const int32_t count = int32_t(p.batch);
     return api.MatrixLayoutSetAttribute(*l, NF_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count) == 0 &&
            api.MatrixLayoutSetAttribute(*l, NF_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride) == 0;
   };
-  if (!layout(&x->a, p.transa ? p.k : p.m, p.transa ? p.m : p.k, p.lda, p.strideA) ||
-      !layout(&x->b, p.transb ? p.n : p.k, p.transb ? p.k : p.n, p.ldb, p.strideB) ||
-      !layout(&x->c, p.m, p.n, p.ldc, p.strideC) || !layout(&x->d, p.m, p.n, p.ldc, p.strideC))
+  if (!layout(&x->a, p.a_type, p.transa ? p.k : p.m, p.transa ? p.m : p.k, p.lda, p.strideA) ||
+      !layout(&x->b, p.a_type, p.transb ? p.n : p.k, p.transb ? p.k : p.n, p.ldb, p.strideB) ||
+      !layout(&x->c, p.c_type, p.m, p.n, p.ldc, p.strideC) || !layout(&x->d, p.c_type, p.m, p.n, p.ldc, p.strideC))
     return "cublasLtMatrixLayoutCreate";
   if (api.MatmulPreferenceCreate(&x->pref)) return "cublasLtMatmulPreferenceCreate";
   const uint64_t ws = L.workspace_bytes;
-  const uint32_t align[4] = {alignment(p.A, p.strideA, p.batch), alignment(p.B, p.strideB, p.batch),
-                             alignment(p.beta != 0.0f ? p.C : p.D, p.strideC, p.batch), alignment(p.D, p.strideC, p.batch)};
+  const uint32_t align[4] = {alignment(p.A, p.strideA, p.batch, p.a_type), alignment(p.B, p.strideB, p.batch, p.a_type),
+                             alignment(p.beta != 0.0f ? p.C : p.D, p.strideC, p.batch, p.c_type),
+                             alignment(p.D, p.strideC, p.batch, p.c_type)};
   const int attrs[4] = {NF_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, NF_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                         NF_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, NF_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
   if (api.MatmulPreferenceSetAttribute(x->pref, NF_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws))
@@ -301,9 +305,10 @@ Key key_of(const Product& p) {
   const void* bias = p.bias_grad ? static_cast<const void*>(p.bias_grad) : static_cast<const void*>(p.bias);
   return Key{p.m, p.n, p.k, p.batch, p.transa, p.transb, p.lda, p.strideA, p.ldb, p.strideB, p.ldc, p.strideC,
              p.beta != 0.0f, int64_t(p.epilogue), p.compute, p.aux_ld, p.aux_stride,
-             alignment(p.A, p.strideA, p.batch), alignment(p.B, p.strideB, p.batch),
-             alignment(p.beta != 0.0f ? p.C : p.D, p.strideC, p.batch), alignment(p.D, p.strideC, p.batch),
-             bias ? alignment(bias, 0, 1) : 0, p.aux ? alignment(p.aux, p.aux_stride, p.batch) : 0, 0};
+             alignment(p.A, p.strideA, p.batch, p.a_type), alignment(p.B, p.strideB, p.batch, p.a_type),
+             alignment(p.beta != 0.0f ? p.C : p.D, p.strideC, p.batch, p.c_type),
+             alignment(p.D, p.strideC, p.batch, p.c_type), bias ? alignment(bias, 0, 1, NF_CUDA_R_32F) : 0,
+             p.aux ? alignment(p.aux, p.aux_stride, p.batch, p.c_type) : 0, p.a_type * 64 + p.c_type};
 }
 
 }  // namespace
@@ -374,7 +379,7 @@ Status matmul(const Product& p, bool* ran) {
   ++L.matmuls;
   if (p.epilogue != NF_CUBLASLT_EPILOGUE_DEFAULT) ++L.fused;
   if (p.compute == NF_CUBLAS_COMPUTE_32F_FAST_TF32) ++L.tf32;
-  if (p.compute == NF_CUBLAS_COMPUTE_32F_FAST_16BF) ++L.bf16;
+  if (p.compute == NF_CUBLAS_COMPUTE_32F_FAST_16BF || p.a_type == NF_CUDA_R_16BF) ++L.bf16;
   *ran = true;
   return Status::Ok();
 }

@@ -22,24 +22,27 @@
 
 namespace nf::cuda::lt {
 
-// One product D = epilogue(alpha op(A) op(B) + beta C), column-major, strided-batched; every float
+// One product D = epilogue(alpha op(A) op(B) + beta C), column-major, strided-batched; every
 // pointer is device memory. Layouts: op(A) m x k (A stored k x m when transa), op(B) k x n (B
-// stored n x k when transb), C and D m x n with the same ld and batch stride.
+// stored n x k when transb), C and D m x n with the same ld and batch stride. Element types: A and B
+// a_type, C, D and aux c_type (NF_CUDA_R_32F or NF_CUDA_R_16BF); bias and bias_grad float
+// (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE is set to CUDA_R_32F when D is bf16).
 struct Product {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool transa = false, transb = false;
-  const float* A = nullptr;
+  int a_type = 0, c_type = 0;      // NF_CUDA_R_* (cublaslt_api.h)
+  const void* A = nullptr;
   int64_t lda = 0, strideA = 0;
-  const float* B = nullptr;
+  const void* B = nullptr;
   int64_t ldb = 0, strideB = 0;
-  const float* C = nullptr;  // read only when beta != 0 (may equal D)
-  float* D = nullptr;
+  const void* C = nullptr;  // read only when beta != 0 (may equal D)
+  void* D = nullptr;
   int64_t ldc = 0, strideC = 0;
   float alpha = 1.0f, beta = 0.0f;
   uint32_t epilogue = 1;           // NF_CUBLASLT_EPILOGUE_* (cublaslt_api.h)
   const float* bias = nullptr;     // BIAS epilogues: [m], added to every column
   float* bias_grad = nullptr;      // BGRADB: [n] = Σ_k op(B)[k, j], overwritten
-  float* aux = nullptr;            // GELU_AUX: the GELU input (written); DGELU: read
+  void* aux = nullptr;             // GELU_AUX: the GELU input (written); DGELU: read
   int64_t aux_ld = 0, aux_stride = 0;
   int compute = 68;                // NF_CUBLAS_COMPUTE_* (cublaslt_api.h)
 };
@@ -63,7 +66,7 @@ struct Info {
   int64_t matmuls = 0;       // cublasLtMatmul calls
   int64_t fused = 0;         // ... of them with an epilogue other than DEFAULT
   int64_t tf32 = 0;          // ... of them in CUBLAS_COMPUTE_32F_FAST_TF32
-  int64_t bf16 = 0;          // ... of them in CUBLAS_COMPUTE_32F_FAST_16BF
+  int64_t bf16 = 0;          // ... of them in CUBLAS_COMPUTE_32F_FAST_16BF or over bf16 operands
   int64_t heuristic_queries = 0;  // cublasLtMatmulAlgoGetHeuristic calls (the rest hit the cache)
   int64_t unsupported = 0;   // products it offered no algorithm for (run by our kernels instead)
 };

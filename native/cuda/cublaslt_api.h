@@ -24,8 +24,9 @@
 // library is accepted as libcublasLt.so.13 or .so.12).
 // Attribute value types, as the header documents them (cublasLt*SetAttribute checks the size):
 //   TRANSA/TRANSB int32, EPILOGUE uint32, BIAS_POINTER / EPILOGUE_AUX_POINTER a pointer,
-//   EPILOGUE_AUX_LD / EPILOGUE_AUX_BATCH_STRIDE / BIAS_BATCH_STRIDE int64; layout BATCH_COUNT
-//   int32, STRIDED_BATCH_OFFSET int64; preference MAX_WORKSPACE_BYTES uint64, MIN_ALIGNMENT_*
+//   EPILOGUE_AUX_LD / EPILOGUE_AUX_BATCH_STRIDE / BIAS_BATCH_STRIDE int64; BIAS_DATA_TYPE int32
+//   (the bias' cudaDataType_t, D's type unless set; the epilogue's aux buffer is D's type); layout
+//   BATCH_COUNT int32, STRIDED_BATCH_OFFSET int64; preference MAX_WORKSPACE_BYTES uint64, MIN_ALIGNMENT_*
 //   uint32.
 // This header is also what the CPU stand-in (native/cuda/cublaslt_standin.cpp) implements.
 #pragma once
@@ -93,6 +94,7 @@ enum : int {
   NF_CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 11,
   NF_CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 12,
   NF_CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE = 13,
+  NF_CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26,  // int32 cudaDataType_t; default: D's type
 };
 
 // cublasLtMatrixLayoutAttribute_t (the ones used).

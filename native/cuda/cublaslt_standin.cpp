@@ -15,9 +15,13 @@
 //   Compute types: CUBLAS_COMPUTE_32F takes the inputs as they are; _FAST_TF32 rounds each input
 //   to TF32 (10-bit mantissa) and _FAST_16BF to bfloat16 (7-bit), round-to-nearest-even, before
 //   multiplying. Products are summed in double and rounded to float once (a GPU sums in float).
+//   Data types: A and B both CUDA_R_32F, or both CUDA_R_16BF (then COMPUTE_32F only); C and D one
+//   type, CUDA_R_32F or (with bf16 A and B) CUDA_R_16BF, rounded to nearest even from the float
+//   result; the aux buffer is D's type; the bias (and BGRADB's output) D's type unless
+//   BIAS_DATA_TYPE says CUDA_R_32F.
 // Checks the real library makes (an error status, never a crash): attribute value sizes, layouts
 // consistent with m, n, k and the transposes, ld >= rows, column order, CUDA_R_32F data, host
-// pointer mode, the epilogue's pointers present, the GELU aux leading dimension divisible by 8,
+// pointer mode, the data types' combination, the epilogue's pointers present, the GELU aux leading dimension divisible by 8,
 // the workspace at least what the heuristic asked for, the operands at least as aligned as the
 // preference promised, the algorithm one the heuristic returned for this configuration.
 // NF_CUBLASLT_STANDIN_REFUSE=bias,relu,gelu,dgelu,bgradb,batched,tf32,bf16,all (a comma list) makes
@@ -49,6 +53,7 @@ struct Desc {
   int64_t bias_stride = 0;
   const void* aux = nullptr;
   int64_t aux_ld = 0, aux_stride = 0;
+  int32_t bias_type = -1;  // -1: D's type
 };
 struct Layout {
   uint32_t magic = kLayoutMagic;
@@ -113,9 +118,13 @@ struct Shape {
 nf_cublasStatus_t shape_of(const Desc& d, const Layout& a, const Layout& b, const Layout& c, const Layout& dd,
                            Shape* s) {
   for (const Layout* l : {&a, &b, &c, &dd}) {
-    if (l->type != NF_CUDA_R_32F || l->order != 0) return NF_CUBLAS_STATUS_NOT_SUPPORTED;
+    if ((l->type != NF_CUDA_R_32F && l->type != NF_CUDA_R_16BF) || l->order != 0) return NF_CUBLAS_STATUS_NOT_SUPPORTED;
     if (l->ld < int64_t(l->rows > 0 ? l->rows : 1) || l->batch < 1) return NF_CUBLAS_STATUS_INVALID_VALUE;
   }
+  const bool bf16_in = a.type == NF_CUDA_R_16BF;
+  if (b.type != a.type || c.type != dd.type || (dd.type == NF_CUDA_R_16BF && !bf16_in) ||
+      (bf16_in && d.compute != NF_CUBLAS_COMPUTE_32F))
+    return NF_CUBLAS_STATUS_NOT_SUPPORTED;
   const int64_t m = int64_t(dd.rows), n = int64_t(dd.cols);
   const int64_t am = int64_t(d.transa ? a.cols : a.rows), ak = int64_t(d.transa ? a.rows : a.cols);
   const int64_t bk = int64_t(d.transb ? b.cols : b.rows), bn = int64_t(d.transb ? b.rows : b.cols);
@@ -142,7 +151,7 @@ nf_cublasStatus_t supported(const Desc& d, const Shape& s, const Pref& p) {
   if (uses_aux && (!d.aux || d.aux_ld < s.m || d.aux_ld % 8 != 0 || (s.batch > 1 && d.aux_stride % 8 != 0)))
     return NF_CUBLAS_STATUS_NOT_SUPPORTED;  // "Must be divisible by 8 and be no less than the number of rows"
   for (uint32_t a : p.align)
-    if (a < 4 || (a & (a - 1))) return NF_CUBLAS_STATUS_NOT_SUPPORTED;  // floats are at least 4-byte aligned
+    if (a < 2 || (a & (a - 1))) return NF_CUBLAS_STATUS_NOT_SUPPORTED;  // elements are at least 2-byte aligned
   if (workspace_for(d, s) > p.max_workspace) return NF_CUBLAS_STATUS_NOT_SUPPORTED;
   const uint32_t e = d.epilogue;
   if ((refused("bias") && adds_bias(e)) || (refused("relu") && has(e, NF_CUBLASLT_EPILOGUE_RELU)) ||
@@ -182,6 +191,28 @@ double gelu_derivative(double x) {
   const double t = std::tanh(u);
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x * x);
 }
+
+// Element i of an array of `type` (CUDA_R_32F or CUDA_R_16BF) as a float, and a float stored there
+// (bf16: the upper half of the float's bits, rounded to nearest even; NaN kept).
+float get(const void* p, int type, int64_t i) {
+  if (type == NF_CUDA_R_32F) return static_cast<const float*>(p)[i];
+  const uint32_t u = uint32_t(static_cast<const uint16_t*>(p)[i]) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+void put(void* p, int type, int64_t i, float v) {
+  if (type == NF_CUDA_R_32F) {
+    static_cast<float*>(p)[i] = v;
+    return;
+  }
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  const uint16_t bits = (u & 0x7fffffffu) > 0x7f800000u ? uint16_t((u >> 16) | 0x40u)
+                                                        : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  static_cast<uint16_t*>(p)[i] = bits;
+}
+int elem_bytes(int type) { return type == NF_CUDA_R_16BF ? 2 : 4; }
 
 uint32_t alignment_of(const void* p) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p) | 256u;
@@ -253,6 +284,9 @@ NF_EXPORT nf_cublasStatus_t cublasLtMatmulDescSetAttribute(nf_cublasLtMatmulDesc
     case NF_CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: ok = take(&d->aux, buf, size); break;
     case NF_CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: ok = take(&d->aux_ld, buf, size); break;
     case NF_CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE: ok = take(&d->aux_stride, buf, size); break;
+    case NF_CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+      ok = take(&d->bias_type, buf, size) && (d->bias_type == NF_CUDA_R_32F || d->bias_type == NF_CUDA_R_16BF);
+      break;
     default: ok = false;  // an attribute the stand-in does not implement
   }
   return ok ? NF_CUBLAS_STATUS_SUCCESS : NF_CUBLAS_STATUS_INVALID_VALUE;
@@ -383,19 +417,21 @@ NF_EXPORT nf_cublasStatus_t cublasLtMatmul(nf_cublasLtHandle_t handle, nf_cublas
       algo->data[7] != uint64_t(s.batch))
     return NF_CUBLAS_STATUS_INVALID_VALUE;
   const float alpha = *static_cast<const float*>(alpha_p), beta = *static_cast<const float*>(beta_p);
-  const float* A = static_cast<const float*>(A_p);
-  const float* B = static_cast<const float*>(B_p);
-  const float* C = static_cast<const float*>(C_p);
-  float* D = static_cast<float*>(D_p);
+  const int ta = int(la->type), tc = int(ld->type), tbias = d->bias_type >= 0 ? d->bias_type : tc;
+  const char* A = static_cast<const char*>(A_p);
+  const char* B = static_cast<const char*>(B_p);
+  const char* C = static_cast<const char*>(C_p);
+  char* D = static_cast<char*>(D_p);
   // The operands must be as aligned as the preference promised (a real kernel would fault or
   // read wrong data otherwise), every batch entry included.
   const void* operands[4] = {A, B, beta != 0.0f ? static_cast<const void*>(C) : static_cast<const void*>(D), D};
   const int64_t strides[4] = {la->stride, lb->stride, lc->stride, ld->stride};
+  const int types[4] = {ta, ta, tc, tc};
   for (int i = 0; i < 4; ++i) {
     const uint32_t promised = uint32_t(algo->data[6] >> (16 * i)) & 0xffffu;
     uint32_t have = alignment_of(operands[i]);
     if (s.batch > 1 && strides[i] != 0) {
-      const uint32_t sa = alignment_of(reinterpret_cast<const void*>(uintptr_t(strides[i]) * sizeof(float)));
+      const uint32_t sa = alignment_of(reinterpret_cast<const void*>(uintptr_t(strides[i]) * elem_bytes(types[i])));
       have = have < sa ? have : sa;
     }
     if (have < promised) return NF_CUBLAS_STATUS_INVALID_VALUE;
@@ -404,7 +440,7 @@ NF_EXPORT nf_cublasStatus_t cublasLtMatmul(nf_cublasLtHandle_t handle, nf_cublas
   if (lc->ld != ld->ld || lc->stride != ld->stride) return NF_CUBLAS_STATUS_NOT_SUPPORTED;  // C = D's layout (ours)
   Pref any;
   any.max_workspace = workspace_size;
-  for (uint32_t& a : any.align) a = 4;
+  for (uint32_t& a : any.align) a = 2;
   st = supported(*d, s, any);
   if (st != NF_CUBLAS_STATUS_SUCCESS) return st;
   const size_t need = workspace_for(*d, s);
@@ -412,25 +448,25 @@ NF_EXPORT nf_cublasStatus_t cublasLtMatmul(nf_cublasLtHandle_t handle, nf_cublas
   if (need > 0) std::memset(workspace, 0xff, need);  // scratch: what it held before is not used
 
   const uint32_t e = d->epilogue;
-  const float* bias = static_cast<const float*>(d->bias);
-  float* aux = static_cast<float*>(const_cast<void*>(d->aux));
+  const void* bias = d->bias;
+  void* aux = const_cast<void*>(d->aux);
   const int64_t m = s.m, n = s.n, k = s.k;
-  auto opA = [&](const float* a, int64_t i, int64_t p) { return d->transa ? a[p + i * la->ld] : a[i + p * la->ld]; };
-  auto opB = [&](const float* b, int64_t p, int64_t j) { return d->transb ? b[j + p * lb->ld] : b[p + j * lb->ld]; };
+  const int64_t ea = elem_bytes(ta), ec = elem_bytes(tc);
+  auto opA = [&](const char* a, int64_t i, int64_t p) { return get(a, ta, d->transa ? p + i * la->ld : i + p * la->ld); };
+  auto opB = [&](const char* b, int64_t p, int64_t j) { return get(b, ta, d->transb ? j + p * lb->ld : p + j * lb->ld); };
   for (int64_t z = 0; z < s.batch; ++z) {
-    const float* Az = A + z * la->stride;
-    const float* Bz = B + z * lb->stride;
-    const float* Cz = beta != 0.0f ? C + z * lc->stride : nullptr;
-    float* Dz = D + z * ld->stride;
-    float* auxz = aux ? aux + z * d->aux_stride : nullptr;
+    const char* Az = A + z * la->stride * ea;
+    const char* Bz = B + z * lb->stride * ea;
+    const char* Cz = beta != 0.0f ? C + z * lc->stride * ec : nullptr;
+    char* Dz = D + z * ld->stride * ec;
+    char* auxz = aux ? static_cast<char*>(aux) + z * d->aux_stride * ec : nullptr;
     if (e == NF_CUBLASLT_EPILOGUE_BGRADB) {  // bias gradient: Σ_k op(B)[k, j], partials in the workspace
       double* partial = static_cast<double*>(workspace);
       for (int64_t j = 0; j < n; ++j) {
         partial[j] = 0.0;
         for (int64_t p = 0; p < k; ++p) partial[j] += double(opB(Bz, p, j));
       }
-      float* grad = const_cast<float*>(bias) + z * d->bias_stride;
-      for (int64_t j = 0; j < n; ++j) grad[j] = float(partial[j]);
+      for (int64_t j = 0; j < n; ++j) put(const_cast<void*>(bias), tbias, z * d->bias_stride + j, float(partial[j]));
     }
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < m; ++i) {
@@ -438,13 +474,16 @@ NF_EXPORT nf_cublasStatus_t cublasLtMatmul(nf_cublasLtHandle_t handle, nf_cublas
         for (int64_t p = 0; p < k; ++p)
           acc += double(round_input(opA(Az, i, p), d->compute)) * double(round_input(opB(Bz, p, j), d->compute));
         double v = double(alpha) * acc;
-        if (Cz) v += double(beta) * double(Cz[i + j * lc->ld]);
-        if (adds_bias(e)) v += double(bias[i + z * d->bias_stride]);
-        if (writes_aux(e)) auxz[i + j * d->aux_ld] = float(v);
+        if (Cz) v += double(beta) * double(get(Cz, tc, i + j * lc->ld));
+        if (adds_bias(e)) v += double(get(bias, tbias, i + z * d->bias_stride));
+        if (writes_aux(e)) {  // a bf16 aux holds the value rounded, and the activation takes that
+          put(auxz, tc, i + j * d->aux_ld, float(v));
+          if (tc == NF_CUDA_R_16BF) v = double(get(auxz, tc, i + j * d->aux_ld));
+        }
         if (has(e, NF_CUBLASLT_EPILOGUE_RELU) && e != NF_CUBLASLT_EPILOGUE_DGELU) v = v > 0.0 ? v : 0.0;
         if (is_gelu_forward(e)) v = gelu(v);
-        if (e == NF_CUBLASLT_EPILOGUE_DGELU) v *= gelu_derivative(double(auxz[i + j * d->aux_ld]));
-        Dz[i + j * ld->ld] = float(v);
+        if (e == NF_CUBLASLT_EPILOGUE_DGELU) v *= gelu_derivative(double(get(auxz, tc, i + j * d->aux_ld)));
+        put(Dz, tc, i + j * ld->ld, float(v));
       }
   }
   return NF_CUBLAS_STATUS_SUCCESS;

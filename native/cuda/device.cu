@@ -531,7 +531,8 @@ Status out_of_memory(const char* op, size_t bytes, size_t block, int64_t release
   else
     (void)cudaGetLastError();
   m += ". Dispose of tensors no longer needed, then try a smaller batch, cudaEmptyCache(), or "
-       "NF_CUDA_CACHE_BYTES (a lower cap on idle cached memory)";
+       "NF_CUDA_CACHE_BYTES (a lower cap on idle cached memory), or train at precision 'bf16' (model.setPrecision('bf16'): "
+       "bfloat16 activations, about half the activation memory)";
   return Status{op, std::move(m), "ERR_NF_CUDA_OOM"};
 }
 

@@ -10,26 +10,47 @@
 namespace nf::cuda {
 
 // The ops (native/ops/elementwise.h), on the building blocks below.
+// Add, Accumulate, dropout, CopyRows and the channel scale also over bf16 activations (precision 'bf16').
 Status run(const ops::Add<float>& p);
+Status run(const ops::Add<ops::bf16>& p);
 Status run(const ops::Accumulate<float>& p);
+Status run(const ops::Accumulate<ops::bf16>& p);
 Status run(const ops::DropoutForward<float>& p);
+Status run(const ops::DropoutForward<ops::bf16>& p);
 Status run(const ops::DropoutBackward<float>& p);
+Status run(const ops::DropoutBackward<ops::bf16>& p);
 Status run(const ops::CopyRows<float>& p);
+Status run(const ops::CopyRows<ops::bf16>& p);
 Status run(const ops::Zero<float>& p);
 Status run(const ops::ChannelScaleForward<float>& p);
+Status run(const ops::ChannelScaleForward<ops::bf16>& p);
 Status run(const ops::ChannelScaleBackward<float>& p);
+Status run(const ops::ChannelScaleBackward<ops::bf16>& p);
 
+// The building blocks, for S = float or ops::bf16 (math in float; the float overloads take
+// anything that converts to float*, and nullptr).
 // out = a + b over n elements; out may be a or b (y += x is add(y, y, x)).
-Status add(float* out, const float* a, const float* b, int64_t n);
+template <class S>
+Status add(S* out, const S* a, const S* b, int64_t n);
+inline Status add(float* out, const float* a, const float* b, int64_t n) { return add<float>(out, a, b, n); }
 
 // out = x * keep / (1 - p): element i is kept when Philox element i of the stream (seed, offset) says
 // so (native/core/philox.h, bit for bit); the same call applied to dout is the backward. out may be x.
 // seed_from (device memory, optional): the seed is *seed_from instead, read by the kernel (a step
 // value, native/ops/step_values.h: what a CUDA graph replays with each step's seed).
-Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset,
-               const double* seed_from = nullptr);
+template <class S>
+Status dropout(S* out, const S* x, int64_t n, float p, uint64_t seed, uint64_t offset, const double* seed_from = nullptr);
+inline Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset,
+                      const double* seed_from = nullptr) {
+  return dropout<float>(out, x, n, p, seed, offset, seed_from);
+}
 
 // dst[r * dst_stride + c] = src[r * src_stride + c] for r < rows, c < cols (strides in elements).
-Status copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows, int64_t cols);
+template <class S>
+Status copy_rows(S* dst, int64_t dst_stride, const S* src, int64_t src_stride, int64_t rows, int64_t cols);
+inline Status copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows,
+                        int64_t cols) {
+  return copy_rows<float>(dst, dst_stride, src, src_stride, rows, cols);
+}
 
 }  // namespace nf::cuda

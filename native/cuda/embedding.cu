@@ -6,6 +6,8 @@
 //   ViTClassifier: out[b, 0] = cls + pos[0], out[b, 1+n] = patches[b, n] + pos[1+n];
 //   dcls += Σ_b dout[b, 0], dpatches[b, n] = dout[b, 1+n], dpos[t] += Σ_b dout[b, t].
 //   ViTDecoder: out[b, n] = token + pos[n]; S[n] = Σ_b dout[b, n]; dpos[n] += S[n]; dtoken += Σ_n S[n].
+// Storage: the ViTClassifier token start also runs over bf16 activations (patches, out, dout,
+//   dpatches; precision 'bf16', bf16.cuh) with float cls, pos and their gradients.
 // Layout: ids [B, T] int32; table, dtable [V, D]; pos, dpos [T, D] (or [N+1, D], [N, D]); out, dout
 //   rows of D; PE [len, D]; token, dtoken [D].
 // Dimension key: B batch, T tokens, V vocabulary, D width, N patches, len positions, r = b·T + t.
@@ -19,6 +21,7 @@
 
 #include <string>
 
+#include "bf16.cuh"
 #include "common.cuh"
 #include "linear.h"
 
@@ -93,29 +96,31 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+template <class S>
 __global__ void __launch_bounds__(kThreads)
-    cls_pos_forward_kernel(float* out, const float* cls, const float* patches, const float* pos, int64_t total,
-                           int64_t N, int D) {
+    cls_pos_forward_kernel(S* out, const float* cls, const S* patches, const float* pos, int64_t total, int64_t N,
+                           int D) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t row = i / D, b = row / (N + 1), t = row % (N + 1);
     const int c = int(i % D);
-    out[i] = (t == 0 ? cls[c] : patches[(b * N + t - 1) * D + c]) + pos[t * D + c];
+    store(out + i, (t == 0 ? cls[c] : load(patches + (b * N + t - 1) * D + c)) + pos[t * D + c]);
   }
 }
 
 // One thread per (t, c) of [N+1, D]: the sum over b goes to dpos (and dcls for t = 0); rows t > 0
 // are copied to dpatches.
+template <class S>
 __global__ void __launch_bounds__(kThreads)
-    cls_pos_backward_kernel(float* dcls, float* dpatches, float* dpos, const float* dout, int64_t B, int64_t N, int D) {
+    cls_pos_backward_kernel(float* dcls, S* dpatches, float* dpos, const S* dout, int64_t B, int64_t N, int D) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (N + 1) * D;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t t = i / D;
     const int c = int(i % D);
     float s = 0.0f;
     for (int64_t b = 0; b < B; ++b) {
-      const float g = dout[b * (N + 1) * D + i];
+      const float g = load(dout + b * (N + 1) * D + i);
       s += g;
-      if (t > 0) dpatches[(b * N + t - 1) * D + c] = g;
+      if (t > 0) store(dpatches + (b * N + t - 1) * D + c, g);
     }
     dpos[i] += s;
     if (t == 0) dcls[c] += s;
@@ -193,34 +198,37 @@ Status run(const ops::EmbeddingBackward<float>& p) {
   return Status::Ok();
 }
 
-Status run(const ops::ClsPosForward<float>& p) {
+template <class S>
+Status cls_pos_forward(const ops::ClsPosForward<S>& p) {
   const char* op = "cls_pos_forward";
   const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
-  float* out = p.out;
-  const float *cls = p.cls, *patches = p.patches, *pos = p.pos;
   NF_TRY(check_tokens(op, B, N, D));
   if (B == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   const int64_t total = B * (N + 1) * D;
-  NF_CUDA_TRY(op, launch(cls_pos_forward_kernel, blocks_for(total), dim3(kThreads), 0, s, out, cls, patches, pos,
-                         total, N, int(D)));
+  NF_CUDA_TRY(op, launch(cls_pos_forward_kernel<S>, blocks_for(total), dim3(kThreads), 0, s, p.out, p.cls, p.patches,
+                         p.pos, total, N, int(D)));
   return Status::Ok();
 }
 
-Status run(const ops::ClsPosBackward<float>& p) {
+template <class S>
+Status cls_pos_backward(const ops::ClsPosBackward<S>& p) {
   const char* op = "cls_pos_backward";
   const int64_t B = p.d.B, N = p.d.N, D = p.d.D;
-  float *dcls = p.dcls, *dpatches = p.dpatches, *dpos = p.dpos;
-  const float* dout = p.dout;
   NF_TRY(check_tokens(op, B, N, D));
   if (B == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY(op, launch(cls_pos_backward_kernel, blocks_for((N + 1) * D), dim3(kThreads), 0, s, dcls, dpatches, dpos,
-                         dout, B, N, int(D)));
+  NF_CUDA_TRY(op, launch(cls_pos_backward_kernel<S>, blocks_for((N + 1) * D), dim3(kThreads), 0, s, p.dcls, p.dpatches,
+                         p.dpos, p.dout, B, N, int(D)));
   return Status::Ok();
 }
+
+Status run(const ops::ClsPosForward<float>& p) { return cls_pos_forward(p); }
+Status run(const ops::ClsPosForward<bf16>& p) { return cls_pos_forward(p); }
+Status run(const ops::ClsPosBackward<float>& p) { return cls_pos_backward(p); }
+Status run(const ops::ClsPosBackward<bf16>& p) { return cls_pos_backward(p); }
 
 Status run(const ops::SinusoidalEncoding<float>& p) {
   const char* op = "sinusoidal_encoding";

@@ -20,9 +20,11 @@ Status run(const ops::EmbeddingBackward<float>& p);
 
 // ViTClassifier: out[B, N+1, D] = cat(cls [D], patches [B, N, D]) + pos [N+1, D].
 Status run(const ops::ClsPosForward<float>& p);
+Status run(const ops::ClsPosForward<ops::bf16>& p);
 
 // dcls [D] += Σ_b dout[b, 0]; dpatches [B, N, D] = dout[:, 1:] (overwritten); dpos [N+1, D] += Σ_b dout[b].
 Status run(const ops::ClsPosBackward<float>& p);
+Status run(const ops::ClsPosBackward<ops::bf16>& p);
 
 // out[len, D]: PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(...), in double, rounded to float.
 Status run(const ops::SinusoidalEncoding<float>& p);

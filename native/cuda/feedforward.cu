@@ -9,6 +9,8 @@
 // the elementwise backward otherwise), then applies the dropout mask (the factors commute), and
 // db1 rides on the dW1 product; dh lives in scratch slot 2 (the ops it calls use slots 0 and 1).
 // Dimension key: rows = B*T, D = model width, F = hidden width.
+// Storage: x, h, a, y, dy, dx (and dh) are S (float, or bf16 under precision 'bf16' with W1, W2 the
+// master weights' bf16 copies); biases and parameter gradients float (linear.h).
 #include "feedforward.h"
 
 #include "common.cuh"
@@ -28,9 +30,8 @@ Status check(const char* op, const FeedForwardDims& d) {
 // The dropout seed from the step values, when given, as a device pointer the kernel reads.
 const double* seed_from(const FeedForwardDims& d) { return d.seed_at >= 0 ? d.values.table + d.seed_at : nullptr; }
 
-}  // namespace
-
-Status run(const ops::FeedForwardForward<float>& p) {
+template <class S>
+Status forward(const ops::FeedForwardForward<S>& p) {
   const FeedForwardDims& d = p.d;
   const Compute mode = compute_of(p.precision);
   NF_TRY(check("feedforward_forward", d));
@@ -40,20 +41,27 @@ Status run(const ops::FeedForwardForward<float>& p) {
   return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D}, Act::none, mode);
 }
 
-Status run(const ops::FeedForwardBackward<float>& p) {
+template <class S>
+Status backward(const ops::FeedForwardBackward<S>& p) {
   const FeedForwardDims& d = p.d;
   const Compute mode = compute_of(p.precision);
   NF_TRY(check("feedforward_backward", d));
   NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
   if (d.rows == 0) return Status::Ok();
-  void* scratch = nullptr;
-  NF_TRY(workspace(2, sizeof(float) * size_t(d.rows * d.F), &scratch));
-  float* dh = static_cast<float*>(scratch);
+  S* dh = nullptr;
+  NF_TRY(workspace_array(2, d.rows * d.F, &dh));
   const LinearDims fc1{d.rows, d.D, d.F}, fc2{d.rows, d.F, d.D};
   NF_TRY(linear_backward_weight(p.dW2, p.db2, p.dy, p.a, fc2, mode));
   NF_TRY(linear_backward_input(dh, p.dy, p.W2, fc2, p.h, d.activation, mode));  // (dy W2) ∘ act'(h)
   if (d.dropout > 0.0f) NF_TRY(dropout(dh, dh, d.rows * d.F, d.dropout, d.seed, d.offset, seed_from(d)));
   return linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, fc1, mode);
 }
+
+}  // namespace
+
+Status run(const ops::FeedForwardForward<float>& p) { return forward(p); }
+Status run(const ops::FeedForwardForward<bf16>& p) { return forward(p); }
+Status run(const ops::FeedForwardBackward<float>& p) { return backward(p); }
+Status run(const ops::FeedForwardBackward<bf16>& p) { return backward(p); }
 
 }  // namespace nf::cuda

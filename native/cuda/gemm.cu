@@ -20,6 +20,9 @@
 // Edges (M, N, K not multiples of the tile) load zeros. Two tile shapes: 128x128x8 with 8x8 per
 // thread when the problem has at least one such tile per SM of an H100 (132), else 64x64x16 with
 // 4x4. The epilogue applies alpha, beta·C, the bias, writes preact, then the activation.
+// Storage (gemm.h GemmCallOf): A, B are TA and C, preact TC (float or bf16); the kernel converts A
+// and B to float as it fetches them into shared memory, accumulates in float, and rounds to TC in
+// the epilogue; split-K partials are float.
 // Split-K: when even the small tiles leave most SMs idle and K is long (the weight gradients dW =
 // dYᵀX of Linear layers: K = B*T), blockIdx.z also picks one of S slices of K; each block writes its
 // raw sums to a scratch [S, batch, M, N] and a second kernel adds the S partials in order and
@@ -31,6 +34,7 @@
 
 #include "activation.cuh"
 #include "activation.h"
+#include "bf16.cuh"
 #include "common.cuh"
 #include "cublaslt.h"
 #include "cublaslt_api.h"
@@ -44,14 +48,15 @@ namespace {
 constexpr int kPad = 4;
 constexpr int64_t kWaveTiles = 132;  // SMs of an H100 SXM
 
+template <class TA, class TC>
 struct GemmArgs {
   float* partial;  // split-K: the raw sums go here, [splits, batch, M, N] (else null)
   int64_t batch;
   int k_chunk;     // K per split (a multiple of every BK; K when not split)
-  float* C;
-  float* preact;
-  const float* A;
-  const float* B;
+  TC* C;
+  TC* preact;
+  const TA* A;
+  const TA* B;
   const float* bias;
   int M, N, K;
   bool transA, transB;
@@ -70,9 +75,9 @@ struct Tile {
   static_assert(BM * BK % kThreads == 0 && BK * BN % kThreads == 0, "slices split evenly over threads");
 };
 
-template <int BM, int BN, int BK, int TM, int TN>
+template <int BM, int BN, int BK, int TM, int TN, class TA, class TC>
 __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, BN, BK, TM, TN>::kMinBlocks)
-    gemm_kernel(GemmArgs g) {
+    gemm_kernel(GemmArgs<TA, TC> g) {
   using T = Tile<BM, BN, BK, TM, TN>;
   NF_SHARED(float[2][BK][BM + kPad], As);
   NF_SHARED(float[2][BK][BN + kPad], Bs);
@@ -81,8 +86,8 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
   const int64_t z = blockIdx.z % g.batch;
   const int split = int(blockIdx.z / g.batch);
   const int k_begin = split * g.k_chunk, k_end = int64_t(k_begin) + g.k_chunk < g.K ? k_begin + g.k_chunk : g.K;
-  const float* A = g.A + z * g.strideA;
-  const float* B = g.B + z * g.strideB;
+  const TA* A = g.A + z * g.strideA;
+  const TA* B = g.B + z * g.strideB;
 
   // Slice element `idx` of this thread: A's (m, k) and B's (k, n), ordered so consecutive threads
   // read consecutive addresses of the stored matrix.
@@ -101,14 +106,14 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
       int m, k;
       a_coord(tid + i * T::kThreads, &m, &k);
       const int gm = m0 + m, gk = k0 + k;
-      ra[i] = gm < g.M && gk < k_end ? A[g.transA ? gk * g.lda + gm : gm * g.lda + gk] : 0.0f;
+      ra[i] = gm < g.M && gk < k_end ? load(A + (g.transA ? gk * g.lda + gm : gm * g.lda + gk)) : 0.0f;
     }
 #pragma unroll
     for (int i = 0; i < T::kLoadB; ++i) {
       int k, n;
       b_coord(tid + i * T::kThreads, &k, &n);
       const int gk = k0 + k, gn = n0 + n;
-      rb[i] = gk < k_end && gn < g.N ? B[g.transB ? gn * g.ldb + gk : gk * g.ldb + gn] : 0.0f;
+      rb[i] = gk < k_end && gn < g.N ? load(B + (g.transB ? gn * g.ldb + gk : gk * g.ldb + gn)) : 0.0f;
     }
   };
   auto stash = [&](int buf) {
@@ -168,8 +173,8 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
       }
     return;
   }
-  float* C = g.C + z * g.strideC;
-  float* P = g.preact ? g.preact + z * g.strideC : nullptr;
+  TC* C = g.C + z * g.strideC;
+  TC* P = g.preact ? g.preact + z * g.strideC : nullptr;
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const int row = m0 + ty + i * T::kThreadsM;
@@ -180,17 +185,21 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
       if (col >= g.N) continue;
       const int64_t at = row * g.ldc + col;
       float v = g.alpha * acc[i][j];
-      if (g.beta != 0.0f) v = fmaf(g.beta, C[at], v);
+      if (g.beta != 0.0f) v = fmaf(g.beta, load(C + at), v);
       if (g.bias) v += g.bias[col];
-      if (P) P[at] = v;
-      C[at] = act_forward(v, g.act);
+      if (P) {
+        store(P + at, v);
+        v = load(P + at);  // act of the value saved (as bias_act_forward_kernel)
+      }
+      store(C + at, act_forward(v, g.act));
     }
   }
 }
 
 // Split-K's second pass: C = act(alpha Σ_s partial[s] + beta C + bias), one thread per element.
 constexpr int kReduceThreads = 256;
-__global__ void __launch_bounds__(kReduceThreads) gemm_splitk_reduce_kernel(GemmArgs g, int splits) {
+template <class TA, class TC>
+__global__ void __launch_bounds__(kReduceThreads) gemm_splitk_reduce_kernel(GemmArgs<TA, TC> g, int splits) {
   const int64_t per_batch = int64_t(g.M) * g.N, total = per_batch * g.batch;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t z = e / per_batch, rc = e % per_batch, row = rc / g.N;
@@ -199,17 +208,20 @@ __global__ void __launch_bounds__(kReduceThreads) gemm_splitk_reduce_kernel(Gemm
     for (int s = 0; s < splits; ++s) sum += g.partial[int64_t(s) * total + e];
     const int64_t at = z * g.strideC + row * g.ldc + col;
     float v = g.alpha * sum;
-    if (g.beta != 0.0f) v = fmaf(g.beta, g.C[at], v);
+    if (g.beta != 0.0f) v = fmaf(g.beta, load(g.C + at), v);
     if (g.bias) v += g.bias[col];
-    if (g.preact) g.preact[at] = v;
-    g.C[at] = act_forward(v, g.act);
+    if (g.preact) {
+      store(g.preact + at, v);
+      v = load(g.preact + at);
+    }
+    store(g.C + at, act_forward(v, g.act));
   }
 }
 
-template <int BM, int BN, int BK, int TM, int TN>
-cudaError_t launch_gemm(const GemmArgs& g, int splits, cudaStream_t s) {
+template <int BM, int BN, int BK, int TM, int TN, class TA, class TC>
+cudaError_t launch_gemm(const GemmArgs<TA, TC>& g, int splits, cudaStream_t s) {
   const dim3 grid(unsigned(ceil_div(g.N, BN)), unsigned(ceil_div(g.M, BM)), unsigned(g.batch * splits));
-  return launch(gemm_kernel<BM, BN, BK, TM, TN>, grid, dim3(Tile<BM, BN, BK, TM, TN>::kThreads), 0, s, g);
+  return launch(gemm_kernel<BM, BN, BK, TM, TN, TA, TC>, grid, dim3(Tile<BM, BN, BK, TM, TN>::kThreads), 0, s, g);
 }
 
 // K slices for split-K: enough blocks for two waves of the small tiles, each slice at least
@@ -233,13 +245,15 @@ Status gemm_check(GemmDims* d) {
   return Status::Ok();
 }
 
-Status gemm_kernel_only(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d) {
+template <class TA, class TC>
+Status gemm_kernel_only(TC* C, TC* preact, const TA* A, const TA* B, const float* bias, GemmDims d) {
   NF_TRY(cuda::gemm_check(&d));
   if (d.M == 0 || d.N == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  GemmArgs g{nullptr, d.batch,  int(d.K), C,     preact,    A,         B,         bias,    int(d.M), int(d.N),
-             int(d.K), d.transA, d.transB, d.lda, d.ldb, d.ldc, d.strideA, d.strideB, d.strideC, d.alpha, d.beta, d.act};
+  GemmArgs<TA, TC> g{nullptr,  d.batch,  int(d.K), C,     preact, A,     B,         bias,      int(d.M),  int(d.N),
+                     int(d.K), d.transA, d.transB, d.lda, d.ldb,  d.ldc, d.strideA, d.strideB, d.strideC, d.alpha,
+                     d.beta,   d.act};
   if (ceil_div(d.M, 128) * ceil_div(d.N, 128) * d.batch >= kWaveTiles) {
     NF_CUDA_TRY("gemm", launch_gemm<128, 128, 8, 8, 8>(g, 1, s));
     return Status::Ok();
@@ -255,10 +269,13 @@ Status gemm_kernel_only(float* C, float* preact, const float* A, const float* B,
   g.k_chunk = int(ceil_div(ceil_div(d.K, splits), 16) * 16);
   NF_CUDA_TRY("gemm", launch_gemm<64, 64, 16, 4, 4>(g, splits, s));
   const int64_t total = d.batch * d.M * d.N, blocks = ceil_div(total, kReduceThreads);
-  NF_CUDA_TRY("gemm", launch(gemm_splitk_reduce_kernel, dim3(unsigned(blocks < 4096 ? blocks : 4096)),
+  NF_CUDA_TRY("gemm", launch(gemm_splitk_reduce_kernel<TA, TC>, dim3(unsigned(blocks < 4096 ? blocks : 4096)),
                              dim3(kReduceThreads), 0, s, g, splits));
   return Status::Ok();
 }
+template Status gemm_kernel_only(float*, float*, const float*, const float*, const float*, GemmDims);
+template Status gemm_kernel_only(bf16*, bf16*, const bf16*, const bf16*, const float*, GemmDims);
+template Status gemm_kernel_only(float*, float*, const bf16*, const bf16*, const float*, GemmDims);
 
 
 // ---- The dispatch ------------------------------------------------------------------------------
@@ -266,7 +283,11 @@ namespace {
 
 std::atomic<int64_t> g_kernel_products{0};
 
+// bf16 operands take CUBLAS_COMPUTE_32F (float accumulation of exact bf16 products); the fast modes
+// are for float operands.
+template <class TA>
 int compute_type(Compute mode) {
+  if constexpr (std::is_same_v<TA, bf16>) return NF_CUBLAS_COMPUTE_32F;
   switch (mode) {
     case Compute::tf32: return NF_CUBLAS_COMPUTE_32F_FAST_TF32;
     case Compute::bf16: return NF_CUBLAS_COMPUTE_32F_FAST_16BF;
@@ -278,19 +299,27 @@ int compute_type(Compute mode) {
 // column-major N x M matrix Cᵀ with the same ld, and C = op(A) op(B) is Cᵀ = op(B)ᵀ op(A)ᵀ, so
 // cuBLASLt's A is our B (transposed when transB), its B our A (transposed when transA), m = N,
 // n = M; our bias [N] is its bias over the rows of D, and Σ_k op(A)[m, k] its BGRADB over op(B).
-lt::Product column_major(const GemmCall& c, const GemmDims& d) {
+template <class T>
+constexpr int data_type() {
+  return std::is_same_v<T, bf16> ? NF_CUDA_R_16BF : NF_CUDA_R_32F;
+}
+
+template <class TA, class TC>
+lt::Product column_major(const GemmCallOf<TA, TC>& c, const GemmDims& d) {
   lt::Product p;
+  p.a_type = data_type<TA>(), p.c_type = data_type<TC>();
   p.m = d.N, p.n = d.M, p.k = d.K, p.batch = d.batch;
   p.transa = d.transB, p.A = c.B, p.lda = d.ldb, p.strideA = d.strideB;
   p.transb = d.transA, p.B = c.A, p.ldb = d.lda, p.strideB = d.strideA;
   p.C = c.C, p.D = c.C, p.ldc = d.ldc, p.strideC = d.strideC;
   p.alpha = d.alpha, p.beta = d.beta;
-  p.compute = compute_type(c.mode);
+  p.compute = compute_type<TA>(c.mode);
   return p;
 }
 
 // The cuBLASLt epilogue doing everything the call asks for in one product, if there is one.
-bool fused_epilogue(const GemmCall& c, const GemmDims& d, lt::Product* p) {
+template <class TA, class TC>
+bool fused_epilogue(const GemmCallOf<TA, TC>& c, const GemmDims& d, lt::Product* p) {
   if (c.dbias) {  // the weight gradient and its bias gradient: BGRADB over op(B) = our op(A)ᵀ
     p->epilogue = NF_CUBLASLT_EPILOGUE_BGRADB;
     return true;  // bias_grad set by the caller (a scratch buffer: BGRADB overwrites)
@@ -298,7 +327,7 @@ bool fused_epilogue(const GemmCall& c, const GemmDims& d, lt::Product* p) {
   if (c.dact_input) {  // dC = (dY W) ∘ gelu'(h): only GELU's tanh form has a cuBLASLt backward
     if (c.dact != Act::gelu_tanh) return false;
     p->epilogue = NF_CUBLASLT_EPILOGUE_DGELU;
-    p->aux = const_cast<float*>(c.dact_input), p->aux_ld = d.ldc, p->aux_stride = d.strideC;
+    p->aux = const_cast<TC*>(c.dact_input), p->aux_ld = d.ldc, p->aux_stride = d.strideC;
     return true;
   }
   if (d.beta != 0.0f && (c.bias || d.act != Act::none)) return false;  // epilogues see alpha·AB + beta·C: fuse from 0 only
@@ -338,7 +367,8 @@ const char* compute_name(Compute mode) {
   }
 }
 
-Status gemm(const GemmCall& c) {
+template <class TA, class TC>
+Status gemm(const GemmCallOf<TA, TC>& c) {
   GemmDims d = c.d;
   NF_TRY(cuda::gemm_check(&d));
   const int64_t rows = d.batch * d.M;
@@ -375,7 +405,7 @@ Status gemm(const GemmCall& c) {
         if (bias_in_epilogue && (!c.bias || d.beta != 0.0f || tried == NF_CUBLASLT_EPILOGUE_BIAS)) continue;
         p = column_major(c, d);
         const float* pending = bias_in_epilogue ? nullptr : c.bias;  // still to add
-        float* out = c.preact && d.act != Act::none && d.beta == 0.0f ? c.preact : c.C;  // the value before act
+        TC* out = c.preact && d.act != Act::none && d.beta == 0.0f ? c.preact : c.C;  // the value before act
         p.D = out;
         if (bias_in_epilogue) p.epilogue = NF_CUBLASLT_EPILOGUE_BIAS, p.bias = c.bias;
         NF_TRY(lt::matmul(p, &ran));
@@ -396,12 +426,9 @@ Status gemm(const GemmCall& c) {
   if (c.dbias) NF_TRY(bias_grad(c.dbias, c.A, d.K, d.M, nullptr));
   return Status::Ok();
 }
-
-Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d, Compute mode) {
-  GemmCall c;
-  c.d = d, c.C = C, c.preact = preact, c.A = A, c.B = B, c.bias = bias, c.mode = mode;
-  return gemm(c);
-}
+template Status gemm(const GemmCallOf<float, float>&);
+template Status gemm(const GemmCallOf<bf16, bf16>&);
+template Status gemm(const GemmCallOf<bf16, float>&);
 
 Status run(const ops::Gemm<float>& p) { return gemm(p.C, p.preact, p.A, p.B, p.bias, p.d, compute_of(p.precision)); }
 

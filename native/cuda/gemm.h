@@ -18,19 +18,22 @@
 #include "../core/status.h"
 #include "../ops/linear.h"  // the GEMM descriptor and the gemm op
 #include "cublaslt.h"
+#include "../ops/schema.h"
 
 namespace nf::cuda {
 
 using Act = ops::Act;
 using GemmDims = ops::GemmDims;
+using ops::bf16;
 
 // How a product's multiplies run (DESIGN.md: precision is a module property; the same meaning on
 // every device; statistics, losses and optimizer state stay fp32 whatever the mode):
 //   fp32  exact float32 multiply-add (CUBLAS_COMPUTE_32F; the backend's own kernel).
 //   tf32  inputs rounded to TF32 (10-bit mantissa) for the tensor cores, float32 accumulation
 //         (CUBLAS_COMPUTE_32F_FAST_TF32).
-//   bf16  inputs rounded to bfloat16 (7-bit mantissa), float32 accumulation and storage
-//         (CUBLAS_COMPUTE_32F_FAST_16BF).
+//   bf16  inputs rounded to bfloat16 (7-bit mantissa), float32 accumulation: float32 operands
+//         through CUBLAS_COMPUTE_32F_FAST_16BF; bf16 operands (GemmCallOf<bf16, ...>, precision
+//         'bf16''s activations) are bf16 already and take CUBLAS_COMPUTE_32F.
 // Only cuBLASLt honours tf32 and bf16; the backend's own kernel computes every mode in fp32.
 enum class Compute { fp32, tf32, bf16 };
 const char* compute_name(Compute mode);
@@ -48,31 +51,49 @@ inline constexpr Compute compute_of(ops::Precision p) {
 //     beta = 0, no bias, d.act none).
 //   dbias: dbias[m] += Σ_k op(A)[m, k] (the bias gradient that rides on a Linear's weight-gradient
 //     product dW = dyᵀ x: op(A) = dyᵀ; needs transA, A packed, batch 1).
-struct GemmCall {
+// Storage: A and B are TA, C, preact and dact_input TC; bias and dbias float. <float, float> is every
+// fp32 product; precision 'bf16' runs <bf16, bf16> (bf16 activations and the bf16 weight copy in, a
+// bf16 activation out) and <bf16, float> (a weight gradient accumulated into its fp32 master's
+// gradient), with float accumulation (CUBLAS_COMPUTE_32F over CUDA_R_16BF operands; the own kernel
+// converts on load).
+template <class TA, class TC>
+struct GemmCallOf {
   GemmDims d;
-  float* C = nullptr;
-  const float* A = nullptr;
-  const float* B = nullptr;
+  TC* C = nullptr;
+  const TA* A = nullptr;
+  const TA* B = nullptr;
   const float* bias = nullptr;
-  float* preact = nullptr;
-  const float* dact_input = nullptr;
+  TC* preact = nullptr;
+  const TC* dact_input = nullptr;
   Act dact = Act::none;
   float* dbias = nullptr;
   Compute mode = Compute::fp32;
 };
+using GemmCall = GemmCallOf<float, float>;
 
 // Fills the lda/ldb/ldc defaults and checks sizes (ops::gemm_check, then the CUDA grid's limits).
 Status gemm_check(GemmDims* d);
 
-// The dispatch: the building block of every product in the backend.
-Status gemm(const GemmCall& call);
+// The dispatch: the building block of every product in the backend (TA, TC: float, float; bf16, bf16;
+// bf16, float).
+template <class TA, class TC>
+Status gemm(const GemmCallOf<TA, TC>& call);
 
 // gemm() for a forward product.
-Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d,
-            Compute mode = Compute::fp32);
+template <class TA, class TC>
+Status gemm(TC* C, TC* preact, const TA* A, const TA* B, const float* bias, GemmDims d, Compute mode = Compute::fp32) {
+  GemmCallOf<TA, TC> c;
+  c.d = d, c.C = C, c.preact = preact, c.A = A, c.B = B, c.bias = bias, c.mode = mode;
+  return gemm(c);
+}
+inline Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d,
+                   Compute mode = Compute::fp32) {
+  return gemm<float, float>(C, preact, A, B, bias, d, mode);
+}
 
 // The backend's own kernel alone (what the dispatch falls back to; the tests' reference).
-Status gemm_kernel_only(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d);
+template <class TA, class TC>
+Status gemm_kernel_only(TC* C, TC* preact, const TA* A, const TA* B, const float* bias, GemmDims d);
 
 // The gemm op.
 Status run(const ops::Gemm<float>& p);

@@ -15,6 +15,7 @@
 
 #include <cmath>
 
+#include "bf16.cuh"
 #include "common.cuh"
 
 namespace nf::cuda {
@@ -61,9 +62,11 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 }
 
-__global__ void __launch_bounds__(kThreads) scale_kernel(float* x, int64_t n, float s) {
+// x *= s over float32, or over a bf16 loss gradient (precision 'bf16': gradient accumulation's 1/k).
+template <class S>
+__global__ void __launch_bounds__(kThreads) scale_kernel(S* x, int64_t n, float s) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    x[i] *= s;
+    store(x + i, load(x + i) * s);
 }
 
 // x *= coef[0] unless coef[0] ≥ 1 (NaN scales).
@@ -103,14 +106,17 @@ Status sum_squares(float* out, const float* x, int64_t n) {
   return Status::Ok();
 }
 
-Status scale(float* x, int64_t n, float factor) {
+template <class S>
+Status scale_values(S* x, int64_t n, float factor) {
   NF_CHECK(n >= 0, "scale", "n must be non-negative");
   if (n == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("scale", launch(scale_kernel, dim3(unsigned(scale_blocks(n))), dim3(kThreads), 0, s, x, n, factor));
+  NF_CUDA_TRY("scale", launch(scale_kernel<S>, dim3(unsigned(scale_blocks(n))), dim3(kThreads), 0, s, x, n, factor));
   return Status::Ok();
 }
+
+Status scale(float* x, int64_t n, float factor) { return scale_values(x, n, factor); }
 
 Status clip_grad_norm(float* total_norm, float* grad, int64_t n, double max_norm) {
   const char* op = "clip_grad_norm";
@@ -153,6 +159,7 @@ Status run(const ops::ClipScale<float>& p) {
 
 Status run(const ops::SumSquares<float>& p) { return sum_squares(p.out, p.x, p.n); }
 Status run(const ops::Scale<float>& p) { return scale(p.x, p.n, float(p.s)); }
+Status run(const ops::Scale<bf16>& p) { return scale_values(p.x, p.n, float(p.s)); }
 Status run(const ops::ClipGradNorm<float>& p) { return clip_grad_norm(p.total_norm, p.grad, p.n, p.max_norm); }
 
 }  // namespace nf::cuda

@@ -20,6 +20,7 @@ Status clip_grad_norm(float* total_norm, float* grad, int64_t n, double max_norm
 
 Status run(const ops::SumSquares<float>& p);
 Status run(const ops::Scale<float>& p);
+Status run(const ops::Scale<ops::bf16>& p);  // a bf16 loss gradient (precision 'bf16')
 Status run(const ops::ClipGradNorm<float>& p);
 Status run(const ops::ClipCoefficient<float>& p);
 Status run(const ops::ClipScale<float>& p);

@@ -3,6 +3,8 @@
 //   give a per-column scale's gradient, Σ_rows dy ∘ x).
 // Layout: x [rows, in], W [out, in] (PyTorch's), b [out], y and dy [rows, out].
 // Dimension key: rows = B*T, in/out = feature widths.
+// Storage: x, W, y, dy, dx are S (float; or bf16 under precision 'bf16', W then the bf16 copy of the
+// fp32 master weight), b, dW, db float (gemm.h GemmCallOf<S, S> and <S, float>).
 // The products are calls of the GEMM dispatch (gemm.h: cuBLASLt or the backend's kernel); the
 // weight-gradient product carries the bias gradient (cuBLASLt's BGRADB epilogue, or the column sums
 // below). The column sums run in two deterministic stages: blocks of 32 x 8
@@ -11,6 +13,7 @@
 // kernel adds the chunks' rows in order into db. With a single chunk the first kernel adds to db.
 #include "linear.h"
 
+#include "bf16.cuh"
 #include "common.cuh"
 
 namespace nf::cuda {
@@ -21,9 +24,9 @@ constexpr int kCols = 32, kRowThreads = 8;
 constexpr int kRowsPerChunk = 512;
 constexpr int kMaxChunks = 64;
 
+template <class S>
 __global__ void __launch_bounds__(kCols * kRowThreads)
-    column_sum_kernel(float* out, const float* dy, const float* x, int64_t rows, int n, int64_t chunk,
-                      bool accumulate) {
+    column_sum_kernel(float* out, const S* dy, const S* x, int64_t rows, int n, int64_t chunk, bool accumulate) {
   NF_SHARED(float[kRowThreads][kCols + 1], part);
   const int tx = int(threadIdx.x), ty = int(threadIdx.y);
   const int col = int(blockIdx.x) * kCols + tx;
@@ -31,7 +34,7 @@ __global__ void __launch_bounds__(kCols * kRowThreads)
   float s = 0.0f;
   if (col < n)
     for (int64_t r = r0 + ty; r < r1; r += kRowThreads)
-      s = x ? fmaf(dy[r * n + col], x[r * n + col], s) : s + dy[r * n + col];
+      s = x ? fmaf(load(dy + r * n + col), load(x + r * n + col), s) : s + load(dy + r * n + col);
   part[ty][tx] = s;
   __syncthreads();
   if (ty != 0 || col >= n) return;
@@ -48,9 +51,8 @@ __global__ void add_chunks_kernel(float* db, const float* partial, int chunks, i
   db[col] += s;
 }
 
-}  // namespace
-
-Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x) {
+template <class S>
+Status column_sums(float* db, const S* dy, int64_t rows, int64_t n, const S* x) {
   NF_CHECK(rows >= 0 && n >= 0 && n < (int64_t(1) << 31), "bias_grad", "bad dims");
   if (rows == 0 || n == 0) return Status::Ok();
   cudaStream_t s;
@@ -61,32 +63,32 @@ Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const floa
   chunks = ceil_div(rows, chunk);
   const dim3 grid(unsigned(ceil_div(n, kCols)), unsigned(chunks)), block(kCols, kRowThreads);
   if (chunks == 1) {
-    NF_CUDA_TRY("bias_grad", launch(column_sum_kernel, grid, block, 0, s, db, dy, x, rows, int(n), chunk, true));
+    NF_CUDA_TRY("bias_grad", launch(column_sum_kernel<S>, grid, block, 0, s, db, dy, x, rows, int(n), chunk, true));
     return Status::Ok();
   }
   void* partial = nullptr;
   NF_TRY(workspace(1, sizeof(float) * size_t(chunks * n), &partial));
-  NF_CUDA_TRY("bias_grad", launch(column_sum_kernel, grid, block, 0, s, static_cast<float*>(partial), dy, x,
+  NF_CUDA_TRY("bias_grad", launch(column_sum_kernel<S>, grid, block, 0, s, static_cast<float*>(partial), dy, x,
                                   rows, int(n), chunk, false));
   NF_CUDA_TRY("bias_grad", launch(add_chunks_kernel, dim3(unsigned(ceil_div(n, 256))), dim3(256), 0, s, db,
                                   static_cast<const float*>(partial), int(chunks), int(n)));
   return Status::Ok();
 }
 
-Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
-                      Act act, Compute mode) {
+template <class S>
+Status forward(S* y, S* preact, const S* x, const S* W, const float* b, LinearDims d, Act act, Compute mode) {
   NF_TRY(ops::linear_check("linear_forward", d));
   if (d.rows == 0) return Status::Ok();
   GemmDims g;
   g.M = d.rows, g.N = d.out_features, g.K = d.in_features, g.transB = true, g.act = act;
-  return cuda::gemm(y, preact, x, W, b, g, mode);
+  return cuda::gemm<S, S>(y, preact, x, W, b, g, mode);
 }
 
-Status linear_backward_input(float* dx, const float* dy, const float* W, LinearDims d, const float* preact, Act act,
-                             Compute mode) {
+template <class S>
+Status backward_input(S* dx, const S* dy, const S* W, LinearDims d, const S* preact, Act act, Compute mode) {
   NF_TRY(ops::linear_check("linear_backward", d));
   if (d.rows == 0) return Status::Ok();
-  GemmCall c;  // dx [rows, in] = dy [rows, out] W [out, in] (∘ act'(preact))
+  GemmCallOf<S, S> c;  // dx [rows, in] = dy [rows, out] W [out, in] (∘ act'(preact))
   c.d.M = d.rows, c.d.N = d.in_features, c.d.K = d.out_features;
   c.C = dx, c.A = dy, c.B = W, c.mode = mode;
   if (act != Act::none) c.dact_input = preact, c.dact = act;
@@ -94,28 +96,74 @@ Status linear_backward_input(float* dx, const float* dy, const float* W, LinearD
   return cuda::gemm(c);
 }
 
-Status linear_backward_weight(float* dW, float* db, const float* dy, const float* x, LinearDims d, Compute mode) {
+template <class S>
+Status backward_weight(float* dW, float* db, const S* dy, const S* x, LinearDims d, Compute mode) {
   NF_TRY(ops::linear_check("linear_backward", d));
   if (d.rows == 0) return Status::Ok();
-  GemmCall c;  // dW [out, in] += dyᵀ x, db [out] += Σ_rows dy: Σ_k of op(A) = dyᵀ
+  GemmCallOf<S, float> c;  // dW [out, in] += dyᵀ x, db [out] += Σ_rows dy: Σ_k of op(A) = dyᵀ
   c.d.M = d.out_features, c.d.N = d.in_features, c.d.K = d.rows, c.d.transA = true, c.d.beta = 1.0f;
   c.C = dW, c.A = dy, c.B = x, c.dbias = db, c.mode = mode;
   return cuda::gemm(c);
 }
 
-Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-                       LinearDims d, Compute mode) {
+template <class S>
+Status backward(S* dx, float* dW, float* db, const S* dy, const S* x, const S* W, LinearDims d, Compute mode) {
   NF_TRY(ops::linear_check("linear_backward", d));
   if (d.rows == 0) return Status::Ok();
-  if (dx) NF_TRY(linear_backward_input(dx, dy, W, d, nullptr, Act::none, mode));
-  return linear_backward_weight(dW, db, dy, x, d, mode);
+  if (dx) NF_TRY(backward_input<S>(dx, dy, W, d, nullptr, Act::none, mode));
+  return backward_weight(dW, db, dy, x, d, mode);
+}
+
+}  // namespace
+
+Status bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x) {
+  return column_sums(db, dy, rows, n, x);
+}
+Status bias_grad(float* db, const bf16* dy, int64_t rows, int64_t n, const bf16* x) {
+  return column_sums(db, dy, rows, n, x);
+}
+Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d, Act act,
+                      Compute mode) {
+  return forward(y, preact, x, W, b, d, act, mode);
+}
+Status linear_forward(bf16* y, bf16* preact, const bf16* x, const bf16* W, const float* b, LinearDims d, Act act,
+                      Compute mode) {
+  return forward(y, preact, x, W, b, d, act, mode);
+}
+Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W, LinearDims d,
+                       Compute mode) {
+  return backward(dx, dW, db, dy, x, W, d, mode);
+}
+Status linear_backward(bf16* dx, float* dW, float* db, const bf16* dy, const bf16* x, const bf16* W, LinearDims d,
+                       Compute mode) {
+  return backward(dx, dW, db, dy, x, W, d, mode);
+}
+Status linear_backward_input(float* dx, const float* dy, const float* W, LinearDims d, const float* preact, Act act,
+                             Compute mode) {
+  return backward_input(dx, dy, W, d, preact, act, mode);
+}
+Status linear_backward_input(bf16* dx, const bf16* dy, const bf16* W, LinearDims d, const bf16* preact, Act act,
+                             Compute mode) {
+  return backward_input(dx, dy, W, d, preact, act, mode);
+}
+Status linear_backward_weight(float* dW, float* db, const float* dy, const float* x, LinearDims d, Compute mode) {
+  return backward_weight(dW, db, dy, x, d, mode);
+}
+Status linear_backward_weight(float* dW, float* db, const bf16* dy, const bf16* x, LinearDims d, Compute mode) {
+  return backward_weight(dW, db, dy, x, d, mode);
 }
 
 Status run(const ops::LinearForward<float>& p) {
   return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act, compute_of(p.precision));
 }
+Status run(const ops::LinearForward<bf16>& p) {
+  return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act, compute_of(p.precision));
+}
 
 Status run(const ops::LinearBackward<float>& p) {
+  return linear_backward(p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d, compute_of(p.precision));
+}
+Status run(const ops::LinearBackward<bf16>& p) {
   return linear_backward(p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d, compute_of(p.precision));
 }
 

@@ -4,6 +4,7 @@
 //   dlogits_ic = grad_scale / n · (softmax(x)_c − ε/V − [c = t](1−ε)); ignored rows: 0.
 // Layout: logits, dlogits [N, V] row-major; targets [N] int32; loss [1].
 // Dimension key: N rows (B*T), V classes.
+// Storage: logits and dlogits S (float, or bf16 under precision 'bf16'); the loss and all math float.
 // Three kernels, all deterministic: (1) one block counts the valid targets and finds the first bad
 // one; (2) one block per row: max, then Σ exp and Σ x (block reductions), the row's loss into a
 // scratch vector, and the row's gradient; (3) one block adds the rows' losses (in double) and divides
@@ -13,6 +14,7 @@
 
 #include <cmath>
 
+#include "bf16.cuh"
 #include "common.cuh"
 #include "device.h"
 
@@ -43,36 +45,37 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 }
 
+template <class S>
 __global__ void __launch_bounds__(kRowThreads)
-    ce_row_kernel(float* row_loss, float* dlogits, const float* logits, const int32_t* targets, const int* info,
+    ce_row_kernel(float* row_loss, S* dlogits, const S* logits, const int32_t* targets, const int* info,
                   int V, float eps, int ignore_index, float grad_scale) {
   NF_SHARED(float[kWarp], scratch);
   const int64_t row = blockIdx.x;
-  const float* x = logits + row * V;
-  float* dx = dlogits ? dlogits + row * V : nullptr;
+  const S* x = logits + row * V;
+  S* dx = dlogits ? dlogits + row * V : nullptr;
   const int t = targets[row];
   if (t == ignore_index || t < 0 || t >= V) {  // the whole block takes this branch
     if (threadIdx.x == 0) row_loss[row] = 0.0f;
     if (dx)
-      for (int c = int(threadIdx.x); c < V; c += int(blockDim.x)) dx[c] = 0.0f;
+      for (int c = int(threadIdx.x); c < V; c += int(blockDim.x)) store(dx + c, 0.0f);
     return;
   }
   float m = -INFINITY;
-  for (int c = int(threadIdx.x); c < V; c += int(blockDim.x)) m = fmaxf(m, x[c]);
+  for (int c = int(threadIdx.x); c < V; c += int(blockDim.x)) m = fmaxf(m, load(x + c));
   m = block_reduce(m, MaxOp{}, -INFINITY, scratch);
   float se = 0.0f, sx = 0.0f;
   for (int c = int(threadIdx.x); c < V; c += int(blockDim.x)) {
-    se += expf(x[c] - m);
-    sx += x[c];
+    se += expf(load(x + c) - m);
+    sx += load(x + c);
   }
   se = block_reduce(se, SumOp{}, 0.0f, scratch);
   sx = block_reduce(sx, SumOp{}, 0.0f, scratch);
   const float lse = m + logf(se);
-  if (threadIdx.x == 0) row_loss[row] = (1.0f - eps) * (lse - x[t]) + eps * (lse - sx / float(V));
+  if (threadIdx.x == 0) row_loss[row] = (1.0f - eps) * (lse - load(x + t)) + eps * (lse - sx / float(V));
   if (!dx) return;
   const float scale = grad_scale / float(info[0]), smooth = eps / float(V);
   for (int c = int(threadIdx.x); c < V; c += int(blockDim.x))
-    dx[c] = scale * (expf(x[c] - lse) - smooth - (c == t ? 1.0f - eps : 0.0f));
+    store(dx + c, scale * (expf(load(x + c) - lse) - smooth - (c == t ? 1.0f - eps : 0.0f)));
 }
 
 __global__ void __launch_bounds__(kReduceThreads) ce_mean_kernel(float* loss, const float* row_loss, const int* info, int N) {
@@ -83,9 +86,8 @@ __global__ void __launch_bounds__(kReduceThreads) ce_mean_kernel(float* loss, co
   if (threadIdx.x == 0) loss[0] = info[0] > 0 && info[1] == N ? float(s / info[0]) : NAN;
 }
 
-}  // namespace
-
-Status cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets, CrossEntropyDims d) {
+template <class S>
+Status run_cross_entropy(float* loss, S* dlogits, const S* logits, const int32_t* targets, CrossEntropyDims d) {
   const char* op = "cross_entropy";
   NF_CHECK(d.N >= 0 && d.N < (int64_t(1) << 31), op, "N must be in [0, 2^31)");
   NF_CHECK(d.V >= 1 && d.V < (int64_t(1) << 31) && d.N * d.V < (int64_t(1) << 62), op, "V must be in [1, 2^31)");
@@ -99,7 +101,7 @@ Status cross_entropy(float* loss, float* dlogits, const float* logits, const int
   const int N = int(d.N), V = int(d.V);
   NF_CUDA_TRY(op, launch(ce_targets_kernel, dim3(1), dim3(kReduceThreads), 0, s, info, targets, N, V, d.ignore_index));
   if (N > 0)
-    NF_CUDA_TRY(op, launch(ce_row_kernel, dim3(unsigned(N)), dim3(kRowThreads), 0, s, row_loss, dlogits, logits,
+    NF_CUDA_TRY(op, launch(ce_row_kernel<S>, dim3(unsigned(N)), dim3(kRowThreads), 0, s, row_loss, dlogits, logits,
                            targets, static_cast<const int*>(info), V, float(d.label_smoothing), d.ignore_index,
                            float(d.grad_scale)));
   NF_CUDA_TRY(op, launch(ce_mean_kernel, dim3(1), dim3(kReduceThreads), 0, s, loss,
@@ -116,6 +118,16 @@ Status cross_entropy(float* loss, float* dlogits, const float* logits, const int
   return Status::Ok();
 }
 
+}  // namespace
+
+Status cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets, CrossEntropyDims d) {
+  return run_cross_entropy(loss, dlogits, logits, targets, d);
+}
+Status cross_entropy(float* loss, bf16* dlogits, const bf16* logits, const int32_t* targets, CrossEntropyDims d) {
+  return run_cross_entropy(loss, dlogits, logits, targets, d);
+}
+
 Status run(const ops::CrossEntropy<float>& p) { return cross_entropy(p.loss, p.dlogits, p.logits, p.targets, p.d); }
+Status run(const ops::CrossEntropy<bf16>& p) { return cross_entropy(p.loss, p.dlogits, p.logits, p.targets, p.d); }
 
 }  // namespace nf::cuda

@@ -16,9 +16,13 @@ using CrossEntropyDims = ops::CrossEntropyDims;
 // overwritten) = grad_scale · d loss / d logits; ignored rows get zeros. logits [N, V], targets
 // int32 [N], loss [1], all on the device. Waits for the stream, to report a target outside [0, V)
 // (other than ignore_index) as an error naming its row.
+// (bf16: logits and dlogits in bfloat16, precision 'bf16'; the loss and the math float.)
 Status cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets, CrossEntropyDims d);
+Status cross_entropy(float* loss, ops::bf16* dlogits, const ops::bf16* logits, const int32_t* targets,
+                     CrossEntropyDims d);
 
 // The crossEntropy op (native/ops/loss.h). (No mse kernel yet.)
 Status run(const ops::CrossEntropy<float>& p);
+Status run(const ops::CrossEntropy<ops::bf16>& p);
 
 }  // namespace nf::cuda

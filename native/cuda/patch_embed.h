@@ -13,8 +13,10 @@ using PatchEmbedDims = ops::PatchEmbedDims;
 // out[B, N, D] (N = (H/P)(W/P), row-major patch order) = patches · weightᵀ + bias; weight [D, C, P, P],
 // bias [D].
 Status run(const ops::PatchEmbedForward<float>& p);
+Status run(const ops::PatchEmbedForward<ops::bf16>& p);
 
 // dimages (optional, overwritten) [B, C, H, W]; dweight [D, C, P, P] and dbias [D] accumulate.
 Status run(const ops::PatchEmbedBackward<float>& p);
+Status run(const ops::PatchEmbedBackward<ops::bf16>& p);
 
 }  // namespace nf::cuda

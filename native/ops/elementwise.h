@@ -73,7 +73,7 @@ struct ChannelScaleForward {
   int64_t rows = 0, cols = 0;
   T* y = nullptr;
   const T* x = nullptr;
-  const T* gamma = nullptr;
+  const Acc<T>* gamma = nullptr;
 
   template <class R>
   static void fields(R& r, ChannelScaleForward& p) {
@@ -93,10 +93,10 @@ struct ChannelScaleBackward {
       "dy, x, dx [rows, cols], gamma and dgamma [cols].";
   int64_t rows = 0, cols = 0;
   T* dx = nullptr;
-  T* dgamma = nullptr;
+  Acc<T>* dgamma = nullptr;
   const T* dy = nullptr;
   const T* x = nullptr;
-  const T* gamma = nullptr;
+  const Acc<T>* gamma = nullptr;
 
   template <class R>
   static void fields(R& r, ChannelScaleBackward& p) {

@@ -152,9 +152,9 @@ struct ClsPosForward {
   static constexpr const char* summary = "ViTClassifier: out[B, N+1, D] = cat(cls [D], patches [B, N, D]) + pos [N+1, D].";
   TokenPosDims d;
   T* out = nullptr;
-  const T* cls = nullptr;
+  const Acc<T>* cls = nullptr;
   const T* patches = nullptr;
-  const T* pos = nullptr;
+  const Acc<T>* pos = nullptr;
 
   template <class R>
   static void fields(R& r, ClsPosForward& p) {
@@ -173,9 +173,9 @@ struct ClsPosBackward {
   static constexpr const char* summary =
       "dcls [D] += Σ_b dout[b, 0]; dpatches [B, N, D] = dout[:, 1:] (overwritten); dpos [N+1, D] += Σ_b dout[b].";
   TokenPosDims d;
-  T* dcls = nullptr;
+  Acc<T>* dcls = nullptr;
   T* dpatches = nullptr;
-  T* dpos = nullptr;
+  Acc<T>* dpos = nullptr;
   const T* dout = nullptr;
 
   template <class R>

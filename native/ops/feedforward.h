@@ -77,9 +77,9 @@ struct FeedForwardForward {
   T* a = nullptr;
   const T* x = nullptr;
   const T* W1 = nullptr;
-  const T* b1 = nullptr;
+  const Acc<T>* b1 = nullptr;
   const T* W2 = nullptr;
-  const T* b2 = nullptr;
+  const Acc<T>* b2 = nullptr;
   const T* W1_packed = nullptr;
   const T* W2_packed = nullptr;
 
@@ -110,10 +110,10 @@ struct FeedForwardBackward {
   FeedForwardDims d;
   Precision precision = Precision::fp32;
   T* dx = nullptr;
-  T* dW1 = nullptr;
-  T* db1 = nullptr;
-  T* dW2 = nullptr;
-  T* db2 = nullptr;
+  Acc<T>* dW1 = nullptr;
+  Acc<T>* db1 = nullptr;
+  Acc<T>* dW2 = nullptr;
+  Acc<T>* db2 = nullptr;
   const T* dy = nullptr;
   const T* x = nullptr;
   const T* h = nullptr;

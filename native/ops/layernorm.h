@@ -30,12 +30,12 @@ struct LayerNormForward {
   double eps = 1e-5;
   T* out = nullptr;
   T* sum = nullptr;   // [rows, D] x + residual; needed exactly when residual is given
-  T* mean = nullptr;  // [rows] saved
-  T* rstd = nullptr;  // [rows] saved: 1 / sqrt(var + eps)
+  Acc<T>* mean = nullptr;  // [rows] saved
+  Acc<T>* rstd = nullptr;  // [rows] saved: 1 / sqrt(var + eps)
   const T* x = nullptr;
   const T* residual = nullptr;
-  const T* gamma = nullptr;
-  const T* beta = nullptr;
+  const Acc<T>* gamma = nullptr;
+  const Acc<T>* beta = nullptr;
 
   template <class R>
   static void fields(R& r, LayerNormForward& p) {
@@ -61,14 +61,14 @@ struct LayerNormBackward {
   int64_t rows = 0, D = 0;
   double eps = 1e-5;  // unused: rstd carries it (kept so the checks match the forward's)
   T* dx = nullptr;
-  T* dgamma = nullptr;
-  T* dbeta = nullptr;
+  Acc<T>* dgamma = nullptr;
+  Acc<T>* dbeta = nullptr;
   const T* dout = nullptr;
   const T* dadd = nullptr;  // a gradient reaching x along another path (the residual stream), added in
   const T* x = nullptr;
-  const T* mean = nullptr;
-  const T* rstd = nullptr;
-  const T* gamma = nullptr;
+  const Acc<T>* mean = nullptr;
+  const Acc<T>* rstd = nullptr;
+  const Acc<T>* gamma = nullptr;
 
   template <class R>
   static void fields(R& r, LayerNormBackward& p) {

@@ -136,7 +136,7 @@ struct LinearForward {
   T* preact = nullptr;
   const T* x = nullptr;
   const T* W = nullptr;
-  const T* b = nullptr;
+  const Acc<T>* b = nullptr;
   const T* W_packed = nullptr;
 
   template <class R>
@@ -165,8 +165,8 @@ struct LinearBackward {
   LinearDims d;
   Precision precision = Precision::fp32;
   T* dx = nullptr;
-  T* dW = nullptr;
-  T* db = nullptr;
+  Acc<T>* dW = nullptr;
+  Acc<T>* db = nullptr;
   const T* dy = nullptr;
   const T* x = nullptr;
   const T* W = nullptr;

@@ -57,7 +57,7 @@ struct CrossEntropy {
       "logits/dlogits [N, V], targets [N], loss [1]. A target outside [0, V) that is not ignoreIndex throws, "
       "naming the row.";
   CrossEntropyDims d;
-  T* loss = nullptr;
+  Acc<T>* loss = nullptr;
   T* dlogits = nullptr;
   const T* logits = nullptr;
   const int32_t* targets = nullptr;

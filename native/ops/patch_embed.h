@@ -60,9 +60,9 @@ struct PatchEmbedForward {
   PatchEmbedDims d;
   Precision precision = Precision::fp32;
   T* out = nullptr;
-  const T* images = nullptr;
+  const Acc<T>* images = nullptr;
   const T* weight = nullptr;
-  const T* bias = nullptr;
+  const Acc<T>* bias = nullptr;
 
   template <class R>
   static void fields(R& r, PatchEmbedForward& p) {
@@ -84,11 +84,11 @@ struct PatchEmbedBackward {
       "when the images need no gradient). dout is [B, N, D].";
   PatchEmbedDims d;
   Precision precision = Precision::fp32;
-  T* dimages = nullptr;
-  T* dweight = nullptr;
-  T* dbias = nullptr;
+  Acc<T>* dimages = nullptr;
+  Acc<T>* dweight = nullptr;
+  Acc<T>* dbias = nullptr;
   const T* dout = nullptr;
-  const T* images = nullptr;
+  const Acc<T>* images = nullptr;
   const T* weight = nullptr;
 
   template <class R>

@@ -4,9 +4,11 @@
 //   fp32  float32 multiply-add (the default: exactly the numbers of an op without the field).
 //   tf32  float32 tensors, the products' inputs rounded to TF32 with float32 accumulation (PyTorch's
 //         allow_tf32; cuBLASLt CUBLAS_COMPUTE_32F_FAST_TF32). The CPU has no TF32 unit: it computes fp32.
-//   bf16  float32 tensors, the products' inputs rounded to bfloat16 with float32 accumulation
-//         (cuBLASLt CUBLAS_COMPUTE_32F_FAST_16BF). Not implemented on the CPU yet (issue 25): the CPU
-//         kernels reject it (cpu_precision_check).
+//   bf16  the products' inputs in bfloat16 with float32 accumulation: on CUDA the layers pass bf16
+//         activations and weight copies (the op's X<bf16> instantiation, schema.h Acc; cuBLASLt
+//         CUDA_R_16BF operands), and a call over float32 tensors rounds them (cuBLASLt
+//         CUBLAS_COMPUTE_32F_FAST_16BF). Not implemented on the CPU yet (issue 25): the CPU kernels
+//         reject it (cpu_precision_check).
 //   int8  CPU inference only: dynamic quantization (onnxruntime's and PyTorch's quantize_dynamic) of
 //         the Linear-style products (Linear, the feed-forward network, the attention projections, the
 //         patch embedding): int8 weights per output channel, u8 activations per row, int32 sums

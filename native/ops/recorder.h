@@ -87,6 +87,7 @@ inline const char* dtype_name(DType d) {
     case DType::real: return "real";
     case DType::f64: return "f64";
     case DType::i32: return "i32";
+    case DType::f32: return "f32";
     default: return "u8";
   }
 }

@@ -1,7 +1,8 @@
 // The vocabulary of op schemas: how an op declares its arguments once, for every backend.
 //
 // An op is a params struct templated on the element type T of its float tensors (float for the
-// fast CPU kernels and the CUDA kernels, double for the float64 reference twins), holding its dims,
+// fast CPU kernels and the CUDA kernels, double for the float64 reference twins, bf16 for the CUDA
+// kernels of precision 'bf16': activations in bfloat16, see Acc below), holding its dims,
 // its scalar parameters and every pointer (flash-attention style), plus ONE static declaration of
 // its fields:
 //
@@ -56,8 +57,8 @@
 //   required_number(F& v, name, min = -1e300, max = 1e300)    a number the caller must give
 //   flag(bool& v, name, def)                                  an optional boolean
 //   choice(E& v, name, const Choices<E>&, E def)              one of a list of names (an enum)
-//   in / out / inout / saved(E*& ptr, name, Shape [, options]) a tensor (E: T, double, int32_t,
-//                                                             uint8_t; const for what is only read)
+//   in / out / inout / saved(E*& ptr, name, Shape [, options]) a tensor (E: T, Acc<T>, double,
+//                                                             int32_t, uint8_t; const for what is only read)
 //   check_values(F check)                                     check() -> Status over arrays already
 //                                                             read (ids in range): run where they are
 //                                                             host memory, before any work
@@ -83,8 +84,24 @@ enum class Role : uint8_t {
 };
 
 // The element type of an array: `real` is the call's T (Float32Array or Float64Array), the others
-// are fixed whatever T is.
-enum class DType : uint8_t { real, f64, i32, u8 };
+// are fixed whatever T is; `f32` is an Acc<T> field of a bf16 call (float32 storage: see Acc).
+enum class DType : uint8_t { real, f64, i32, u8, f32 };
+
+// bfloat16 storage: the upper 16 bits of an IEEE float32 (sign, 8-bit exponent, 7-bit mantissa),
+// what the CUDA kernels of precision 'bf16' keep activations in (half the bytes of float32). A
+// storage type only: kernels convert to float on load and round to nearest even on store
+// (native/cuda/bf16.cuh); the float64 reference reads the rounded values as doubles.
+struct bf16 {
+  uint16_t bits;
+};
+
+// The element type of what stays at least float32 in a call whose activations are T, as
+// torch.autocast(dtype=bfloat16) keeps it: parameters and their gradients (fp32 masters), LayerNorm
+// statistics, losses. T itself for float and double (so the CPU and reference ops are unchanged);
+// float for bf16. An op declares such a field `Acc<T>*`, its activations (and the bf16 weight copy
+// a GEMM reads) `T*`.
+template <class T>
+using Acc = std::conditional_t<std::is_same_v<T, bf16>, float, T>;
 
 // A tensor's shape: its dims (values, for the readers' length checks) and how the schema shows it
 // ("[B, Tq, D]"). NF_SHAPE(p.B, p.Tq, p.D) takes the text from the expressions themselves (the
@@ -183,10 +200,11 @@ template <class T, class E>
 constexpr DType dtype_of() {
   using V = std::remove_const_t<E>;
   if constexpr (std::is_same_v<V, T>) return DType::real;
+  else if constexpr (std::is_same_v<V, float>) return DType::f32;  // an Acc<T> field of a bf16 call
   else if constexpr (std::is_same_v<V, double>) return DType::f64;
   else if constexpr (std::is_same_v<V, int32_t>) return DType::i32;
   else {
-    static_assert(std::is_same_v<V, uint8_t>, "array elements are T, double, int32_t or uint8_t");
+    static_assert(std::is_same_v<V, uint8_t>, "array elements are T, Acc<T>, double, int32_t or uint8_t");
     return DType::u8;
   }
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../bf16.h"
 #include "../device.h"
 #include "../gemm.h"
 #include "../../napi/registry.h"
@@ -41,8 +42,9 @@ NF_REGISTER_OPS(cuda_memory) {
   auto fn = [&](const char* name, Napi::Value (*f)(const Napi::CallbackInfo&)) {
     exports.Set(name, Napi::Function::New(env, f, name));
   };
-  // alloc(bytes, init = 'zero'): a device buffer from the cache, filled with zeros, left as the
-  // block was ('none': for outputs written whole) or with 0xFF bytes ('poison': NaN floats).
+  // alloc(bytes, init = 'zero', bf16 = false): a device buffer from the cache, filled with zeros,
+  // left as the block was ('none': for outputs written whole) or with 0xFF bytes ('poison': NaN
+  // floats); for a bfloat16 tensor when bf16 is true (device_args.h DeviceBuffer).
   fn("alloc", [](const Napi::CallbackInfo& info) -> Napi::Value {
     if (info.Length() < 1 || !info[0].IsNumber() || info[0].As<Napi::Number>().DoubleValue() < 0 ||
         info[0].As<Napi::Number>().DoubleValue() > double(int64_t(1) << 42))
@@ -54,7 +56,28 @@ NF_REGISTER_OPS(cuda_memory) {
       else if (how == "poison") init = BufferInit::poison;
       else if (how != "zero") throw_error(info.Env(), "ERR_NF_INVALID_ARG", "alloc: expected 'zero', 'none' or 'poison' for init");
     }
-    return new_device_buffer(info.Env(), size_t(info[0].As<Napi::Number>().Int64Value()), init);
+    const bool bf16 = info.Length() > 2 && info[2].ToBoolean().Value();
+    if (bf16 && info[0].As<Napi::Number>().Int64Value() % 2 != 0)
+      throw_error(info.Env(), "ERR_NF_INVALID_ARG", "alloc: a bfloat16 buffer needs an even byte count");
+    return new_device_buffer(info.Env(), size_t(info[0].As<Napi::Number>().Int64Value()), init, bf16);
+  });
+  // cast(dst, src): converts between a float32 and a bfloat16 buffer of the same element count
+  // (rounding to nearest even into bf16, exactly back), on the stream.
+  fn("cast", [](const Napi::CallbackInfo& info) -> Napi::Value {
+    DeviceBuffer* dst = buffer_arg(info, 0, "cast");
+    DeviceBuffer* src = buffer_arg(info, 1, "cast");
+    if (dst->bf16 == src->bf16 || dst->bytes / (dst->bf16 ? 2 : 4) != src->bytes / (src->bf16 ? 2 : 4))
+      throw_error(info.Env(), "ERR_NF_INVALID_ARG",
+                  "cast: expected a float32 and a bfloat16 buffer of the same element count");
+    const int64_t n = int64_t(dst->bytes / (dst->bf16 ? 2 : 4));
+    Status st = dst->bf16 ? cuda::stream_run([&] {
+      return cuda::convert(static_cast<ops::bf16*>(dst->ptr), static_cast<const float*>(src->ptr), n);
+    })
+                          : cuda::stream_run([&] {
+                              return cuda::convert(static_cast<float*>(dst->ptr), static_cast<const ops::bf16*>(src->ptr), n);
+                            });
+    check_device(info.Env(), st);
+    return info.Env().Undefined();
   });
   // free(buffer): returns the memory to the cache now; later frees are no-ops.
   fn("free", [](const Napi::CallbackInfo& info) -> Napi::Value {

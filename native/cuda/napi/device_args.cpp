@@ -27,8 +27,11 @@ std::string describe_value(const Napi::Value& v) {
     return "a host typed array of length " + std::to_string(t.ElementLength()) +
            " (a cpu tensor? move it with .to('cuda'))";
   }
-  if (const DeviceBuffer* b = device_buffer(v))
-    return b->ptr ? "a device buffer of " + std::to_string(b->bytes) + " bytes" : "a freed device buffer";
+  if (const DeviceBuffer* b = device_buffer(v)) {
+    if (!b->ptr) return "a freed device buffer";
+    if (b->bf16) return "a bfloat16 device buffer of " + std::to_string(b->bytes / 2) + " elements";
+    return "a device buffer of " + std::to_string(b->bytes) + " bytes";
+  }
   if (v.IsNumber()) return "a number";
   if (v.IsString()) return "a string";
   return "an object";
@@ -36,7 +39,7 @@ std::string describe_value(const Napi::Value& v) {
 
 }  // namespace
 
-Napi::Value new_device_buffer(Napi::Env env, size_t bytes, BufferInit init) {
+Napi::Value new_device_buffer(Napi::Env env, size_t bytes, BufferInit init, bool bf16) {
   void* ptr = nullptr;
   check_device(env, cuda::cached_alloc(&ptr, bytes));
   if (init != BufferInit::none) {
@@ -46,7 +49,7 @@ Napi::Value new_device_buffer(Napi::Env env, size_t bytes, BufferInit init) {
       check_device(env, fill);
     }
   }
-  auto* b = new DeviceBuffer{ptr, bytes};
+  auto* b = new DeviceBuffer{ptr, bytes, bf16};
   live_bytes() += int64_t(bytes);
   Napi::External<DeviceBuffer> ext = Napi::External<DeviceBuffer>::New(env, b, [](Napi::Env, DeviceBuffer* d) {
     (void)free_device_buffer(d);
@@ -76,15 +79,24 @@ Status free_device_buffer(DeviceBuffer* b) {
 
 DeviceArgs::DeviceArgs(const Napi::CallbackInfo& info, const char* op) : Args(info, op), obj_(info[0].As<Napi::Object>()) {}
 
-void* DeviceArgs::typed(const char* name, int64_t len, size_t elem, const char* type, bool optional) {
+void* DeviceArgs::typed(const char* name, int64_t len, size_t elem, const char* type, bool optional, bool bf16) {
   Napi::Value v = obj_.Get(name);
   if (optional && (v.IsUndefined() || v.IsNull())) return nullptr;
   const DeviceBuffer* b = device_buffer(v);
-  if (!b || !b->ptr || b->bytes != size_t(len) * elem)
+  if (!b || !b->ptr || b->bytes != size_t(len) * elem || b->bf16 != bf16)
     fail(std::string("expected a cuda ") + type + " buffer of " + std::to_string(len) + " elements for " + name +
          " but received " + describe_value(v));
   handles_.push_back(v);
   return b->ptr;
+}
+
+bool DeviceArgs::any_bf16() const {
+  const Napi::Array keys = obj_.GetPropertyNames();
+  for (uint32_t i = 0; i < keys.Length(); ++i) {
+    const DeviceBuffer* b = device_buffer(obj_.Get(keys.Get(i)));
+    if (b && b->bf16) return true;
+  }
+  return false;
 }
 
 Napi::Error device_error(Napi::Env env, const Status& s) {

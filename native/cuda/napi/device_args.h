@@ -12,14 +12,18 @@
 #include <vector>
 
 #include "../../napi/args.h"
+#include "../../ops/schema.h"
 
 namespace nf::napi {
 
 // Device memory owned by a JS handle (a type-tagged External): a block of the caching allocator
 // (device.h), returned to the cache by free() or, failing that, when the handle is garbage-collected.
+// A buffer made for a bfloat16 tensor says so (`bf16`): the ops read it only where they take bf16
+// (precision 'bf16'), and a float32 field never takes it (nor a bf16 field a float32 buffer).
 struct DeviceBuffer {
   void* ptr = nullptr;  // null once freed
   size_t bytes = 0;
+  bool bf16 = false;
 };
 
 // What a new buffer holds: zeros (for what accumulates: parameter gradients, Tensor.zeros), whatever
@@ -27,8 +31,8 @@ struct DeviceBuffer {
 // NF_POISON_UNINITIALIZED check that no op reads what it never wrote).
 enum class BufferInit { zero, none, poison };
 
-// A new handle owning `bytes` of device memory from the cache.
-Napi::Value new_device_buffer(Napi::Env env, size_t bytes, BufferInit init = BufferInit::zero);
+// A new handle owning `bytes` of device memory from the cache (for a bfloat16 tensor when `bf16`).
+Napi::Value new_device_buffer(Napi::Env env, size_t bytes, BufferInit init = BufferInit::zero, bool bf16 = false);
 // The buffer behind `v`, or null when v is not a device buffer handle.
 DeviceBuffer* device_buffer(const Napi::Value& v);
 // Bytes requested by live handles (in every context; the cache's block capacities are in
@@ -45,12 +49,15 @@ class DeviceArgs : public Args {
   // return nullptr for null/undefined.
   template <class T>
   T* buf(const char* name, int64_t len) {
-    return static_cast<T*>(typed(name, len, sizeof(T), type_name<T>(), false));
+    return static_cast<T*>(typed(name, len, sizeof(T), type_name<T>(), false, std::is_same_v<T, ops::bf16>));
   }
   template <class T>
   T* buf_opt(const char* name, int64_t len) {
-    return static_cast<T*>(typed(name, len, sizeof(T), type_name<T>(), true));
+    return static_cast<T*>(typed(name, len, sizeof(T), type_name<T>(), true, std::is_same_v<T, ops::bf16>));
   }
+  // Whether any field of the options holds a bfloat16 device buffer (the call then runs the op's
+  // bf16 kernel: native/cuda/napi/bind_ops.cpp).
+  bool any_bf16() const;
   // The buffer handles this call read: an asynchronous call keeps them alive until it settles.
   const std::vector<Napi::Value>& handles() const { return handles_; }
 
@@ -58,16 +65,18 @@ class DeviceArgs : public Args {
   template <class T>
   int64_t buf_length(const char* name) const {
     const DeviceBuffer* b = device_buffer(obj_.Get(name));
-    return b && b->bytes % sizeof(T) == 0 ? int64_t(b->bytes / sizeof(T)) : -1;
+    return b && b->bf16 == std::is_same_v<T, ops::bf16> && b->bytes % sizeof(T) == 0 ? int64_t(b->bytes / sizeof(T))
+                                                                                     : -1;
   }
 
  private:
   template <class T>
   static const char* type_name() {
     if constexpr (std::is_same_v<T, double>) return "float64";
+    else if constexpr (std::is_same_v<T, ops::bf16>) return "bfloat16";
     else return sizeof(T) == 4 ? (std::is_same_v<T, float> ? "float32" : "int32") : "bool";
   }
-  void* typed(const char* name, int64_t len, size_t elem, const char* type, bool optional);
+  void* typed(const char* name, int64_t len, size_t elem, const char* type, bool optional, bool bf16);
 
   Napi::Object obj_;
   std::vector<Napi::Value> handles_;

@@ -1,0 +1,139 @@
+// Internal: bfloat16 storage in the kernels (precision 'bf16': activations in bf16, math in fp32).
+//
+// ## Design: precision 'bf16' on CUDA (issue 22, item 3)
+// What torch.autocast(dtype=torch.bfloat16) does, with the activations themselves stored in bf16
+// (llm.c's layout) so a training step keeps half the bytes for its backward:
+// - Storage. A Tensor dtype 'bfloat16' (lib/core/tensor.ts: 2 bytes a value; its host array is the
+//   bits, a Uint16Array; hostValues()/toArray() give float32; cast() converts, rounding to nearest
+//   even). Its device buffer is tagged bf16 (napi/device_args.h), so no float32 field takes it.
+// - Which arrays are bf16 is declared once, in the op schema (native/ops/schema.h): an op's params
+//   struct instantiated at T = ops::bf16 keeps its activations (x, out, the saved sums, hidden
+//   layers, their gradients) as T and everything declared Acc<T> in float: parameters and their
+//   gradients (fp32 masters), LayerNorm mean/rstd, losses, the images. Acc<float> is float and
+//   Acc<double> double, so the CPU and the float64 reference see exactly the structs they had. The
+//   CUDA binding runs X<bf16> when a call's options hold a bf16 buffer (napi/bind_ops.cpp); an op
+//   without a bf16 kernel refuses the buffer naming the field.
+// - Kernels are templated on the storage S (float | bf16): load() gives float, store() rounds, all
+//   arithmetic is float; LayerNorm, add, dropout and the conversions move 16-byte vectors (Pack
+//   below). With S = float they compute what they did (fp32 stays bit for bit: a LayerNorm over
+//   float keeps one column per step, the order of its sums). bf16 kernels: LayerNorm (+ residual),
+//   bias + activation (GELU etc.), add/accumulate, dropout, copyRows, LayerScale, cross-entropy,
+//   patch embedding, the ViT CLS + positions start, Scale, float↔bf16 conversion (bf16.cu).
+// - Products: gemm.h's GemmCallOf<TA, TC>: bf16 A and B (activations and the weight's bf16 copy)
+//   into bf16 C, or into a float weight gradient (beta = 1 over the fp32 master's gradient);
+//   cuBLASLt with CUDA_R_16BF operands, CUBLAS_COMPUTE_32F and a float bias (BIAS_DATA_TYPE), its
+//   CPU stand-in the same; the own kernel converts on load. The bf16 weight copy is the
+//   Parameter's (Parameter.storageFor), cast again when the parameter's version changes (an
+//   optimizer step, a load): 2 bytes a weight, as autocast's cast cache.
+// - The optimizer, gradient norms and clipping run on the fp32 masters and gradients unchanged;
+//   stateDict and checkpoints are fp32. The CPU keeps fp32 storage (a CPU layer given a bf16
+//   tensor computes it as float32).
+// - Not yet bf16 (converted to float32 around today's kernels, in the layers): the attention core
+//   (issue 18's tensor-core kernels will take bf16; until then the layer keeps its input, q/k/v and
+//   context in bf16 and converts them for the float32 kernels), the gemm op (average pooling,
+//   drop path), mse, embeddings, token positions, decoding.
+//
+// A kernel templated on its storage type S (float or ops::bf16) reads with load(p) (a float) and
+// writes with store(p, v) (rounded to nearest even for bf16, NaN kept a quiet NaN); the same source
+// serves both precisions, and with S = float it compiles to the plain loads and stores it had.
+// Vectors of 16 bytes (kPack<S> elements: 4 floats, 8 bf16) move with Pack<S>: load_pack/store_pack
+// at an element index that is a multiple of kPack<S> from a 16-byte aligned base (the caller checks
+// both; the caching allocator's blocks are 256-byte aligned), the bulk of a memory-bound kernel, the
+// tail element by element.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "../ops/schema.h"
+#include "gemm.h"
+#include "runtime.h"
+
+namespace nf::cuda {
+
+using ops::bf16;
+
+// A float's bits and back (the device intrinsics, memcpy in host code and the emulator).
+__host__ __device__ __forceinline__ uint32_t float_bits(float v) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(v);
+#else
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+#endif
+}
+__host__ __device__ __forceinline__ float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+#endif
+}
+
+__host__ __device__ __forceinline__ float load(const float* p) { return *p; }
+__host__ __device__ __forceinline__ float load(const bf16* p) { return bits_float(uint32_t(p->bits) << 16); }
+
+// float → bf16, round to nearest even (what __float2bfloat16_rn does; a NaN stays a quiet NaN).
+__host__ __device__ __forceinline__ bf16 to_bf16(float v) {
+  const uint32_t u = float_bits(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 0x40u)};
+  return bf16{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+
+__host__ __device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__host__ __device__ __forceinline__ void store(bf16* p, float v) { *p = to_bf16(v); }
+
+// Elements of S per 16-byte vector.
+template <class S>
+inline constexpr int kPack = int(16 / sizeof(S));
+
+template <class S>
+struct __align__(16) Pack {
+  S v[kPack<S>];
+};
+
+// p[i .. i + kPack) as floats (p + i 16-byte aligned).
+template <class S>
+__host__ __device__ __forceinline__ void load_pack(const S* p, int64_t i, float (&out)[kPack<S>]) {
+#if defined(__CUDA_ARCH__)
+  const Pack<S> k = *reinterpret_cast<const Pack<S>*>(p + i);
+#else
+  Pack<S> k;
+  std::memcpy(&k, p + i, sizeof k);
+#endif
+  for (int j = 0; j < kPack<S>; ++j) out[j] = load(&k.v[j]);
+}
+template <class S>
+__host__ __device__ __forceinline__ void store_pack(S* p, int64_t i, const float (&in)[kPack<S>]) {
+  Pack<S> k;
+  for (int j = 0; j < kPack<S>; ++j) store(&k.v[j], in[j]);
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<Pack<S>*>(p + i) = k;
+#else
+  std::memcpy(p + i, &k, sizeof k);
+#endif
+}
+
+// W consecutive elements p[c .. c + W) as floats, and back: W = 1 (one element) or kPack<S> (one
+// 16-byte vector, p + c aligned). For kernels whose lanes own chunks of W columns of a row, W a
+// template parameter chosen at launch (1 keeps a float kernel exactly what it was).
+template <int W, class S>
+__host__ __device__ __forceinline__ void load_cols(const S* p, int64_t c, float (&v)[W]) {
+  if constexpr (W == 1) v[0] = load(p + c);
+  else load_pack(p, c, v);
+}
+template <int W, class S>
+__host__ __device__ __forceinline__ void store_cols(S* p, int64_t c, const float (&v)[W]) {
+  if constexpr (W == 1) store(p + c, v[0]);
+  else store_pack(p, c, v);
+}
+
+// Whether every pointer given is 16-byte aligned (null counts as aligned).
+template <class... P>
+__host__ __device__ __forceinline__ bool aligned16(const P*... p) {
+  return ((reinterpret_cast<uintptr_t>(p) % 16 == 0) && ...);
+}
+
+}  // namespace nf::cuda
