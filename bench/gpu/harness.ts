@@ -201,7 +201,7 @@ function lossCurve(plan: Plan): Record<string, unknown> {
 function activationBytes(plan: Plan): Record<string, unknown> {
   const spec = MODELS.find((m) => m.id === (plan.dry ? 'tiny' : 'seed-cifar'))!, arch = spec.arch as ViTArch, B = plan.dry ? 2 : 64;
   const { x } = data(arch, B, 3);
-  const bytes = (precision: Precision) => {
+  const bytes = (precision: GpuPrecision) => {
     const model = new ViTClassifier(configOf(arch, precision, 'cuda'));
     const images = Tensor.from(x, [B, arch.inChannels, arch.imgSize, arch.imgSize], 'cuda');
     try {
