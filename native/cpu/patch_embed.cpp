@@ -105,3 +105,4 @@ Status run(const ops::PatchEmbedBackward<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

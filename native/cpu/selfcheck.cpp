@@ -286,3 +286,4 @@ IsaSelfCheck run_isa_selfcheck(Isa best) {
 
 }  // namespace nf
 #endif
+#include "isa_end.h"
