@@ -48,7 +48,7 @@ interface VitestReport {
 
 describe.skipIf(reason !== null)('linux-arm64 (NEON) under qemu', () => {
   const rt = found as Arm64Runtime;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-arm64-'));
+  let dir = '';
   let arm64Addon = '';
   // Asynchronous: a worker blocked for minutes misses vitest's own messages.
   const run = promisify(execFile);
@@ -57,6 +57,7 @@ describe.skipIf(reason !== null)('linux-arm64 (NEON) under qemu', () => {
     (await run(rt.qemu, [rt.node, ...args], { cwd, env: arm64Env(rt, arm64Addon, env), encoding: 'utf8', timeout, maxBuffer: 1 << 26 })).stdout;
 
   beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-arm64-'));
     arm64Addon = path.join(layOutRelease(dir, 'linux-arm64-gnu'), 'nodeformer.node');
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -53,7 +53,7 @@ if (!isMainThread) {
 `;
 
 /** How each runtime runs a CommonJS file. */
-const commands: Record<'node20' | Exclude<RuntimeName, 'pnpm' | 'nodeWin32'>, (file: string) => [string, string[]] | null> = {
+const commands: Record<'node20' | Exclude<RuntimeName, 'pnpm' | 'nodeWin32' | 'zig' | 'bunMusl'>, (file: string) => [string, string[]] | null> = {
   node20: (file) => [process.execPath, [file]],
   node22: (file) => (runtime('node22') ? [runtime('node22')!, [file]] : null),
   node24: (file) => (runtime('node24') ? [runtime('node24')!, [file]] : null),

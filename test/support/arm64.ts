@@ -14,7 +14,7 @@
  *   kernel, so x86-64 programs (esbuild, cmake) run natively, while arm64 ones (node itself) need
  *   binfmt_misc, which containers rarely have: the tests run in worker threads, not child processes.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as os from 'node:os';
