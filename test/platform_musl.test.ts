@@ -1,7 +1,7 @@
 /**
  * linux-x64-musl, run on this glibc machine: the @nodeformer/linux-x64-musl tarball of
  * `npm run pack:all` (release/; build:platforms cross-builds it with zig, the C++ runtime linked in
- * statically) and the main package, laid out as npm installs them, run by Bun for musl
+ * statically) and the main package, installed by `bun add` (from a local registry) and run by Bun for musl
  * (@oven/bun-linux-x64-musl, an Alpine build) on Debian's musl loader (/lib/ld-musl-x86_64.so.1,
  * `apt-get install musl`), with the libstdc++.so.6 that Bun itself needs built by
  * scripts/musl_libstdcxx.sh (the addon needs none: it links only musl's libc). Both tools come from
@@ -27,7 +27,9 @@ import type { IsaInfo } from '../lib/native/core';
 import { repoRoot } from './support/bundle';
 import { fetchPackage } from './support/fetch_package';
 import { quickExample } from './support/quick_example';
-import { layOutRelease, releaseMissing } from './support/release';
+import { ownManifest } from '../scripts/packaging';
+import { type Registry, serveRegistry } from './support/registry';
+import { releaseMissing, releaseTarballs } from './support/release';
 import { bunMuslLibs, runtime, runtimesDir } from './support/runtimes';
 
 const loader = '/lib/ld-musl-x86_64.so.1';
@@ -62,9 +64,25 @@ describe.skipIf(missing.length > 0)('@nodeformer/linux-x64-musl in Bun for musl'
       env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST'))), LD_LIBRARY_PATH: bunMuslLibs, NF_ADDON_PATH: '', ...env } })).stdout;
   const lastJson = <T>(out: string): T => JSON.parse(out.trim().split('\n').at(-1)!) as T;
   let pkg = '';
+  let registry: Registry | undefined;
+  afterAll(async () => registry?.close());
 
-  beforeAll(() => {
-    pkg = layOutRelease(dir, 'linux-x64-musl');
+  beforeAll(async () => {
+    // Bun for musl installs nodeformer from the tarballs (a local registry, as test/package.test.ts
+    // serves them, with an empty cache) and picks the musl package by its libc field.
+    const { main, platform } = releaseTarballs('linux-x64-musl');
+    registry = await serveRegistry([main, platform]);
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'nf-musl-app', private: true }));
+    const t0 = Date.now();
+    await bunMusl(['add', `nodeformer@${ownManifest().version}`, '--registry', registry.url], { BUN_INSTALL_CACHE_DIR: path.join(dir, '.bun-cache') });
+    const seconds = (Date.now() - t0) / 1000;
+    pkg = path.join(dir, 'node_modules', '@nodeformer', 'linux-x64-musl');
+    const installed = fs.readdirSync(path.join(dir, 'node_modules'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile())
+      .reduce((n, e) => n + fs.statSync(path.join(e.parentPath, e.name)).size, 0);
+    console.log(`bun add nodeformer (Bun for musl, from release/): ${seconds.toFixed(1)} s, node_modules ${(installed / 2 ** 20).toFixed(1)} MiB: ` +
+      fs.readdirSync(path.join(dir, 'node_modules', '@nodeformer')).join(', '));
+    expect(seconds).toBeLessThan(20);
+    expect(fs.readdirSync(path.join(dir, 'node_modules', '@nodeformer'))).toEqual(['linux-x64-musl']);
     fs.writeFileSync(path.join(dir, 'probe.cjs'), probe);
     fs.writeFileSync(path.join(dir, 'quick.cjs'), quickExample);
     fs.writeFileSync(path.join(dir, 'quick-glibc.cjs'), quickExample.replace("require('nodeformer')", `require(${JSON.stringify(repoRoot)})`));
