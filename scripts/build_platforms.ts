@@ -105,7 +105,7 @@ function toolchain(p: PlatformPackage, importLib: () => string): Toolchain | str
       if (!onPath('llvm-nm') || !onPath('llvm-objdump') || !onPath('llvm-readobj')) return 'no llvm-nm, llvm-objdump and llvm-readobj to check zig\'s binaries with (Debian: apt-get install llvm)';
       // zig links its libc++ (and libc++abi, libunwind) statically: a musl addon needs only musl's libc.
       return { cxx: [...z, 'c++', '-target', zigTargets[p.key]], compile: [...(macos ? [] : ['-pthread']), ...(p.cpu === 'arm64' ? arm64Flags : [])], pic: true,
-        link: ['-shared', '-s', ...(macos ? ['-undefined', 'dynamic_lookup'] : ['-pthread'])], llvm: macos ? 'macho' : 'elf' };
+        link: ['-shared', '-s', ...(macos ? ['-undefined', 'dynamic_lookup', `-Wl,-install_name,@rpath/${CPU_ADDON}`] : ['-pthread'])], llvm: macos ? 'macho' : 'elf' };
     }
   }
 }
@@ -205,7 +205,9 @@ function llvmCheck(file: string, format: 'elf' | 'macho'): string {
   const ours = nm(['--undefined-only']).split('\n').filter((l) => /_ZN\w*2nf/.test(l));
   if (ours.length) throw new Error(`nodeformer symbols left undefined in ${name}:\n${ours.slice(0, 10).join('\n')}`);
   const libs = format === 'macho'
-    ? execFileSync('llvm-objdump', ['--macho', '--dylibs-used', file], { encoding: 'utf8' }).split('\n').slice(1).map((l) => l.trim().split(' ')[0]).filter(Boolean)
+    // The first line names the file, the second its own install name (@rpath/<name>, not a dependency).
+    ? execFileSync('llvm-objdump', ['--macho', '--dylibs-used', file], { encoding: 'utf8' }).split('\n').slice(1).map((l) => l.trim().split(' ')[0])
+      .filter((l) => l && l !== `@rpath/${name}`)
     : [...execFileSync('llvm-readobj', ['--needed-libs', file], { encoding: 'utf8' }).matchAll(/^\s+(\S+\.so\S*)\s*$/gm)].map((m) => m[1]);
   const allowed = format === 'macho' ? /^\/usr\/lib\/libSystem\.B\.dylib$/ : /^libc\.so$/;
   const other = libs.filter((l) => !allowed.test(l));
