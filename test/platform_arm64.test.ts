@@ -1,12 +1,15 @@
 /**
- * linux-arm64: the addon cross-compiled here (scripts/cross/linux-arm64.sh: scalar and NEON kernels)
- * run in the official arm64 Node under qemu-user (test/support/arm64.ts says what that needs; .ci/run
- * installs Debian's qemu-user-static and g++-aarch64-linux-gnu). It must load, pass its load-time
- * self-check with NEON detected, and pass the kernel parity subset below, which runs every kernel on
- * each variant the addon has (neon and scalar) against the float64 reference and the SIMD vocabulary
+ * linux-arm64: the @nodeformer/linux-arm64-gnu package as users get it — its release tarball and the
+ * main package's (`npm run pack:all`; `npm run build:platforms` cross-builds the addon with Debian's
+ * g++-aarch64-linux-gnu, scalar and NEON kernels), laid out as npm installs them — run in the
+ * official arm64 Node under qemu-user (test/support/arm64.ts says what that needs; .ci/run installs
+ * Debian's qemu-user-static and g++-aarch64-linux-gnu, then packs release/). `require('nodeformer')`
+ * must load the package's addon and compute, the addon pass its load-time self-check with NEON
+ * detected, and the kernel parity subset below pass with it, which runs every kernel on each
+ * variant the addon has (neon and scalar) against the float64 reference and the SIMD vocabulary
  * lane by lane against scalar. The subset is the kernel tests that need no child process (qemu runs
  * no arm64 child without binfmt_misc), sized to a few minutes under qemu on 2 cores. Skips, saying
- * why, where qemu, the arm64 runtime or the cross compiler is missing.
+ * why, where qemu, the arm64 runtime or the release tarballs are missing.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -14,11 +17,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { IsaInfo } from '../lib/native/core';
-import { arm64Addon, arm64Env, arm64Runtime, type Arm64Runtime, crossCompiler } from './support/arm64';
+import { arm64Env, arm64Runtime, type Arm64Runtime } from './support/arm64';
 import { repoRoot } from './support/bundle';
+import { layOutRelease } from './support/release';
 
 /**
  * The kernel tests run under qemu (each loops over every variant the addon has). Measured under qemu
@@ -44,21 +48,30 @@ interface VitestReport {
 
 describe.skipIf(reason !== null)('linux-arm64 (NEON) under qemu', () => {
   const rt = found as Arm64Runtime;
+  let dir = '';
+  let arm64Addon = '';
   // Asynchronous: a worker blocked for minutes misses vitest's own messages.
   const run = promisify(execFile);
-  /** Runs the arm64 node under qemu with `args`; its stdout. */
-  const node = async (args: string[], env: NodeJS.ProcessEnv = {}, timeout = 60_000): Promise<string> =>
-    (await run(rt.qemu, [rt.node, ...args], { cwd: repoRoot, env: arm64Env(rt, env), encoding: 'utf8', timeout, maxBuffer: 1 << 26 })).stdout;
+  /** Runs the arm64 node under qemu with `args` (in the clone, or `cwd`); its stdout. */
+  const node = async (args: string[], env: NodeJS.ProcessEnv = {}, timeout = 60_000, cwd = repoRoot): Promise<string> =>
+    (await run(rt.qemu, [rt.node, ...args], { cwd, env: arm64Env(rt, arm64Addon, env), encoding: 'utf8', timeout, maxBuffer: 1 << 26 })).stdout;
 
-  beforeAll(async () => {
-    // Incremental: a no-op after the first build unless native/ changed.
-    if (crossCompiler()) {
-      const t0 = Date.now();
-      await run('bash', [path.join(repoRoot, 'scripts/cross/linux-arm64.sh')], { timeout: 1_200_000, maxBuffer: 1 << 26 });
-      console.log(`scripts/cross/linux-arm64.sh: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    }
-    expect(fs.existsSync(arm64Addon), arm64Addon).toBe(true);
-  }, 1_200_000);
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-arm64-'));
+    arm64Addon = path.join(layOutRelease(dir, 'linux-arm64-gnu'), 'nodeformer.node');
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('installed from its tarball, require(\'nodeformer\') loads the package\'s addon in arm64 Node and computes', async () => {
+    // No NF_ADDON_PATH: the loader must find @nodeformer/linux-arm64-gnu itself.
+    const script = `const nf = require('nodeformer'); const lin = new nf.Linear({ inFeatures: 3, outFeatures: 2, seed: 1 });
+      console.log(JSON.stringify({ addon: nf.nativeAddonPath, y: Array.from(lin.forward(nf.Tensor.from(Float32Array.of(1, 2, 3), [1, 3])).toArray()) }));`;
+    const r = JSON.parse(await node(['-e', script], { NF_ADDON_PATH: '' }, 60_000, dir)) as { addon: string; y: number[] };
+    expect(r.addon).toBe(fs.realpathSync(arm64Addon));
+    const nf = await import('../lib/index');
+    const here = Array.from(new nf.Linear({ inFeatures: 3, outFeatures: 2, seed: 1 }).forward(nf.Tensor.from(Float32Array.of(1, 2, 3), [1, 3])).toArray());
+    r.y.forEach((v, i) => expect(Math.abs(v - here[i])).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(here[i]))));
+  });
 
   it('loads in arm64 Node, detects NEON and passes the load-time self-check; NF_ISA lowers it to scalar, a failed check too', async () => {
     const script = `const a = require(${JSON.stringify(arm64Addon)}); const r = { arch: process.arch, info: a.isaInfo() };

@@ -17,16 +17,14 @@ import * as path from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { ownManifest } from '../scripts/packaging';
+import { layOutRelease, releaseMissing } from './support/release';
 import { runtime } from './support/runtimes';
 
 const root = path.resolve(__dirname, '..');
-const { version } = ownManifest();
-const tarballs = ['nodeformer', 'nodeformer-win32-x64'].map((n) => path.join(root, 'release', `${n}-${version}.tgz`));
 const wine = ['/usr/lib/wine/wine64', '/usr/bin/wine64', '/usr/bin/wine'].find((f) => fs.existsSync(f));
 const nodeExe = runtime('nodeWin32');
 const missing = [!wine && 'Wine (Debian: apt-get install wine64)', !nodeExe && 'the Windows Node (scripts/install_runtimes.sh)',
-  ...tarballs.filter((f) => !fs.existsSync(f)).map((f) => `${path.relative(root, f)} (npm run pack:all)`)].filter(Boolean);
+  releaseMissing('win32-x64')].filter(Boolean);
 if (missing.length) console.log(`win32-x64 under Wine: skipped, missing ${missing.join(', ')}`);
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-win32-'));
@@ -56,12 +54,7 @@ fs.writeFileSync(__dirname + '/out.json', JSON.stringify(out));
 
 describe.skipIf(missing.length > 0)('@nodeformer/win32-x64 under Wine, in the official Windows Node', () => {
   it('loads through the package, passes its self-check, and trains as linux-x64 does', () => {
-    const modules = path.join(dir, 'node_modules');
-    for (const [tarball, to] of [[tarballs[0], 'nodeformer'], [tarballs[1], '@nodeformer/win32-x64']]) {
-      fs.mkdirSync(path.join(modules, to), { recursive: true });
-      execFileSync('tar', ['-xzf', tarball, '-C', path.join(modules, to), '--strip-components=1']);
-    }
-    fs.cpSync(path.dirname(require.resolve('detect-libc/package.json')), path.join(modules, 'detect-libc'), { recursive: true });
+    layOutRelease(dir, 'win32-x64');
     fs.writeFileSync(path.join(dir, 'probe.js'), probe);
     // The same probe here, with this process's Node and the clone's addon.
     const hereProbe = probe.replace("require('nodeformer')", `require(${JSON.stringify(root)})`)

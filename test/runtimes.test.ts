@@ -19,24 +19,12 @@ import * as path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { quickExample as quick } from './support/quick_example';
 import { runtime, type RuntimeName } from './support/runtimes';
 
 const root = path.resolve(__dirname, '..');
 const app = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-runtimes-'));
 afterAll(() => fs.rmSync(app, { recursive: true, force: true }));
-
-const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-const snippet = /## Train a ViT in a dozen lines\s+```js\n([\s\S]*?)```/.exec(readme)![1];
-
-const quick = `// nextBatch(), which the README leaves to the reader: 8 seeded random 28x28 images and labels.
-let seed = 7;
-const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
-const nextBatch = () => ({ images: Float32Array.from({ length: 8 * 784 }, rand), labels: Int32Array.from({ length: 8 }, () => Math.floor(rand() * 10)) });
-${snippet.replace('step <= 2000', 'step <= 3')}
-const check = nextBatch();
-const out = model.forward(Tensor.from(check.images, [8, 1, 28, 28]));
-console.log(JSON.stringify({ logits: Array.from(out.toArray()) }));
-`;
 
 const asyncAndWorkers = `const { Worker, isMainThread, parentPort } = require('node:worker_threads');
 const nf = require('nodeformer');
@@ -65,7 +53,7 @@ if (!isMainThread) {
 `;
 
 /** How each runtime runs a CommonJS file. */
-const commands: Record<'node20' | Exclude<RuntimeName, 'pnpm' | 'nodeWin32'>, (file: string) => [string, string[]] | null> = {
+const commands: Record<'node20' | Exclude<RuntimeName, 'pnpm' | 'nodeWin32' | 'zig' | 'bunMusl'>, (file: string) => [string, string[]] | null> = {
   node20: (file) => [process.execPath, [file]],
   node22: (file) => (runtime('node22') ? [runtime('node22')!, [file]] : null),
   node24: (file) => (runtime('node24') ? [runtime('node24')!, [file]] : null),

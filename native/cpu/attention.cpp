@@ -527,3 +527,4 @@ Status run(const ops::AttentionBackward<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

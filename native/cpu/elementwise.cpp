@@ -161,3 +161,4 @@ Status run(const ops::CopyRows<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

@@ -223,3 +223,4 @@ Status run(const ops::TokenPosBackward<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

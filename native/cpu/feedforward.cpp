@@ -90,3 +90,4 @@ Status run(const ops::FeedForwardBackward<float>& params) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

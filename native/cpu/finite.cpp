@@ -92,3 +92,4 @@ Status run(const ops::FirstNonFinite<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

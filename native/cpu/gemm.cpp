@@ -324,3 +324,4 @@ Status run(const ops::Gemm<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

@@ -1,7 +1,8 @@
 // Selects the instruction set for the rest of this translation unit. Include it in a kernel .cpp
 // AFTER every other header (standard headers and project headers keep the default target, so
 // inline functions the linker may merge across variants never contain AVX-512 instructions),
-// then open `namespace nf::cpu::NF_ISA_NS { ... }`, then include simd.h inside it.
+// then open `namespace nf::cpu::NF_ISA_NS { ... }`, then include simd.h inside it; end the file by
+// including isa_end.h.
 //   NF_ISA 0: scalar (baseline x86-64 or AArch64 / any CPU)  namespace scalar
 //   NF_ISA 1: AVX2 + FMA (Haswell, Zen 1+)                    namespace avx2     x86-64 only
 //   NF_ISA 2: AVX-512 F/DQ/BW/VL (Skylake-X, Zen 4)           namespace avx512   x86-64 only
@@ -48,16 +49,28 @@
 
 #if NF_ISA == 2
 #define NF_ISA_NS avx512
+#define NF_ISA_TARGET "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c,bmi,bmi2"
+#ifndef __clang__
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c,bmi,bmi2")
 // GCC 12's own _mm512_extract*/_mm256_undefined_* trip -Wmaybe-uninitialized (GCC PR 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #elif NF_ISA == 1
 #define NF_ISA_NS avx2
+#define NF_ISA_TARGET "avx2,fma,f16c,bmi,bmi2"
+#ifndef __clang__
 #pragma GCC target("avx2,fma,f16c,bmi,bmi2")
+#endif
 #elif NF_ISA == 3
 #define NF_ISA_NS neon
 #else
 #define NF_ISA_NS scalar
 #define NF_ISA_PRIMARY 1  // this pass also compiles the public, dispatching entry points
+#endif
+// Clang (zig c++: the musl and macOS builds) ignores `#pragma GCC target`, and takes the same
+// target as an attribute of every function declared from here to isa_end.h, which each file that
+// includes this one includes last.
+#if defined(__clang__) && defined(NF_ISA_TARGET)
+#pragma clang attribute push(__attribute__((target(NF_ISA_TARGET))), apply_to = function)
 #endif

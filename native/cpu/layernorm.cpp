@@ -169,3 +169,4 @@ Status run(const ops::LayerNormBackward<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

@@ -106,3 +106,4 @@ Status run(const ops::LinearBackward<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

@@ -126,3 +126,4 @@ Status run(const ops::Topk<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

@@ -187,3 +187,4 @@ Status run(const ops::Mse<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

@@ -189,3 +189,4 @@ Status run(const ops::ClipScale<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

@@ -101,3 +101,4 @@ Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Is
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

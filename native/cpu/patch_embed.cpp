@@ -110,3 +110,4 @@ Status run(const ops::PatchEmbedBackward<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

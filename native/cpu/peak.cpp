@@ -142,3 +142,4 @@ Status run(const ops::FmaPeak<float>& p) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

