@@ -38,12 +38,18 @@
 #include "../core/allocator.h"
 #include "../core/threadpool.h"
 #include "../ops/packed.h"
+#if NF_ISA == 2
+#define NF_ISA_TARGET_EXTRA ",avx512vnni"  // clang's target attribute (isa.h) with VNNI for this file
+#endif
 #include "isa.h"
 
 #if NF_ISA == 2
 #define NF_INT8_NS avx512_vnni
 #if NF_X86
+// VNNI on top of isa.h's AVX-512 target (clang gets it through NF_ISA_TARGET_EXTRA above).
+#ifndef __clang__
 #pragma GCC target("avx512vnni")
+#endif
 #endif
 #else
 #define NF_INT8_NS NF_ISA_NS
@@ -370,3 +376,4 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
 
 }  // namespace nf::cpu
 #endif
+#include "isa_end.h"

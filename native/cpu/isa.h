@@ -71,6 +71,10 @@
 // Clang (zig c++: the musl and macOS builds) ignores `#pragma GCC target`, and takes the same
 // target as an attribute of every function declared from here to isa_end.h, which each file that
 // includes this one includes last.
+// A file that needs more (gemm_int8.cpp: VNNI) defines NF_ISA_TARGET_EXTRA (",feature") first.
 #if defined(__clang__) && defined(NF_ISA_TARGET)
-#pragma clang attribute push(__attribute__((target(NF_ISA_TARGET))), apply_to = function)
+#ifndef NF_ISA_TARGET_EXTRA
+#define NF_ISA_TARGET_EXTRA ""
+#endif
+#pragma clang attribute push(__attribute__((target(NF_ISA_TARGET NF_ISA_TARGET_EXTRA))), apply_to = function)
 #endif
