@@ -1,6 +1,6 @@
 # node-gyp build of the CPU addon (what `npm install` runs when no prebuild matches).
 # Sources come from native/sources.js, the list CMakeLists.txt reads too. Kernels are compiled
-# three times, once per ISA variant (NF_ISA=0 scalar, 1 avx2, 2 avx512); the variant code selects
+# four times, once per ISA variant (NF_ISA=0 scalar, 1 avx2, 2 avx512, 3 avx512bf16); the variant code selects
 # its instruction set itself (native/cpu/isa.h), so every object uses the same baseline flags and
 # runtime CPUID dispatch decides what runs.
 {
@@ -20,9 +20,11 @@
      "sources": ["<!@(node native/sources.js kernels)"]},
     {"target_name": "nf_kernels_avx512", "type": "static_library", "defines": ["NF_ISA=2"],
      "sources": ["<!@(node native/sources.js kernels)"]},
+    {"target_name": "nf_kernels_avx512bf16", "type": "static_library", "defines": ["NF_ISA=3"],
+     "sources": ["<!@(node native/sources.js kernels)"]},
     {
       "target_name": "nodeformer",
-      "dependencies": ["nf_kernels_scalar", "nf_kernels_avx2", "nf_kernels_avx512"],
+      "dependencies": ["nf_kernels_scalar", "nf_kernels_avx2", "nf_kernels_avx512", "nf_kernels_avx512bf16"],
       "sources": ["<!@(node native/sources.js common)"],
       "ldflags": ["-pthread"],
       "cflags": ["-pthread"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The one list of native sources, read by both binding.gyp (node-gyp, what `npm install` runs)
 // and CMakeLists.txt (cmake-js), so the two builds never drift apart.
-//   node native/sources.js kernels  -> native/cpu/*.cpp  (compiled once per ISA: scalar, avx2, avx512;
+//   node native/sources.js kernels  -> native/cpu/*.cpp  (compiled once per ISA: scalar, avx2, avx512, avx512bf16;
 //                                      not native/cpu/napi, the CPU addon's binding)
 //   node native/sources.js common   -> native/core/*.cpp native/napi/*.cpp native/cpu/napi/*.cpp (compiled once)
 // Paths are relative to the repository root, separated by spaces (gyp's <!@ and CMake's

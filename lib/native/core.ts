@@ -1,5 +1,5 @@
 /** Instruction-set variants of the CPU kernels. */
-export type Isa = 'scalar' | 'avx2' | 'avx512';
+export type Isa = 'scalar' | 'avx2' | 'avx512' | 'avx512bf16';
 
 /** A kernel variant the load-time self-check rejected, and why (which outputs disagreed, by how much). */
 export interface IsaRejection {

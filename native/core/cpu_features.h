@@ -1,8 +1,10 @@
-// Which instruction-set variant of the CPU kernels runs. Each kernel file is compiled three times
-// (scalar, AVX2+FMA, AVX-512) into namespaces nf::cpu::scalar / avx2 / avx512. At load, a
+// Which instruction-set variant of the CPU kernels runs. Each kernel file is compiled four times
+// (scalar, AVX2+FMA, AVX-512, AVX-512 with BF16) into namespaces nf::cpu::scalar / avx2 / avx512 /
+// avx512bf16; the last differs from avx512 only where a kernel uses the BF16 dot-product
+// instructions (the GEMM at precision 'bf16', native/cpu/gemm.cpp). At load, a
 // known-answer self-check runs every kernel family on a tiny fixed input under each variant the
 // CPU and OS support and under the scalar one, and rejects a variant that disagrees; the best
-// variant left is picked, NF_ISA=scalar|avx2|avx512 forces a lower one, and set_active_isa switches
+// variant left is picked, NF_ISA=scalar|avx2|avx512|avx512bf16 forces a lower one, and set_active_isa switches
 // at run time (tests use it to run every variant). A variant the CPU lacks, or one the self-check
 // rejected, is never selected.
 #pragma once
@@ -13,7 +15,8 @@
 
 namespace nf {
 
-enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2 };
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
+constexpr Isa kBestIsa = Isa::avx512bf16;  // the last of the list
 
 const char* isa_name(Isa isa);
 bool parse_isa(const std::string& name, Isa* out);

@@ -5,19 +5,25 @@
 //   NF_ISA 0: scalar (baseline x86-64 / any CPU)   namespace scalar
 //   NF_ISA 1: AVX2 + FMA (Haswell, Zen 1+)          namespace avx2
 //   NF_ISA 2: AVX-512 F/DQ/BW/VL (Skylake-X, Zen 4) namespace avx512
+//   NF_ISA 3: AVX-512 as 2, and AVX512_BF16         namespace avx512bf16
+//             (Cooper Lake, Sapphire Rapids, Zen 4): the same code as avx512 but where a kernel
+//             uses the BF16 instructions (NF_BF16_DOT: the GEMM at precision 'bf16')
 //
 // Why one binary (a prebuild made on any machine) never runs AVX-512 code on a CPU without it:
 // - Every object is compiled with the baseline x86-64 flags (binding.gyp, CMakeLists.txt: no
-//   -march, no -mavx*); only the code after this header's `#pragma GCC target` in an NF_ISA 2
-//   translation unit, all inside namespace nf::cpu::avx512, may use AVX-512 instructions. The
+//   -march, no -mavx*); only the code after this header's `#pragma GCC target` in an NF_ISA 2 or 3
+//   translation unit, all inside namespace nf::cpu::avx512 or nf::cpu::avx512bf16, may use AVX-512
+//   instructions, and only nf::cpu::avx512bf16 the BF16 ones. The
 //   headers included before the pragma keep the baseline target, so inline and template code the
 //   linker merges across variants is baseline code (test/loader.test.ts disassembles the addon and
-//   checks that every EVEX/zmm/mask-register instruction lies in a function of nf::cpu::avx512).
+//   checks that every EVEX/zmm/mask-register instruction lies in a function of nf::cpu::avx512 or
+//   avx512bf16, and every BF16 instruction in one of nf::cpu::avx512bf16).
 // - The avx512 functions are reached only through NF_DISPATCH / NF_DISPATCH_TO (kernel_decl.h) or
 //   an explicit switch on active_isa(), and active_isa() can only hold a variant that
 //   detected_isa() allows: CPUID must report AVX-512 F, DQ, BW and VL (and AVX2, FMA, F16C, BMI1
 //   and BMI2, which the pragmas below enable too), and XGETBV must show the OS saves the opmask
-//   and ZMM state (native/core/cpu_features.cpp); NF_ISA and setIsa() can only lower it.
+//   and ZMM state (native/core/cpu_features.cpp), and avx512bf16 AVX512_BF16 besides; NF_ISA and
+//   setIsa() can only lower it.
 //   NF_DISPATCH_TO's callers (the load-time self-check, the simd_probe test hook) check
 //   detected_isa() themselves. A variant that fails the self-check is not selected either.
 // So the AVX-512 kernels ship in every build and simply stay unused on AVX2 or older CPUs.
@@ -26,7 +32,7 @@
 #include <cstring>  // std::memcpy, for the bit casts of simd.h
 
 #ifndef NF_ISA
-#error "NF_ISA must be defined by the build (0 scalar, 1 avx2, 2 avx512)"
+#error "NF_ISA must be defined by the build (0 scalar, 1 avx2, 2 avx512, 3 avx512bf16)"
 #endif
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -36,10 +42,24 @@
 #define NF_X86 0
 #endif
 
+// NF_BF16_DOT: this variant has the BF16 conversions and dot products (vcvtne2ps2bf16, vdpbf16ps).
+#if NF_ISA == 3
+#define NF_ISA_NS avx512bf16
+#define NF_BF16_DOT NF_X86
+#else
+#define NF_BF16_DOT 0
+#endif
+
+#if NF_ISA >= 2
 #if NF_ISA == 2
 #define NF_ISA_NS avx512
+#endif
 #if NF_X86
+#if NF_ISA == 3
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c,bmi,bmi2")
+#else
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c,bmi,bmi2")
+#endif
 // GCC 12's own _mm512_extract*/_mm256_undefined_* trip -Wmaybe-uninitialized (GCC PR 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"

@@ -59,14 +59,15 @@ LinearDims linear_dims(const PatchEmbedDims& d) { return {d.B * (d.H / d.P) * (d
 
 void patch_embed_forward(const ops::PatchEmbedForward<float>& p) {
   const PatchEmbedDims& d = p.d;
-  NF_ISA_NS::linear_forward(p.out, nullptr, gather_patches(p.images, d), p.weight, p.bias, linear_dims(d), Act::none);
+  NF_ISA_NS::linear_forward(p.out, nullptr, gather_patches(p.images, d), p.weight, p.bias, linear_dims(d), Act::none, {},
+                            p.precision);
 }
 
 void patch_embed_backward(const ops::PatchEmbedBackward<float>& p) {
   const PatchEmbedDims& d = p.d;
   float* dpatches = p.dimages ? patch_matrix(ScratchSlot::tile, d) : nullptr;
   NF_ISA_NS::linear_backward(dpatches, p.dweight, p.dbias, p.dout, gather_patches(p.images, d), p.weight,
-                             linear_dims(d));
+                             linear_dims(d), p.precision);
   if (!p.dimages) return;
   const size_t run = sizeof(float) * d.P;
   for_each_run(d, [&](int64_t pat, int64_t img) { std::memcpy(p.dimages + img, dpatches + pat, run); });
@@ -88,7 +89,6 @@ static Status patch_embed_check(const char* op, const PatchEmbedDims& d, bool im
 }
 
 Status run(const ops::PatchEmbedForward<float>& p) {
-  NF_TRY(ops::cpu_precision_check("patch_embed_forward", p.precision));
   NF_TRY(patch_embed_check("patch_embed_forward", p.d, false));
   if (p.d.B == 0) return Status::Ok();
   NF_DISPATCH(patch_embed_forward, p);
@@ -96,7 +96,6 @@ Status run(const ops::PatchEmbedForward<float>& p) {
 }
 
 Status run(const ops::PatchEmbedBackward<float>& p) {
-  NF_TRY(ops::cpu_precision_check("patch_embed_backward", p.precision));
   NF_TRY(patch_embed_check("patch_embed_backward", p.d, p.dimages != nullptr));
   if (p.d.B == 0) return Status::Ok();
   NF_DISPATCH(patch_embed_backward, p);

@@ -1,9 +1,11 @@
 // The load-time known-answer self-check of the ISA variants (run_isa_selfcheck, declared in
 // core/cpu_features.h): before the first variant is chosen, every kernel family runs once on a
-// tiny fixed input under each candidate variant (avx512, avx2: those the CPU has) and under the
-// scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then uses the
-// next one down). The families: GEMM with each epilogue (every activation of the schema; alpha, beta,
-// bias, preact, every transpose, a strided batch), self-attention forward and backward (causal),
+// tiny fixed input under each candidate variant (avx512bf16, avx512, avx2: those the CPU has) and
+// under the scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then
+// uses the next one down). The families: GEMM with each epilogue (every activation of the schema;
+// alpha, beta, bias, preact, every transpose, a strided batch), the GEMM at precision bf16 (both
+// packing paths, an odd K: the avx512bf16 variant's vdpbf16ps against the scalar emulation of the
+// same rounding), self-attention forward and backward (causal),
 // layernorm forward and backward (with the residual add), the feed-forward network forward and
 // backward with each activation, softmax cross-entropy with its gradient, and an AdamW step.
 // Shapes are chosen so every variant meets full vectors, tails and partial register tiles
@@ -87,6 +89,18 @@ Outputs gemm_family(Isa isa, Act act) {
   NF_DISPATCH_TO(isa, gemm, C.data(), preact.data(), A.data(), B.data(), bias.data(), d);
   const std::string name = std::string("gemm ") + act_name(act) + " epilogue";
   return {{name + " C", C}, {name + " preact", preact}};
+}
+
+// C = A B at precision bf16, M = 13, N = 37, K = 19 (an odd last pair), A and B row-major or both
+// transposed: every variant rounds the inputs the same way, so only the order of sums differs.
+Outputs gemm_bf16_family(Isa isa, bool trans) {
+  GemmDims d;
+  d.M = 13, d.N = 37, d.K = 19;
+  d.transA = d.transB = trans;
+  (void)gemm_check(&d);
+  Floats A = fixed(d.M * d.K, 80 + trans, 0.6f), B = fixed(d.K * d.N, 82 + trans, 0.6f), C(d.M * d.N, 0.0f);
+  NF_DISPATCH_TO(isa, gemm, C.data(), nullptr, A.data(), B.data(), nullptr, d, {}, ops::Precision::bf16);
+  return {{std::string("gemm bf16") + (trans ? " transposed" : "") + " C", C}};
 }
 
 // Causal self-attention, B = 2, T = 5, D = 24, H = 2 (Dh = 12), forward then backward.
@@ -189,6 +203,7 @@ Outputs run_all(Isa isa) {
   Outputs all;
   const auto add = [&all](Outputs some) { all.insert(all.end(), some.begin(), some.end()); };
   for (int a = 0; a < ops::kActCount; ++a) add(gemm_family(isa, static_cast<Act>(a)));  // every epilogue
+  for (bool trans : {false, true}) add(gemm_bf16_family(isa, trans));
   add(attention_family(isa));
   add(layernorm_family(isa));
   for (const ops::Choice<Act>& c : ops::kFeedForwardActivationList) add(feedforward_family(isa, c.value));

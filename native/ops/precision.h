@@ -5,14 +5,12 @@
 //   tf32  float32 tensors, the products' inputs rounded to TF32 with float32 accumulation (PyTorch's
 //         allow_tf32; cuBLASLt CUBLAS_COMPUTE_32F_FAST_TF32). The CPU has no TF32 unit: it computes fp32.
 //   bf16  float32 tensors, the products' inputs rounded to bfloat16 with float32 accumulation
-//         (cuBLASLt CUBLAS_COMPUTE_32F_FAST_16BF). Not implemented on the CPU yet (issue 25): the CPU
-//         kernels reject it (cpu_precision_check).
-// Statistics (LayerNorm, softmax, losses), the optimizer and the attention core (QKᵀ, softmax, PV)
-// stay fp32 whatever the precision.
+//         (cuBLASLt CUBLAS_COMPUTE_32F_FAST_16BF). On the CPU: vdpbf16ps in the avx512bf16 variant,
+//         round-to-nearest-even then fp32 FMA in the others (native/cpu/gemm.cpp), the backward's
+//         products (dX = dY W, dW = dYᵀ X) too; there the attention core's QKᵀ and PV also take
+//         bf16-rounded inputs (native/cpu/attention.cpp).
+// Statistics (LayerNorm, softmax, losses) and the optimizer stay fp32 whatever the precision.
 #pragma once
-#include <string>
-
-#include "../core/status.h"
 #include "schema.h"
 
 namespace nf::ops {
@@ -27,13 +25,6 @@ inline constexpr Choices<Precision> kPrecisions{"Precision", kPrecisionList};
 template <class R>
 void precision_field(R& r, Precision& v) {
   r.choice(v, "precision", kPrecisions, Precision::fp32);
-}
-
-// What the CPU kernels run first: fp32 and tf32 compute fp32; bf16 is not implemented yet (issue 25).
-inline Status cpu_precision_check(const char* op, Precision p) {
-  NF_CHECK(p != Precision::bf16, op,
-           "precision 'bf16' is not implemented on the CPU yet: use 'fp32' or 'tf32' on the CPU, or run on 'cuda'");
-  return Status::Ok();
 }
 
 }  // namespace nf::ops
