@@ -32,9 +32,10 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * How a module's matrix products run (DESIGN.md: precision is a module property, the same meaning on
  * every device; README, Devices): 'fp32' (the default) float32; 'tf32' float32 tensors with the GEMMs'
  * inputs rounded to TF32 (PyTorch's allow_tf32; on the CPU, which has no TF32 unit, exactly fp32);
- * 'bf16' float32 tensors with the GEMMs' inputs rounded to bfloat16 and float32 accumulation (CUDA
- * only for now: the CPU throws ERR_NF_DEVICE). Statistics, losses, the optimizer and the attention
- * core stay fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
+ * 'bf16' float32 tensors with the GEMMs' inputs rounded to bfloat16 and float32 accumulation (on the
+ * CPU: vdpbf16ps where the CPU has AVX512_BF16, the same rounding emulated with fp32 FMA elsewhere,
+ * and the attention core's QKᵀ and PV with bf16 inputs too). Statistics, losses and the optimizer stay
+ * fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
  */
 export type { Precision };
 
@@ -46,7 +47,7 @@ export interface PlacementConfig {
   /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
   device?: Device;
   /**
-   * How the matrix products run: 'fp32' (default), 'tf32' or 'bf16' ('bf16' needs device 'cuda'), as
+   * How the matrix products run: 'fp32' (default), 'tf32' or 'bf16', as
    * `.setPrecision(precision)` after construction (not saved with the config).
    */
   precision?: Precision;
@@ -56,12 +57,6 @@ export interface PlacementConfig {
 export function checkPrecision(name: string, precision: unknown): Precision {
   if (!Precisions.includes(precision as Precision)) invalidArg(name, "'fp32', 'tf32' or 'bf16'", precision);
   return precision as Precision;
-}
-
-/** The ERR_NF_DEVICE of precision 'bf16' on the CPU (not implemented yet, issue 25); `what` names the call. */
-export function bf16OnCpu(what: string): never {
-  throw new NodeformerError('ERR_NF_DEVICE',
-    `${what}: precision 'bf16' is not implemented on the CPU yet; use 'fp32' or 'tf32' on the CPU, or move the model to 'cuda'`);
 }
 
 /** An opaque handle to device memory (freed by the CUDA addon's free, or when collected). */

@@ -8,7 +8,9 @@
  * with bit-identical results (onnxruntime prepacks the same way when a session is created).
  *
  * A packing is rebuilt when its weight changes (Tensor.version: writes through `data`, copyFrom,
- * loadStateDict, optimizer steps) or the kernels' ISA variant does (native.setIsa), and freed when
+ * loadStateDict, optimizer steps), the kernels' ISA variant does (native.setIsa) or the module's
+ * precision does (a 'bf16' packing holds the weight rounded to bfloat16, as bf16 pairs on the
+ * avx512bf16 variant; 'fp32' and 'tf32' share the fp32 one), and freed when
  * the model goes back to training (train()), moves (to()) or is disposed. Memory: a packing is about
  * as large as its weight (16 + in·32·⌈out / 32⌉ floats), so a model in eval mode holds its Linear
  * weights twice; setWeightPrepacking(false) (or NF_PREPACK=0) turns prepacking off.
@@ -16,6 +18,7 @@
 import { invalidArg } from '../validation/errors';
 import { native } from '../native/addon';
 import type { Isa } from '../native/core';
+import type { Precision } from './device';
 import { op, type Program } from './program';
 import { inPool } from './recycle';
 import { Tensor } from './tensor';
@@ -49,29 +52,31 @@ export function packedSize(N: number, K: number): number {
  */
 export class PackedWeight {
   private packed: Tensor<'float32'> | null = null;
-  /** The weight's version and the ISA variant the packing was made for. */
-  private madeFor: { version: number; isa: Isa } | null = null;
+  /** The weight's version, the ISA variant and the panels' precision the packing was made for. */
+  private madeFor: { version: number; isa: Isa; precision: Precision } | null = null;
 
   constructor(private readonly weight: Tensor<'float32'>) {}
 
   /**
-   * The program returning the packing's storage, packing the weight first when it has none or the
-   * weight or the ISA variant changed since; or null (freeing any packing) when `wanted` is false
-   * (training mode), prepacking is off or the weight is not on the CPU.
+   * The program returning the packing's storage for ops run at `precision`, packing the weight first
+   * when it has none or the weight, the ISA variant or the panels' precision changed since; or null
+   * (freeing any packing) when `wanted` is false (training mode), prepacking is off or the weight is
+   * not on the CPU.
    */
-  *current(wanted: boolean): Program<Float32Array | null> {
+  *current(wanted: boolean, precision: Precision): Program<Float32Array | null> {
     const w = this.weight;
     if (!wanted || !enabled || w.device !== 'cpu') {
       this.free();
       return null;
     }
     const isa = native.activeIsa(), made = this.madeFor;
-    if (this.packed && made && made.version === w.version && made.isa === isa) return this.packed.data;
+    const panels: Precision = precision === 'bf16' ? 'bf16' : 'fp32'; // the CPU computes 'tf32' as 'fp32'
+    if (this.packed && made && made.version === w.version && made.isa === isa && made.precision === panels) return this.packed.data;
     const [N, K] = w.shape;
     this.packed ??= inPool(null, () => Tensor.empty([packedSize(N, K)], 'float32'));
     this.madeFor = null; // (a packing that fails halfway is redone next time)
-    yield* packOps(N, K, w.hostValues(), this.packed.data);
-    this.madeFor = { version: w.version, isa };
+    yield* packOps(N, K, panels, w.hostValues(), this.packed.data);
+    this.madeFor = { version: w.version, isa, precision: panels };
     return this.packed.data;
   }
 
@@ -88,6 +93,6 @@ export class PackedWeight {
  * methods for the ops a model needs on a device (lib/core/device.ts requestedOps), and this one, which
  * runs on the CPU only, is no op a model needs on 'cuda'.
  */
-function* packOps(N: number, K: number, W: Float32Array, packed: Float32Array): Program<void> {
-  yield* op('packWeights', { N, K, W, packed });
+function* packOps(N: number, K: number, precision: Precision, W: Float32Array, packed: Float32Array): Program<void> {
+  yield* op('packWeights', { N, K, precision, W, packed });
 }

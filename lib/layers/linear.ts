@@ -49,12 +49,13 @@ export class Linear extends Module {
 
   /**
    * The program returning the weight prepacked for the CPU kernels (what the ops take as WPacked,
-   * W1Packed, qkvWeightPacked, ...), packed first when the weight or the ISA variant changed since;
+   * W1Packed, qkvWeightPacked, ...) at this module's precision, packed first when the weight, the ISA
+   * variant or the precision changed since;
    * null in training mode, on 'cuda' or with prepacking off. FeedForward and MultiHeadAttention pass
    * their Linears' packings to their fused ops.
    */
   *packedWeight(): Program<Float32Array | null> {
-    return yield* this.packed.current(!this.training);
+    return yield* this.packed.current(!this.training, this.precision);
   }
 
   protected override dropInferenceCaches(): void {

@@ -111,6 +111,8 @@ export interface GemmArgs<Buffer = never> {
 export interface PackWeightsArgs<Buffer = never> {
   N: number;
   K: number;
+  /** Default 'fp32'. */
+  precision?: Precision;
   /** [16 + K · 32 · ⌈N / 32⌉], written. */
   packed: FloatArray | Buffer;
   /** [N, K]. */
@@ -870,13 +872,14 @@ export interface NativeOps<Buffer = never> {
    */
   gemm(a: GemmArgs<Buffer>): void;
   /**
-   * Packs a Linear weight W [N, K] (outputs × inputs, y = x Wᵀ) for the active CPU kernel variant: packed [16
-   * + K · 32 · ⌈N / 32⌉] receives a 16-float header (magic, ISA variant, NR, KC, N, K as int32 bit patterns)
-   * and Wᵀ in the GEMM's micro-panel layout (native/ops/packed.h). linearForward (WPacked),
-   * feedforwardForward (W1Packed, W2Packed), attentionForward and attentionDecode (qkvWeightPacked,
-   * projWeightPacked) read it instead of packing W on every call, with bit-identical results; they reject a
-   * buffer packed for another variant (after setIsa) or other dims. Repack whenever W changes. CPU only.
-   * Host-only: runs on the CPU whatever the device (no CUDA kernel).
+   * Packs a Linear weight W [N, K] (outputs × inputs, y = x Wᵀ) for the active CPU kernel variant and
+   * `precision` (that of the ops that will read it): packed [16 + K · 32 · ⌈N / 32⌉] receives a 16-float
+   * header (magic, ISA variant, NR, KC, N, K, precision as int32 bit patterns) and Wᵀ in the GEMM's
+   * micro-panel layout (native/ops/packed.h; bf16: rounded, or as bf16 pairs on avx512bf16). linearForward
+   * (WPacked), feedforwardForward (W1Packed, W2Packed), attentionForward and attentionDecode
+   * (qkvWeightPacked, projWeightPacked) read it instead of packing W on every call, with bit-identical
+   * results; they reject a buffer packed for another variant (after setIsa), another precision or other dims.
+   * Repack whenever W changes. CPU only. Host-only: runs on the CPU whatever the device (no CUDA kernel).
    */
   packWeights(a: PackWeightsArgs<Buffer>): void;
   /**
