@@ -31,10 +31,10 @@
 // order of the fp32 sums:
 //   avx512bf16 (NF_BF16_DOT): the panels hold bf16 pairs, element (i, k) and (i, k + 1) of a panel
 //   in one 32-bit word (k even; an odd last k paired with 0), [⌈kc / 2⌉][P] words per panel, made by
-//   packing P rows as fp32 (the packers above) into a small buffer and converting it
-//   (vcvtne2ps2bf16); the micro-kernel runs vdpbf16ps, two k per instruction (acc += a_k b_k +
-//   a_{k+1} b_{k+1}, products exact in fp32; the instruction treats bf16 denormals as zero, as the
-//   conversion already made them).
+//   packing P rows as fp32 (the packers of pack_inl.h) into a small buffer and converting it
+//   (pack_bf16_pairs: vcvtne2ps2bf16); the micro-kernel runs vdot_bf16 (vdpbf16ps), two k per
+//   instruction, products exact in fp32 (bf16 denormals read as zero, as the conversion already
+//   made them).
 //   every other variant (emulated): the fp32 panels, each value rounded to bf16 once packed, and the
 //   fp32 micro-kernel: the products of bf16 values are exact in fp32, so only the order of the sums
 //   differs from the avx512bf16 form.
@@ -91,7 +91,7 @@ struct Plan {
   // Packing scratch: one B block (kc x the widest column block), then one A block (the tallest
   // row block x kc). Never empty, so that thread_scratch never sees a request for 0 bytes.
   int64_t b_block_floats() const { return round_up(ceil_div(col_panels, nJC) * NR * kc, 16); }
-  // Then (bf16 pairs) one fp32 panel of the widest packer, kc + 1 rows deep, before its conversion.
+  // Then (bf16 pairs) one fp32 panel of the widest packer, kc rows deep, before its conversion.
   size_t scratch_bytes() const {
     return sizeof(float) * (b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16) + (kc + 1) * NR + 16);
   }
@@ -184,27 +184,20 @@ void round_bf16_n(float* x, int64_t n) {
   if (i < n) vstore_n(x + i, vround_bf16(vload_n(x + i, int(n - i))), int(n - i));
 }
 
+// a·b added to acc lane by lane: fp32 values (vfma), or (kPairs) bf16 pairs (vdot_bf16).
+template <bool kPairs>
+inline vf dot_step(vf a, vf b, vf acc) {
+#if NF_BF16_DOT
+  if constexpr (kPairs) return vdot_bf16(acc, a, b);
+#endif
+  return vfma(a, b, acc);
+}
+
 // The tile's accumulators: acc = ap[kd][MR] (the first R rows of each k) * bp[kd][NR] over kd
-// panel rows: fp32 values with vfma, or (kPairs) bf16 pairs with vdpbf16ps.
+// panel rows of fp32 values or (kPairs) bf16 pairs.
 template <int R, bool kPairs>
 void accumulate_tile(vf (&acc)[R][NV], int64_t kd, const float* ap, const float* bp) {
   for (int64_t k = 0; k < kd; ++k, ap += MR, bp += NR) {
-#if NF_BF16_DOT
-    if constexpr (kPairs) {
-      __m512bh b[NV];
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) b[v] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bp + v * W));
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        int32_t pair;
-        std::memcpy(&pair, ap + r, sizeof pair);
-        const __m512bh a = reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair));
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], a, b[v]);
-      }
-      continue;
-    }
-#endif
     vf b[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) b[v] = vload(bp + v * W);
@@ -212,7 +205,7 @@ void accumulate_tile(vf (&acc)[R][NV], int64_t kd, const float* ap, const float*
     for (int r = 0; r < R; ++r) {
       const vf a = vset1(ap[r]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = vfma(a, b[v], acc[r][v]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = dot_step<kPairs>(a, b[v], acc[r][v]);
     }
   }
 }
@@ -271,31 +264,10 @@ void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, 
   }
 }
 
-#if NF_BF16_DOT
-// dst = the fp32 panel src [kc][P] (row kc zero when kc is odd) as bf16 pairs, [⌈kc / 2⌉][P] words:
-// word (kk, r) holds bf16(src[2kk][r]) in its low half and bf16(src[2kk + 1][r]) in its high half.
-template <int P>
-void pair_panel(float* dst, const float* src, int64_t kc) {
-  // vcvtne2ps2bf16(hi, lo) puts lo's 16 conversions below hi's; this permutation of 16-bit words
-  // interleaves them: word j of the result is lo_j | hi_j << 16.
-  const __m512i interleave = _mm512_set_epi32(0x001F000F, 0x001E000E, 0x001D000D, 0x001C000C, 0x001B000B, 0x001A000A,
-                                              0x00190009, 0x00180008, 0x00170007, 0x00160006, 0x00150005, 0x00140004,
-                                              0x00130003, 0x00120002, 0x00110001, 0x00100000);
-  for (int64_t kk = 0; kk < (kc + 1) / 2; ++kk)
-#pragma GCC unroll 2
-    for (int r = 0; r < P; r += W) {
-      const int n = std::min(W, P - r);
-      const vf lo = load_n(src + 2 * kk * P + r, n), hi = load_n(src + (2 * kk + 1) * P + r, n);
-      const __m512i pairs = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-      store_n(dst + kk * P + r, _mm512_castsi512_ps(_mm512_permutexvar_epi16(interleave, pairs)), n);
-    }
-}
-#endif
-
 // Packs rows [0, n) x depth [0, kc) of op(A) or op(B) into P-row panels for `dot`: row-major
 // (element (i, k) at src[i * ld + k]) or k-major (src[k * ld + i]) as pack_inl.h says; bf16_rounded
-// rounds the panels' values, bf16_pairs packs each panel as fp32 into `buf` ((kc + 1) x P floats)
-// and converts it to pairs.
+// rounds the panels' values, bf16_pairs packs each panel as fp32 into `buf` (kc x P floats) and
+// converts it to pairs.
 template <int P>
 void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t kc, bool row_major, Dot dot, float* buf) {
 #if NF_BF16_DOT
@@ -304,8 +276,7 @@ void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t k
       const int64_t rows = std::min<int64_t>(P, n - i);
       if (row_major) pack_transposed<P>(buf, src + i * ld, ld, rows, kc);
       else pack_k_major<P>(buf, src + i, ld, rows, kc);
-      if (kc % 2) std::memset(buf + kc * P, 0, sizeof(float) * P);
-      pair_panel<P>(dst, buf, kc);
+      pack_bf16_pairs<P>(dst, buf, kc);
     }
     return;
   }
@@ -412,7 +383,7 @@ void pack_weights(float* panels, const float* W, int64_t N, int64_t K, ops::Prec
   const Dot dot = dot_of(precision);
   const int64_t ld = ops::packed_width(N), kstep = dot == Dot::bf16_pairs ? 2 : 1;
   parallel_for(ld / NR, [&](int64_t p0, int64_t p1) {
-    alignas(64) float buf[(KC + 1) * NR];  // bf16 pairs: one fp32 panel before its conversion
+    alignas(64) float buf[KC * NR];  // bf16 pairs: one fp32 panel before its conversion
     for (int64_t j0 = p0 * NR; j0 < p1 * NR; j0 += NR)
       for (int64_t pc = 0; pc < nKC; ++pc) {
         const int64_t k0 = pc * kc, depth = std::min(kc, K - k0), kd = panel_depth(depth, dot);

@@ -76,6 +76,12 @@ inline vf vpow2i(vf n) {  // 2^n for integral n in [-126, 127]
   return _mm512_castsi512_ps(_mm512_slli_epi32(i, 23));
 }
 #if NF_BF16_DOT
+// avx512bf16 only: lane i of a and b holds a pair of bf16 (element 2i in the low half, 2i + 1 in
+// the high half, as pack_bf16_pairs writes them); the result is acc + a_hi·b_hi + a_lo·b_lo, one
+// fp32 FMA after the other (vdpbf16ps: bf16 denormals read as zero, denormal results flushed).
+inline vf vdot_bf16(vf acc, vf a, vf b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(_mm512_castps_si512(a)), reinterpret_cast<__m512bh>(_mm512_castps_si512(b)));
+}
 inline vf vround_bf16(vf x) {  // vcvtneps2bf16, widened back to floats
   const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));

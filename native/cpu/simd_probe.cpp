@@ -13,6 +13,8 @@
 //     (out = a ∘ act'(b); arg[0] = Act).
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
 //     panels; transpose_8x8 (AVX2 and AVX-512 only): arg = {rows, lds, ldd}.
+//   avx512bf16 only: vdot_bf16 (lane-wise: acc, a, b), pack_bf16_pairs: arg = {P, kc}, a the fp32
+//     panel [kc][P], out the pairs [⌈kc / 2⌉][P].
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
 #include "simd_probe.h"
 
@@ -111,6 +113,23 @@ Status run_transpose(const SimdProbe& p) {
 #endif
 }
 
+Status run_bf16(const SimdProbe& p, const std::string& fn) {
+#if NF_BF16_DOT
+  if (fn == "vdot_bf16") return lanes<3>(p, [&](vf acc, vf a, vf b) { return vdot_bf16(acc, a, b); });
+  const int64_t P = p.arg[0], kc = p.arg[1];
+  NF_CHECK(arity(p) >= 1 && kc >= 0 && kc * P <= p.n && (kc + 1) / 2 * P <= p.out_n, kOp,
+           "pack_bf16_pairs: takes 1 operand of kc·P floats and writes ⌈kc / 2⌉·P");
+  switch (P) {  // the panel heights of the avx512bf16 GEMM: MR and NR
+    case 12: pack_bf16_pairs<12>(p.out, p.in[0], kc); break;
+    case 32: pack_bf16_pairs<32>(p.out, p.in[0], kc); break;
+    default: return Status::Error(kOp, "pack_bf16_pairs: P must be 12 or 32");
+  }
+  return Status::Ok();
+#else
+  return Status::Error(kOp, fn + " is only in the avx512bf16 variant");
+#endif
+}
+
 Status run_act(const SimdProbe& p, const std::string& fn) {
   NF_CHECK(p.arg[0] >= 0 && p.arg[0] < ops::kActCount, kOp,
            fn + ": arg[0] must be an Act (0 none, 1 relu, 2 gelu, 3 gelu_tanh, 4 silu, 5 tanh)");
@@ -200,6 +219,7 @@ Status run(const SimdProbe& p) {
     return run_transpose(p);
   }
   if (fn == "first_nonfinite_range") return run_finite(p);
+  if (fn == "vdot_bf16" || fn == "pack_bf16_pairs") return run_bf16(p, fn);
   return Status::Error(kOp, "no helper named '" + fn + "'");
 }
 
