@@ -39,6 +39,8 @@ export interface OursRequest {
   /** native.setThreadSpin's microseconds (variants.ts OURS_VARIANTS). */
   spinUs: number;
   repeat: Repeat;
+  /** The model's precision (default 'fp32'; bf16_suite.ts runs 'bf16'). */
+  precision?: 'fp32' | 'bf16';
 }
 
 export interface OrtRequest {

@@ -33,6 +33,7 @@ const ready = () => emit('ready', { threads: native.numThreads(), isa: native.is
 async function ours(q: OursRequest): Promise<void> {
   setup(q.threads, q.spinUs);
   const model = loadModel(q.spec.arch, q.weightsPath), x = loadInputs(q.inputsPath);
+  if (q.precision) model.setPrecision(q.precision);
   ready();
   if (q.mode === 'infer') {
     const step = inferenceStep(model, x), kept: { logits: Float32Array } = { logits: new Float32Array(0) };
