@@ -423,7 +423,10 @@ void attention_forward(const ops::AttentionForward<float>& p, const PackedB& qkv
     NF_ISA_NS::linear_forward(q, nullptr, x, qkv_weight, qkv_bias, {rq, D, D}, Act::none, qkv_p, p.precision);
     NF_ISA_NS::linear_forward(kv, nullptr, memory, qkv_weight + D * D, qkv_bias ? qkv_bias + D : nullptr, {rk, D, 2 * D},
                               Act::none, qkv_p.from_column(D), p.precision);
-    if (bf16) NF_ISA_NS::round_bf16(q, rq * D), NF_ISA_NS::round_bf16(kv, rk * 2 * D);
+    if (bf16) {
+      NF_ISA_NS::round_bf16(q, rq * D);
+      NF_ISA_NS::round_bf16(kv, rk * 2 * D);
+    }
   } else {
     NF_ISA_NS::linear_forward(qkv, nullptr, x, qkv_weight, qkv_bias, {rq, D, 3 * D}, Act::none, qkv_p, p.precision);
     if (bf16) NF_ISA_NS::round_bf16(qkv, rq * 3 * D);

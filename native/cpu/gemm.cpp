@@ -93,7 +93,7 @@ struct Plan {
   int64_t b_block_floats() const { return round_up(ceil_div(col_panels, nJC) * NR * kc, 16); }
   // Then (bf16 pairs) one fp32 panel of the widest packer, kc rows deep, before its conversion.
   size_t scratch_bytes() const {
-    return sizeof(float) * (b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16) + (kc + 1) * NR + 16);
+    return sizeof(float) * (b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16) + kc * NR + 16);
   }
   int64_t panel_buffer_offset() const { return b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16); }
 };

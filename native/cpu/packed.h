@@ -1,6 +1,7 @@
 // Prepacked weights on the CPU: the packWeights op, which writes a Linear weight in the GEMM's
-// micro-panel layout of the active ISA variant and a precision (native/ops/packed.h defines the layout), and the
-// check every kernel that takes such a buffer runs on its header before reading the panels.
+// micro-panel layout of the active ISA variant at a precision (native/ops/packed.h defines the
+// layout), and the check every kernel that takes such a buffer runs on its header before reading
+// the panels.
 #pragma once
 #include <cstdint>
 
