@@ -55,10 +55,13 @@ async function torchBf16(spec: ModelSpec, files: { weights: string; inputs: stri
   return fastestVariant(variants)!.outcome;
 }
 
-/** The bf16 rows of one model, each requested mode in --rounds rounds (ours fp32, ours bf16, PyTorch bf16 alternating). */
+/**
+ * The bf16 rows of one model, each requested mode but 'int8' (int8 inference has its own rows) in
+ * --rounds rounds (ours fp32, ours bf16, PyTorch bf16 alternating).
+ */
 export async function runBf16(spec: ModelSpec, ctx: SuiteContext): Promise<Bf16Row[]> {
   const files = await prepareFiles(spec, ctx), rows: Bf16Row[] = [];
-  for (const mode of ctx.opts.modes) {
+  for (const mode of ctx.opts.modes.filter((m) => m !== 'int8')) {
     const base = { model: spec.id, batch: spec.batch, mode, unit: unit(spec), items: itemsPerStep(spec) };
     if (typeof files === 'string') {
       const m = missing('failed', files);

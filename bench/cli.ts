@@ -1,6 +1,7 @@
 /** The harness's command line: `npm run bench -- [options]` (see HELP). */
 import { parseArgs } from 'node:util';
 
+import type { Mode } from './results';
 import { DEFAULT_MODELS, MODELS } from './specs';
 
 export const OP_FAMILIES = ['linear', 'attention', 'feedforward', 'layernorm', 'adamw'] as const;
@@ -10,7 +11,7 @@ export type Peer = (typeof PEERS)[number];
 
 export interface Options {
   models: string[];
-  modes: ('infer' | 'train')[];
+  modes: Mode[];
   /** The operator table's families (at every requested model's shapes). */
   ops: OpFamily[];
   peers: Peer[];
@@ -44,7 +45,8 @@ threads spinning and sleeping (bench/variants.ts) and the faster stands for each
 NF_BENCH_PYTHON or the project's .venv-bench (\`npm run bench:setup\` creates it).
 
   --models a,b     ${MODELS.map((m) => m.id).join(', ')} (default: all but the tiny ones)
-  --modes a,b      infer, train (default: both)
+  --modes a,b      infer, int8 (inference at precision 'int8' against onnxruntime's own quantize_dynamic
+                   int8 export), train (default: all three)
   --ops a,b        ${OP_FAMILIES.join(', ')}, all or none (default: all)
   --peers a,b      ${PEERS.join(', ')}, all or none (default: all)
   --batch N        override every model's batch size
@@ -102,7 +104,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
   const date = new Date().toISOString().replace(/:/g, '-').replace(/\..*/, '');
   return {
     models: list('models', v.models ?? (quick ? 'seed-cifar' : DEFAULT_MODELS.join(',')), ids, DEFAULT_MODELS),
-    modes: list('modes', v.modes ?? 'all', ['infer', 'train'] as const),
+    modes: list('modes', v.modes ?? 'all', ['infer', 'int8', 'train'] as const),
     ops: list('ops', v.ops ?? 'all', OP_FAMILIES),
     peers: list('peers', v.peers ?? 'all', PEERS),
     batch: v.batch === undefined ? (quick && v.models === undefined ? 16 : null) : number('batch', v.batch, 1, 1),

@@ -1,6 +1,7 @@
 /**
  * The model benchmarks: for each model, our inference against onnxruntime-node and PyTorch 2.x
- * (eager, torch.inference_mode()), and our training step against PyTorch's, every one in its own
+ * (eager, torch.inference_mode()), our inference at precision 'int8' against onnxruntime-node on
+ * onnxruntime's own quantize_dynamic(QInt8) of the same export, and our training step against PyTorch's, every one in its own
  * process, ours and each peer in each of its thread-waiting variants (variants.ts), on the weights and inputs that a `prepare` worker saved from our model (so every side
  * runs identical weights on identical inputs), ours and the peers alternating over --rounds.
  */
@@ -12,7 +13,10 @@ import type { Options } from './cli';
 import { forwardFlops, trainFlops } from './flops';
 import { exportInputs, hashOf, runScript, type PythonInfo } from './peers';
 import type { Repeat } from './protocol';
-import { fastestVariant, missing, outcomeOf, pooled, type Agreement, type Missing, type ModelResult, type Outcome, type PeerName, type PeerResult } from './results';
+import {
+  fastestVariant, missing, modeName, outcomeOf, pooled, type Agreement, type Missing, type Mode, type ModelResult, type Outcome, type PeerName,
+  type PeerResult,
+} from './results';
 import type { StepBreakdown } from './step_breakdown';
 import { archKey, itemsPerStep, unit, type ModelSpec } from './specs';
 import { ORT_VARIANTS, OURS_VARIANTS, TORCH_VARIANTS } from './variants';
@@ -58,17 +62,24 @@ export async function prepareFiles(spec: ModelSpec, ctx: SuiteContext): Promise<
   return files;
 }
 
-/** The ONNX export of the model with these weights, reused while the weights, export scripts and PyTorch are unchanged. */
-async function onnxExport(spec: ModelSpec, files: Files, ctx: SuiteContext): Promise<string | Missing> {
-  const onnx = path.join(ctx.opts.cacheDir, `${archKey(spec.arch)}.onnx`), keyFile = `${onnx}.key`;
-  const key = hashOf([files.weights, ...exportInputs()], [ctx.python.torch ?? '']);
-  if (fs.existsSync(onnx) && fs.existsSync(keyFile) && fs.readFileSync(keyFile, 'utf8') === key) return onnx;
-  ctx.log(`  exporting ${spec.id} to ONNX with PyTorch ...`);
+/**
+ * The ONNX export of the model with these weights (and, when this run measures int8, onnxruntime's
+ * quantize_dynamic(QInt8) of it beside it, `.int8.onnx`), reused while the weights, export scripts and
+ * PyTorch are unchanged. Returns the file `mode` runs.
+ */
+async function onnxExport(spec: ModelSpec, files: Files, mode: Mode, ctx: SuiteContext): Promise<string | Missing> {
+  const base = path.join(ctx.opts.cacheDir, archKey(spec.arch)), onnx = `${base}.onnx`, int8 = `${base}.int8.onnx`, keyFile = `${onnx}.key`;
+  const withInt8 = ctx.opts.modes.includes('int8');
+  const key = hashOf([files.weights, ...exportInputs()], [ctx.python.torch ?? '', withInt8 ? 'int8' : '']);
+  const want = mode === 'int8' ? int8 : onnx;
+  if (fs.existsSync(want) && fs.existsSync(keyFile) && fs.readFileSync(keyFile, 'utf8') === key) return want;
+  ctx.log(`  exporting ${spec.id} to ONNX with PyTorch${withInt8 ? ' (and quantizing it with onnxruntime\'s quantize_dynamic)' : ''} ...`);
   const r = await runScript('export_onnx.py', ['--arch', JSON.stringify(spec.arch), '--weights', files.weights,
-    '--inputs', files.inputs, '--out', onnx, '--threads', String(ctx.opts.threads)], ctx.opts.threads, { timeoutS: SETUP_TIMEOUT_S });
+    '--inputs', files.inputs, '--out', onnx, '--threads', String(ctx.opts.threads), ...(withInt8 ? ['--int8-out', int8] : [])],
+  ctx.opts.threads, { timeoutS: SETUP_TIMEOUT_S });
   if (!lastEvent(r, 'result')) return missing('failed', `ONNX export failed: ${failureReason(r)}`);
   fs.writeFileSync(keyFile, key);
-  return onnx;
+  return want;
 }
 
 function describe(o: Outcome, items: number, u: string): string {
@@ -80,11 +91,11 @@ function peerResult(name: PeerName, variant: string, r: ChildResult | Missing, a
   return { name, variant, outcome: 'status' in r ? r : outcomeOf(r), agreement };
 }
 
-/** onnxruntime-node on the ONNX export in each variant, compared with our logits when ours ran. */
-async function ort(spec: ModelSpec, files: Files, oursRan: boolean, ctx: SuiteContext): Promise<PeerResult[]> {
+/** onnxruntime-node on the ONNX export (its int8 quantization for mode 'int8') in each variant, compared with our logits when ours ran. */
+async function ort(spec: ModelSpec, files: Files, mode: Mode, oursRan: boolean, ctx: SuiteContext): Promise<PeerResult[]> {
   const o = ctx.opts, all = (m: Missing) => ORT_VARIANTS.map((v) => peerResult('onnxruntime-node', v.label, m));
   if (!ctx.python.torch) return all(missing('unavailable', `no ONNX export without PyTorch (${ctx.python.reason})`));
-  const onnx = await onnxExport(spec, files, ctx);
+  const onnx = await onnxExport(spec, files, mode, ctx);
   if (typeof onnx !== 'string') return all(onnx);
   const out: PeerResult[] = [];
   for (const v of ORT_VARIANTS) {
@@ -114,12 +125,12 @@ async function torch(spec: ModelSpec, files: Files, mode: 'infer' | 'train', our
 }
 
 /** One round of one mode: ours in each of its variants, then each requested peer in each of its variants. */
-async function round(spec: ModelSpec, files: Files, mode: 'infer' | 'train', ctx: SuiteContext): Promise<ModelResult> {
-  const o = ctx.opts, tag = `[${spec.id} b${spec.batch} ${mode}]`, items = itemsPerStep(spec), u = unit(spec);
+async function round(spec: ModelSpec, files: Files, mode: Mode, ctx: SuiteContext): Promise<ModelResult> {
+  const o = ctx.opts, tag = `[${spec.id} b${spec.batch} ${modeName(mode)}]`, items = itemsPerStep(spec), u = unit(spec);
   const oursRuns: ChildResult[] = [], oursVariants: { variant: string; outcome: Outcome }[] = [];
   for (const v of OURS_VARIANTS) {
     const r = await runWorker({ task: 'ours', spec, mode, weightsPath: files.weights, inputsPath: files.inputs,
-      logitsPath: mode === 'infer' ? files.logits : null, threads: o.threads, spinUs: v.spinUs, repeat: repeatOf(o) }, { timeoutS: o.timeout });
+      logitsPath: mode !== 'train' ? files.logits : null, threads: o.threads, spinUs: v.spinUs, repeat: repeatOf(o) }, { timeoutS: o.timeout });
     oursRuns.push(r);
     oursVariants.push({ variant: v.label, outcome: outcomeOf(r) });
     ctx.log(`${tag} ours (${v.label}): ${describe(oursVariants[oursVariants.length - 1].outcome, items, u)}`);
@@ -127,16 +138,16 @@ async function round(spec: ModelSpec, files: Files, mode: 'infer' | 'train', ctx
   // The first variant (our default) answers for the breakdown and the peers' agreement checks.
   const [oursRun] = oursRuns, ours = fastestVariant(oursVariants)!.outcome;
   const peers: PeerResult[] = [];
-  if (mode === 'infer' && o.peers.includes('ort')) peers.push(...(await ort(spec, files, ours.status === 'ok', ctx)));
-  if (o.peers.includes('torch')) peers.push(...(await torch(spec, files, mode, oursRun, ctx)));
+  if (mode !== 'train' && o.peers.includes('ort')) peers.push(...(await ort(spec, files, mode, ours.status === 'ok', ctx)));
+  if (mode !== 'int8' && o.peers.includes('torch')) peers.push(...(await torch(spec, files, mode, oursRun, ctx)));
   for (const p of peers) ctx.log(`${tag} ${p.name} (${p.variant}): ${describe(p.outcome, items, u)}`);
   const breakdown = (lastEvent(oursRun, 'result')?.breakdown as StepBreakdown | undefined) ?? null;
   return { ...row(spec, mode, ours, peers, breakdown), oursVariants };
 }
 
-function row(spec: ModelSpec, mode: 'infer' | 'train', ours: Outcome, peers: PeerResult[], breakdown: StepBreakdown | null = null): ModelResult {
+function row(spec: ModelSpec, mode: Mode, ours: Outcome, peers: PeerResult[], breakdown: StepBreakdown | null = null): ModelResult {
   return { model: spec.id, title: spec.title, batch: spec.batch, mode, unit: unit(spec), items: itemsPerStep(spec),
-    flops: mode === 'infer' ? forwardFlops(spec) : trainFlops(spec), ours, peers, breakdown };
+    flops: mode === 'train' ? trainFlops(spec) : forwardFlops(spec), ours, peers, breakdown };
 }
 
 /** Every requested mode of one model, each in --rounds rounds pooled. */

@@ -3,7 +3,8 @@
  * scripts/profile.sh runs it under `perf record`. Prints the median step time to stderr, then two
  * more steps op by op (step_breakdown.ts: the native ops' time, and what is left outside them).
  *
- *   tsx bench/profile_step.ts <model id> <infer|train> [steps = 20] [threads = 2]
+ *   tsx bench/profile_step.ts <model id> <infer|int8|train> [steps = 20] [threads = 2]
+ * (int8: inference at precision 'int8').
  */
 import { native } from '../lib';
 import { MODELS } from './specs';
@@ -12,15 +13,15 @@ import { buildModel, inferenceStep, makeInputs, trainingStep } from './workloads
 
 const [id = '', mode = '', stepsArg = '20', threadsArg = '2'] = process.argv.slice(2);
 const spec = MODELS.find((m) => m.id === id);
-if (!spec || (mode !== 'infer' && mode !== 'train')) {
-  process.stderr.write(`usage: profile_step.ts <${MODELS.map((m) => m.id).join('|')}> <infer|train> [steps] [threads]\n`);
+if (!spec || (mode !== 'infer' && mode !== 'int8' && mode !== 'train')) {
+  process.stderr.write(`usage: profile_step.ts <${MODELS.map((m) => m.id).join('|')}> <infer|int8|train> [steps] [threads]\n`);
   process.exit(2);
 }
 native.setNumThreads(Number(threadsArg));
 const model = buildModel(spec.arch), x = makeInputs(spec);
 const inputs = { images: x.images, src: x.src, tgt: x.tgt, labels: x.labels };
-const step: () => void = mode === 'infer'
-  ? ((run) => () => run().dispose())(inferenceStep(model, inputs))
+const step: () => void = mode !== 'train'
+  ? ((run) => () => run().dispose())(inferenceStep(model, inputs, mode === 'int8' ? 'int8' : 'fp32'))
   : ((run) => () => void run())(trainingStep(model, inputs));
 step();  // warm-up: first-touch of memory, the allocator's cache
 const ms: number[] = [];

@@ -10,6 +10,7 @@
  *   unavailable / error  { reason } / { message }
  */
 import type { OpCase } from './op_cases';
+import type { Mode } from './results';
 import type { Arch, ModelSpec } from './specs';
 
 /** Repetition policy: `warmup` untimed runs, then timed runs until `reps` or `budget` seconds (at least one). */
@@ -30,7 +31,7 @@ export interface PrepareRequest {
 export interface OursRequest {
   task: 'ours';
   spec: ModelSpec;
-  mode: 'infer' | 'train';
+  mode: Mode;
   weightsPath: string;
   inputsPath: string;
   /** Inference: where to write the last logits (raw float32), for the peer's agreement check. */
@@ -39,8 +40,8 @@ export interface OursRequest {
   /** native.setThreadSpin's microseconds (variants.ts OURS_VARIANTS). */
   spinUs: number;
   repeat: Repeat;
-  /** The model's precision (default 'fp32'; bf16_suite.ts runs 'bf16'). */
-  precision?: 'fp32' | 'bf16';
+  /** The model's precision (default: 'int8' in mode 'int8', 'fp32' otherwise; bf16_suite.ts runs 'bf16'). */
+  precision?: 'fp32' | 'bf16' | 'int8';
 }
 
 export interface OrtRequest {

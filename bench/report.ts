@@ -9,7 +9,7 @@ import { bf16Speedup, type Bf16Row } from './bf16_suite';
 import type { OpFamily } from './cli';
 import { stepBudget, total, type BudgetRow } from './op_budget';
 import { targetChecks, speedup, type TargetCheck } from './targets';
-import { bestOf, shortName as short, type ModelResult, type OpRow, type Outcome, type PeerName, type Results } from './results';
+import { bestOf, modeName, shortName as short, type ModelResult, type OpRow, type Outcome, type PeerName, type Results } from './results';
 
 const fmt = (x: number, digits = 1) => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 /** Three significant digits below 100 (0.0412, 5.53, 48.3), whole numbers above. */
@@ -54,7 +54,7 @@ export function modelTable(rows: ModelResult[], peak: number): string {
     rows.map((r) => {
       const g = rate(r.ours, r.flops / 1e9), bound = g?.upper ? '< ' : '';
       const peer = (name: PeerName) => bestOf(r.peers, name)?.outcome;
-      return [r.model, String(r.batch), r.mode === 'infer' ? 'inference' : 'training', cell(r.ours, r.items, r.unit),
+      return [r.model, String(r.batch), modeName(r.mode), cell(r.ours, r.items, r.unit),
         ...PEER_COLUMNS.map((n) => cell(peer(n), r.items, r.unit)), ...bestRatio(r),
         g ? `${bound}${sig(g.value)}` : '—', g ? `${bound}${pct(g.value, peak)}` : '—',
         [r.ours.maxRssKb, ...PEER_COLUMNS.map((n) => peer(n)?.maxRssKb)].map(mb).join(' / ')];
@@ -72,7 +72,7 @@ function variantNote(r: ModelResult, name: PeerName | 'ours'): string | null {
 export function modelNotes(rows: ModelResult[]): string[] {
   const notes: string[] = [];
   for (const r of rows) {
-    const tag = `${r.model} ${r.mode === 'infer' ? 'inference' : 'training'}`;
+    const tag = `${r.model} ${modeName(r.mode)}`;
     const ours = r.oursVariants?.map((v) => [`ours (${v.variant})`, v.outcome] as const) ?? [['ours', r.ours] as const];
     for (const [who, o] of [...ours, ...r.peers.map((p) => [`${p.name} (${p.variant})`, p.outcome] as const)] as const) {
       if (o.status !== 'ok') notes.push(`${tag}, ${who}: ${o.status} — ${o.reason}`);
@@ -151,7 +151,7 @@ export function breakdownTable(rows: ModelResult[]): string {
   return table(['model', 'step', 'step ms (ops timed)', 'in native ops', 'outside the ops (JS, GC, allocation)', 'largest ops: ms per step (calls)'],
     rows.filter((r) => r.breakdown).map((r) => {
       const b = r.breakdown!, inOps = b.ops.reduce((a, o) => a + o.ms, 0), share = (ms: number) => `${sig(ms)} ms (${fmt((100 * ms) / b.stepMs, 0)}%)`;
-      return [r.model, r.mode === 'infer' ? 'inference' : 'training', sig(b.stepMs), share(inOps), share(Math.max(0, b.stepMs - inOps)),
+      return [r.model, modeName(r.mode), sig(b.stepMs), share(inOps), share(Math.max(0, b.stepMs - inOps)),
         b.ops.slice(0, 4).map((o) => `${o.op} ${sig(o.ms)} (${fmt(o.calls, 0)})`).join(', ')];
     }));
 }

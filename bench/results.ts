@@ -105,6 +105,15 @@ export type PeerName = 'onnxruntime-node' | 'PyTorch';
 /** A peer's name in a table cell. */
 export const shortName = (p: PeerName): string => (p === 'onnxruntime-node' ? 'onnxruntime' : p);
 
+/**
+ * What a model row measures: inference ('infer'), inference at precision 'int8' ('int8': ours
+ * setPrecision('int8'), onnxruntime-node on onnxruntime's own quantize_dynamic(QInt8) of the export),
+ * or the training step ('train').
+ */
+export type Mode = 'infer' | 'int8' | 'train';
+/** How the report names a mode. */
+export const modeName = (m: Mode): string => (m === 'infer' ? 'inference' : m === 'int8' ? 'int8 inference' : 'training');
+
 /** That a peer ran the same model: logits (inference) or the first step's loss (training) against ours. */
 export interface Agreement {
   maxAbsDiff?: number;
@@ -125,7 +134,7 @@ export interface ModelResult {
   model: string;
   title: string;
   batch: number;
-  mode: 'infer' | 'train';
+  mode: Mode;
   unit: 'img/s' | 'tok/s';
   /** Images or tokens per step. */
   items: number;

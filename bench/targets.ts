@@ -1,6 +1,7 @@
 /**
- * The speed targets of issue 12, judged from one run's results: each is a ratio against PyTorch
- * 2.x eager (training) or against the faster of onnxruntime-node and PyTorch (inference), or a
+ * The speed targets of issues 12 and 25, judged from one run's results: each is a ratio against PyTorch
+ * 2.x eager (training), against the faster of onnxruntime-node and PyTorch (inference), against
+ * onnxruntime-node on onnxruntime's own quantize_dynamic(QInt8) export (int8 inference, issue 25), or a
  * share of the measured FMA peak of the ISA our kernels ran on; each is met, not met, or not
  * measured (a model or peer that was not run or failed, or a model run at another batch than its
  * own, which --batch or --quick do). A ratio is the peer's median step time
@@ -11,7 +12,7 @@
  * for more than a GEMM can do on this machine shows as such.
  */
 import { BF16_GOAL, bf16Speedup } from './bf16_suite';
-import { bestOf, fastestRun, seconds, shortName as short, type ModelResult, type PeerName, type Results } from './results';
+import { bestOf, fastestRun, seconds, shortName as short, type Mode, type ModelResult, type PeerName, type Results } from './results';
 import { MODELS } from './specs';
 
 export interface TargetCheck {
@@ -25,7 +26,7 @@ export interface TargetCheck {
   peakShares: string;
 }
 
-interface SpeedTarget { mode: 'infer' | 'train'; goal: number; models: string[] }
+interface SpeedTarget { mode: Mode; goal: number; models: string[] }
 
 /** Issue 12's ratios, in its order. Inference is judged against the faster of both peers. */
 export const SPEED_TARGETS: readonly SpeedTarget[] = [
@@ -33,12 +34,14 @@ export const SPEED_TARGETS: readonly SpeedTarget[] = [
   { mode: 'train', goal: 1.1, models: ['vit-b16-b8', 'transformer-base'] },
   { mode: 'infer', goal: 1.3, models: ['seed-cifar', 'seed-stl10'] },
   { mode: 'infer', goal: 1.1, models: ['vit-b16-b1', 'vit-b16-b8', 'transformer-base'] },
+  // Issue 25: int8 inference against onnxruntime's own int8 (quantize_dynamic, QInt8) of the same weights.
+  { mode: 'int8', goal: 1.3, models: ['seed-cifar', 'seed-stl10', 'vit-b16-b1', 'vit-b16-b8'] },
 ];
 /** Issue 12's share of the FMA peak for the training step. */
 export const PEAK_TARGET = { goal: 0.65, models: ['seed-stl10', 'vit-b16-b8'] } as const;
 
 /** The peers each mode is judged against. */
-const PEERS_OF: Record<'infer' | 'train', readonly PeerName[]> = { infer: ['onnxruntime-node', 'PyTorch'], train: ['PyTorch'] };
+const PEERS_OF: Record<Mode, readonly PeerName[]> = { infer: ['onnxruntime-node', 'PyTorch'], int8: ['onnxruntime-node'], train: ['PyTorch'] };
 
 const times = (x: number) => `${x.toPrecision(3)}×`;
 /** x as `times` prints it, with more digits where three would round it onto the other side of goal (1.2996 → 1.2996×, not 1.30×). */
@@ -74,7 +77,7 @@ export function speedup(m: ModelResult | undefined, peers: readonly PeerName[]):
 const partial = (c: Omit<TargetCheck, 'status'>, why: string): TargetCheck => ({ ...c, measured: `${c.measured} (${why})`, status: 'not measured' });
 
 /** The run's result for a target's model and mode, and why it cannot answer the target, if it cannot. */
-function resultOf(res: Results, id: string, mode: 'infer' | 'train'): { m: ModelResult | undefined; why: string | null } {
+function resultOf(res: Results, id: string, mode: Mode): { m: ModelResult | undefined; why: string | null } {
   const m = res.models.find((r) => r.model === id && r.mode === mode), own = MODELS.find((s) => s.id === id)?.batch;
   return { m, why: m && own !== undefined && m.batch !== own ? `at batch ${m.batch}, not ${own}` : null };
 }
@@ -89,7 +92,8 @@ function peakShares(res: Results, m: ModelResult, s: Speedup, goal: number): str
 
 function speedCheck(res: Results, t: SpeedTarget, id: string): TargetCheck {
   const target = t.mode === 'train' ? `training step ≥ ${t.goal.toFixed(1)}× PyTorch 2.x`
-    : `inference ≥ ${t.goal.toFixed(1)}× the faster of onnxruntime-node and PyTorch 2.x`;
+    : t.mode === 'int8' ? `int8 inference ≥ ${t.goal.toFixed(1)}× onnxruntime-node int8 (quantize_dynamic)`
+      : `inference ≥ ${t.goal.toFixed(1)}× the faster of onnxruntime-node and PyTorch 2.x`;
   const { m, why } = resultOf(res, id, t.mode), s = speedup(m, PEERS_OF[t.mode]);
   if (s.ratio == null) return { target, subject: id, measured: '—', status: 'not measured', peakShares: '—' };
   const c = { target, subject: id, measured: `${timesAgainst(s.ratio, t.goal)} ${short(s.best!)}${s.fastestRuns ? ` (fastest runs ${times(s.fastestRuns)})` : ''}`,
@@ -121,8 +125,8 @@ function bf16Checks(res: Results): TargetCheck[] {
   });
 }
 
-/** Every target of issue 12, in the issue's order, then issue 25's bf16 targets, each judged from this run or "not measured". */
+/** Every target of issues 12 and 25, in the issues' order (int8, then bf16), each judged from this run or "not measured". */
 export function targetChecks(res: Results): TargetCheck[] {
-  const speed = (mode: 'infer' | 'train') => SPEED_TARGETS.filter((t) => t.mode === mode).flatMap((t) => t.models.map((id) => speedCheck(res, t, id)));
-  return [...speed('train'), ...PEAK_TARGET.models.map((id) => peakCheck(res, id)), ...speed('infer'), ...bf16Checks(res)];
+  const speed = (mode: Mode) => SPEED_TARGETS.filter((t) => t.mode === mode).flatMap((t) => t.models.map((id) => speedCheck(res, t, id)));
+  return [...speed('train'), ...PEAK_TARGET.models.map((id) => peakCheck(res, id)), ...speed('infer'), ...speed('int8'), ...bf16Checks(res)];
 }

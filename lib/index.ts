@@ -12,6 +12,8 @@ export type { ErrorCode } from './validation/errors';
 export { Tensor } from './core/tensor';
 export type { DType } from './core/tensor';
 export { cudaEmptyCache, cudaMemoryStats, supportedOps, supports } from './core/device';
+export { cudaGraphsEnabled, cudaGraphStats, setCudaGraphs } from './core/graph';
+export type { CudaGraphStats } from './core/graph';
 export type { CudaBinding, CudaGemmInfo, CudaMemoryStats, Device, DeviceBuffer, PlacementConfig, Precision } from './core/device';
 export { Module, Parameter } from './core/module';
 export type { EvalOptions, LoadStateDictOptions, ProgramArgs, ProgramResult, StateDict } from './core/module';

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # npm run bench:setup — the Python environment of the benchmark's PyTorch peers: .venv-bench/ at the
 # repository root (git-ignored), made with `python3 -m venv`, holding PyTorch 2.x (its CPU build
-# brings MKL and oneDNN), onnx (the ONNX export for onnxruntime-node) and numpy, from the pip index
+# brings MKL and oneDNN), onnx (the ONNX export for onnxruntime-node), onnxruntime (its quantize_dynamic
+# makes the onnxruntime int8 peer's model) and numpy, from the pip index
 # pip is configured with. `npm run bench` finds it there (NF_BENCH_PYTHON overrides it).
 #
 # PyTorch: torch==$NF_BENCH_TORCH (default 2.13.0, the version the README's figures were taken
@@ -22,8 +23,8 @@ else
 fi
 PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check)
 
-say "installing numpy and onnx: pip install numpy onnx"
-"${PIP[@]}" numpy onnx
+say "installing numpy, onnx and onnxruntime: pip install numpy onnx onnxruntime"
+"${PIP[@]}" numpy onnx onnxruntime
 
 say "installing PyTorch: pip install torch==$WANT"
 if ! "${PIP[@]}" "torch==$WANT"; then

@@ -11,6 +11,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The tensor-core kernels must reach the tensor cores: `nvcc --ptx` (compute_80) of each file below
+# must contain each instruction named after it (mma.sync for bf16 and tf32, ldmatrix, cp.async).
+TENSOR_CORE_PTX='
+flash_attention_forward.cu   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ldmatrix.sync.aligned.m8n8.x4.shared.b16 ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 cp.async.cg.shared.global
+flash_attention_backward.cu  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ldmatrix.sync.aligned.m8n8.x4.shared.b16 ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 cp.async.cg.shared.global
+'
+
 # kernel (demangled, no namespace or parameters)   registers   static shared memory (bytes)
 # Budgets sit at or a little over what nvcc 13 gives today; most equal the register cap the kernel's
 # __launch_bounds__ sets for its blocks per SM (e.g. 128 / 85 for the GEMM tiles at 2 / 3 blocks of 256
@@ -31,6 +38,7 @@ bias_act_backward_kernel                 40   0
 ce_targets_kernel                        40   128
 ce_row_kernel                            40   128
 ce_mean_kernel                           40   256
+# adamw_kernel: the step factors (double pow) at the top of each thread, from arguments or step values
 adamw_kernel                             40   0
 attention_forward_kernel<1>              96   0
 attention_forward_kernel<2>              96   0
@@ -67,6 +75,8 @@ scale_kernel                             40   0
 clip_norm_kernel                         40   256
 # clip_scale_kernel: scale_kernel reading its factor from device memory
 clip_scale_kernel                        40   0
+# clip_coefficient_kernel: one thread adding the per-tensor sums in order (double), then sqrt
+clip_coefficient_kernel                  40   0
 # first_nonfinite_*: grid-stride scan, then block min-reductions of int64 positions (32 of them shared)
 first_nonfinite_partial_kernel           40   256
 first_nonfinite_index_kernel             40   256
@@ -75,6 +85,38 @@ mse_partial_kernel                       40   256
 mse_mean_kernel                          40   256
 softmax_kernel                           40   128
 topk_kernel                              40   256
+# flash_forward_kernel (flash_attention_forward.cu, the bf16 / tf32 attention core): 4 warps of two 16-row
+# blocks, each block with a 16 x DP fp32 output (DP/2 registers at head width DP) and a 16 x R score tile
+# (R/2), plus operand fragments and running max and sum: up to the 255 that __launch_bounds__(128, 2)
+# allows (2 CTAs per SM); shared memory is dynamic (Q tile and the K, V stream, sized at launch, at most
+# 99 KB, the sm_89 limit)
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 32>     255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 64>     255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 96>     255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 128>    255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 32>     255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 64>     255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 96>     255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 128>    255  0
+# flash_dkdv_kernel (flash_attention_backward.cu): two 16 x DP fp32 accumulators (dK and dV, DP registers)
+# plus the 16 x R tiles of S and dP (R): up to the 255 of 2 CTAs per SM (at DP 128 R is 16 to stay there)
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 32>        255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 64>        255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 96>        255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 128>       255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 32>        255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 64>        255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 96>        255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 128>       255  0
+# flash_dq_kernel: one 16 x DP accumulator (dQ) and the 16 x R tiles of S and dP (about 200), 2 CTAs per SM
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 32>          208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 64>          208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 96>          208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 128>         208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 32>          208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 64>          208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 96>          208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 128>         208  0
 # Test kernels (native/cuda/tests/mma_kernels.cu, launched by the tests only): one warp running one
 # warp-level matrix instruction (mma, ldmatrix through 33 staged shared rows, cp.async of 480 floats)
 # or the cvt conversions, and a 64x64-tile bf16 GEMM of 128 threads (32 fp32 accumulators each, A and
@@ -104,7 +146,7 @@ fi
 
 report=${NF_PTXAS_REPORT:-native/cuda/ptxas-report.txt}
 log="$(mktemp)"
-trap 'rm -f "$log" "$log.o"' EXIT
+trap 'rm -f "$log" "$log.o" "$log.ptx"' EXIT
 start=$(date +%s)
 for cu in native/cuda/*.cu native/cuda/tests/*.cu; do
   "$NVCC" -std=c++17 -O3 --threads 2 \
@@ -117,6 +159,18 @@ for cu in native/cuda/*.cu native/cuda/tests/*.cu; do
     exit 1
   }
 done
+
+while read -r file instructions; do
+  [ -n "$file" ] || continue
+  "$NVCC" -std=c++17 -O3 -arch=compute_80 --ptx "native/cuda/$file" -o "$log.ptx"
+  for instruction in $instructions; do
+    grep -qF "$instruction" "$log.ptx" || {
+      echo "check_cuda: nvcc --ptx of native/cuda/$file has no $instruction" >&2
+      exit 1
+    }
+  done
+  echo "check_cuda: nvcc --ptx of native/cuda/$file has $(grep -cE '^\s*mma\.sync' "$log.ptx") mma.sync ($instructions)"
+done <<<"$TENSOR_CORE_PTX"
 
 # One row per (kernel, arch): file kernel arch registers spill-stores spill-loads stack smem.
 rows="$(awk '

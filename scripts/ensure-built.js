@@ -1,24 +1,61 @@
 #!/usr/bin/env node
-// Compiles the TypeScript sources (npm run build:ts) when dist/ is missing or older than any
-// file under lib/, so `npm run demo` always runs the current code without a needless rebuild.
+// Brings a clone's builds up to date before `npm test` (pretest) and `npm run demo`, so the
+// developer flow `npm install && npm test` / `npm install && npm run demo` works on a fresh clone.
+// A clone has no platform package (@nodeformer/<platform>: what `npm install nodeformer` gives a
+// user, lib/native/platform.ts), and installing runs no build script, so the addon is built here,
+// explicitly, and only what is missing or older than its sources:
+//   - the CPU addon, build/Release/nodeformer.node (node-gyp, as `npm run build:native`): configured
+//     when there is no build/Makefile or native/ changed since, then `node-gyp build` (make rebuilds
+//     only what changed);
+//   - the MPI addon, native/mpi/build/Release/nodeformer_mpi.node, when Open MPI's mpicxx is on the
+//     PATH (as `npm run build:mpi`; without it the distributed tests skip, saying why);
+//   - the TypeScript build, dist/ (npm run build:ts), which the demo's command line runs.
+'use strict';
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const root = path.resolve(__dirname, '..');
-const target = path.join(root, 'dist', 'cjs', 'bin.js');
+const { nodeGyp } = require('./node_gyp');
 
-function newestSource(dir) {
-  let newest = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSource(p) : fs.statSync(p).mtimeMs);
+const root = path.resolve(__dirname, '..');
+const at = (...p) => path.join(root, ...p);
+
+/** The newest mtime of `p` (a file, or a folder's files and subfolders, recursively), skipping `skip`. */
+function newest(p, skip = []) {
+  if (!fs.existsSync(p) || skip.includes(p)) return 0;
+  const stat = fs.statSync(p);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return fs.readdirSync(p).reduce((n, e) => Math.max(n, newest(path.join(p, e), skip)), stat.mtimeMs);
+}
+const mtime = (p) => (fs.existsSync(p) ? fs.statSync(p).mtimeMs : -1);
+
+function run(what, status) {
+  if (status !== 0) {
+    console.error(`ensure-built: ${what} failed (exit ${status})`);
+    process.exit(status || 1);
   }
-  return newest;
 }
 
-const built = fs.existsSync(target) ? fs.statSync(target).mtimeMs : -1;
-if (built < Math.max(newestSource(path.join(root, 'lib')), fs.statSync(path.join(root, 'tsconfig.json')).mtimeMs)) {
+// The CPU addon: the sources native/sources.js lists (native/core, native/cpu, native/napi, native/ops) and binding.gyp.
+const addon = at('build', 'Release', 'nodeformer.node');
+const cpuSources = Math.max(...['core', 'cpu', 'napi', 'ops'].map((d) => newest(at('native', d))), mtime(at('binding.gyp')), mtime(at('native', 'sources.js')));
+if (mtime(addon) < cpuSources) {
+  console.log('ensure-built: building the CPU addon (build/Release/nodeformer.node)');
+  if (!fs.existsSync(at('build', 'Makefile')) || mtime(at('build', 'config.gypi')) < cpuSources) run('node-gyp configure', nodeGyp(['configure', `--directory=${root}`]));
+  run('node-gyp build', nodeGyp(['build', '-j', 'max', `--directory=${root}`]));
+  fs.utimesSync(addon, new Date(), new Date()); // make may leave it untouched when only a header outside its deps changed
+}
+
+// The MPI addon, where Open MPI is installed (native/mpi/build.js --optional never fails).
+const mpi = at('native', 'mpi', 'build', 'Release', 'nodeformer_mpi.node');
+if (mtime(mpi) < newest(at('native', 'mpi'), [at('native', 'mpi', 'build')]) &&
+    spawnSync('sh', ['-c', 'command -v mpicxx'], { stdio: 'ignore' }).status === 0) {
+  console.log('ensure-built: building the MPI addon (native/mpi/build/Release/nodeformer_mpi.node)');
+  run('native/mpi/build.js', spawnSync(process.execPath, [at('native', 'mpi', 'build.js'), '--optional'], { stdio: 'inherit' }).status ?? 1);
+}
+
+// The TypeScript build, when dist/ is missing or older than lib/ or tsconfig.json.
+if (mtime(at('dist', 'cjs', 'bin.js')) < Math.max(newest(at('lib')), mtime(at('tsconfig.json')))) {
   const r = spawnSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build:ts'], { cwd: root, stdio: 'inherit' });
-  process.exit(r.status ?? 1);
+  run('npm run build:ts', r.status ?? 1);
 }

@@ -1,13 +1,17 @@
 """Exports a benchmark model to ONNX for the onnxruntime-node peer, with our model's weights.
 
-  python scripts/export_onnx.py --arch '<json>' --weights W.safetensors --inputs I.safetensors --out M.onnx
+  python scripts/export_onnx.py --arch '<json>' --weights W.safetensors --inputs I.safetensors --out M.onnx \
+      [--int8-out M.int8.onnx]
 
 The model is scripts/torch_models.py's (the PyTorch peer's own model) built from --arch (see
 bench/specs.ts) and loaded with the safetensors weights that the harness saved from our model's
 stateDict(); it is traced on the example inputs (images, or src and tgt token ids) with a dynamic
 batch axis by the TorchScript exporter (dynamo=False: the dynamo exporter needs onnxscript),
 opset 17 (LayerNormalization), constant folding on. Then onnxruntime's Python package, when
-present, checks the graph's logits against PyTorch's before the file is kept.
+present, checks the graph's logits against PyTorch's before the file is kept. With --int8-out, it also
+writes onnxruntime's own dynamic int8 quantization of that graph there, as a user quantizes for CPU
+inference: onnxruntime.quantization.quantize_dynamic(weight_type=QuantType.QInt8), its defaults
+otherwise (the benchmark's onnxruntime int8 peer; needs the onnxruntime package).
 Prints JSON lines: {"event": "result", "seconds": ..., "maxAbsDiff": ... | null} or {"event": "error"}.
 """
 import argparse
@@ -27,6 +31,7 @@ def main():
     ap.add_argument("--inputs", required=True, help="safetensors with images, or src and tgt")
     ap.add_argument("--out", required=True, help="the .onnx file to write")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--int8-out", help="also write onnxruntime's quantize_dynamic(weight_type=QInt8) of the graph here")
     args = ap.parse_args()
 
     import torch
@@ -56,6 +61,13 @@ def main():
         diff = float(abs(got - expected.numpy()).max())
         if not diff <= 1e-3 * max(1.0, float(expected.abs().max())):
             common.fail(f"the ONNX graph disagrees with PyTorch: max |diff| {diff:g}")
+    if args.int8_out:
+        if onnxruntime is None:
+            common.fail("--int8-out needs the onnxruntime package (pip install onnxruntime)")
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantize_dynamic(tmp, args.int8_out + ".tmp", weight_type=QuantType.QInt8)
+        os.replace(args.int8_out + ".tmp", args.int8_out)
     os.replace(tmp, args.out)
     common.emit("result", seconds=time.time() - t0, maxAbsDiff=diff)
 

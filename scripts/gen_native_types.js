@@ -148,7 +148,7 @@ function render(schema) {
 function loadSchema() {
   const file = process.env.NF_ADDON_PATH
     ? path.resolve(process.env.NF_ADDON_PATH)
-    : require('node-gyp-build').resolve(root);
+    : path.join(root, 'build', 'Release', 'nodeformer.node');
   return JSON.parse(require(file).opSchema());
 }
 

@@ -17,8 +17,8 @@ TRAIN=${1:-20} INFER=${2:-40} WARMUP=${3:-5}
 WORK=$(mktemp -d)
 LOG=${LOG:-$WORK/valgrind.log}
 node -e "require('esbuild').buildSync({ entryPoints: ['test/support/leak_loop.ts'], bundle: true, platform: 'node',
-  format: 'cjs', target: 'node20', outfile: '$WORK/leak_loop.js', external: ['node-gyp-build'], logLevel: 'error' })"
-NF_ADDON_PATH=${NF_ADDON_PATH:-$(node -p "require('node-gyp-build').path('.')")}
+  format: 'cjs', target: 'node20', outfile: '$WORK/leak_loop.js', logLevel: 'error' })"
+NF_ADDON_PATH=${NF_ADDON_PATH:-$PWD/build/Release/nodeformer.node}
 export NF_ADDON_PATH
 echo "leak_check: $TRAIN training steps, $INFER inference calls (after $WARMUP of each) under valgrind; addon $NF_ADDON_PATH"
 status=0

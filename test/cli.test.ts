@@ -6,6 +6,8 @@ import * as path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
+import { digitPng } from '../lib/cli/images';
+import { DIGIT_PIXELS, loadMnist } from '../lib/cli/mnist';
 import { ViTClassifier } from '../lib/models/vit';
 import { runCli as run } from './support/run_cli';
 
@@ -86,5 +88,26 @@ describe('nodeformer command line', () => {
     const notPng = await run('predict', checkpoint, '--model', checkpoint);
     expect(notPng.status).toBe(2);
     expect(notPng.stderr).toContain('Expected an image (PNG, JPEG');
+  });
+
+  it("eval and predict take --precision int8 (CPU inference; with --device cuda a usage error)", async () => {
+    const checkpoint = path.join(root, 'test', 'fixtures', 'int8', 'mnist_vit.safetensors');
+    const evaluated = await run('eval', '--model', checkpoint, '--test-size', '200', '--precision', 'int8');
+    expect(evaluated.status, evaluated.stderr).toBe(0);
+    expect(evaluated.out).toMatch(/test accuracy [\d.]+% \(\d+\/200\), loss [\d.]+/);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nf-cli-int8-'));
+    const { test } = loadMnist({ trainSize: 1, testSize: 3 });
+    const files = [0, 1, 2].map((i) => {
+      const f = path.join(dir, `digit-${test.labels[i]}.png`);
+      fs.writeFileSync(f, digitPng(test.pixels.subarray(i * DIGIT_PIXELS, (i + 1) * DIGIT_PIXELS)));
+      return f;
+    });
+    const predicted = await run('predict', ...files, '--model', checkpoint, '--precision', 'int8');
+    expect(predicted.status, predicted.stderr).toBe(0);
+    for (const l of predicted.out.split('\n')) expect(l).toMatch(/digit-(\d)\.png: \1 \(\d+\.\d%\)$/);
+    const cuda = await run('eval', '--model', checkpoint, '--precision', 'int8', '--device', 'cuda');
+    expect(cuda.status).toBe(2);
+    expect(cuda.stderr).toContain('--precision int8 runs on the CPU');
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });

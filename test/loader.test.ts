@@ -57,8 +57,9 @@ describe('one binary for every x86-64 CPU', () => {
   const x86 = process.arch === 'x64';
 
   it('never selects a kernel variant the CPU lacks, whatever NF_ISA asks for', () => {
-    const order = ['scalar', 'avx2', 'avx512', 'avx512bf16'];
-    for (const want of ['scalar', 'avx2', 'avx512', 'avx512bf16'] as const) {
+    const order = x86 ? ['scalar', 'avx2', 'avx512', 'avx512bf16'] : process.arch === 'arm64' ? ['scalar', 'neon'] : ['scalar'];
+    expect(info.compiled).toEqual(order);
+    for (const want of order) {
       const active = execFileSync(process.execPath, ['-p', `require(${JSON.stringify(nativeAddonPath)}).isaInfo().active`],
         { env: { ...process.env, NF_ISA: want }, encoding: 'utf8' }).trim();
       expect(order.indexOf(active)).toBeLessThanOrEqual(order.indexOf(info.detected));
@@ -68,7 +69,6 @@ describe('one binary for every x86-64 CPU', () => {
     }
     for (const above of order.slice(order.indexOf(info.detected) + 1) as Isa[])
       expect(() => native.setIsa(above)).toThrow(new RegExp(`cannot run the ${above} kernels`));
-    expect(info.compiled).toEqual(['scalar', 'avx2', 'avx512', 'avx512bf16']);
   });
 
   // objdump (binutils) comes with the compiler that builds the addon; the check reads the binary itself.
@@ -82,23 +82,25 @@ describe('one binary for every x86-64 CPU', () => {
   })();
 
   /**
-   * What to disassemble: the loaded addon when it has its symbol table; a stripped one (the
-   * prebuild, which `npm run prebuild` moves out of build/Release) through the object files it was
+   * What to disassemble: the loaded addon when it has its symbol table; a stripped one (a platform
+   * package's, as `npm run build:platforms` leaves it in build/platforms/<platform>/ with its
+   * objects in obj/ beside it; else the clone's build/Release) through the object files it was
    * linked from, which keep their symbols.
    */
   function binaries(): string[] {
     if (!/no symbols/.test(execFileSync('objdump', ['-t', nativeAddonPath], { encoding: 'utf8', maxBuffer: 1 << 28 })))
       return [nativeAddonPath];
-    const objects = path.resolve(__dirname, '..', 'build', 'Release', 'obj.target');
+    const beside = path.join(path.dirname(nativeAddonPath), 'obj');
+    const objects = fs.existsSync(beside) ? beside : path.resolve(__dirname, '..', 'build', 'Release', 'obj.target');
     return fs.readdirSync(objects, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.o')).map((f) => path.join(objects, f));
   }
 
-  it.runIf(objdump)('has AVX-512 instructions only inside nf::cpu::avx512(bf16) code, and BF16 ones only inside nf::cpu::avx512bf16', () => {
+  it.runIf(objdump)('has AVX-512 instructions only inside nf::cpu::avx512(bf16|_vnni) code, BF16 ones only inside nf::cpu::avx512bf16, VNNI ones only inside nf::cpu::avx512_vnni', () => {
     const files = binaries();
     expect(files.length).toBeGreaterThan(0);
     const dump = execFileSync('objdump', ['-d', '-C', ...files], { encoding: 'utf8', maxBuffer: 1 << 30 });
-    const offenders = new Set<string>(), bf16Offenders = new Set<string>();
-    let fn = '', evexFns = 0, bf16Fns = 0;
+    const offenders = new Set<string>(), bf16Offenders = new Set<string>(), vnniOffenders = new Set<string>();
+    let fn = '', evexFns = 0, bf16Fns = 0, vnniFns = 0;
     for (const line of dump.split('\n')) {
       const head = /^[0-9a-f]+ <(.*)>:$/.exec(line);
       if (/file format/.test(line)) fn = '';
@@ -109,9 +111,14 @@ describe('one binary for every x86-64 CPU', () => {
       // An instruction line: "  addr:\tbytes\tmnemonic operands". EVEX (AVX-512) encodings start with 0x62.
       const m = /^\s+[0-9a-f]+:\t([0-9a-f ]+)\t(.*)$/.exec(line);
       if (!m) continue;
+      // VNNI (vpdpbusd / vpdpwssd, AVX-512 VNNI or AVX-VNNI): only in the int8 kernels' own namespace.
+      if (/^\{?[a-z]*\}?\s*vpdp(bu|ws)sds?\b/.test(m[2])) {
+        if (fn.includes('nf::cpu::avx512_vnni::')) vnniFns++;
+        else vnniOffenders.add(fn);
+      }
       const evex = /^(6[67] )?62 /.test(m[1]) || /%zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2\d|3[01])\b/.test(m[2]);
       if (!evex) continue;
-      if (/nf::cpu::avx512(bf16)?::/.test(fn)) evexFns++;
+      if (/nf::cpu::avx512(bf16|_vnni)?::/.test(fn)) evexFns++;
       else offenders.add(fn);
       if (!/^vdpbf16ps|^vcvtne2?ps2bf16/.test(m[2])) continue;
       if (fn.includes('nf::cpu::avx512bf16::')) bf16Fns++;
@@ -121,5 +128,7 @@ describe('one binary for every x86-64 CPU', () => {
     expect([...bf16Offenders]).toEqual([]);
     expect(evexFns).toBeGreaterThan(0); // the AVX-512 kernels are there
     expect(bf16Fns).toBeGreaterThan(0); // and the BF16 ones
+    expect([...vnniOffenders]).toEqual([]);
+    expect(vnniFns).toBeGreaterThan(0); // the int8 VNNI kernels are there
   });
 });

@@ -66,6 +66,8 @@ interface Family {
 const mask = (p: number) => (n: number, r: Rand) => Uint8Array.from({ length: n }, () => (r() < p ? 1 : 0));
 const scaled = (s: number) => (n: number, r: Rand) => randn32(n, r, s);
 const positive = (n: number, r: Rand) => Float64Array.from(randn32(n, r, 0.1), Math.abs);
+/** A step-value table of seeds (integers, as a step's are). */
+const stepTable = (n: number) => Float64Array.from({ length: n }, (_, i) => 1000 + 17 * i);
 
 const families: Family[] = [
   {
@@ -113,12 +115,14 @@ const families: Family[] = [
   },
   {
     forward: 'feedforwardForward', backward: 'feedforwardBackward', cuda: 4,
-    values: { W1: scaled(0.3), W2: scaled(0.3) },
+    values: { W1: scaled(0.3), W2: scaled(0.3), stepValues: stepTable },
     cases: [
       { label: 'rows 1, D 24, F 72, gelu', args: { rows: 1, D: 24, F: 72, activation: 'gelu' }, give: ['h'] },
       { label: 'rows 7, D 40, F 20, gelu_tanh, dropout 0.1', args: { rows: 7, D: 40, F: 20, activation: 'gelu_tanh', dropout: 0.1, seed: 9, offset: 4 }, give: ['h'] },
       { label: 'rows 30, D 12, F 48, relu', args: { rows: 30, D: 12, F: 48, activation: 'relu' }, give: ['h'], fd: false },
       { label: 'rows 9, D 20, F 33, silu, dropout 0.2', args: { rows: 9, D: 20, F: 33, activation: 'silu', dropout: 0.2, seed: 2, offset: 5 }, give: ['h'] },
+      { label: 'rows 5, D 8, F 16, gelu, dropout 0.3, the seed from stepValues', args: { rows: 5, D: 8, F: 16, activation: 'gelu', dropout: 0.3, seed: 2, seedAt: 1 },
+        give: ['h', 'stepValues'], len: { stepValues: 2 } },
     ],
   },
   {
@@ -179,8 +183,11 @@ const families: Family[] = [
   { forward: 'add', cases: [{ label: 'n 1000', args: { n: 1000 } }, { label: 'n 1', args: { n: 1 } }] },
   { forward: 'accumulate', cases: [{ label: 'n 37', args: { n: 37 } }] },
   {
-    forward: 'dropoutForward', backward: 'dropoutBackward',
-    cases: [{ label: 'n 257, p 0.3', args: { n: 257, p: 0.3, seed: 5, offset: 2 } }, { label: 'n 3, p 0', args: { n: 3, p: 0, seed: 0, offset: 0 } }],
+    forward: 'dropoutForward', backward: 'dropoutBackward', values: { stepValues: stepTable },
+    cases: [
+      { label: 'n 257, p 0.3', args: { n: 257, p: 0.3, seed: 5, offset: 2 } }, { label: 'n 3, p 0', args: { n: 3, p: 0, seed: 0, offset: 0 } },
+      { label: 'n 100, p 0.5, the seed from stepValues', args: { n: 100, p: 0.5, seed: 5, offset: 1, seedAt: 2 }, give: ['stepValues'], len: { stepValues: 3 } },
+    ],
   },
   {
     forward: 'copyRows',
@@ -203,8 +210,11 @@ const families: Family[] = [
     ],
   },
   {
-    forward: 'adamwStep', values: { expAvgSq: positive },
-    cases: [{ label: 'n 37, step 3', args: { n: 37, step: 3, lr: 0.01 } }],
+    forward: 'adamwStep', values: { expAvgSq: positive, stepValues: () => Float64Array.from([7, 0.02]) },
+    cases: [
+      { label: 'n 37, step 3', args: { n: 37, step: 3, lr: 0.01 } },
+      { label: 'n 37, step 7 and lr 0.02 from stepValues', args: { n: 37, step: 3, lr: 0.01, stepAt: 0, lrAt: 1 }, give: ['stepValues'], len: { stepValues: 2 } },
+    ],
   },
   {
     forward: 'sgdStep',
@@ -266,6 +276,8 @@ const families: Family[] = [
   },
   { forward: 'scale', cases: [{ label: 'n 100, s -0.5', args: { n: 100, s: -0.5 } }] },
   { forward: 'clipGradNorm', cases: [{ label: 'n 50, max norm 1 (clipped)', args: { n: 50, maxNorm: 1 } }] },
+  { forward: 'clipCoefficient', values: { sums: positive }, cases: [{ label: 'n 30, max norm 0.5', args: { n: 30, maxNorm: 0.5 } }] },
+  { forward: 'clipScale', values: { coef: () => Float64Array.from([0.37]) }, cases: [{ label: 'n 100, coef 0.37', args: { n: 100 } }] },
   {
     forward: 'firstNonFinite',
     values: { x: (n, r) => Float64Array.from(randn32(n, r), (v, i) => (i === 37 ? NaN : v)) },

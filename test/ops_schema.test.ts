@@ -161,7 +161,7 @@ describe('the ops a module declares (what Module.to checks)', () => {
 
   it('optimizers declare their step, zeroGrad and gradient-clipping ops', () => {
     const p = new ViTClassifier({ imgSize: 4, patchSize: 4, inChannels: 1, dModel: 8, numHeads: 1, dFF: 8, depth: 1, numClasses: 2 }).parameters();
-    const common = ['clipGradNorm', 'copyRows', 'scale', 'sumSquares', 'zero'];
+    const common = ['clipCoefficient', 'clipGradNorm', 'clipScale', 'copyRows', 'scale', 'sumSquares', 'zero'];
     expect([...declaredOps([new AdamW(p)])].sort()).toEqual(['adamwStep', ...common].sort());
     expect([...declaredOps([new SGD(p, { momentum: 0.9 })])].sort()).toEqual(['sgdStep', ...common].sort());
   });

@@ -76,7 +76,7 @@ describe('precision on the CPU', () => {
     const a = failure(() => new ViTClassifier({ ...small, precision: 'fp16' as Precision }));
     expect(a?.code).toBe('ERR_NF_INVALID_ARG');
     expect(a?.message).toMatch(/config\.precision/);
-    expect(a?.message).toMatch(/'fp32', 'tf32' or 'bf16'/);
+    expect(a?.message).toMatch(/'fp32', 'tf32', 'bf16' or 'int8'/);
     const b = failure(() => new ViTClassifier(small).setPrecision('half' as Precision));
     expect(b?.code).toBe('ERR_NF_INVALID_ARG');
     expect(b?.message).toMatch(/for precision but received/);
@@ -131,13 +131,13 @@ describe('precision on the CPU', () => {
     expect(c[0]).toBe(1 + 2 ** -6);
     const g = failure(() => native.linearForward({ ...dims, y: new Float32Array(2), x, W, precision: 'fp16' as Precision }));
     expect(g?.code).toBe('ERR_NF_INVALID_ARG');
-    expect(g?.message).toMatch(/linearForward: expected 'fp32', 'tf32' or 'bf16' for precision/);
+    expect(g?.message).toMatch(/linearForward: expected 'fp32', 'tf32', 'bf16' or 'int8' for precision/);
   });
 });
 
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the precision emulator tests: ${reason}`);
-const TOL: Record<Precision, number> = { fp32: 1e-4, tf32: 3e-3, bf16: 3e-2 };
+const TOL: Record<'fp32' | 'tf32' | 'bf16', number> = { fp32: 1e-4, tf32: 3e-3, bf16: 3e-2 }; // ('int8' is CPU inference)
 
 type Result = { precision: string; errors: Record<string, number>; calls: CudaGemmInfo['calls'] };
 type Report = { gemm: CudaGemmInfo; results: Record<Precision, Result> };
@@ -156,7 +156,7 @@ describe.skipIf(reason !== null)('precision on CUDA (SIMT emulator, cuBLASLt sta
   it('a ViTClassifier forward + backward at fp32, tf32 and bf16 matches the CPU fp32 model within each precision\'s tolerance; the mode reaches cuBLASLt', async () => {
     const report = await child(['fp32', 'tf32', 'bf16']);
     expect(report.gemm).toMatchObject({ backend: 'cublaslt', standIn: true });
-    for (const precision of ['fp32', 'tf32', 'bf16'] as Precision[]) {
+    for (const precision of ['fp32', 'tf32', 'bf16'] as const) {
       const r = report.results[precision], tol = TOL[precision];
       expect(r.precision).toBe(precision);
       const grads = Object.entries(r.errors).filter(([k]) => k.startsWith('grad '));

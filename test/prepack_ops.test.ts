@@ -55,8 +55,9 @@ describe.each(isas)('packWeights (%s)', (isa) => {
       native.packWeights({ N, K, W: Float64Array.from(W), packed: ref });
       expect(same(fast, Float32Array.from(ref))).toBe(true);
       const words = new Int32Array(fast.buffer, 0, 16);
-      expect([...words.slice(1, 6)]).toEqual([['scalar', 'avx2', 'avx512', 'avx512bf16'].indexOf(isa), { scalar: 4, avx2: 16, avx512: 32, avx512bf16: 32 }[isa],
-        { scalar: 256, avx2: 256, avx512: 512, avx512bf16: 512 }[isa], N, K]);
+      expect([...words.slice(1, 6)]).toEqual([['scalar', 'avx2', 'avx512', 'neon', 'avx512bf16'].indexOf(isa),
+        { scalar: 4, avx2: 16, avx512: 32, neon: 16, avx512bf16: 32 }[isa],
+        { scalar: 256, avx2: 256, avx512: 512, neon: 256, avx512bf16: 512 }[isa], N, K]);
       expect([...words.slice(6)]).toEqual(new Array(10).fill(0)); // precision 0: fp32
       expect(new Int32Array(pack(W, N, K, 'bf16').buffer, 0, 16)[6]).toBe(2); // precision 2: bf16
       expect(same(pack(W, N, K, 'tf32'), fast)).toBe(true); // the CPU computes tf32 as fp32

@@ -14,8 +14,9 @@ import type { Isa } from '../lib/native/core';
 import { bundle, bundleEnv } from './support/bundle';
 import type { IsaReport } from './support/isa_child';
 
-const order: Isa[] = ['scalar', 'avx2', 'avx512', 'avx512bf16'];
 const info = native.isaInfo();
+/** This build's variants, slowest first (scalar, avx2, avx512 on x64; scalar, neon on arm64). */
+const order: Isa[] = info.compiled;
 const candidates = order.slice(1, order.indexOf(info.detected) + 1).reverse(); // checked, best first
 
 let child: string | undefined;

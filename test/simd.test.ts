@@ -23,7 +23,8 @@ import { Activations } from '../lib/native/ops.generated';
 import { rng } from './helpers';
 
 const cpuDir = path.resolve(__dirname, '..', 'native', 'cpu');
-const order: Isa[] = ['scalar', 'avx2', 'avx512', 'avx512bf16'];
+/** This build's variants, slowest first (scalar, avx2, avx512 on x64; scalar, neon on arm64). */
+const order: Isa[] = native.isaInfo().compiled;
 /** Every variant the CPU runs, whatever the self-check said of it. */
 const cpuIsas = order.slice(0, order.indexOf(native.isaInfo().detected) + 1);
 const vectorIsas = cpuIsas.filter((i) => i !== 'scalar');
@@ -394,6 +395,58 @@ describe.runIf(cpuIsas.includes('avx512bf16'))('the BF16 helpers of the avx512bf
   });
 });
 
+describe('the int8 kernels (gemm_int8.cpp: vpdpbusd on avx512, int16 widening on avx2, integers on scalar)', () => {
+  // The avx512 variants' int8 kernels are the VNNI ones: this CPU must have AVX-512 VNNI to run them.
+  const int8Isas = cpuIsas.filter((isa) => (isa !== 'avx512' && isa !== 'avx512bf16') || vnni());
+  function vnni(): boolean {
+    try {
+      probe('avx512', 'int8_dot_tile', [new Float32Array(12 * 32 * 4), new Float32Array(12 * 32 * 4)], { out: new Float32Array(384), args: [4] });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  it.each(int8Isas)('%s: dot_tile gives the exact int32 sums Σ_k xq[r][k] q[k][n] over 12 rows and a 32-column panel', (isa) => {
+    const r = rng(3);
+    for (const K4 of [4, 8, 132]) {
+      const n = Math.max(12 * K4, 32 * K4);
+      const xq = Float32Array.from({ length: n }, (_, i) => (i < 12 * K4 ? [0, 255, 1, 128][i % 4] * (i % 7 === 0 ? 1 : 0) + Math.floor(r() * 256) * (i % 7 === 0 ? 0 : 1) : 0));
+      const q = Float32Array.from({ length: n }, (_, i) => (i < 32 * K4 ? (i % 5 === 0 ? [127, -127][i % 2] : Math.floor(r() * 255) - 127) : 0));
+      const { out } = probe(isa, 'int8_dot_tile', [xq, q], { out: new Float32Array(384), args: [K4] });
+      const want = new Float32Array(384);
+      for (let row = 0; row < 12; row++)
+        for (let col = 0; col < 32; col++) {
+          let sum = 0;
+          for (let k = 0; k < K4; k++) sum += xq[row * K4 + k] * q[(k >> 2) * 128 + col * 4 + (k & 3)];
+          want[row * 32 + col] = sum;
+        }
+      agree(`${isa} int8_dot_tile K4 ${K4}`, out, want, 'bits');
+    }
+  });
+
+  it.each(int8Isas)('%s: quantize gives each row its scale, zero point and bytes as the definition (gemm_int8.cpp) says', (isa) => {
+    const r = rng(4);
+    for (const [rows, K] of [[3, 1], [2, 17], [5, 67]]) {
+      const x = Float32Array.from({ length: rows * K }, (_, i) => (i % 11 === 0 ? 0 : Math.fround((r() * 2 - 0.7) * 3)));
+      if (rows > 2) x.fill(0, 2 * K, 3 * K); // an all-zero row: scale 1, zero point 0
+      const K4 = Math.ceil(K / 4) * 4;
+      const { out } = probe(isa, 'int8_quantize', [x], { out: new Float32Array(rows * (K4 + 2)), args: [rows, K] });
+      const want = new Float32Array(rows * (K4 + 2));
+      for (let row = 0; row < rows; row++) {
+        const v = x.subarray(row * K, (row + 1) * K);
+        const lo = Math.min(0, ...v), hi = Math.max(0, ...v);
+        const a = hi > lo ? Math.fround(Math.fround(hi - lo) / 255) : 1, inv = Math.fround(1 / a);
+        const z = Math.min(255, Math.max(0, roundEven(Math.fround(-lo * inv))));
+        for (let k = 0; k < K; k++) want[row * K4 + k] = Math.min(255, Math.max(0, roundEven(Math.fround(v[k] * inv)) + z));
+        want[rows * K4 + row] = a;
+        want[rows * (K4 + 1) + row] = z;
+      }
+      agree(`${isa} int8_quantize rows ${rows}, K ${K}`, out, want, 'bits');
+    }
+  });
+});
+
 describe('coverage', () => {
   it('the specials are an odd number, so that cycling through them visits every lane', () => {
     expect(specials.length % 2).toBe(1);
@@ -423,14 +476,17 @@ describe('coverage', () => {
   });
 
   it('intrinsics appear only in files the probe reaches', () => {
-    const reached = ['simd.h', 'pack_inl.h', 'finite.cpp'];
+    const reached = ['simd.h', 'pack_inl.h', 'finite.cpp', 'gemm_int8.cpp'];
+    // x86 (_mm256_add_ps) and NEON (vaddq_f32, vget_low_f32, vreinterpretq_u32_f32) intrinsics
+    const intrinsic = /\b(_mm(512|256)?_\w+|v\w+_[fsu](8|16|32|64))\(/;
     const withIntrinsics = fs.readdirSync(cpuDir).filter((file) =>
-      /\.(h|cpp)$/.test(file) && /\b_mm(512|256)?_\w+\(/.test(fs.readFileSync(path.join(cpuDir, file), 'utf8')));
+      /\.(h|cpp)$/.test(file) && intrinsic.test(fs.readFileSync(path.join(cpuDir, file), 'utf8')));
     expect(withIntrinsics.filter((file) => !reached.includes(file)), 'ISA-specific code the simd test does not reach').toEqual([]);
   });
 
   it('the probe rejects a name it does not know, and a variant the CPU lacks', () => {
     expect(() => probe('scalar', 'vnothing' as SimdHelper, [new Float32Array(16)])).toThrow(/no helper named 'vnothing'/);
-    if (!cpuIsas.includes('avx512')) expect(() => probe('avx512', 'vadd', [new Float32Array(16)])).toThrow(/cannot run/);
+    for (const isa of ['avx512', 'neon'] as const)
+      if (!cpuIsas.includes(isa)) expect(() => probe(isa, 'vadd', [new Float32Array(16)])).toThrow(/cannot run/);
   });
 });

@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 
-import type { Device } from '../core/device';
+import type { Device, Precision } from '../core/device';
 import { NodeformerError } from '../validation/errors';
 import { crossEntropy } from '../training/losses';
 import { ViTClassifier } from '../models/vit';
@@ -80,13 +80,13 @@ export function loadClassifier(file: string): ViTClassifier {
  * a folder reads its images through the eval transform stored with it and names classes by
  * folder; the digit demo's model reads them as digits (readDigitImage).
  */
-export async function predictImages(checkpoint: string, images: readonly string[], device: Device): Promise<string[]> {
+export async function predictImages(checkpoint: string, images: readonly string[], device: Device, precision: Precision = 'fp32'): Promise<string[]> {
   const model = loadClassifier(checkpoint);
   try {
     const folder = readFolderMetadata(readSafetensorsMetadata(checkpoint), checkpoint);
     if (!folder) checkDigitClassifier(model, checkpoint);
     const x = (folder ? await transformedBatch(images, folder.transform) : digitBatch(await Promise.all(images.map(readDigitImage)), DIGIT_SIZE)).moveTo(device);
-    model.to(device).eval();
+    model.to(device).setPrecision(precision).eval();
     const logits = await model.forwardAsync(x);
     const lines = argmaxRows(logits.toArray(), model.numClasses)
       .map((p, i) => `${images[i]}: ${folder ? folder.classes[p.label] : p.label} (${(100 * p.probability).toFixed(1)}%)`);

@@ -9,7 +9,8 @@ import * as path from 'node:path';
 
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 
-import { cuda, type Device } from '../core/device';
+import { cuda, type Device, type Precision } from '../core/device';
+import { Precisions } from '../native/ops.generated';
 import { NodeformerError } from '../validation/errors';
 import { ViTClassifier } from '../models/vit';
 import { native, packageRoot } from '../native/addon';
@@ -50,6 +51,18 @@ function withRuntime(cmd: Command): Command {
   return cmd
     .addOption(new Option('--threads <n>', 'kernel threads (0 = one per core)').argParser(integer(0, 256)).default(0))
     .addOption(new Option('--device <device>', 'where to run').choices(['cpu', 'cuda']).default('cpu'));
+}
+
+/** The --precision option of eval and predict (inference: every precision, 'int8' on the CPU only). */
+function withPrecision(cmd: Command): Command {
+  return cmd.addOption(new Option('--precision <precision>', "how the matrix products run ('int8': dynamic quantization, CPU only)")
+    .choices([...Precisions]).default('fp32'));
+}
+
+/** Refuses --precision int8 with --device cuda (int8 is CPU inference). */
+function checkPrecisionFlag(o: { device: Device; precision: Precision }): void {
+  if (o.precision === 'int8' && o.device === 'cuda')
+    throw new UsageError("--precision int8 runs on the CPU (dynamic quantization): use --device cpu, or --precision fp32, tf32 or bf16 on cuda.");
 }
 
 /** The options of `train` that only an image-folder run reads. */
@@ -140,14 +153,15 @@ function program(io: Io): Command {
       await trainDemo({ ...o, distributed: Boolean(o.distributed), progress, log: out });
     });
 
-  withRuntime(prog.command('eval')
+  withPrecision(withRuntime(prog.command('eval')
     .description(COMMANDS.eval)
     .addOption(new Option('--model <file>', 'checkpoint written by train').default(DEFAULT_MODEL))
     .addOption(new Option('--test-size <n>', 'test digits (the last ones of the fixed split)').argParser(integer(1, 9999)).default(TRAIN_DEFAULTS.testSize))
-    .addOption(new Option('--batch-size <n>', 'images per forward').argParser(integer(1, 10000)).default(250)))
+    .addOption(new Option('--batch-size <n>', 'images per forward').argParser(integer(1, 10000)).default(250))))
     .action((o) => {
+      checkPrecisionFlag(o);
       setupRuntime(o);
-      const model = loadDigitClassifier(o.model).to(o.device);
+      const model = loadDigitClassifier(o.model).to(o.device).setPrecision(o.precision);
       const { test } = loadMnist({ trainSize: 1, testSize: o.testSize });
       const t0 = performance.now();
       const r = evaluate(model, test, o.batchSize);
@@ -157,13 +171,14 @@ function program(io: Io): Command {
       model.dispose();
     });
 
-  withRuntime(prog.command('predict')
+  withPrecision(withRuntime(prog.command('predict')
     .description(COMMANDS.predict)
     .argument('<image...>', 'image files (PNG, JPEG, WebP, AVIF, GIF, TIFF)')
-    .addOption(new Option('--model <file>', 'checkpoint written by train').default(DEFAULT_MODEL)))
+    .addOption(new Option('--model <file>', 'checkpoint written by train').default(DEFAULT_MODEL))))
     .action(async (files: string[], o) => {
+      checkPrecisionFlag(o);
       setupRuntime(o);
-      for (const line of await predictImages(o.model, files, o.device)) out(line);
+      for (const line of await predictImages(o.model, files, o.device, o.precision)) out(line);
     });
 
   prog.command('bench')

@@ -10,19 +10,22 @@
  *
  * Which CUDA addon is loaded (the first time a 'cuda' tensor or module is asked for) is chosen by
  * the environment variable NF_CUDA_BACKEND:
- *   - unset or 'gpu': build/cuda/nodeformer_cuda.node, the real backend (`npm run build:cuda`, nvcc);
+ *   - unset or 'gpu': the real backend (nvcc-built): the optional package @nodeformer/linux-x64-cuda
+ *     when it is installed, else a local build, build/cuda/nodeformer_cuda.node (`npm run build:cuda`);
  *   - 'emulator': build/cuda-emu/emulated/nodeformer_cuda.node, the same kernels compiled for the
  *     SIMT emulator, whose "device memory" is host memory (`npm run build:cuda:emu`, no nvcc, no GPU:
  *     slow, for tests);
  *   - 'none': no CUDA backend (as a build without CUDA);
  *   - any other value: the path of a nodeformer_cuda.node file.
- * Without a loadable addon, device 'cuda' throws ERR_NF_NO_CUDA ("... built without CUDA ...").
+ * Without a loadable addon, device 'cuda' throws ERR_NF_NO_CUDA ("... built without CUDA ...", naming
+ * the npm install of the CUDA package).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { invalidArg, NodeformerError } from '../validation/errors';
-import { native, packageRoot, type OpSchemaExport, type WithAsync } from '../native/addon';
+import { native, nodeformerVersion, packageRoot, type OpSchemaExport, type WithAsync } from '../native/addon';
+import { CUDA_ADDON, CUDA_PLATFORM, currentKey, packageName, resolvePlatformFile } from '../native/platform';
 import { HOST_ONLY_OPS, Precisions, type NativeOps, type Precision } from '../native/ops.generated';
 
 export type Device = 'cpu' | 'cuda';
@@ -34,8 +37,13 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * inputs rounded to TF32 (PyTorch's allow_tf32; on the CPU, which has no TF32 unit, exactly fp32);
  * 'bf16' float32 tensors with the GEMMs' inputs rounded to bfloat16 and float32 accumulation (on the
  * CPU: vdpbf16ps where the CPU has AVX512_BF16, the same rounding emulated with fp32 FMA elsewhere,
- * and the attention core's QKᵀ and PV with bf16 inputs too). Statistics, losses and the optimizer stay
- * fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
+ * and the attention core's QKᵀ and PV with bf16 inputs too); 'int8' CPU inference with dynamic
+ * quantization (onnxruntime's and PyTorch's quantize_dynamic): the Linear-style products (Linear,
+ * feed-forward, the attention projections, the patch embedding) take int8 weights quantized per
+ * output channel once (the prepack cache) and u8 activations quantized per row, with int32 sums
+ * (vpdpbusd on AVX-512 VNNI), the attention core staying fp32; training throws ERR_NF_STATE and
+ * 'cuda' ERR_NF_DEVICE. Statistics, losses and the optimizer stay fp32; parameters, checkpoints and
+ * state dicts are fp32 whatever the precision.
  */
 export type { Precision };
 
@@ -47,16 +55,28 @@ export interface PlacementConfig {
   /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
   device?: Device;
   /**
-   * How the matrix products run: 'fp32' (default), 'tf32' or 'bf16', as
+   * How the matrix products run: 'fp32' (default), 'tf32', 'bf16' or 'int8' (CPU inference only), as
    * `.setPrecision(precision)` after construction (not saved with the config).
    */
   precision?: Precision;
 }
 
-/** Checks a precision argument ('fp32', 'tf32' or 'bf16'). */
+/** Checks a precision argument ('fp32', 'tf32', 'bf16' or 'int8'). */
 export function checkPrecision(name: string, precision: unknown): Precision {
-  if (!Precisions.includes(precision as Precision)) invalidArg(name, "'fp32', 'tf32' or 'bf16'", precision);
+  if (!Precisions.includes(precision as Precision)) invalidArg(name, "'fp32', 'tf32', 'bf16' or 'int8'", precision);
   return precision as Precision;
+}
+
+/** The ERR_NF_DEVICE of precision 'int8' on 'cuda' (int8 is CPU inference); `what` names the call. */
+export function int8OnCuda(what: string): never {
+  throw new NodeformerError('ERR_NF_DEVICE',
+    `${what}: precision 'int8' is CPU inference (dynamic quantization); keep the model on 'cpu', or use 'fp32', 'tf32' or 'bf16' on 'cuda'`);
+}
+
+/** The ERR_NF_STATE of training at precision 'int8' (inference only); `what` names the call. */
+export function int8Training(what: string): never {
+  throw new NodeformerError('ERR_NF_STATE',
+    `${what}: precision 'int8' is for inference only; call setPrecision('fp32') (or 'bf16') before training`);
 }
 
 /** An opaque handle to device memory (freed by the CUDA addon's free, or when collected). */
@@ -86,6 +106,20 @@ export interface CudaMemoryStats {
   released: number;
   /** Bytes asked for by live buffers (their sizes before rounding to a size class). */
   requestedBytes: number;
+  /** Capacity of the blocks CUDA graphs' private pools own (live or idle; lib/core/graph.ts). */
+  graphBytes: number;
+}
+
+/** The CUDA addon's graph counters (native/cuda/device.h GraphStats). */
+export interface CudaGraphCounters {
+  /** Graphs captured and instantiated. */
+  captures: number;
+  /** Captures that failed. */
+  failed: number;
+  /** Graph launches. */
+  launches: number;
+  /** Graphs not yet freed. */
+  live: number;
 }
 
 /** The CUDA addon's own functions: device buffers and explicit copies on the backend's stream. */
@@ -119,8 +153,20 @@ export interface CudaMemoryOps {
   emptyCache(): void;
   /** Sets the cap on idle cached bytes (0: no caching), releasing blocks over it now. */
   setCacheLimit(bytes: number): void;
-  /** Whether this is the SIMT emulator, the number of devices, and what runs the matrix products. */
-  backendInfo(): { emulated: boolean; devices: number; gemm: CudaGemmInfo };
+  /** Whether this is the SIMT emulator, the number of devices, what runs the matrix products, and the CUDA graph counters. */
+  backendInfo(): { emulated: boolean; devices: number; gemm: CudaGemmInfo; graphs: CudaGraphCounters };
+  /** Starts capturing the backend stream into a CUDA graph (lib/core/graph.ts is the only caller). */
+  graphBegin(): void;
+  /** Ends the capture; returns the instantiated graph (throws what made the capture fail). */
+  graphEnd(): object;
+  /** Queues the graph on the backend stream (ERR_NF_GRAPH_STALE: a scratch buffer moved; capture again). */
+  graphLaunch(graph: object): void;
+  /** Whether no scratch buffer the graph uses has moved since its capture (else it must be captured again). */
+  graphFresh(graph: object): boolean;
+  /** graphLaunch, settled once the stream has run it. */
+  graphLaunchAsync(graph: object): Promise<void>;
+  /** Frees the graph; its memory pool goes back to the cache. */
+  graphFree(graph: object): void;
 }
 
 /**
@@ -155,13 +201,30 @@ export interface CudaGemmInfo {
  */
 export type CudaBinding = CudaMemoryOps & OpSchemaExport & Partial<WithAsync<NativeOps<DeviceBuffer>>>;
 
-/** The .node file NF_CUDA_BACKEND selects, or null for 'none'. */
-function addonFile(): string | null {
+/**
+ * The .node file NF_CUDA_BACKEND selects (null for 'none'); for the real backend, the CUDA package's
+ * when installed, else the local build's path, with why the package's was not used in `missing`.
+ */
+function addonFile(missing: string[]): string | null {
   const choice = process.env.NF_CUDA_BACKEND ?? '';
-  if (choice === '' || choice === 'gpu') return path.join(packageRoot(__dirname), 'build', 'cuda', 'nodeformer_cuda.node');
-  if (choice === 'emulator') return path.join(packageRoot(__dirname), 'build', 'cuda-emu', 'emulated', 'nodeformer_cuda.node');
+  if (choice === '' || choice === 'gpu') {
+    const r = resolvePlatformFile(CUDA_PLATFORM, CUDA_ADDON);
+    if ('file' in r) return r.file;
+    missing.push(r.missing);
+    return path.join(packageRoot(__dirname), 'build', 'cuda', CUDA_ADDON);
+  }
+  if (choice === 'emulator') return path.join(packageRoot(__dirname), 'build', 'cuda-emu', 'emulated', CUDA_ADDON);
   if (choice === 'none') return null;
   return path.resolve(choice); // (a path needs no package root: a bundled copy of the library loads it too)
+}
+
+/** How to get a CUDA backend, for ERR_NF_NO_CUDA. */
+function cudaAdvice(): string {
+  const install = currentKey() === 'linux-x64-gnu'
+    ? `install the CUDA package, \`npm install ${packageName(CUDA_PLATFORM)}@${nodeformerVersion()}\` (NVIDIA driver for CUDA 13, sm_80 or newer), or `
+    : `no CUDA package is made for ${currentKey()} (only for linux-x64 with glibc); `;
+  return `${install}build the CUDA backend in a clone of the nodeformer repository with \`npm run build:cuda\` (needs nvcc), ` +
+    'or run on the SIMT emulator with NF_CUDA_BACKEND=emulator after `npm run build:cuda:emu`';
 }
 
 let loaded: CudaBinding | null = null;
@@ -173,12 +236,13 @@ const buffers = new WeakSet<object>();
  */
 export function cuda(): CudaBinding {
   if (loaded) return loaded;
-  const file = addonFile();
-  const how = 'build the CUDA backend with `npm run build:cuda` (needs nvcc), or run on the SIMT emulator ' +
-    'with NF_CUDA_BACKEND=emulator after `npm run build:cuda:emu`';
-  if (file === null) throw new NodeformerError('ERR_NF_NO_CUDA', `nodeformer was built without CUDA (NF_CUDA_BACKEND=none): ${how}`);
-  if (!fs.existsSync(file))
-    throw new NodeformerError('ERR_NF_NO_CUDA', `nodeformer was built without CUDA (no CUDA backend at ${file}): ${how}`);
+  const missing: string[] = [];
+  const file = addonFile(missing);
+  if (file === null) throw new NodeformerError('ERR_NF_NO_CUDA', `nodeformer was built without CUDA (NF_CUDA_BACKEND=none): ${cudaAdvice()}`);
+  if (!fs.existsSync(file)) {
+    const looked = [...missing, `no CUDA backend at ${file}`].join('; ');
+    throw new NodeformerError('ERR_NF_NO_CUDA', `nodeformer was built without CUDA (${looked}): ${cudaAdvice()}`);
+  }
   let addon: CudaBinding;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -8,10 +8,14 @@
  * parent's program (forwardOps, backwardOps). A forward saves what its backward needs on the
  * module, so backward follows the forward it belongs to.
  */
-import { checkDevice, checkDeviceOps, checkPrecision, type Device, type PlacementConfig, type Precision } from './device';
+import {
+  checkDevice, checkDeviceOps, checkPrecision, int8OnCuda, int8Training, type Device, type PlacementConfig, type Precision,
+} from './device';
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { OptionKeys } from '../validation/options';
-import { Lane, runSync, type OpName, type Program } from './program';
+import { CapturedCall, cudaGraphsEnabled, GraphRunner, objectId, tensorKey, uncapturable } from './graph';
+import { cuda, type DeviceBuffer } from './device';
+import { Lane, runAsync, runSync, type OpName, type Program } from './program';
 import type { Random } from './random';
 import { Scope } from './scope';
 import { assertFinite, assertFiniteIn, checkFiniteEnabled } from './finite';
@@ -142,6 +146,8 @@ export abstract class Module {
   private readonly children = new Map<string, Module>();
   private readonly rngs = new Map<string, Random>();
   private lane = new Lane();
+  /** The CUDA graphs of this module's eval-mode forwards (lib/core/graph.ts). */
+  private readonly forwardGraphs = new GraphRunner();
   /** Where this module's parameters are created (config.device, or the last to()). */
   private home: Device = 'cpu';
   /** How this module's matrix products run (config.precision, or the last setPrecision()). */
@@ -192,6 +198,7 @@ export abstract class Module {
   /** The backward pass as a checked program (see backwardProgram); throws ERR_NF_STATE without a forward that kept its activations. */
   *backwardOps<M extends Module>(this: M, ...args: ProgramArgs<M['backwardProgram']>): Program<ProgramResult<M['backwardProgram']>> {
     const self = this as Module;
+    self.checkTrainable(`${self.modulePath}.backward`);
     if (!self.backwardReady)
       throw new NodeformerError('ERR_NF_STATE',
         `${self.modulePath}.backward called without a forward in training mode (a forward in eval mode keeps no activations; ` +
@@ -226,9 +233,53 @@ export abstract class Module {
     }
   }
 
-  /** Runs the module on the calling thread (arguments and result: see the module's forwardProgram). */
+  /**
+   * Runs the module on the calling thread (arguments and result: see the module's forwardProgram).
+   * In eval mode on 'cuda', a forward that repeats with the same shapes runs as a CUDA graph
+   * (lib/core/graph.ts); its result is a fresh tensor either way.
+   */
   forward<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): ProgramResult<M['forwardProgram']> {
-    return this.runOps('forward', (this as Module).call('forward', args)) as ProgramResult<M['forwardProgram']>;
+    const self = this as Module;
+    const plan = self.planForward(args);
+    const run = plan.how === 'eager' ? self.call('forward', args)
+      : (function* () {
+        return self.replayForward(plan.call ?? self.captureForward(args as unknown as Tensor[], plan.key), args as unknown as Tensor[], plan.key);
+      })();
+    return this.runOps('forward', run) as ProgramResult<M['forwardProgram']>;
+  }
+
+  /** How a forward runs: eagerly, or (eval mode on 'cuda', tensors only) captured or replayed as a CUDA graph. */
+  private planForward(args: readonly unknown[]): { how: 'eager' } | { how: 'graph'; key: string; call?: CapturedCall } {
+    if (!cudaGraphsEnabled() || this.savesActivations || this.home !== 'cuda' || checkFiniteEnabled() ||
+        !args.every((a) => a instanceof Tensor && a.device === 'cuda')) return { how: 'eager' };
+    const storages = this.parameters().map((p) => objectId(p.storage as object)).join(',');
+    const key = `${tensorKey(args as Tensor[])}|${this.prec}|${storages}`;
+    const next = this.forwardGraphs.next(key);
+    return next === 'eager' ? { how: 'eager' } : next === 'capture' ? { how: 'graph', key } : { how: 'graph', key, call: next };
+  }
+
+  /** Captures the forward of `key`; the capture, or null (it runs eagerly from then on, the reason counted). */
+  private captureForward(args: Tensor[], key: string): CapturedCall | null {
+    const result = CapturedCall.capture(args, (own) => (function* (m: Module) {
+      const out = yield* m.call('forward', own);
+      if (!(out instanceof Tensor)) uncapturable('a forward that returns something other than one tensor');
+      return [out as Tensor];
+    })(this));
+    this.forwardGraphs.captured(key, result);
+    return typeof result === 'string' ? null : result;
+  }
+
+  /** A replay of `call` on `args` (an eager forward when there is no capture), its output copied into a new tensor. */
+  private replayForward(call: CapturedCall | null, args: Tensor[], key: string): unknown {
+    if (call?.launch(args)) return this.copyOutput(call);
+    if (call) this.forwardGraphs.drop(key); // (stale: captured again after an eager run)
+    return runSync(this.call('forward', args));
+  }
+
+  private copyOutput(call: CapturedCall): Tensor {
+    const out = call.outputs[0], copy = Tensor.empty(out.shape, out.dtype, 'cuda');
+    cuda().copy(copy.storage as DeviceBuffer, out.storage as DeviceBuffer);
+    return copy;
   }
 
   /**
@@ -245,7 +296,15 @@ export abstract class Module {
    * run concurrently. Tensors passed in must stay undisposed until the Promise settles.
    */
   forwardAsync<M extends Module>(this: M, ...args: ProgramArgs<M['forwardProgram']>): Promise<ProgramResult<M['forwardProgram']>> {
-    return this.enqueueOps(() => (this as Module).call('forward', args)) as Promise<ProgramResult<M['forwardProgram']>>;
+    const self = this as Module;
+    return this.enqueueTask(async () => {
+      const plan = self.planForward(args);
+      if (plan.how === 'eager') return runAsync(self.call('forward', args));
+      const call = plan.call ?? self.captureForward(args as unknown as Tensor[], plan.key);
+      if (call && (await call.launchAsync(args as unknown as Tensor[]))) return self.copyOutput(call);
+      if (call) self.forwardGraphs.drop(plan.key);
+      return runAsync(self.call('forward', args));
+    }) as Promise<ProgramResult<M['forwardProgram']>>;
   }
 
   /** backward with every op on a worker thread, queued behind this model's other calls (see forwardAsync). */
@@ -303,6 +362,11 @@ export abstract class Module {
     return this.lane.enqueue(program, ...others);
   }
 
+  /** @internal enqueueOps for any asynchronous task over the model (a CUDA graph's replay). */
+  enqueueTask<T>(task: () => Promise<T>, ...others: Lane[]): Promise<T> {
+    return this.lane.enqueueTask(task, ...others);
+  }
+
   /** Whether the module is in training mode (dropout active). */
   get training(): boolean {
     return this.mode;
@@ -313,6 +377,7 @@ export abstract class Module {
     this.mode = mode;
     this.keepInEval = false;
     if (mode) this.dropInferenceCaches();
+    if (mode) this.forwardGraphs.clear();
     for (const c of this.children.values()) c.train(mode);
     return this;
   }
@@ -359,13 +424,23 @@ export abstract class Module {
   }
 
   /**
-   * Sets the precision of this module and its children (see Precision in lib/core/device.ts). The
-   * parameters stay fp32.
+   * Throws ERR_NF_STATE naming `what` when this module or a child runs at precision 'int8' (inference
+   * only): what backward, trainStep and fit check first.
+   */
+  checkTrainable(what: string): void {
+    if (this.modules().some((m) => m.prec === 'int8')) int8Training(what);
+  }
+
+  /**
+   * Sets the precision of this module and its children (see Precision in lib/core/device.ts). 'int8'
+   * throws ERR_NF_DEVICE (changing nothing) while the module is on 'cuda'.
+   * The parameters stay fp32.
    */
   setPrecision(precision: Precision): this {
     const p = checkPrecision('precision', precision);
     this.lane.checkIdle(`${this.constructor.name}.setPrecision`);
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.setPrecision called after dispose()`);
+    if (p === 'int8' && this.modules().some((m) => m.home === 'cuda')) int8OnCuda(`${this.constructor.name}.setPrecision`);
     for (const m of this.modules()) m.prec = p;
     return this;
   }
@@ -378,6 +453,7 @@ export abstract class Module {
   protected placeOn(config: PlacementConfig): void {
     this.home = config.device === undefined ? 'cpu' : checkDevice('config.device', config.device);
     this.prec = config.precision === undefined ? 'fp32' : checkPrecision('config.precision', config.precision);
+    if (this.prec === 'int8' && this.home === 'cuda') int8OnCuda(`${this.constructor.name} config (precision 'int8' on device 'cuda')`);
   }
 
   /** A trainable parameter `name` holding a copy of `values`, on this module's device. */
@@ -544,6 +620,7 @@ export abstract class Module {
    */
   to(device: Device): this {
     checkDevice('device', device);
+    if (device === 'cuda' && this.modules().some((m) => m.prec === 'int8')) int8OnCuda(`${this.constructor.name}.to('cuda')`);
     checkDeviceOps(device, this.modules(), this.constructor.name);
     this.lane.checkIdle(`${this.constructor.name}.to`);
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.to called after dispose()`);
@@ -568,6 +645,7 @@ export abstract class Module {
     for (const m of this.modules()) {
       m.activations.close();
       m.dropInferenceCaches();
+      m.forwardGraphs.clear();
       for (const b of m.buffers.values()) b.dispose();
     }
     for (const p of this.parameters()) p.dispose();

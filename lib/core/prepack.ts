@@ -18,7 +18,7 @@
 import { invalidArg } from '../validation/errors';
 import { native } from '../native/addon';
 import type { Isa } from '../native/core';
-import type { Precision } from './device';
+import type { Precision } from '../native/ops.generated';
 import { op, type Program } from './program';
 import { inPool } from './recycle';
 import { Tensor } from './tensor';
@@ -41,9 +41,12 @@ export function weightPrepacking(): boolean {
   return enabled;
 }
 
-/** The packing of a weight [N, K] (y = x Wᵀ): 16 + K · 32 · ⌈N / 32⌉ floats (native/ops/packed.h). */
-export function packedSize(N: number, K: number): number {
-  return 16 + K * 32 * Math.ceil(N / 32);
+/**
+ * The packing of a weight [N, K] (y = x Wᵀ): 16 + K · 32 · ⌈N / 32⌉ floats, or at precision 'int8'
+ * 16 + 32 · ⌈N / 32⌉ · (2 + ⌈K / 4⌉) (native/ops/packed.h).
+ */
+export function packedSize(N: number, K: number, precision: Precision = 'fp32'): number {
+  return precision === 'int8' ? 16 + 32 * Math.ceil(N / 32) * (2 + Math.ceil(K / 4)) : 16 + K * 32 * Math.ceil(N / 32);
 }
 
 /**
@@ -52,16 +55,17 @@ export function packedSize(N: number, K: number): number {
  */
 export class PackedWeight {
   private packed: Tensor<'float32'> | null = null;
-  /** The weight's version, the ISA variant and the panels' precision the packing was made for. */
+  /** The weight's version, the ISA variant and the packing's precision ('fp32', 'bf16' or 'int8'). */
   private madeFor: { version: number; isa: Isa; precision: Precision } | null = null;
 
   constructor(private readonly weight: Tensor<'float32'>) {}
 
   /**
    * The program returning the packing's storage for ops run at `precision`, packing the weight first
-   * when it has none or the weight, the ISA variant or the panels' precision changed since; or null
+   * when it has none or the weight, the ISA variant or the packing's precision changed since; or null
    * (freeing any packing) when `wanted` is false (training mode), prepacking is off or the weight is
-   * not on the CPU.
+   * not on the CPU. The packing's precision: 'int8' (the int8 packing) for 'int8', 'bf16' (bf16 panels)
+   * for 'bf16', 'fp32' otherwise (the CPU computes 'tf32' as 'fp32').
    */
   *current(wanted: boolean, precision: Precision): Program<Float32Array | null> {
     const w = this.weight;
@@ -70,13 +74,14 @@ export class PackedWeight {
       return null;
     }
     const isa = native.activeIsa(), made = this.madeFor;
-    const panels: Precision = precision === 'bf16' ? 'bf16' : 'fp32'; // the CPU computes 'tf32' as 'fp32'
-    if (this.packed && made && made.version === w.version && made.isa === isa && made.precision === panels) return this.packed.data;
+    const kind: Precision = precision === 'int8' || precision === 'bf16' ? precision : 'fp32';
+    if (this.packed && made && made.version === w.version && made.isa === isa && made.precision === kind) return this.packed.data;
     const [N, K] = w.shape;
-    this.packed ??= inPool(null, () => Tensor.empty([packedSize(N, K)], 'float32'));
+    if (this.packed && this.packed.size !== packedSize(N, K, kind)) this.free();
+    this.packed ??= inPool(null, () => Tensor.empty([packedSize(N, K, kind)], 'float32'));
     this.madeFor = null; // (a packing that fails halfway is redone next time)
-    yield* packOps(N, K, panels, w.hostValues(), this.packed.data);
-    this.madeFor = { version: w.version, isa, precision: panels };
+    yield* packOps(N, K, kind, w.hostValues(), this.packed.data);
+    this.madeFor = { version: w.version, isa, precision: kind };
     return this.packed.data;
   }
 

@@ -151,9 +151,14 @@ export class Lane {
    * (state the program also uses, such as an optimizer); all of them count it as pending.
    */
   enqueue<T>(program: () => Program<T>, ...others: Lane[]): Promise<T> {
+    return this.enqueueTask(() => runAsync(program()), ...others);
+  }
+
+  /** enqueue() for any asynchronous task over the lane's state (a CUDA graph's replay, lib/training/train.ts). */
+  enqueueTask<T>(task: () => Promise<T>, ...others: Lane[]): Promise<T> {
     const lanes = [this, ...others.filter((l) => l !== this)];
     for (const l of lanes) l.pending++;
-    const result = Promise.all(lanes.map((l) => l.tail)).then(() => runAsync(program())).finally(() => {
+    const result = Promise.all(lanes.map((l) => l.tail)).then(task).finally(() => {
       for (const l of lanes) l.pending--;
     });
     for (const l of lanes) l.tail = result.catch(() => undefined);

@@ -29,6 +29,7 @@ import * as path from 'node:path';
 
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { packageRoot } from '../native/addon';
+import { currentPlatform, MPI_ADDON, resolvePlatformFile } from '../native/platform';
 import { Tensor } from '../core/tensor';
 
 type HostArray = Float32Array | Int32Array | Uint8Array | Float64Array;
@@ -61,26 +62,46 @@ export interface InitOptions {
   timeoutMs?: number;
 }
 
-const INSTALL_HINT = 'Install Open MPI (Debian/Ubuntu: `apt-get install openmpi-bin libopenmpi-dev`), then build the addon with ' +
-  '`npm run build:mpi` (or reinstall nodeformer: `npm install` builds it when mpicc is on the PATH), and launch with ' +
-  '`mpirun -np N node script.js`.';
+const INSTALL_HINT = 'Install Open MPI (Debian/Ubuntu: `apt-get install openmpi-bin libopenmpi-dev`; the addon links its ' +
+  'libmpi.so.40), and launch with `mpirun -np N node script.js`. The linux-x64-gnu platform package ships the addon; ' +
+  'elsewhere build it in a clone of the nodeformer repository with `npm run build:mpi` and set NF_MPI_ADDON_PATH to ' +
+  'its native/mpi/build/Release/nodeformer_mpi.node.';
 
 let binding: MpiBinding | null = null;
 
-/** The MPI addon: NF_MPI_ADDON_PATH, else native/mpi/build/Release/nodeformer_mpi.node; ERR_NF_NO_MPI when absent. */
+/**
+ * The MPI addon files to look at, in order: NF_MPI_ADDON_PATH alone when set, else the platform
+ * package's (where it ships one) and a local build (native/mpi/build/Release, `npm run build:mpi`).
+ * Those not found are described in `missing`.
+ */
+function mpiCandidates(missing: string[]): string[] {
+  const explicit = process.env.NF_MPI_ADDON_PATH;
+  if (explicit) return [path.resolve(explicit)];
+  const files: string[] = [];
+  const platform = currentPlatform();
+  if (platform?.files.includes(MPI_ADDON)) {
+    const r = resolvePlatformFile(platform, MPI_ADDON);
+    if ('file' in r) files.push(r.file);
+    else missing.push(r.missing);
+  }
+  try {
+    files.push(path.join(packageRoot(__dirname), 'native', 'mpi', 'build', 'Release', MPI_ADDON));
+  } catch {
+    // no package root (a bundled copy of the library): only NF_MPI_ADDON_PATH or the platform package
+  }
+  return files;
+}
+
+/** The MPI addon: see mpiCandidates; ERR_NF_NO_MPI when none exists or the one found does not load. */
 export function mpiBinding(): MpiBinding {
   if (binding) return binding;
-  const explicit = process.env.NF_MPI_ADDON_PATH;
-  let file = explicit ? path.resolve(explicit) : '';
+  const missing: string[] = [];
+  const candidates = mpiCandidates(missing);
+  const file = candidates.find((f) => fs.existsSync(f));
   if (!file) {
-    try {
-      file = path.join(packageRoot(__dirname), 'native', 'mpi', 'build', 'Release', 'nodeformer_mpi.node');
-    } catch {
-      file = '';
-    }
+    const looked = [...missing, ...candidates.map((f) => `${f}: not found`)].join('; ');
+    throw new NodeformerError('ERR_NF_NO_MPI', `nodeformer has no MPI addon here (${looked || 'nothing to look at'}). ${INSTALL_HINT}`);
   }
-  if (!file || !fs.existsSync(file))
-    throw new NodeformerError('ERR_NF_NO_MPI', `nodeformer was built without MPI: no distributed addon at ${file || 'native/mpi/build/Release'}. ${INSTALL_HINT}`);
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     binding = require(file) as MpiBinding;

@@ -1,4 +1,5 @@
 import { invalidArg } from '../validation/errors';
+import { uncapturable } from '../core/graph';
 import { requireSaved, Module } from '../core/module';
 import { OptionKeys } from '../validation/options';
 import { registerModelClass } from '../io/persist';
@@ -165,6 +166,7 @@ export class MultiHeadAttention extends Module {
     const causal = bool('options.causal', options.causal ?? false);
     const needWeights = bool('options.needWeights', options.needWeights ?? false);
     const p = this.training ? this.config.dropout : 0;
+    if (p > 0) uncapturable('attention-weight dropout (its seed is a kernel argument of the attention kernels)');
     const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
     this.activations.close();
     const g = this.heads, I = g ? g.W : D;

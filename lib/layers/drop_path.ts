@@ -1,3 +1,4 @@
+import { uncapturable } from '../core/graph';
 import { op, type Program } from '../core/program';
 import type { Random } from '../core/random';
 import type { Scope } from '../core/scope';
@@ -18,6 +19,7 @@ export class DropPathSite {
   *forward(x: Tensor<'float32'>, training: boolean, scope: Scope): Program<Tensor<'float32'>> {
     this.scales = null;
     if (!training || this.p === 0) return x;
+    uncapturable("drop path (each step's per-sample factors are uploaded from the host)");
     const B = x.shape[0], keep = 1 / (1 - this.p);
     this.scales = scope.add(Tensor.from(Float32Array.from({ length: B }, () => (this.rng.uniform() >= this.p ? keep : 0)), [B], x.device));
     return yield* this.scale(x);

@@ -1,3 +1,4 @@
+import { stepValue, type StepValueFields } from '../core/graph';
 import { op, type Program } from '../core/program';
 import type { Random } from '../core/random';
 import { Tensor } from '../core/tensor';
@@ -6,10 +7,12 @@ import { Tensor } from '../core/tensor';
  * One dropout site without parameters (a residual branch, the embeddings): in training mode with
  * p > 0 each forward draws a fresh seed from `rng` and keeps it, so backward regenerates exactly
  * the same mask (Philox, native/core/philox.h). The owning module registers `rng` (addRng) so
- * checkpoints restore the stream.
+ * checkpoints restore the stream. Under CUDA graph capture the seed is a step value (lib/core/graph.ts),
+ * drawn again from `rng` at every replay.
  */
 export class DropoutSite {
   private seed = 0;
+  private seedFields: StepValueFields = {};
   private active = false;
 
   constructor(readonly p: number, private readonly rng: Random) {}
@@ -18,15 +21,15 @@ export class DropoutSite {
   *forwardInPlace(x: Tensor<'float32'>, training: boolean): Program<void> {
     this.active = training && this.p > 0;
     if (!this.active) return;
-    this.seed = this.rng.seed();
-    yield* op('dropoutForward', { n: x.size, p: this.p, seed: this.seed, offset: 0, out: x.storage, x: x.storage });
+    ({ value: this.seed, fields: this.seedFields } = stepValue('seedAt', () => this.rng.seed(), 0));
+    yield* op('dropoutForward', { n: x.size, p: this.p, seed: this.seed, offset: 0, ...this.seedFields, out: x.storage, x: x.storage });
   }
 
   /** The gradient through the last forward's mask: a new tensor, or `d` itself when no dropout ran. */
   *backward(d: Tensor<'float32'>): Program<Tensor<'float32'>> {
     if (!this.active) return d;
     const dx = Tensor.empty(d.shape, 'float32', d.device);
-    yield* op('dropoutBackward', { n: d.size, p: this.p, seed: this.seed, offset: 0, dx: dx.storage, dout: d.storage });
+    yield* op('dropoutBackward', { n: d.size, p: this.p, seed: this.seed, offset: 0, ...this.seedFields, dx: dx.storage, dout: d.storage });
     return dx;
   }
 }

@@ -1,3 +1,4 @@
+import { stepValue, type StepValueFields } from '../core/graph';
 import { requireSaved, rowsOf, Module } from '../core/module';
 import { FeedForwardActivations, type FeedForwardActivation } from '../native/feedforward';
 import { OptionKeys } from '../validation/options';
@@ -40,7 +41,7 @@ export class FeedForward extends Module {
   readonly fc1: Linear;
   readonly fc2: Linear;
   private readonly dropRng: Random;
-  private saved: { x: Tensor<'float32'>; h: Storage<'float32'> | null; a: Storage<'float32'>; seed: number; p: number } | null = null;
+  private saved: { x: Tensor<'float32'>; h: Storage<'float32'> | null; a: Storage<'float32'>; seed: number; seedFields: StepValueFields; p: number } | null = null;
 
   constructor(config: FeedForwardConfig) {
     super();
@@ -65,25 +66,26 @@ export class FeedForward extends Module {
     return this.activations.add(Tensor.zeros([l.config.outFeatures], 'float32', like.device)).storage;
   }
 
-  private dims(rows: number, p: number, seed: number) {
+  private dims(rows: number, p: number, seed: number, seedFields: StepValueFields) {
     return { rows, D: this.config.dModel, F: this.config.dFF, activation: this.config.activation, dropout: p, seed, offset: 0,
-      precision: this.precision };
+      ...seedFields, precision: this.precision };
   }
 
   /** x [..., D] → y [..., D]. */
   *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.dModel, 1);
     const p = this.training ? this.config.dropout : 0;
-    const seed = p > 0 ? this.dropRng.seed() : 0;
+    // (Under CUDA graph capture the seed is a step value, drawn again at every replay.)
+    const { value: seed, fields: seedFields } = p > 0 ? stepValue('seedAt', () => this.dropRng.seed(), 0) : { value: 0, fields: {} };
     this.activations.close();
     const y = emptyLike(x);
     const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage : null;
     const a = this.activations.add(Tensor.empty([rows * this.config.dFF], 'float32', x.device)).storage;
     const W1Packed = yield* this.fc1.packedWeight(), W2Packed = yield* this.fc2.packedWeight();
-    yield* op('feedforwardForward', { ...this.dims(rows, p, seed), y: y.storage, h, a, x: x.storage as Storage<'float32'>,
+    yield* op('feedforwardForward', { ...this.dims(rows, p, seed, seedFields), y: y.storage, h, a, x: x.storage as Storage<'float32'>,
       W1: this.fc1.weight.storage, b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storage, b2: this.biasOf(this.fc2, x, false),
       W1Packed, W2Packed });
-    this.saved = { x: x as Tensor<'float32'>, h, a, seed, p };
+    this.saved = { x: x as Tensor<'float32'>, h, a, seed, seedFields, p };
     return y;
   }
 
@@ -92,7 +94,7 @@ export class FeedForward extends Module {
     const s = requireSaved(this.saved, 'FeedForward');
     const dyt = checkTensor('dy', dy, 'float32', s.x.shape);
     const dx = emptyLike(s.x);
-    yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed), dx: dx.storage,
+    yield* op('feedforwardBackward', { ...this.dims(s.x.size / this.config.dModel, s.p, s.seed, s.seedFields), dx: dx.storage,
       dW1: this.fc1.weight.gradData(), db1: this.biasOf(this.fc1, s.x, true), dW2: this.fc2.weight.gradData(),
       db2: this.biasOf(this.fc2, s.x, true), dy: dyt.storage, x: s.x.storage, h: requireSaved(s.h, 'FeedForward'), a: s.a,
       W1: this.fc1.weight.storage, W2: this.fc2.weight.storage });

@@ -50,7 +50,7 @@ export class Linear extends Module {
   /**
    * The program returning the weight prepacked for the CPU kernels (what the ops take as WPacked,
    * W1Packed, qkvWeightPacked, ...) at this module's precision, packed first when the weight, the ISA
-   * variant or the precision changed since;
+   * variant or the precision changed since (at precision 'int8' the int8 packing, lib/core/prepack.ts);
    * null in training mode, on 'cuda' or with prepacking off. FeedForward and MultiHeadAttention pass
    * their Linears' packings to their fused ops.
    */

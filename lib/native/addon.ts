@@ -1,17 +1,22 @@
 /**
  * Loads the compiled addon and declares its raw interface, so the façade is type-checked against
  * what the addon exports. Resolution: NF_ADDON_PATH (an explicit .node file) if set, else the
- * candidates below, first node-gyp-build's pick. When none loads, the error (ERR_NF_LOAD) lists
- * every binary tried and why each failed.
+ * platform package for this os/cpu/libc (@nodeformer/linux-x64-gnu, ...: lib/native/platform.ts),
+ * then a local build (build/Release, build/Debug, build-cmake: a clone after `npm run
+ * build:native`). When none loads, the error (ERR_NF_LOAD) lists every binary tried and why each
+ * failed, and says how to get one.
  *
  * One binary serves every x86-64 CPU: the kernels are compiled for scalar, AVX2 and AVX-512 into
  * separate namespaces and chosen at run time by CPUID (native/cpu/isa.h, native/core/cpu_features.h),
- * so a prebuild made on an AVX-512 machine never executes AVX-512 code on a CPU without it.
+ * so a binary built on an AVX-512 machine never executes AVX-512 code on a CPU without it. An arm64
+ * binary holds scalar and NEON kernels, chosen the same way (NEON is on every AArch64 CPU).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { NodeformerError } from '../validation/errors';
+
+import { CPU_ADDON, currentKey, currentPlatform, packageName, resolvePlatformFile } from './platform';
 
 import type { CoreOps } from './core';
 import type { NativeOps } from './ops.generated';
@@ -52,33 +57,48 @@ export function packageRoot(start: string): string {
 }
 
 /**
- * The binaries to try, in order: node-gyp-build's pick (build/Release or build/Debug when the
- * package was compiled here, else the prebuild in prebuilds/<platform>-<arch>/ matching this Node),
- * then our own list — the same folders, every .node file under prebuilds/<platform>-<arch>/, and a
- * plain CMake build in build-cmake/ — so that a binary that exists but cannot be loaded (built for
- * a newer glibc, another architecture, a corrupt download) does not hide one that would.
- * Candidates that were looked for and not found go into `tried` with the reason.
+ * The binaries to try, in order: the platform package's, then the local builds that exist — so
+ * that a binary that exists but cannot be loaded (another architecture, a corrupt download) does
+ * not hide one that would. What was looked for and not found goes into `tried` with the reason.
  */
 function candidates(root: string, tried: string[]): string[] {
   const found: string[] = [];
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const nodeGypBuild = require('node-gyp-build') as { resolve(dir: string): string };
-    found.push(nodeGypBuild.resolve(root));
-  } catch (e) {
-    tried.push(`node-gyp-build: ${(e as Error).message.trim().replace(/\s*\n\s*/g, '; ')}`);
+  const platform = currentPlatform();
+  if (!platform) tried.push(`no @nodeformer package is made for ${currentKey()}`);
+  else {
+    const r = resolvePlatformFile(platform, CPU_ADDON);
+    if ('file' in r) found.push(r.file);
+    else tried.push(r.missing);
   }
-  const prebuilds = path.join(root, 'prebuilds', `${process.platform}-${process.arch}`);
-  const own = [path.join(root, 'build', 'Release', 'nodeformer.node'), path.join(root, 'build', 'Debug', 'nodeformer.node')];
-  if (fs.existsSync(prebuilds)) own.push(...fs.readdirSync(prebuilds).filter((f) => f.endsWith('.node')).sort().map((f) => path.join(prebuilds, f)));
-  else tried.push(`${prebuilds}: no such folder (no prebuild for ${process.platform}-${process.arch})`);
-  own.push(path.join(root, 'build-cmake', 'nodeformer.node'));
-  for (const p of own) {
-    if (found.includes(p)) continue;
+  for (const p of [path.join(root, 'build', 'Release', CPU_ADDON), path.join(root, 'build', 'Debug', CPU_ADDON), path.join(root, 'build-cmake', CPU_ADDON)]) {
     if (fs.existsSync(p)) found.push(p);
     else tried.push(`${p}: not found`);
   }
   return found;
+}
+
+/** What ERR_NF_LOAD advises when no binary loaded (NF_ADDON_PATH unset). */
+function advice(): string[] {
+  const platform = currentPlatform();
+  const get = platform
+    ? [`The prebuilt addon for this machine is the optional package ${packageName(platform)}, which \`npm install nodeformer\` ` +
+        'installs with it (no install script runs, so npm\'s allowScripts and --strict-allow-scripts, pnpm\'s and Bun\'s ' +
+        'blocked scripts do not matter). It is missing when optional dependencies were left out (--omit=optional, ' +
+        '--no-optional) or node_modules was installed on another platform and copied: reinstall with ' +
+        '`npm install --include=optional`, or add it: `npm install ' + `${packageName(platform)}@${nodeformerVersion()}\`.`]
+    : [`No prebuilt addon is published for ${currentKey()}.`];
+  return [...get,
+    'To build it from source (a C++17 compiler, make and Python 3): in a clone of the nodeformer repository, ' +
+      '`npm install && npm run build:native`, then point NF_ADDON_PATH at its build/Release/nodeformer.node.'];
+}
+
+/** nodeformer's version, from its package.json ('latest' when there is none): its platform packages are the same version. */
+export function nodeformerVersion(): string {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(packageRoot(__dirname), 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'latest';
+  }
 }
 
 /** require()s one candidate; returns the addon, or records why it could not be used. */
@@ -103,13 +123,10 @@ function load(): { addon: NativeBinding; file: string } {
     if (addon) return { addon, file };
   }
   throw new NodeformerError('ERR_NF_LOAD', [
-    `nodeformer: no usable native addon for ${process.platform}-${process.arch}, Node ${process.versions.node} ` +
+    `nodeformer: no usable native addon for ${currentKey()}, Node ${process.versions.node} ` +
       `(N-API ${process.versions.napi}). Tried${explicit ? ' NF_ADDON_PATH' : ''}:`,
     ...tried.map((t) => `  - ${t}`),
-    explicit
-      ? 'Unset NF_ADDON_PATH to use the packaged binaries, or point it at a nodeformer .node file.'
-      : 'Build it from source with a C++17 compiler, make and Python 3 (`npm rebuild nodeformer`), ' +
-        'or set NF_ADDON_PATH to a nodeformer .node file.',
+    ...(explicit ? ['Unset NF_ADDON_PATH to use the packaged binaries, or point it at a nodeformer .node file.'] : advice()),
   ].join('\n'));
 }
 

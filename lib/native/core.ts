@@ -1,5 +1,8 @@
-/** Instruction-set variants of the CPU kernels. */
-export type Isa = 'scalar' | 'avx2' | 'avx512' | 'avx512bf16';
+/**
+ * Instruction-set variants of the CPU kernels: scalar, avx2, avx512 and avx512bf16 in an x64 build,
+ * scalar and neon in an arm64 one (isaInfo().compiled lists this build's, slowest first).
+ */
+export type Isa = 'scalar' | 'avx2' | 'avx512' | 'avx512bf16' | 'neon';
 
 /** A kernel variant the load-time self-check rejected, and why (which outputs disagreed, by how much). */
 export interface IsaRejection {
@@ -19,7 +22,7 @@ export interface IsaInfo {
   detected: Isa;
   /** The variants setIsa accepts: those the CPU runs that passed the self-check. */
   available: Isa[];
-  /** The variants in the binary. */
+  /** The variants in the binary, slowest first (scalar, avx2, avx512 on x64; scalar, neon on arm64). */
   compiled: Isa[];
   /** The variants the self-check rejected. */
   rejected: IsaRejection[];

@@ -18,9 +18,9 @@ export type FeedForwardActivation = 'gelu' | 'gelu_tanh' | 'relu' | 'silu';
 /** Every FeedForwardActivation, in the schema's order. */
 export const FeedForwardActivations: readonly FeedForwardActivation[] = ['gelu', 'gelu_tanh', 'relu', 'silu'];
 
-export type Precision = 'fp32' | 'tf32' | 'bf16';
+export type Precision = 'fp32' | 'tf32' | 'bf16' | 'int8';
 /** Every Precision, in the schema's order. */
-export const Precisions: readonly Precision[] = ['fp32', 'tf32', 'bf16'];
+export const Precisions: readonly Precision[] = ['fp32', 'tf32', 'bf16', 'int8'];
 
 /** The options of layernormForward. */
 export interface LayernormForwardArgs<Buffer = never> {
@@ -113,7 +113,7 @@ export interface PackWeightsArgs<Buffer = never> {
   K: number;
   /** Default 'fp32'. */
   precision?: Precision;
-  /** [16 + K · 32 · ⌈N / 32⌉], written. */
+  /** [16 + K · 32 · ⌈N / 32⌉] (precision 'int8': [16 + 32 · ⌈N / 32⌉ · (2 + ⌈K / 4⌉)]), written. */
   packed: FloatArray | Buffer;
   /** [N, K]. */
   W: FloatArray | Buffer;
@@ -139,8 +139,9 @@ export interface LinearForwardArgs<Buffer = never> {
   /** [outFeatures]. */
   b?: FloatArray | Buffer | null;
   /**
-   * [16 + inFeatures · 32 · ⌈outFeatures / 32⌉]. (W prepacked by packWeights (N = outFeatures, K =
-   * inFeatures) for the active CPU kernels)
+   * [16 + inFeatures · 32 · ⌈outFeatures / 32⌉] (precision 'int8': [16 + 32 · ⌈outFeatures / 32⌉ · (2 +
+   * ⌈inFeatures / 4⌉)]). (W prepacked by packWeights (N = outFeatures, K = inFeatures) for the active CPU
+   * kernels)
    */
   WPacked?: FloatArray | Buffer | null;
 }
@@ -177,6 +178,13 @@ export interface FeedforwardForwardArgs<Buffer = never> {
   dropout?: number;
   seed?: number;
   offset?: number;
+  seedAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** Default 'fp32'. */
   precision?: Precision;
   /** [rows, D], written. */
@@ -195,9 +203,15 @@ export interface FeedforwardForwardArgs<Buffer = never> {
   W2: FloatArray | Buffer;
   /** [D]. */
   b2: FloatArray | Buffer;
-  /** [16 + D · 32 · ⌈F / 32⌉]. (W1 prepacked by packWeights (N = F, K = D)) */
+  /**
+   * [16 + D · 32 · ⌈F / 32⌉] (precision 'int8': [16 + 32 · ⌈F / 32⌉ · (2 + ⌈D / 4⌉)]). (W1 prepacked by
+   * packWeights (N = F, K = D))
+   */
   W1Packed?: FloatArray | Buffer | null;
-  /** [16 + F · 32 · ⌈D / 32⌉]. (W2 prepacked by packWeights (N = D, K = F)) */
+  /**
+   * [16 + F · 32 · ⌈D / 32⌉] (precision 'int8': [16 + 32 · ⌈D / 32⌉ · (2 + ⌈F / 4⌉)]). (W2 prepacked by
+   * packWeights (N = D, K = F))
+   */
   W2Packed?: FloatArray | Buffer | null;
 }
 
@@ -212,6 +226,13 @@ export interface FeedforwardBackwardArgs<Buffer = never> {
   dropout?: number;
   seed?: number;
   offset?: number;
+  seedAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** Default 'fp32'. */
   precision?: Precision;
   /** [rows, D], written. The gradient of x. */
@@ -300,9 +321,15 @@ export interface AttentionForwardArgs<Buffer = never> {
   projWeight: FloatArray | Buffer;
   /** [D]. */
   projBias?: FloatArray | Buffer | null;
-  /** [16 + D · 32 · ⌈3 · D / 32⌉]. (qkvWeight prepacked by packWeights (N = 3 · D, K = D)) */
+  /**
+   * [16 + D · 32 · ⌈3 · D / 32⌉] (precision 'int8': [16 + 32 · ⌈3 · D / 32⌉ · (2 + ⌈D / 4⌉)]). (qkvWeight
+   * prepacked by packWeights (N = 3 · D, K = D))
+   */
   qkvWeightPacked?: FloatArray | Buffer | null;
-  /** [16 + D · 32 · ⌈D / 32⌉]. (projWeight prepacked by packWeights (N = K = D)) */
+  /**
+   * [16 + D · 32 · ⌈D / 32⌉] (precision 'int8': [16 + 32 · ⌈D / 32⌉ · (2 + ⌈D / 4⌉)]). (projWeight prepacked
+   * by packWeights (N = K = D))
+   */
   projWeightPacked?: FloatArray | Buffer | null;
 }
 
@@ -415,9 +442,15 @@ export interface AttentionDecodeArgs<Buffer = never> {
   projWeight: Float32Array | Buffer;
   /** [D]. */
   projBias?: Float32Array | Buffer | null;
-  /** [16 + D · 32 · ⌈3 · D / 32⌉]. (qkvWeight prepacked by packWeights (N = 3 · D, K = D)) */
+  /**
+   * [16 + D · 32 · ⌈3 · D / 32⌉] (precision 'int8': [16 + 32 · ⌈3 · D / 32⌉ · (2 + ⌈D / 4⌉)]). (qkvWeight
+   * prepacked by packWeights (N = 3 · D, K = D))
+   */
   qkvWeightPacked?: Float32Array | Buffer | null;
-  /** [16 + D · 32 · ⌈D / 32⌉]. (projWeight prepacked by packWeights (N = K = D)) */
+  /**
+   * [16 + D · 32 · ⌈D / 32⌉] (precision 'int8': [16 + 32 · ⌈D / 32⌉ · (2 + ⌈D / 4⌉)]). (projWeight prepacked
+   * by packWeights (N = K = D))
+   */
   projWeightPacked?: Float32Array | Buffer | null;
 }
 
@@ -601,6 +634,13 @@ export interface DropoutForwardArgs<Buffer = never> {
   p?: number;
   seed: number;
   offset: number;
+  seedAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** [n], written. */
   out: FloatArray | Buffer;
   /** [n]. */
@@ -614,6 +654,13 @@ export interface DropoutBackwardArgs<Buffer = never> {
   p?: number;
   seed: number;
   offset: number;
+  seedAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** [n], written. The gradient of x. */
   dx: FloatArray | Buffer;
   /** [n]. The gradient of out. */
@@ -685,6 +732,14 @@ export interface AdamwStepArgs<Buffer = never> {
   eps?: number;
   /** Default 0.01. */
   weightDecay?: number;
+  stepAt?: number;
+  lrAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
   /** [n], read and updated in place. */
   param: FloatArray | Buffer;
   /** [n]. */
@@ -741,6 +796,27 @@ export interface ClipGradNormArgs<Buffer = never> {
   totalNorm: FloatArray | Buffer;
   /** [n], read and updated in place. */
   grad: FloatArray | Buffer;
+}
+
+/** The options of clipCoefficient. */
+export interface ClipCoefficientArgs<Buffer = never> {
+  n: number;
+  maxNorm: number;
+  /** [1], written. */
+  totalNorm: FloatArray | Buffer;
+  /** [1], written. */
+  coef: Float64Array | Buffer;
+  /** [n]. */
+  sums: FloatArray | Buffer;
+}
+
+/** The options of clipScale. */
+export interface ClipScaleArgs<Buffer = never> {
+  n: number;
+  /** [n], read and updated in place. */
+  x: FloatArray | Buffer;
+  /** [1]. */
+  coef: Float64Array | Buffer;
 }
 
 /** The options of firstNonFinite. */
@@ -879,7 +955,9 @@ export interface NativeOps<Buffer = never> {
    * (WPacked), feedforwardForward (W1Packed, W2Packed), attentionForward and attentionDecode
    * (qkvWeightPacked, projWeightPacked) read it instead of packing W on every call, with bit-identical
    * results; they reject a buffer packed for another variant (after setIsa), another precision or other dims.
-   * Repack whenever W changes. CPU only. Host-only: runs on the CPU whatever the device (no CUDA kernel).
+   * Repack whenever W changes. CPU only. With precision 'int8' it quantizes W per output channel instead (the
+   * int8 packing of native/ops/packed.h, [16 + 32 · ⌈N / 32⌉ · (2 + ⌈K / 4⌉)], the same for every variant),
+   * which the ops read at precision 'int8'. Host-only: runs on the CPU whatever the device (no CUDA kernel).
    */
   packWeights(a: PackWeightsArgs<Buffer>): void;
   /**
@@ -1030,6 +1108,17 @@ export interface NativeOps<Buffer = never> {
    */
   clipGradNorm(a: ClipGradNormArgs<Buffer>): void;
   /**
+   * torch.nn.utils.clip_grad_norm_'s coefficient over n gradient tensors from their sums of squares (sums[i]
+   * = Σ g² of tensor i, e.g. by sumSquares): total = sqrt(Σ sums, added in order in double); coef[0] =
+   * maxNorm / (total + 1e-6); totalNorm[0] = total. clipScale then scales each gradient by it.
+   */
+  clipCoefficient(a: ClipCoefficientArgs<Buffer>): void;
+  /**
+   * x *= coef[0] (as float) unless coef[0] ≥ 1 (a NaN coefficient scales by NaN, as torch): clip_grad_norm_'s
+   * scaling with clipCoefficient's coefficient, read where it lives.
+   */
+  clipScale(a: ClipScaleArgs<Buffer>): void;
+  /**
    * index[0] = the first position i < n of a NaN or ±Inf in x, or −1 when every value is finite. `index` is a
    * Float64Array of length 1 whatever x is (positions can pass 2^31); a Float64Array x runs the reference
    * twin.
@@ -1081,7 +1170,7 @@ export interface NativeOps<Buffer = never> {
 }
 
 /** Every op name, in the order of the op table (native/ops/ops.h). */
-export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'packWeights', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
+export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'packWeights', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'clipCoefficient', 'clipScale', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
 export type OpName = (typeof OP_NAMES)[number];
 
 /**

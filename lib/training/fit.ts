@@ -51,9 +51,11 @@ export interface FitOptions<M extends Module = Module> {
   maxGradNorm?: number;
   /** A checkpoint written by modelCheckpoint to continue from (at the epoch after its own). */
   resumeFrom?: string;
+  /** Replay repeated training steps on 'cuda' as CUDA graphs (default true; see trainStep's `cudaGraphs`). */
+  cudaGraphs?: boolean;
 }
 const FIT_OPTIONS = new OptionKeys<FitOptions>('fit options',
-  { epochs: true, validation: true, schedule: true, callbacks: true, loss: true, maxGradNorm: true, resumeFrom: true });
+  { epochs: true, validation: true, schedule: true, callbacks: true, loss: true, maxGradNorm: true, resumeFrom: true, cudaGraphs: true });
 
 /** What fit() keeps in a checkpoint's meta to resume. */
 interface FitMeta {
@@ -95,6 +97,7 @@ function checkOptions(o: FitOptions): void {
   if (o.validation !== undefined) checkSource('options.validation', o.validation);
   if (o.schedule !== undefined && typeof o.schedule !== 'function') invalidArg('options.schedule', 'a function of the step', o.schedule);
   if (o.loss !== undefined && typeof o.loss !== 'function') invalidArg('options.loss', 'a function (output, targets) => {loss, grad}', o.loss);
+  if (o.cudaGraphs !== undefined && typeof o.cudaGraphs !== 'boolean') invalidArg('options.cudaGraphs', 'a boolean', o.cudaGraphs);
   if (o.maxGradNorm !== undefined && !(typeof o.maxGradNorm === 'number' && o.maxGradNorm > 0))
     invalidArg('options.maxGradNorm', 'a positive number', o.maxGradNorm);
   if (o.resumeFrom !== undefined && (typeof o.resumeFrom !== 'string' || o.resumeFrom.length === 0))
@@ -144,7 +147,8 @@ async function trainEpoch<M extends Module>(run: Run, train: BatchSource<Batch<M
     if (run.schedule) (optimizer.options as { lr: number }).lr = run.schedule(run.step + 1);
     const tally = new HitTally();
     const loss = await trainStepAsync(model as M, optimizer, input as TrainInputs<M>, target,
-      { loss: tally.counting(lossFn), ...(o.maxGradNorm === undefined ? {} : { maxGradNorm: o.maxGradNorm }) });
+      { loss: lossFn, observe: (output, t) => tally.add(countHits(output, t)), ...(o.maxGradNorm === undefined ? {} : { maxGradNorm: o.maxGradNorm }),
+        ...(o.cudaGraphs === undefined ? {} : { cudaGraphs: o.cudaGraphs }) });
     run.step++;
     const n = target.shape[0];
     lossSum += loss * n;
@@ -203,6 +207,7 @@ async function validate(model: Module, source: BatchSource<Batch>, lossFn: LossF
  */
 export async function fit<M extends Module>(model: M, optimizer: Optimizer, trainLoader: BatchSource<Batch<M>>, options: FitOptions<M>): Promise<EpochLogs[]> {
   if (!(model instanceof Module)) invalidArg('model', 'a Module', model);
+  model.checkTrainable('fit');
   if (optimizer === null || typeof optimizer !== 'object' || typeof (optimizer as Optimizer).stepOps !== 'function')
     invalidArg('optimizer', 'an Optimizer (AdamW, SGD)', optimizer);
   checkSource('trainLoader', trainLoader);

@@ -1,5 +1,4 @@
 /** Classification accuracy of fit(): argmax of the logits' last axis against int32 labels. */
-import type { LossFn } from './train';
 import type { Tensor } from '../core/tensor';
 
 /** Correct predictions and counted targets (labels < 0, e.g. padding, are not counted). */
@@ -42,13 +41,5 @@ export class HitTally {
 
   accuracy(): number | undefined {
     return this.sum && this.sum.total > 0 ? this.sum.correct / this.sum.total : undefined;
-  }
-
-  /** `lossFn` that first counts the hits of each output it is given into this tally. */
-  counting(lossFn: LossFn): LossFn {
-    return (output, targets) => {
-      this.add(countHits(output, targets));
-      return lossFn(output, targets);
-    };
   }
 }

@@ -62,6 +62,26 @@ function position(flat: number, shape: readonly number[]): string {
 
 /** The program of crossEntropy (for trainStepAsync and custom steps). */
 export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): Program<LossResult> {
+  return readLoss(yield* crossEntropyDeviceOps(logits, targets, options));
+}
+
+/** A loss still on the prediction's device ([1]) and its gradient: what a training step reads only at its end. */
+export interface DeviceLossResult {
+  loss: Tensor<'float32'>;
+  grad: Tensor<'float32'>;
+}
+
+/** The loss value of `r` (its tensor freed). */
+function readLoss(r: DeviceLossResult): LossResult {
+  try {
+    return { loss: r.loss.toArray()[0], grad: r.grad };
+  } finally {
+    r.loss.dispose();
+  }
+}
+
+/** @internal crossEntropyOps leaving the loss on the device (a CUDA graph's step reads it after the replay). */
+export function* crossEntropyDeviceOps(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): Program<DeviceLossResult> {
   const l = checkTensor('logits', logits, 'float32');
   if (l.shape.length < 1 || l.shape[l.shape.length - 1] < 1) invalidArg('logits', 'a float32 Tensor [..., V] with V >= 1', l);
   const V = l.shape[l.shape.length - 1], N = l.size / V;
@@ -76,9 +96,24 @@ export function* crossEntropyOps(logits: Tensor, targets: Tensor, options: Cross
   try {
     yield* op('crossEntropy', { N, V, labelSmoothing, ignoreIndex, loss: loss.storage, dlogits: grad.storage, logits: l.storage,
       targets: t.storage });
-    return { loss: loss.toArray()[0], grad };
-  } finally {
+    return { loss, grad };
+  } catch (e) {
     loss.dispose();
+    grad.dispose();
+    throw e;
+  }
+}
+
+/**
+ * @internal After a CUDA graph's replay gave a NaN cross-entropy: the error an eager step would have
+ * thrown for a target out of range (the captured step cannot wait for that check), if any.
+ */
+export function checkCrossEntropyTargets(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): void {
+  const V = logits.shape[logits.shape.length - 1], host = targets.to('cpu') as Tensor<'int32'>;
+  try {
+    checkTargets(host, V, options.ignoreIndex ?? -100);
+  } finally {
+    if (host !== targets) host.dispose();
   }
 }
 
@@ -94,6 +129,11 @@ export function mse(pred: Tensor, target: Tensor, options: MseOptions = {}): Los
 
 /** The program of mse. */
 export function* mseOps(pred: Tensor, target: Tensor, options: MseOptions = {}): Program<LossResult> {
+  return readLoss(yield* mseDeviceOps(pred, target, options));
+}
+
+/** @internal mseOps leaving the loss on the device. */
+export function* mseDeviceOps(pred: Tensor, target: Tensor, options: MseOptions = {}): Program<DeviceLossResult> {
   const p = checkTensor('pred', pred, 'float32');
   const t = checkTensor('target', target, 'float32', p.shape);
   const cols = p.shape.length ? p.shape[p.shape.length - 1] : 1;
@@ -104,11 +144,10 @@ export function* mseOps(pred: Tensor, target: Tensor, options: MseOptions = {}):
   const loss = Tensor.empty([1], 'float32', p.device), grad = Tensor.empty(p.shape, 'float32', p.device);
   try {
     yield* op('mse', { rows, cols, loss: loss.storage, dpred: grad.storage, pred: p.storage, target: t.storage, mask });
-    return { loss: loss.toArray()[0], grad };
+    return { loss, grad };
   } catch (e) {
+    loss.dispose();
     grad.dispose();
     throw e;
-  } finally {
-    loss.dispose();
   }
 }

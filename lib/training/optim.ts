@@ -3,7 +3,8 @@
  * updating each parameter from its `grad` in native code, and gradient-norm clipping.
  */
 import { OptimizerArenas } from './arena';
-import { checkDeviceOps } from '../core/device';
+import { checkDeviceOps, cuda, type DeviceBuffer } from '../core/device';
+import { GraphRunner, objectId, stepValue, uncapturable, type StepValueFields } from '../core/graph';
 import { invalidArg, NodeformerError, objectArg } from '../validation/errors';
 import { checkFiniteArgs } from '../core/finite';
 import type { Parameter } from '../core/module';
@@ -64,7 +65,7 @@ export abstract class Optimizer<O extends object = object> {
    * The native ops this class's own code runs (zeroGrad, clipGradNorm; a subclass adds its step's):
    * the constructor checks that every parameter's device has a kernel for each (lib/core/device.ts declaredOps).
    */
-  static readonly ops: readonly OpName[] = ['zero', 'clipGradNorm', 'sumSquares', 'copyRows', 'scale'];
+  static readonly ops: readonly OpName[] = ['zero', 'clipGradNorm', 'sumSquares', 'copyRows', 'scale', 'clipCoefficient', 'clipScale'];
 
   readonly params: Parameter[];
   /** Options in force; change `options.lr` to schedule the learning rate. */
@@ -80,6 +81,8 @@ export abstract class Optimizer<O extends object = object> {
   accumulated = 0;
   /** @internal The queue of this optimizer's asynchronous calls (trainStepAsync joins it). */
   readonly lane = new Lane();
+  /** @internal The CUDA graphs of training steps with this optimizer (lib/training/train.ts). */
+  readonly graphs = new GraphRunner();
 
   constructor(params: Parameter[] | ParamGroup<O>[], options: O, buffersPerParam: number) {
     this.options = options;
@@ -127,6 +130,18 @@ export abstract class Optimizer<O extends object = object> {
     return o;
   }
 
+  /**
+   * @internal What a captured step of this optimizer depends on besides shapes: the options but the
+   * learning rate (a step value), the groups, and the storage of every parameter, gradient and state
+   * buffer (a move changes it).
+   */
+  graphKey(): string {
+    const { lr: _lr, ...rest } = this.options as O & { lr: number };
+    const storages = this.params.flatMap((p, i) => [p.storage, p.grad?.storage, ...this.buffers[i].map((b) => b.storage)]);
+    return JSON.stringify([rest, this.groups.map((g) => [g.overrides, g.lrScale]), this.params.map((p) => p.requiresGrad)]) + '|' +
+      storages.map((s) => (s && typeof s === 'object' ? objectId(s) : '-')).join(',');
+  }
+
   /** Sets every parameter gradient to zero. */
   zeroGrad(): void {
     this.lane.checkIdle(`${this.constructor.name}.zeroGrad`);
@@ -159,9 +174,9 @@ export abstract class Optimizer<O extends object = object> {
    * clipGradNorm op over the gradient arena when there is one (CPU only: not among OPTIMIZER_ENTRIES,
    * the CUDA path is clipGradNormOps's). Returns the total norm.
    */
-  *clipGradsOps(maxNorm: number): Program<number> {
+  *clipGradsOps(maxNorm: number, readNorm = true): Program<number> {
     const live = this.trainable(), flat = this.flat(live);
-    if (!flat) return yield* clipGradNormOps(live.map((i) => this.params[i]), maxNorm);
+    if (!flat) return yield* clipGradNormOps(live.map((i) => this.params[i]), maxNorm, readNorm);
     num('maxNorm', maxNorm, 0);
     const total = Tensor.empty([1], 'float32');
     try {
@@ -200,14 +215,23 @@ export abstract class Optimizer<O extends object = object> {
       if (!p.grad) continue;
       // State made before the model moved (module.to) follows its parameter.
       for (const b of this.buffers[i]) b.moveTo(p.device);
-      this.steps[i] += 1;
-      yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), this.steps[i], this.groupOptions(this.groupOf[i]));
+      // The step count and learning rate are step values (lib/core/graph.ts): a CUDA graph's replays draw them again.
+      const o = this.groupOptions(this.groupOf[i]) as O & { lr: number };
+      const step = stepValue('stepAt', () => ++this.steps[i], this.steps[i] + 1);
+      const lr = stepValue('lrAt', () => (this.groupOptions(this.groupOf[i]) as O & { lr: number }).lr, o.lr);
+      yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), step.value, { ...o, lr: lr.value },
+        { ...step.fields, ...lr.fields });
       p.markWritten();
     }
   }
 
-  /** The program updating `n` parameter values from their gradients and state buffers at `step`, with options `o`. */
-  protected abstract update(n: number, param: Storage<'float32'>, grad: Storage<'float32'>, buffers: Storage<'float32'>[], step: number, o: O): Program<void>;
+  /**
+   * The program updating `n` parameter values from their gradients and state buffers at `step`, with
+   * options `o`; `stepFields` (under CUDA graph capture) make the op read the step and learning rate
+   * from the step table instead.
+   */
+  protected abstract update(n: number, param: Storage<'float32'>, grad: Storage<'float32'>, buffers: Storage<'float32'>[], step: number, o: O,
+    stepFields?: StepValueFields): Program<void>;
 
   /** A copy of the options, the groups' overrides (when there are groups), step counts and buffers (for checkpoints). */
   stateDict(): OptimizerState {
@@ -258,6 +282,7 @@ export abstract class Optimizer<O extends object = object> {
     this.lane.checkIdle(`${this.constructor.name}.dispose`);
     for (const bs of this.buffers) for (const b of bs) b.dispose(); // (the state arenas go with their last slice)
     this.arenas = null;
+    this.graphs.clear();
   }
 
   [Symbol.dispose](): void {
@@ -304,9 +329,9 @@ export class AdamW extends Optimizer<Required<AdamWOptions>> {
   }
 
   protected *update(n: number, param: Storage<'float32'>, grad: Storage<'float32'>, [expAvg, expAvgSq]: Storage<'float32'>[], step: number,
-    o: Required<AdamWOptions>): Program<void> {
+    o: Required<AdamWOptions>, stepFields: StepValueFields = {}): Program<void> {
     yield* op('adamwStep', { n, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
-      param, grad, expAvg, expAvgSq });
+      ...stepFields, param, grad, expAvg, expAvgSq });
   }
 }
 
@@ -355,6 +380,7 @@ export class SGD extends Optimizer<Required<SGDOptions>> {
 
   protected *update(n: number, param: Storage<'float32'>, grad: Storage<'float32'>, [momentumBuf]: Storage<'float32'>[], step: number,
     o: Required<SGDOptions>): Program<void> {
+    uncapturable('SGD (its step count and learning rate are kernel arguments)');
     yield* op('sgdStep', { n, step, lr: o.lr, momentum: o.momentum, dampening: o.dampening, weightDecay: o.weightDecay,
       nesterov: o.nesterov, param, grad, momentumBuf: o.momentum !== 0 ? momentumBuf : null });
   }
@@ -363,22 +389,25 @@ export class SGD extends Optimizer<Required<SGDOptions>> {
 /**
  * torch.nn.utils.clip_grad_norm_: scales every gradient by maxNorm / (total + 1e-6) when the
  * total L2 norm over all of them exceeds maxNorm. Returns the total norm before clipping. On
- * 'cuda' the sums of squares stay on the device until one copy of them (a float per parameter)
- * to the host.
+ * 'cuda' the whole clip stays on the device (clipCoefficient, clipScale: a NaN norm scales by NaN,
+ * as torch) and only the norm is read back.
  */
 export function clipGradNorm(params: Parameter[], maxNorm: number): number {
   return runSync(clipGradNormOps(params, maxNorm));
 }
 
-/** The program of clipGradNorm. */
-export function* clipGradNormOps(params: Parameter[], maxNorm: number): Program<number> {
+/**
+ * The program of clipGradNorm. With `readNorm` false (a training step, which may be captured as a
+ * CUDA graph) a clip on 'cuda' returns NaN instead of reading the norm back.
+ */
+export function* clipGradNormOps(params: Parameter[], maxNorm: number, readNorm = true): Program<number> {
   const ps = checkParams(params).filter((p) => p.grad);
   num('maxNorm', maxNorm, 0);
-  // Each gradient's Σ g² (float32, as the op gives it) lands in slot i of a vector on its device;
-  // the vectors come to the host once, and the slots are added in parameter order on any device.
+  // Each gradient's Σ g² (float32, as the op gives it) lands in slot i of a vector on its device.
+  const onDevice = ps.length > 0 && ps.every((p) => p.grad!.device === 'cuda');
   const sums: { cpu?: Tensor<'float32'>; cuda?: Tensor<'float32'> } = {};
   const tmp: { cpu?: Tensor<'float32'>; cuda?: Tensor<'float32'> } = {};
-  let sum = 0;
+  let sum = 0, coef: DeviceBuffer | null = null;
   try {
     for (let i = 0; i < ps.length; i++) {
       const g = ps[i].grad!, dev = g.device;
@@ -386,13 +415,21 @@ export function* clipGradNormOps(params: Parameter[], maxNorm: number): Program<
       yield* op('sumSquares', { n: g.size, out: one.storage, x: g.storage });
       yield* op('copyRows', { rows: 1, cols: 1, dst: s.storage, dstStride: 1, dstOffset: i, src: one.storage, srcStride: 1 });
     }
+    if (onDevice) { // the slots added in order and the coefficient on the device; the norm lands in tmp
+      coef = cuda().alloc(8, 'none');
+      yield* op('clipCoefficient', { n: ps.length, maxNorm, totalNorm: tmp.cuda!.storage, coef, sums: sums.cuda!.storage });
+      for (const p of ps) yield* op('clipScale', { n: p.size, x: p.grad!.storage, coef });
+      return readNorm ? tmp.cuda!.toArray()[0] : NaN;
+    }
+    // Otherwise the vectors come to the host once, and the slots are added in parameter order.
     const host = { cpu: sums.cpu?.data, cuda: sums.cuda?.toArray() };
     for (let i = 0; i < ps.length; i++) sum += host[ps[i].grad!.device]![i];
   } finally {
     for (const t of [sums.cpu, sums.cuda, tmp.cpu, tmp.cuda]) t?.dispose();
+    if (coef) cuda().free(coef);
   }
   const total = Math.sqrt(sum);
-  const coef = maxNorm / (total + 1e-6);
-  if (coef < 1) for (const p of ps) yield* op('scale', { n: p.size, x: p.grad!.storage, s: coef });
+  const c = maxNorm / (total + 1e-6);
+  if (c < 1) for (const p of ps) yield* op('scale', { n: p.size, x: p.grad!.storage, s: c });
   return total;
 }

@@ -37,6 +37,7 @@ const KNOWN_AS: Readonly<Record<string, readonly string[]>> = {
   keyPaddingMask: ['key_padding_mask', 'src_key_padding_mask', 'padding_mask', 'paddingMask'],
   labelSmoothing: ['label_smoothing', 'smoothing'],
   ignoreIndex: ['ignore_index'],
+  cudaGraphs: ['cuda_graph', 'cuda_graphs', 'cudaGraph', 'use_cuda_graph', 'useCudaGraph', 'enable_cuda_graph'],
   maxGradNorm: ['max_grad_norm', 'max_norm', 'clip_grad_norm', 'clipGradNorm', 'gradient_clip_val', 'clipnorm', 'gradClip'],
   epochs: ['num_epochs', 'numEpochs', 'n_epochs', 'max_epochs', 'maxEpochs', 'num_train_epochs'],
   warmupSteps: ['warmup', 'num_warmup_steps', 'warmup_iters'],

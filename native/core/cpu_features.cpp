@@ -2,16 +2,16 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 
-#if defined(__x86_64__) || defined(_M_X64)
+#if NF_X86
 #include <cpuid.h>
-#define NF_X86 1
 #endif
 
 namespace nf {
 namespace {
 
-#ifdef NF_X86
+#if NF_X86
 uint64_t xgetbv0() {
   uint32_t eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
@@ -20,7 +20,9 @@ uint64_t xgetbv0() {
 #endif
 
 Isa probe() {
-#ifdef NF_X86
+#if NF_ARM64
+  return Isa::neon;  // Advanced SIMD is mandatory in AArch64: no feature bit to check
+#elif NF_X86
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::scalar;
   bool osxsave = c & (1u << 27), fma = c & (1u << 12), avx = c & (1u << 28), f16c = c & (1u << 29);
@@ -44,10 +46,23 @@ Isa probe() {
   return Isa::scalar;
 }
 
-// The best usable variant no higher than `cap` (scalar always is).
+}  // namespace
+
+bool cpu_has_avx512_vnni() {
+#if NF_X86
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+// The best usable variant no higher than `cap`, a compiled one (scalar always is usable).
 Isa best_usable(Isa cap) {
-  for (int i = static_cast<int>(cap); i > static_cast<int>(Isa::scalar); --i)
-    if (isa_usable(static_cast<Isa>(i))) return static_cast<Isa>(i);
+  for (int r = isa_rank(cap); r > 0; --r)
+    if (isa_usable(kCompiledIsas[r])) return kCompiledIsas[r];
   return Isa::scalar;
 }
 
@@ -57,7 +72,7 @@ Isa initial_isa() {
   Isa cap = detected_isa();
   const char* env = std::getenv("NF_ISA");
   Isa forced;
-  if (env && *env && parse_isa(env, &forced) && static_cast<int>(forced) < static_cast<int>(cap)) cap = forced;
+  if (env && *env && parse_isa(env, &forced) && isa_rank(forced) >= 0 && isa_rank(forced) < isa_rank(cap)) cap = forced;
   return best_usable(cap);
 }
 
@@ -73,19 +88,26 @@ const char* isa_name(Isa isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::neon: return "neon";
     case Isa::avx512bf16: return "avx512bf16";
   }
   return "unknown";
 }
 
 bool parse_isa(const std::string& name, Isa* out) {
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16}) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon, Isa::avx512bf16}) {
     if (name == isa_name(i)) {
       *out = i;
       return true;
     }
   }
   return false;
+}
+
+int isa_rank(Isa isa) {
+  for (int r = 0; r < static_cast<int>(std::size(kCompiledIsas)); ++r)
+    if (kCompiledIsas[r] == isa) return r;
+  return -1;
 }
 
 Isa detected_isa() {
@@ -100,15 +122,17 @@ const IsaSelfCheck& isa_selfcheck() {
   return check;
 }
 
+bool isa_runs(Isa isa) { return isa_rank(isa) >= 0 && isa_rank(isa) <= isa_rank(detected_isa()); }
+
 bool isa_usable(Isa isa) {
-  if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return false;
+  if (!isa_runs(isa)) return false;
   for (const IsaRejection& r : isa_selfcheck().rejected)
     if (r.isa == isa) return false;
   return true;
 }
 
 Status set_active_isa(Isa isa) {
-  NF_CHECK(static_cast<int>(isa) <= static_cast<int>(detected_isa()), "set_isa",
+  NF_CHECK(isa_runs(isa), "set_isa",
            std::string("this CPU cannot run the ") + isa_name(isa) + " kernels (best available: " +
                isa_name(detected_isa()) + ")");
   for (const IsaRejection& r : isa_selfcheck().rejected)

@@ -1,28 +1,48 @@
-// Which instruction-set variant of the CPU kernels runs. Each kernel file is compiled four times
-// (scalar, AVX2+FMA, AVX-512, AVX-512 with BF16) into namespaces nf::cpu::scalar / avx2 / avx512 /
-// avx512bf16; the last differs from avx512 only where a kernel uses the BF16 dot-product
-// instructions (the GEMM at precision 'bf16', native/cpu/gemm.cpp). At load, a
+// Which instruction-set variant of the CPU kernels runs. Each kernel file is compiled once per
+// variant of the target architecture into namespaces nf::cpu::<variant>: on x86-64 scalar, AVX2+FMA,
+// AVX-512 and AVX-512 with BF16 (scalar / avx2 / avx512 / avx512bf16; the last differs from avx512
+// only where a kernel uses the BF16 dot-product instructions: the GEMM at precision 'bf16',
+// native/cpu/gemm.cpp), on AArch64 scalar and NEON (scalar / neon). At load, a
 // known-answer self-check runs every kernel family on a tiny fixed input under each variant the
 // CPU and OS support and under the scalar one, and rejects a variant that disagrees; the best
-// variant left is picked, NF_ISA=scalar|avx2|avx512|avx512bf16 forces a lower one, and set_active_isa switches
-// at run time (tests use it to run every variant). A variant the CPU lacks, or one the self-check
+// variant left is picked, NF_ISA=<variant> forces a lower one, and set_active_isa switches at run
+// time (tests use it to run every variant). A variant the CPU lacks, or one the self-check
 // rejected, is never selected.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "arch.h"
 #include "status.h"
 
 namespace nf {
 
-enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
-constexpr Isa kBestIsa = Isa::avx512bf16;  // the last of the list
+// Each variant's number is fixed across architectures (a packWeights header records it, and
+// NF_ISA=<number> in native/cpu/isa.h selects it for a compilation).
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, neon = 3, avx512bf16 = 4 };
+
+// The variants this build compiles, slowest first: NF_ISA and set_active_isa lower along this list.
+// NEON (ASIMD) is part of every AArch64 CPU, so an arm64 build always detects it.
+#if NF_X86
+inline constexpr Isa kCompiledIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16};
+#elif NF_ARM64
+inline constexpr Isa kCompiledIsas[] = {Isa::scalar, Isa::neon};
+#else
+inline constexpr Isa kCompiledIsas[] = {Isa::scalar};
+#endif
 
 const char* isa_name(Isa isa);
-bool parse_isa(const std::string& name, Isa* out);
+bool parse_isa(const std::string& name, Isa* out);  // any variant's name, compiled here or not
+
+// The variant's place in kCompiledIsas (0 for scalar), or -1 when this build does not compile it.
+int isa_rank(Isa isa);
 
 Isa detected_isa();  // the best variant this CPU and OS can run
+// Whether CPUID reports AVX-512 VNNI (vpdpbusd; the int8 kernels' own variant, native/cpu/gemm_int8.cpp,
+// which runs where this holds and the avx512 variant is usable).
+bool cpu_has_avx512_vnni();
 Isa active_isa();    // the variant kernels dispatch to now
+bool isa_runs(Isa isa);  // compiled here, and this CPU runs it (whatever the self-check said)
 Status set_active_isa(Isa isa);  // refuses a variant the CPU lacks or the self-check rejected
 
 // The self-check's verdict.
@@ -48,7 +68,7 @@ const IsaSelfCheck& isa_selfcheck();
 // Whether variant `isa` may be selected: the CPU runs it and the self-check did not reject it.
 bool isa_usable(Isa isa);
 
-// Runs the check of every variant above scalar up to `best` (defined with the CPU kernels, in
+// Runs the check of every compiled variant above scalar up to `best` (defined with the CPU kernels, in
 // native/cpu/selfcheck.cpp, which knows their entry points).
 IsaSelfCheck run_isa_selfcheck(Isa best);
 

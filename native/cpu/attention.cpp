@@ -80,11 +80,11 @@ void scale_row(float* x, int64_t n, float s) {
 }
 
 // dst[c*ldd + r] = scale src[r*lds + c] for r < rows, c < cols; each dst row is zero-filled from
-// rows to ldd. Whole 8 x 8 blocks are transposed in registers (transpose_8x8, AVX2 and AVX-512),
+// rows to ldd. Whole 8 x 8 blocks are transposed in registers (transpose_8x8, every vector variant),
 // the rest element by element; the scale follows, a vector at a time.
 void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t cols, float scale) {
   int64_t r8 = 0, c8 = 0;  // the rows and columns of the whole blocks
-#if NF_X86 && NF_ISA >= 1
+#if NF_HAS_TRANSPOSE_8X8
   r8 = rows / 8 * 8, c8 = cols / 8 * 8;
   for (int64_t c = 0; c < c8; c += 8)
     for (int64_t r = 0; r < r8; r += 8) transpose_8x8(dst + c * ldd + r, ldd, src + r * lds + c, lds, 8);
@@ -528,6 +528,7 @@ Status run(const ops::AttentionDecode<float>& p) {
 }
 
 Status run(const ops::AttentionBackward<float>& p) {
+  NF_TRY(ops::int8_inference_check("attention_backward", p.precision, "a backward"));
   const AttentionDims& d = p.d;
   NF_TRY(ops::attention_check("attention_backward", d, p.memory != nullptr, p.qkv, p.q, p.kv));
   NF_CHECK(p.memory || !p.dmemory, "attention_backward", "dmemory is only for cross-attention");

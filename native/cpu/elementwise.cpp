@@ -134,7 +134,8 @@ Status run(const ops::Zero<float>& p) {
   return Status::Ok();
 }
 
-static Status dropout_run(const char* op, float* out, const float* x, const DropoutDims& d) {
+static Status dropout_run(const char* op, float* out, const float* x, const DropoutDims& dims) {
+  const DropoutDims d = ops::with_step_values(dims);
   NF_TRY(ops::dropout_check(op, d));
   if (d.p == 0.0f) {
     if (out != x && d.n > 0) std::memmove(out, x, sizeof(float) * d.n);

@@ -59,8 +59,10 @@ void feedforward_backward(const ops::FeedForwardBackward<float>& p) {
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
 
-Status run(const ops::FeedForwardForward<float>& p) {
+Status run(const ops::FeedForwardForward<float>& params) {
   const char* op = "feedforward_forward";
+  ops::FeedForwardForward<float> p = params;
+  p.d = ops::with_step_values(params.d);
   NF_TRY(ops::feedforward_check(op, p.d));
   const Isa isa = active_isa();
   PackedB W1p, W2p;
@@ -71,7 +73,10 @@ Status run(const ops::FeedForwardForward<float>& p) {
   return Status::Ok();
 }
 
-Status run(const ops::FeedForwardBackward<float>& p) {
+Status run(const ops::FeedForwardBackward<float>& params) {
+  ops::FeedForwardBackward<float> p = params;
+  p.d = ops::with_step_values(params.d);
+  NF_TRY(ops::int8_inference_check("feedforward_backward", p.precision, "a backward"));
   NF_TRY(ops::feedforward_check("feedforward_backward", p.d));
   NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
   if (p.d.rows == 0) return Status::Ok();

@@ -30,19 +30,25 @@ bool nonfinite(float v) {
 
 int64_t first_nonfinite_range(const float* x, int64_t begin, int64_t end) {
   int64_t i = begin;
-#if NF_ISA >= 2 && NF_X86
+#if NF_AVX512
   const __m512i e = _mm512_set1_epi32(static_cast<int>(kExponent));
   for (; i + 16 <= end; i += 16) {
     const __m512i v = _mm512_and_si512(_mm512_loadu_si512(x + i), e);
     const __mmask16 m = _mm512_cmpeq_epi32_mask(v, e);
     if (m) return i + __builtin_ctz(m);
   }
-#elif NF_ISA == 1 && NF_X86
+#elif NF_ISA == 1
   const __m256i e = _mm256_set1_epi32(static_cast<int>(kExponent));
   for (; i + 8 <= end; i += 8) {
     const __m256i v = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), e);
     const int m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, e)));
     if (m) return i + __builtin_ctz(static_cast<unsigned>(m));
+  }
+#elif NF_ISA == 3
+  const uint32x4_t e = vdupq_n_u32(kExponent);
+  for (; i + 4 <= end; i += 4) {
+    const uint32x4_t v = vandq_u32(vreinterpretq_u32_f32(vld1q_f32(x + i)), e);
+    if (vmaxvq_u32(vceqq_u32(v, e))) break;  // one of these 4: the loop below finds which
   }
 #endif
   for (; i < end; ++i)
@@ -63,13 +69,8 @@ Status first_nonfinite(int64_t* first, const float* x, int64_t n) {
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t begin = b * kBlock;
       if (begin >= found.load(std::memory_order_relaxed)) return;  // nothing earlier can be in this chunk
-      int64_t i = -1;
       const int64_t end = std::min(n, begin + kBlock);
-      switch (active_isa()) {
-        case Isa::avx512: i = avx512::first_nonfinite_range(x, begin, end); break;
-        case Isa::avx2: i = avx2::first_nonfinite_range(x, begin, end); break;
-        default: i = scalar::first_nonfinite_range(x, begin, end); break;
-      }
+      const int64_t i = NF_DISPATCH(first_nonfinite_range, x, begin, end);
       if (i >= 0) {
         int64_t prev = found.load(std::memory_order_relaxed);
         while (i < prev && !found.compare_exchange_weak(prev, i, std::memory_order_relaxed)) {

@@ -58,6 +58,8 @@ namespace {
 // Register tile MR x NR (NV vectors of W floats per row) and cache blocks, per ISA.
 //   AVX-512: 12 x 32 = 24 zmm accumulators, 2 B vectors, 1 broadcast.
 //   AVX2:     6 x 16 = 12 ymm accumulators, 2 B vectors, 1 broadcast.
+//   NEON:     6 x 16 = 24 q-register accumulators (of 32), 4 B vectors, 1 broadcast; the AVX2
+//             tile in floats, with KC and MC as AVX2's (not tuned: no arm64 machine here, only qemu).
 //   scalar:   4 x 4 floats.
 // KC: the depth of the B micro-panel (KC x NR floats) that the kernel reuses while it walks the
 // A block; MC x KC is the A block resident in L2 (512 KiB on Zen 3, 1 MiB on Zen 4). On AVX-512,
@@ -65,11 +67,14 @@ namespace {
 // KC 512 (a 64 KiB micro-panel, twice L1d, streamed from L2; half the passes over C) 0-6% faster
 // than 256 at the models' shapes (1576x3072x768: 102 against 99 GFLOP/s; dW = dyᵀ x 2304x768x1576:
 // 103 against 99), level at M = 197. The AVX2 variant keeps 256: its CPUs (Zen 3) have half the L2.
-#if NF_ISA >= 2
+#if NF_AVX512
 constexpr int MR = 12, NV = 2;
 constexpr int64_t KC = 512, MC = 240;
 #elif NF_ISA == 1
 constexpr int MR = 6, NV = 2;
+constexpr int64_t KC = 256, MC = 144;
+#elif NF_ISA == 3
+constexpr int MR = 6, NV = 4;
 constexpr int64_t KC = 256, MC = 144;
 #else
 constexpr int MR = 4, NV = 4;
@@ -403,6 +408,7 @@ namespace nf::cpu {
 NF_KERNEL_DECL(void gemm_scratch_bytes(const GemmDims& d, size_t* bytes))
 
 Status run(const ops::Gemm<float>& p) {
+  NF_TRY(ops::int8_inference_check("gemm", p.precision, "the general gemm op (linearForward runs int8)"));
   GemmDims d = p.d;
   NF_TRY(gemm_check(&d));
   if (d.M == 0 || d.N == 0) return Status::Ok();

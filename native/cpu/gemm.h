@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "../ops/linear.h"
+#include "gemm_int8.h"
 #include "kernel_decl.h"
 
 namespace nf::cpu {
@@ -22,15 +23,20 @@ using ops::gemm_check;
 // (native/cpu/packed.h has the layout; packed_weight reads a buffer's header into one of these).
 // The GEMM reads columns [col0, col0 + N) of it instead of packing B, with the same result bit for
 // bit (the micro-kernel sees the same panels).
+// With `int8` (precision 'int8', native/cpu/gemm_int8.h) the product runs quantized instead: from
+// the int8 packing `q` (columns from its column 0), or, when q is empty, from W quantized per call.
 struct PackedB {
   const float* panels = nullptr;  // the first k block (null: not packed, the GEMM packs B itself)
   int64_t ld = 0;                 // floats (bf16 pairs: words) per panel row of a k block: 32·⌈N / 32⌉
   int64_t col0 = 0;               // the column of op(B) the GEMM's column 0 is (a multiple of nr)
   int nr = 0;                     // the panels' width (the micro-kernel's NR)
+  bool int8 = false;              // precision 'int8'
+  Int8Weights q;                  // the int8 packing (int8 only; empty: quantize W per call)
 
   explicit operator bool() const { return panels != nullptr; }
   // Columns from `c` on; not packed (the GEMM then packs B itself) unless `c` starts a panel.
   PackedB from_column(int64_t c) const {
+    if (int8) return {nullptr, 0, 0, 0, true, q.from_column(c)};
     if (!panels || c % nr != 0) return {};
     PackedB p = *this;
     p.col0 += c;

@@ -17,6 +17,10 @@ namespace nf::cpu::NF_ISA_NS {
 
 void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, const LinearDims& d,
                     Act act, const PackedB& Wp, ops::Precision precision) {
+  // Precision 'int8' (falling back to the float product when its buffers cannot be allocated).
+  if (Wp.int8 && gemm_int8(static_cast<Isa>(NF_ISA), y, preact, x, W, Wp.q, b, d.rows, d.out_features,
+                           d.in_features, d.in_features, d.out_features, act))
+    return;
   GemmDims g;
   g.M = d.rows, g.N = d.out_features, g.K = d.in_features;
   g.transB = true;
@@ -91,6 +95,7 @@ Status run(const ops::LinearForward<float>& p) {
 }
 
 Status run(const ops::LinearBackward<float>& p) {
+  NF_TRY(ops::int8_inference_check("linear_backward", p.precision, "a backward"));
   NF_TRY(ops::linear_check("linear_backward", p.d));
   if (p.d.rows == 0) return Status::Ok();
   NF_DISPATCH(linear_backward, p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d, p.precision);

@@ -126,8 +126,9 @@ void scale(float* x, int64_t n, float s) {
 namespace nf::cpu {
 
 Status run(const ops::AdamWStep<float>& p) {
-  NF_TRY(ops::adamw_check("adamw_step", p.n, p.h));
-  NF_DISPATCH(adamw_step, p.param, p.exp_avg, p.exp_avg_sq, p.grad, p.n, p.h);
+  const AdamWParams h = ops::with_step_values(p.h);
+  NF_TRY(ops::adamw_check("adamw_step", p.n, h));
+  NF_DISPATCH(adamw_step, p.param, p.exp_avg, p.exp_avg_sq, p.grad, p.n, h);
   return Status::Ok();
 }
 
@@ -167,6 +168,22 @@ Status run(const ops::ClipGradNorm<float>& p) {
   const double total = std::sqrt(s), coef = p.max_norm / (total + 1e-6);
   if (!(coef >= 1)) NF_DISPATCH(scale, p.grad, p.n, static_cast<float>(coef));  // a NaN norm scales by NaN, as torch
   *p.total_norm = static_cast<float>(total);
+  return Status::Ok();
+}
+
+Status run(const ops::ClipCoefficient<float>& p) {
+  NF_CHECK(p.max_norm >= 0 && std::isfinite(p.max_norm), "clip_coefficient", "max_norm must be finite and non-negative");
+  double s = 0.0;
+  for (int64_t i = 0; i < p.n; ++i) s += static_cast<double>(p.sums[i]);
+  const double total = std::sqrt(s);
+  *p.coef = p.max_norm / (total + 1e-6);
+  *p.total_norm = static_cast<float>(total);
+  return Status::Ok();
+}
+
+Status run(const ops::ClipScale<float>& p) {
+  NF_CHECK(p.n >= 0, "clip_scale", "n must be non-negative");
+  if (!(*p.coef >= 1)) NF_DISPATCH(scale, p.x, p.n, static_cast<float>(*p.coef));  // a NaN norm scales by NaN, as torch
   return Status::Ok();
 }
 

@@ -20,6 +20,8 @@ Status run(const ops::SgdStep<float>& p);
 Status run(const ops::SumSquares<float>& p);
 Status run(const ops::Scale<float>& p);
 Status run(const ops::ClipGradNorm<float>& p);
+Status run(const ops::ClipCoefficient<float>& p);
+Status run(const ops::ClipScale<float>& p);
 
 NF_KERNEL_DECL(void adamw_step(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
                                const AdamWParams& p))

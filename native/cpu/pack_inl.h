@@ -3,8 +3,9 @@
 // rows past n zeroed, so the micro-kernel always reads one layout whatever the transposes were.
 //   k-major source (element (i, k) at src[k * ld + i]): one contiguous source row per k.
 //   row-major source (element (i, k) at src[i * ld + k]): transposed 8 k by up to 8 rows at a time
-//   in registers (AVX2 shuffles; the AVX-512 variant uses them too), element by element in the
-//   scalar variant, for the last kc % 8 and for a partial last panel.
+//   in registers (transpose_8x8: AVX2 shuffles, which the AVX-512 variant uses too; NEON 4 x 4
+//   blocks), element by element in the scalar variant, for the last kc % 8 and for a partial last
+//   panel.
 //   bf16 pairs (avx512bf16 only): an fp32 panel [kc][P] becomes [⌈kc / 2⌉][P] 32-bit words, each
 //   holding bf16(element (i, k)) in its low half and bf16(element (i, k + 1)) in its high half
 //   (vround_bf16's rounding; an odd kc's last k paired with 0): what vdot_bf16 multiplies.
@@ -33,7 +34,10 @@ void pack_k_major(float* dst, const float* src, int64_t ld, int64_t n, int64_t k
   }
 }
 
-#if NF_X86 && NF_ISA >= 1
+// Every vector variant has transpose_8x8; the scalar one copies element by element.
+#define NF_HAS_TRANSPOSE_8X8 (NF_ISA != 0)
+
+#if NF_ISA == 1 || NF_AVX512
 // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < 8: an 8 x 8 transpose in registers (AVX2;
 // the AVX-512 variant uses it too), of `rows` source rows (8, 6 or 4; a constant once inlined)
 // padded with zeros, storing only the first `rows` floats of each of the 8 output columns.
@@ -63,12 +67,40 @@ inline void transpose_8x8(float* dst, int64_t ldd, const float* src, int64_t lds
     store(dst + (c + 4) * ldd, _mm256_permute2f128_ps(r[c], r[c + 4], 0x31));
   }
 }
+#elif NF_ISA == 3
+// The same on NEON, as 4 x 4 blocks: rows rb..rb+3 (rb = 0, and 4 unless rows == 4; rows 6 and 7
+// zeros when rows == 6) by columns cb..cb+3 (cb = 0, 4), each transposed with trn1/trn2 on 32-bit
+// lanes, then on 64-bit halves; a block of rows 4, 5 stores 2 floats per column.
+inline void transpose_8x8(float* dst, int64_t ldd, const float* src, int64_t lds, int rows) {
+  for (int rb = 0; rb < rows; rb += 4) {
+    const int n = rows - rb < 4 ? rows - rb : 4;  // 4, or 2 for rows 4, 5 of 6
+    for (int cb = 0; cb < 8; cb += 4) {
+      float32x4_t q[4];
+      for (int i = 0; i < 4; ++i) q[i] = i < n ? vld1q_f32(src + (rb + i) * lds + cb) : vdupq_n_f32(0.0f);
+      // t0 = (q0[0] q1[0] q0[2] q1[2]), t1 = (q0[1] q1[1] q0[3] q1[3]); t2, t3 likewise of q2, q3
+      const float32x4_t t0 = vtrn1q_f32(q[0], q[1]), t1 = vtrn2q_f32(q[0], q[1]);
+      const float32x4_t t2 = vtrn1q_f32(q[2], q[3]), t3 = vtrn2q_f32(q[2], q[3]);
+      const auto lo = [](float32x4_t a, float32x4_t b) {  // (a[0] a[1] b[0] b[1])
+        return vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b)));
+      };
+      const auto hi = [](float32x4_t a, float32x4_t b) {  // (a[2] a[3] b[2] b[3])
+        return vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b)));
+      };
+      const float32x4_t col[4] = {lo(t0, t2), lo(t1, t3), hi(t0, t2), hi(t1, t3)};
+      for (int c = 0; c < 4; ++c) {
+        float* d = dst + (cb + c) * ldd + rb;
+        if (n == 4) vst1q_f32(d, col[c]);
+        else vst1_f32(d, vget_low_f32(col[c]));
+      }
+    }
+  }
+}
 #endif
 
 // Packs rows [0, n) x depth [0, kc) of a row-major operand (element (i, k) at src[i * ld + k]:
 // op(A) when not transposed, op(B)ᵀ when transB) into P-row panels, each [kc][P], rows past n
-// zeroed. Full panels are transposed 8 k at a time in registers, in groups of up to 8 rows, where
-// the ISA allows; the scalar variant, the last kc % 8 and a partial last panel are copied element
+// zeroed. Full panels are transposed 8 k at a time in registers, in groups of up to 8 rows (every
+// vector variant); the scalar variant, the last kc % 8 and a partial last panel are copied element
 // by element.
 template <int P>
 void pack_transposed(float* dst, const float* src, int64_t ld, int64_t n, int64_t kc) {
@@ -85,7 +117,7 @@ void pack_transposed(float* dst, const float* src, int64_t ld, int64_t n, int64_
         for (int r = 0; r < P; ++r) __builtin_prefetch(s + (P + r) * ld + kb);
       const int64_t ke = std::min(kc, kb + 16);
       int64_t k = kb;
-#if NF_X86 && NF_ISA >= 1
+#if NF_HAS_TRANSPOSE_8X8
       for (; k + 8 <= ke; k += 8)
 #pragma GCC unroll 4
         for (int r = 0; r < P; r += 8) transpose_8x8(dst + k * P + r, P, s + r * ld + k, ld, std::min(8, P - r));

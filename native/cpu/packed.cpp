@@ -46,6 +46,11 @@ const char* precision_name(int32_t word) {
 }  // namespace
 
 Status run(const ops::PackWeights<float>& p) {
+  if (p.precision == ops::Precision::int8) {
+    NF_CHECK(p.K <= kMaxInt8K, "pack_weights", "precision 'int8' takes at most " + std::to_string(kMaxInt8K) + " input features (K)");
+    quantize_weights(p.packed, p.W, p.N, p.K);
+    return Status::Ok();
+  }
   const Isa isa = active_isa();
   int32_t w[ops::kPackedHeader];
   header_words(w, isa, p.N, p.K, p.precision);
@@ -54,9 +59,28 @@ Status run(const ops::PackWeights<float>& p) {
   return Status::Ok();
 }
 
+// The int8 packing of field `field` (or none: W is then quantized per call).
+static Status packed_int8(PackedB* out, const float* buffer, int64_t N, int64_t K, const char* op, const char* field) {
+  NF_CHECK(K <= kMaxInt8K, op, "precision 'int8' takes at most " + std::to_string(kMaxInt8K) + " input features");
+  out->int8 = true;
+  if (!buffer) return Status::Ok();
+  int32_t got[ops::kPackedHeader];
+  std::memcpy(got, buffer, sizeof got);
+  const std::string expected = std::string("expected ") + field + " packed by packWeights with precision 'int8'";
+  if (got[ops::kWordMagic] != ops::kPackedInt8Magic)
+    return Status::InvalidArg(op, expected + " but its header is not one of an int8 packing");
+  if (got[ops::kWordN] != N || got[ops::kWordK] != K)
+    return Status::InvalidArg(op, expected + " of a weight [" + std::to_string(N) + ", " + std::to_string(K) +
+                                      "] but received one of [" + std::to_string(got[ops::kWordN]) + ", " +
+                                      std::to_string(got[ops::kWordK]) + "]");
+  out->q = int8_weights(buffer, N, K);
+  return Status::Ok();
+}
+
 Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Isa isa, ops::Precision precision,
                      const char* op, const char* field) {
   *out = {};
+  if (precision == ops::Precision::int8) return packed_int8(out, buffer, N, K, op, field);
   if (!buffer) return Status::Ok();
   int32_t want[ops::kPackedHeader], got[ops::kPackedHeader];
   header_words(want, isa, N, K, precision);
@@ -64,8 +88,8 @@ Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Is
   // "avx2 (NR 16, KC 256)": a variant and its panel shape, as header words give them.
   const auto variant = [](const int32_t (&w)[ops::kPackedHeader]) {
     const int32_t i = w[ops::kWordIsa];
-    const std::string name = i >= 0 && i <= static_cast<int32_t>(kBestIsa) ? isa_name(static_cast<Isa>(i))
-                                                                              : "variant " + std::to_string(i);
+    const std::string name = i >= 0 && isa_rank(static_cast<Isa>(i)) >= 0 ? isa_name(static_cast<Isa>(i))
+                                                                         : "variant " + std::to_string(i);
     return name + " (NR " + std::to_string(w[ops::kWordNR]) + ", KC " + std::to_string(w[ops::kWordKC]) + ")";
   };
   const std::string expected = std::string("expected ") + field + " packed by packWeights";
@@ -83,7 +107,9 @@ Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Is
     return Status::InvalidArg(op, expected + " of a weight [" + std::to_string(N) + ", " + std::to_string(K) +
                                       "] but received one of [" + std::to_string(got[ops::kWordN]) + ", " +
                                       std::to_string(got[ops::kWordK]) + "]");
-  *out = PackedB{buffer + ops::kPackedHeader, ops::packed_width(N), 0, want[ops::kWordNR]};
+  out->panels = buffer + ops::kPackedHeader;
+  out->ld = ops::packed_width(N);
+  out->nr = want[ops::kWordNR];
   return Status::Ok();
 }
 

@@ -25,7 +25,8 @@ Status run(const ops::PackWeights<float>& p);
 // [N, K], checked against the header: *out stays empty when buffer is null; a buffer packed for
 // another variant than `isa` (the one the op dispatches to), another precision than the op's (bf16
 // against fp32 or tf32), or of other dims, is an error (ERR_NF_INVALID_ARG naming the field), never
-// a silently wrong product.
+// a silently wrong product. At precision 'int8', *out asks for the int8 product (PackedB::int8), from
+// `buffer` when it is an int8 packing of [N, K].
 Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Isa isa, ops::Precision precision,
                      const char* op, const char* field);
 

@@ -59,7 +59,9 @@ LinearDims linear_dims(const PatchEmbedDims& d) { return {d.B * (d.H / d.P) * (d
 
 void patch_embed_forward(const ops::PatchEmbedForward<float>& p) {
   const PatchEmbedDims& d = p.d;
-  NF_ISA_NS::linear_forward(p.out, nullptr, gather_patches(p.images, d), p.weight, p.bias, linear_dims(d), Act::none, {},
+  PackedB int8;  // precision 'int8': the weight quantized per call (about K·D operations, against B·N·K·D)
+  int8.int8 = p.precision == ops::Precision::int8;
+  NF_ISA_NS::linear_forward(p.out, nullptr, gather_patches(p.images, d), p.weight, p.bias, linear_dims(d), Act::none, int8,
                             p.precision);
 }
 
@@ -89,6 +91,8 @@ static Status patch_embed_check(const char* op, const PatchEmbedDims& d, bool im
 }
 
 Status run(const ops::PatchEmbedForward<float>& p) {
+  NF_CHECK(p.precision != ops::Precision::int8 || p.d.C * p.d.P * p.d.P <= kMaxInt8K, "patch_embed_forward",
+           "precision 'int8' takes at most " + std::to_string(kMaxInt8K) + " values per patch (C · P · P)");
   NF_TRY(patch_embed_check("patch_embed_forward", p.d, false));
   if (p.d.B == 0) return Status::Ok();
   NF_DISPATCH(patch_embed_forward, p);
@@ -96,6 +100,7 @@ Status run(const ops::PatchEmbedForward<float>& p) {
 }
 
 Status run(const ops::PatchEmbedBackward<float>& p) {
+  NF_TRY(ops::int8_inference_check("patch_embed_backward", p.precision, "a backward"));
   NF_TRY(patch_embed_check("patch_embed_backward", p.d, p.dimages != nullptr));
   if (p.d.B == 0) return Status::Ok();
   NF_DISPATCH(patch_embed_backward, p);

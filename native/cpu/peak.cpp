@@ -1,6 +1,7 @@
 // FP32 FMA peak: K independent accumulator chains per thread, acc = acc * a + b, which keeps
 // both FMA pipes busy when K >= latency x pipes (Zen 3/4, Skylake: 4 cycles x 2 pipes = 8).
-// K = 16 with AVX-512 (32 registers), 12 with AVX2 (16 registers). The scalar variant targets
+// K = 16 with AVX-512 (32 registers), 12 with AVX2 (16 registers), 16 with NEON (32 registers;
+// 4 cycles x 4 pipes on a Neoverse V1). The scalar variant targets
 // baseline x86-64, which has no FMA instruction (std::fma would be a library call): it runs a
 // separate multiply and add, 12 chains to cover their latency on two multiply and two add pipes,
 // so its peak is the machine's scalar arithmetic peak. Every chain step counts as 2 FLOPs.
@@ -24,7 +25,10 @@ namespace nf::cpu::NF_ISA_NS {
 
 namespace {
 
-#if NF_ISA >= 2
+#if NF_AVX512
+constexpr int K = 16;
+inline vf chain_step(vf acc, vf a, vf b) { return vfma(acc, a, b); }
+#elif NF_ISA == 3
 constexpr int K = 16;
 inline vf chain_step(vf acc, vf a, vf b) { return vfma(acc, a, b); }
 #elif NF_ISA == 1

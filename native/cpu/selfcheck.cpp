@@ -1,15 +1,16 @@
 // The load-time known-answer self-check of the ISA variants (run_isa_selfcheck, declared in
 // core/cpu_features.h): before the first variant is chosen, every kernel family runs once on a
-// tiny fixed input under each candidate variant (avx512bf16, avx512, avx2: those the CPU has) and
-// under the scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then
-// uses the next one down). The families: GEMM with each epilogue (every activation of the schema;
-// alpha, beta, bias, preact, every transpose, a strided batch), the GEMM at precision bf16 (both
-// packing paths, an odd K: the avx512bf16 variant's vdpbf16ps against the scalar emulation of the
-// same rounding), self-attention forward and backward (causal),
+// tiny fixed input under each candidate variant (avx512bf16, avx512, avx2 or neon: those the CPU
+// has) and under the scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp
+// then uses the next one down). The families: GEMM with each epilogue (every activation of the
+// schema; alpha, beta, bias, preact, every transpose, a strided batch), the GEMM at precision bf16
+// (both packing paths, an odd K: the avx512bf16 variant's vdpbf16ps against the scalar emulation of
+// the same rounding), a Linear at precision 'int8' (the int8 kernels, VNNI ones included),
+// self-attention forward and backward (causal),
 // layernorm forward and backward (with the residual add), the feed-forward network forward and
 // backward with each activation, softmax cross-entropy with its gradient, and an AdamW step.
 // Shapes are chosen so every variant meets full vectors, tails and partial register tiles
-// (widths 13, 37 against W = 16 and 8 and the tiles 12x32, 6x16, 4x4).
+// (widths 13, 37 against W = 16, 8 and 4 and the tiles 12x32, 6x16, 4x4).
 //   Agreement: ‖candidate − scalar‖₂ / ‖scalar‖₂ ≤ kTolerance for every output. The variants
 // compute the same formulas from bit-identical vocabulary functions (test/simd.test.ts); they
 // differ only in the order of sums (vector lanes, register tiles), which at these sizes
@@ -33,6 +34,7 @@
 #include "feedforward.h"
 #include "gemm.h"
 #include "layernorm.h"
+#include "linear.h"
 #include "loss.h"
 #include "optim.h"
 #include "isa.h"
@@ -101,6 +103,19 @@ Outputs gemm_bf16_family(Isa isa, bool trans) {
   Floats A = fixed(d.M * d.K, 80 + trans, 0.6f), B = fixed(d.K * d.N, 82 + trans, 0.6f), C(d.M * d.N, 0.0f);
   NF_DISPATCH_TO(isa, gemm, C.data(), nullptr, A.data(), B.data(), nullptr, d, {}, ops::Precision::bf16);
   return {{std::string("gemm bf16") + (trans ? " transposed" : "") + " C", C}};
+}
+
+// A Linear at precision 'int8' (gemm_int8.cpp: on the avx512 variant the VNNI kernels where the CPU
+// has them), rows = 13, 19 → 37, GELU, W quantized per call: the int32 sums are exact on every
+// variant, so the outputs agree but for the epilogue's rounding.
+Outputs int8_family(Isa isa) {
+  const int64_t rows = 13, K = 19, N = 37;
+  Floats x = fixed(rows * K, 40), W = fixed(N * K, 41, 0.3f), b = fixed(N, 42), y(rows * N), preact(rows * N);
+  PackedB int8;
+  int8.int8 = true;
+  NF_DISPATCH_TO(isa, linear_forward, y.data(), preact.data(), x.data(), W.data(), b.data(), LinearDims{rows, K, N}, Act::gelu, int8,
+                 ops::Precision::int8);
+  return {{"linear int8 y", y}, {"linear int8 preact", preact}};
 }
 
 // Causal self-attention, B = 2, T = 5, D = 24, H = 2 (Dh = 12), forward then backward.
@@ -204,6 +219,7 @@ Outputs run_all(Isa isa) {
   const auto add = [&all](Outputs some) { all.insert(all.end(), some.begin(), some.end()); };
   for (int a = 0; a < ops::kActCount; ++a) add(gemm_family(isa, static_cast<Act>(a)));  // every epilogue
   for (bool trans : {false, true}) add(gemm_bf16_family(isa, trans));
+  add(int8_family(isa));
   add(attention_family(isa));
   add(layernorm_family(isa));
   for (const ops::Choice<Act>& c : ops::kFeedForwardActivationList) add(feedforward_family(isa, c.value));
@@ -250,12 +266,13 @@ namespace nf {
 
 namespace {
 
-// Checks each variant above scalar up to `best` against the scalar one, appending to `check`.
+// Checks each compiled variant above scalar up to `best` against the scalar one, best first,
+// appending to `check`.
 void check_variants(Isa best, IsaSelfCheck* check) {
-  if (best == Isa::scalar) return;
+  if (isa_rank(best) <= 0) return;
   const cpu::Outputs ref = cpu::run_all(Isa::scalar);
-  for (int i = static_cast<int>(best); i > static_cast<int>(Isa::scalar); --i) {
-    const Isa isa = static_cast<Isa>(i);
+  for (int r = isa_rank(best); r > 0; --r) {
+    const Isa isa = kCompiledIsas[r];
     cpu::Outputs got = cpu::run_all(isa);
     const bool simulated = cpu::simulated_failure(isa);
     if (simulated)
@@ -291,8 +308,8 @@ IsaSelfCheck run_isa_selfcheck(Isa best) {
     SerialScope serial;
     check_variants(best, &check);
   } catch (const std::exception& e) {  // out of memory for the tiny buffers: no variant is trusted
-    for (int i = static_cast<int>(best) - static_cast<int>(check.checked.size()); i > 0; --i)
-      check.rejected.push_back({static_cast<Isa>(i), std::string("the self-check could not run: ") + e.what()});
+    for (int r = isa_rank(best) - static_cast<int>(check.checked.size()); r > 0; --r)
+      check.rejected.push_back({kCompiledIsas[r], std::string("the self-check could not run: ") + e.what()});
   }
   check.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return check;

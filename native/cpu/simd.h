@@ -1,6 +1,6 @@
 // A small vector vocabulary shared by the kernels, so each kernel is written once and compiled
-// for every ISA: `vf` holds W floats (16 for AVX-512, 8 for AVX2, 1 for scalar). Include inside
-// `namespace nf::cpu::NF_ISA_NS` after isa.h.
+// for every ISA: `vf` holds W floats (16 for AVX-512, 8 for AVX2, 4 for NEON, 1 for scalar).
+// Include inside `namespace nf::cpu::NF_ISA_NS` after isa.h.
 // The scalar forms define every function; test/simd.test.ts holds each variant to them lane by
 // lane (through native/cpu/simd_probe.cpp), so a function added here needs a case there.
 // - Loads and stores are unaligned-safe; the *_n forms handle a tail of n < W elements: vload_n
@@ -8,9 +8,10 @@
 // - Arithmetic is IEEE single precision, correctly rounded (vfma, vfnma: one rounding), ±0 and
 //   denormals kept, so every variant returns the scalar form's bits, except which NaN comes out
 //   of an operation with two NaN operands. vmax(a, b) = a > b ? a : b and vmin(a, b) = a < b ? a : b
-//   (x86 maxps/minps): b when either is NaN, and b for ±0 against ∓0, so put an operand whose NaN
-//   must propagate second. vselect_pos / vselect_lt pick b when the comparison meets a NaN. vround
-//   rounds to nearest, ties to even. vpow2i(n) = 2^n for integral n in [-126, 127] (128: +inf).
+//   (x86 maxps/minps; NEON's fmax/fmin differ, so the NEON forms compare and select): b when
+//   either is NaN, and b for ±0 against ∓0, so put an operand whose NaN must propagate second.
+//   vselect_pos / vselect_lt pick b when the comparison meets a NaN. vround rounds to nearest,
+//   ties to even. vpow2i(n) = 2^n for integral n in [-126, 127] (128: +inf).
 //   vround_bf16(x) = x rounded to bfloat16 (the top 16 bits of a float) as a float, by the rule of
 //   the AVX512_BF16 conversions (vcvtneps2bf16; Intel SDM convert_fp32_to_bfloat16): a normal x to
 //   nearest, ties to even (one that rounds past the largest bf16 becomes ±inf); a zero or denormal
@@ -29,7 +30,7 @@
 //   All three return NaN for NaN.
 #pragma once
 
-#if NF_ISA >= 2 && NF_X86
+#if NF_AVX512
 using vf = __m512;
 constexpr int W = 16;
 inline vf vzero() { return _mm512_setzero_ps(); }
@@ -101,7 +102,7 @@ inline vf vround_bf16(vf x) {
   return _mm512_castsi512_ps(r);
 }
 #endif
-#elif NF_ISA == 1 && NF_X86
+#elif NF_ISA == 1
 using vf = __m256;
 constexpr int W = 8;
 inline vf vzero() { return _mm256_setzero_ps(); }
@@ -158,6 +159,65 @@ inline vf vround_bf16(vf x) {
   r = _mm256_blendv_epi8(r, _mm256_and_si256(i, top), special);
   r = _mm256_or_si256(r, _mm256_and_si256(nan, _mm256_set1_epi32(0x00400000)));
   return _mm256_castsi256_ps(r);
+}
+#elif NF_ISA == 3
+using vf = float32x4_t;
+constexpr int W = 4;
+inline vf vzero() { return vdupq_n_f32(0.0f); }
+inline vf vset1(float x) { return vdupq_n_f32(x); }
+inline vf vload(const float* p) { return vld1q_f32(p); }
+inline void vstore(float* p, vf v) { vst1q_f32(p, v); }
+// NEON has no masked load or store: the tail goes through a zeroed buffer on the stack.
+inline vf vload_n(const float* p, int n) {
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  std::memcpy(t, p, sizeof(float) * static_cast<size_t>(n));
+  return vld1q_f32(t);
+}
+inline void vstore_n(float* p, vf v, int n) {
+  float t[4];
+  vst1q_f32(t, v);
+  std::memcpy(p, t, sizeof(float) * static_cast<size_t>(n));
+}
+inline vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
+inline vf vsub(vf a, vf b) { return vsubq_f32(a, b); }
+inline vf vmul(vf a, vf b) { return vmulq_f32(a, b); }
+inline vf vdiv(vf a, vf b) { return vdivq_f32(a, b); }
+inline vf vmax(vf a, vf b) { return vbslq_f32(vcgtq_f32(a, b), a, b); }  // not vmaxq_f32 (NaN in, NaN out)
+inline vf vmin(vf a, vf b) { return vbslq_f32(vcltq_f32(a, b), a, b); }
+inline vf vfma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); }   // a*b + c, one rounding
+inline vf vfnma(vf a, vf b, vf c) { return vfmsq_f32(c, a, b); }  // c - a*b, one rounding
+inline vf vabs(vf a) { return vabsq_f32(a); }
+inline vf vsqrt(vf a) { return vsqrtq_f32(a); }
+inline vf vround(vf a) { return vrndnq_f32(a); }
+inline float vsum(vf a) {
+  const float32x2_t h = vadd_f32(vget_low_f32(a), vget_high_f32(a));  // lanes i + i+2
+  return vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
+}
+inline float vhmax(vf a) {
+  const float32x2_t lo = vget_low_f32(a), hi = vget_high_f32(a);
+  const float32x2_t h = vbsl_f32(vcgt_f32(lo, hi), lo, hi);
+  const float x = vget_lane_f32(h, 0), y = vget_lane_f32(h, 1);
+  return x > y ? x : y;
+}
+inline vf vselect_pos(vf c, vf a, vf b) { return vbslq_f32(vcgtq_f32(c, vzero()), a, b); }
+inline vf vselect_lt(vf c, vf d, vf a, vf b) { return vbslq_f32(vcltq_f32(c, d), a, b); }
+inline vf vcopysign(vf mag, vf sgn) { return vbslq_f32(vdupq_n_u32(0x7fffffffu), mag, sgn); }
+inline vf vpow2i(vf n) {
+  const int32x4_t i = vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127));
+  return vreinterpretq_f32_s32(vshlq_n_s32(i, 23));
+}
+inline vf vround_bf16(vf x) {
+  const uint32x4_t i = vreinterpretq_u32_f32(x), top = vdupq_n_u32(0xffff0000u);
+  const uint32x4_t e = vandq_u32(i, vdupq_n_u32(0x7f800000u));
+  const uint32x4_t odd = vandq_u32(vshrq_n_u32(i, 16), vdupq_n_u32(1u));
+  uint32x4_t r = vandq_u32(vaddq_u32(i, vaddq_u32(odd, vdupq_n_u32(0x7fffu))), top);
+  const uint32x4_t tiny = vceqq_u32(e, vdupq_n_u32(0u));
+  const uint32x4_t special = vceqq_u32(e, vdupq_n_u32(0x7f800000u));
+  const uint32x4_t nan = vmvnq_u32(vceqq_f32(x, x));
+  r = vbslq_u32(tiny, vandq_u32(i, vdupq_n_u32(0x80000000u)), r);
+  r = vbslq_u32(special, vandq_u32(i, top), r);
+  r = vorrq_u32(r, vandq_u32(nan, vdupq_n_u32(0x00400000u)));
+  return vreinterpretq_f32_u32(r);
 }
 #else
 using vf = float;

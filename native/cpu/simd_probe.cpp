@@ -12,10 +12,12 @@
 //   rows of any length n: act_forward_n (out = act(a); arg[0] = Act), act_backward_n
 //     (out = a ∘ act'(b); arg[0] = Act).
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
-//     panels; transpose_8x8 (AVX2 and AVX-512 only): arg = {rows, lds, ldd}.
+//     panels; transpose_8x8 (the vector variants only): arg = {rows, lds, ldd}.
 //   avx512bf16 only: vdot_bf16 (lane-wise: acc, a, b), pack_bf16_pairs: arg = {P, kc}, a the fp32
 //     panel [kc][P], out the pairs [⌈kc / 2⌉][P].
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
+//   int8_dot_tile, int8_quantize: the int8 kernels' (gemm_int8.cpp int8_probe; the avx512 variant's
+//     are the VNNI ones, which need AVX-512 VNNI).
 #include "simd_probe.h"
 
 #include <algorithm>
@@ -101,7 +103,7 @@ Status run_pack(const SimdProbe& p, bool transposed) {
 }
 
 Status run_transpose(const SimdProbe& p) {
-#if NF_X86 && NF_ISA >= 1
+#if NF_HAS_TRANSPOSE_8X8
   const int64_t rows = p.arg[0], lds = p.arg[1], ldd = p.arg[2];
   NF_CHECK(rows == 4 || rows == 6 || rows == 8, kOp, "transpose_8x8: rows must be 4, 6 or 8");
   NF_CHECK(lds >= 8 && ldd >= rows && (rows - 1) * lds + 8 <= p.n && 7 * ldd + rows <= p.out_n, kOp,
@@ -235,9 +237,22 @@ void simd_width(int* width) { *width = W; }
 namespace nf::cpu {
 
 Status simd_probe(Isa isa, const SimdProbe& p, int* width) {
-  NF_CHECK(static_cast<int>(isa) <= static_cast<int>(detected_isa()), "simd_probe",
+  NF_CHECK(isa_runs(isa), "simd_probe",
            std::string("this CPU cannot run the ") + isa_name(isa) + " variant");
   Status status;
+  if (std::string(p.fn).rfind("int8_", 0) == 0) {  // the int8 kernels' own (gemm_int8.cpp): avx512 means VNNI
+    const bool avx512 = NF_X86 && isa_rank(isa) >= isa_rank(Isa::avx512);  // avx512 or avx512bf16
+    NF_CHECK(!avx512 || int8_vnni(), "simd_probe",
+             "this CPU has no AVX-512 VNNI: its avx512 variants run the avx2 int8 kernels");
+#if NF_X86
+    if (avx512) avx512_vnni::int8_probe(p, &status);
+    else if (isa == Isa::avx2) avx2::int8_probe(p, &status);
+    else
+#endif
+      scalar::int8_probe(p, &status);
+    NF_DISPATCH_TO(isa, simd_width, width);
+    return status;
+  }
   NF_DISPATCH_TO(isa, simd_probe, p, &status);
   NF_DISPATCH_TO(isa, simd_width, width);
   return status;

@@ -1,5 +1,8 @@
 // Multi-head attention on the GPU: a FlashAttention-2 style core, forward and backward, and the
-// fused layer around it (QKV projection, core, output projection).
+// fused layer around it (QKV projection, core, output projection). This file holds the fp32 core on
+// CUDA cores; the op's precision 'bf16' or 'tf32' sends the core to the tensor-core kernels of
+// flash_attention_forward.cu / flash_attention_backward.cu (same masks, dropout stream, lse and
+// outputs; the Di pass and the optional weights output below serve both).
 // Math (per batch b and head h; scale = the layer's scale param, by default 1/sqrt(Dh)):
 //   S = scale Q Kᵀ with blocked pairs set to -inf; P = softmax over each row of S (a row whose keys
 //   are all blocked gives P = 0, lse = -inf); O = (P ∘ Z) V, Z the dropout mask scaled by 1/(1-p).
@@ -25,9 +28,10 @@
 
 #include <cmath>
 
+#include "attention_core.cuh"
 #include "common.cuh"
+#include "flash_attention.h"
 #include "linear.h"
-#include "philox.cuh"
 
 namespace nf::cuda {
 
@@ -46,43 +50,8 @@ constexpr int kMaxDh = 128;
 // occupancy, which it otherwise did on sm_89.
 constexpr int kMinBlocks = 5, kMinBlocksDkdv = 4;
 
-struct CoreArgs {
-  const float* q;
-  const float* k;
-  const float* v;
-  AttentionLayout lq, lk, lv, lo;
-  int64_t H;
-  int Tq, Tk, Dh;
-  float scale;
-  bool causal;
-  const uint8_t* key_padding_mask;
-  const uint8_t* attn_mask;
-  bool attn_batched;
-  float p;
-  uint64_t seed, offset;
-};
-
 __host__ __device__ __forceinline__ int odd_stride(int Dh) { return Dh | 1; }
-// Head h of batch b of a [B, T, H, Dh] view: its row 0.
-template <class F>
-__device__ __forceinline__ F* head_rows(F* base, const AttentionLayout& l, int64_t b, int64_t h) {
-  return base + b * l.batch + h * l.head;
-}
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-
-__device__ __forceinline__ bool is_blocked(const CoreArgs& a, int64_t b, int i, int j) {
-  if (i >= a.Tq || j >= a.Tk) return true;
-  if (a.causal && j > i) return true;
-  if (a.key_padding_mask && a.key_padding_mask[b * a.Tk + j]) return true;
-  return a.attn_mask && a.attn_mask[((a.attn_batched ? b * a.Tq : 0) + i) * int64_t(a.Tk) + j];
-}
-
-// The dropout factor Z of weight (b, h, i, j).
-__device__ __forceinline__ float keep_scale(const CoreArgs& a, int64_t b, int64_t h, int i, int j) {
-  if (a.p <= 0.0f) return 1.0f;
-  const uint64_t index = uint64_t(((b * a.H + h) * a.Tq + i) * int64_t(a.Tk) + j);
-  return dropout_keep(a.seed, a.offset, index, a.p) ? 1.0f / (1.0f - a.p) : 0.0f;
-}
 
 // Rows [t0, t0 + rows) of a head's [T, Dh] view into shared memory with row stride ld (times
 // scale; zeros past T).
@@ -411,19 +380,13 @@ Status core_check(const char* op, const AttentionCoreDims& d) {
   return Status::Ok();
 }
 
-CoreArgs core_args(const float* q, const float* k, const float* v, const AttentionMasks& m, const AttentionCoreDims& d) {
-  return CoreArgs{q,         k,     v,        d.q,       d.k,      d.v,       d.o,
-                  d.H,       int(d.Tq), int(d.Tk), int(d.Dh), d.scale, m.causal, m.key_padding_mask,
-                  m.attn_mask,    m.attn_batched, d.dropout.p, d.dropout.seed, d.dropout.offset};
-}
-
 // Column groups per lane: the kernels' template argument.
 int column_groups(int64_t Dh) { return Dh <= 32 ? 1 : Dh <= 64 ? 2 : 4; }
 
 }  // namespace
 
 Status attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
-                              const AttentionMasks& masks, AttentionCoreDims d) {
+                              const AttentionMasks& masks, AttentionCoreDims d, ops::Precision precision) {
   const char* op = "attention_core_forward";
   NF_TRY(core_check(op, d));
   NF_CHECK(lse, op, "lse is required");
@@ -431,11 +394,15 @@ Status attention_core_forward(float* o, float* lse, float* weights, const float*
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   const CoreArgs a = core_args(q, k, v, masks, d);
-  const int C = column_groups(d.Dh);
-  auto kernel = C == 1 ? attention_forward_kernel<1> : C == 2 ? attention_forward_kernel<2> : attention_forward_kernel<4>;
-  const dim3 grid(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B));
-  NF_CUDA_TRY(op, launch(kernel, grid, dim3(kThreads), forward_smem(a.Dh), s, o, lse, a));
-  if (weights)
+  if (precision != ops::Precision::fp32) {
+    NF_TRY(flash_attention_forward(o, lse, a, precision, s));
+  } else {
+    const int C = column_groups(d.Dh);
+    auto kernel = C == 1 ? attention_forward_kernel<1> : C == 2 ? attention_forward_kernel<2> : attention_forward_kernel<4>;
+    const dim3 grid(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B));
+    NF_CUDA_TRY(op, launch(kernel, grid, dim3(kThreads), forward_smem(a.Dh), s, o, lse, a));
+  }
+  if (weights)  // from the saved lse, in fp32 at every precision
     NF_CUDA_TRY(op, launch(attention_weights_kernel, dim3(unsigned(d.Tq), unsigned(d.H), unsigned(d.B)),
                            dim3(kThreads), 0, s, weights, static_cast<const float*>(lse), a));
   return Status::Ok();
@@ -443,7 +410,7 @@ Status attention_core_forward(float* o, float* lse, float* weights, const float*
 
 Status attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                                const float* v, const float* o, const float* lse, const AttentionMasks& masks,
-                               AttentionCoreDims d) {
+                               AttentionCoreDims d, ops::Precision precision) {
   const char* op = "attention_core_backward";
   NF_TRY(core_check(op, d));
   if (d.B == 0 || d.H == 0 || d.Tq == 0 || d.Tk == 0) return Status::Ok();
@@ -456,6 +423,8 @@ Status attention_core_backward(float* dq, float* dk, float* dv, const float* dou
   float* di = static_cast<float*>(scratch);
   NF_CUDA_TRY(op, launch(attention_di_kernel, dim3(unsigned(ceil_div(rows, kWarps))), dim3(kThreads), 0, s, di, dout,
                          o, a, rows));
+  if (precision != ops::Precision::fp32)
+    return flash_attention_backward(dq, dk, dv, d.k, d.v, dout, lse, static_cast<const float*>(di), a, precision, s);
   const int C = column_groups(d.Dh);
   auto dkdv = C == 1 ? attention_dkdv_kernel<1> : C == 2 ? attention_dkdv_kernel<2> : attention_dkdv_kernel<4>;
   auto dqk = C == 1 ? attention_dq_kernel<1> : C == 2 ? attention_dq_kernel<2> : attention_dq_kernel<4>;
@@ -494,7 +463,7 @@ AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
 Status run(const ops::AttentionForward<float>& p) {
   const AttentionDims& d = p.d;
   const bool cross = p.memory != nullptr;
-  const Compute mode = compute_of(p.precision);  // the projections' (the core stays fp32, issue 23)
+  const Compute mode = compute_of(p.precision);
   NF_TRY(layer_check("attention_forward", d, cross, p.qkv, p.q, p.kv));
   const int64_t D = d.D;
   const float* bk = p.qkv_bias ? p.qkv_bias + D : nullptr;
@@ -506,14 +475,14 @@ Status run(const ops::AttentionForward<float>& p) {
   }
   const float* Q = cross ? p.q : p.qkv;
   const float* K = cross ? p.kv : p.qkv + D;
-  NF_TRY(attention_core_forward(p.ctx, p.lse, p.weights, Q, K, K + D, p.m, core_dims(d, cross)));
+  NF_TRY(attention_core_forward(p.ctx, p.lse, p.weights, Q, K, K + D, p.m, core_dims(d, cross), p.precision));
   return linear_forward(p.out, nullptr, p.ctx, p.proj_weight, p.proj_bias, {d.B * d.Tq, D, D}, Act::none, mode);
 }
 
 Status run(const ops::AttentionBackward<float>& p) {
   const AttentionDims& d = p.d;
   const bool cross = p.memory != nullptr;
-  const Compute mode = compute_of(p.precision);  // the projections' (the core stays fp32, issue 23)
+  const Compute mode = compute_of(p.precision);
   NF_TRY(layer_check("attention_backward", d, cross, p.qkv, p.q, p.kv));
   NF_CHECK(cross || !p.dmemory, "attention_backward", "dmemory is only for cross-attention");
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
@@ -530,7 +499,7 @@ Status run(const ops::AttentionBackward<float>& p) {
   const float* K = cross ? p.kv : p.qkv + D;
   float* gQ = grad;
   float* gK = cross ? grad + rq * D : grad + D;
-  NF_TRY(attention_core_backward(gQ, gK, gK + D, dctx, Q, K, K + D, p.ctx, p.lse, p.m, core_dims(d, cross)));
+  NF_TRY(attention_core_backward(gQ, gK, gK + D, dctx, Q, K, K + D, p.ctx, p.lse, p.m, core_dims(d, cross), p.precision));
   if (!cross) return linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, grad, p.x, p.qkv_weight, {rq, D, 3 * D}, mode);
   NF_TRY(linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, gQ, p.x, p.qkv_weight, {rq, D, D}, mode));
   return linear_backward(p.dmemory, p.d_qkv_weight + D * D, p.d_qkv_bias ? p.d_qkv_bias + D : nullptr, gK, p.memory, p.qkv_weight + D * D,

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <type_traits>
 #include <unordered_map>
@@ -313,7 +314,9 @@ Status matmul(const Product& p, bool* ran) {
   load(L);
   if (!L.loaded) return Status::Ok();
   NF_TRY(ensure_handle(L));
-  Descriptors x(L.api);
+  // (Shared: a capture in the emulated build keeps them for the recorded product, below.)
+  const auto xp = std::make_shared<Descriptors>(L.api);
+  Descriptors& x = *xp;
   if (describe(L, p, &x)) {  // a value this library does not take: no algorithm for it
     ++L.unsupported;
     return Status::Ok();
@@ -345,9 +348,25 @@ Status matmul(const Product& p, bool* ran) {
   }
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  const nf_cublasStatus_t st =
-      L.api.Matmul(L.handle, x.desc, &p.alpha, p.A, x.a, p.B, x.b, &p.beta, p.beta != 0.0f ? p.C : p.D, x.c, p.D, x.d,
-                   &algo.algo, L.workspace, L.workspace_bytes, static_cast<void*>(s));
+  const float alpha = p.alpha, beta = p.beta;
+  const void *A = p.A, *B = p.B, *C = p.beta != 0.0f ? p.C : p.D;
+  void* D = p.D;
+  auto call = [&L, xp, alpha, beta, A, B, C, D, algo, s] {
+    return L.api.Matmul(L.handle, xp->desc, &alpha, A, xp->a, B, xp->b, &beta, C, xp->c, D, xp->d, &algo.algo,
+                        L.workspace, L.workspace_bytes, static_cast<void*>(s));
+  };
+#if defined(__CUDACC__)
+  const nf_cublasStatus_t st = call();
+#else
+  // The stand-in computes when called: on a capturing stream the call itself is the recorded node.
+  nf_cublasStatus_t st = NF_CUBLAS_STATUS_SUCCESS;
+  if (nf::emu::detail::capturing(s))
+    NF_CUDA_TRY("gemm", nf::emu::record_or_run(s, [call] {
+      return call() == NF_CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure;
+    }));
+  else
+    st = call();
+#endif
   NF_CHECK(st == NF_CUBLAS_STATUS_SUCCESS, "gemm",
            "cublasLtMatmul failed: " + status_text(L, st) + " (m=" + std::to_string(p.m) + ", n=" + std::to_string(p.n) +
                ", k=" + std::to_string(p.k) + ", batch=" + std::to_string(p.batch) + ", epilogue " +

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct DeviceState {
   bool has_stream = false;
   void* scratch[kWorkspaceSlots] = {};
   size_t scratch_bytes[kWorkspaceSlots] = {};
+  int64_t scratch_generation = 0;  // bumped whenever a slot moves (graphs hold its addresses)
 };
 
 std::mutex& state_mutex() {
@@ -52,6 +54,11 @@ Status current_state(const char* op, DeviceState** s) {
   NF_CHECK(device >= 0 && device < kMaxDevices, op, "device ordinal out of range");
   *s = &state(device);
   return Status::Ok();
+}
+
+bool is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone;
 }
 
 // Defined with the caching allocator below: returns its idle blocks to the device, adding their
@@ -176,6 +183,9 @@ Status workspace(int slot, size_t bytes, void** ptr) {
         *ptr = s->scratch[slot];
         return Status::Ok();
       }
+      NF_CHECK(!s->has_stream || !is_capturing(s->stream), "workspace",
+               "a scratch slot would grow during CUDA graph capture (run the step once uncaptured first)");
+      ++s->scratch_generation;
       NF_CUDA_TRY("workspace", cudaFree(s->scratch[slot]));
       s->scratch[slot] = nullptr;
       s->scratch_bytes[slot] = 0;
@@ -201,6 +211,7 @@ Status release_workspace() {
     std::lock_guard<std::mutex> lock(state_mutex());
     DeviceState* s = nullptr;
     NF_TRY(current_state("release_workspace", &s));
+    ++s->scratch_generation;
     for (int i = 0; i < kWorkspaceSlots; ++i) {
       NF_CUDA_TRY("release_workspace", cudaFree(s->scratch[i]));
       s->scratch[i] = nullptr;
@@ -328,12 +339,29 @@ int64_t limit_from_env() {
   return (end && *end == '\0' && n >= 0) ? n : kDefault;
 }
 
+// A CUDA graph's private pool: the blocks its capture was served (their capacities) and those of
+// them that are idle now. Its blocks never reach the global cache while the graph lives.
+struct Pool {
+  std::unordered_map<void*, size_t> blocks;
+  std::unordered_map<size_t, std::vector<void*>> idle;
+};
+
 struct Cache {
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<void*>> idle;  // capacity -> idle blocks
   MemoryStats stats;
+  Pool* capturing = nullptr;                 // the pool serving the capture in progress
+  std::unordered_map<void*, Pool*> pooled;  // block -> the live graph pool that owns it
 
   Cache() { stats.limit_bytes = limit_from_env(); }
+
+  // A block handed out during a capture joins the capture's pool. Holds the mutex.
+  void adopt(void* p, size_t capacity) {
+    if (!capturing) return;
+    capturing->blocks[p] = capacity;
+    pooled[p] = capturing;
+    stats.graph_bytes += int64_t(capacity);
+  }
 
   // Takes idle blocks out until cached_bytes <= target (the caller frees them). Holds the mutex.
   void take_over(int64_t target, std::vector<void*>* out) {
@@ -380,6 +408,17 @@ Status cached_alloc(void** ptr, size_t bytes) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
+    if (Pool* pool = c.capturing) {  // a capture: the pool's own idle block first
+      auto own = pool->idle.find(capacity);
+      if (own != pool->idle.end() && !own->second.empty()) {
+        *ptr = own->second.back();
+        own->second.pop_back();
+        c.stats.live_bytes += int64_t(capacity);
+        if (c.stats.live_bytes > c.stats.peak_live_bytes) c.stats.peak_live_bytes = c.stats.live_bytes;
+        ++c.stats.reused;
+        return Status::Ok();
+      }
+    }
     auto it = c.idle.find(capacity);
     if (it != c.idle.end() && !it->second.empty()) {
       *ptr = it->second.back();
@@ -388,6 +427,7 @@ Status cached_alloc(void** ptr, size_t bytes) {
       c.stats.live_bytes += int64_t(capacity);
       if (c.stats.live_bytes > c.stats.peak_live_bytes) c.stats.peak_live_bytes = c.stats.live_bytes;
       ++c.stats.reused;
+      c.adopt(*ptr, capacity);
       return Status::Ok();
     }
   }
@@ -407,6 +447,7 @@ Status cached_alloc(void** ptr, size_t bytes) {
   c.stats.live_bytes += int64_t(capacity);
   if (c.stats.live_bytes > c.stats.peak_live_bytes) c.stats.peak_live_bytes = c.stats.live_bytes;
   ++c.stats.fresh;
+  c.adopt(p, capacity);
   *ptr = p;
   return Status::Ok();
 }
@@ -418,7 +459,12 @@ Status cached_free(void* ptr, size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     c.stats.live_bytes -= int64_t(capacity);
-    if (c.stats.cached_bytes + int64_t(capacity) <= c.stats.limit_bytes) {
+    if (auto owner = c.pooled.find(ptr); owner != c.pooled.end()) {  // a graph's block stays the graph's
+      owner->second->idle[capacity].push_back(ptr);
+      return Status::Ok();
+    }
+    // (During a capture nothing is released: cudaFree would wait for the device.)
+    if (c.capturing || c.stats.cached_bytes + int64_t(capacity) <= c.stats.limit_bytes) {
       c.idle[capacity].push_back(ptr);
       c.stats.cached_bytes += int64_t(capacity);
       return Status::Ok();
@@ -490,6 +536,153 @@ Status out_of_memory(const char* op, size_t bytes, size_t block, int64_t release
 }
 
 }  // namespace
+
+// ---- CUDA graphs ------------------------------------------------------------------------------------
+struct Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  Pool* pool = nullptr;
+  int64_t scratch_generation = 0;
+};
+
+namespace {
+
+struct GraphState {
+  std::mutex mutex;
+  GraphStats stats;
+};
+GraphState& graph_state() {
+  static GraphState* g = new GraphState();
+  return *g;
+}
+
+int64_t scratch_generation() {
+  std::lock_guard<std::mutex> lock(state_mutex());
+  DeviceState* s = nullptr;
+  return current_state("graph", &s).ok() ? s->scratch_generation : -1;
+}
+
+// Gives the pool's idle blocks to the global cache and disowns its live ones (they join the cache
+// when their tensors free them); deletes the pool. Holds the cache's mutex.
+void dissolve(Cache& c, Pool* pool) {
+  for (auto& [capacity, blocks] : pool->idle)
+    for (void* p : blocks) {
+      c.idle[capacity].push_back(p);
+      c.stats.cached_bytes += int64_t(capacity);
+    }
+  for (auto& [p, capacity] : pool->blocks) {
+    c.pooled.erase(p);
+    c.stats.graph_bytes -= int64_t(capacity);
+  }
+  if (c.capturing == pool) c.capturing = nullptr;
+  delete pool;
+}
+
+}  // namespace
+
+bool graph_capturing() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return cache().capturing != nullptr;
+}
+
+Status graph_begin() {
+  return ordered([] {
+    cudaStream_t s;
+    NF_TRY(backend_stream(&s));
+    Cache& c = cache();
+    {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      NF_CHECK(!c.capturing, "graph_begin", "a CUDA graph capture is already in progress");
+      c.capturing = new Pool();
+    }
+    const cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      dissolve(c, c.capturing);
+      return Status::Error("graph_begin", error_text(e, "cudaStreamBeginCapture", __FILE__));
+    }
+    return Status::Ok();
+  });
+}
+
+Status graph_end(Graph** out) {
+  *out = nullptr;
+  return ordered([out] {
+    cudaStream_t s;
+    NF_TRY(backend_stream(&s));
+    Cache& c = cache();
+    auto* g = new Graph();
+    {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      NF_CHECK(c.capturing, "graph_end", "no CUDA graph capture is in progress");
+      g->pool = c.capturing;
+      c.capturing = nullptr;
+    }
+    g->scratch_generation = scratch_generation();
+    cudaError_t e = cudaStreamEndCapture(s, &g->graph);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&g->exec, g->graph, 0);
+    GraphState& gs = graph_state();
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (g->graph) (void)cudaGraphDestroy(g->graph);
+      {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        dissolve(c, g->pool);
+      }
+      delete g;
+      std::lock_guard<std::mutex> lock(gs.mutex);
+      ++gs.stats.failed;
+      return Status::Error("graph_end", error_text(e, "cudaStreamEndCapture / cudaGraphInstantiate", __FILE__));
+    }
+    std::lock_guard<std::mutex> lock(gs.mutex);
+    ++gs.stats.captures;
+    ++gs.stats.live;
+    *out = g;
+    return Status::Ok();
+  });
+}
+
+Status graph_launch(Graph* g) {
+  NF_CHECK(g && g->exec, "graph_launch", "the CUDA graph was destroyed");
+  return ordered([g] {
+    if (!graph_fresh(g))
+      return Status{"graph_launch", "a scratch buffer the CUDA graph uses has moved since its capture", "ERR_NF_GRAPH_STALE"};
+    cudaStream_t s;
+    NF_TRY(backend_stream(&s));
+    NF_CUDA_TRY("graph_launch", cudaGraphLaunch(g->exec, s));
+    GraphState& gs = graph_state();
+    std::lock_guard<std::mutex> lock(gs.mutex);
+    ++gs.stats.launches;
+    return Status::Ok();
+  });
+}
+
+bool graph_fresh(const Graph* g) { return g && scratch_generation() == g->scratch_generation; }
+
+Status graph_destroy(Graph* g) {
+  if (!g) return Status::Ok();
+  return ordered([g] {
+    // (The stream finishes the graph's last launch before the pool's blocks serve anyone else: later
+    // work is queued behind it.)
+    if (g->exec) NF_CUDA_TRY("graph_destroy", cudaGraphExecDestroy(g->exec));
+    if (g->graph) NF_CUDA_TRY("graph_destroy", cudaGraphDestroy(g->graph));
+    {
+      std::lock_guard<std::mutex> lock(cache().mutex);
+      dissolve(cache(), g->pool);
+    }
+    delete g;
+    GraphState& gs = graph_state();
+    std::lock_guard<std::mutex> lock(gs.mutex);
+    --gs.stats.live;
+    return Status::Ok();
+  });
+}
+
+GraphStats graph_stats() {
+  GraphState& gs = graph_state();
+  std::lock_guard<std::mutex> lock(gs.mutex);
+  return gs.stats;
+}
 
 Status set_cache_limit(int64_t bytes) {
   std::vector<void*> blocks;

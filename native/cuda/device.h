@@ -62,6 +62,7 @@ struct MemoryStats {
   int64_t fresh = 0;            // blocks obtained with cudaMalloc
   int64_t reused = 0;           // requests served from the cache
   int64_t released = 0;         // blocks given back with cudaFree (over the cap, empty_cache, out of memory)
+  int64_t graph_bytes = 0;      // capacity of the blocks CUDA graphs' private pools own (live or idle)
 };
 
 // The capacity of the block that serves a request of `bytes` (0 when it overflows).
@@ -76,6 +77,37 @@ MemoryStats memory_stats();
 Status empty_cache();
 // Sets the cap on idle bytes (releasing idle blocks over it now); negative means 0.
 Status set_cache_limit(int64_t bytes);
+
+// ---- CUDA graphs -----------------------------------------------------------------------------------
+// One step's work (the kernels, copies and fills an op sequence queues on the backend stream)
+// captured once and replayed with one launch. graph_begin starts capturing the backend stream
+// (cudaStreamCaptureModeRelaxed): from then on ops are recorded, not run, until graph_end, which
+// instantiates the graph. While capturing, the caching allocator serves every request from the
+// capture's private pool (an idle block of the pool, of the global cache, or a fresh cudaMalloc,
+// which relaxed capture allows), and a block the pool owns goes back to the pool when freed, during
+// or after the capture: the addresses the graph holds stay the graph's until graph_destroy, which
+// hands the pool's idle blocks to the cache (blocks still held by tensors join the cache when freed).
+// What cannot be captured fails the op with an error and makes graph_end fail with the first such
+// reason: waiting for the stream or copying to the host (a loss read back mid-step, a host-side
+// check of device values), cudaFree, growing a scratch slot. A graph also records the generation of
+// the scratch slots (workspace); a slot regrown or released later makes graph_launch fail with code
+// ERR_NF_GRAPH_STALE (the caller captures again). Everything runs in stream order (stream_run).
+struct Graph;
+struct GraphStats {
+  int64_t captures = 0;  // graphs captured and instantiated
+  int64_t failed = 0;    // captures that failed (graph_end's error)
+  int64_t launches = 0;  // graph_launch calls that ran a graph
+  int64_t live = 0;      // graphs not yet destroyed
+};
+Status graph_begin();
+Status graph_end(Graph** graph);
+Status graph_launch(Graph* graph);
+// Whether no scratch slot has moved since the graph's capture (graph_launch would fail otherwise).
+bool graph_fresh(const Graph* graph);
+Status graph_destroy(Graph* graph);
+// Whether the backend stream is capturing (ops that would wait for the stream check it).
+bool graph_capturing();
+GraphStats graph_stats();
 
 // ---- Stream-ordered host work --------------------------------------------------------------------
 // `work` queues kernels and copies on the backend stream (an op's job). On a GPU it runs on the

@@ -26,7 +26,9 @@ __global__ void __launch_bounds__(kThreads) add_kernel(float* out, const float* 
 }
 
 __global__ void __launch_bounds__(kThreads)
-    dropout_kernel(float* out, const float* x, int64_t n, float p, float scale, uint64_t seed, uint64_t offset) {
+    dropout_kernel(float* out, const float* x, int64_t n, float p, float scale, uint64_t seed_arg, const double* seed_from,
+                   uint64_t offset) {
+  const uint64_t seed = seed_from ? uint64_t(*seed_from) : seed_arg;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     out[i] = dropout_keep(seed, offset, uint64_t(i), p) ? x[i] * scale : 0.0f;
 }
@@ -61,14 +63,14 @@ Status add(float* out, const float* a, const float* b, int64_t n) {
   return Status::Ok();
 }
 
-Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset) {
+Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset, const double* seed_from) {
   NF_CHECK(n >= 0, "dropout", "n must be non-negative");
   NF_CHECK(p >= 0.0f && p < 1.0f, "dropout", "p must be in [0, 1)");
   if (n == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   NF_CUDA_TRY("dropout", launch(dropout_kernel, blocks_for(n), dim3(kThreads), 0, s, out, x, n, p,
-                                float(1.0 / (1.0 - double(p))), seed, offset));
+                                float(1.0 / (1.0 - double(p))), seed, seed_from, offset));
   return Status::Ok();
 }
 
@@ -107,9 +109,18 @@ Status run(const ops::Add<float>& p) { return add(p.out, p.a, p.b, p.n); }
 
 Status run(const ops::Accumulate<float>& p) { return add(p.y, p.y, p.x, p.n); }
 
-Status run(const ops::DropoutForward<float>& p) { return dropout(p.out, p.x, p.d.n, p.d.p, p.d.seed, p.d.offset); }
+namespace {
+// The seed from the step values, when given, as a device pointer the kernel reads (step_values.h).
+const double* seed_from(const ops::DropoutDims& d) { return d.seed_at >= 0 ? d.values.table + d.seed_at : nullptr; }
+}  // namespace
 
-Status run(const ops::DropoutBackward<float>& p) { return dropout(p.dx, p.dout, p.d.n, p.d.p, p.d.seed, p.d.offset); }
+Status run(const ops::DropoutForward<float>& p) {
+  return dropout(p.out, p.x, p.d.n, p.d.p, p.d.seed, p.d.offset, seed_from(p.d));
+}
+
+Status run(const ops::DropoutBackward<float>& p) {
+  return dropout(p.dx, p.dout, p.d.n, p.d.p, p.d.seed, p.d.offset, seed_from(p.d));
+}
 
 Status run(const ops::Zero<float>& p) {
   NF_CHECK(p.n >= 0, "zero", "n must be non-negative");

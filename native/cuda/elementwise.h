@@ -24,7 +24,10 @@ Status add(float* out, const float* a, const float* b, int64_t n);
 
 // out = x * keep / (1 - p): element i is kept when Philox element i of the stream (seed, offset) says
 // so (native/core/philox.h, bit for bit); the same call applied to dout is the backward. out may be x.
-Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset);
+// seed_from (device memory, optional): the seed is *seed_from instead, read by the kernel (a step
+// value, native/ops/step_values.h: what a CUDA graph replays with each step's seed).
+Status dropout(float* out, const float* x, int64_t n, float p, uint64_t seed, uint64_t offset,
+               const double* seed_from = nullptr);
 
 // dst[r * dst_stride + c] = src[r * src_stride + c] for r < rows, c < cols (strides in elements).
 Status copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows, int64_t cols);

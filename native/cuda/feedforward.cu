@@ -25,6 +25,9 @@ Status check(const char* op, const FeedForwardDims& d) {
   return Status::Ok();
 }
 
+// The dropout seed from the step values, when given, as a device pointer the kernel reads.
+const double* seed_from(const FeedForwardDims& d) { return d.seed_at >= 0 ? d.values.table + d.seed_at : nullptr; }
+
 }  // namespace
 
 Status run(const ops::FeedForwardForward<float>& p) {
@@ -33,7 +36,7 @@ Status run(const ops::FeedForwardForward<float>& p) {
   NF_TRY(check("feedforward_forward", d));
   if (d.rows == 0) return Status::Ok();
   NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation, mode));
-  if (d.dropout > 0.0f) NF_TRY(dropout(p.a, p.a, d.rows * d.F, d.dropout, d.seed, d.offset));
+  if (d.dropout > 0.0f) NF_TRY(dropout(p.a, p.a, d.rows * d.F, d.dropout, d.seed, d.offset, seed_from(d)));
   return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D}, Act::none, mode);
 }
 
@@ -49,7 +52,7 @@ Status run(const ops::FeedForwardBackward<float>& p) {
   const LinearDims fc1{d.rows, d.D, d.F}, fc2{d.rows, d.F, d.D};
   NF_TRY(linear_backward_weight(p.dW2, p.db2, p.dy, p.a, fc2, mode));
   NF_TRY(linear_backward_input(dh, p.dy, p.W2, fc2, p.h, d.activation, mode));  // (dy W2) ∘ act'(h)
-  if (d.dropout > 0.0f) NF_TRY(dropout(dh, dh, d.rows * d.F, d.dropout, d.seed, d.offset));
+  if (d.dropout > 0.0f) NF_TRY(dropout(dh, dh, d.rows * d.F, d.dropout, d.seed, d.offset, seed_from(d)));
   return linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, fc1, mode);
 }
 

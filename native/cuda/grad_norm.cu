@@ -75,6 +75,16 @@ __global__ void __launch_bounds__(kThreads) clip_scale_kernel(float* x, int64_t 
     x[i] *= s;
 }
 
+// coef[0] = max_norm / (sqrt(Σ sums) + 1e-6), the sums added in order in double (one thread: n is
+// the number of gradient tensors); total_norm[0] = the square root.
+__global__ void clip_coefficient_kernel(float* total_norm, double* coef, const float* sums, int64_t n, double max_norm) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += double(sums[i]);
+  const double total = sqrt(s);
+  coef[0] = max_norm / (total + 1e-6);
+  total_norm[0] = float(total);
+}
+
 int64_t scale_blocks(int64_t n) { return ceil_div(n, kThreads) < kMaxScaleBlocks ? ceil_div(n, kThreads) : kMaxScaleBlocks; }
 
 }  // namespace
@@ -119,6 +129,25 @@ Status clip_grad_norm(float* total_norm, float* grad, int64_t n, double max_norm
   if (n > 0)
     NF_CUDA_TRY(op, launch(clip_scale_kernel, dim3(unsigned(scale_blocks(n))), dim3(kThreads), 0, s, grad, n,
                            static_cast<const double*>(coef)));
+  return Status::Ok();
+}
+
+Status run(const ops::ClipCoefficient<float>& p) {
+  const char* op = "clip_coefficient";
+  NF_CHECK(p.n >= 0, op, "n must be non-negative");
+  NF_CHECK(p.max_norm >= 0 && std::isfinite(p.max_norm), op, "max_norm must be finite and non-negative");
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY(op, launch(clip_coefficient_kernel, dim3(1), dim3(1), 0, s, p.total_norm, p.coef, p.sums, p.n, p.max_norm));
+  return Status::Ok();
+}
+
+Status run(const ops::ClipScale<float>& p) {
+  NF_CHECK(p.n >= 0, "clip_scale", "n must be non-negative");
+  if (p.n == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  NF_CUDA_TRY("clip_scale", launch(clip_scale_kernel, dim3(unsigned(scale_blocks(p.n))), dim3(kThreads), 0, s, p.x, p.n, p.coef));
   return Status::Ok();
 }
 

@@ -21,5 +21,7 @@ Status clip_grad_norm(float* total_norm, float* grad, int64_t n, double max_norm
 Status run(const ops::SumSquares<float>& p);
 Status run(const ops::Scale<float>& p);
 Status run(const ops::ClipGradNorm<float>& p);
+Status run(const ops::ClipCoefficient<float>& p);
+Status run(const ops::ClipScale<float>& p);
 
 }  // namespace nf::cuda

@@ -1,6 +1,6 @@
 # The optional collectives addon (nodeformer_mpi.node): Open MPI behind one communication thread.
-# Built by `npm run build:mpi` (native/mpi/build.js), and by `npm install` when mpicxx is on the
-# PATH; compile and link flags come from `mpicxx --showme:compile` / `--showme:link`.
+# Built by `npm run build:mpi` (native/mpi/build.js), and by scripts/ensure-built.js (npm test, npm
+# run demo) when mpicxx is on the PATH; compile and link flags come from `mpicxx --showme:compile` / `--showme:link`.
 {
   "targets": [
     {

@@ -122,10 +122,11 @@ void attention_common(R& r, AttentionDims& d, AttentionMasks& m, const T*& memor
 // The optional prepacked weights of the forward ops (packWeights): qkvWeight [3D, D] as N = 3D, K = D,
 // projWeight [D, D] as N = K = D.
 template <class R, class T>
-void attention_packed(R& r, int64_t D, const T*& qkv_weight_packed, const T*& proj_weight_packed) {
-  r.in(qkv_weight_packed, "qkvWeightPacked", NF_PACKED_SHAPE(3 * D, D, "3 · D", "D"), optional,
+void attention_packed(R& r, int64_t D, Precision prec, const T*& qkv_weight_packed, const T*& proj_weight_packed) {
+  r.in(qkv_weight_packed, "qkvWeightPacked", NF_PACKED_SHAPE(prec, 3 * D, D, "3 · D", "D"), optional,
        doc("qkvWeight prepacked by packWeights (N = 3 · D, K = D)"));
-  r.in(proj_weight_packed, "projWeightPacked", NF_PACKED_SHAPE(D, D, "D", "D"), optional, doc("projWeight prepacked by packWeights (N = K = D)"));
+  r.in(proj_weight_packed, "projWeightPacked", NF_PACKED_SHAPE(prec, D, D, "D", "D"), optional,
+       doc("projWeight prepacked by packWeights (N = K = D)"));
 }
 
 // The buffers the forward saves for the backward (P = T*) and the backward takes back (P = const T*):
@@ -148,7 +149,7 @@ template <class T, class S>
 struct AttentionParams {
   AttentionDims d;
   AttentionMasks m;
-  Precision precision = Precision::fp32;  // the projections' (the core stays fp32, issue 23)
+  Precision precision = Precision::fp32;  // the projections', and the core's products too (CUDA: tensor cores; CPU at 'bf16': bf16-rounded inputs)
   const T* memory = nullptr;
   S qkv = nullptr;
   S q = nullptr;
@@ -193,7 +194,7 @@ struct AttentionForward : AttentionParams<T, T*> {
     r.in(p.qkv_bias, "qkvBias", NF_SHAPE(3 * d.D), optional);
     r.in(p.proj_weight, "projWeight", NF_SHAPE(d.D, d.D));
     r.in(p.proj_bias, "projBias", NF_SHAPE(d.D), optional);
-    attention_packed(r, d.D, p.qkv_weight_packed, p.proj_weight_packed);
+    attention_packed(r, d.D, p.precision, p.qkv_weight_packed, p.proj_weight_packed);
   }
 };
 
@@ -283,7 +284,7 @@ struct AttentionDecode {
       "attention layer's output for that row, with the scores scaled by `scale` (default 1/√Dh). Exactly one of cache "
       "and kv. qkvWeightPacked, projWeightPacked (optional): the weights prepacked by packWeights.";
   AttentionDecodeDims d;
-  Precision precision = Precision::fp32;  // the projections' (the core stays fp32, issue 23)
+  Precision precision = Precision::fp32;  // the projections' (the one-row core: fp32 on CUDA, bf16-rounded inputs on the CPU at 'bf16')
   T* out = nullptr;
   T* cache = nullptr;
   const T* kv = nullptr;
@@ -321,7 +322,7 @@ struct AttentionDecode {
     r.in(p.qkv_bias, "qkvBias", NF_SHAPE(3 * d.D), optional);
     r.in(p.proj_weight, "projWeight", NF_SHAPE(d.D, d.D));
     r.in(p.proj_bias, "projBias", NF_SHAPE(d.D), optional);
-    attention_packed(r, d.D, p.qkv_weight_packed, p.proj_weight_packed);
+    attention_packed(r, d.D, p.precision, p.qkv_weight_packed, p.proj_weight_packed);
   }
 };
 

@@ -12,6 +12,7 @@
 
 #include "../core/status.h"
 #include "schema.h"
+#include "step_values.h"
 
 namespace nf::ops {
 
@@ -114,7 +115,16 @@ struct DropoutDims {
   float p = 0.0f;       // drop probability, in [0, 1); 0 is the identity
   uint64_t seed = 0;    // Philox key
   uint64_t offset = 0;  // Philox stream: one per dropout site and step
+  int64_t seed_at = -1;  // the seed from values.table[seed_at] instead (step_values.h)
+  StepValues values{};
 };
+
+// d with its seed taken from the step values (host memory: the CPU kernels).
+inline DropoutDims with_step_values(DropoutDims d) {
+  d.seed = static_cast<uint64_t>(step_value(d.values, d.seed_at, static_cast<double>(d.seed)));
+  d.seed_at = -1;
+  return d;
+}
 
 inline Status dropout_check(const char* op, const DropoutDims& d) {
   NF_CHECK(d.n >= 0, op, "n must be non-negative");
@@ -122,7 +132,7 @@ inline Status dropout_check(const char* op, const DropoutDims& d) {
   return Status::Ok();
 }
 
-// n, p, seed, offset. p is used as a float by every backend and precision, so their masks agree.
+// n, p, seed, offset, seedAt and stepValues. p is used as a float by every backend and precision, so their masks agree.
 template <class R>
 void dropout_dims(R& r, DropoutDims& d) {
   r.dim(d.n, "n", 0);
@@ -134,6 +144,8 @@ void dropout_dims(R& r, DropoutDims& d) {
   r.dim(seed, "seed", 0, kMaxSafeInteger);
   r.dim(offset, "offset", 0, kMaxSafeInteger);
   d.seed = static_cast<uint64_t>(seed), d.offset = static_cast<uint64_t>(offset);
+  step_value_at(r, d.values, d.seed_at, "seedAt");
+  step_values_table(r, d.values);
 }
 
 template <class T>

@@ -12,6 +12,7 @@
 #include "packed.h"
 #include "precision.h"
 #include "schema.h"
+#include "step_values.h"
 
 namespace nf::ops {
 
@@ -22,11 +23,20 @@ struct FeedForwardDims {
   Act activation = Act::gelu;
   float dropout = 0.0f;           // probability of zeroing a hidden value, in [0, 1]
   uint64_t seed = 0, offset = 0;  // the Philox stream of the dropout mask (element index row*F + f)
+  int64_t seed_at = -1;           // the seed from values.table[seed_at] instead (step_values.h)
+  StepValues values{};
 };
 
 // A plausibility bound on the widths D and F (rejected naming the dim); the array lengths go
 // through the reader's count, which rules out overflow whatever the dims.
 constexpr int64_t kMaxWidth = int64_t(1) << 20;
+
+// d with its seed taken from the step values (host memory: the CPU kernels).
+inline FeedForwardDims with_step_values(FeedForwardDims d) {
+  d.seed = static_cast<uint64_t>(step_value(d.values, d.seed_at, static_cast<double>(d.seed)));
+  d.seed_at = -1;
+  return d;
+}
 
 inline Status feedforward_check(const char* op, const FeedForwardDims& d) {
   NF_CHECK(d.rows >= 0, op, "rows must be non-negative");
@@ -46,6 +56,8 @@ void feedforward_dims(R& r, FeedForwardDims& d) {
   r.number(d.dropout, "dropout", 0.0, 0.0, 1.0);
   r.integer(d.seed, "seed", 0, 0, kMaxSafeInteger);
   r.integer(d.offset, "offset", 0, 0, kMaxSafeInteger);
+  step_value_at(r, d.values, d.seed_at, "seedAt");
+  step_values_table(r, d.values);
 }
 
 template <class T>
@@ -84,8 +96,8 @@ struct FeedForwardForward {
     r.in(p.b1, "b1", NF_SHAPE(d.F));
     r.in(p.W2, "W2", NF_SHAPE(d.D, d.F));
     r.in(p.b2, "b2", NF_SHAPE(d.D));
-    r.in(p.W1_packed, "W1Packed", NF_PACKED_SHAPE(d.F, d.D, "F", "D"), optional, doc("W1 prepacked by packWeights (N = F, K = D)"));
-    r.in(p.W2_packed, "W2Packed", NF_PACKED_SHAPE(d.D, d.F, "D", "F"), optional, doc("W2 prepacked by packWeights (N = D, K = F)"));
+    r.in(p.W1_packed, "W1Packed", NF_PACKED_SHAPE(p.precision, d.F, d.D, "F", "D"), optional, doc("W1 prepacked by packWeights (N = F, K = D)"));
+    r.in(p.W2_packed, "W2Packed", NF_PACKED_SHAPE(p.precision, d.D, d.F, "D", "F"), optional, doc("W2 prepacked by packWeights (N = D, K = F)"));
   }
 };
 

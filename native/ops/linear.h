@@ -151,7 +151,7 @@ struct LinearForward {
     r.in(p.x, "x", Shape("[rows, inFeatures]", p.d.rows, p.d.in_features));
     r.in(p.W, "W", Shape("[outFeatures, inFeatures]", p.d.out_features, p.d.in_features));
     r.in(p.b, "b", Shape("[outFeatures]", p.d.out_features), optional);
-    r.in(p.W_packed, "WPacked", NF_PACKED_SHAPE(p.d.out_features, p.d.in_features, "outFeatures", "inFeatures"), optional,
+    r.in(p.W_packed, "WPacked", NF_PACKED_SHAPE(p.precision, p.d.out_features, p.d.in_features, "outFeatures", "inFeatures"), optional,
          doc("W prepacked by packWeights (N = outFeatures, K = inFeatures) for the active CPU kernels"));
   }
 };

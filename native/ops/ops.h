@@ -36,7 +36,7 @@ using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, PackWeights, Li
                       AttentionDecode, PatchEmbedForward, PatchEmbedBackward, EmbeddingForward, EmbeddingBackward,
                       SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward, Add,
                       Accumulate, Zero, DropoutForward, DropoutBackward, CopyRows, CrossEntropy, Mse, AdamWStep, SgdStep,
-                      SumSquares, Scale, ClipGradNorm, FirstNonFinite, Softmax, LogSoftmax, Argmax, Topk, FmaPeak,
+                      SumSquares, Scale, ClipGradNorm, ClipCoefficient, ClipScale, FirstNonFinite, Softmax, LogSoftmax, Argmax, Topk, FmaPeak,
                       ActivationForward, ActivationBackward, ChannelScaleForward, ChannelScaleBackward>;
 
 }  // namespace nf::ops

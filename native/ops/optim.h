@@ -12,6 +12,7 @@
 
 #include "../core/status.h"
 #include "schema.h"
+#include "step_values.h"
 
 namespace nf::ops {
 
@@ -23,7 +24,17 @@ struct AdamWParams {
   double eps = 1e-8;
   double weight_decay = 1e-2;
   int64_t step = 1;
+  int64_t step_at = -1, lr_at = -1;  // step and lr from values.table instead (step_values.h)
+  StepValues values{};
 };
+
+// h with step and lr taken from the step values (host memory: the CPU kernels).
+inline AdamWParams with_step_values(AdamWParams h) {
+  h.lr = step_value(h.values, h.lr_at, h.lr);
+  h.step = static_cast<int64_t>(step_value(h.values, h.step_at, static_cast<double>(h.step)));
+  h.step_at = h.lr_at = -1;
+  return h;
+}
 
 inline Status adamw_check(const char* op, int64_t n, const AdamWParams& p) {
   NF_CHECK(n >= 0, op, "n must be non-negative");
@@ -62,6 +73,9 @@ struct AdamWStep {
     r.number(h.beta2, "beta2", h.beta2, 0.0, kBelowOne);
     r.number(h.eps, "eps", h.eps, 0.0);
     r.number(h.weight_decay, "weightDecay", h.weight_decay, 0.0);
+    step_value_at(r, h.values, h.step_at, "stepAt");
+    step_value_at(r, h.values, h.lr_at, "lrAt");
+    step_values_table(r, h.values);
     r.inout(p.param, "param", NF_SHAPE(p.n));
     r.in(p.grad, "grad", NF_SHAPE(p.n));
     r.inout(p.exp_avg, "expAvg", NF_SHAPE(p.n));
@@ -172,6 +186,49 @@ struct ClipGradNorm {
     r.required_number(p.max_norm, "maxNorm", 0.0);
     r.out(p.total_norm, "totalNorm", Shape("[1]", 1));
     r.inout(p.grad, "grad", NF_SHAPE(p.n));
+  }
+};
+
+// clip_grad_norm_ over many gradient tensors without a trip to the host (a CUDA graph's step):
+// clipCoefficient turns the tensors' sums of squares into the coefficient, clipScale applies it.
+template <class T>
+struct ClipCoefficient {
+  static constexpr const char* name = "clipCoefficient";
+  static constexpr const char* summary =
+      "torch.nn.utils.clip_grad_norm_'s coefficient over n gradient tensors from their sums of squares (sums[i] "
+      "= Σ g² of tensor i, e.g. by sumSquares): total = sqrt(Σ sums, added in order in double); coef[0] = "
+      "maxNorm / (total + 1e-6); totalNorm[0] = total. clipScale then scales each gradient by it.";
+  int64_t n = 0;
+  double max_norm = 0.0;
+  T* total_norm = nullptr;
+  double* coef = nullptr;
+  const T* sums = nullptr;
+
+  template <class R>
+  static void fields(R& r, ClipCoefficient& p) {
+    r.dim(p.n, "n", 0);
+    r.required_number(p.max_norm, "maxNorm", 0.0);
+    r.out(p.total_norm, "totalNorm", Shape("[1]", 1));
+    r.out(p.coef, "coef", Shape("[1]", 1));
+    r.in(p.sums, "sums", NF_SHAPE(p.n));
+  }
+};
+
+template <class T>
+struct ClipScale {
+  static constexpr const char* name = "clipScale";
+  static constexpr const char* summary =
+      "x *= coef[0] (as float) unless coef[0] ≥ 1 (a NaN coefficient scales by NaN, as torch): "
+      "clip_grad_norm_'s scaling with clipCoefficient's coefficient, read where it lives.";
+  int64_t n = 0;
+  T* x = nullptr;
+  const double* coef = nullptr;
+
+  template <class R>
+  static void fields(R& r, ClipScale& p) {
+    r.dim(p.n, "n", 0);
+    r.inout(p.x, "x", NF_SHAPE(p.n));
+    r.in(p.coef, "coef", Shape("[1]", 1));
   }
 };
 

@@ -7,24 +7,42 @@
 //   bf16  float32 tensors, the products' inputs rounded to bfloat16 with float32 accumulation
 //         (cuBLASLt CUBLAS_COMPUTE_32F_FAST_16BF). On the CPU: vdpbf16ps in the avx512bf16 variant,
 //         round-to-nearest-even then fp32 FMA in the others (native/cpu/gemm.cpp), the backward's
-//         products (dX = dY W, dW = dYᵀ X) too; there the attention core's QKᵀ and PV also take
-//         bf16-rounded inputs (native/cpu/attention.cpp).
-// Statistics (LayerNorm, softmax, losses) and the optimizer stay fp32 whatever the precision.
+//         products (dX = dY W, dW = dYᵀ X) too.
+//   int8  CPU inference only: dynamic quantization (onnxruntime's and PyTorch's quantize_dynamic) of
+//         the Linear-style products (Linear, the feed-forward network, the attention projections, the
+//         patch embedding): int8 weights per output channel, u8 activations per row, int32 sums
+//         (native/cpu/gemm_int8.cpp). Ops that compute gradients, the general gemm op and the CUDA
+//         kernels reject it (int8_inference_check).
+// Statistics (LayerNorm, softmax, losses) and the optimizer stay fp32 whatever the precision. The
+// attention core's products (QKᵀ, PV and the backward's) follow it on CUDA (tensor cores) and on the
+// CPU at 'bf16' (bf16-rounded inputs, fp32 accumulation; native/cpu/attention.cpp, attentionDecode's
+// one-row core too); on CUDA attentionDecode's one-row core stays fp32. At 'int8' the core is fp32.
 #pragma once
+#include <string>
+
+#include "../core/status.h"
 #include "schema.h"
 
 namespace nf::ops {
 
-enum class Precision : int { fp32 = 0, tf32 = 1, bf16 = 2 };
+enum class Precision : int { fp32 = 0, tf32 = 1, bf16 = 2, int8 = 3 };
 
 inline constexpr Choice<Precision> kPrecisionList[] = {
-    {"fp32", Precision::fp32}, {"tf32", Precision::tf32}, {"bf16", Precision::bf16}};
+    {"fp32", Precision::fp32}, {"tf32", Precision::tf32}, {"bf16", Precision::bf16}, {"int8", Precision::int8}};
 inline constexpr Choices<Precision> kPrecisions{"Precision", kPrecisionList};
 
 // The `precision` field of an op that runs GEMMs (read after its dims).
 template <class R>
 void precision_field(R& r, Precision& v) {
   r.choice(v, "precision", kPrecisions, Precision::fp32);
+}
+
+// 'int8' is dynamic quantization for inference: what an op that computes gradients (or the general
+// gemm op, or a device without int8 kernels) runs first; `what` says what the op is.
+inline Status int8_inference_check(const char* op, Precision p, const char* what) {
+  if (p != Precision::int8) return Status::Ok();
+  return Status::InvalidArg(op, std::string("precision 'int8' is CPU inference only (the forward of Linear-style products), not ") +
+                                    what + ": use 'fp32' (or 'bf16') for training");
 }
 
 }  // namespace nf::ops

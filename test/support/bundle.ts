@@ -5,11 +5,12 @@
  * cannot find the package root on its own).
  */
 import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { buildSync } from 'esbuild';
+
+import { nativeAddonPath } from '../../lib/native/addon';
 
 export const repoRoot = path.resolve(__dirname, '..', '..');
 
@@ -17,13 +18,11 @@ export const repoRoot = path.resolve(__dirname, '..', '..');
 export function bundle(entry: string): string {
   const outfile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'nf-bundle-')), `${path.basename(entry, '.ts')}.js`);
   buildSync({ entryPoints: [path.join(repoRoot, entry)], bundle: true, platform: 'node', format: 'cjs', target: 'node20',
-    outfile, external: ['node-gyp-build'], logLevel: 'error' });
+    outfile, logLevel: 'error' });
   return outfile;
 }
 
 /** The environment for a bundle: this process's, with NF_ADDON_PATH set to the addon the tests use. */
 export function bundleEnv(): NodeJS.ProcessEnv {
-  const require = createRequire(__filename);
-  const nodeGypBuild = require('node-gyp-build') as { path(dir: string): string };
-  return { ...process.env, NF_ADDON_PATH: process.env.NF_ADDON_PATH ?? nodeGypBuild.path(repoRoot) };
+  return { ...process.env, NF_ADDON_PATH: process.env.NF_ADDON_PATH ?? nativeAddonPath };
 }

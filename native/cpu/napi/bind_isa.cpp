@@ -15,8 +15,8 @@ namespace {
 
 Napi::Array isa_names(Napi::Env env, bool (*keep)(Isa)) {
   Napi::Array a = Napi::Array::New(env);
-  for (int i = 0; i <= static_cast<int>(kBestIsa); ++i)
-    if (keep(static_cast<Isa>(i))) a.Set(a.Length(), isa_name(static_cast<Isa>(i)));
+  for (Isa isa : kCompiledIsas)
+    if (keep(isa)) a.Set(a.Length(), isa_name(isa));
   return a;
 }
 
@@ -57,7 +57,7 @@ Napi::Value SetIsa(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Isa isa;
   if (info.Length() < 1 || !info[0].IsString() || !parse_isa(info[0].As<Napi::String>().Utf8Value(), &isa))
-    throw_error(env, "ERR_NF_INVALID_ARG", "setIsa: expected 'scalar', 'avx2', 'avx512' or 'avx512bf16' for isa");
+    throw_error(env, "ERR_NF_INVALID_ARG", "setIsa: expected 'scalar', 'avx2', 'avx512', 'avx512bf16' or 'neon' for isa");
   check(env, set_active_isa(isa));
   return env.Undefined();
 }

@@ -57,11 +57,11 @@ void run(const ops::Accumulate<T>& p) {
 }
 template <class T>
 void run(const ops::DropoutForward<T>& p) {
-  dropout(p.out, p.x, p.d.n, p.d.p, p.d.seed, p.d.offset);
+  dropout(p.out, p.x, p.d.n, p.d.p, ops::with_step_values(p.d).seed, p.d.offset);
 }
 template <class T>
 void run(const ops::DropoutBackward<T>& p) {
-  dropout(p.dx, p.dout, p.d.n, p.d.p, p.d.seed, p.d.offset);
+  dropout(p.dx, p.dout, p.d.n, p.d.p, ops::with_step_values(p.d).seed, p.d.offset);
 }
 template <class T>
 void run(const ops::CopyRows<T>& p) {

@@ -21,7 +21,7 @@ inline double dropout_factor(uint64_t seed, uint64_t offset, int64_t i, float p)
 // y = fc2(dropout(act(x W1ᵀ + b1))); saves h (pre-activation, optional) and a (the fc2 input).
 template <class T>
 void run(const ops::FeedForwardForward<T>& p) {
-  const ops::FeedForwardDims& d = p.d;
+  const ops::FeedForwardDims d = ops::with_step_values(p.d);
   const int64_t rows = d.rows, D = d.D, F = d.F;
   gemm<T>(p.a, p.h, p.x, p.W1, p.b1, rows, F, D, false, true, 1.0, 0.0, d.activation);
   for (int64_t i = 0; i < rows * F; ++i) p.a[i] = static_cast<T>(p.a[i] * dropout_factor(d.seed, d.offset, i, d.dropout));
@@ -31,7 +31,7 @@ void run(const ops::FeedForwardForward<T>& p) {
 // dx = dh W1 with dh = (dy W2 ∘ mask/(1-p)) ∘ act'(h); dW1 += dhᵀ x; db1 += Σ dh; dW2 += dyᵀ a; db2 += Σ dy.
 template <class T>
 void run(const ops::FeedForwardBackward<T>& p) {
-  const ops::FeedForwardDims& d = p.d;
+  const ops::FeedForwardDims d = ops::with_step_values(p.d);
   const int64_t rows = d.rows, D = d.D, F = d.F;
   std::vector<T> dh(static_cast<size_t>(rows * F));
   linear_backward<T>(dh.data(), p.dW2, p.db2, p.dy, p.a, p.W2, rows, F, D);

@@ -62,8 +62,8 @@ double clip_grad_norm(T* grad, int64_t n, double max_norm) {
 // The ops (native/ops/optim.h).
 template <class T>
 void run(const ops::AdamWStep<T>& p) {
-  adamw_step(p.param, p.exp_avg, p.exp_avg_sq, p.grad, p.n, p.h.lr, p.h.beta1, p.h.beta2, p.h.eps,
-             p.h.weight_decay, p.h.step);
+  const ops::AdamWParams h = ops::with_step_values(p.h);
+  adamw_step(p.param, p.exp_avg, p.exp_avg_sq, p.grad, p.n, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.step);
 }
 template <class T>
 void run(const ops::SgdStep<T>& p) {
@@ -81,6 +81,19 @@ void run(const ops::Scale<T>& p) {
 template <class T>
 void run(const ops::ClipGradNorm<T>& p) {
   *p.total_norm = static_cast<T>(clip_grad_norm(p.grad, p.n, p.max_norm));
+}
+
+template <class T>
+void run(const ops::ClipCoefficient<T>& p) {
+  double s = 0.0;
+  for (int64_t i = 0; i < p.n; ++i) s += static_cast<double>(p.sums[i]);
+  const double total = std::sqrt(s);
+  *p.coef = p.max_norm / (total + 1e-6);
+  *p.total_norm = static_cast<T>(total);
+}
+template <class T>
+void run(const ops::ClipScale<T>& p) {
+  if (!(*p.coef >= 1)) scale(p.x, p.n, *p.coef);
 }
 
 }  // namespace nf::ref

@@ -74,6 +74,7 @@
 #include <functional>
 #include <map>
 #include <math.h>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -135,7 +136,10 @@ enum cudaError {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
 };
 typedef enum cudaError cudaError_t;
 
@@ -151,7 +155,11 @@ enum cudaFuncAttribute {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
 };
 
-struct CUstream_st {};
+struct CUgraph_st;
+struct CUstream_st {
+  CUgraph_st* capture = nullptr;  // the graph being captured (emulator/capture.h), or null
+  bool invalidated = false;       // the capture met an operation it cannot record
+};
 typedef struct CUstream_st* cudaStream_t;
 struct CUevent_st {
   std::chrono::steady_clock::time_point time;
@@ -813,7 +821,8 @@ inline std::mutex& launch_mutex() {
   return m;
 }
 
-inline cudaError_t run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
+// cudaErrorInvalidConfiguration (with its explanation) for a launch configuration no GPU accepts.
+inline cudaError_t check_config(dim3 grid, dim3 block, size_t smem) {
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > kMaxThreadsPerBlock || block.z > 64 || grid.x == 0 || grid.y == 0 ||
       grid.z == 0 || grid.y > 65535 || grid.z > 65535 || smem > kMaxShared) {
@@ -823,6 +832,11 @@ inline cudaError_t run_grid(dim3 grid, dim3 block, size_t smem, const std::funct
                           "), " + std::to_string(smem) + " bytes of dynamic shared memory";
     return set_error(cudaErrorInvalidConfiguration);
   }
+  return cudaSuccess;
+}
+
+inline cudaError_t run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
+  if (const cudaError_t e = check_config(grid, block, smem); e != cudaSuccess) return e;
   std::lock_guard<std::mutex> lock(launch_mutex());
   Launch& l = launch_state();
   l.block_dim = block;
@@ -1141,9 +1155,29 @@ inline void cp_async_commit_group() { ++detail::tls_thread->copy_groups; }
 // cp.async.wait_group n: every committed group but the n most recent has landed.
 inline void cp_async_wait_group(unsigned n) { detail::land_async_copies(*detail::tls_thread, n); }
 
-// Runs kernel(args...) over the grid; returns what cudaGetLastError would after a real launch.
+namespace detail {
+// Stream capture (defined in emulator/capture.h): whether `stream` is capturing; how many streams
+// are; recording `node` into the stream's graph; and failing an operation no capture can hold
+// (cudaErrorStreamCaptureUnsupported, the capture of `stream`, or of every stream, invalidated).
+inline bool capturing(cudaStream_t stream) { return stream && stream->capture; }
+inline int active_captures();
+inline cudaError_t record(cudaStream_t stream, std::function<cudaError_t()> node);
+inline cudaError_t unsupported_in_capture(cudaStream_t stream);
+}  // namespace detail
+
+// Runs kernel(args...) over the grid; returns what cudaGetLastError would after a real launch. On a
+// capturing stream the launch is recorded instead, its arguments copied by value (as a GPU bakes
+// them into the graph's kernel node) and its configuration checked now.
 template <class... P, class... A>
-cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t, A&&... args) {
+cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
+  if (detail::capturing(stream)) {
+    if (const cudaError_t e = detail::check_config(grid, block, smem); e != cudaSuccess) return e;
+    auto params = std::make_shared<std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
+    return detail::record(stream, [kernel, grid, block, smem, params] {
+      const std::function<void()> body = [&] { std::apply(kernel, *params); };
+      return detail::run_grid(grid, block, smem, body);
+    });
+  }
   std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
   const std::function<void()> body = [&] { std::apply(kernel, params); };
   return detail::run_grid(grid, block, smem, body);
@@ -1343,6 +1377,9 @@ inline const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
   }
   return "cudaErrorUnknown";
 }
@@ -1356,6 +1393,9 @@ inline const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorLaunchFailure: return ::nf::emu::detail::last_launch_error().c_str();
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorIllegalState: return "the resource is not in a valid state for the operation";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
     default: return "unknown error";
   }
 }
@@ -1395,9 +1435,11 @@ template <class T>
 cudaError_t cudaMalloc(T** p, size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(p), bytes);
 }
+// cudaFree waits for the device: while a stream captures it fails and invalidates the capture.
 inline cudaError_t cudaFree(void* p) {
   using namespace ::nf::emu::detail;
   if (!p) return cudaSuccess;
+  if (active_captures()) return unsupported_in_capture(nullptr);
   {
     std::lock_guard<std::mutex> lock(allocation_mutex());
     auto it = allocations().find(p);
@@ -1419,21 +1461,41 @@ inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   *free_bytes = allocated_bytes() < total ? total - allocated_bytes() : 0;
   return cudaSuccess;
 }
+// (Synchronous: while a stream captures, it fails and invalidates the capture.)
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
   if (bytes && (!dst || !src)) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+  if (::nf::emu::detail::active_captures()) return ::nf::emu::detail::unsupported_in_capture(nullptr);
   if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
+// On a capturing stream a device-to-device copy is recorded; a copy from or to host memory (pageable,
+// as the emulator's always is) cannot be and invalidates the capture (emulator/capture.h).
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                                   cudaStream_t = nullptr) {
+                                   cudaStream_t stream = nullptr) {
+  if (::nf::emu::detail::capturing(stream)) {
+    if (kind != cudaMemcpyDeviceToDevice) return ::nf::emu::detail::unsupported_in_capture(stream);
+    if (bytes && (!dst || !src)) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+    return ::nf::emu::detail::record(stream, [=] {
+      if (bytes) std::memmove(dst, src, bytes);
+      return cudaSuccess;
+    });
+  }
   return cudaMemcpy(dst, src, bytes, kind);
 }
 inline cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
   if (bytes && !dst) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+  if (::nf::emu::detail::active_captures()) return ::nf::emu::detail::unsupported_in_capture(nullptr);
   if (bytes) std::memset(dst, value, bytes);
   return cudaSuccess;
 }
-inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t = nullptr) {
+inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream = nullptr) {
+  if (::nf::emu::detail::capturing(stream)) {
+    if (bytes && !dst) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
+    return ::nf::emu::detail::record(stream, [=] {
+      if (bytes) std::memset(dst, value, bytes);
+      return cudaSuccess;
+    });
+  }
   return cudaMemset(dst, value, bytes);
 }
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
@@ -1446,8 +1508,14 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   delete s;
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+// Waiting for a capturing stream (or, for the device, while any stream captures) is an error that
+// invalidates the capture, as on a GPU.
+inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  return ::nf::emu::detail::capturing(stream) ? ::nf::emu::detail::unsupported_in_capture(stream) : cudaSuccess;
+}
+inline cudaError_t cudaDeviceSynchronize() {
+  return ::nf::emu::detail::active_captures() ? ::nf::emu::detail::unsupported_in_capture(nullptr) : cudaSuccess;
+}
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
   if (!e) return ::nf::emu::detail::set_error(cudaErrorInvalidValue);
   *e = new CUevent_st;
@@ -1490,3 +1558,5 @@ cudaError_t cudaFuncSetAttribute(F*, cudaFuncAttribute, int value) {
   return value >= 0 && size_t(value) <= ::nf::emu::kMaxShared ? cudaSuccess
                                                                : ::nf::emu::detail::set_error(cudaErrorInvalidValue);
 }
+
+#include "capture.h"

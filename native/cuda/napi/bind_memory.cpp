@@ -115,6 +115,7 @@ NF_REGISTER_OPS(cuda_memory) {
     o.Set("reused", double(s.reused));
     o.Set("released", double(s.released));
     o.Set("requestedBytes", double(device_allocated_bytes()));
+    o.Set("graphBytes", double(s.graph_bytes));
     return o;
   });
   // emptyCache(): returns every idle block to the device.
@@ -130,8 +131,9 @@ NF_REGISTER_OPS(cuda_memory) {
     check_device(info.Env(), cuda::set_cache_limit(v >= 9.2e18 ? INT64_MAX : int64_t(v)));
     return info.Env().Undefined();
   });
-  // backendInfo(): {emulated, devices, gemm} (devices: an error on a machine without a usable GPU;
-  // gemm: which backend runs the matrix products, gemm.h GemmBackendInfo; asking loads cuBLASLt).
+  // backendInfo(): {emulated, devices, gemm, graphs} (devices: an error on a machine without a usable
+  // GPU; gemm: which backend runs the matrix products, gemm.h GemmBackendInfo, asking loads cuBLASLt;
+  // graphs: CUDA graphs captured, failed captures, launches and live graphs, device.h GraphStats).
   fn("backendInfo", [](const Napi::CallbackInfo& info) -> Napi::Value {
     int devices = 0;
     check_device(info.Env(), cuda::device_count(&devices));
@@ -162,6 +164,13 @@ NF_REGISTER_OPS(cuda_memory) {
     calls.Set("heuristicQueries", double(lt.heuristic_queries));
     gemm.Set("calls", calls);
     o.Set("gemm", gemm);
+    const cuda::GraphStats gs = cuda::graph_stats();
+    Napi::Object graphs = Napi::Object::New(env);
+    graphs.Set("captures", double(gs.captures));
+    graphs.Set("failed", double(gs.failed));
+    graphs.Set("launches", double(gs.launches));
+    graphs.Set("live", double(gs.live));
+    o.Set("graphs", graphs);
     return o;
   });
 }

@@ -1,7 +1,10 @@
 // Parity of the CUDA multi-head attention layer (self and cross, causal / key-padding / attention
 // masks, fully blocked rows, dropout, weights output, head widths 6 to 128) with the float64
 // reference native/cpu/ref/attention.h, which draws the same Philox dropout mask: a different mask
-// could not match.
+// could not match. At precision 'fp32' (the CUDA-core kernels) and, for the tensor-core kernels of
+// flash_attention_*.cu, 'bf16' and 'tf32' with their own tolerances (Tolerance below). The
+// projections run in fp32 here either way (the backend's own GEMM kernel: no cuBLASLt in this test),
+// so the errors are the attention core's.
 #include <cmath>
 
 #include "../../cpu/ref/attention.h"
@@ -20,6 +23,22 @@ struct Case {
   int64_t blocked_row = -1;  // a query row the attention mask blocks entirely
 };
 
+// ‖Δ‖/‖ref‖ bounds of the forward outputs (out, ctx, lse, weights) and of the gradients.
+// bf16 operands carry 8 significant bits (unit roundoff u = 2^-8 = 3.9e-3): Q, K, V, P and dO, dS
+// each rounded once, errors that add in quadrature over the products, give ~u forward and a few u
+// through the backward's chain (dS = P ∘ (dP − Di) cancels): 1e-2 and 3e-2, issue 23's bounds.
+// tf32 keeps 11 bits (u = 2^-11 = 4.9e-4): the same argument at u/8 gives 2e-3 and 5e-3.
+struct Tolerance {
+  double fwd, bwd;
+};
+Tolerance tolerance(nf::ops::Precision p) {
+  switch (p) {
+    case nf::ops::Precision::bf16: return {1e-2, 3e-2};
+    case nf::ops::Precision::tf32: return {2e-3, 5e-3};
+    default: return {kFwdTol, kBwdTol};
+  }
+}
+
 std::vector<uint8_t> random_mask(size_t n, double rate) {
   std::vector<uint8_t> m(n);
   std::bernoulli_distribution bit(rate);
@@ -28,18 +47,22 @@ std::vector<uint8_t> random_mask(size_t n, double rate) {
 }
 
 // lse rows that are -inf must be -inf on both sides; they are then left out of the error.
-void check_lse(const std::string& name, std::vector<float> got, Vec ref) {
+void check_lse(const std::string& label, const std::string& name, std::vector<float> got, Vec ref, double tol) {
   for (size_t i = 0; i < ref.size(); ++i)
     if (std::isinf(ref[i])) {
       NF_EXPECT(std::isinf(got[i]) && got[i] < 0, name + ": fully blocked row " + std::to_string(i));
       got[i] = 0, ref[i] = 0;
     }
-  check_close("attention lse", name, got, ref, kFwdTol);
+  check_close(label, name, got, ref, tol);
 }
 
-void run_case(const Case& c) {
+void run_case(const Case& c, nf::ops::Precision precision = nf::ops::Precision::fp32) {
   const std::string name = dims({{"B", c.B}, {"Tq", c.Tq}, {"Tk", c.Tk}, {"D", c.D}, {"H", c.H}, {"cross", c.cross},
                                  {"causal", c.causal}, {"dropout%", int64_t(c.p * 100)}});
+  const Tolerance tol = tolerance(precision);
+  // Labels of the error log: "attention out", or "attention bf16 out".
+  const std::string tag = precision == nf::ops::Precision::fp32 ? "attention " : std::string("attention ") +
+                          (precision == nf::ops::Precision::bf16 ? "bf16 " : "tf32 ");
   const int64_t D = c.D, rq = c.B * c.Tq, rk = c.B * c.Tk;
   const Vec x = randn(size_t(rq * D)), memory = c.cross ? randn(size_t(rk * D)) : Vec();
   const Vec qkv_weight = randn(size_t(3 * D * D), 1.0 / std::sqrt(double(D))), qkv_bias = randn(size_t(3 * D), 0.1);
@@ -93,31 +116,31 @@ void run_case(const Case& c) {
       d_ctx(ctx.size()), d_lse(lse.size());
   Device<uint8_t> d_kp(kp), d_am(am);
   nf::ops::AttentionForward<float> f;
-  f.d = dims, f.m = masks(d_kp, d_am), f.memory = c.cross ? d_mem.get() : nullptr;
+  f.d = dims, f.m = masks(d_kp, d_am), f.memory = c.cross ? d_mem.get() : nullptr, f.precision = precision;
   f.out = d_out, f.weights = c.weights ? d_weights.get() : nullptr, f.ctx = d_ctx, f.lse = d_lse;
   saved(f, d_qkv.get(), d_q.get(), d_kv.get());
   f.x = d_x, f.qkv_weight = d_Wqkv, f.qkv_bias = d_bqkv, f.proj_weight = d_Wproj, f.proj_bias = d_bproj;
   NF_ASSERT_OK(nf::cuda::run(f));
-  check_close("attention out", name, d_out.download(), out, kFwdTol);
-  check_close("attention ctx", name, d_ctx.download(), ctx, kFwdTol);
-  check_lse(name, d_lse.download(), lse);
-  if (c.weights) check_close("attention weights", name, d_weights.download(), weights, kFwdTol);
+  check_close(tag + "out", name, d_out.download(), out, tol.fwd);
+  check_close(tag + "ctx", name, d_ctx.download(), ctx, tol.fwd);
+  check_lse(tag + "lse", name, d_lse.download(), lse, tol.fwd);
+  if (c.weights) check_close(tag + "weights", name, d_weights.download(), weights, tol.fwd);
   DeviceF d_dx(dx.size()), d_dmem(dmem.size()), d_dWqkv(std::vector<float>(qkv_weight.size(), 0.5f)),
       d_dbqkv(std::vector<float>(qkv_bias.size(), 0.5f)), d_dWproj(std::vector<float>(proj_weight.size(), 0.5f)),
       d_dbproj(std::vector<float>(proj_bias.size(), 0.5f));
   nf::ops::AttentionBackward<float> bw;
-  bw.d = dims, bw.m = f.m, bw.memory = f.memory;
+  bw.d = dims, bw.m = f.m, bw.memory = f.memory, bw.precision = precision;
   bw.dx = d_dx, bw.dmemory = c.cross ? d_dmem.get() : nullptr, bw.d_qkv_weight = d_dWqkv, bw.d_qkv_bias = d_dbqkv;
   bw.d_proj_weight = d_dWproj, bw.d_proj_bias = d_dbproj, bw.dout = d_dout;
   saved(bw, f.qkv, f.q, f.kv);
   bw.ctx = d_ctx, bw.lse = d_lse, bw.x = d_x, bw.qkv_weight = d_Wqkv, bw.proj_weight = d_Wproj;
   NF_ASSERT_OK(nf::cuda::run(bw));
-  check_close("attention dx", name, d_dx.download(), dx, kBwdTol);
-  if (c.cross) check_close("attention dmemory", name, d_dmem.download(), dmem, kBwdTol);
-  check_close("attention d_qkv_weight", name, d_dWqkv.download(), d_qkv_weight, kBwdTol);
-  check_close("attention d_qkv_bias", name, d_dbqkv.download(), d_qkv_bias, kBwdTol);
-  check_close("attention d_proj_weight", name, d_dWproj.download(), d_proj_weight, kBwdTol);
-  check_close("attention d_proj_bias", name, d_dbproj.download(), d_proj_bias, kBwdTol);
+  check_close(tag + "dx", name, d_dx.download(), dx, tol.bwd);
+  if (c.cross) check_close(tag + "dmemory", name, d_dmem.download(), dmem, tol.bwd);
+  check_close(tag + "d_qkv_weight", name, d_dWqkv.download(), d_qkv_weight, tol.bwd);
+  check_close(tag + "d_qkv_bias", name, d_dbqkv.download(), d_qkv_bias, tol.bwd);
+  check_close(tag + "d_proj_weight", name, d_dWproj.download(), d_proj_weight, tol.bwd);
+  check_close(tag + "d_proj_bias", name, d_dbproj.download(), d_proj_bias, tol.bwd);
 }
 
 NF_TEST(cuda_attention_parity) {
@@ -131,6 +154,25 @@ NF_TEST(cuda_attention_parity) {
       {2, 5, 1, 32, 1, true},                                             // Dh 32, one key
   };
   for (const Case& c : cases) run_case(c);
+}
+
+// The tensor-core kernels at both reduced precisions: every native head width (32, 64, 96, 128), padded
+// ones (12, 20, 40; 59, whose unaligned rows take the plain-load path instead of cp.async), every mask
+// kind, fully blocked rows, dropout, odd lengths (7, 33, 65, 197), cross-attention with Tk != Tq.
+NF_TEST(cuda_attention_tensor_core_parity) {
+  Case cases[] = {
+      {1, 197, 197, 64, 1},                                                  // Dh 64, T 197
+      {2, 65, 65, 256, 2, false, true, false, false, false, 0.1f},          // Dh 128, causal, dropout
+      {1, 7, 7, 192, 2, false, false, true, true},                          // Dh 96, key padding, shared mask
+      {2, 7, 40, 64, 2, true, false, true, true, true, 0.0f, true},         // Dh 32, cross, batched mask, weights
+      {1, 33, 33, 40, 2, false, true, true, true, false, 0.0f, false, 5},   // Dh 20, causal + masks, a blocked row
+      {1, 65, 65, 80, 2, false, false, false, false, false, 0.2f, true},    // Dh 40, dropout, weights
+      {1, 33, 33, 118, 2, false, true, true, false},                        // Dh 59 (plain loads), causal, padding
+      {2, 65, 130, 24, 2, true, false, true},                               // Dh 12, cross, Tk 130
+      {1, 197, 197, 128, 1, false, true, true},                             // Dh 128, T 197, causal, padding
+  };
+  for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32})
+    for (const Case& c : cases) run_case(c, p);
 }
 
 NF_TEST(cuda_attention_bad_dims) {

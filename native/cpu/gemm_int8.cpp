@@ -1,0 +1,375 @@
+// The int8 product of precision 'int8' (gemm_int8.h has the math): dynamic quantization as
+// onnxruntime's and PyTorch's quantize_dynamic, int32 sums, dequantize + bias + activation fused.
+//   Activations: per row m, asymmetric u8 as onnxruntime's DynamicQuantizeLinear computes it for a
+//   whole tensor: lo = min(0, min_k x), hi = max(0, max_k x), a_m = (hi − lo) / 255 (1 when hi = lo),
+//   z_m = round(−lo / a_m), xq = clamp(round(x / a_m) + z_m, 0, 255). Asymmetric u8 because the
+//   int8 dot-product instruction, vpdpbusd, multiplies u8 by s8, and because it spends all 256 levels
+//   on the row's range (a GELU output lies mostly above 0); the zero point costs one correction per
+//   output, −z_m · Σ_k q[n, k] (the column sums are stored with the weights: oneDNN's and
+//   onnxruntime's compensation term). Weights: symmetric int8 per output channel (native/ops/packed.h).
+//   Saturation: vpdpbusd adds its four u8 × s8 products into the int32 lane exactly (its saturating
+//   form vpdpbusds is not used, and |Σ| ≤ 255 · 127 · K < 2³¹ for K ≤ kMaxInt8K). The AVX2 path does
+//   not use vpmaddubsw, whose int16 pair sums saturate for u8 × s8 (2 · 255 · 127 > 32767, the flaw
+//   onnxruntime documents for its AVX2 u8s8 kernels): it widens both operands to int16 and uses
+//   vpmaddwd (int32 pair sums, exact). So every variant computes the same int32 sums; only the float
+//   epilogue's rounding (FMA contraction) may differ.
+// Layout: xq [Mp, K4] u8 row-major (Mp = M rounded up to 12 rows, zero rows and columns past M, K),
+// row scales a [Mp] and zero points z [Mp] in the calling thread's gemm_pack scratch; the weights'
+// 32-column panels [K4 / 4][32][4] (the int8 packing). Tiles, per variant:
+//   avx512_vnni (this file's NF_ISA 2 pass, its own namespace, run only where CPUID reports
+//     AVX-512 VNNI): 12 rows x 32 columns, 24 zmm int32 accumulators, one vpdpbusd per row and
+//     16 columns per 4 k, the row's 4 bytes broadcast.
+//   avx2 (also the avx512 variant's on a CPU without VNNI): 6 x 8, each row's 4 bytes and the
+//     panel's 8 x 4 bytes widened to int16, vpmaddwd into pair sums, added pairwise at the end.
+//   scalar: 4 x 8, int32 arithmetic.
+// Threads: the row blocks (rows · K4 about 192 KiB, in L2) times the 32-column panels, panel fastest,
+// in two contiguous chunks per thread; a panel (K4 · 32 bytes) serves every row tile of its block.
+// Dimension key: M rows, N output features, K input features, K4 = 4·⌈K / 4⌉.
+#include "gemm_int8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gemm.h"
+#include "simd_probe.h"
+#include "../core/allocator.h"
+#include "../core/threadpool.h"
+#include "../ops/packed.h"
+#include "isa.h"
+
+#if NF_ISA == 2
+#define NF_INT8_NS avx512_vnni
+#if NF_X86
+#pragma GCC target("avx512vnni")
+#endif
+#else
+#define NF_INT8_NS NF_ISA_NS
+#endif
+
+#if NF_ISA != 4  // the avx512bf16 variant runs avx512_vnni's (or avx2's) kernels: see gemm_int8 below
+namespace nf::cpu::NF_INT8_NS {
+#include "simd.h"
+#include "activation_inl.h"
+
+namespace {
+
+#if NF_ISA == 2 && NF_X86
+constexpr int MR = 12, NT = 32;
+// out[r][n] = Σ_k xq[r, k] q[k, n] for the MR rows at xq (K4 apart) and the NT columns at qp.
+inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
+  __m512i acc[MR][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes) {
+    const __m512i b0 = _mm512_loadu_si512(qp), b1 = _mm512_loadu_si512(qp + 64);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      int32_t word;
+      std::memcpy(&word, xq + r * K4 + k, sizeof word);
+      const __m512i a = _mm512_set1_epi32(word);
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) {
+    _mm512_storeu_si512(out + r * NT, acc[r][0]);
+    _mm512_storeu_si512(out + r * NT + 16, acc[r][1]);
+  }
+}
+#elif NF_ISA == 1 && NF_X86
+constexpr int MR = 6, NT = 8;
+inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
+  __m256i lo[MR], hi[MR];  // pair sums: lo holds columns 0-3, hi 4-7, two lanes per column
+  for (int r = 0; r < MR; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
+  for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes) {
+    const __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qp)));
+    const __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qp + 16)));
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      int32_t word;
+      std::memcpy(&word, xq + r * K4 + k, sizeof word);
+      const __m256i a = _mm256_cvtepu8_epi16(_mm_set1_epi32(word));  // the 4 bytes as int16, 4 times
+      lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(a, b0));
+      hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(a, b1));
+    }
+  }
+  for (int r = 0; r < MR; ++r) {  // hadd gives columns 0 1 4 5 | 2 3 6 7: put the 64-bit pairs in order
+    const __m256i s = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * NT), s);
+  }
+}
+#else
+constexpr int MR = 4, NT = 8;
+inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
+  int32_t acc[MR][NT] = {};
+  for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes)
+    for (int r = 0; r < MR; ++r)
+      for (int n = 0; n < NT; ++n)
+        for (int j = 0; j < 4; ++j) acc[r][n] += int32_t(xq[r * K4 + k + j]) * int32_t(qp[n * 4 + j]);
+  std::memcpy(out, acc, sizeof acc);
+}
+#endif
+
+// The first n ≤ W lanes of q (integers in [0, 255]) as bytes at p.
+inline void store_u8(uint8_t* p, vf q, int n) {
+#if NF_ISA == 2 && NF_X86
+  const __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q));
+  if (n == W) _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
+  else _mm_mask_storeu_epi8(p, tail_mask(n), b);
+#elif NF_ISA == 1 && NF_X86
+  const __m256i i = _mm256_cvtps_epi32(q);
+  const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+  alignas(16) uint8_t b[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(b), _mm_packus_epi16(w, w));
+  std::memcpy(p, b, n);
+#else
+  float t[W];
+  vstore(t, q);
+  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(t[i]);
+#endif
+}
+
+// Rows [m, m + mr) and columns [n0, n0 + nr) of y from the tile's int32 sums, in one pass per row:
+// dequantize (exact int32 correction, then one float product), bias, preact, activation, store.
+void epilogue(const Int8Call& c, const int32_t* acc, int64_t m, int64_t n0, int mr, int nr) {
+  const float* s = c.w.scale + n0;
+  const int32_t* colsum = c.w.colsum + n0;
+  alignas(64) float t[NT];
+  for (int r = 0; r < mr; ++r) {
+    const int64_t row = m + r;
+    const float a = c.a[row];
+    const int32_t z = c.z[row];
+    const int32_t* sums = acc + r * NT;
+    for (int n = 0; n < NT; ++n) t[n] = static_cast<float>(sums[n] - z * colsum[n]) * (a * s[n]);
+    float* y = c.y + row * c.ldc + n0;
+    float* pre = c.preact ? c.preact + row * c.ldc + n0 : nullptr;
+    for (int n = 0; n < nr; n += W) {
+      const int k = std::min(W, nr - n);
+      vf x = vload(t + n);
+      if (c.b) x = vadd(x, k == W ? vload(c.b + n0 + n) : vload_n(c.b + n0 + n, k));
+      if (pre) k == W ? vstore(pre + n, x) : vstore_n(pre + n, x, k);
+      x = act_forward(x, c.act);
+      k == W ? vstore(y + n, x) : vstore_n(y + n, x, k);
+    }
+  }
+}
+
+}  // namespace
+
+void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, uint8_t* xq, float* scale,
+                   int32_t* zero) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* row = x + r * lda;
+    uint8_t* q = xq + r * K4;
+    vf lo = vzero(), hi = vzero();  // (the zero-filled tail lanes change neither: 0 is in the range)
+    for (int64_t k = 0; k < K; k += W) {
+      const vf v = K - k >= W ? vload(row + k) : vload_n(row + k, static_cast<int>(K - k));
+      lo = vmin(lo, v);
+      hi = vmax(hi, v);
+    }
+    const float l = -vhmax(vsub(vzero(), lo)), h = vhmax(hi);
+    const float a = h > l ? (h - l) / 255.0f : 1.0f, inv = 1.0f / a;
+    const float zf = std::clamp(std::nearbyint(-l * inv), 0.0f, 255.0f);
+    const vf vinv = vset1(inv), vz = vset1(zf), v255 = vset1(255.0f);
+    for (int64_t k = 0; k < K; k += W) {
+      const int n = static_cast<int>(std::min<int64_t>(W, K - k));
+      const vf v = n == W ? vload(row + k) : vload_n(row + k, n);
+      store_u8(q + k, vmax(vmin(vadd(vround(vmul(v, vinv)), vz), v255), vzero()), n);
+    }
+    std::memset(q + K, 0, K4 - K);
+    scale[r] = a;
+    zero[r] = static_cast<int32_t>(zf);
+  }
+}
+
+// The lane test's hook (simd_probe.h; test/simd.test.ts holds every variant to the definitions):
+//   int8_dot_tile: arg[0] = K4; a = 12 rows of K4 bytes (u8 values as floats), b = one 32-column
+//     panel (K4 / 4 groups of 32 x 4 bytes, s8 values as floats); out [12][32] = Σ_k a[r][k] q[k][n],
+//     computed tile by tile with this variant's dot_tile.
+//   int8_quantize: arg[0] = rows, arg[1] = K; a = x [rows, K]; out = xq [rows, K4] (as floats), then
+//     the rows' scales, then their zero points.
+void int8_probe(const SimdProbe& p, Status* status) {
+  const std::string fn = p.fn;
+  *status = Status::Ok();
+  if (fn == "int8_dot_tile") {
+    const int64_t K4 = p.arg[0];
+    if (K4 < 4 || K4 % 4 || !p.in[0] || !p.in[1] || p.n < 12 * K4 || p.n < K4 * 32 || p.out_n < 12 * 32) {
+      *status = Status::Error("simd_probe", "int8_dot_tile: needs K4 a positive multiple of 4, a, b of n >= 12 K4 and 32 K4, out of 384");
+      return;
+    }
+    std::vector<uint8_t> xq(12 * K4);
+    std::vector<int8_t> q(K4 * 32);
+    for (int64_t i = 0; i < 12 * K4; ++i) xq[i] = static_cast<uint8_t>(p.in[0][i]);
+    for (int64_t i = 0; i < K4 * 32; ++i) q[i] = static_cast<int8_t>(p.in[1][i]);
+    alignas(64) int32_t acc[MR * NT];
+    for (int64_t m = 0; m < 12; m += MR)
+      for (int64_t j = 0; j < 32; j += NT) {
+        dot_tile(xq.data() + m * K4, K4, q.data() + j * 4, acc);
+        for (int r = 0; r < MR; ++r)
+          for (int n = 0; n < NT; ++n) p.out[(m + r) * 32 + j + n] = static_cast<float>(acc[r * NT + n]);
+      }
+    return;
+  }
+  if (fn == "int8_quantize") {
+    const int64_t rows = p.arg[0], K = p.arg[1], K4 = (K + 3) / 4 * 4;
+    if (rows < 1 || K < 1 || !p.in[0] || p.n < rows * K || p.out_n < rows * (K4 + 2)) {
+      *status = Status::Error("simd_probe", "int8_quantize: needs rows, K >= 1, a of rows K, out of rows (K4 + 2)");
+      return;
+    }
+    std::vector<uint8_t> xq(rows * K4);
+    std::vector<float> a(rows);
+    std::vector<int32_t> z(rows);
+    int8_quantize(p.in[0], K, K, K4, 0, rows, xq.data(), a.data(), z.data());
+    for (int64_t i = 0; i < rows * K4; ++i) p.out[i] = xq[i];
+    for (int64_t r = 0; r < rows; ++r) p.out[rows * K4 + r] = a[r], p.out[rows * (K4 + 1) + r] = static_cast<float>(z[r]);
+    return;
+  }
+  *status = Status::Error("simd_probe", "no helper named '" + fn + "'");
+}
+
+void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  const int64_t K4 = c.w.K4;
+  alignas(64) int32_t acc[MR * NT];
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t j = 32 * p; j < std::min(c.N, 32 * (p + 1)); j += NT) {
+      const int8_t* qp = c.w.q + p * K4 * 32 + (j - 32 * p) * 4;
+      const int nr = static_cast<int>(std::min<int64_t>(NT, c.N - j));
+      for (int64_t m = m0; m < m1; m += MR) {
+        const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+        for (int r = 0; r < mr; ++r) {  // the tile of y, on its way to L1 while the k loop runs
+          __builtin_prefetch(c.y + (m + r) * c.ldc + j, 1);
+          __builtin_prefetch(c.y + (m + r) * c.ldc + j + nr - 1, 1);
+        }
+        dot_tile(c.xq + m * K4, K4, qp, acc);
+        epilogue(c, acc, m, j, mr, nr);
+      }
+    }
+}
+
+}  // namespace nf::cpu::NF_INT8_NS
+#endif
+
+#ifdef NF_ISA_PRIMARY
+namespace nf::cpu {
+
+namespace {
+
+constexpr int64_t kRowPad = 12;              // every variant's MR divides it
+constexpr int64_t kRowBlockBytes = 192 << 10;  // xq rows of one row block
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+bool int8_vnni() {
+  static const bool vnni = cpu_has_avx512_vnni();
+  return vnni;
+}
+
+Int8Weights int8_weights(const float* packed, int64_t N, int64_t K) {
+  const int64_t Np = ops::packed_width(N);
+  const float* body = packed + ops::kPackedHeader;
+  return {body, reinterpret_cast<const int32_t*>(body + Np), reinterpret_cast<const int8_t*>(body + 2 * Np),
+          (K + 3) / 4 * 4};
+}
+
+void quantize_weights(float* packed, const float* W, int64_t N, int64_t K) {
+  const int32_t words[] = {ops::kPackedInt8Magic, -1, 32, static_cast<int32_t>((K + 3) / 4 * 4),
+                           static_cast<int32_t>(N), static_cast<int32_t>(K),
+                           static_cast<int32_t>(ops::Precision::int8)};
+  std::memset(packed, 0, sizeof(float) * ops::kPackedHeader);
+  std::memcpy(packed, words, sizeof words);
+  const Int8Weights w = int8_weights(packed, N, K);
+  const int64_t Np = ops::packed_width(N), K4 = w.K4;
+  float* scale = const_cast<float*>(w.scale);
+  int32_t* colsum = const_cast<int32_t*>(w.colsum);
+  int8_t* q = const_cast<int8_t*>(w.q);
+  parallel_for(Np / 32, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      int8_t* panel = q + p * K4 * 32;
+      std::memset(panel, 0, K4 * 32);
+      for (int64_t n = 32 * p; n < 32 * (p + 1); ++n) {
+        if (n >= N) {
+          scale[n] = 0.0f;
+          colsum[n] = 0;
+          continue;
+        }
+        const float* row = W + n * K;
+        float m = 0.0f;
+        for (int64_t k = 0; k < K; ++k) m = std::max(m, std::abs(row[k]));
+        const float s = m > 0.0f ? m / 127.0f : 1.0f;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const int8_t v = static_cast<int8_t>(std::clamp(std::nearbyint(row[k] / s), -127.0f, 127.0f));
+          panel[k / 4 * kInt8GroupBytes + (n % 32) * 4 + k % 4] = v;
+          sum += v;
+        }
+        scale[n] = s;
+        colsum[n] = sum;
+      }
+    }
+  });
+}
+
+bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W, const Int8Weights& given,
+               const float* b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc, ops::Act act) {
+  if (M == 0 || N == 0) return true;
+  Int8Weights w = given;
+  float* own = nullptr;  // W quantized for this call
+  if (!w) {
+    own = static_cast<float*>(aligned_alloc64(sizeof(float) * ops::packed_int8_floats(N, K)));
+    if (!own) return false;
+    quantize_weights(own, W, N, K);
+    w = int8_weights(own, N, K);
+  }
+  const int64_t K4 = w.K4, Mp = ceil_div(M, kRowPad) * kRowPad;
+  auto* buffer = static_cast<float*>(thread_scratch(ScratchSlot::gemm_pack, sizeof(float) * 2 * Mp + Mp * K4));
+  if (!buffer) {
+    aligned_free(own);
+    return false;
+  }
+  float* scale = buffer;
+  int32_t* zero = reinterpret_cast<int32_t*>(buffer + Mp);
+  uint8_t* xq = reinterpret_cast<uint8_t*>(buffer + 2 * Mp);
+  // Which kernels: x86 only has the avx2 and VNNI ones (another architecture's variants run the scalar ones).
+  const bool vnni = NF_X86 && isa_rank(isa) >= isa_rank(Isa::avx512) && int8_vnni(), widen = NF_X86 && !vnni && isa != Isa::scalar;
+  parallel_for(Mp, 16, [&](int64_t r0, int64_t r1) {
+    const int64_t e = std::min(r1, M);
+#if NF_X86
+    if (vnni) avx512_vnni::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+    else if (widen) avx2::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+    else
+#endif
+      scalar::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+    for (int64_t r = std::max(r0, M); r < r1; ++r) {  // the padding rows: zeros
+      std::memset(xq + r * K4, 0, K4);
+      scale[r] = 0.0f;
+      zero[r] = 0;
+    }
+  });
+  const Int8Call c{xq, scale, zero, w, b, y, preact, M, N, ldc, act};
+  const int64_t mc = std::max<int64_t>(kRowPad, kRowBlockBytes / K4 / kRowPad * kRowPad);
+  const int64_t blocks = ceil_div(M, mc), panels = ceil_div(N, 32), tasks = blocks * panels;
+  parallel_for(tasks, ceil_div(tasks, 2 * num_threads()), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1;) {  // the panels of one row block at a time
+      const int64_t ic = t / panels, p0 = t % panels, p1 = std::min(panels, p0 + (t1 - t));
+      const int64_t m0 = ic * mc, m1 = std::min(M, m0 + mc);
+#if NF_X86
+      if (vnni) avx512_vnni::int8_tiles(c, m0, m1, p0, p1);
+      else if (widen) avx2::int8_tiles(c, m0, m1, p0, p1);
+      else
+#endif
+        scalar::int8_tiles(c, m0, m1, p0, p1);
+      t += p1 - p0;
+    }
+  });
+  aligned_free(own);
+  return true;
+}
+
+}  // namespace nf::cpu
+#endif

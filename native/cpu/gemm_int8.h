@@ -1,0 +1,83 @@
+// Dynamic int8 quantization of a Linear-style product (precision 'int8', onnxruntime's and PyTorch's
+// quantize_dynamic): y[M, N] = act(x[M, K] Wᵀ + b) with W [N, K] quantized once per output channel
+// (symmetric int8, the int8 packing of native/ops/packed.h) and x quantized per row at run time
+// (asymmetric u8: a scale a_m and a zero point z_m per row), int32 sums, dequantized in the epilogue:
+//   y[m, n] = act(a_m · s_n · (Σ_k xq[m, k] q[n, k] − z_m · Σ_k q[n, k]) + b[n]).
+// The kernels (gemm_int8.cpp): vpdpbusd (u8 × s8, four products summed into int32 without
+// saturation) where the CPU has AVX-512 VNNI; elsewhere exact int16 widening (vpmovsxbw + vpmaddwd)
+// on AVX2 and plain int32 arithmetic on the scalar variant; every variant computes the same int32 sums.
+// Dimension key: M rows, N output features, K input features, K4 = 4·⌈K / 4⌉.
+#pragma once
+#include <cstdint>
+
+#include "../core/cpu_features.h"
+#include "../core/status.h"
+#include "../ops/activation.h"
+
+namespace nf::cpu {
+
+// The parts of an int8 packing (native/ops/packed.h), from one of its 32-column panels on.
+struct Int8Weights {
+  const float* scale = nullptr;     // s_n
+  const int32_t* colsum = nullptr;  // Σ_k q[n, k]
+  const int8_t* q = nullptr;        // the panels (null: no packing)
+  int64_t K4 = 0;
+
+  explicit operator bool() const { return q != nullptr; }
+  // Columns from `c` on: empty (W is then quantized per call) unless `c` starts a panel.
+  Int8Weights from_column(int64_t c) const {
+    if (!q || c % 32 != 0) return {};
+    return {scale + c, colsum + c, q + c * K4, K4};
+  }
+};
+
+// The bytes of one k group (4 k) of a 32-column panel of the int8 packing.
+constexpr int64_t kInt8GroupBytes = 128;
+
+// The largest K whose int32 sums cannot overflow (255 · 127 · K < 2³¹).
+constexpr int64_t kMaxInt8K = 65536;
+
+// Writes the int8 packing of W [N, K] (header included) into `packed` (packed_int8_floats(N, K) floats).
+void quantize_weights(float* packed, const float* W, int64_t N, int64_t K);
+// The parts of the int8 packing `packed` of a weight [N, K] (its header already checked).
+Int8Weights int8_weights(const float* packed, int64_t N, int64_t K);
+
+// y = act(x Wᵀ + b) as above (preact, optional, receives the value before act), x rows lda apart,
+// y and preact rows ldc apart; with `w` empty, quantizes W [N, K] for this call. `isa` is the caller's
+// variant (avx512 runs the VNNI kernels where the CPU has them, the AVX2 ones otherwise). Returns
+// false, computing nothing, when the buffers cannot be allocated (the caller then runs it in fp32).
+bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W, const Int8Weights& w,
+               const float* b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc, ops::Act act);
+
+// Whether the avx512 variant runs the VNNI kernels: CPUID reports AVX-512 VNNI (the caller's
+// variant being avx512, the CPU and OS run AVX-512 already).
+bool int8_vnni();
+
+// The per-variant tile loops (gemm_int8.cpp): xq [Mp, K4] u8 rows (Mp a multiple of every MR) with
+// row scales a and zero points z, y = epilogue(xq qᵀ) for the 32-column panels [p0, p1) of w.
+struct Int8Call {
+  const uint8_t* xq;
+  const float* a;
+  const int32_t* z;
+  Int8Weights w;
+  const float* b;
+  float* y;
+  float* preact;
+  int64_t M, N, ldc;
+  ops::Act act;
+};
+// And the per-variant activation quantization: rows [r0, r1) of x (lda apart) into xq, a, z.
+#define NF_INT8_VARIANT                                                                                          \
+  void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1);                            \
+  void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, uint8_t* xq,   \
+                     float* a, int32_t* z);
+struct SimdProbe;  // (simd_probe.h)
+// And the lane test's hook (simd_probe.cpp, test/simd.test.ts): "int8_dot_tile" and "int8_quantize".
+#define NF_INT8_PROBE void int8_probe(const SimdProbe& p, Status* status);
+namespace scalar { NF_INT8_VARIANT NF_INT8_PROBE }
+namespace avx2 { NF_INT8_VARIANT NF_INT8_PROBE }
+namespace avx512_vnni { NF_INT8_VARIANT NF_INT8_PROBE }
+#undef NF_INT8_PROBE
+#undef NF_INT8_VARIANT
+
+}  // namespace nf::cpu

@@ -1,0 +1,316 @@
+// Internal to flash_attention_forward.cu and flash_attention_backward.cu: the tile machinery of the
+// tensor-core attention kernels (FlashAttention-2's structure on mma.sync).
+//
+// A CTA has 4 warps and owns rows of one (b, h): its "stationary" tiles, staged in shared memory once
+// (the forward: 128 queries, 32 per warp as two 16-row mma blocks; the backward: 64 keys (dK/dV) or
+// 64 queries (dQ), 16 per warp, whose two fp32 16 x DP accumulators per warp leave no registers for
+// a second block). The other side streams past in tiles of R rows (R = 64, or 32 / 16 where the head
+// is wide: stream_rows), two matrices at a time (K and V, or Q and dO): a PairStream, double-buffered
+// with cp.async. Every product is a warp's 16-row block(s) against a tile:
+//   mma_abt: s (16 x R a block, fp32 registers) += A Bᵀ over the head width (S = Q Kᵀ, dP = dO Vᵀ, ...)
+//   mma_pb:  acc (16 x DP) += P B               with P the fp32 registers of an mma_abt (O += P V,
+//                                               dQ += dS K, dV += Pᵀ dO, dK += dSᵀ Q), converted to
+//                                               the operand type in registers (FlashAttention-2's
+//                                               register reuse: no shared-memory round trip for P)
+// Operand policies (Mma): Bf16Mma, mma.sync m16n8k16 bf16 x bf16 + fp32, fragments by ldmatrix
+// (.trans for the "k rows" operand), and Tf32Mma, m16n8k8 tf32 with the same structure, fragments
+// read from fp32 shared memory and rounded by cvt.rna.tf32. The accumulator of m16n8k16 is exactly
+// an A fragment of the next product (columns 2t, 2t+1 of rows g, g+8 per 8 columns); for m16n8k8 it
+// is not, so Tf32Mma's a_acc relabels k (accumulator column 2t as the mma's k = t, 2t+1 as t + 4) and
+// its b_kn reads B's rows in the same order: the sum over k is the same, no shuffles.
+//
+// Storage. S is the element type of the tensors in global memory (float today; bfloat16 bits as
+// uint16_t is the same code instantiated with S = uint16_t: value_of reads it, and with the Bf16Mma
+// operand type equal to S the stream copies straight into operand tiles). When S differs from the
+// operand type (float -> bf16), a tile lands by cp.async in a raw fp32 buffer and one pass converts
+// it to the operand tile (then one raw stage suffices: the copy of tile n + 1 overlaps the products
+// of tile n); when they are equal (tf32 on float) the raw tiles are the operands, two stages.
+// Views whose rows are not 16-byte aligned (head widths not a multiple of 4, odd strides) are read
+// by plain loads instead of cp.async (same tiles, no overlap).
+// Shared rows are padded by 16 bytes (ld_of): ldmatrix's 8 rows and the tf32 fragment reads then
+// fall in distinct banks.
+// Head width: DP = Dh rounded up to 32, 64, 96 or 128 (padded_width); columns Dh..DP-1 are zero.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "attention_core.cuh"
+#include "mma.cuh"
+
+namespace nf::cuda::flash {
+
+constexpr int kWarps = 4, kThreads = kWarps * kWarp;
+constexpr int kWarpRows = 16;                    // rows of an mma (M): a warp owns 1 or 2 such blocks
+constexpr int kBlockRows = kWarps * kWarpRows;   // the backward CTAs' stationary rows (1 block a warp)
+constexpr size_t kSmemMax = 99 * 1024;           // dynamic shared memory of the smallest target (sm_89)
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+__host__ __device__ constexpr int padded_width(int Dh) { return Dh <= 32 ? 32 : Dh <= 64 ? 64 : Dh <= 96 ? 96 : 128; }
+
+// Elements per shared row of a [rows][DP] tile of E: DP plus 16 bytes.
+template <class E, int DP>
+__host__ __device__ constexpr int ld_of() {
+  return DP + 16 / int(sizeof(E));
+}
+template <class E, int DP>
+__host__ __device__ constexpr size_t tile_bytes(int rows) {
+  return sizeof(E) * size_t(rows) * size_t(ld_of<E, DP>());
+}
+
+// A stored element as fp32: float, or bfloat16 bits.
+__device__ __forceinline__ float value_of(float x) { return x; }
+__device__ __forceinline__ float value_of(uint16_t bits) { return bf16_value(bits); }
+
+// fp32 as an operand element: float (tf32 rounding happens at the fragment), or bfloat16 bits.
+template <class Op>
+__device__ __forceinline__ Op operand(float x) {
+  if constexpr (std::is_same<Op, float>::value) return x;
+  else return bf16_bits(x);
+}
+
+// ---- Operand policies -------------------------------------------------------------------------
+// Fragment coordinates (mma.cuh): g = lane >> 2, t = lane & 3; accumulator element e of an n8 tile
+// is row g + 8 (e >> 1), column 2t + (e & 1).
+struct Bf16Mma {
+  using Op = uint16_t;
+  static constexpr int kK = 16;
+  // A (16 x 16) from a row-major operand tile, T at the fragment's (row 0, k 0).
+  __device__ static void a_tile(uint32_t (&a)[4], const Op* T, int ld, int lane) {
+    ldmatrix<4>(a, T + (lane % 16) * ld + (lane / 16) * 8);
+  }
+  // A from fp32 accumulators: c[0], c[1] the n8 tiles of columns k 0-7 and 8-15.
+  __device__ static void a_acc(uint32_t (&a)[4], const float (*c)[4]) {
+    a[0] = pack_bf16x2(c[0][0], c[0][1]);
+    a[1] = pack_bf16x2(c[0][2], c[0][3]);
+    a[2] = pack_bf16x2(c[1][0], c[1][1]);
+    a[3] = pack_bf16x2(c[1][2], c[1][3]);
+  }
+  // B of two n8 tiles with B[k][n] = T[n][k] (T's rows are n), T at (n 0, k 0).
+  __device__ static void b_nk(uint32_t (&b)[2][2], const Op* T, int ld, int lane) {
+    uint32_t r[4];
+    ldmatrix<4>(r, T + (lane % 8 + (lane / 16) * 8) * ld + ((lane / 8) % 2) * 8);
+    b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
+  }
+  // B of two n8 tiles with B[k][n] = T[k][n] (T's rows are k), T at (k 0, n 0).
+  __device__ static void b_kn(uint32_t (&b)[2][2], const Op* T, int ld, int lane) {
+    uint32_t r[4];
+    ldmatrix_trans<4>(r, T + (lane % 16) * ld + (lane / 16) * 8);
+    b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
+  }
+  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    mma_m16n8k16_bf16(d, a, b, d);
+  }
+};
+
+struct Tf32Mma {
+  using Op = float;
+  static constexpr int kK = 8;
+  __device__ static uint32_t at(const float* T, int ld, int row, int col) { return to_tf32(T[row * ld + col]); }
+  __device__ static void a_tile(uint32_t (&a)[4], const Op* T, int ld, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    a[0] = at(T, ld, g, t), a[1] = at(T, ld, g + 8, t), a[2] = at(T, ld, g, t + 4), a[3] = at(T, ld, g + 8, t + 4);
+  }
+  // k = t is accumulator column 2t, k = t + 4 column 2t + 1 (b_kn reads B in that order).
+  __device__ static void a_acc(uint32_t (&a)[4], const float (*c)[4]) {
+    a[0] = to_tf32(c[0][0]), a[1] = to_tf32(c[0][2]), a[2] = to_tf32(c[0][1]), a[3] = to_tf32(c[0][3]);
+  }
+  __device__ static void b_nk(uint32_t (&b)[2][2], const Op* T, int ld, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    for (int j = 0; j < 2; ++j) b[j][0] = at(T, ld, 8 * j + g, t), b[j][1] = at(T, ld, 8 * j + g, t + 4);
+  }
+  __device__ static void b_kn(uint32_t (&b)[2][2], const Op* T, int ld, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    for (int j = 0; j < 2; ++j) b[j][0] = at(T, ld, 2 * t, 8 * j + g), b[j][1] = at(T, ld, 2 * t + 1, 8 * j + g);
+  }
+  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    mma_m16n8k8_tf32(d, a, b, d);
+  }
+};
+
+// Row and column, in the warp's 16 x N product, of accumulator element e of n8 tile n.
+__device__ __forceinline__ int acc_row(int lane, int e) { return (lane >> 2) + 8 * (e >> 1); }
+__device__ __forceinline__ int acc_col(int lane, int n, int e) { return 8 * n + 2 * (lane & 3) + (e & 1); }
+
+// Over the 4 lanes holding one accumulator row.
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(kFullMask, v, 1));
+  return fmaxf(v, __shfl_xor_sync(kFullMask, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(kFullMask, v, 1);
+  return v + __shfl_xor_sync(kFullMask, v, 2);
+}
+
+// s[m][n][.] += A Bᵀ over the head width: A the warp's MB 16-row blocks (consecutive rows), B N rows,
+// both [.][DP] operand tiles. Each B fragment serves the MB blocks: MB = 2 halves the shared-memory
+// reads per FLOP.
+template <class Mma, int MB, int N, int DP>
+__device__ __forceinline__ void mma_abt(float (&s)[MB][N / 8][4], const typename Mma::Op* A, const typename Mma::Op* B,
+                                        int lane) {
+  constexpr int ld = ld_of<typename Mma::Op, DP>();
+#pragma unroll
+  for (int k = 0; k < DP; k += Mma::kK) {
+    uint32_t a[MB][4];
+#pragma unroll
+    for (int m = 0; m < MB; ++m) Mma::a_tile(a[m], A + m * kWarpRows * ld + k, ld, lane);
+#pragma unroll
+    for (int n = 0; n < N / 8; n += 2) {
+      uint32_t b[2][2];
+      Mma::b_nk(b, B + n * 8 * ld + k, ld, lane);
+#pragma unroll
+      for (int m = 0; m < MB; ++m) {
+        Mma::mma(s[m][n], a[m], b[0]);
+        Mma::mma(s[m][n + 1], a[m], b[1]);
+      }
+    }
+  }
+}
+
+// acc[m][n][.] += P B: P the warp's MB x 16 x K fp32 accumulators (an mma_abt's), B a [K][DP] operand tile.
+template <class Mma, int MB, int K, int DP>
+__device__ __forceinline__ void mma_pb(float (&acc)[MB][DP / 8][4], const float (&p)[MB][K / 8][4],
+                                       const typename Mma::Op* B, int lane) {
+  constexpr int ld = ld_of<typename Mma::Op, DP>();
+#pragma unroll
+  for (int k = 0; k < K; k += Mma::kK) {
+    uint32_t a[MB][4];
+#pragma unroll
+    for (int m = 0; m < MB; ++m) Mma::a_acc(a[m], &p[m][k / 8]);
+#pragma unroll
+    for (int n = 0; n < DP / 8; n += 2) {
+      uint32_t b[2][2];
+      Mma::b_kn(b, B + k * ld + n * 8, ld, lane);
+#pragma unroll
+      for (int m = 0; m < MB; ++m) {
+        Mma::mma(acc[m][n], a[m], b[0]);
+        Mma::mma(acc[m][n + 1], a[m], b[1]);
+      }
+    }
+  }
+}
+
+// ---- Tiles from global memory -----------------------------------------------------------------
+// Rows [t0, t0 + R) of a head's [T, Dh] view (row stride rs) into a [R][DP] tile of Op, by plain
+// loads (zeros past T and past Dh).
+template <int R, int DP, class Op, class S>
+__device__ __forceinline__ void load_rows(Op* dst, const S* src, int64_t rs, int t0, int T, int Dh) {
+  constexpr int ld = ld_of<Op, DP>();
+  for (int e = int(threadIdx.x); e < R * DP; e += kThreads) {
+    const int r = e / DP, d = e % DP, t = t0 + r;
+    dst[r * ld + d] = operand<Op>(t < T && d < Dh ? value_of(src[int64_t(t) * rs + d]) : 0.0f);
+  }
+}
+
+// As load_rows, as cp.async of 16-byte chunks when `vec` (the view's rows 16-byte aligned, Dh a
+// multiple of the chunk); the caller commits the group.
+template <int R, int DP, class S>
+__device__ __forceinline__ void copy_rows(S* dst, const S* src, int64_t rs, int t0, int T, int Dh, bool vec) {
+  if (!vec) return load_rows<R, DP>(dst, src, rs, t0, T, Dh);
+  constexpr int ld = ld_of<S, DP>(), E = 16 / int(sizeof(S)), chunks = DP / E;
+  for (int c = int(threadIdx.x); c < R * chunks; c += kThreads) {
+    const int r = c / chunks, d = (c % chunks) * E, t = t0 + r;
+    const bool in = t < T && d < Dh;
+    cp_async_cg_zfill(dst + r * ld + d, in ? src + int64_t(t) * rs + d : src, in ? 16u : 0u);
+  }
+}
+
+// rows x DP fp32 (stride ld_of<float>) to bf16 operands (stride ld_of<uint16_t>), 4 at a time.
+template <int DP>
+__device__ __forceinline__ void convert_rows(uint16_t* dst, const float* src, int rows) {
+  constexpr int lds = ld_of<float, DP>(), ldo = ld_of<uint16_t, DP>(), quads = DP / 4;
+  for (int c = int(threadIdx.x); c < rows * quads; c += kThreads) {
+    const int r = c / quads, d = (c % quads) * 4;
+    const float4 x = *reinterpret_cast<const float4*>(src + r * lds + d);
+    *reinterpret_cast<int2*>(dst + r * ldo + d) = make_int2(int(pack_bf16x2(x.x, x.y)), int(pack_bf16x2(x.z, x.w)));
+  }
+}
+
+// Shared memory of a PairStream of R-row tiles.
+template <class Mma, class S, int DP>
+__host__ __device__ constexpr size_t stream_bytes(int R) {
+  return std::is_same<S, typename Mma::Op>::value ? 2 * 2 * tile_bytes<S, DP>(R)
+                                                  : 2 * tile_bytes<S, DP>(R) + 2 * tile_bytes<typename Mma::Op, DP>(R);
+}
+
+// The widest stream tile the fp32 registers of a warp's 16 x R products allow beside its 16 x DP
+// accumulators within 2 CTAs' share of the register file: 64 rows up to DP 64, 32 past it.
+__host__ __device__ constexpr int widest_stream(int DP) { return DP <= 64 ? 64 : 32; }
+
+// The stream's tile rows for a kernel with `stationary` rows of operand tiles: the largest of
+// `widest`, widest / 2, ... down to 16 whose shared memory fits kSmemMax.
+template <class Mma, class S, int DP>
+__host__ __device__ constexpr int stream_rows(int stationary, int widest) {
+  const size_t fixed = tile_bytes<typename Mma::Op, DP>(stationary);
+  for (int R = widest; R > 16; R /= 2)
+    if (fixed + stream_bytes<Mma, S, DP>(R) <= kSmemMax) return R;
+  return 16;
+}
+
+template <class Mma, class S, int DP>
+__host__ __device__ constexpr size_t kernel_smem(int stationary, int widest) {
+  return tile_bytes<typename Mma::Op, DP>(stationary) +
+         stream_bytes<Mma, S, DP>(stream_rows<Mma, S, DP>(stationary, widest));
+}
+
+// Two [T, Dh] head views (x and y: K and V, or Q and dO) streamed as [R][DP] operand tiles.
+//   issue(0, ...); for n = 0, 1, ...: land(n); issue(n + 1, ...) if any; read tile(n, 0 | 1).
+// land(n)'s first barrier is also where every warp is done with tile n - 1, whose buffers the next
+// issue (and the conversion) reuse.
+template <class Mma, class S, int R, int DP>
+struct PairStream {
+  using Op = typename Mma::Op;
+  static constexpr bool kConvert = !std::is_same<S, Op>::value;
+  static constexpr int kLdS = ld_of<S, DP>(), kLdOp = ld_of<Op, DP>();
+  S* raw;  // kConvert: [x | y] one stage; else [stage][x | y]
+  Op* op;  // kConvert: [x | y] operand tiles
+  __device__ explicit PairStream(unsigned char* smem)
+      : raw(reinterpret_cast<S*>(smem)), op(reinterpret_cast<Op*>(smem + 2 * tile_bytes<S, DP>(R))) {}
+
+  __device__ void issue(int n, const S* x, int64_t rx, const S* y, int64_t ry, int t0, int T, int Dh, bool vec) {
+    S* dst = raw + (kConvert ? 0 : (n & 1) * 2 * R * kLdS);
+    copy_rows<R, DP>(dst, x, rx, t0, T, Dh, vec);
+    copy_rows<R, DP>(dst + R * kLdS, y, ry, t0, T, Dh, vec);
+    cp_async_commit();
+  }
+  __device__ void land(int n) {
+    cp_async_wait<0>();
+    __syncthreads();  // every thread's copies of tile n are in; every warp is done with tile n - 1
+    if constexpr (kConvert) {
+      static_assert(std::is_same<S, float>::value && std::is_same<Op, uint16_t>::value, "converts fp32 to bf16");
+      convert_rows<DP>(op, raw, 2 * R);
+      __syncthreads();  // the operand tiles are complete
+    }
+  }
+  __device__ const Op* tile(int n, int which) const {
+    if constexpr (kConvert) return op + which * R * kLdOp;
+    else return raw + ((n & 1) * 2 + which) * R * kLdS;
+  }
+};
+
+// Whether any pair of queries [q0, q1) x keys [k0, k1) may be blocked (else no per-pair test).
+__device__ __forceinline__ bool tile_check(const CoreArgs& a, int q0, int q1, int k0, int k1) {
+  return a.key_padding_mask || a.attn_mask || q1 > a.Tq || k1 > a.Tk || (a.causal && k1 - 1 > q0);
+}
+
+// Whether a kernel can stream the views by cp.async (16-byte chunks of S).
+template <class S>
+bool vector_views(std::initializer_list<std::pair<const S*, ops::AttentionLayout>> views, int Dh) {
+  constexpr int E = 16 / int(sizeof(S));
+  bool ok = Dh % E == 0;
+  for (const auto& [p, l] : views)
+    ok = ok && reinterpret_cast<uintptr_t>(p) % 16 == 0 && l.batch % E == 0 && l.row % E == 0 && l.head % E == 0;
+  return ok;
+}
+
+// Runs f(std::integral_constant<int, DP>) for the padded width of Dh.
+template <class F>
+auto with_padded_width(int Dh, F f) {
+  switch (padded_width(Dh)) {
+    case 32: return f(std::integral_constant<int, 32>());
+    case 64: return f(std::integral_constant<int, 64>());
+    case 96: return f(std::integral_constant<int, 96>());
+    default: return f(std::integral_constant<int, 128>());
+  }
+}
+
+}  // namespace nf::cuda::flash

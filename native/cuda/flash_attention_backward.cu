@@ -1,0 +1,201 @@
+// Attention backward on tensor cores ('bf16': mma.sync m16n8k16; 'tf32': m16n8k8), FlashAttention-2's
+// algorithm with the tile machinery of flash_attention.cuh.
+// Math (per batch b and head h; P recomputed from Q, K and the forward's lse; Z the dropout mask
+// scaled by 1/(1-p); Di = rowsum(dO ∘ O), computed by attention.cu's fp32 kernel):
+//   dV = (P ∘ Z)ᵀ dO;  dP = dO Vᵀ;  dS = P ∘ (Z ∘ dP − Di);  dK = scale dSᵀ Q;  dQ = scale dS K.
+// Layout: Q, K, V, dO and the gradients [B, T, H, Dh] views (ops::AttentionLayout); lse, Di [B, H, Tq].
+// Dimension key: B batch, H heads, Tq/Tk query/key lengths, Dh head width, DP padded width, R rows
+// per streamed tile.
+// Kernels (4 warps, 16 stationary rows each, products as in the forward):
+//   dK/dV: a CTA per 64 keys of one (b, h) (K, V stationary), streaming Q and dO tiles: a warp
+//     computes Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (16 keys x R queries), Pᵀ and dSᵀ from them in registers,
+//     then dV += (P ∘ Z)ᵀ dO and dK += dSᵀ Q from those registers (mma_pb); dK, dV stay in registers
+//     for the whole pass and are written once. Causal: query tiles before the CTA's first key are
+//     not visited.
+//   dQ: a CTA per 64 queries (Q, dO stationary), streaming K and V: S = Q Kᵀ, dP = dO Vᵀ, dS, and
+//     dQ += dS K, written once.
+// dQ by a second pass, not by atomics: FlashAttention-2 adds each key block's dS K into an fp32 dQ
+// buffer with atomicAdd from the dK/dV kernel (5 products per tile instead of 4 + 3 here). We chose
+// the deterministic pass: (1) every other kernel of this backend is deterministic, and a bf16 training
+// step that gave different bits on every run (fp32 atomics add in arrival order) could not be
+// compared with itself or reproduced from a seed; (2) it needs no Tq x Dh fp32 accumulator buffer,
+// no zeroing and no conversion pass, and no atomics to L2 (Tk/64 passes of red.add over all of dQ:
+// at Tk = 4096, 64 x B·H·Tq·Dh·4 bytes of atomic traffic). Its price is recomputing S and dP in the
+// dQ pass: 7 products per (query, key) tile pair instead of 5, i.e. 1.4x the backward's tensor FLOPs
+// (native/cuda/PERFORMANCE.md puts numbers on both). Measuring the two needs a GPU; none was lent.
+#include "flash_attention.h"
+
+#include "flash_attention.cuh"
+
+namespace nf::cuda {
+
+namespace {
+
+using namespace flash;
+
+// lse in the log2 domain (+inf for a fully blocked or padded row: then every P is 0).
+__device__ __forceinline__ float lse2(const float* lse, int64_t row0, int i, int Tq) {
+  const float L = i < Tq ? lse[row0 + i] : -INFINITY;
+  return L == -INFINITY ? INFINITY : L * kLog2e;
+}
+
+// A backward CTA's shared memory: two stationary [64][DP] operand tiles, rows [t0, t0 + 64) of the
+// head views x and y (K and V, or Q and dO), loaded at construction, then the stream of the other two.
+template <class Mma, class S, int R, int DP>
+struct BackwardTiles {
+  using Op = typename Mma::Op;
+  Op* x;
+  Op* y;
+  PairStream<Mma, S, R, DP> stream;
+  __device__ BackwardTiles(unsigned char* smem, const S* xh, int64_t rx, const S* yh, int64_t ry, int t0, int T, int Dh)
+      : x(reinterpret_cast<Op*>(smem)),
+        y(x + kBlockRows * ld_of<Op, DP>()),
+        stream(smem + 2 * tile_bytes<Op, DP>(kBlockRows)) {
+    load_rows<kBlockRows, DP>(x, xh, rx, t0, T, Dh);
+    load_rows<kBlockRows, DP>(y, yh, ry, t0, T, Dh);
+  }
+};
+
+// dK/dV's widest stream: its two 16 x DP accumulators take DP registers, so at DP 128 the S and dP
+// tiles get 16 rows (32 spilled on sm_90).
+__host__ __device__ constexpr int dkdv_widest(int DP) { return DP > 96 ? 16 : widest_stream(DP); }
+
+template <class Mma, class S, int DP>
+__global__ void __launch_bounds__(kThreads, 2)
+    flash_dkdv_kernel(float* dk, float* dv, ops::AttentionLayout ldk, ops::AttentionLayout ldv, const S* q, const S* k,
+                      const S* v, const S* dout, const float* lse, const float* di, CoreArgs a, bool vec) {
+  using Op = typename Mma::Op;
+  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, dkdv_widest(DP));
+  constexpr int N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  NF_DYNAMIC_SHARED(unsigned char, smem);
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
+  const int64_t b = blockIdx.z, h = blockIdx.y, row0 = (b * a.H + h) * a.Tq;
+  const int j0 = int(blockIdx.x) * kBlockRows, jw = j0 + warp * kWarpRows;
+  BackwardTiles<Mma, S, R, DP> kv(smem, head_rows(k, a.lk, b, h), a.lk.row, head_rows(v, a.lv, b, h), a.lv.row, j0,
+                                  a.Tk, a.Dh);
+  PairStream<Mma, S, R, DP>& qdo = kv.stream;
+  const S* qh = head_rows(q, a.lq, b, h);
+  const S* gh = head_rows(dout, a.lo, b, h);
+  const int i_start = a.causal ? j0 : 0;  // earlier queries see none of these keys
+  if (i_start < a.Tq) qdo.issue(0, qh, a.lq.row, gh, a.lo.row, i_start, a.Tq, a.Dh, vec);
+
+  const float c = a.scale * kLog2e;
+  float acc_k[1][DT][4] = {}, acc_v[1][DT][4] = {};
+  for (int n = 0, i0 = i_start; i0 < a.Tq; ++n, i0 += R) {
+    qdo.land(n);
+    if (i0 + R < a.Tq) qdo.issue(n + 1, qh, a.lq.row, gh, a.lo.row, i0 + R, a.Tq, a.Dh, vec);
+    float s[1][N][4] = {}, dp[1][N][4] = {};  // Sᵀ, dPᵀ: the warp's 16 keys x R queries
+    mma_abt<Mma, 1, R, DP>(s, kv.x + warp * kWarpRows * ld, qdo.tile(n, 0), lane);
+    mma_abt<Mma, 1, R, DP>(dp, kv.y + warp * kWarpRows * ld, qdo.tile(n, 1), lane);
+    const bool check = tile_check(a, i0, i0 + R, jw, jw + kWarpRows);
+#pragma unroll
+    for (int t = 0; t < N; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = i0 + acc_col(lane, t, e), j = jw + acc_row(lane, e);
+        const float L = lse2(lse, row0, i, a.Tq);
+        const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[0][t][e] * c - L);
+        const float z = a.p > 0.0f && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
+        const float Di = i < a.Tq ? di[row0 + i] : 0.0f;
+        s[0][t][e] = p * z;
+        dp[0][t][e] = p * (z * dp[0][t][e] - Di);
+      }
+    mma_pb<Mma, 1, R, DP>(acc_v, s, qdo.tile(n, 1), lane);
+    mma_pb<Mma, 1, R, DP>(acc_k, dp, qdo.tile(n, 0), lane);
+  }
+#pragma unroll
+  for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = jw + acc_row(lane, e), d = acc_col(lane, dt, e);
+      if (j < a.Tk && d < a.Dh) {
+        dk[b * ldk.batch + j * ldk.row + h * ldk.head + d] = a.scale * acc_k[0][dt][e];
+        dv[b * ldv.batch + j * ldv.row + h * ldv.head + d] = acc_v[0][dt][e];
+      }
+    }
+}
+
+template <class Mma, class S, int DP>
+__global__ void __launch_bounds__(kThreads, 2)
+    flash_dq_kernel(float* dq, const S* q, const S* k, const S* v, const S* dout, const float* lse, const float* di,
+                    CoreArgs a, bool vec) {
+  using Op = typename Mma::Op;
+  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, widest_stream(DP));
+  constexpr int N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  NF_DYNAMIC_SHARED(unsigned char, smem);
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
+  const int64_t b = blockIdx.z, h = blockIdx.y, row0 = (b * a.H + h) * a.Tq;
+  const int i0 = int(blockIdx.x) * kBlockRows, iw = i0 + warp * kWarpRows;
+  BackwardTiles<Mma, S, R, DP> qdo(smem, head_rows(q, a.lq, b, h), a.lq.row, head_rows(dout, a.lo, b, h), a.lo.row, i0,
+                                   a.Tq, a.Dh);
+  PairStream<Mma, S, R, DP>& kv = qdo.stream;
+  const S* kh = head_rows(k, a.lk, b, h);
+  const S* vh = head_rows(v, a.lv, b, h);
+  const int key_end = a.causal && i0 + kBlockRows < a.Tk ? i0 + kBlockRows : a.Tk;
+  if (key_end > 0) kv.issue(0, kh, a.lk.row, vh, a.lv.row, 0, a.Tk, a.Dh, vec);
+
+  const float c = a.scale * kLog2e;
+  float L[2], Di[2], acc[1][DT][4] = {};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = iw + acc_row(lane, 2 * r);
+    L[r] = lse2(lse, row0, i, a.Tq);
+    Di[r] = i < a.Tq ? di[row0 + i] : 0.0f;
+  }
+  for (int n = 0, j0 = 0; j0 < key_end; ++n, j0 += R) {
+    kv.land(n);
+    if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
+    float s[1][N][4] = {}, dp[1][N][4] = {};
+    mma_abt<Mma, 1, R, DP>(s, qdo.x + warp * kWarpRows * ld, kv.tile(n, 0), lane);
+    mma_abt<Mma, 1, R, DP>(dp, qdo.y + warp * kWarpRows * ld, kv.tile(n, 1), lane);
+    const bool check = tile_check(a, iw, iw + kWarpRows, j0, j0 + R);
+#pragma unroll
+    for (int t = 0; t < N; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = iw + acc_row(lane, e), j = j0 + acc_col(lane, t, e), r = e >> 1;
+        const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[0][t][e] * c - L[r]);
+        const float z = a.p > 0.0f && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
+        s[0][t][e] = p * (z * dp[0][t][e] - Di[r]);  // dS
+      }
+    mma_pb<Mma, 1, R, DP>(acc, s, kv.tile(n, 0), lane);
+  }
+#pragma unroll
+  for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = iw + acc_row(lane, e), d = acc_col(lane, dt, e);
+      if (i < a.Tq && d < a.Dh) dq[b * a.lq.batch + i * a.lq.row + h * a.lq.head + d] = a.scale * acc[0][dt][e];
+    }
+}
+
+template <class Mma>
+Status launch_backward(float* dq, float* dk, float* dv, const ops::AttentionLayout& ldk,
+                       const ops::AttentionLayout& ldv, const float* dout, const float* lse, const float* di,
+                       const CoreArgs& a, cudaStream_t s) {
+  const char* op = "flash_attention_backward";
+  const bool vec = vector_views<float>({{a.q, a.lq}, {a.k, a.lk}, {a.v, a.lv}, {dout, a.lo}}, a.Dh);
+  return with_padded_width(a.Dh, [&](auto dp) -> Status {
+    constexpr int DP = decltype(dp)::value;
+    const dim3 keys(unsigned(ceil_div(a.Tk, kBlockRows)), unsigned(a.H), unsigned(a.B));
+    const dim3 queries(unsigned(ceil_div(a.Tq, kBlockRows)), unsigned(a.H), unsigned(a.B));
+    NF_CUDA_TRY(op, launch(flash_dkdv_kernel<Mma, float, DP>, keys, dim3(kThreads),
+                           kernel_smem<Mma, float, DP>(2 * kBlockRows, dkdv_widest(DP)), s, dk, dv, ldk, ldv, a.q, a.k,
+                           a.v, dout, lse, di, a, vec));
+    NF_CUDA_TRY(op, launch(flash_dq_kernel<Mma, float, DP>, queries, dim3(kThreads),
+                           kernel_smem<Mma, float, DP>(2 * kBlockRows, widest_stream(DP)), s, dq, a.q, a.k, a.v, dout,
+                           lse, di, a, vec));
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+Status flash_attention_backward(float* dq, float* dk, float* dv, const ops::AttentionLayout& ldk,
+                                const ops::AttentionLayout& ldv, const float* dout, const float* lse, const float* di,
+                                const CoreArgs& a, ops::Precision precision, cudaStream_t s) {
+  return precision == ops::Precision::bf16 ? launch_backward<Bf16Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a, s)
+                                           : launch_backward<Tf32Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a, s);
+}
+
+}  // namespace nf::cuda

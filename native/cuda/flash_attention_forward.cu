@@ -1,0 +1,138 @@
+// Attention forward on tensor cores ('bf16': mma.sync m16n8k16 bf16 x bf16 + fp32; 'tf32': m16n8k8),
+// FlashAttention-2's algorithm with the tile machinery of flash_attention.cuh.
+// Math (per batch b and head h): S = scale Q Kᵀ with blocked pairs -inf; P = softmax(S) per row;
+// O = (P ∘ Z) V (Z the dropout mask scaled by 1/(1-p)); lse = log Σ exp(S) per row (-inf and O = 0
+// for a row whose keys are all blocked), as attention.cu's fp32 kernel. Q, K, V enter the products
+// rounded to the precision's operand type; scores, softmax statistics and accumulators are fp32.
+// Layout: Q, K, V, O [B, T, H, Dh] views with explicit strides (ops::AttentionLayout); lse [B, H, Tq].
+// Dimension key: B batch, H heads, Tq/Tk query/key lengths, Dh head width, DP padded width, R keys
+// per streamed tile.
+// Kernel: a CTA per 128 queries of one (b, h) (grid ⌈Tq/128⌉ x H x B, 4 warps, 32 queries each as two
+// 16-row mma blocks sharing every K and V fragment); Q staged once; K, V streamed in R-key tiles
+// (PairStream, cp.async). Per tile a warp computes its 32 x R scores with mma_abt, masks them (per
+// pair only in tiles tile_check flags), updates each row's running max m and sum l in the log2
+// domain (scores times scale·log2e, exp2; the accumulated O is rescaled by 2^(m_old − m_new)),
+// applies dropout to P (l sums P before dropout) and adds P V with mma_pb from P's registers. l is
+// kept per lane and summed over the row's 4 lanes at the end; lse = (m + log2 l)·ln 2. Causal: key
+// tiles past the CTA's last query are not visited.
+#include "flash_attention.h"
+
+#include "flash_attention.cuh"
+
+namespace nf::cuda {
+
+namespace {
+
+using namespace flash;
+
+// Query rows per CTA: 4 warps x kBlocks 16-row blocks.
+constexpr int kBlocks = 2, kQueries = kWarps * kBlocks * kWarpRows;
+
+template <class Mma, class S, int DP>
+__global__ void __launch_bounds__(kThreads, 2)
+    flash_forward_kernel(float* o, float* lse, const S* q, const S* k, const S* v, CoreArgs a, bool vec) {
+  using Op = typename Mma::Op;
+  constexpr int R = stream_rows<Mma, S, DP>(kQueries, widest_stream(DP)), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int kWarpQueries = kBlocks * kWarpRows;
+  NF_DYNAMIC_SHARED(unsigned char, smem);
+  Op* Qs = reinterpret_cast<Op*>(smem);
+  PairStream<Mma, S, R, DP> kv(smem + tile_bytes<Op, DP>(kQueries));
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int i0 = int(blockIdx.x) * kQueries, iw = i0 + warp * kWarpQueries;
+  const S* kh = head_rows(k, a.lk, b, h);
+  const S* vh = head_rows(v, a.lv, b, h);
+  load_rows<kQueries, DP>(Qs, head_rows(q, a.lq, b, h), a.lq.row, i0, a.Tq, a.Dh);
+  const int key_end = a.causal && i0 + kQueries < a.Tk ? i0 + kQueries : a.Tk;
+  if (key_end > 0) kv.issue(0, kh, a.lk.row, vh, a.lv.row, 0, a.Tk, a.Dh, vec);
+
+  // Row (m, r) of the lane: query iw + 16 m + g + 8 r; its running max m_ (log2 domain) and partial sum l.
+  const float c = a.scale * kLog2e;
+  float acc[kBlocks][DT][4] = {}, mx[kBlocks][2], l[kBlocks][2] = {};
+#pragma unroll
+  for (int m = 0; m < kBlocks; ++m) mx[m][0] = mx[m][1] = -INFINITY;
+  for (int n = 0, j0 = 0; j0 < key_end; ++n, j0 += R) {
+    kv.land(n);
+    if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
+    float s[kBlocks][N][4] = {};
+    mma_abt<Mma, kBlocks, R, DP>(s, Qs + warp * kWarpQueries * ld, kv.tile(n, 0), lane);
+    const bool check = tile_check(a, iw, iw + kWarpQueries, j0, j0 + R);
+#pragma unroll
+    for (int m = 0; m < kBlocks; ++m) {
+      const int im = iw + m * kWarpRows;
+      float top[2] = {mx[m][0], mx[m][1]};
+#pragma unroll
+      for (int t = 0; t < N; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const bool blocked = check && is_blocked(a, b, im + acc_row(lane, e), j0 + acc_col(lane, t, e));
+          s[m][t][e] = blocked ? -INFINITY : s[m][t][e] * c;
+          top[e >> 1] = fmaxf(top[e >> 1], s[m][t][e]);
+        }
+      float base[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        top[r] = quad_max(top[r]);
+        base[r] = top[r] == -INFINITY ? 0.0f : top[r];  // a row blocked so far: every p is 0
+        const float alpha = exp2f(mx[m][r] - base[r]);
+        mx[m][r] = top[r];
+        l[m][r] *= alpha;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) acc[m][dt][2 * r] *= alpha, acc[m][dt][2 * r + 1] *= alpha;
+      }
+#pragma unroll
+      for (int t = 0; t < N; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float p = exp2f(s[m][t][e] - base[e >> 1]);
+          l[m][e >> 1] += p;
+          if (a.p > 0.0f && p != 0.0f) p *= keep_scale(a, b, h, im + acc_row(lane, e), j0 + acc_col(lane, t, e));
+          s[m][t][e] = p;
+        }
+    }
+    mma_pb<Mma, kBlocks, R, DP>(acc, s, kv.tile(n, 1), lane);
+  }
+#pragma unroll
+  for (int m = 0; m < kBlocks; ++m) {
+    const int im = iw + m * kWarpRows;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) l[m][r] = quad_sum(l[m][r]);
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = im + acc_row(lane, e), d = acc_col(lane, dt, e);
+        const float lr = l[m][e >> 1];
+        if (i < a.Tq && d < a.Dh)
+          o[b * a.lo.batch + i * a.lo.row + h * a.lo.head + d] = lr > 0.0f ? acc[m][dt][e] / lr : 0.0f;
+      }
+    if (lane % 4 == 0)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int i = im + acc_row(lane, 2 * r);
+        if (i < a.Tq) lse[(b * a.H + h) * a.Tq + i] = l[m][r] > 0.0f ? (mx[m][r] + log2f(l[m][r])) * kLn2 : -INFINITY;
+      }
+  }
+}
+
+template <class Mma>
+Status launch_forward(float* o, float* lse, const CoreArgs& a, cudaStream_t s) {
+  const bool vec = vector_views<float>({{a.q, a.lq}, {a.k, a.lk}, {a.v, a.lv}}, a.Dh);
+  return with_padded_width(a.Dh, [&](auto dp) -> Status {
+    constexpr int DP = decltype(dp)::value;
+    NF_CUDA_TRY("flash_attention_forward",
+                launch(flash_forward_kernel<Mma, float, DP>, dim3(unsigned(ceil_div(a.Tq, kQueries)), unsigned(a.H),
+                       unsigned(a.B)), dim3(kThreads), kernel_smem<Mma, float, DP>(kQueries, widest_stream(DP)), s, o,
+                       lse, a.q, a.k, a.v, a, vec));
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+Status flash_attention_forward(float* o, float* lse, const CoreArgs& a, ops::Precision precision, cudaStream_t s) {
+  return precision == ops::Precision::bf16 ? launch_forward<Bf16Mma>(o, lse, a, s)
+                                           : launch_forward<Tf32Mma>(o, lse, a, s);
+}
+
+}  // namespace nf::cuda
