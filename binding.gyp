@@ -2,7 +2,7 @@
 # installing the package never runs it: users get the platform package's binary, and the published
 # package holds no binding.gyp). Sources come from native/sources.js, the list CMakeLists.txt and
 # scripts/build_platforms.ts read too. Kernels are compiled once per ISA variant of the target
-# architecture (native/cpu/isa.h): on x64 NF_ISA=0 scalar, 1 avx2, 2 avx512; on arm64 NF_ISA=0
+# architecture (native/cpu/isa.h): on x64 NF_ISA=0 scalar, 1 avx2, 2 avx512, 4 avx512bf16; on arm64 NF_ISA=0
 # scalar, 3 neon. The variant code selects its instruction set itself, so every object uses the same
 # baseline flags and run-time dispatch decides what runs.
 # On arm64, where FMA is baseline, -ffp-contract=off keeps GCC from fusing a multiply and an add of
@@ -30,7 +30,7 @@
       "target_name": "nodeformer",
       "dependencies": ["nf_kernels_scalar"],
       "conditions": [
-        ["target_arch=='x64'", {"dependencies": ["nf_kernels_avx2", "nf_kernels_avx512"]}],
+        ["target_arch=='x64'", {"dependencies": ["nf_kernels_avx2", "nf_kernels_avx512", "nf_kernels_avx512bf16"]}],
         ["target_arch=='arm64'", {"dependencies": ["nf_kernels_neon"]}]
       ],
       "sources": ["<!@(node native/sources.js common)"],
@@ -43,6 +43,8 @@
       {"target_name": "nf_kernels_avx2", "type": "static_library", "defines": ["NF_ISA=1"],
        "sources": ["<!@(node native/sources.js kernels)"]},
       {"target_name": "nf_kernels_avx512", "type": "static_library", "defines": ["NF_ISA=2"],
+       "sources": ["<!@(node native/sources.js kernels)"]},
+      {"target_name": "nf_kernels_avx512bf16", "type": "static_library", "defines": ["NF_ISA=4"],
        "sources": ["<!@(node native/sources.js kernels)"]}
     ]}],
     ["target_arch=='arm64'", {"targets": [

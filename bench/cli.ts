@@ -27,6 +27,8 @@ export interface Options {
   /** Wall-clock limit of one measurement process (ours or a peer's) and of the ONNX export. */
   timeout: number;
   quick: boolean;
+  /** The bf16 rows (bf16_suite.ts) of every requested model and mode. */
+  bf16: boolean;
   out: string;
   cacheDir: string;
 }
@@ -58,6 +60,8 @@ NF_BENCH_PYTHON or the project's .venv-bench (\`npm run bench:setup\` creates it
                    spell over every side (default 1)
   --timeout S      wall-clock limit of one measurement process (ours or a peer's); one stopped
                    there reports the runs it finished, or a lower bound on its run time (default 120)
+  --no-bf16        skip the bf16 rows: ours at precision 'bf16' against ours at 'fp32' and PyTorch
+                   under torch.autocast('cpu', bfloat16), each model and mode (issue 25's target)
   --quick          a CI-sized run: seed-cifar at batch 16 (unless --models is given), 2 timed runs
                    (explicit options still apply)
   --out FILE       the JSON results (default bench/results/<date>.json)
@@ -90,7 +94,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
     options: {
       models: { type: 'string' }, modes: { type: 'string' }, ops: { type: 'string' }, peers: { type: 'string' },
       batch: { type: 'string' }, threads: { type: 'string' }, warmup: { type: 'string' }, reps: { type: 'string' },
-      budget: { type: 'string' }, rounds: { type: 'string' }, timeout: { type: 'string' }, quick: { type: 'boolean' },
+      budget: { type: 'string' }, rounds: { type: 'string' }, timeout: { type: 'string' }, quick: { type: 'boolean' }, 'no-bf16': { type: 'boolean' },
       out: { type: 'string' }, 'cache-dir': { type: 'string' }, help: { type: 'boolean' },
     },
   });
@@ -111,6 +115,7 @@ export function parseOptions(argv: readonly string[]): Options | 'help' {
     rounds: number('rounds', v.rounds, 1, 1),
     timeout: number('timeout', v.timeout, quick ? 60 : 120, 1, false),
     quick,
+    bf16: !v['no-bf16'],
     out: v.out ?? `bench/results/${date}.json`,
     cacheDir: v['cache-dir'] ?? 'bench/.cache',
   };

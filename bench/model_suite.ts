@@ -47,7 +47,7 @@ function repeatOf(o: Options): Repeat {
 }
 
 /** Writes the weights (once per architecture) and this batch's inputs; the reason when that failed. */
-async function prepareFiles(spec: ModelSpec, ctx: SuiteContext): Promise<Files | string> {
+export async function prepareFiles(spec: ModelSpec, ctx: SuiteContext): Promise<Files | string> {
   const dir = ctx.opts.cacheDir, key = archKey(spec.arch);
   const files = {
     weights: path.join(dir, `${key}.weights.safetensors`),

@@ -40,6 +40,8 @@ export interface OursRequest {
   /** native.setThreadSpin's microseconds (variants.ts OURS_VARIANTS). */
   spinUs: number;
   repeat: Repeat;
+  /** The model's precision (default: 'int8' in mode 'int8', 'fp32' otherwise; bf16_suite.ts runs 'bf16'). */
+  precision?: 'fp32' | 'bf16' | 'int8';
 }
 
 export interface OrtRequest {

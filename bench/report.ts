@@ -5,6 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { bf16Speedup, type Bf16Row } from './bf16_suite';
 import type { OpFamily } from './cli';
 import { stepBudget, total, type BudgetRow } from './op_budget';
 import { targetChecks, speedup, type TargetCheck } from './targets';
@@ -130,6 +131,16 @@ export function budgetTable(rows: BudgetRow[]): string {
       r.stepRatio == null ? '—' : `${sig(r.stepRatio)}×`]));
 }
 
+/** The bf16 rows: ours at fp32 and bf16, their ratio, PyTorch autocast bf16 and ours bf16 against it. */
+export function bf16Table(rows: Bf16Row[]): string {
+  return table(['model', 'step', 'ours fp32', 'ours bf16', 'bf16 ÷ fp32', 'PyTorch autocast bf16', 'ours bf16 ÷ PyTorch bf16'],
+    rows.map((r) => {
+      const up = bf16Speedup(r), a = r.torchBf16.status === 'ok' && r.bf16.status === 'ok' ? r.torchBf16.medianSeconds / r.bf16.medianSeconds : null;
+      return [`${r.model} b${r.batch}`, r.mode === 'infer' ? 'inference' : 'training', cell(r.fp32, r.items, r.unit), cell(r.bf16, r.items, r.unit),
+        up == null ? '—' : `${sig(up)}×`, cell(r.torchBf16, r.items, r.unit), a == null ? '—' : `${sig(a)}×`];
+    }));
+}
+
 export function targetTable(checks: TargetCheck[]): string {
   return table(['target', 'model', 'measured', '', 'FMA peak it takes / ours / peer'],
     checks.map((c) => [c.target, c.subject, c.measured, c.status, c.peakShares]));
@@ -176,6 +187,9 @@ export function render(res: Results): string {
       out.push('', 'Where a training step goes, op by op: each operator\'s median × the calls one step makes (the Linears inside attention and feed-forward counted there), ours / PyTorch ms (PyTorch ÷ ours), beside the models\' training-step ratio (embeddings, residual adds, the loss, a ViT\'s head and overhead are only in the latter):', '',
         budgetTable(budget));
   }
+  if (res.bf16?.length)
+    out.push('', `Precision bf16 (issue 25; median of the timed runs, ours with its threads sleeping; our bf16 runs ${res.isa === 'avx512bf16' ? 'vdpbf16ps' : 'the bf16 rounding emulated with fp32 FMA: this CPU has no avx512_bf16'}; PyTorch under torch.autocast('cpu', dtype=torch.bfloat16), its faster thread variant):`, '',
+      bf16Table(res.bf16));
   const checks = targetChecks(res);
   const count = (s: TargetCheck['status']) => checks.filter((c) => c.status === s).length;
   out.push('', `Targets (issues 12 and 25) on ${m.cpu}, ${res.isa}: ${count('met')} met, ${count('not met')} not met, ${count('not measured')} not measured. ` +

@@ -5,6 +5,7 @@
 import { eventsOf, failureReason, lastEvent, type ChildResult } from './child';
 import type { OpFamily } from './cli';
 import { median } from './sampling';
+import type { Bf16Row } from './bf16_suite';
 import type { StepBreakdown } from './step_breakdown';
 
 export interface Measured {
@@ -195,4 +196,6 @@ export interface Results {
   peers: Record<string, string>;
   models: ModelResult[];
   ops: OpRow[];
+  /** The bf16 rows (bf16_suite.ts): ours at bf16 against ours at fp32, and PyTorch autocast bf16. */
+  bf16?: Bf16Row[];
 }

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 
 import { lastEvent, runWorker } from './child';
 import { HELP, parseOptions, type Options } from './cli';
+import { runBf16 } from './bf16_suite';
 import { runModel, type SuiteContext } from './model_suite';
 import { runOps } from './op_suite';
 import { describeTorch, probePython } from './peers';
@@ -69,13 +70,15 @@ async function main(): Promise<void> {
   const models = [], ops = [];
   for (const spec of specs) models.push(...(await runModel(spec, ctx)));
   for (const spec of specs) ops.push(...(await runOps(spec, ctx)));
+  const bf16 = [];
+  if (o.bf16) for (const spec of specs) bf16.push(...(await runBf16(spec, ctx)));
 
   const results: Results = {
     date: started.toISOString(),
     command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
     machine: { cpu: cpuName(), cores: os.cpus().length, memoryGiB: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version,
       platform: `${process.platform}-${process.arch}`, loadStart, loadEnd: load(), seconds: (Date.now() - started.getTime()) / 1e3 },
-    options: { ...o }, isa, peaks, peers, models, ops,
+    options: { ...o }, isa, peaks, peers, models, ops, bf16,
   };
   console.log(render(results));
   writeJson(o.out, results);

@@ -11,6 +11,7 @@
  * median time ÷ the goal, against the shares of ours and of the peer, so that a target which asks
  * for more than a GEMM can do on this machine shows as such.
  */
+import { BF16_GOAL, bf16Speedup } from './bf16_suite';
 import { bestOf, fastestRun, seconds, shortName as short, type Mode, type ModelResult, type PeerName, type Results } from './results';
 import { MODELS } from './specs';
 
@@ -113,8 +114,19 @@ function peakCheck(res: Results, id: string): TargetCheck {
   return why ? partial(c, why) : { ...c, status: share(s) >= PEAK_TARGET.goal ? 'met' : 'not met' };
 }
 
-/** Every target of issues 12 and 25, in the issues' order, each judged from this run or "not measured". */
+/** Issue 25's bf16 target on each bf16 row: ours at bf16 ≥ 1.6× ours at fp32, judged only where our kernels ran vdpbf16ps. */
+function bf16Checks(res: Results): TargetCheck[] {
+  return (res.bf16 ?? []).map((r) => {
+    const target = `bf16 ${r.mode === 'infer' ? 'inference' : 'training step'} ≥ ${BF16_GOAL.toFixed(1)}× our fp32 (avx512_bf16)`;
+    const up = bf16Speedup(r), c = { target, subject: `${r.model} b${r.batch}`, measured: up == null ? '—' : `${up.toPrecision(3)}×`, peakShares: '—' };
+    if (up == null) return { ...c, status: 'not measured' };
+    if (res.isa !== 'avx512bf16') return partial(c, `our kernels ran ${res.isa}, not avx512bf16`);
+    return { ...c, status: up >= BF16_GOAL ? 'met' : 'not met' };
+  });
+}
+
+/** Every target of issues 12 and 25, in the issues' order (int8, then bf16), each judged from this run or "not measured". */
 export function targetChecks(res: Results): TargetCheck[] {
   const speed = (mode: Mode) => SPEED_TARGETS.filter((t) => t.mode === mode).flatMap((t) => t.models.map((id) => speedCheck(res, t, id)));
-  return [...speed('train'), ...PEAK_TARGET.models.map((id) => peakCheck(res, id)), ...speed('infer'), ...speed('int8')];
+  return [...speed('train'), ...PEAK_TARGET.models.map((id) => peakCheck(res, id)), ...speed('infer'), ...speed('int8'), ...bf16Checks(res)];
 }

@@ -33,9 +33,10 @@ const ready = () => emit('ready', { threads: native.numThreads(), isa: native.is
 async function ours(q: OursRequest): Promise<void> {
   setup(q.threads, q.spinUs);
   const model = loadModel(q.spec.arch, q.weightsPath), x = loadInputs(q.inputsPath);
+  const precision = q.precision ?? (q.mode === 'int8' ? 'int8' : 'fp32');
   ready();
   if (q.mode !== 'train') {
-    const step = inferenceStep(model, x, q.mode === 'int8' ? 'int8' : 'fp32'), kept: { logits: Float32Array } = { logits: new Float32Array(0) };
+    const step = inferenceStep(model, x, precision), kept: { logits: Float32Array } = { logits: new Float32Array(0) };
     await repeat(() => {
       const logits = step();
       kept.logits = logits.toArray();
@@ -45,7 +46,7 @@ async function ours(q: OursRequest): Promise<void> {
     const breakdown = await stepBreakdown(() => step().dispose(), BREAKDOWN_RUNS);
     emit('result', { maxRssKb: maxRssKb(), breakdown });
   } else {
-    const step = trainingStep(model, x), losses: number[] = [];
+    const step = trainingStep(model, x, precision), losses: number[] = [];
     await repeat(() => losses.push(step()), q.repeat, onRun);
     const breakdown = await stepBreakdown(step, BREAKDOWN_RUNS);
     emit('result', { maxRssKb: maxRssKb(), firstLoss: losses[0], breakdown });

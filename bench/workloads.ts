@@ -67,15 +67,15 @@ function logitsOf(model: BenchModel, x: Inputs): Tensor<'float32'> {
   return model instanceof ViTClassifier ? model.forward(x.images!) : model.forward(x.src!, x.tgt!);
 }
 
-/** One inference step (eval mode, at `precision`: 'fp32' or 'int8'): returns the logits. */
-export function inferenceStep(model: BenchModel, x: Inputs, precision: 'fp32' | 'int8' = 'fp32'): () => Tensor<'float32'> {
+/** One inference step (eval mode, at `precision`): returns the logits. */
+export function inferenceStep(model: BenchModel, x: Inputs, precision: 'fp32' | 'bf16' | 'int8' = 'fp32'): () => Tensor<'float32'> {
   model.setPrecision(precision).eval();
   return () => logitsOf(model, x);
 }
 
-/** One training step; returns the loss (computed before the update). */
-export function trainingStep(model: BenchModel, x: Inputs): () => number {
-  model.train();
+/** One training step at `precision` ('fp32' or 'bf16'; 'int8' is inference only); returns the loss (computed before the update). */
+export function trainingStep(model: BenchModel, x: Inputs, precision: 'fp32' | 'bf16' | 'int8' = 'fp32'): () => number {
+  model.setPrecision(precision).train();
   const opt = new AdamW(model.parameters(), { lr: 1e-3, weightDecay: 0.01 });
   return () => {
     opt.zeroGrad();

@@ -5,8 +5,8 @@
 //                                      not native/cpu/napi, the CPU addon's binding)
 //   node native/sources.js common   -> native/core/*.cpp native/napi/*.cpp native/cpu/napi/*.cpp (compiled once)
 //   node native/sources.js isas ARCH -> the NF_ISA values the kernels are compiled for on ARCH (Node's
-//                                      process.arch names; native/cpu/isa.h): x64 0 1 2 (scalar, avx2,
-//                                      avx512), arm64 0 3 (scalar, neon), any other architecture 0 alone
+//                                      process.arch names; native/cpu/isa.h): x64 0 1 2 4 (scalar, avx2,
+//                                      avx512, avx512bf16), arm64 0 3 (scalar, neon), any other architecture 0 alone
 // Paths are relative to the repository root, separated by spaces (gyp's <!@ and CMake's
 // separate_arguments both split on them; no source path contains a space).
 'use strict';
@@ -22,7 +22,7 @@ const cppIn = (dir) =>
 
 const lists = {
   kernels: () => cppIn('native/cpu'),
-  isas: (arch) => ({ x64: ['0', '1', '2'], arm64: ['0', '3'] })[arch] ?? ['0'],
+  isas: (arch) => ({ x64: ['0', '1', '2', '4'], arm64: ['0', '3'] })[arch] ?? ['0'],
   common: () => [...cppIn('native/core'), ...cppIn('native/napi'), ...cppIn('native/cpu/napi')],
 };
 

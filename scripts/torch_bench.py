@@ -3,7 +3,11 @@ or one training step = zero_grad, forward, cross-entropy, backward, AdamW (lr 1e
 0.01, torch's defaults otherwise, implementation as torch picks it on CPU; the same step as ours).
 
   python scripts/torch_bench.py --mode infer|train --arch '<json>' --weights W.safetensors \
-      --inputs I.safetensors [--ours-logits L.f32] [--threads 2] [--warmup 1] [--reps 5] [--budget 15]
+      --inputs I.safetensors [--ours-logits L.f32] [--autocast bf16] [--threads 2] [--warmup 1] [--reps 5] [--budget 15]
+
+--autocast bf16 runs the forward (and the loss) under torch.autocast('cpu', dtype=torch.bfloat16):
+PyTorch's mixed precision on the CPU (bf16 matrix products through oneDNN, fp32 master weights and
+optimizer), the peer of our precision 'bf16' (bench/bf16_suite.ts).
 
 The model is scripts/torch_models.py's, built from --arch and loaded with our model's weights; the
 inputs (images or src/tgt, and labels) are the harness's. Prints JSON lines as it goes (so a
@@ -40,6 +44,7 @@ def main():
     ap.add_argument("--weights", required=True)
     ap.add_argument("--inputs", required=True)
     ap.add_argument("--ours-logits", default=None, help="our logits (raw float32), to compare with (inference)")
+    ap.add_argument("--autocast", choices=["bf16"], default=None, help="run the forward under torch.autocast('cpu', bfloat16)")
     common.add_timer_args(ap)
     args = ap.parse_args()
 
@@ -52,14 +57,18 @@ def main():
     common.load_weights(model, args.weights)
     inputs, labels = common.load_inputs(arch, args.inputs)
 
+    def autocast():
+        """torch.autocast bf16 under --autocast bf16, else a context that changes nothing."""
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast == "bf16")
+
     if args.mode == "infer":
         model.eval()
         common.emit("ready", **info)
         kept = {}
 
         def step():
-            with torch.inference_mode():
-                kept["logits"] = model(*inputs)
+            with torch.inference_mode(), autocast():
+                kept["logits"] = model(*inputs).float()
 
         common.timed_runs(step, args, lambda seconds, warmup: common.emit("sample", seconds=seconds, warmup=warmup))
         common.emit("result", maxRssKb=common.max_rss_kb(), agreement=compare_logits(args.ours_logits, kept["logits"]))
@@ -72,8 +81,9 @@ def main():
 
     def step():
         opt.zero_grad()
-        logits = model(*inputs)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        with autocast():
+            logits = model(*inputs)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         loss.backward()
         opt.step()
         losses.append(loss.item())

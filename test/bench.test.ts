@@ -214,7 +214,11 @@ describe('npm run bench -- --quick', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/\| model +\| batch/);
     expect(r.stdout).toMatch(/\| model +\| op +\| pass/);
-    expect(r.stdout).toMatch(/Targets \(issues 12 and 25\) on .*: 0 met, 0 not met, 15 not measured/);
+    // Issues 12's 11 and 25's 4 int8 targets are not measured at these models; issue 25's 4 bf16 ones are where our kernels run avx512bf16.
+    const [, met, notMet, unmeasured] = /Targets \(issues 12 and 25\) on .*: (\d+) met, (\d+) not met, (\d+) not measured/.exec(r.stdout)!.map(Number);
+    expect(met + notMet + unmeasured).toBe(19);
+    expect(unmeasured).toBeGreaterThanOrEqual(15);
+    expect(r.stdout).toMatch(/\| model +\| step +\| ours fp32 +\| ours bf16 +\| bf16 ÷ fp32/);
     const res = JSON.parse(fs.readFileSync(out, 'utf8')) as Results;
 
     expect(res.peaks.length).toBeGreaterThan(0);
@@ -244,6 +248,8 @@ describe('npm run bench -- --quick', () => {
       }
     }
     expect(new Set(res.ops.map((o) => o.model))).toEqual(new Set(['tiny', 'tiny-s2s']));
+    expect(res.bf16!.map((b) => `${b.model} ${b.mode}`)).toEqual(['tiny infer', 'tiny train', 'tiny-s2s infer', 'tiny-s2s train']);
+    for (const b of res.bf16!) expect([b.fp32.status, b.bf16.status]).toEqual(['ok', 'ok']);
     for (const o of res.ops.filter((x) => !x.derived)) expect(o.ours.status).toBe('ok');
     fs.rmSync(dir, { recursive: true, force: true });
   });

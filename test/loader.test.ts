@@ -1,7 +1,9 @@
 /**
  * Loading the addon: a binary that cannot be loaded is explained (which files were tried and why
  * each failed), and one binary is safe on every x86-64 CPU — AVX-512 instructions appear only in
- * the nf::cpu::avx512 kernels, which run only when CPUID says the CPU has AVX-512.
+ * the nf::cpu::avx512 and nf::cpu::avx512bf16 kernels, which run only when CPUID says the CPU has
+ * AVX-512, and the BF16 ones (vcvtne2ps2bf16, vcvtneps2bf16, vdpbf16ps) only in nf::cpu::avx512bf16,
+ * which runs only when CPUID says it has AVX512_BF16 too.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -11,6 +13,7 @@ import * as path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 
 import { native, nativeAddonPath } from '../lib/native/addon';
+import type { Isa } from '../lib/native/core';
 
 async function loadWith(env: Record<string, string>): Promise<Error & { code?: string }> {
   for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
@@ -54,7 +57,7 @@ describe('one binary for every x86-64 CPU', () => {
   const x86 = process.arch === 'x64';
 
   it('never selects a kernel variant the CPU lacks, whatever NF_ISA asks for', () => {
-    const order = x86 ? ['scalar', 'avx2', 'avx512'] : process.arch === 'arm64' ? ['scalar', 'neon'] : ['scalar'];
+    const order = x86 ? ['scalar', 'avx2', 'avx512', 'avx512bf16'] : process.arch === 'arm64' ? ['scalar', 'neon'] : ['scalar'];
     expect(info.compiled).toEqual(order);
     for (const want of order) {
       const active = execFileSync(process.execPath, ['-p', `require(${JSON.stringify(nativeAddonPath)}).isaInfo().active`],
@@ -64,7 +67,8 @@ describe('one binary for every x86-64 CPU', () => {
       const cap = Math.min(order.indexOf(want), order.indexOf(info.detected));
       expect(active).toBe(info.available.filter((isa) => order.indexOf(isa) <= cap).at(-1));
     }
-    if (info.detected !== 'avx512') expect(() => native.setIsa('avx512')).toThrow(/cannot run the avx512 kernels/);
+    for (const above of order.slice(order.indexOf(info.detected) + 1) as Isa[])
+      expect(() => native.setIsa(above)).toThrow(new RegExp(`cannot run the ${above} kernels`));
   });
 
   // objdump (binutils) comes with the compiler that builds the addon; the check reads the binary itself.
@@ -91,12 +95,12 @@ describe('one binary for every x86-64 CPU', () => {
     return fs.readdirSync(objects, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.o')).map((f) => path.join(objects, f));
   }
 
-  it.runIf(objdump)('has AVX-512 instructions only inside nf::cpu::avx512 code, VNNI ones only inside nf::cpu::avx512_vnni', () => {
+  it.runIf(objdump)('has AVX-512 instructions only inside nf::cpu::avx512(bf16|_vnni) code, BF16 ones only inside nf::cpu::avx512bf16, VNNI ones only inside nf::cpu::avx512_vnni', () => {
     const files = binaries();
     expect(files.length).toBeGreaterThan(0);
     const dump = execFileSync('objdump', ['-d', '-C', ...files], { encoding: 'utf8', maxBuffer: 1 << 30 });
-    const offenders = new Set<string>(), vnniOffenders = new Set<string>();
-    let fn = '', evexFns = 0, vnniFns = 0;
+    const offenders = new Set<string>(), bf16Offenders = new Set<string>(), vnniOffenders = new Set<string>();
+    let fn = '', evexFns = 0, bf16Fns = 0, vnniFns = 0;
     for (const line of dump.split('\n')) {
       const head = /^[0-9a-f]+ <(.*)>:$/.exec(line);
       if (/file format/.test(line)) fn = '';
@@ -114,11 +118,16 @@ describe('one binary for every x86-64 CPU', () => {
       }
       const evex = /^(6[67] )?62 /.test(m[1]) || /%zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2\d|3[01])\b/.test(m[2]);
       if (!evex) continue;
-      if (fn.includes('avx512')) evexFns++;
+      if (/nf::cpu::avx512(bf16|_vnni)?::/.test(fn)) evexFns++;
       else offenders.add(fn);
+      if (!/^vdpbf16ps|^vcvtne2?ps2bf16/.test(m[2])) continue;
+      if (fn.includes('nf::cpu::avx512bf16::')) bf16Fns++;
+      else bf16Offenders.add(fn);
     }
     expect([...offenders]).toEqual([]);
+    expect([...bf16Offenders]).toEqual([]);
     expect(evexFns).toBeGreaterThan(0); // the AVX-512 kernels are there
+    expect(bf16Fns).toBeGreaterThan(0); // and the BF16 ones
     expect([...vnniOffenders]).toEqual([]);
     expect(vnniFns).toBeGreaterThan(0); // the int8 VNNI kernels are there
   });

@@ -4,7 +4,11 @@
  * (scalar, AVX2, AVX-512: those this CPU runs) and on the CUDA kernels compiled for the SIMT emulator
  * (where build/cuda-emu builds), against the float64 reference twin: relative error < 1e-5 for
  * forward outputs and < 1e-4 for gradients. The reference's own gradients are checked against finite
- * differences of its forward.
+ * differences of its forward. The ops that run matrix products at a `precision` run again at 'bf16' on
+ * every variant against the same (exact) float64 reference with bf16's own tolerances, < 1e-2 forward
+ * and < 3e-2 for gradients (an input rounded to bf16 moves by up to 2^-9 relative, a product of two by
+ * about 2^-8); and the avx512bf16 variant's vdpbf16ps against the emulation of the same rounding in
+ * avx512, which differ only in the order of fp32 sums.
  *
  * What each op needs beyond its schema lives in `families` below: the dims of a few awkward cases
  * (odd T, head widths 6, 12, 20, 40, widths that are no multiple of a vector), which optional fields
@@ -371,10 +375,18 @@ function family(run: Runner, precision: 'f32' | 'f64', fam: Family, c: Case, giv
 
 // ---- comparing -------------------------------------------------------------------------------
 
-const fwdLog = new ErrorLog(1e-5), bwdLog = new ErrorLog(1e-4), fdLog = new ErrorLog(1e-5);
+/** A precision's tolerances (forward outputs, gradients) and the logs reporting the largest errors. */
+interface Tolerance { fwd: number; bwd: number; fwdLog: ErrorLog; bwdLog: ErrorLog }
+const tolerance = (fwd: number, bwd: number): Tolerance => ({ fwd, bwd, fwdLog: new ErrorLog(fwd), bwdLog: new ErrorLog(bwd) });
+const fp32 = tolerance(1e-5, 1e-4), bf16 = tolerance(1e-2, 3e-2), bf16Paths = tolerance(1e-6, 1e-6);
+const fdLog = new ErrorLog(1e-5);
 afterAll(() => {
-  fwdLog.report('op table parity, forward outputs, largest relative error');
-  bwdLog.report('op table parity, gradients, largest relative error');
+  fp32.fwdLog.report('op table parity, forward outputs, largest relative error');
+  fp32.bwdLog.report('op table parity, gradients, largest relative error');
+  bf16.fwdLog.report('op table parity at bf16, forward outputs, largest relative error');
+  bf16.bwdLog.report('op table parity at bf16, gradients, largest relative error');
+  bf16Paths.fwdLog.report('bf16: avx512bf16 (vdpbf16ps) against avx512 (emulated), forward outputs');
+  bf16Paths.bwdLog.report('bf16: avx512bf16 (vdpbf16ps) against avx512 (emulated), gradients');
   fdLog.report('reference gradients against finite differences, largest relative error');
 });
 
@@ -389,15 +401,15 @@ function err(label: string, got: Arr, ref: Arr): number {
   return relErr(g, r);
 }
 
-function compare(where: string, fam: Family, got: ReturnType<typeof family>, ref: ReturnType<typeof family>) {
+function compare(where: string, fam: Family, got: ReturnType<typeof family>, ref: ReturnType<typeof family>, tol = fp32) {
   for (const [side, op] of [['fwd', fam.forward], ['bwd', fam.backward]] as const) {
     if (!op) continue;
     const fields = new Map(schema.get(op)!.fields.map((f) => [f.name, f]));
     for (const [name, r] of ref[side]) {
       const isGrad = side === 'bwd' || !!fields.get(name)?.gradOf;
-      const log = isGrad ? bwdLog : fwdLog;
+      const log = isGrad ? tol.bwdLog : tol.fwdLog;
       const e = log.add(`${op}.${name} ${where}`, err(`${op}.${name}`, got[side].get(name)!, r));
-      expect(e, `${op}.${name} (${where})`).toBeLessThan(isGrad ? 1e-4 : 1e-5);
+      expect(e, `${op}.${name} (${where})`).toBeLessThan(isGrad ? tol.bwd : tol.fwd);
     }
   }
 }
@@ -420,6 +432,31 @@ describe.each(isas)('op table parity with the float64 reference (%s)', (isa) => 
       const ref = withIsa(isa, () => family(cpu, 'f64', fam, c, given));
       const got = withIsa(isa, () => family(cpu, 'f32', fam, c, given));
       compare(isa, fam, got, ref);
+    });
+});
+
+/**
+ * The families whose ops run matrix products at a `precision`, with that field at 'bf16' (packWeights
+ * aside: its bf16 packing is held to the products that read it, test/prepack_ops.test.ts).
+ */
+const atBf16 = families.filter((f) => f.forward !== 'packWeights' && schema.get(f.forward)!.fields.some((x) => x.name === 'precision'))
+  .map((f) => ({ ...f, cases: f.cases.map((c) => ({ ...c, args: { ...c.args, precision: 'bf16' } })) }));
+
+describe.each(isas)('op table parity at precision bf16 with the float64 reference (%s)', (isa) => {
+  for (const fam of atBf16)
+    it.each(fam.cases)(`${fam.forward}${fam.backward ? ` / ${fam.backward}` : ''}: $label`, (c) => {
+      const given = inputs(fam, c, c.label.length * 131 + fam.forward.length);
+      const ref = family(cpu, 'f64', fam, c, given); // the exact products: the reference has no bf16
+      compare(`${isa} bf16`, fam, withIsa(isa, () => family(cpu, 'f32', fam, c, given)), ref, bf16);
+    });
+});
+
+describe.runIf(isas.includes('avx512') && isas.includes('avx512bf16'))('bf16: vdpbf16ps (avx512bf16) against the emulation (avx512)', () => {
+  for (const fam of atBf16)
+    it.each(fam.cases)(`${fam.forward}${fam.backward ? ` / ${fam.backward}` : ''}: $label`, (c) => {
+      const given = inputs(fam, c, c.label.length * 131 + fam.forward.length);
+      const emulated = withIsa('avx512', () => family(cpu, 'f32', fam, c, given));
+      compare('avx512bf16 against avx512', fam, withIsa('avx512bf16', () => family(cpu, 'f32', fam, c, given)), emulated, bf16Paths);
     });
 });
 

@@ -3,21 +3,24 @@
  * for value (header words included), on every ISA variant; the ops that take a packing
  * (linearForward, feedforwardForward, attentionForward self and cross, attentionDecode self and
  * cross) give bit-identical outputs with and without it, at odd shapes (widths that are no multiple
- * of 32, depths no multiple of 8 or of the k block); and a packing made for another variant or
- * other dims is rejected with ERR_NF_INVALID_ARG naming the field, synchronously and asynchronously.
+ * of 32, depths no multiple of 8 or of the k block, odd depths: a bf16 pair padded), at precision
+ * fp32 and bf16 (a packing of bf16 values, or bf16 pairs on avx512bf16); and a packing made for
+ * another variant, another precision or other dims is rejected with ERR_NF_INVALID_ARG naming the
+ * field, synchronously and asynchronously.
  */
 import { describe, expect, it } from 'vitest';
 
 import { native } from '../lib/native/addon';
 import { packedSize } from '../lib/core/prepack';
+import type { Precision } from '../lib/index';
 import { isas, randn32, rng, withIsa } from './helpers';
 
 const f32 = (n: number, seed: number, scale = 1) => Float32Array.from(randn32(n, rng(seed), scale));
 
-/** W [N, K] packed under the active variant. */
-function pack(W: Float32Array, N: number, K: number): Float32Array {
+/** W [N, K] packed under the active variant at `precision`. */
+function pack(W: Float32Array, N: number, K: number, precision: Precision = 'fp32'): Float32Array {
   const packed = new Float32Array(packedSize(N, K)).fill(NaN);
-  native.packWeights({ N, K, W, packed });
+  native.packWeights({ N, K, W, packed, precision });
   return packed;
 }
 
@@ -52,28 +55,34 @@ describe.each(isas)('packWeights (%s)', (isa) => {
       native.packWeights({ N, K, W: Float64Array.from(W), packed: ref });
       expect(same(fast, Float32Array.from(ref))).toBe(true);
       const words = new Int32Array(fast.buffer, 0, 16);
-      expect([...words.slice(1, 6)]).toEqual([['scalar', 'avx2', 'avx512', 'neon'].indexOf(isa), { scalar: 4, avx2: 16, avx512: 32, neon: 16 }[isa],
-        { scalar: 256, avx2: 256, avx512: 512, neon: 256 }[isa], N, K]);
-      expect([...words.slice(6)]).toEqual(new Array(10).fill(0));
+      expect([...words.slice(1, 6)]).toEqual([['scalar', 'avx2', 'avx512', 'neon', 'avx512bf16'].indexOf(isa),
+        { scalar: 4, avx2: 16, avx512: 32, neon: 16, avx512bf16: 32 }[isa],
+        { scalar: 256, avx2: 256, avx512: 512, neon: 256, avx512bf16: 512 }[isa], N, K]);
+      expect([...words.slice(6)]).toEqual(new Array(10).fill(0)); // precision 0: fp32
+      expect(new Int32Array(pack(W, N, K, 'bf16').buffer, 0, 16)[6]).toBe(2); // precision 2: bf16
+      expect(same(pack(W, N, K, 'tf32'), fast)).toBe(true); // the CPU computes tf32 as fp32
     });
   });
 });
 
-describe.each(isas)('ops with and without prepacked weights are bit-identical (%s)', (isa) => {
+const variants = isas.flatMap((isa) => (['fp32', 'bf16'] as const).map((precision) => [isa, precision] as const));
+
+describe.each(variants)('ops with and without prepacked weights are bit-identical (%s, %s)', (isa, precision) => {
+  const packAt = (W: Float32Array, N: number, K: number) => pack(W, N, K, precision);
   it.each([[1, 20, 12], [5, 40, 300], [197, 100, 300], [3, 33, 513], [64, 12, 20]])('linearForward rows %i, out %i, in %i', (rows, N, K) => {
     withIsa(isa, () => {
       const W = f32(N * K, 1, 0.2);
-      const args = { rows, inFeatures: K, outFeatures: N, act: 'gelu', x: f32(rows * K, 2), W, b: f32(N, 3) };
-      expectSame(twice('linearForward', args, { y: rows * N, preact: rows * N }, { WPacked: pack(W, N, K) }), 'linear');
+      const args = { rows, inFeatures: K, outFeatures: N, act: 'gelu', x: f32(rows * K, 2), W, b: f32(N, 3), precision };
+      expectSame(twice('linearForward', args, { y: rows * N, preact: rows * N }, { WPacked: packAt(W, N, K) }), 'linear');
     });
   });
 
   it.each([[7, 20, 100], [197, 40, 300]])('feedforwardForward rows %i, D %i, F %i', (rows, D, F) => {
     withIsa(isa, () => {
       const W1 = f32(F * D, 4, 0.3), W2 = f32(D * F, 5, 0.3);
-      const args = { rows, D, F, activation: 'gelu', x: f32(rows * D, 6), W1, b1: f32(F, 7), W2, b2: f32(D, 8) };
+      const args = { rows, D, F, activation: 'gelu', x: f32(rows * D, 6), W1, b1: f32(F, 7), W2, b2: f32(D, 8), precision };
       expectSame(twice('feedforwardForward', args, { y: rows * D, h: rows * F, a: rows * F },
-        { W1Packed: pack(W1, F, D), W2Packed: pack(W2, D, F) }), 'feedforward');
+        { W1Packed: packAt(W1, F, D), W2Packed: packAt(W2, D, F) }), 'feedforward');
     });
   });
 
@@ -82,8 +91,8 @@ describe.each(isas)('ops with and without prepacked weights are bit-identical (%
     withIsa(isa, () => {
       const B = 2, Tq = 5, Tk = 7, maxT = 6, t = 3;
       const Wqkv = f32(3 * D * D, 9, 1 / Math.sqrt(D)), Wproj = f32(D * D, 10, 1 / Math.sqrt(D));
-      const weights = { qkvWeight: Wqkv, qkvBias: f32(3 * D, 11), projWeight: Wproj, projBias: f32(D, 12) };
-      const packed = { qkvWeightPacked: pack(Wqkv, 3 * D, D), projWeightPacked: pack(Wproj, D, D) };
+      const weights = { qkvWeight: Wqkv, qkvBias: f32(3 * D, 11), projWeight: Wproj, projBias: f32(D, 12), precision };
+      const packed = { qkvWeightPacked: packAt(Wqkv, 3 * D, D), projWeightPacked: packAt(Wproj, D, D) };
       const self = { B, Tq, D, H, causal: true, x: f32(B * Tq * D, 13), ...weights };
       expectSame(twice('attentionForward', self, { out: B * Tq * D, qkv: B * Tq * 3 * D, ctx: B * Tq * D, lse: B * H * Tq }, packed), 'self');
       const cross = { B, Tq, Tk, D, H, x: f32(B * Tq * D, 14), memory: f32(B * Tk * D, 15), ...weights };
@@ -121,6 +130,14 @@ describe('a packing that does not fit is rejected, naming the field', () => {
         `but received one packed for ${first} \\(NR \\d+, KC \\d+\\): repack it after setIsa`));
       await expect(native.linearForwardAsync({ ...args, WPacked: packed })).rejects.toMatchObject({ code: 'ERR_NF_INVALID_ARG', message: /WPacked/ });
     });
+  });
+
+  it('one packed at another precision (bf16 for an fp32 op, fp32 for a bf16 one)', () => {
+    for (const [made, used] of [['bf16', 'fp32'], ['fp32', 'bf16']] as const) {
+      const e = error(() => native.linearForward({ ...args, WPacked: pack(W, N, K, made), precision: used }));
+      expect(e.code).toBe('ERR_NF_INVALID_ARG');
+      expect(e.message).toMatch(new RegExp(`expected WPacked packed by packWeights at precision '${used}' but received one packed at '${made}'`));
+    }
   });
 
   it('one of other dims (of the same length)', () => {

@@ -95,6 +95,13 @@ function tree(v: number[], op: (a: number, b: number) => number): number {
   }
   return v[0];
 }
+/** simd.h's vround_bf16 (vcvtneps2bf16's rule): zero and denormals to signed zero, inf kept, NaN quieted, else to nearest even. */
+function roundBf16(x: number): number {
+  const u = bits(x), e = u & 0x7f800000;
+  if (e === 0) return fromBits(u & 0x80000000);
+  if (e === 0x7f800000) return fromBits((u & 0xffff0000) | (Number.isNaN(x) ? 0x00400000 : 0));
+  return fromBits((u + 0x7fff + ((u >>> 16) & 1)) & 0xffff0000);
+}
 const maxRule = (a: number, b: number): number => (a > b ? a : b);
 const minRule = (a: number, b: number): number => (a < b ? a : b);
 
@@ -167,6 +174,13 @@ const laneCases: Record<string, LaneCase> = {
   vexp: { arity: 1, mode: 'value', inputs: () => unaryInputs(randoms(4000, 8).map((x) => f(x / 100))) },
   vnormcdf: { arity: 1, mode: 'value' },
   vtanh: { arity: 1, mode: 'value' },
+  // Ties to even both ways, a tie at the largest bf16 (to +inf), the smallest normal, a denormal.
+  // On avx512bf16 this is the hardware's vcvtneps2bf16 against the definition.
+  vround_bf16: {
+    arity: 1, mode: 'bits', def: roundBf16,
+    inputs: () => unaryInputs([0x3f808000, 0x3f818000, 0x3f808001, 0xbf818000, 0x7f7f8000, 0x7f7f7fff, 0x00800000, 0x807fffff, 0x00008000]
+      .map(fromBits)),
+  },
 };
 // Every activation, by its number (the schema lists them in the order of ops::Act).
 const ACTS = Activations.map((_, i) => i);
@@ -351,9 +365,39 @@ describe('gemm packing and the finite scan', () => {
   });
 });
 
+describe.runIf(cpuIsas.includes('avx512bf16'))('the BF16 helpers of the avx512bf16 variant (vdpbf16ps, vcvtne2ps2bf16)', () => {
+  const word = (lo: number, hi: number) => fromBits((bits(roundBf16(lo)) >>> 16) | (bits(roundBf16(hi)) & 0xffff0000));
+  const half = (w: number, high: boolean) => fromBits(high ? bits(w) & 0xffff0000 : bits(w) << 16);
+
+  it('vdot_bf16: acc + a_hi·b_hi + a_lo·b_lo, two fp32 FMAs (products of bf16 values are exact)', () => {
+    const r = rng(41), n = 16 * 400;
+    const pairs = () => Float32Array.from({ length: n }, () => word(f((r() - 0.5) * 8), f((r() - 0.5) * 8)));
+    const [a, b] = [pairs(), pairs()];
+    const acc = Float32Array.from({ length: n }, (_, i) => (i % 7 === 0 ? 0 : f((r() - 0.5) * 4)));
+    const got = probe('avx512bf16', 'vdot_bf16', [acc, a, b]).out;
+    const want = Float32Array.from(acc, (c, i) => f(f(c + half(a[i], true) * half(b[i], true)) + half(a[i], false) * half(b[i], false)));
+    agree('vdot_bf16', got, want, 'value', [acc, a, b]);
+  });
+
+  it.each([[12, 1], [12, 7], [32, 8], [32, 19]])('pack_bf16_pairs, P %i, kc %i: words of (k, k + 1) rounded as vround_bf16, an odd last k paired with 0', (P, kc) => {
+    const src = whole([...cycle(specials, 2 * P), ...randoms(kc * P, kc)]).subarray(0, kc * P);
+    const out = probe('avx512bf16', 'pack_bf16_pairs', [src], { args: [P, kc], out: new Float32Array(Math.ceil(kc / 2) * P) }).out;
+    const want = Float32Array.from(out, (_, i) => {
+      const k = 2 * Math.floor(i / P), c = i % P;
+      return word(src[k * P + c], k + 1 < kc ? src[(k + 1) * P + c] : 0);
+    });
+    agree(`pack_bf16_pairs P ${P} kc ${kc}`, out, want, 'bits', [], want.length);
+  });
+
+  it('the other variants do not have them', () => {
+    for (const isa of cpuIsas.filter((i) => i !== 'avx512bf16'))
+      expect(() => probe(isa, 'vdot_bf16', [new Float32Array(16), new Float32Array(16), new Float32Array(16)])).toThrow(/only in the avx512bf16 variant/);
+  });
+});
+
 describe('the int8 kernels (gemm_int8.cpp: vpdpbusd on avx512, int16 widening on avx2, integers on scalar)', () => {
-  // The avx512 variant's int8 kernels are the VNNI ones: this CPU must have AVX-512 VNNI to run them.
-  const int8Isas = cpuIsas.filter((isa) => isa !== 'avx512' || native.isaInfo().detected === 'avx512' && vnni());
+  // The avx512 variants' int8 kernels are the VNNI ones: this CPU must have AVX-512 VNNI to run them.
+  const int8Isas = cpuIsas.filter((isa) => (isa !== 'avx512' && isa !== 'avx512bf16') || vnni());
   function vnni(): boolean {
     try {
       probe('avx512', 'int8_dot_tile', [new Float32Array(12 * 32 * 4), new Float32Array(12 * 32 * 4)], { out: new Float32Array(384), args: [4] });
@@ -422,6 +466,7 @@ describe('coverage', () => {
     act_forward_n: 'act_forward_n and act_backward_n', act_backward_n: 'act_forward_n and act_backward_n',
     pack_k_major: 'pack_k_major and pack_transposed', pack_transposed: 'pack_k_major and pack_transposed',
     transpose_8x8: 'transpose_8x8', first_nonfinite_range: 'first_nonfinite_range',
+    vdot_bf16: 'vdot_bf16', pack_bf16_pairs: 'pack_bf16_pairs',
   };
 
   it.each(['simd.h', 'activation_inl.h', 'pack_inl.h'])('every function of %s has a lane test here', (file) => {

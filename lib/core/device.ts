@@ -35,14 +35,17 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * How a module's matrix products run (DESIGN.md: precision is a module property, the same meaning on
  * every device; README, Devices): 'fp32' (the default) float32; 'tf32' float32 tensors with the GEMMs'
  * inputs rounded to TF32 (PyTorch's allow_tf32; on the CPU, which has no TF32 unit, exactly fp32);
- * 'bf16' mixed precision as torch.autocast(dtype=bfloat16) with bfloat16 activations (CUDA only for
- * now: the CPU throws ERR_NF_DEVICE; the design: native/cuda/bf16.cuh): bf16 products with float32
- * accumulation; 'int8' CPU inference with dynamic quantization
- * (onnxruntime's and PyTorch's quantize_dynamic): the Linear-style products (Linear, feed-forward,
- * the attention projections, the patch embedding) take int8 weights quantized per output channel once
- * (the prepack cache) and u8 activations quantized per row, with int32 sums (vpdpbusd on AVX-512
- * VNNI); training throws ERR_NF_STATE and 'cuda' ERR_NF_DEVICE. Statistics, losses and the optimizer
- * stay fp32; parameters, checkpoints and state dicts are fp32 whatever the precision.
+ * 'bf16' mixed precision as torch.autocast(dtype=bfloat16): bf16 products with float32 accumulation
+ * (on CUDA with bfloat16 activations, the design: native/cuda/bf16.cuh; on the CPU float32 tensors
+ * with the products' inputs rounded to bfloat16: vdpbf16ps where the CPU has AVX512_BF16, the same
+ * rounding emulated with fp32 FMA elsewhere, and the attention core's QKᵀ and PV with bf16 inputs
+ * too); 'int8' CPU inference with dynamic
+ * quantization (onnxruntime's and PyTorch's quantize_dynamic): the Linear-style products (Linear,
+ * feed-forward, the attention projections, the patch embedding) take int8 weights quantized per
+ * output channel once (the prepack cache) and u8 activations quantized per row, with int32 sums
+ * (vpdpbusd on AVX-512 VNNI), the attention core staying fp32; training throws ERR_NF_STATE and
+ * 'cuda' ERR_NF_DEVICE. Statistics, losses and the optimizer stay fp32; parameters, checkpoints and
+ * state dicts are fp32 whatever the precision.
  */
 export type { Precision };
 
@@ -54,8 +57,8 @@ export interface PlacementConfig {
   /** Where the parameters are created: 'cpu' (default) or 'cuda', as `.to(device)` after construction (not saved with the config). */
   device?: Device;
   /**
-   * How the matrix products run: 'fp32' (default), 'tf32', 'bf16' ('bf16' needs device 'cuda') or
-   * 'int8' (CPU inference only), as `.setPrecision(precision)` after construction (not saved with the config).
+   * How the matrix products run: 'fp32' (default), 'tf32', 'bf16' or 'int8' (CPU inference only), as
+   * `.setPrecision(precision)` after construction (not saved with the config).
    */
   precision?: Precision;
 }
@@ -76,12 +79,6 @@ export function int8OnCuda(what: string): never {
 export function int8Training(what: string): never {
   throw new NodeformerError('ERR_NF_STATE',
     `${what}: precision 'int8' is for inference only; call setPrecision('fp32') (or 'bf16') before training`);
-}
-
-/** The ERR_NF_DEVICE of precision 'bf16' on the CPU (not implemented yet, issue 25); `what` names the call. */
-export function bf16OnCpu(what: string): never {
-  throw new NodeformerError('ERR_NF_DEVICE',
-    `${what}: precision 'bf16' is not implemented on the CPU yet; use 'fp32' or 'tf32' on the CPU, or move the model to 'cuda'`);
 }
 
 /** An opaque handle to device memory (freed by the CUDA addon's free, or when collected). */

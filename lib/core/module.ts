@@ -9,7 +9,7 @@
  * module, so backward follows the forward it belongs to.
  */
 import {
-  bf16OnCpu, checkDevice, checkDeviceOps, checkPrecision, int8OnCuda, int8Training, type Device, type PlacementConfig, type Precision,
+  checkDevice, checkDeviceOps, checkPrecision, int8OnCuda, int8Training, type Device, type PlacementConfig, type Precision,
 } from './device';
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { OptionKeys } from '../validation/options';
@@ -477,15 +477,14 @@ export abstract class Module {
   }
 
   /**
-   * Sets the precision of this module and its children (see Precision in lib/core/device.ts). 'bf16'
-   * throws ERR_NF_DEVICE (changing nothing) while the module is on 'cpu', 'int8' while it is on 'cuda'.
+   * Sets the precision of this module and its children (see Precision in lib/core/device.ts). 'int8'
+   * throws ERR_NF_DEVICE (changing nothing) while the module is on 'cuda'.
    * The parameters stay fp32.
    */
   setPrecision(precision: Precision): this {
     const p = checkPrecision('precision', precision);
     this.lane.checkIdle(`${this.constructor.name}.setPrecision`);
     if (this.released) throw new NodeformerError('ERR_NF_DISPOSED', `${this.modulePath}.setPrecision called after dispose()`);
-    if (p === 'bf16' && this.modules().some((m) => m.home === 'cpu')) bf16OnCpu(`${this.constructor.name}.setPrecision`);
     if (p === 'int8' && this.modules().some((m) => m.home === 'cuda')) int8OnCuda(`${this.constructor.name}.setPrecision`);
     for (const m of this.modules()) m.prec = p;
     return this;
@@ -499,7 +498,6 @@ export abstract class Module {
   protected placeOn(config: PlacementConfig): void {
     this.home = config.device === undefined ? 'cpu' : checkDevice('config.device', config.device);
     this.prec = config.precision === undefined ? 'fp32' : checkPrecision('config.precision', config.precision);
-    if (this.prec === 'bf16' && this.home === 'cpu') bf16OnCpu(`${this.constructor.name} config (precision 'bf16' on device 'cpu')`);
     if (this.prec === 'int8' && this.home === 'cuda') int8OnCuda(`${this.constructor.name} config (precision 'int8' on device 'cuda')`);
   }
 
@@ -547,10 +545,8 @@ export abstract class Module {
     this.children.set(name, module);
     (module as Module).owner = { module: this, name };
     module.joinLane(this.lane);
-    // Precision before the move unless it is 'bf16' (which the CPU refuses), after it otherwise.
-    if (this.prec !== 'bf16' && module.precision !== this.prec) module.setPrecision(this.prec);
-    if (module.device !== this.home) module.to(this.home);
     if (module.precision !== this.prec) module.setPrecision(this.prec);
+    if (module.device !== this.home) module.to(this.home);
     return module;
   }
 
@@ -669,7 +665,6 @@ export abstract class Module {
    */
   to(device: Device): this {
     checkDevice('device', device);
-    if (device === 'cpu' && this.modules().some((m) => m.prec === 'bf16')) bf16OnCpu(`${this.constructor.name}.to('cpu')`);
     if (device === 'cuda' && this.modules().some((m) => m.prec === 'int8')) int8OnCuda(`${this.constructor.name}.to('cuda')`);
     checkDeviceOps(device, this.modules(), this.constructor.name);
     this.lane.checkIdle(`${this.constructor.name}.to`);

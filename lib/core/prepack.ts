@@ -8,7 +8,9 @@
  * with bit-identical results (onnxruntime prepacks the same way when a session is created).
  *
  * A packing is rebuilt when its weight changes (Tensor.version: writes through `data`, copyFrom,
- * loadStateDict, optimizer steps) or the kernels' ISA variant does (native.setIsa), and freed when
+ * loadStateDict, optimizer steps), the kernels' ISA variant does (native.setIsa) or the module's
+ * precision does (a 'bf16' packing holds the weight rounded to bfloat16, as bf16 pairs on the
+ * avx512bf16 variant; 'fp32' and 'tf32' share the fp32 one), and freed when
  * the model goes back to training (train()), moves (to()) or is disposed. Memory: a packing is about
  * as large as its weight (16 + in·32·⌈out / 32⌉ floats), so a model in eval mode holds its Linear
  * weights twice; setWeightPrepacking(false) (or NF_PREPACK=0) turns prepacking off.
@@ -53,16 +55,17 @@ export function packedSize(N: number, K: number, precision: Precision = 'fp32'):
  */
 export class PackedWeight {
   private packed: Tensor<'float32'> | null = null;
-  /** The weight's version, the ISA variant and the precision the packing was made for. */
+  /** The weight's version, the ISA variant and the packing's precision ('fp32', 'bf16' or 'int8'). */
   private madeFor: { version: number; isa: Isa; precision: Precision } | null = null;
 
   constructor(private readonly weight: Tensor<'float32'>) {}
 
   /**
-   * The program returning the packing's storage, packing the weight first when it has none or the
-   * weight or the ISA variant changed since; or null (freeing any packing) when `wanted` is false
-   * (training mode), prepacking is off or the weight is not on the CPU. `precision`: the products'
-   * (an 'int8' packing for 'int8', the float one otherwise).
+   * The program returning the packing's storage for ops run at `precision`, packing the weight first
+   * when it has none or the weight, the ISA variant or the packing's precision changed since; or null
+   * (freeing any packing) when `wanted` is false (training mode), prepacking is off or the weight is
+   * not on the CPU. The packing's precision: 'int8' (the int8 packing) for 'int8', 'bf16' (bf16 panels)
+   * for 'bf16', 'fp32' otherwise (the CPU computes 'tf32' as 'fp32').
    */
   *current(wanted: boolean, precision: Precision): Program<Float32Array | null> {
     const w = this.weight;
@@ -70,7 +73,8 @@ export class PackedWeight {
       this.free();
       return null;
     }
-    const isa = native.activeIsa(), made = this.madeFor, kind = precision === 'int8' ? 'int8' : 'fp32';
+    const isa = native.activeIsa(), made = this.madeFor;
+    const kind: Precision = precision === 'int8' || precision === 'bf16' ? precision : 'fp32';
     if (this.packed && made && made.version === w.version && made.isa === isa && made.precision === kind) return this.packed.data;
     const [N, K] = w.shape;
     if (this.packed && this.packed.size !== packedSize(N, K, kind)) this.free();

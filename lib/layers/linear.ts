@@ -52,9 +52,9 @@ export class Linear extends Module {
 
   /**
    * The program returning the weight prepacked for the CPU kernels (what the ops take as WPacked,
-   * W1Packed, qkvWeightPacked, ...), packed first when the weight or the ISA variant changed since;
-   * at precision 'int8' the int8 packing (lib/core/prepack.ts); null in training mode, on 'cuda' or
-   * with prepacking off. FeedForward and MultiHeadAttention pass
+   * W1Packed, qkvWeightPacked, ...) at this module's precision, packed first when the weight, the ISA
+   * variant or the precision changed since (at precision 'int8' the int8 packing, lib/core/prepack.ts);
+   * null in training mode, on 'cuda' or with prepacking off. FeedForward and MultiHeadAttention pass
    * their Linears' packings to their fused ops.
    */
   *packedWeight(): Program<Float32Array | null> {

@@ -1,8 +1,8 @@
 /**
- * Instruction-set variants of the CPU kernels: scalar, avx2 and avx512 in an x64 build, scalar and
- * neon in an arm64 one (isaInfo().compiled lists this build's, slowest first).
+ * Instruction-set variants of the CPU kernels: scalar, avx2, avx512 and avx512bf16 in an x64 build,
+ * scalar and neon in an arm64 one (isaInfo().compiled lists this build's, slowest first).
  */
-export type Isa = 'scalar' | 'avx2' | 'avx512' | 'neon';
+export type Isa = 'scalar' | 'avx2' | 'avx512' | 'avx512bf16' | 'neon';
 
 /** A kernel variant the load-time self-check rejected, and why (which outputs disagreed, by how much). */
 export interface IsaRejection {

@@ -948,15 +948,16 @@ export interface NativeOps<Buffer = never> {
    */
   gemm(a: GemmArgs<Buffer>): void;
   /**
-   * Packs a Linear weight W [N, K] (outputs × inputs, y = x Wᵀ) for the active CPU kernel variant: packed [16
-   * + K · 32 · ⌈N / 32⌉] receives a 16-float header (magic, ISA variant, NR, KC, N, K as int32 bit patterns)
-   * and Wᵀ in the GEMM's micro-panel layout (native/ops/packed.h). linearForward (WPacked),
-   * feedforwardForward (W1Packed, W2Packed), attentionForward and attentionDecode (qkvWeightPacked,
-   * projWeightPacked) read it instead of packing W on every call, with bit-identical results; they reject a
-   * buffer packed for another variant (after setIsa) or other dims. Repack whenever W changes. CPU only. With
-   * precision 'int8' it quantizes W per output channel instead (the int8 packing of native/ops/packed.h, [16
-   * + 32 · ⌈N / 32⌉ · (2 + ⌈K / 4⌉)], the same for every variant), which the ops read at precision 'int8'.
-   * Host-only: runs on the CPU whatever the device (no CUDA kernel).
+   * Packs a Linear weight W [N, K] (outputs × inputs, y = x Wᵀ) for the active CPU kernel variant and
+   * `precision` (that of the ops that will read it): packed [16 + K · 32 · ⌈N / 32⌉] receives a 16-float
+   * header (magic, ISA variant, NR, KC, N, K, precision as int32 bit patterns) and Wᵀ in the GEMM's
+   * micro-panel layout (native/ops/packed.h; bf16: rounded, or as bf16 pairs on avx512bf16). linearForward
+   * (WPacked), feedforwardForward (W1Packed, W2Packed), attentionForward and attentionDecode
+   * (qkvWeightPacked, projWeightPacked) read it instead of packing W on every call, with bit-identical
+   * results; they reject a buffer packed for another variant (after setIsa), another precision or other dims.
+   * Repack whenever W changes. CPU only. With precision 'int8' it quantizes W per output channel instead (the
+   * int8 packing of native/ops/packed.h, [16 + 32 · ⌈N / 32⌉ · (2 + ⌈K / 4⌉)], the same for every variant),
+   * which the ops read at precision 'int8'. Host-only: runs on the CPU whatever the device (no CUDA kernel).
    */
   packWeights(a: PackWeightsArgs<Buffer>): void;
   /**

@@ -34,7 +34,13 @@ Isa probe() {
   bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31));  // F DQ BW VL
   // isa.h's target pragmas also enable F16C, BMI1 and BMI2 (GCC emits shlx and tzcnt in the kernels).
   bool extras = f16c && (b & (1u << 3)) && (b & (1u << 8));
-  if (avx512 && avx2 && fma && extras && zmm_os) return Isa::avx512;
+  if (avx512 && avx2 && fma && extras && zmm_os) {
+    // AVX512_BF16 (vcvtne2ps2bf16, vdpbf16ps): CPUID.(EAX=7, ECX=1):EAX bit 5, where leaf 7 has a
+    // sub-leaf 1 (CPUID.(EAX=7, ECX=0):EAX is the last sub-leaf).
+    unsigned last_subleaf = a;
+    if (last_subleaf >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5))) return Isa::avx512bf16;
+    return Isa::avx512;
+  }
   if (avx2 && fma && extras && ymm_os) return Isa::avx2;
 #endif
   return Isa::scalar;
@@ -83,12 +89,13 @@ const char* isa_name(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
     case Isa::neon: return "neon";
+    case Isa::avx512bf16: return "avx512bf16";
   }
   return "unknown";
 }
 
 bool parse_isa(const std::string& name, Isa* out) {
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon, Isa::avx512bf16}) {
     if (name == isa_name(i)) {
       *out = i;
       return true;

@@ -1,6 +1,8 @@
 // Which instruction-set variant of the CPU kernels runs. Each kernel file is compiled once per
-// variant of the target architecture into namespaces nf::cpu::<variant>: on x86-64 scalar, AVX2+FMA
-// and AVX-512 (scalar / avx2 / avx512), on AArch64 scalar and NEON (scalar / neon). At load, a
+// variant of the target architecture into namespaces nf::cpu::<variant>: on x86-64 scalar, AVX2+FMA,
+// AVX-512 and AVX-512 with BF16 (scalar / avx2 / avx512 / avx512bf16; the last differs from avx512
+// only where a kernel uses the BF16 dot-product instructions: the GEMM at precision 'bf16',
+// native/cpu/gemm.cpp), on AArch64 scalar and NEON (scalar / neon). At load, a
 // known-answer self-check runs every kernel family on a tiny fixed input under each variant the
 // CPU and OS support and under the scalar one, and rejects a variant that disagrees; the best
 // variant left is picked, NF_ISA=<variant> forces a lower one, and set_active_isa switches at run
@@ -17,12 +19,12 @@ namespace nf {
 
 // Each variant's number is fixed across architectures (a packWeights header records it, and
 // NF_ISA=<number> in native/cpu/isa.h selects it for a compilation).
-enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, neon = 3 };
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, neon = 3, avx512bf16 = 4 };
 
 // The variants this build compiles, slowest first: NF_ISA and set_active_isa lower along this list.
 // NEON (ASIMD) is part of every AArch64 CPU, so an arm64 build always detects it.
 #if NF_X86
-inline constexpr Isa kCompiledIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512};
+inline constexpr Isa kCompiledIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16};
 #elif NF_ARM64
 inline constexpr Isa kCompiledIsas[] = {Isa::scalar, Isa::neon};
 #else

@@ -14,6 +14,12 @@
 // inner (dQ rows accumulate). Causal tiles wholly above the diagonal are skipped. Every tile
 // product is one micro-kernel, O += P V on rows (tile_accumulate), with K and V tiles transposed
 // into scratch so keys lie along the vector lanes.
+// Precision 'bf16' (native/ops/precision.h): the projections' GEMMs take bf16-rounded inputs
+// (gemm.cpp); their outputs Q, K, V are rounded to bf16 in place (the saved qkv, or q and kv, and a
+// decoding step's cache rows: as autocast's bf16 projections would give them), and the weights
+// P ∘ Z are rounded before the product with V, so QKᵀ and PV take bf16 inputs with fp32
+// accumulation; the softmax, its sums and lse stay fp32. The backward's products (dO Vᵀ, Pᵀ dO,
+// dS K, dSᵀ Q) read the rounded Q, K, V and fp32 dO, P, dS.
 // Projections: prepacked weights (qkvWeightPacked, projWeightPacked from packWeights), when given,
 // replace the weights in the projections' GEMMs (cross-attention's K|V product reads the packed
 // columns from D on when D starts a panel, else packs its rows of qkv_weight as without them).
@@ -198,8 +204,9 @@ int block_rows(int64_t R) {
 // The online-softmax step of nq query rows against one key tile: S (scores, nv vectors a row)
 // becomes exp(S − m_new) ∘ Z, the running max m and sum l advance, and each output row is
 // rescaled by exp(m_old − m_new). Dropout row r is element base + r·Tk of the stream.
+// With bf16_p, the row's final weights are rounded to bfloat16 (what PV reads).
 void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, int64_t Dh, int nq, int nk, float* z,
-                  const AttentionDropout& dr, uint64_t base, int64_t Tk) {
+                  const AttentionDropout& dr, uint64_t base, int64_t Tk, bool bf16_p) {
   const int nv = tile_vectors(nk);
   for (int r = 0; r < nq; ++r) {
     float* s = S + r * kBK;
@@ -225,6 +232,8 @@ void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, in
       dropout_row(z, dr, base + uint64_t(r * Tk), nk);
       for (int c = 0; c < nv; ++c) vstore(s + c * W, vmul(vload(s + c * W), vload(z + c * W)));
     }
+    if (bf16_p)
+      for (int c = 0; c < nv; ++c) vstore(s + c * W, vround_bf16(vload(s + c * W)));
   }
 }
 
@@ -232,7 +241,7 @@ void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, in
 // once for every query block of the chunk; query blocks inner, each with its running max and sum.
 void forward_chunk(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
                    const AttentionMasks& m, const AttentionCoreDims& d, int64_t b, int64_t h, int64_t c0, int64_t R,
-                   float* scratch) {
+                   float* scratch, bool bf16_p) {
   const int64_t Dh = d.Dh, Tk = d.Tk;
   float* Kt = scratch;            // [Dh, kBK] the key tile, transposed and scaled
   float* S = Kt + Dh * kBK;       // [kBQ, kBK] scores, then weights
@@ -263,7 +272,7 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
       if (skipped(j0, i, nq)) continue;
       masked_scores(S, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk);
       softmax_step(S, mrow + i, lrow + i, ob + i * d.o.row, d.o.row, Dh, nq, nk, z, d.dropout,
-                   uint64_t((row0 + i) * Tk + j0), Tk);
+                   uint64_t((row0 + i) * Tk + j0), Tk, bf16_p);
       tile_accumulate(ob + i * d.o.row, d.o.row, S, kBK, 1, nq, nk, vb + j0 * d.v.row, d.v.row, Dh);
     }
   }
@@ -382,13 +391,13 @@ AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
 }  // namespace
 
 void attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
-                            const AttentionMasks& masks, const AttentionCoreDims& d) {
+                            const AttentionMasks& masks, const AttentionCoreDims& d, bool bf16_p) {
   const int64_t rows = chunk_rows(d), chunks = (d.Tq + rows - 1) / rows;
   parallel_for(d.B * d.H * chunks, [&](int64_t t0, int64_t t1) {
     float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * forward_scratch_floats(d.Dh, d.Tq)));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t bh = t / chunks, c0 = t % chunks * rows;
-      forward_chunk(o, lse, weights, q, k, v, masks, d, bh / d.H, bh % d.H, c0, std::min(rows, d.Tq - c0), scratch);
+      forward_chunk(o, lse, weights, q, k, v, masks, d, bh / d.H, bh % d.H, c0, std::min(rows, d.Tq - c0), scratch, bf16_p);
     }
   });
 }
@@ -409,18 +418,23 @@ void attention_forward(const ops::AttentionForward<float>& p, const PackedB& qkv
   float *out = p.out, *weights = p.weights, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse;
   const float *x = p.x, *memory = p.memory, *qkv_weight = p.qkv_weight, *qkv_bias = p.qkv_bias, *proj_weight = p.proj_weight, *proj_bias = p.proj_bias;
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
-  const bool cross = memory != nullptr;
+  const bool cross = memory != nullptr, bf16 = p.precision == ops::Precision::bf16;
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1: packed columns from D)
-    NF_ISA_NS::linear_forward(q, nullptr, x, qkv_weight, qkv_bias, {rq, D, D}, Act::none, qkv_p);
+    NF_ISA_NS::linear_forward(q, nullptr, x, qkv_weight, qkv_bias, {rq, D, D}, Act::none, qkv_p, p.precision);
     NF_ISA_NS::linear_forward(kv, nullptr, memory, qkv_weight + D * D, qkv_bias ? qkv_bias + D : nullptr, {rk, D, 2 * D},
-                              Act::none, qkv_p.from_column(D));
+                              Act::none, qkv_p.from_column(D), p.precision);
+    if (bf16) {
+      NF_ISA_NS::round_bf16(q, rq * D);
+      NF_ISA_NS::round_bf16(kv, rk * 2 * D);
+    }
   } else {
-    NF_ISA_NS::linear_forward(qkv, nullptr, x, qkv_weight, qkv_bias, {rq, D, 3 * D}, Act::none, qkv_p);
+    NF_ISA_NS::linear_forward(qkv, nullptr, x, qkv_weight, qkv_bias, {rq, D, 3 * D}, Act::none, qkv_p, p.precision);
+    if (bf16) NF_ISA_NS::round_bf16(qkv, rq * 3 * D);
   }
   const float* Q = cross ? q : qkv;
   const float* K = cross ? kv : qkv + D;
-  NF_ISA_NS::attention_core_forward(ctx, lse, weights, Q, K, K + D, masks, core_dims(d, cross));
-  NF_ISA_NS::linear_forward(out, nullptr, ctx, proj_weight, proj_bias, {rq, D, D}, Act::none, proj_p);
+  NF_ISA_NS::attention_core_forward(ctx, lse, weights, Q, K, K + D, masks, core_dims(d, cross), bf16);
+  NF_ISA_NS::linear_forward(out, nullptr, ctx, proj_weight, proj_bias, {rq, D, D}, Act::none, proj_p, p.precision);
 }
 
 void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p, const PackedB& proj_p) {
@@ -432,13 +446,16 @@ void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p
   // The projected query (self-attention: q | k | v) [B, 3D], then the context [B, D].
   float* proj_in = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * B * 4 * D));
   float* ctx = proj_in + B * 3 * D;
-  NF_ISA_NS::linear_forward(proj_in, nullptr, x, qkv_weight, qkv_bias, {B, D, core.qkv_width}, Act::none, qkv_p);
+  const bool bf16 = p.precision == ops::Precision::bf16;
+  NF_ISA_NS::linear_forward(proj_in, nullptr, x, qkv_weight, qkv_bias, {B, D, core.qkv_width}, Act::none, qkv_p,
+                            p.precision);
+  if (bf16) NF_ISA_NS::round_bf16(proj_in, B * core.qkv_width);  // (cross-attention: kv was made at bf16)
   if (cache)
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(cache + (b * d.max_t + d.t) * 2 * D, proj_in + b * 3 * D + D, sizeof(float) * 2 * D);
   const float* K = cache ? cache : p.kv;
-  NF_ISA_NS::attention_core_forward(ctx, nullptr, nullptr, proj_in, K, K + D, core.masks, core.dims);
-  NF_ISA_NS::linear_forward(out, nullptr, ctx, proj_weight, proj_bias, {B, D, D}, Act::none, proj_p);
+  NF_ISA_NS::attention_core_forward(ctx, nullptr, nullptr, proj_in, K, K + D, core.masks, core.dims, bf16);
+  NF_ISA_NS::linear_forward(out, nullptr, ctx, proj_weight, proj_bias, {B, D, D}, Act::none, proj_p, p.precision);
 }
 
 void attention_backward(const ops::AttentionBackward<float>& p) {
@@ -451,7 +468,7 @@ void attention_backward(const ops::AttentionBackward<float>& p) {
   const bool cross = memory != nullptr;
   // dctx = dout proj_weight lives in dx until the input projections' backward overwrites it.
   float* dctx = dx;
-  NF_ISA_NS::linear_backward(dctx, d_proj_weight, d_proj_bias, dout, ctx, proj_weight, {rq, D, D});
+  NF_ISA_NS::linear_backward(dctx, d_proj_weight, d_proj_bias, dout, ctx, proj_weight, {rq, D, D}, p.precision);
   // Gradients of the projections' outputs, laid out like the saved buffers.
   float* grad = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * grad_floats(d)));
   const float* Q = cross ? q : qkv;
@@ -459,11 +476,11 @@ void attention_backward(const ops::AttentionBackward<float>& p) {
   float* dK = cross ? grad + rq * D : grad + D;
   NF_ISA_NS::attention_core_backward(grad, dK, dK + D, dctx, Q, K, K + D, ctx, lse, masks, core_dims(d, cross));
   if (cross) {
-    NF_ISA_NS::linear_backward(dx, d_qkv_weight, d_qkv_bias, grad, x, qkv_weight, {rq, D, D});
+    NF_ISA_NS::linear_backward(dx, d_qkv_weight, d_qkv_bias, grad, x, qkv_weight, {rq, D, D}, p.precision);
     NF_ISA_NS::linear_backward(dmemory, d_qkv_weight + D * D, d_qkv_bias ? d_qkv_bias + D : nullptr, grad + rq * D, memory,
-                               qkv_weight + D * D, {rk, D, 2 * D});
+                               qkv_weight + D * D, {rk, D, 2 * D}, p.precision);
   } else {
-    NF_ISA_NS::linear_backward(dx, d_qkv_weight, d_qkv_bias, grad, x, qkv_weight, {rq, D, 3 * D});
+    NF_ISA_NS::linear_backward(dx, d_qkv_weight, d_qkv_bias, grad, x, qkv_weight, {rq, D, 3 * D}, p.precision);
   }
 }
 
@@ -475,14 +492,13 @@ namespace nf::cpu {
 // The checked prepacked weights of a forward op (see packed_weight).
 template <class P>
 Status attention_packed(PackedB* qkv_p, PackedB* proj_p, const P& p, int64_t D, Isa isa, const char* op) {
-  NF_TRY(packed_weight(qkv_p, p.qkv_weight_packed, 3 * D, D, isa, op, "qkvWeightPacked", p.precision));
-  return packed_weight(proj_p, p.proj_weight_packed, D, D, isa, op, "projWeightPacked", p.precision);
+  NF_TRY(packed_weight(qkv_p, p.qkv_weight_packed, 3 * D, D, isa, p.precision, op, "qkvWeightPacked"));
+  return packed_weight(proj_p, p.proj_weight_packed, D, D, isa, p.precision, op, "projWeightPacked");
 }
 
 Status run(const ops::AttentionForward<float>& p) {
   const AttentionDims& d = p.d;
   const char* op = "attention_forward";
-  NF_TRY(ops::cpu_precision_check(op, p.precision));
   NF_TRY(ops::attention_check(op, d, p.memory != nullptr, p.qkv, p.q, p.kv));
   const Isa isa = active_isa();
   PackedB qkv_p, proj_p;
@@ -495,7 +511,6 @@ Status run(const ops::AttentionForward<float>& p) {
 
 Status run(const ops::AttentionDecode<float>& p) {
   const char* op = "attention_decode";
-  NF_TRY(ops::cpu_precision_check(op, p.precision));
   const AttentionDecodeDims& d = p.d;
   NF_CHECK(d.B >= 1 && d.D >= 1 && d.H >= 1 && d.D % d.H == 0, op, "B, D, H must be positive with D divisible by H");
   NF_CHECK((p.cache != nullptr) != (p.kv != nullptr), op,
@@ -513,7 +528,6 @@ Status run(const ops::AttentionDecode<float>& p) {
 }
 
 Status run(const ops::AttentionBackward<float>& p) {
-  NF_TRY(ops::cpu_precision_check("attention_backward", p.precision));
   NF_TRY(ops::int8_inference_check("attention_backward", p.precision, "a backward"));
   const AttentionDims& d = p.d;
   NF_TRY(ops::attention_check("attention_backward", d, p.memory != nullptr, p.qkv, p.q, p.kv));

@@ -37,11 +37,13 @@ Status run(const ops::AttentionBackward<float>& p);
 // The attentionDecode op: one step of incremental decoding (see ops::AttentionDecode).
 Status run(const ops::AttentionDecode<float>& p);
 
-// The core alone. Forward writes o (and lse [B, H, Tq], weights [B, H, Tq, Tk] when non-null).
-// Backward overwrites dq, dk, dv from dout (layout of o), the forward's o and lse.
+// The core alone. Forward writes o (and lse [B, H, Tq], weights [B, H, Tq, Tk] when non-null);
+// with bf16_p, the weights P ∘ Z that multiply V are rounded to bfloat16 (precision 'bf16', whose
+// callers round Q, K, V themselves). Backward overwrites dq, dk, dv from dout (layout of o), the
+// forward's o and lse.
 NF_KERNEL_DECL(void attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k,
                                            const float* v, const AttentionMasks& masks,
-                                           const AttentionCoreDims& d))
+                                           const AttentionCoreDims& d, bool bf16_p = false))
 NF_KERNEL_DECL(void attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                                             const float* k, const float* v, const float* o, const float* lse,
                                             const AttentionMasks& masks, const AttentionCoreDims& d))

@@ -36,22 +36,22 @@ void apply_dropout(float* v, int64_t i0, int64_t i1, const FeedForwardDims& d) {
 void feedforward_forward(const ops::FeedForwardForward<float>& p, const PackedB& W1p, const PackedB& W2p) {
   const FeedForwardDims& d = p.d;
   const int64_t F = d.F;
-  NF_ISA_NS::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, F}, d.activation, W1p);
+  NF_ISA_NS::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, F}, d.activation, W1p, p.precision);
   if (d.dropout > 0.0f)
     parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) { apply_dropout(p.a, r0 * F, r1 * F, d); });
-  NF_ISA_NS::linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, F, d.D}, Act::none, W2p);
+  NF_ISA_NS::linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, F, d.D}, Act::none, W2p, p.precision);
 }
 
 void feedforward_backward(const ops::FeedForwardBackward<float>& p) {
   const FeedForwardDims& d = p.d;
   const int64_t F = d.F;
   float* dh = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * d.rows * F));
-  NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D});  // dh holds da = dy W2
+  NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D}, p.precision);  // dh holds da = dy W2
   parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) {
     if (d.dropout > 0.0f) apply_dropout(dh, r0 * F, r1 * F, d);
     act_backward_n(dh + r0 * F, dh + r0 * F, p.h + r0 * F, (r1 - r0) * F, d.activation);
   });
-  NF_ISA_NS::linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, {d.rows, d.D, F});
+  NF_ISA_NS::linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, {d.rows, d.D, F}, p.precision);
 }
 
 }  // namespace nf::cpu::NF_ISA_NS
@@ -63,12 +63,11 @@ Status run(const ops::FeedForwardForward<float>& params) {
   const char* op = "feedforward_forward";
   ops::FeedForwardForward<float> p = params;
   p.d = ops::with_step_values(params.d);
-  NF_TRY(ops::cpu_precision_check(op, p.precision));
   NF_TRY(ops::feedforward_check(op, p.d));
   const Isa isa = active_isa();
   PackedB W1p, W2p;
-  NF_TRY(packed_weight(&W1p, p.W1_packed, p.d.F, p.d.D, isa, op, "W1Packed", p.precision));
-  NF_TRY(packed_weight(&W2p, p.W2_packed, p.d.D, p.d.F, isa, op, "W2Packed", p.precision));
+  NF_TRY(packed_weight(&W1p, p.W1_packed, p.d.F, p.d.D, isa, p.precision, op, "W1Packed"));
+  NF_TRY(packed_weight(&W2p, p.W2_packed, p.d.D, p.d.F, isa, p.precision, op, "W2Packed"));
   if (p.d.rows == 0) return Status::Ok();
   NF_DISPATCH_TO(isa, feedforward_forward, p, W1p, W2p);
   return Status::Ok();
@@ -77,7 +76,6 @@ Status run(const ops::FeedForwardForward<float>& params) {
 Status run(const ops::FeedForwardBackward<float>& params) {
   ops::FeedForwardBackward<float> p = params;
   p.d = ops::with_step_values(params.d);
-  NF_TRY(ops::cpu_precision_check("feedforward_backward", p.precision));
   NF_TRY(ops::int8_inference_check("feedforward_backward", p.precision, "a backward"));
   NF_TRY(ops::feedforward_check("feedforward_backward", p.d));
   NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");

@@ -30,7 +30,7 @@ bool nonfinite(float v) {
 
 int64_t first_nonfinite_range(const float* x, int64_t begin, int64_t end) {
   int64_t i = begin;
-#if NF_ISA == 2
+#if NF_AVX512
   const __m512i e = _mm512_set1_epi32(static_cast<int>(kExponent));
   for (; i + 16 <= end; i += 16) {
     const __m512i v = _mm512_and_si512(_mm512_loadu_si512(x + i), e);

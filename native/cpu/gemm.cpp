@@ -26,6 +26,19 @@
 // the same panels, k block after k block (native/ops/packed.h), so a column block of a k block is
 // a contiguous run of panels that macro_tiles reads in place instead of packing; pack_weights packs
 // each panel with the same packer, so the micro-kernel sees the same values either way.
+// Precision 'bf16' (native/ops/precision.h): the products' inputs rounded to bfloat16 (vround_bf16),
+// fp32 accumulation, the epilogue in fp32. Two forms, the same function of the inputs up to the
+// order of the fp32 sums:
+//   avx512bf16 (NF_BF16_DOT): the panels hold bf16 pairs, element (i, k) and (i, k + 1) of a panel
+//   in one 32-bit word (k even; an odd last k paired with 0), [⌈kc / 2⌉][P] words per panel, made by
+//   packing P rows as fp32 (the packers of pack_inl.h) into a small buffer and converting it
+//   (pack_bf16_pairs: vcvtne2ps2bf16); the micro-kernel runs vdot_bf16 (vdpbf16ps), two k per
+//   instruction, products exact in fp32 (bf16 denormals read as zero, as the conversion already
+//   made them).
+//   every other variant (emulated): the fp32 panels, each value rounded to bf16 once packed, and the
+//   fp32 micro-kernel: the products of bf16 values are exact in fp32, so only the order of the sums
+//   differs from the avx512bf16 form.
+// K is cut into blocks of an even kc (all but the last), so a pair never straddles two blocks.
 #include "gemm.h"
 
 #include <algorithm>
@@ -54,7 +67,7 @@ namespace {
 // KC 512 (a 64 KiB micro-panel, twice L1d, streamed from L2; half the passes over C) 0-6% faster
 // than 256 at the models' shapes (1576x3072x768: 102 against 99 GFLOP/s; dW = dyᵀ x 2304x768x1576:
 // 103 against 99), level at M = 197. The AVX2 variant keeps 256: its CPUs (Zen 3) have half the L2.
-#if NF_ISA == 2
+#if NF_AVX512
 constexpr int MR = 12, NV = 2;
 constexpr int64_t KC = 512, MC = 240;
 #elif NF_ISA == 1
@@ -83,13 +96,22 @@ struct Plan {
   // Packing scratch: one B block (kc x the widest column block), then one A block (the tallest
   // row block x kc). Never empty, so that thread_scratch never sees a request for 0 bytes.
   int64_t b_block_floats() const { return round_up(ceil_div(col_panels, nJC) * NR * kc, 16); }
-  size_t scratch_bytes() const { return sizeof(float) * (b_block_floats() + ceil_div(row_panels, nIC) * MR * kc + 16); }
+  // Then (bf16 pairs) one fp32 panel of the widest packer, kc rows deep, before its conversion.
+  size_t scratch_bytes() const {
+    return sizeof(float) * (b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16) + kc * NR + 16);
+  }
+  int64_t panel_buffer_offset() const { return b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16); }
 };
 
-// K cut into *n blocks of *kc (the last may be shorter): as few as KC allows, as even as possible.
+// K cut into *n blocks of *kc (the last may be shorter): as few as KC allows, as even as possible
+// with kc even (so that bf16 pairs of k never straddle two blocks; KC is even).
 void k_blocks(int64_t K, int64_t* n, int64_t* kc) {
-  *n = std::max<int64_t>(1, ceil_div(K, KC));
-  *kc = ceil_div(K, *n);
+  if (K == 0) {
+    *n = 1, *kc = 0;
+    return;
+  }
+  *kc = round_up(ceil_div(K, std::max<int64_t>(1, ceil_div(K, KC))), 2);
+  *n = std::max<int64_t>(1, ceil_div(K, *kc));
 }
 
 Plan make_plan(const GemmDims& d) {
@@ -148,11 +170,56 @@ void act_tile(vf (&acc)[R][NV]) {
     for (int v = 0; v < NV; ++v) acc[r][v] = act_forward(acc[r][v], A);
 }
 
+// How a call's products take their inputs: fp32 (precision fp32 and tf32), bf16 emulated (fp32
+// panels rounded to bf16) or bf16 pairs (avx512bf16 only).
+enum class Dot { fp32, bf16_rounded, bf16_pairs };
+
+Dot dot_of(ops::Precision p) {
+  if (p != ops::Precision::bf16) return Dot::fp32;
+  return NF_BF16_DOT ? Dot::bf16_pairs : Dot::bf16_rounded;
+}
+
+// Rows of a panel of depth kc as the micro-kernel steps through them: kc floats, or ⌈kc / 2⌉ pairs.
+int64_t panel_depth(int64_t kc, Dot dot) { return dot == Dot::bf16_pairs ? (kc + 1) / 2 : kc; }
+
+// x[0:n] = vround_bf16(x[0:n]).
+void round_bf16_n(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vstore(x + i, vround_bf16(vload(x + i)));
+  if (i < n) vstore_n(x + i, vround_bf16(vload_n(x + i, int(n - i))), int(n - i));
+}
+
+// a·b added to acc lane by lane: fp32 values (vfma), or (kPairs) bf16 pairs (vdot_bf16).
+template <bool kPairs>
+inline vf dot_step(vf a, vf b, vf acc) {
+#if NF_BF16_DOT
+  if constexpr (kPairs) return vdot_bf16(acc, a, b);
+#endif
+  return vfma(a, b, acc);
+}
+
+// The tile's accumulators: acc = ap[kd][MR] (the first R rows of each k) * bp[kd][NR] over kd
+// panel rows of fp32 values or (kPairs) bf16 pairs.
+template <int R, bool kPairs>
+void accumulate_tile(vf (&acc)[R][NV], int64_t kd, const float* ap, const float* bp) {
+  for (int64_t k = 0; k < kd; ++k, ap += MR, bp += NR) {
+    vf b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) b[v] = vload(bp + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const vf a = vset1(ap[r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = dot_step<kPairs>(a, b[v], acc[r][v]);
+    }
+  }
+}
+
 // One R x NR tile (R = MR; fewer rows for a short last row panel, whose padding rows are then not
-// computed): acc = ap[kc][MR] (the first R rows of each k) * bp[kc][NR], then
-// C[0:mr, 0:nr] = epilogue(acc), mr <= R.
-template <int R>
-void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, int nr, const Epilogue& e) {
+// computed): acc = ap * bp over kd panel rows (accumulate_tile), then C[0:mr, 0:nr] = epilogue(acc),
+// mr <= R.
+template <int R, bool kPairs>
+void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, int nr, const Epilogue& e) {
   vf acc[R][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -163,17 +230,7 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
       __builtin_prefetch(C + r * e.ldc + NR - 1, 1);
     }
   }
-  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += NR) {
-    vf b[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) b[v] = vload(bp + v * W);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const vf a = vset1(ap[r]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = vfma(a, b[v], acc[r][v]);
-    }
-  }
+  accumulate_tile<R, kPairs>(acc, kd, ap, bp);
 
   // The epilogue on the registers: x = alpha acc + beta C + bias, preact = x, C = act(x). The
   // activation runs over the whole tile at once (R x NV independent vectors, padding rows too),
@@ -212,40 +269,70 @@ void micro_tile(int64_t kc, const float* ap, const float* bp, float* C, int mr, 
   }
 }
 
+// Packs rows [0, n) x depth [0, kc) of op(A) or op(B) into P-row panels for `dot`: row-major
+// (element (i, k) at src[i * ld + k]) or k-major (src[k * ld + i]) as pack_inl.h says; bf16_rounded
+// rounds the panels' values, bf16_pairs packs each panel as fp32 into `buf` (kc x P floats) and
+// converts it to pairs.
+template <int P>
+void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t kc, bool row_major, Dot dot, float* buf) {
+#if NF_BF16_DOT
+  if (dot == Dot::bf16_pairs) {
+    for (int64_t i = 0; i < n; i += P, dst += (kc + 1) / 2 * P) {
+      const int64_t rows = std::min<int64_t>(P, n - i);
+      if (row_major) pack_transposed<P>(buf, src + i * ld, ld, rows, kc);
+      else pack_k_major<P>(buf, src + i, ld, rows, kc);
+      pack_bf16_pairs<P>(dst, buf, kc);
+    }
+    return;
+  }
+#endif
+  if (row_major) pack_transposed<P>(dst, src, ld, n, kc);
+  else pack_k_major<P>(dst, src, ld, n, kc);
+  if (dot == Dot::bf16_rounded) round_bf16_n(dst, ceil_div(n, P) * P * kc);
+}
+
+// One tile of the row panel at `a` (mr rows) and the column panel at `b` (nr columns), kd panel rows
+// deep. A short last row panel (M % MR rows) runs a narrower tile: MR / 3 or 2 MR / 3 rows.
+template <bool kPairs>
+void run_tile(int64_t kd, const float* a, const float* b, float* c, int mr, int nr, const Epilogue& e) {
+  if (mr <= MR / 3) micro_tile<MR / 3, kPairs>(kd, a, b, c, mr, nr, e);
+  else if (mr <= 2 * MR / 3) micro_tile<2 * MR / 3, kPairs>(kd, a, b, c, mr, nr, e);
+  else micro_tile<MR, kPairs>(kd, a, b, c, mr, nr, e);
+}
+
 // Row blocks [ic0, ic1) of column block jc of one batch entry, over all of K: for each k block,
 // the B block is packed once into bp (or found in `packed`) and reused by every row block, each
-// packed in turn into ap.
-void macro_tiles(float* C, float* preact, const float* A, const float* B, float* bp, float* ap, const float* bias,
-                 const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1, const PackedB& packed) {
+// packed in turn into ap (buf: the fp32 panel of a bf16 pair conversion).
+void macro_tiles(float* C, float* preact, const float* A, const float* B, float* bp, float* ap, float* buf,
+                 const float* bias, const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1,
+                 const PackedB& packed, Dot dot) {
   const int64_t j0 = p.col(jc), nc = std::min(d.N, p.col(jc + 1)) - j0;
+  const int64_t kstep = dot == Dot::bf16_pairs ? 2 : 1;  // k per panel row
   for (int64_t pc = 0; pc < p.nKC; ++pc) {
-    const int64_t k0 = pc * p.kc, kc = std::min(p.kc, d.K - k0);
+    const int64_t k0 = pc * p.kc, kc = std::min(p.kc, d.K - k0), kd = panel_depth(kc, dot);
     const bool first = pc == 0, last = pc == p.nKC - 1;
-    const float* b = bp;  // the B block: [nc / NR panels][kc][NR]
+    const float* b = bp;  // the B block: [nc / NR panels][kd][NR]
     if (packed)
-      b = packed.panels + k0 * packed.ld + (packed.col0 + j0) * kc;
-    else if (d.transB)
-      pack_transposed<NR>(bp, B + j0 * d.ldb + k0, d.ldb, nc, kc);
+      b = packed.panels + k0 / kstep * packed.ld + (packed.col0 + j0) * kd;
     else
-      pack_k_major<NR>(bp, B + k0 * d.ldb + j0, d.ldb, nc, kc);
+      pack_operand<NR>(bp, d.transB ? B + j0 * d.ldb + k0 : B + k0 * d.ldb + j0, d.ldb, nc, kc, d.transB, dot, buf);
     for (int64_t ic = ic0; ic < ic1; ++ic) {
       const int64_t i0 = p.row(ic), mc = std::min(d.M, p.row(ic + 1)) - i0;
-      if (d.transA)
-        pack_k_major<MR>(ap, A + k0 * d.lda + i0, d.lda, mc, kc);
-      else
-        pack_transposed<MR>(ap, A + i0 * d.lda + k0, d.lda, mc, kc);
+      pack_operand<MR>(ap, d.transA ? A + k0 * d.lda + i0 : A + i0 * d.lda + k0, d.lda, mc, kc, !d.transA, dot, buf);
       for (int64_t j = 0; j < nc; j += NR) {
         Epilogue e{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
                    last && preact ? preact + i0 * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc};
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
         for (int64_t i = 0; i < mc; i += MR) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, mc - i));
-          const float *a = ap + i * kc, *bj = b + j * kc;
+          const float *a = ap + i * kd, *bj = b + j * kd;
           float* c = C + (i0 + i) * d.ldc + j0 + j;
-          // A short last row panel (M % MR rows) runs a narrower tile: MR / 3 or 2 MR / 3 rows.
-          if (mr <= MR / 3) micro_tile<MR / 3>(kc, a, bj, c, mr, nr, e);
-          else if (mr <= 2 * MR / 3) micro_tile<2 * MR / 3>(kc, a, bj, c, mr, nr, e);
-          else micro_tile<MR>(kc, a, bj, c, mr, nr, e);
+          if constexpr (NF_BF16_DOT) {
+            if (dot == Dot::bf16_pairs) run_tile<true>(kd, a, bj, c, mr, nr, e);
+            else run_tile<false>(kd, a, bj, c, mr, nr, e);
+          } else {
+            run_tile<false>(kd, a, bj, c, mr, nr, e);
+          }
           if (e.preact) e.preact += MR * d.ldc;
         }
       }
@@ -258,9 +345,10 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
 void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) { *bytes = make_plan(d).scratch_bytes(); }
 
 void gemm(float* C, float* preact, const float* A, const float* B, const float* bias, const GemmDims& d,
-          const PackedB& packed) {
+          const PackedB& packed, ops::Precision precision) {
   if (d.M == 0 || d.N == 0) return;
   const Plan p = make_plan(d);
+  const Dot dot = dot_of(precision);
   // Macro-tiles t = (batch entry, column block, row block), row block fastest; two contiguous
   // chunks per thread (see the header), each packing its B blocks once for all its row blocks.
   const int64_t tiles = d.batch * p.nJC * p.nIC;
@@ -268,13 +356,21 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
     float* bp = static_cast<float*>(thread_scratch(ScratchSlot::gemm_pack, p.scratch_bytes()));
     if (!bp) return;  // unreachable for the calling thread: the public entry reserved this
     float* ap = bp + p.b_block_floats();
+    float* buf = bp + p.panel_buffer_offset();
     for (int64_t t = t0; t < t1;) {
       const int64_t group = t / p.nIC, b = group / p.nJC, jc = group % p.nJC;
       const int64_t ic0 = t % p.nIC, ic1 = std::min(p.nIC, ic0 + (t1 - t));
       macro_tiles(C + b * d.strideC, preact ? preact + b * d.strideC : nullptr, A + b * d.strideA,
-                  B + b * d.strideB, bp, ap, bias, d, p, jc, ic0, ic1, packed);
+                  B + b * d.strideB, bp, ap, buf, bias, d, p, jc, ic0, ic1, packed, dot);
       t += ic1 - ic0;
     }
+  });
+}
+
+void round_bf16(float* x, int64_t n) {
+  constexpr int64_t kBlock = int64_t(1) << 14;
+  parallel_for(ceil_div(n, kBlock), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) round_bf16_n(x + b * kBlock, std::min(kBlock, n - b * kBlock));
   });
 }
 
@@ -284,19 +380,21 @@ void gemm_panel_shape(int* nr, int64_t* kc_max) {
 }
 
 // For each k block of the GEMM's plan for K, the 32·⌈N / 32⌉ / NR panels of op(B) = Wᵀ (W [N, K] is
-// B stored transposed), each packed as macro_tiles packs it; panels wholly past N are zero. One
-// panel (all its k blocks) per task.
-void pack_weights(float* panels, const float* W, int64_t N, int64_t K) {
+// B stored transposed), each packed as macro_tiles packs it for `precision`; panels wholly past N
+// are zero. One panel (all its k blocks) per task.
+void pack_weights(float* panels, const float* W, int64_t N, int64_t K, ops::Precision precision) {
   int64_t nKC = 0, kc = 0;
   k_blocks(K, &nKC, &kc);
-  const int64_t ld = ops::packed_width(N);
+  const Dot dot = dot_of(precision);
+  const int64_t ld = ops::packed_width(N), kstep = dot == Dot::bf16_pairs ? 2 : 1;
   parallel_for(ld / NR, [&](int64_t p0, int64_t p1) {
+    alignas(64) float buf[KC * NR];  // bf16 pairs: one fp32 panel before its conversion
     for (int64_t j0 = p0 * NR; j0 < p1 * NR; j0 += NR)
       for (int64_t pc = 0; pc < nKC; ++pc) {
-        const int64_t k0 = pc * kc, depth = std::min(kc, K - k0);
-        float* dst = panels + k0 * ld + j0 * depth;
-        if (j0 < N) pack_transposed<NR>(dst, W + j0 * K + k0, K, std::min<int64_t>(NR, N - j0), depth);
-        else std::memset(dst, 0, sizeof(float) * depth * NR);
+        const int64_t k0 = pc * kc, depth = std::min(kc, K - k0), kd = panel_depth(depth, dot);
+        float* dst = panels + k0 / kstep * ld + j0 * kd;
+        if (j0 < N) pack_operand<NR>(dst, W + j0 * K + k0, K, std::min<int64_t>(NR, N - j0), depth, true, dot, buf);
+        else std::memset(dst, 0, sizeof(float) * kd * NR);
       }
   });
 }
@@ -310,7 +408,6 @@ namespace nf::cpu {
 NF_KERNEL_DECL(void gemm_scratch_bytes(const GemmDims& d, size_t* bytes))
 
 Status run(const ops::Gemm<float>& p) {
-  NF_TRY(ops::cpu_precision_check("gemm", p.precision));
   NF_TRY(ops::int8_inference_check("gemm", p.precision, "the general gemm op (linearForward runs int8)"));
   GemmDims d = p.d;
   NF_TRY(gemm_check(&d));
@@ -318,7 +415,7 @@ Status run(const ops::Gemm<float>& p) {
   size_t bytes = 0;
   NF_DISPATCH(gemm_scratch_bytes, d, &bytes);
   NF_CHECK(thread_scratch(ScratchSlot::gemm_pack, bytes), "gemm", "out of memory for the packing buffers");
-  NF_DISPATCH(gemm, p.C, p.preact, p.A, p.B, p.bias, d);
+  NF_DISPATCH(gemm, p.C, p.preact, p.A, p.B, p.bias, d, {}, p.precision);
   return Status::Ok();
 }
 

@@ -27,7 +27,7 @@ using ops::gemm_check;
 // the int8 packing `q` (columns from its column 0), or, when q is empty, from W quantized per call.
 struct PackedB {
   const float* panels = nullptr;  // the first k block (null: not packed, the GEMM packs B itself)
-  int64_t ld = 0;                 // floats per k row of a k block: 32·⌈N / 32⌉ of the whole packing
+  int64_t ld = 0;                 // floats (bf16 pairs: words) per panel row of a k block: 32·⌈N / 32⌉
   int64_t col0 = 0;               // the column of op(B) the GEMM's column 0 is (a multiple of nr)
   int nr = 0;                     // the panels' width (the micro-kernel's NR)
   bool int8 = false;              // precision 'int8'
@@ -48,14 +48,23 @@ struct PackedB {
 Status run(const ops::Gemm<float>& p);
 
 // One variant per ISA. Expects checked dims. Runs threaded unless called inside a parallel region.
-// With `packed` (a packing of op(B) for this variant, K = d.K), B is not read.
+// With `packed` (a packing of op(B) for this variant and precision, K = d.K), B is not read.
+// `precision` (native/ops/precision.h): fp32 and tf32 multiply fp32; bf16 rounds the products'
+// inputs to bfloat16 and accumulates in fp32 (vdpbf16ps in the avx512bf16 variant, emulated with
+// fp32 FMA elsewhere; gemm.cpp).
 NF_KERNEL_DECL(void gemm(float* C, float* preact, const float* A, const float* B, const float* bias,
-                         const GemmDims& d, const PackedB& packed = {}))
+                         const GemmDims& d, const PackedB& packed = {},
+                         ops::Precision precision = ops::Precision::fp32))
+
+// x[0:n] rounded to bfloat16 in place (vround_bf16 of simd.h): what precision 'bf16' does to a
+// product's input that no GEMM packs (the attention core's Q, K, V).
+NF_KERNEL_DECL(void round_bf16(float* x, int64_t n))
 
 // The micro-kernel's panel width NR and the largest k block KC of each variant.
 NF_KERNEL_DECL(void gemm_panel_shape(int* nr, int64_t* kc_max))
 // Writes the panels of a packWeights buffer for this variant (everything after its header, see
-// native/ops/packed.h): op(B) = Wᵀ for W [N, K], exactly as the GEMM would pack it block by block.
-NF_KERNEL_DECL(void pack_weights(float* panels, const float* W, int64_t N, int64_t K))
+// native/ops/packed.h): op(B) = Wᵀ for W [N, K], exactly as the GEMM would pack it block by block
+// at `precision`.
+NF_KERNEL_DECL(void pack_weights(float* panels, const float* W, int64_t N, int64_t K, ops::Precision precision))
 
 }  // namespace nf::cpu

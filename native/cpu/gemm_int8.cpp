@@ -55,6 +55,7 @@
 #define NF_INT8_NS NF_ISA_NS
 #endif
 
+#if NF_ISA != 4  // the avx512bf16 variant runs avx512_vnni's (or avx2's) kernels: see gemm_int8 below
 namespace nf::cpu::NF_INT8_NS {
 #include "simd.h"
 #include "activation_inl.h"
@@ -256,6 +257,7 @@ void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p
 }
 
 }  // namespace nf::cpu::NF_INT8_NS
+#endif
 
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
@@ -283,7 +285,8 @@ Int8Weights int8_weights(const float* packed, int64_t N, int64_t K) {
 
 void quantize_weights(float* packed, const float* W, int64_t N, int64_t K) {
   const int32_t words[] = {ops::kPackedInt8Magic, -1, 32, static_cast<int32_t>((K + 3) / 4 * 4),
-                           static_cast<int32_t>(N), static_cast<int32_t>(K)};
+                           static_cast<int32_t>(N), static_cast<int32_t>(K),
+                           static_cast<int32_t>(ops::Precision::int8)};
   std::memset(packed, 0, sizeof(float) * ops::kPackedHeader);
   std::memcpy(packed, words, sizeof words);
   const Int8Weights w = int8_weights(packed, N, K);
@@ -339,7 +342,7 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
   int32_t* zero = reinterpret_cast<int32_t*>(buffer + Mp);
   uint8_t* xq = reinterpret_cast<uint8_t*>(buffer + 2 * Mp);
   // Which kernels: x86 only has the avx2 and VNNI ones (another architecture's variants run the scalar ones).
-  const bool vnni = NF_X86 && isa == Isa::avx512 && int8_vnni(), widen = NF_X86 && !vnni && isa != Isa::scalar;
+  const bool vnni = NF_X86 && isa_rank(isa) >= isa_rank(Isa::avx512) && int8_vnni(), widen = NF_X86 && !vnni && isa != Isa::scalar;
   parallel_for(Mp, 16, [&](int64_t r0, int64_t r1) {
     const int64_t e = std::min(r1, M);
 #if NF_X86

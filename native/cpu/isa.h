@@ -4,24 +4,30 @@
 // then open `namespace nf::cpu::NF_ISA_NS { ... }`, then include simd.h inside it; end the file by
 // including isa_end.h.
 //   NF_ISA 0: scalar (baseline x86-64 or AArch64 / any CPU)  namespace scalar
-//   NF_ISA 1: AVX2 + FMA (Haswell, Zen 1+)                    namespace avx2     x86-64 only
-//   NF_ISA 2: AVX-512 F/DQ/BW/VL (Skylake-X, Zen 4)           namespace avx512   x86-64 only
-//   NF_ISA 3: NEON / Advanced SIMD (every AArch64 CPU)        namespace neon     AArch64 only
+//   NF_ISA 1: AVX2 + FMA (Haswell, Zen 1+)                    namespace avx2        x86-64 only
+//   NF_ISA 2: AVX-512 F/DQ/BW/VL (Skylake-X, Zen 4)           namespace avx512      x86-64 only
+//   NF_ISA 3: NEON / Advanced SIMD (every AArch64 CPU)        namespace neon        AArch64 only
+//   NF_ISA 4: AVX-512 as 2, and AVX512_BF16                   namespace avx512bf16  x86-64 only
+//             (Cooper Lake, Sapphire Rapids, Zen 4): the same code as avx512 but where a kernel
+//             uses the BF16 instructions (NF_BF16_DOT: the GEMM at precision 'bf16')
 // The build compiles the variants of its target architecture (nf::kCompiledIsas,
 // native/core/cpu_features.h); NEON is baseline AArch64, so its variant needs no target pragma.
 //
 // Why one binary (a prebuild made on any machine) never runs AVX-512 code on a CPU without it:
 // - Every object is compiled with the baseline x86-64 flags (binding.gyp, CMakeLists.txt: no
-//   -march, no -mavx*); only the code after this header's `#pragma GCC target` in an NF_ISA 2
-//   translation unit, all inside namespace nf::cpu::avx512, may use AVX-512 instructions. The
+//   -march, no -mavx*); only the code after this header's `#pragma GCC target` in an NF_ISA 2 or 4
+//   translation unit, all inside namespace nf::cpu::avx512 or nf::cpu::avx512bf16, may use AVX-512
+//   instructions, and only nf::cpu::avx512bf16 the BF16 ones. The
 //   headers included before the pragma keep the baseline target, so inline and template code the
 //   linker merges across variants is baseline code (test/loader.test.ts disassembles the addon and
-//   checks that every EVEX/zmm/mask-register instruction lies in a function of nf::cpu::avx512).
+//   checks that every EVEX/zmm/mask-register instruction lies in a function of nf::cpu::avx512 or
+//   avx512bf16, and every BF16 instruction in one of nf::cpu::avx512bf16).
 // - The avx512 functions are reached only through NF_DISPATCH / NF_DISPATCH_TO (kernel_decl.h) or
 //   an explicit switch on active_isa(), and active_isa() can only hold a variant that
 //   detected_isa() allows: CPUID must report AVX-512 F, DQ, BW and VL (and AVX2, FMA, F16C, BMI1
 //   and BMI2, which the pragmas below enable too), and XGETBV must show the OS saves the opmask
-//   and ZMM state (native/core/cpu_features.cpp); NF_ISA and setIsa() can only lower it.
+//   and ZMM state (native/core/cpu_features.cpp), and avx512bf16 AVX512_BF16 besides; NF_ISA and
+//   setIsa() can only lower it.
 //   NF_DISPATCH_TO's callers (the load-time self-check, the simd_probe test hook) check
 //   detected_isa() themselves. A variant that fails the self-check is not selected either.
 // So the AVX-512 kernels ship in every build and simply stay unused on AVX2 or older CPUs.
@@ -32,10 +38,10 @@
 #include "../core/arch.h"
 
 #ifndef NF_ISA
-#error "NF_ISA must be defined by the build (0 scalar, 1 avx2, 2 avx512, 3 neon)"
+#error "NF_ISA must be defined by the build (0 scalar, 1 avx2, 2 avx512, 3 neon, 4 avx512bf16)"
 #endif
-#if (NF_ISA == 1 || NF_ISA == 2) && !NF_X86
-#error "the avx2 and avx512 variants (NF_ISA 1, 2) are x86-64 only"
+#if (NF_ISA == 1 || NF_ISA == 2 || NF_ISA == 4) && !NF_X86
+#error "the avx2, avx512 and avx512bf16 variants (NF_ISA 1, 2, 4) are x86-64 only"
 #endif
 #if NF_ISA == 3 && !NF_ARM64
 #error "the neon variant (NF_ISA 3) is AArch64 only"
@@ -47,11 +53,25 @@
 #include <arm_neon.h>
 #endif
 
+// NF_AVX512: this variant runs AVX-512 (avx512 and avx512bf16). NF_BF16_DOT: it also has the BF16
+// conversions and dot products (vcvtne2ps2bf16, vdpbf16ps).
+#define NF_AVX512 (NF_ISA == 2 || NF_ISA == 4)
+#define NF_BF16_DOT (NF_ISA == 4)
+
+#if NF_AVX512
 #if NF_ISA == 2
 #define NF_ISA_NS avx512
 #define NF_ISA_TARGET "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c,bmi,bmi2"
+#else
+#define NF_ISA_NS avx512bf16
+#define NF_ISA_TARGET "avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c,bmi,bmi2"
+#endif
 #ifndef __clang__
+#if NF_ISA == 2
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c,bmi,bmi2")
+#else
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c,bmi,bmi2")
+#endif
 // GCC 12's own _mm512_extract*/_mm256_undefined_* trip -Wmaybe-uninitialized (GCC PR 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"

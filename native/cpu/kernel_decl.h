@@ -1,9 +1,9 @@
 // Declaring and dispatching ISA-variant kernels.
 //
 // Every kernel .cpp in native/cpu/ is compiled once per variant of the target architecture (see
-// isa.h): on x86-64 with NF_ISA = 0 (scalar), 1 (AVX2+FMA) and 2 (AVX-512), into namespaces
-// nf::cpu::scalar, nf::cpu::avx2 and nf::cpu::avx512; on AArch64 with NF_ISA = 0 and 3 (NEON),
-// into nf::cpu::scalar and nf::cpu::neon. A family header declares its variant functions once with
+// isa.h): on x86-64 with NF_ISA = 0 (scalar), 1 (AVX2+FMA), 2 (AVX-512) and 4 (AVX-512 with BF16),
+// into namespaces nf::cpu::scalar, avx2, avx512 and avx512bf16; on AArch64 with NF_ISA = 0 and 3
+// (NEON), into nf::cpu::scalar and nf::cpu::neon. A family header declares its variant functions once with
 // NF_KERNEL_DECL, and its public entry point (compiled only in the scalar pass, guarded by
 // NF_ISA_PRIMARY) checks dims and calls the active variant with NF_DISPATCH.
 //
@@ -20,11 +20,13 @@
 #define NF_KERNEL_DECL(...)          \
   namespace scalar { __VA_ARGS__; }  \
   namespace avx2 { __VA_ARGS__; }    \
-  namespace avx512 { __VA_ARGS__; }
+  namespace avx512 { __VA_ARGS__; }  \
+  namespace avx512bf16 { __VA_ARGS__; }
 
 #define NF_DISPATCH_TO(isa, fn, ...)                                \
   ([&]() -> decltype(auto) {                                        \
     switch (isa) {                                                  \
+      case ::nf::Isa::avx512bf16: return avx512bf16::fn(__VA_ARGS__);  \
       case ::nf::Isa::avx512: return avx512::fn(__VA_ARGS__);       \
       case ::nf::Isa::avx2: return avx2::fn(__VA_ARGS__);           \
       default: return scalar::fn(__VA_ARGS__);                      \

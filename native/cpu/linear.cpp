@@ -16,7 +16,7 @@ namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
 
 void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, const LinearDims& d,
-                    Act act, const PackedB& Wp) {
+                    Act act, const PackedB& Wp, ops::Precision precision) {
   // Precision 'int8' (falling back to the float product when its buffers cannot be allocated).
   if (Wp.int8 && gemm_int8(static_cast<Isa>(NF_ISA), y, preact, x, W, Wp.q, b, d.rows, d.out_features,
                            d.in_features, d.in_features, d.out_features, act))
@@ -26,7 +26,7 @@ void linear_forward(float* y, float* preact, const float* x, const float* W, con
   g.transB = true;
   g.lda = d.in_features, g.ldb = d.in_features, g.ldc = d.out_features;
   g.act = act;
-  NF_ISA_NS::gemm(y, preact, x, W, b, g, Wp);
+  NF_ISA_NS::gemm(y, preact, x, W, b, g, Wp, precision);
 }
 
 void bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x) {
@@ -61,12 +61,12 @@ void bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float*
 }
 
 void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-                     const LinearDims& d) {
+                     const LinearDims& d, ops::Precision precision) {
   if (dx) {  // dx[rows,in] = dy[rows,out] W[out,in]
     GemmDims g;
     g.M = d.rows, g.N = d.in_features, g.K = d.out_features;
     g.lda = d.out_features, g.ldb = d.in_features, g.ldc = d.in_features;
-    NF_ISA_NS::gemm(dx, nullptr, dy, W, nullptr, g);
+    NF_ISA_NS::gemm(dx, nullptr, dy, W, nullptr, g, {}, precision);
   }
   {  // dW[out,in] += dyᵀ[out,rows] x[rows,in]
     GemmDims g;
@@ -74,7 +74,7 @@ void linear_backward(float* dx, float* dW, float* db, const float* dy, const flo
     g.transA = true;
     g.lda = d.out_features, g.ldb = d.in_features, g.ldc = d.in_features;
     g.beta = 1.0f;
-    NF_ISA_NS::gemm(dW, nullptr, dy, x, nullptr, g);
+    NF_ISA_NS::gemm(dW, nullptr, dy, x, nullptr, g, {}, precision);
   }
   if (db) NF_ISA_NS::bias_grad(db, dy, d.rows, d.out_features, nullptr);
 }
@@ -85,22 +85,20 @@ void linear_backward(float* dx, float* dW, float* db, const float* dy, const flo
 namespace nf::cpu {
 
 Status run(const ops::LinearForward<float>& p) {
-  NF_TRY(ops::cpu_precision_check("linear_forward", p.precision));
   NF_TRY(ops::linear_check("linear_forward", p.d));
   const Isa isa = active_isa();
   PackedB Wp;
-  NF_TRY(packed_weight(&Wp, p.W_packed, p.d.out_features, p.d.in_features, isa, "linear_forward", "WPacked", p.precision));
+  NF_TRY(packed_weight(&Wp, p.W_packed, p.d.out_features, p.d.in_features, isa, p.precision, "linear_forward", "WPacked"));
   if (p.d.rows == 0) return Status::Ok();
-  NF_DISPATCH_TO(isa, linear_forward, p.y, p.preact, p.x, p.W, p.b, p.d, p.act, Wp);
+  NF_DISPATCH_TO(isa, linear_forward, p.y, p.preact, p.x, p.W, p.b, p.d, p.act, Wp, p.precision);
   return Status::Ok();
 }
 
 Status run(const ops::LinearBackward<float>& p) {
-  NF_TRY(ops::cpu_precision_check("linear_backward", p.precision));
   NF_TRY(ops::int8_inference_check("linear_backward", p.precision, "a backward"));
   NF_TRY(ops::linear_check("linear_backward", p.d));
   if (p.d.rows == 0) return Status::Ok();
-  NF_DISPATCH(linear_backward, p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d);
+  NF_DISPATCH(linear_backward, p.dx, p.dW, p.db, p.dy, p.x, p.W, p.d, p.precision);
   return Status::Ok();
 }
 

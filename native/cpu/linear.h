@@ -20,11 +20,14 @@ Status run(const ops::LinearBackward<float>& p);
 // The variants below are the building blocks other kernels (attention, the feed-forward network,
 // the patch embedding) run their products through.
 
-// With `Wp` (W prepacked for this variant), W is not read.
+// With `Wp` (W prepacked for this variant and precision), W is not read. `precision`: that of the
+// products (the GEMM's; the backward's dx and dW products too).
 NF_KERNEL_DECL(void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b,
-                                   const LinearDims& d, Act act, const PackedB& Wp = {}))
+                                   const LinearDims& d, Act act, const PackedB& Wp = {},
+                                   ops::Precision precision = ops::Precision::fp32))
 NF_KERNEL_DECL(void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x,
-                                    const float* W, const LinearDims& d))
+                                    const float* W, const LinearDims& d,
+                                    ops::Precision precision = ops::Precision::fp32))
 // db[n] += Σ_rows dy[row, n] for dy [rows, n]: the bias gradient of any row-broadcast bias; with x
 // [rows, n] (else null), db[n] += Σ_rows dy[row, n] · x[row, n]: a per-column scale's gradient.
 NF_KERNEL_DECL(void bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x))

@@ -6,6 +6,9 @@
 //   in registers (transpose_8x8: AVX2 shuffles, which the AVX-512 variant uses too; NEON 4 x 4
 //   blocks), element by element in the scalar variant, for the last kc % 8 and for a partial last
 //   panel.
+//   bf16 pairs (avx512bf16 only): an fp32 panel [kc][P] becomes [⌈kc / 2⌉][P] 32-bit words, each
+//   holding bf16(element (i, k)) in its low half and bf16(element (i, k + 1)) in its high half
+//   (vround_bf16's rounding; an odd kc's last k paired with 0): what vdot_bf16 multiplies.
 // Dimension key: n rows (M or N), kc the depth of one k block, ld the source's row stride.
 // Include inside `namespace nf::cpu::NF_ISA_NS` after simd.h (needs <algorithm> and <cstring>).
 // test/simd.test.ts checks every function here on every variant against the definition above.
@@ -34,7 +37,7 @@ void pack_k_major(float* dst, const float* src, int64_t ld, int64_t n, int64_t k
 // Every vector variant has transpose_8x8; the scalar one copies element by element.
 #define NF_HAS_TRANSPOSE_8X8 (NF_ISA != 0)
 
-#if NF_ISA == 1 || NF_ISA == 2
+#if NF_ISA == 1 || NF_AVX512
 // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < 8: an 8 x 8 transpose in registers (AVX2;
 // the AVX-512 variant uses it too), of `rows` source rows (8, 6 or 4; a constant once inlined)
 // padded with zeros, storing only the first `rows` floats of each of the 8 output columns.
@@ -126,3 +129,26 @@ void pack_transposed(float* dst, const float* src, int64_t ld, int64_t n, int64_
     }
   }
 }
+
+#if NF_BF16_DOT
+// dst = the fp32 panel src [kc][P] as bf16 pairs, [⌈kc / 2⌉][P] words (as floats): word (kk, r)
+// holds bf16(src[2kk][r]) in its low half and bf16(src[2kk + 1][r]) (0 past kc) in its high half.
+template <int P>
+void pack_bf16_pairs(float* dst, const float* src, int64_t kc) {
+  // vcvtne2ps2bf16(hi, lo) puts lo's 16 conversions below hi's; this permutation of 16-bit words
+  // interleaves them: word j of the result is lo_j | hi_j << 16.
+  const __m512i interleave = _mm512_set_epi32(0x001F000F, 0x001E000E, 0x001D000D, 0x001C000C, 0x001B000B, 0x001A000A,
+                                              0x00190009, 0x00180008, 0x00170007, 0x00160006, 0x00150005, 0x00140004,
+                                              0x00130003, 0x00120002, 0x00110001, 0x00100000);
+  for (int64_t k = 0; k < kc; k += 2)
+#pragma GCC unroll 2
+    for (int r = 0; r < P; r += W) {
+      const int n = std::min(W, P - r);
+      const __mmask16 m = tail_mask(n);
+      const __m512 lo = _mm512_maskz_loadu_ps(m, src + k * P + r);
+      const __m512 hi = k + 1 < kc ? _mm512_maskz_loadu_ps(m, src + (k + 1) * P + r) : _mm512_setzero_ps();
+      const __m512i pairs = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+      _mm512_mask_storeu_epi32(dst + k / 2 * P + r, m, _mm512_permutexvar_epi16(interleave, pairs));
+    }
+}
+#endif

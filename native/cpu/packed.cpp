@@ -1,7 +1,7 @@
 // The packWeights op and the check of a prepacked weight's header (native/cpu/packed.h).
 // Layout (native/ops/packed.h): 16 header words (int32 bit patterns: magic, ISA variant, NR, KC,
-// N, K, zeros), then op(B) = Wᵀ in the GEMM's panels, written by the variant's pack_weights
-// (native/cpu/gemm.cpp) with the packer its GEMM uses on every call.
+// N, K, precision, zeros), then op(B) = Wᵀ in the GEMM's panels, written by the variant's
+// pack_weights (native/cpu/gemm.cpp) with the packer its GEMM uses on every call at that precision.
 // Dimension key: N output features, K input features of the weight W [N, K].
 #include "packed.h"
 
@@ -21,8 +21,11 @@ PanelShape panel_shape(Isa isa) {
 
 namespace {
 
-// The header of a packing of [N, K] for `isa`.
-void header_words(int32_t (&w)[ops::kPackedHeader], Isa isa, int64_t N, int64_t K) {
+// The panels' precision: what the GEMM reads at precision p (tf32 computes fp32 on the CPU).
+ops::Precision panel_precision(ops::Precision p) { return p == ops::Precision::bf16 ? p : ops::Precision::fp32; }
+
+// The header of a packing of [N, K] for `isa` at precision p.
+void header_words(int32_t (&w)[ops::kPackedHeader], Isa isa, int64_t N, int64_t K, ops::Precision p) {
   const PanelShape s = panel_shape(isa);
   std::memset(w, 0, sizeof w);
   w[ops::kWordMagic] = ops::kPackedMagic;
@@ -31,6 +34,13 @@ void header_words(int32_t (&w)[ops::kPackedHeader], Isa isa, int64_t N, int64_t 
   w[ops::kWordKC] = static_cast<int32_t>(s.kc_max);
   w[ops::kWordN] = static_cast<int32_t>(N);
   w[ops::kWordK] = static_cast<int32_t>(K);
+  w[ops::kWordPrecision] = static_cast<int32_t>(panel_precision(p));
+}
+
+const char* precision_name(int32_t word) {
+  for (const ops::Choice<ops::Precision>& c : ops::kPrecisionList)
+    if (static_cast<int32_t>(c.value) == word) return c.name;
+  return "unknown";
 }
 
 }  // namespace
@@ -43,9 +53,9 @@ Status run(const ops::PackWeights<float>& p) {
   }
   const Isa isa = active_isa();
   int32_t w[ops::kPackedHeader];
-  header_words(w, isa, p.N, p.K);
+  header_words(w, isa, p.N, p.K, p.precision);
   std::memcpy(p.packed, w, sizeof w);
-  NF_DISPATCH_TO(isa, pack_weights, p.packed + ops::kPackedHeader, p.W, p.N, p.K);
+  NF_DISPATCH_TO(isa, pack_weights, p.packed + ops::kPackedHeader, p.W, p.N, p.K, p.precision);
   return Status::Ok();
 }
 
@@ -67,19 +77,19 @@ static Status packed_int8(PackedB* out, const float* buffer, int64_t N, int64_t 
   return Status::Ok();
 }
 
-Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Isa isa, const char* op,
-                     const char* field, ops::Precision precision) {
+Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Isa isa, ops::Precision precision,
+                     const char* op, const char* field) {
   *out = {};
   if (precision == ops::Precision::int8) return packed_int8(out, buffer, N, K, op, field);
   if (!buffer) return Status::Ok();
   int32_t want[ops::kPackedHeader], got[ops::kPackedHeader];
-  header_words(want, isa, N, K);
+  header_words(want, isa, N, K, precision);
   std::memcpy(got, buffer, sizeof got);
   // "avx2 (NR 16, KC 256)": a variant and its panel shape, as header words give them.
   const auto variant = [](const int32_t (&w)[ops::kPackedHeader]) {
     const int32_t i = w[ops::kWordIsa];
-    const std::string name = i >= 0 && i <= static_cast<int32_t>(Isa::neon) ? isa_name(static_cast<Isa>(i))
-                                                                            : "variant " + std::to_string(i);
+    const std::string name = i >= 0 && isa_rank(static_cast<Isa>(i)) >= 0 ? isa_name(static_cast<Isa>(i))
+                                                                         : "variant " + std::to_string(i);
     return name + " (NR " + std::to_string(w[ops::kWordNR]) + ", KC " + std::to_string(w[ops::kWordKC]) + ")";
   };
   const std::string expected = std::string("expected ") + field + " packed by packWeights";
@@ -89,6 +99,10 @@ Status packed_weight(PackedB* out, const float* buffer, int64_t N, int64_t K, Is
       got[ops::kWordKC] != want[ops::kWordKC])
     return Status::InvalidArg(op, expected + " for the active kernels, " + variant(want) + ", but received one packed for " +
                                       variant(got) + ": repack it after setIsa");
+  if (got[ops::kWordPrecision] != want[ops::kWordPrecision])
+    return Status::InvalidArg(op, expected + " at precision '" + precision_name(want[ops::kWordPrecision]) +
+                                      "' but received one packed at '" + precision_name(got[ops::kWordPrecision]) +
+                                      "': repack it with the op's precision");
   if (got[ops::kWordN] != N || got[ops::kWordK] != K)
     return Status::InvalidArg(op, expected + " of a weight [" + std::to_string(N) + ", " + std::to_string(K) +
                                       "] but received one of [" + std::to_string(got[ops::kWordN]) + ", " +

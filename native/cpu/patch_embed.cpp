@@ -61,14 +61,15 @@ void patch_embed_forward(const ops::PatchEmbedForward<float>& p) {
   const PatchEmbedDims& d = p.d;
   PackedB int8;  // precision 'int8': the weight quantized per call (about K·D operations, against B·N·K·D)
   int8.int8 = p.precision == ops::Precision::int8;
-  NF_ISA_NS::linear_forward(p.out, nullptr, gather_patches(p.images, d), p.weight, p.bias, linear_dims(d), Act::none, int8);
+  NF_ISA_NS::linear_forward(p.out, nullptr, gather_patches(p.images, d), p.weight, p.bias, linear_dims(d), Act::none, int8,
+                            p.precision);
 }
 
 void patch_embed_backward(const ops::PatchEmbedBackward<float>& p) {
   const PatchEmbedDims& d = p.d;
   float* dpatches = p.dimages ? patch_matrix(ScratchSlot::tile, d) : nullptr;
   NF_ISA_NS::linear_backward(dpatches, p.dweight, p.dbias, p.dout, gather_patches(p.images, d), p.weight,
-                             linear_dims(d));
+                             linear_dims(d), p.precision);
   if (!p.dimages) return;
   const size_t run = sizeof(float) * d.P;
   for_each_run(d, [&](int64_t pat, int64_t img) { std::memcpy(p.dimages + img, dpatches + pat, run); });
@@ -90,7 +91,6 @@ static Status patch_embed_check(const char* op, const PatchEmbedDims& d, bool im
 }
 
 Status run(const ops::PatchEmbedForward<float>& p) {
-  NF_TRY(ops::cpu_precision_check("patch_embed_forward", p.precision));
   NF_CHECK(p.precision != ops::Precision::int8 || p.d.C * p.d.P * p.d.P <= kMaxInt8K, "patch_embed_forward",
            "precision 'int8' takes at most " + std::to_string(kMaxInt8K) + " values per patch (C · P · P)");
   NF_TRY(patch_embed_check("patch_embed_forward", p.d, false));
@@ -100,7 +100,6 @@ Status run(const ops::PatchEmbedForward<float>& p) {
 }
 
 Status run(const ops::PatchEmbedBackward<float>& p) {
-  NF_TRY(ops::cpu_precision_check("patch_embed_backward", p.precision));
   NF_TRY(ops::int8_inference_check("patch_embed_backward", p.precision, "a backward"));
   NF_TRY(patch_embed_check("patch_embed_backward", p.d, p.dimages != nullptr));
   if (p.d.B == 0) return Status::Ok();

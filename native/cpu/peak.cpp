@@ -25,7 +25,7 @@ namespace nf::cpu::NF_ISA_NS {
 
 namespace {
 
-#if NF_ISA == 2
+#if NF_AVX512
 constexpr int K = 16;
 inline vf chain_step(vf acc, vf a, vf b) { return vfma(acc, a, b); }
 #elif NF_ISA == 3

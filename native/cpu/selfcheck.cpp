@@ -1,10 +1,12 @@
 // The load-time known-answer self-check of the ISA variants (run_isa_selfcheck, declared in
 // core/cpu_features.h): before the first variant is chosen, every kernel family runs once on a
-// tiny fixed input under each candidate variant (avx512, avx2 or neon: those the CPU has) and under the
-// scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp then uses the
-// next one down). The families: GEMM with each epilogue (every activation of the schema; alpha, beta,
-// bias, preact, every transpose, a strided batch), a Linear at precision 'int8' (the int8 kernels,
-// VNNI ones included), self-attention forward and backward (causal),
+// tiny fixed input under each candidate variant (avx512bf16, avx512, avx2 or neon: those the CPU
+// has) and under the scalar one, and a candidate whose outputs disagree is rejected (cpu_features.cpp
+// then uses the next one down). The families: GEMM with each epilogue (every activation of the
+// schema; alpha, beta, bias, preact, every transpose, a strided batch), the GEMM at precision bf16
+// (both packing paths, an odd K: the avx512bf16 variant's vdpbf16ps against the scalar emulation of
+// the same rounding), a Linear at precision 'int8' (the int8 kernels, VNNI ones included),
+// self-attention forward and backward (causal),
 // layernorm forward and backward (with the residual add), the feed-forward network forward and
 // backward with each activation, softmax cross-entropy with its gradient, and an AdamW step.
 // Shapes are chosen so every variant meets full vectors, tails and partial register tiles
@@ -91,6 +93,18 @@ Outputs gemm_family(Isa isa, Act act) {
   return {{name + " C", C}, {name + " preact", preact}};
 }
 
+// C = A B at precision bf16, M = 13, N = 37, K = 19 (an odd last pair), A and B row-major or both
+// transposed: every variant rounds the inputs the same way, so only the order of sums differs.
+Outputs gemm_bf16_family(Isa isa, bool trans) {
+  GemmDims d;
+  d.M = 13, d.N = 37, d.K = 19;
+  d.transA = d.transB = trans;
+  (void)gemm_check(&d);
+  Floats A = fixed(d.M * d.K, 80 + trans, 0.6f), B = fixed(d.K * d.N, 82 + trans, 0.6f), C(d.M * d.N, 0.0f);
+  NF_DISPATCH_TO(isa, gemm, C.data(), nullptr, A.data(), B.data(), nullptr, d, {}, ops::Precision::bf16);
+  return {{std::string("gemm bf16") + (trans ? " transposed" : "") + " C", C}};
+}
+
 // A Linear at precision 'int8' (gemm_int8.cpp: on the avx512 variant the VNNI kernels where the CPU
 // has them), rows = 13, 19 → 37, GELU, W quantized per call: the int32 sums are exact on every
 // variant, so the outputs agree but for the epilogue's rounding.
@@ -99,7 +113,8 @@ Outputs int8_family(Isa isa) {
   Floats x = fixed(rows * K, 40), W = fixed(N * K, 41, 0.3f), b = fixed(N, 42), y(rows * N), preact(rows * N);
   PackedB int8;
   int8.int8 = true;
-  NF_DISPATCH_TO(isa, linear_forward, y.data(), preact.data(), x.data(), W.data(), b.data(), LinearDims{rows, K, N}, Act::gelu, int8);
+  NF_DISPATCH_TO(isa, linear_forward, y.data(), preact.data(), x.data(), W.data(), b.data(), LinearDims{rows, K, N}, Act::gelu, int8,
+                 ops::Precision::int8);
   return {{"linear int8 y", y}, {"linear int8 preact", preact}};
 }
 
@@ -203,6 +218,7 @@ Outputs run_all(Isa isa) {
   Outputs all;
   const auto add = [&all](Outputs some) { all.insert(all.end(), some.begin(), some.end()); };
   for (int a = 0; a < ops::kActCount; ++a) add(gemm_family(isa, static_cast<Act>(a)));  // every epilogue
+  for (bool trans : {false, true}) add(gemm_bf16_family(isa, trans));
   add(int8_family(isa));
   add(attention_family(isa));
   add(layernorm_family(isa));

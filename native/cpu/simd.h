@@ -12,6 +12,11 @@
 //   either is NaN, and b for ±0 against ∓0, so put an operand whose NaN must propagate second.
 //   vselect_pos / vselect_lt pick b when the comparison meets a NaN. vround rounds to nearest,
 //   ties to even. vpow2i(n) = 2^n for integral n in [-126, 127] (128: +inf).
+//   vround_bf16(x) = x rounded to bfloat16 (the top 16 bits of a float) as a float, by the rule of
+//   the AVX512_BF16 conversions (vcvtneps2bf16; Intel SDM convert_fp32_to_bfloat16): a normal x to
+//   nearest, ties to even (one that rounds past the largest bf16 becomes ±inf); a zero or denormal
+//   x to the zero of its sign (the conversion's DAZ); ±inf as is; a NaN quieted (mantissa bit 22 set)
+//   and truncated. The avx512bf16 variant computes it with vcvtneps2bf16 itself.
 // - vsum and vhmax reduce pairwise by halves: lane i with lane i + W/2 (i < W/2), then i with
 //   i + W/4, ..., in float, with vmax's rule for vhmax; the order is part of the contract.
 // - Transcendentals are polynomials built from the above (so they too give the scalar form's bits
@@ -25,7 +30,7 @@
 //   All three return NaN for NaN.
 #pragma once
 
-#if NF_ISA == 2
+#if NF_AVX512
 using vf = __m512;
 constexpr int W = 16;
 inline vf vzero() { return _mm512_setzero_ps(); }
@@ -71,6 +76,32 @@ inline vf vpow2i(vf n) {  // 2^n for integral n in [-126, 127]
   __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
   return _mm512_castsi512_ps(_mm512_slli_epi32(i, 23));
 }
+#if NF_BF16_DOT
+// avx512bf16 only: lane i of a and b holds a pair of bf16 (element 2i in the low half, 2i + 1 in
+// the high half, as pack_bf16_pairs writes them); the result is acc + a_hi·b_hi + a_lo·b_lo, one
+// fp32 FMA after the other (vdpbf16ps: bf16 denormals read as zero, denormal results flushed).
+inline vf vdot_bf16(vf acc, vf a, vf b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(_mm512_castps_si512(a)), reinterpret_cast<__m512bh>(_mm512_castps_si512(b)));
+}
+inline vf vround_bf16(vf x) {  // vcvtneps2bf16, widened back to floats
+  const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+#else
+inline vf vround_bf16(vf x) {
+  const __m512i i = _mm512_castps_si512(x), top = _mm512_set1_epi32(int32_t(0xffff0000u));
+  const __m512i e = _mm512_and_si512(i, _mm512_set1_epi32(0x7f800000));
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(i, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_and_si512(_mm512_add_epi32(i, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), top);
+  const __mmask16 tiny = _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512());
+  const __mmask16 special = _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(0x7f800000));
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  r = _mm512_mask_mov_epi32(r, tiny, _mm512_and_si512(i, _mm512_set1_epi32(int32_t(0x80000000u))));
+  r = _mm512_mask_mov_epi32(r, special, _mm512_and_si512(i, top));
+  r = _mm512_mask_or_epi32(r, nan, r, _mm512_set1_epi32(0x00400000));
+  return _mm512_castsi512_ps(r);
+}
+#endif
 #elif NF_ISA == 1
 using vf = __m256;
 constexpr int W = 8;
@@ -115,6 +146,19 @@ inline vf vcopysign(vf mag, vf sgn) {
 inline vf vpow2i(vf n) {
   __m256i i = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
   return _mm256_castsi256_ps(_mm256_slli_epi32(i, 23));
+}
+inline vf vround_bf16(vf x) {
+  const __m256i i = _mm256_castps_si256(x), top = _mm256_set1_epi32(int32_t(0xffff0000u));
+  const __m256i e = _mm256_and_si256(i, _mm256_set1_epi32(0x7f800000));
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(i, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_and_si256(_mm256_add_epi32(i, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), top);
+  const __m256i tiny = _mm256_cmpeq_epi32(e, _mm256_setzero_si256());
+  const __m256i special = _mm256_cmpeq_epi32(e, _mm256_set1_epi32(0x7f800000));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  r = _mm256_blendv_epi8(r, _mm256_and_si256(i, _mm256_set1_epi32(int32_t(0x80000000u))), tiny);
+  r = _mm256_blendv_epi8(r, _mm256_and_si256(i, top), special);
+  r = _mm256_or_si256(r, _mm256_and_si256(nan, _mm256_set1_epi32(0x00400000)));
+  return _mm256_castsi256_ps(r);
 }
 #elif NF_ISA == 3
 using vf = float32x4_t;
@@ -162,6 +206,19 @@ inline vf vpow2i(vf n) {
   const int32x4_t i = vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127));
   return vreinterpretq_f32_s32(vshlq_n_s32(i, 23));
 }
+inline vf vround_bf16(vf x) {
+  const uint32x4_t i = vreinterpretq_u32_f32(x), top = vdupq_n_u32(0xffff0000u);
+  const uint32x4_t e = vandq_u32(i, vdupq_n_u32(0x7f800000u));
+  const uint32x4_t odd = vandq_u32(vshrq_n_u32(i, 16), vdupq_n_u32(1u));
+  uint32x4_t r = vandq_u32(vaddq_u32(i, vaddq_u32(odd, vdupq_n_u32(0x7fffu))), top);
+  const uint32x4_t tiny = vceqq_u32(e, vdupq_n_u32(0u));
+  const uint32x4_t special = vceqq_u32(e, vdupq_n_u32(0x7f800000u));
+  const uint32x4_t nan = vmvnq_u32(vceqq_f32(x, x));
+  r = vbslq_u32(tiny, vandq_u32(i, vdupq_n_u32(0x80000000u)), r);
+  r = vbslq_u32(special, vandq_u32(i, top), r);
+  r = vorrq_u32(r, vandq_u32(nan, vdupq_n_u32(0x00400000u)));
+  return vreinterpretq_f32_u32(r);
+}
 #else
 using vf = float;
 constexpr int W = 1;
@@ -189,6 +246,17 @@ inline vf vselect_lt(vf c, vf d, vf a, vf b) { return c < d ? a : b; }
 inline vf vcopysign(vf mag, vf sgn) { return std::copysign(mag, sgn); }
 inline vf vpow2i(vf n) {  // the vector forms' bits: (round(n) + 127) << 23
   const uint32_t i = (static_cast<uint32_t>(std::lrint(n)) + 127u) << 23;
+  float y;
+  std::memcpy(&y, &i, sizeof y);
+  return y;
+}
+inline vf vround_bf16(vf x) {
+  uint32_t i;
+  std::memcpy(&i, &x, sizeof i);
+  const uint32_t e = i & 0x7f800000u;
+  if (e == 0) i &= 0x80000000u;                                       // zero, denormal: signed zero
+  else if (e == 0x7f800000u) i = (i & 0xffff0000u) | (x != x ? 0x00400000u : 0u);  // inf; NaN quieted
+  else i = (i + 0x7fffu + ((i >> 16) & 1u)) & 0xffff0000u;           // to nearest, ties to even
   float y;
   std::memcpy(&y, &i, sizeof y);
   return y;

@@ -2,7 +2,7 @@
 // arrays with this variant's lane width W. For operands a, b, c, d (SimdProbe::in, n floats each):
 //   lane-wise, n a multiple of W, out[i] = f(a[i], b[i], ...) computed W lanes at a time:
 //     vzero (no operand); vload (vstore(out, vload(a)), the two moving every lane); vset1
-//     (out[i] = lane i % W of vset1(a[i])); vabs vsqrt vround vpow2i vexp vnormcdf vtanh (a);
+//     (out[i] = lane i % W of vset1(a[i])); vabs vsqrt vround vpow2i vexp vnormcdf vtanh vround_bf16 (a);
 //     vadd vsub vmul vdiv vmax vmin vcopysign (a, b); vfma vfnma vselect_pos (a, b, c);
 //     vselect_lt (a, b, c, d); act_forward, act_derivative (a; arg[0] = Act).
 //   reductions, n a multiple of W: out[g] = f(a[gW .. gW + W)) for g < n / W: vsum, vhmax.
@@ -13,6 +13,8 @@
 //     (out = a ∘ act'(b); arg[0] = Act).
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
 //     panels; transpose_8x8 (the vector variants only): arg = {rows, lds, ldd}.
+//   avx512bf16 only: vdot_bf16 (lane-wise: acc, a, b), pack_bf16_pairs: arg = {P, kc}, a the fp32
+//     panel [kc][P], out the pairs [⌈kc / 2⌉][P].
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
 //   int8_dot_tile, int8_quantize: the int8 kernels' (gemm_int8.cpp int8_probe; the avx512 variant's
 //     are the VNNI ones, which need AVX-512 VNNI).
@@ -113,6 +115,23 @@ Status run_transpose(const SimdProbe& p) {
 #endif
 }
 
+Status run_bf16(const SimdProbe& p, const std::string& fn) {
+#if NF_BF16_DOT
+  if (fn == "vdot_bf16") return lanes<3>(p, [&](vf acc, vf a, vf b) { return vdot_bf16(acc, a, b); });
+  const int64_t P = p.arg[0], kc = p.arg[1];
+  NF_CHECK(arity(p) >= 1 && kc >= 0 && kc * P <= p.n && (kc + 1) / 2 * P <= p.out_n, kOp,
+           "pack_bf16_pairs: takes 1 operand of kc·P floats and writes ⌈kc / 2⌉·P");
+  switch (P) {  // the panel heights of the avx512bf16 GEMM: MR and NR
+    case 12: pack_bf16_pairs<12>(p.out, p.in[0], kc); break;
+    case 32: pack_bf16_pairs<32>(p.out, p.in[0], kc); break;
+    default: return Status::Error(kOp, "pack_bf16_pairs: P must be 12 or 32");
+  }
+  return Status::Ok();
+#else
+  return Status::Error(kOp, fn + " is only in the avx512bf16 variant");
+#endif
+}
+
 Status run_act(const SimdProbe& p, const std::string& fn) {
   NF_CHECK(p.arg[0] >= 0 && p.arg[0] < ops::kActCount, kOp,
            fn + ": arg[0] must be an Act (0 none, 1 relu, 2 gelu, 3 gelu_tanh, 4 silu, 5 tanh)");
@@ -167,6 +186,7 @@ Status run(const SimdProbe& p) {
   if (fn == "vexp") return lanes<1>(p, [&](vf a) { return vexp(a); });
   if (fn == "vnormcdf") return lanes<1>(p, [&](vf a) { return vnormcdf(a); });
   if (fn == "vtanh") return lanes<1>(p, [&](vf a) { return vtanh(a); });
+  if (fn == "vround_bf16") return lanes<1>(p, [&](vf a) { return vround_bf16(a); });
   if (fn == "vadd") return lanes<2>(p, [&](vf a, vf b) { return vadd(a, b); });
   if (fn == "vsub") return lanes<2>(p, [&](vf a, vf b) { return vsub(a, b); });
   if (fn == "vmul") return lanes<2>(p, [&](vf a, vf b) { return vmul(a, b); });
@@ -201,6 +221,7 @@ Status run(const SimdProbe& p) {
     return run_transpose(p);
   }
   if (fn == "first_nonfinite_range") return run_finite(p);
+  if (fn == "vdot_bf16" || fn == "pack_bf16_pairs") return run_bf16(p, fn);
   return Status::Error(kOp, "no helper named '" + fn + "'");
 }
 
@@ -220,10 +241,11 @@ Status simd_probe(Isa isa, const SimdProbe& p, int* width) {
            std::string("this CPU cannot run the ") + isa_name(isa) + " variant");
   Status status;
   if (std::string(p.fn).rfind("int8_", 0) == 0) {  // the int8 kernels' own (gemm_int8.cpp): avx512 means VNNI
-    NF_CHECK(isa != Isa::avx512 || int8_vnni(), "simd_probe",
-             "this CPU has no AVX-512 VNNI: its avx512 variant runs the avx2 int8 kernels");
+    const bool avx512 = NF_X86 && isa_rank(isa) >= isa_rank(Isa::avx512);  // avx512 or avx512bf16
+    NF_CHECK(!avx512 || int8_vnni(), "simd_probe",
+             "this CPU has no AVX-512 VNNI: its avx512 variants run the avx2 int8 kernels");
 #if NF_X86
-    if (isa == Isa::avx512) avx512_vnni::int8_probe(p, &status);
+    if (avx512) avx512_vnni::int8_probe(p, &status);
     else if (isa == Isa::avx2) avx2::int8_probe(p, &status);
     else
 #endif

@@ -149,7 +149,7 @@ template <class T, class S>
 struct AttentionParams {
   AttentionDims d;
   AttentionMasks m;
-  Precision precision = Precision::fp32;  // the projections', and on CUDA the core's products too
+  Precision precision = Precision::fp32;  // the projections', and the core's products too (CUDA: tensor cores; CPU at 'bf16': bf16-rounded inputs)
   const T* memory = nullptr;
   S qkv = nullptr;
   S q = nullptr;
@@ -284,7 +284,7 @@ struct AttentionDecode {
       "attention layer's output for that row, with the scores scaled by `scale` (default 1/√Dh). Exactly one of cache "
       "and kv. qkvWeightPacked, projWeightPacked (optional): the weights prepacked by packWeights.";
   AttentionDecodeDims d;
-  Precision precision = Precision::fp32;  // the projections' (the one-row core stays fp32)
+  Precision precision = Precision::fp32;  // the projections' (the one-row core: fp32 on CUDA, bf16-rounded inputs on the CPU at 'bf16')
   T* out = nullptr;
   T* cache = nullptr;
   const T* kv = nullptr;

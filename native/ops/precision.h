@@ -7,16 +7,18 @@
 //   bf16  the products' inputs in bfloat16 with float32 accumulation: on CUDA the layers pass bf16
 //         activations and weight copies (the op's X<bf16> instantiation, schema.h Acc; cuBLASLt
 //         CUDA_R_16BF operands), and a call over float32 tensors rounds them (cuBLASLt
-//         CUBLAS_COMPUTE_32F_FAST_16BF). Not implemented on the CPU yet (issue 25): the CPU kernels
-//         reject it (cpu_precision_check).
+//         CUBLAS_COMPUTE_32F_FAST_16BF). On the CPU (float32 tensors): vdpbf16ps in the avx512bf16
+//         variant, round-to-nearest-even then fp32 FMA in the others (native/cpu/gemm.cpp), the
+//         backward's products (dX = dY W, dW = dYᵀ X) too.
 //   int8  CPU inference only: dynamic quantization (onnxruntime's and PyTorch's quantize_dynamic) of
 //         the Linear-style products (Linear, the feed-forward network, the attention projections, the
 //         patch embedding): int8 weights per output channel, u8 activations per row, int32 sums
 //         (native/cpu/gemm_int8.cpp). Ops that compute gradients, the general gemm op and the CUDA
 //         kernels reject it (int8_inference_check).
 // Statistics (LayerNorm, softmax, losses) and the optimizer stay fp32 whatever the precision. The
-// attention core's products (QKᵀ, PV and the backward's) follow it on CUDA (tensor cores) and stay
-// fp32 on the CPU (and in attentionDecode's one-row core).
+// attention core's products (QKᵀ, PV and the backward's) follow it on CUDA (tensor cores) and on the
+// CPU at 'bf16' (bf16-rounded inputs, fp32 accumulation; native/cpu/attention.cpp, attentionDecode's
+// one-row core too); on CUDA attentionDecode's one-row core stays fp32. At 'int8' the core is fp32.
 #pragma once
 #include <string>
 
@@ -35,13 +37,6 @@ inline constexpr Choices<Precision> kPrecisions{"Precision", kPrecisionList};
 template <class R>
 void precision_field(R& r, Precision& v) {
   r.choice(v, "precision", kPrecisions, Precision::fp32);
-}
-
-// What the CPU kernels run first: fp32 and tf32 compute fp32; bf16 is not implemented yet (issue 25).
-inline Status cpu_precision_check(const char* op, Precision p) {
-  NF_CHECK(p != Precision::bf16, op,
-           "precision 'bf16' is not implemented on the CPU yet: use 'fp32' or 'tf32' on the CPU, or run on 'cuda'");
-  return Status::Ok();
 }
 
 // 'int8' is dynamic quantization for inference: what an op that computes gradients (or the general

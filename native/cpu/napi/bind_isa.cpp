@@ -57,7 +57,7 @@ Napi::Value SetIsa(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Isa isa;
   if (info.Length() < 1 || !info[0].IsString() || !parse_isa(info[0].As<Napi::String>().Utf8Value(), &isa))
-    throw_error(env, "ERR_NF_INVALID_ARG", "setIsa: expected 'scalar', 'avx2', 'avx512' or 'neon' for isa");
+    throw_error(env, "ERR_NF_INVALID_ARG", "setIsa: expected 'scalar', 'avx2', 'avx512', 'avx512bf16' or 'neon' for isa");
   check(env, set_active_isa(isa));
   return env.Undefined();
 }

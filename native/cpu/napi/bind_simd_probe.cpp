@@ -16,7 +16,7 @@ namespace {
 Napi::Value SimdProbeFn(const Napi::CallbackInfo& info) {
   Args a(info, "simdProbe");
   Isa isa;
-  if (!parse_isa(a.text("isa", ""), &isa)) a.fail("expected 'scalar', 'avx2', 'avx512' or 'neon' for isa");
+  if (!parse_isa(a.text("isa", ""), &isa)) a.fail("expected 'scalar', 'avx2', 'avx512', 'avx512bf16' or 'neon' for isa");
   const std::string fn = a.text("fn", "");
   cpu::SimdProbe p;
   p.fn = fn.c_str();
