@@ -1,9 +1,10 @@
 /**
- * `npm run pack:all [--no-build]`: writes into release/ every tarball this machine can build — one
+ * `npm run pack:all [--no-build] [platform ...]`: writes into release/ every tarball this machine can build — one
  * per platform package whose addon `npm run build:platforms` made (build/platforms/<key>/), the CUDA
  * package when `npm run build:cuda` made build/cuda/nodeformer_cuda.node, and the main package
  * listing the platform packages packed with it as optionalDependencies — then prints each
- * tarball's size and what was left out and why. `--no-build` packs what is already built.
+ * tarball's size and what was left out and why. `--no-build` packs what is already built; platform
+ * names (as build:platforms takes them) build only those first, packing what build/platforms holds.
  * test/package.test.ts installs these tarballs (npm with --strict-allow-scripts, pnpm, bun).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -21,7 +22,8 @@ const mib = (n: number) => `${(n / 2 ** 20).toFixed(2)} MiB`;
 function main(): void {
   if (!process.argv.includes('--no-build')) {
     // Builds what it can and reports the rest; a platform that failed is left out below, not packed stale.
-    const r = spawnSync(process.execPath, [...process.execArgv, path.join(__dirname, 'build_platforms.ts')], { cwd: repoRoot, stdio: 'inherit' });
+    const platforms = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+    const r = spawnSync(process.execPath, [...process.execArgv, path.join(__dirname, 'build_platforms.ts'), ...platforms], { cwd: repoRoot, stdio: 'inherit' });
     if (r.status !== 0) console.log('pack:all: build:platforms reported failures; packing what it built');
   }
   execFileSync(npm[0], ['run', '--silent', 'build:ts'], { cwd: repoRoot, stdio: 'inherit' });
