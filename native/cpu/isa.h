@@ -54,9 +54,16 @@
 #endif
 
 // NF_AVX512: this variant runs AVX-512 (avx512 and avx512bf16). NF_BF16_DOT: it also has the BF16
-// conversions and dot products (vcvtne2ps2bf16, vdpbf16ps).
+// conversions and dot products (vcvtne2ps2bf16, vdpbf16ps). Not under clang: clang 17 (zig 0.12-dev,
+// the musl and macOS builds) aborts compiling the vdpbf16ps GEMM kernel at -O1 and above, so there the
+// avx512bf16 variant runs the emulated bf16 path of the other variants (the same rounding with fp32
+// FMA: the same results up to fp32 summation order, without the bf16 speed-up).
 #define NF_AVX512 (NF_ISA == 2 || NF_ISA == 4)
-#define NF_BF16_DOT (NF_ISA == 4)
+#if NF_ISA == 4 && !defined(__clang__)
+#define NF_BF16_DOT 1
+#else
+#define NF_BF16_DOT 0
+#endif
 
 #if NF_AVX512
 #if NF_ISA == 2
