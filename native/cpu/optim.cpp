@@ -165,7 +165,7 @@ Status run(const ops::ClipGradNorm<float>& p) {
   NF_CHECK(p.max_norm >= 0 && std::isfinite(p.max_norm), "clip_grad_norm", "max_norm must be finite and non-negative");
   double s;
   NF_TRY(dispatch_sum_squares(&s, p.grad, p.n, "clip_grad_norm"));
-  const double total = std::sqrt(s), coef = p.max_norm / (total + 1e-6);
+  const double total = std::sqrt(s), coef = ops::clip_coefficient(p.max_norm, total);
   if (!(coef >= 1)) NF_DISPATCH(scale, p.grad, p.n, static_cast<float>(coef));  // a NaN norm scales by NaN, as torch
   *p.total_norm = static_cast<float>(total);
   return Status::Ok();
@@ -176,7 +176,7 @@ Status run(const ops::ClipCoefficient<float>& p) {
   double s = 0.0;
   for (int64_t i = 0; i < p.n; ++i) s += static_cast<double>(p.sums[i]);
   const double total = std::sqrt(s);
-  *p.coef = p.max_norm / (total + 1e-6);
+  *p.coef = ops::clip_coefficient(p.max_norm, total);
   *p.total_norm = static_cast<float>(total);
   return Status::Ok();
 }

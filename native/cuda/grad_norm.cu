@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kReduceThreads)
   const double total = sqrt(add_partials(partial, blocks, scratch));
   if (threadIdx.x == 0) {
     total_norm[0] = float(total);
-    coef[0] = max_norm / (total + 1e-6);
+    coef[0] = ops::clip_coefficient(max_norm, total);
   }
 }
 
@@ -84,7 +84,7 @@ __global__ void clip_coefficient_kernel(float* total_norm, double* coef, const f
   double s = 0.0;
   for (int64_t i = 0; i < n; ++i) s += double(sums[i]);
   const double total = sqrt(s);
-  coef[0] = max_norm / (total + 1e-6);
+  coef[0] = ops::clip_coefficient(max_norm, total);
   total_norm[0] = float(total);
 }
 

@@ -16,13 +16,6 @@
 
 namespace nf::ops {
 
-// Compiled for the host and, under nvcc, for the device too (the CUDA kernels share the order).
-#ifdef __CUDACC__
-#define NF_HOST_DEVICE __host__ __device__
-#else
-#define NF_HOST_DEVICE
-#endif
-
 // Whether value a at index i comes before value b at index j in the argmax / topk order (`a != a`:
 // a is NaN).
 template <class T>

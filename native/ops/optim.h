@@ -189,6 +189,10 @@ struct ClipGradNorm {
   }
 };
 
+// torch.nn.utils.clip_grad_norm_'s coefficient from the total norm, for every backend's clip ops
+// (the gradients are scaled by it unless it is ≥ 1; a NaN norm gives NaN, which scales, as torch).
+NF_HOST_DEVICE inline double clip_coefficient(double max_norm, double total) { return max_norm / (total + 1e-6); }
+
 // clip_grad_norm_ over many gradient tensors without a trip to the host (a CUDA graph's step):
 // clipCoefficient turns the tensors' sums of squares into the coefficient, clipScale applies it.
 template <class T>

@@ -73,6 +73,14 @@
 #include <cstdint>
 #include <type_traits>
 
+// A helper of an op header compiled for the host and, under nvcc, for the device too (so every
+// backend shares it).
+#ifdef __CUDACC__
+#define NF_HOST_DEVICE __host__ __device__
+#else
+#define NF_HOST_DEVICE
+#endif
+
 namespace nf::ops {
 
 // What an array is to the op.

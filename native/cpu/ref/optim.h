@@ -54,7 +54,7 @@ void scale(T* x, int64_t n, double s) {
 // Returns the total norm; scales grad by min(coef, 1), NaN included.
 template <class T>
 double clip_grad_norm(T* grad, int64_t n, double max_norm) {
-  const double total = std::sqrt(sum_squares(grad, n)), coef = max_norm / (total + 1e-6);
+  const double total = std::sqrt(sum_squares(grad, n)), coef = ops::clip_coefficient(max_norm, total);
   if (!(coef >= 1)) scale(grad, n, coef);
   return total;
 }
@@ -88,7 +88,7 @@ void run(const ops::ClipCoefficient<T>& p) {
   double s = 0.0;
   for (int64_t i = 0; i < p.n; ++i) s += static_cast<double>(p.sums[i]);
   const double total = std::sqrt(s);
-  *p.coef = p.max_norm / (total + 1e-6);
+  *p.coef = ops::clip_coefficient(p.max_norm, total);
   *p.total_norm = static_cast<T>(total);
 }
 template <class T>
