@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# The GPU benchmark and check (issue 22, item 6) in ONE short call on a lent GPU (../shared/gpu/README.md:
-# that machine has PyTorch but no Node, no tsx, no network), and its dry run here on the SIMT emulator.
+# The GPU benchmark and check (issues 22 and 23) in ONE short call on a lent GPU (../shared/gpu/README.md:
+# that machine has PyTorch, nvcc, compute-sanitizer and ncu but no Node, no tsx, no network), and its dry
+# run here on the SIMT emulator.
 #
-#   bash scripts/gpu_bench.sh prepare   here: builds the TypeScript, the nvcc addon and the GPU test
-#                                       binary, bundles the Node side (bench/gpu/harness.ts, esbuild)
-#                                       and packs everything into .gpu/ (../shared/gpu/bundle.sh)
-#   bash scripts/gpu_bench.sh           there, with carry [".gpu"] (about 5 minutes on an H100)
+#   bash scripts/gpu_bench.sh prepare   here: builds the TypeScript, the nvcc addon, the GPU test and
+#                                       attention bench binaries, bundles the Node side
+#                                       (bench/gpu/harness.ts, esbuild) and packs all into .gpu/
+#   bash scripts/gpu_bench.sh           there, with carry [".gpu"]; NF_GPU_BUDGET seconds (default 450):
+#                                       a step that would not fit in what is left is skipped, saying so;
+#                                       NF_GPU_STEPS (default all: tests,ours,torch,attention,profile,
+#                                       kernels,memcheck) picks steps for a rerun
 #   bash scripts/gpu_bench.sh --dry     here: the same steps at tiny shapes on the emulator
 #                                       (npm run build:cuda:emu first), PyTorch's side only --help'd
 #                                       unless torch is importable; proves the script before a GPU is lent
 #
-# What the run does (each step has its own timeout; typically ~5 minutes, so one run tool call of
-# 600 s holds it), the markdown table printed last; $OUT (default /tmp/gpu-out) gets 8 files, the
-# most a run brings back: tests.log, plan.json, ours.jsonl, torch.jsonl, gpu_bench.json, report.md,
-# attention.md (when there is one) and errors.log (every step's stderr):
-#   1. nf_cuda_gpu_tests (the CUDA parity suite, CUDA graphs and the bf16 kernels included) with
-#      cuBLASLt, then with NF_CUBLASLT=0 (the own kernels), then its bf16 tests under
-#      compute-sanitizer memcheck (the bf16 kernels' 16-byte vector loads and tails);
-#   2. the attention table (bench/gpu/attention_run.sh with the carried nf_cuda_attention_bench);
-#   3. ours: every row of the plan (seed-cifar B64, seed-stl10 B16, ViT-B/16 B8 and B64 x inference,
-#      training x fp32, tf32, bf16) timed with CUDA graphs on, the logits of each precision against
-#      the CPU's fp32 logits, 300 bf16 training steps against the fp32 loss curve, the bytes a training
-#      forward keeps at fp32 and at bf16 (bench/gpu/harness.ts);
-#   4. PyTorch eager on the same card, the same rows (bench/gpu/torch_peer.py: timm's VisionTransformer);
-#   5. the report: ms, ratio, MFU per row, the checks (gpu_bench.json, and the table on stdout).
+# Steps, most informative first, each under its own timeout; $OUT (default /tmp/gpu-out) gets at most
+# 8 files, the most a run brings back: tests.log, ours.jsonl, torch.jsonl, gpu_bench.json, report.md,
+# attention.md, profile.txt and errors.log (every step's stderr):
+#   1. nf_cuda_gpu_tests (the CUDA parity suite, CUDA graphs and the bf16 kernels included), cuBLASLt;
+#   2. ours (bench/gpu/harness.ts): every row of the plan (seed-cifar B64, seed-stl10 B16, ViT-B/16 B8
+#      and B64 x inference, training x fp32, tf32, bf16) with CUDA graphs on, one process per precision;
+#      then the checks: each precision's logits against the CPU's fp32 logits, 300 bf16 training steps
+#      against the fp32 loss curve, the bytes a training forward keeps at fp32 and at bf16;
+#   3. PyTorch eager on the same card, the same rows (bench/gpu/torch_peer.py: timm's VisionTransformer);
+#   4. the report: ms, ratio, MFU per row, the checks (gpu_bench.json, and the table on stdout);
+#   5. the attention table (bench/gpu/attention_run.sh with the carried nf_cuda_attention_bench);
+#   6. ncu: GPU time per kernel over one eager bf16 ViT-B/16 B8 training step (profile.txt);
+#   7. nf_cuda_gpu_tests with NF_CUBLASLT=0 (the own GEMM kernels), then its bf16 tests under
+#      compute-sanitizer memcheck (the 16-byte vector loads and tails).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/gpu-out}
@@ -37,61 +41,115 @@ if [ "${1:-}" = prepare ]; then
   npm run build:cuda
   npx esbuild bench/gpu/harness.ts --bundle --platform=node --format=cjs --log-level=warning \
     --external:sharp --external:cli-progress --external:commander --external:onnxruntime-node --outfile=build/gpu_bench.cjs
-  extra=(build/gpu_bench.cjs)
-  extra+=(build/cuda/nf_cuda_attention_bench)  # built by npm run build:cuda
-  ../shared/gpu/bundle.sh ../shared/gpu/unpack.sh build/cuda/nf_cuda_gpu_tests "${extra[@]}"
+  # .gpu/ (xz: the carry limit is 64 MiB): node.xz (this machine's Node) and pkg.tar.xz: pkg/ (package.json,
+  # the CPU and CUDA addons, detect-libc, the bundled harness), bin/ (the two test and bench binaries),
+  # lib/ (libcudart.so.13, a fallback for the card's machine).
+  D=.gpu; rm -rf $D; mkdir -p $D
+  grep -qx '/.gpu/' "$(git rev-parse --git-path info/exclude)" 2>/dev/null || echo '/.gpu/' >> "$(git rev-parse --git-path info/exclude)"
+  xz -T2 -6 -c "$(readlink -f "$(command -v node)")" > $D/node.xz
+  tmp=$(mktemp -d); mkdir -p $tmp/pkg/build/Release $tmp/pkg/build/cuda $tmp/pkg/node_modules $tmp/bin $tmp/lib
+  cp package.json build/gpu_bench.cjs $tmp/pkg/ && cp build/Release/nodeformer.node $tmp/pkg/build/Release/
+  cp build/cuda/nodeformer_cuda.node $tmp/pkg/build/cuda/ && cp -r node_modules/detect-libc $tmp/pkg/node_modules/
+  cp build/cuda/nf_cuda_gpu_tests build/cuda/nf_cuda_attention_bench $tmp/bin/
+  l=$(ldd build/cuda/nodeformer_cuda.node | awk '/libcudart/ {print $3; exit}'); [ -f "$l" ] && cp -L "$l" $tmp/lib/
+  tar cf - -C $tmp pkg bin lib | xz -T2 -6 > $D/pkg.tar.xz && rm -rf $tmp
+  du -sh $D
   exit 0
 fi
 
 dry=0
 [ "${1:-}" = --dry ] && dry=1
-status() { [ "$1" -eq 0 ] && echo pass || echo "FAIL ($1)"; }
+budget=${NF_GPU_BUDGET:-450}
+steps=",${NF_GPU_STEPS:-tests,ours,torch,attention,profile,kernels,memcheck},"
+log=$OUT/tests.log
+summary=()
+
+# step NAME MAX_SECONDS COMMAND...: runs COMMAND under a timeout of MAX_SECONDS or what is left of the
+# budget (skipped under 20 s, or when NF_GPU_STEPS leaves NAME out), and notes its status for the summary.
+step() {
+  local name=$1 max=$2 left; shift 2
+  [[ $steps == *",${name%%:*},"* ]] || return 0
+  left=$((budget - SECONDS - 5))
+  if [ $left -lt 20 ]; then summary+=("$name: skipped (out of time)"); echo "== $name: skipped (out of time)" >> "$log"; return 0; fi
+  [ $max -gt $left ] && max=$left
+  local t0=$SECONDS rc=0
+  timeout -k 5 "$max" bash -c '"$@"' step "$@" || rc=$?
+  summary+=("$name: $([ $rc -eq 0 ] && echo pass || echo "FAIL ($rc$([ $rc -eq 124 ] && echo ', timed out'))") in $((SECONDS - t0)) s")
+}
 
 if [ $dry = 1 ]; then
   # Here: the checkout's harness through tsx, on the emulated addon.
   export NF_CUDA_BACKEND=emulator
   export NF_CUBLASLT_PATH="$here/build/cuda-emu/emulated/libnf_cublaslt_standin.so"
-  hdir=$here hcmd=(npx tsx bench/gpu/harness.ts)
-  echo "== emulator (dry run)" > "$OUT/tests.log"
-  t1=0 t2=0 t6=0
+  hdir=$here hcmd='npx tsx bench/gpu/harness.ts' bin=$here/build/cuda
+  echo "== emulator (dry run)" > "$log"
 else
-  eval "$(bash "$here/.gpu/unpack.sh")"
+  W=/tmp/gpu; mkdir -p $W
+  xz -dc "$here/.gpu/node.xz" > $W/node && chmod +x $W/node
+  xz -dc "$here/.gpu/pkg.tar.xz" | tar xf - -C $W
+  export PATH=$W:$PATH LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$W/lib
   for d in /usr/local/cuda/lib64 /usr/local/cuda-13.0/targets/x86_64-linux/lib; do
-    [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+    [ -d "$d" ] && export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
   done
-  cp "$here/.gpu/gpu_bench.cjs" /tmp/gpu/pkg/
-  hdir=/tmp/gpu/pkg hcmd=(node gpu_bench.cjs)
-  echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" > "$OUT/tests.log"
-  echo "== nf_cuda_gpu_tests, cuBLASLt" >> "$OUT/tests.log"
-  timeout 120 "$here/.gpu/nf_cuda_gpu_tests" >> "$OUT/tests.log" 2>&1; t1=$?
-  echo "== nf_cuda_gpu_tests, NF_CUBLASLT=0" >> "$OUT/tests.log"
-  NF_CUBLASLT=0 timeout 90 "$here/.gpu/nf_cuda_gpu_tests" >> "$OUT/tests.log" 2>&1; t2=$?
-  echo "== compute-sanitizer memcheck: nf_cuda_gpu_tests bf16" >> "$OUT/tests.log"
-  timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 "$here/.gpu/nf_cuda_gpu_tests" bf16 >> "$OUT/tests.log" 2>&1; t6=$?
+  hdir=$W/pkg hcmd='node gpu_bench.cjs' bin=$W/bin
+  echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" > "$log"
 fi
-
-# The attention table (issue 23): ours against PyTorch's SDPA on the card, with the carried binary
-# (the parity suite above already ran the attention tests). Not in the dry run: there is no card.
-if [ $dry = 0 ] && [ -x "$here/.gpu/nf_cuda_attention_bench" ]; then
-  NF_ATTENTION_BENCH="$here/.gpu/nf_cuda_attention_bench" timeout 90 bash "$here/bench/gpu/attention_run.sh" \
-    > "$OUT/attention.md" 2>> "$OUT/errors.log"
-fi
+export here log hdir hcmd bin OUT
+# (steps run under `timeout ... bash -c`, so what they call is an exported function or a command)
+gpu_tests() { echo "== nf_cuda_gpu_tests $*${NF_CUBLASLT:+ (NF_CUBLASLT=$NF_CUBLASLT)}" >> "$log"; "$bin/nf_cuda_gpu_tests" "$@" >> "$log" 2>&1; }
+export -f gpu_tests
+[ $dry = 0 ] && step tests 100 gpu_tests
 
 # The Node side (bench/gpu/harness.ts): from the checkout through tsx here, from the package there.
-harness() { (cd "$hdir" && timeout "$1" "${hcmd[@]}" "${@:2}"); }
-plan=$OUT/plan.json
-harness 60 plan $([ $dry = 1 ] && echo --dry) > "$plan"
-harness 200 ours "$plan" > "$OUT/ours.jsonl" 2>> "$OUT/errors.log"; t3=$?
+harness() { (cd "$hdir" && $hcmd "$@"); }
+export -f harness
+plan=$(mktemp -d)/plan.json
+harness plan $([ $dry = 1 ] && echo --dry) > "$plan"
+for p in fp32 tf32 bf16; do step "ours:$p" 70 harness ours "$plan" --precision $p >> "$OUT/ours.jsonl" 2>> "$OUT/errors.log"; done
+step ours:checks 90 harness checks "$plan" >> "$OUT/ours.jsonl" 2>> "$OUT/errors.log"
 if [ $dry = 1 ] && ! python3 -c 'import torch' 2> /dev/null; then
-  python3 "$here/bench/gpu/torch_peer.py" --help >> "$OUT/errors.log" 2>&1; t4=$?
+  step torch 30 python3 "$here/bench/gpu/torch_peer.py" --help >> "$OUT/errors.log" 2>&1
   : > "$OUT/torch.jsonl"
 else
-  timeout 170 python3 "$here/bench/gpu/torch_peer.py" "$plan" > "$OUT/torch.jsonl" 2>> "$OUT/errors.log"; t4=$?
+  step torch 150 python3 "$here/bench/gpu/torch_peer.py" "$plan" > "$OUT/torch.jsonl" 2>> "$OUT/errors.log"
 fi
-harness 60 report "$plan" "$OUT/ours.jsonl" "$OUT/torch.jsonl" "$OUT/gpu_bench.json" > "$OUT/report.md" 2>> "$OUT/errors.log"; t5=$?
+touch "$OUT/ours.jsonl" "$OUT/torch.jsonl"
+steps="$steps,report,"
+step report 30 harness report "$plan" "$OUT/ours.jsonl" "$OUT/torch.jsonl" "$OUT/gpu_bench.json" > "$OUT/report.md" 2>> "$OUT/errors.log"
 
-head -1 "$OUT/tests.log"
-if [ $dry = 1 ]; then echo "parity tests: not run (dry)"; else echo "parity tests, cuBLASLt: $(status $t1)   NF_CUBLASLT=0: $(status $t2)   compute-sanitizer (bf16): $(status $t6)"; fi
-echo "ours: $(status $t3)   PyTorch: $(status $t4)$([ $dry = 1 ] && echo ' (--help only without torch)')   report: $(status $t5)"
+if [ $dry = 0 ]; then
+  # The attention table (issue 23): ours against PyTorch's SDPA on the card, with the carried binary.
+  export NF_ATTENTION_BENCH="$bin/nf_cuda_attention_bench"
+  step attention 60 bash "$here/bench/gpu/attention_run.sh" > "$OUT/attention.md" 2>> "$OUT/errors.log"
+  # GPU time per kernel, summed by name, over two eager bf16 ViT-B/16 B8 training steps (the second
+  # is the steady state; the first adds one-time casts and cuBLASLt's heuristics).
+  profile() {
+    local csv; csv=$(mktemp)
+    (cd "$hdir" && NF_CUDA_GRAPHS=0 ncu --metrics gpu__time_duration.sum --csv --print-units base \
+      --print-kernel-base function $hcmd profile "$1") > "$csv" 2>> "$OUT/errors.log"
+    python3 - "$csv" > "$OUT/profile.txt" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, body = rows[0], rows[1:]
+name, value = head.index("Kernel Name"), head.index("Metric Value")
+total, count = collections.Counter(), collections.Counter()
+for r in body:
+    total[r[name]] += float(r[value].replace(",", "")) / 1e6
+    count[r[name]] += 1
+all_ms = sum(total.values())
+print(f"GPU time per kernel over 2 eager bf16 ViT-B/16 B8 training steps: {all_ms:.2f} ms in {sum(count.values())} launches")
+for k, ms in total.most_common(40):
+    print(f"{ms:9.3f} ms {100 * ms / all_ms:5.1f}% {count[k]:5d}x  {k[:110]}")
+PY
+  }
+  export -f profile
+  step profile 75 profile "$plan"
+  step kernels 60 env NF_CUBLASLT=0 bash -c gpu_tests
+  step memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/nf_cuda_gpu_tests" bf16 >> "$log" 2>&1
+fi
+
+head -1 "$log"
+printf '%s\n' "${summary[@]}"
 [ -s "$OUT/attention.md" ] && cat "$OUT/attention.md"
+[ -s "$OUT/profile.txt" ] && head -25 "$OUT/profile.txt"
 cat "$OUT/report.md"

@@ -6,9 +6,11 @@
  *   plan [--dry]                 the rows both sides time: model (bench/specs.ts), batch, mode
  *                                (infer | train), precision (fp32 | tf32 | bf16), warm-up and timed
  *                                iterations; what bench/gpu/torch_peer.py reads too
- *   ours PLAN                    times every row on 'cuda' (CUDA graphs on, as by default; a JSON
- *                                line per row: median and min ms, and whether graphs replayed), then
- *                                the correctness pass: each precision's logits against the CPU's
+ *   ours PLAN [--precision P]    times every row on 'cuda' (CUDA graphs on, as by default; a JSON
+ *                                line per row: median and min ms, and whether graphs replayed); with
+ *                                --precision only that precision's rows (scripts/gpu_bench.sh runs one
+ *                                process per precision, so a crash in one keeps the others)
+ *   checks PLAN                  the correctness pass: each precision's logits against the CPU's
  *                                fp32 logits (same weights, same images; relative error, limits fp32
  *                                1e-4, tf32 3e-3, bf16 3e-2), and the loss curve: the seed-cifar model
  *                                trained in bf16 and in fp32 from the same start on the same batches,
@@ -16,6 +18,8 @@
  *                                steps), and the device bytes one training forward of that model keeps
  *                                for backward at fp32 and at bf16 (cudaMemoryStats().requestedBytes;
  *                                bf16 must keep fewer)
+ *   profile PLAN                 two eager training steps (graphs off) of ViT-B/16 B8 at bf16, for
+ *                                ncu to time kernel by kernel (scripts/gpu_bench.sh sums them per kernel)
  *   report PLAN OURS TORCH OUT   joins both sides' lines into rows (ms, ratio = PyTorch ms / ours,
  *                                MFU = FLOPs / time / the precision's H100 peak), writes OUT (JSON)
  *                                and prints the markdown table
@@ -29,7 +33,7 @@
 import * as fs from 'node:fs';
 
 import {
-  AdamW, cudaGraphStats, cudaMemoryStats, Tensor, trainStep, ViTClassifier, type Precision, type ViTClassifierConfig,
+  AdamW, cudaGraphStats, cudaMemoryStats, setCudaGraphs, Tensor, trainStep, ViTClassifier, type Precision, type ViTClassifierConfig,
 } from '../../lib/index';
 import { cuda } from '../../lib/core/device';
 import { forwardFlops, trainFlops } from '../flops';
@@ -221,11 +225,11 @@ function activationBytes(plan: Plan): Record<string, unknown> {
   return { check: 'activationBytes', id: spec.id, batch: B, bytes: { fp32, bf16 }, ratio, limit: '< 1', pass: ratio < 1 };
 }
 
-function ours(planFile: string): void {
+function ours(planFile: string, precision?: string): void {
   const plan = JSON.parse(fs.readFileSync(planFile, 'utf8')) as Plan;
   const info = cuda().backendInfo();
   console.log(JSON.stringify({ side: 'ours', emulated: info.emulated, gemm: info.gemm.backend, library: info.gemm.library }));
-  for (const r of plan.rows) {
+  for (const r of plan.rows.filter((row) => precision === undefined || row.precision === precision)) {
     let line: Record<string, unknown>;
     try {
       line = { ...timeRow(r) };
@@ -234,14 +238,26 @@ function ours(planFile: string): void {
     }
     console.log(JSON.stringify({ side: 'ours', id: r.id, batch: r.batch, mode: r.mode, precision: r.precision, ...line }));
   }
-  for (const c of logitChecks(plan)) console.log(JSON.stringify({ side: 'ours', ...c }));
-  for (const [check, run] of [['lossCurve', lossCurve], ['activationBytes', activationBytes]] as const) {
+}
+
+function checks(planFile: string): void {
+  const plan = JSON.parse(fs.readFileSync(planFile, 'utf8')) as Plan;
+  for (const [check, run] of [['logits', logitChecks], ['lossCurve', lossCurve], ['activationBytes', activationBytes]] as const) {
     try {
-      console.log(JSON.stringify({ side: 'ours', ...run(plan) }));
+      for (const line of [run(plan)].flat()) console.log(JSON.stringify({ side: 'ours', ...line }));
     } catch (e) {
       console.log(JSON.stringify({ side: 'ours', check, pass: false, error: (e as Error).message }));
     }
   }
+}
+
+/** Two eager training steps of the plan's largest model at batch 8 in bf16 (ncu times each kernel). */
+function profile(planFile: string): void {
+  const plan = JSON.parse(fs.readFileSync(planFile, 'utf8')) as Plan;
+  const row = plan.rows.find((r) => r.mode === 'train' && r.precision === 'bf16' && r.id === (plan.dry ? 'tiny' : 'vit-b16'))!;
+  setCudaGraphs(false);
+  const ms = timeRow({ ...row, batch: plan.dry ? 2 : 8, warmup: 1, reps: 1 });
+  console.log(JSON.stringify({ side: 'ours', profile: `${row.id} B${plan.dry ? 2 : 8} train bf16, eager`, ...ms }));
 }
 
 const rowKey = (r: { id: string; batch: number; mode: string; precision: string }) => `${r.id}|${r.batch}|${r.mode}|${r.precision}`;
@@ -288,9 +304,11 @@ function report(planFile: string, oursFile: string, torchFile: string, outFile: 
 
 const [command, ...rest] = process.argv.slice(2);
 if (command === 'plan') console.log(JSON.stringify(makePlan(rest.includes('--dry'))));
-else if (command === 'ours' && rest[0]) ours(rest[0]);
+else if (command === 'ours' && rest[0]) ours(rest[0], rest[1] === '--precision' ? rest[2] : undefined);
+else if (command === 'checks' && rest[0]) checks(rest[0]);
+else if (command === 'profile' && rest[0]) profile(rest[0]);
 else if (command === 'report' && rest.length === 4) report(rest[0], rest[1], rest[2], rest[3]);
 else {
-  console.error('usage: harness plan [--dry] | ours PLAN | report PLAN OURS TORCH OUT (see the file header)');
+  console.error('usage: harness plan [--dry] | ours PLAN [--precision P] | checks PLAN | profile PLAN | report PLAN OURS TORCH OUT (see the file header)');
   process.exit(2);
 }
