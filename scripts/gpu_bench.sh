@@ -8,8 +8,9 @@
 #                                       (bench/gpu/harness.ts, esbuild) and packs all into .gpu/
 #   bash scripts/gpu_bench.sh           there, with carry [".gpu"]; NF_GPU_BUDGET seconds (default 450):
 #                                       a step that would not fit in what is left is skipped, saying so;
-#                                       NF_GPU_STEPS (default all: tests,ours,torch,attention,profile,
-#                                       kernels,memcheck) picks steps for a rerun
+#                                       NF_GPU_STEPS (default all: tests,ours,torch,attention,
+#                                       attention_ncu,profile,kernels,memcheck) picks steps for a rerun;
+#                                       NF_ATTENTION_ARGS goes to bench/gpu/attention_run.sh
 #   bash scripts/gpu_bench.sh --dry     here: the same steps at tiny shapes on the emulator
 #                                       (npm run build:cuda:emu first), PyTorch's side only --help'd
 #                                       unless torch is importable; proves the script before a GPU is lent
@@ -25,7 +26,8 @@
 #   3. PyTorch eager on the same card, the same rows (bench/gpu/torch_peer.py: timm's VisionTransformer);
 #   4. the report: ms, ratio, MFU per row, the checks (gpu_bench.json, and the table on stdout);
 #   5. the attention table (bench/gpu/attention_run.sh with the carried nf_cuda_attention_bench);
-#   6. ncu: GPU time per kernel over one eager bf16 ViT-B/16 B8 training step (profile.txt);
+#   6. ncu (profile.txt): the tensor-core attention kernels' detailed sections at a ViT shape, and GPU
+#      time per kernel over two eager bf16 ViT-B/16 B8 training steps;
 #   7. nf_cuda_gpu_tests with NF_CUBLASLT=0 (the own GEMM kernels), then its bf16 tests under
 #      compute-sanitizer memcheck (the 16-byte vector loads and tails).
 set -u
@@ -60,7 +62,7 @@ fi
 dry=0
 [ "${1:-}" = --dry ] && dry=1
 budget=${NF_GPU_BUDGET:-450}
-steps=",${NF_GPU_STEPS:-tests,ours,torch,attention,profile,kernels,memcheck},"
+steps=",${NF_GPU_STEPS:-tests,ours,torch,attention,attention_ncu,profile,kernels,memcheck},"
 log=$OUT/tests.log
 summary=()
 
@@ -120,14 +122,22 @@ step report 30 harness report "$plan" "$OUT/ours.jsonl" "$OUT/torch.jsonl" "$OUT
 if [ $dry = 0 ]; then
   # The attention table (issue 23): ours against PyTorch's SDPA on the card, with the carried binary.
   export NF_ATTENTION_BENCH="$bin/nf_cuda_attention_bench"
-  step attention 60 bash "$here/bench/gpu/attention_run.sh" > "$OUT/attention.md" 2>> "$OUT/errors.log"
+  step attention 90 bash "$here/bench/gpu/attention_run.sh" ${NF_ATTENTION_ARGS:-} > "$OUT/attention.md" 2>> "$OUT/errors.log"
+  # ncu's detailed sections for the three bf16 kernels at a ViT shape (T 197, head 64).
+  attention_ncu() {
+    echo "== ncu --set detailed: flash kernels, bf16, T 197, head 64" >> "$OUT/profile.txt"
+    ncu --set detailed -k regex:'flash_(forward|dkdv|dq)' --launch-skip 1 --launch-count 3 \
+      "$bin/nf_cuda_attention_bench" --precisions bf16 --T 197 --reps 1 --warmup 0 >> "$OUT/profile.txt" 2>&1
+  }
+  export -f attention_ncu
+  step attention_ncu 60 attention_ncu
   # GPU time per kernel, summed by name, over two eager bf16 ViT-B/16 B8 training steps (the second
   # is the steady state; the first adds one-time casts and cuBLASLt's heuristics).
   profile() {
     local csv; csv=$(mktemp)
     (cd "$hdir" && NF_CUDA_GRAPHS=0 ncu --metrics gpu__time_duration.sum --csv --print-units base \
       --print-kernel-base function $hcmd profile "$1") > "$csv" 2>> "$OUT/errors.log"
-    python3 - "$csv" > "$OUT/profile.txt" <<'PY'
+    python3 - "$csv" >> "$OUT/profile.txt" <<'PY'
 import csv, sys, collections
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
 head, body = rows[0], rows[1:]
@@ -151,5 +161,5 @@ fi
 head -1 "$log"
 printf '%s\n' "${summary[@]}"
 [ -s "$OUT/attention.md" ] && cat "$OUT/attention.md"
-[ -s "$OUT/profile.txt" ] && head -25 "$OUT/profile.txt"
+[ -s "$OUT/profile.txt" ] && grep -E '^  flash_|^    (Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per Thread|Theoretical Occupancy|Dynamic Shared Memory Per Block|Executed Ipc Active|Issue Slots Busy)|GPU time per kernel|^ +[0-9.]+ ms ' "$OUT/profile.txt" | head -70
 cat "$OUT/report.md"

@@ -6,7 +6,7 @@
 # (NF_ATTENTION_BENCH=.gpu/nf_cuda_attention_bench) after running the parity suite itself; run alone in
 # a checkout (nvcc there), it builds the binary first (npm run build:cuda) and, with --tests first,
 # runs the attention parity tests (plus compute-sanitizer's memcheck and racecheck when installed).
-#   bash bench/gpu/attention_run.sh [--tests] [--precisions bf16,tf32,fp32] [--reps N] [--warmup N]
+#   bash bench/gpu/attention_run.sh [--tests] [--precisions bf16,tf32,fp32] [--T 65,197,1024,4096] [--reps N] [--warmup N]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${ATTENTION_OUT:-$(mktemp -d)}"

@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 
 
-def shapes():
-    for T in (65, 197, 1024, 4096):
+def shapes(lengths):
+    for T in lengths:
         for Dh in (64, 128):
             for causal in (False, True):
                 yield max(1, 16384 // T), 2048 // Dh, T, Dh, causal
@@ -43,6 +43,7 @@ def time_ms(fn, warmup, reps):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--precisions', default='bf16,tf32,fp32')
+    ap.add_argument('--T', default='65,197,1024,4096', help='sequence lengths, comma-separated')
     ap.add_argument('--reps', type=int, default=10)
     ap.add_argument('--warmup', type=int, default=3)
     args = ap.parse_args()
@@ -55,7 +56,7 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = precision == 'tf32'
         torch.backends.cudnn.allow_tf32 = precision == 'tf32'
         dtype = torch.bfloat16 if precision == 'bf16' else torch.float32
-        for B, H, T, Dh, causal in shapes():
+        for B, H, T, Dh, causal in shapes([int(t) for t in args.T.split(',')]):
             q, k, v = (torch.randn(B, H, T, Dh, device='cuda', dtype=dtype, requires_grad=True) for _ in range(3))
             dout = torch.randn(B, H, T, Dh, device='cuda', dtype=dtype)
             scale = 1 / math.sqrt(Dh)

@@ -3,7 +3,7 @@
 // backend's stream after warm-up calls; one JSON line per (precision, shape, pass) on stdout. The
 // peer is bench/gpu/attention_torch.py (PyTorch's scaled_dot_product_attention on the same shapes);
 // bench/gpu/attention_table.py joins the two files into the table (FLOPs, TFLOP/s, ratio).
-//   nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--reps N] [--warmup N] [--tiny]
+//   nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--T 65,197,1024,4096] [--reps N] [--warmup N] [--tiny]
 // Shapes: T in {65, 197, 1024, 4096} x head width Dh in {64, 128} x causal {false, true}, with
 // B = max(1, 16384 / T) sequences and H = 2048 / Dh heads (16K tokens of width 2048 per call, as
 // FlashAttention-2's benchmark). Q, K, V, O, dO and the gradients are separate [B, T, H, Dh] float32
@@ -95,17 +95,23 @@ double time_ms(F f, int warmup, int reps) {
   return double(ms) / reps;
 }
 
-void run_shape(const Shape& sh, const std::vector<Precision>& precisions, int warmup, int reps, const std::string& device) {
-  const size_t n = size_t(sh.B * sh.T * sh.H * sh.Dh);
-  float* q = random_device(n, 1);
-  float* k = random_device(n, 2);
-  float* v = random_device(n, 3);
-  float* dout = random_device(n, 4);
-  float* o = random_device(n, 5);
-  float* dq = random_device(n, 6);
-  float* dk = random_device(n, 7);
-  float* dv = random_device(n, 8);
-  float* lse = random_device(size_t(sh.B * sh.H * sh.T), 9);
+// The nine device arrays of a shape; every shape has B·T·H·Dh = 16384 · 2048 elements, so one set,
+// filled once (host-side generation of 300M values per shape would dominate the run), serves all.
+struct Buffers {
+  float *q, *k, *v, *dout, *o, *dq, *dk, *dv, *lse;
+  explicit Buffers(size_t n, size_t rows)
+      : q(random_device(n, 1)), k(random_device(n, 2)), v(random_device(n, 3)), dout(random_device(n, 4)),
+        o(random_device(n, 5)), dq(random_device(n, 6)), dk(random_device(n, 7)), dv(random_device(n, 8)),
+        lse(random_device(rows, 9)) {}
+  ~Buffers() {
+    for (float* ptr : {q, k, v, dout, o, dq, dk, dv, lse}) check(nf::cuda::device_free(ptr), "device_free");
+  }
+};
+
+void run_shape(const Shape& sh, const Buffers& buf, const std::vector<Precision>& precisions, int warmup, int reps,
+               const std::string& device) {
+  float *q = buf.q, *k = buf.k, *v = buf.v, *dout = buf.dout, *o = buf.o, *dq = buf.dq, *dk = buf.dk, *dv = buf.dv,
+        *lse = buf.lse;
   nf::ops::AttentionCoreDims d;
   d.B = sh.B, d.H = sh.H, d.Tq = d.Tk = sh.T, d.Dh = sh.Dh;
   d.q = d.k = d.v = d.o = {sh.T * sh.H * sh.Dh, sh.H * sh.Dh, sh.Dh};
@@ -125,7 +131,6 @@ void run_shape(const Shape& sh, const std::vector<Precision>& precisions, int wa
           sh.causal ? "true" : "false", pass ? "bwd" : "fwd", ms[pass]);
     std::fflush(stdout);
   }
-  for (float* ptr : {q, k, v, dout, o, dq, dk, dv, lse}) check(nf::cuda::device_free(ptr), "device_free");
 }
 
 }  // namespace
@@ -134,6 +139,7 @@ int main(int argc, char** argv) {
   std::vector<Precision> precisions = {Precision::bf16, Precision::tf32, Precision::fp32};
   int warmup = 3, reps = 10;
   bool tiny = false;
+  std::vector<int64_t> lengths = {65, 197, 1024, 4096};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--tiny") {
@@ -142,6 +148,15 @@ int main(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     } else if (a == "--warmup" && i + 1 < argc) {
       warmup = std::atoi(argv[++i]);
+    } else if (a == "--T" && i + 1 < argc) {
+      lengths.clear();
+      for (const char* at = argv[++i]; *at;) {
+        char* end = nullptr;
+        lengths.push_back(std::strtoll(at, &end, 10));
+        if (end == at || lengths.back() < 1 || (*end && *end != ',') || lengths.back() > 16384)
+          return std::fprintf(stderr, "nf_cuda_attention_bench: --T takes lengths like 65,197\n"), 2;
+        at = *end ? end + 1 : end;
+      }
     } else if (a == "--precisions" && i + 1 < argc) {
       precisions.clear();
       const std::string list = argv[++i];
@@ -155,7 +170,7 @@ int main(int argc, char** argv) {
         at = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--reps N] [--warmup N] [--tiny]\n");
+      std::fprintf(stderr, "usage: nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--T 65,197,1024,4096] [--reps N] [--warmup N] [--tiny]\n");
       return 2;
     }
   }
@@ -169,10 +184,14 @@ int main(int argc, char** argv) {
     shapes = {{1, 1, 65, 64, false}, {1, 1, 65, 64, true}};
     warmup = 0, reps = 1;
   } else {
-    for (int64_t T : {65, 197, 1024, 4096})
+    for (int64_t T : lengths)
       for (int64_t Dh : {64, 128})
         for (bool causal : {false, true}) shapes.push_back({std::max<int64_t>(1, 16384 / T), 2048 / Dh, T, Dh, causal});
   }
-  for (const Shape& sh : shapes) run_shape(sh, precisions, warmup, reps, device);
+  size_t n = 0, rows = 0;
+  for (const Shape& sh : shapes)
+    n = std::max(n, size_t(sh.B * sh.T * sh.H * sh.Dh)), rows = std::max(rows, size_t(sh.B * sh.H * sh.T));
+  const Buffers buf(n, rows);
+  for (const Shape& sh : shapes) run_shape(sh, buf, precisions, warmup, reps, device);
   return 0;
 }
