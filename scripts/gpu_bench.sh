@@ -9,7 +9,8 @@
 #   bash scripts/gpu_bench.sh           there, with carry [".gpu"]; NF_GPU_BUDGET seconds (default 450):
 #                                       a step that would not fit in what is left is skipped, saying so;
 #                                       NF_GPU_STEPS (default all: tests,ours,torch,attention,
-#                                       attention_ncu,profile,kernels,memcheck) picks steps for a rerun;
+#                                       attention_ncu,attention_sass,profile,kernels,memcheck) picks
+#                                       steps for a rerun;
 #                                       NF_ATTENTION_ARGS goes to bench/gpu/attention_run.sh
 #   bash scripts/gpu_bench.sh --dry     here: the same steps at tiny shapes on the emulator
 #                                       (npm run build:cuda:emu first), PyTorch's side only --help'd
@@ -62,7 +63,7 @@ fi
 dry=0
 [ "${1:-}" = --dry ] && dry=1
 budget=${NF_GPU_BUDGET:-450}
-steps=",${NF_GPU_STEPS:-tests,ours,torch,attention,attention_ncu,profile,kernels,memcheck},"
+steps=",${NF_GPU_STEPS:-tests,ours,torch,attention,attention_ncu,attention_sass,profile,kernels,memcheck},"
 log=$OUT/tests.log
 summary=()
 
@@ -129,8 +130,42 @@ if [ $dry = 0 ]; then
     ncu --set detailed -k regex:'flash_(forward|dkdv|dq)' --launch-skip 1 --launch-count 3 \
       "$bin/nf_cuda_attention_bench" --precisions bf16 --T 197 --reps 1 --warmup 0 >> "$OUT/profile.txt" 2>&1
   }
-  export -f attention_ncu
+  # Where the forward kernel's warps stall: ncu's per-SASS-instruction stall samples, the 40 hottest.
+  attention_sass() {
+    local csv; csv=$(mktemp)
+    ncu --section WarpStateStats --section SourceCounters -k regex:flash_forward --launch-skip 1 --launch-count 1 \
+      --page details --print-details all "$bin/nf_cuda_attention_bench" --precisions bf16 --T 197 --reps 1 --warmup 0 \
+      2>&1 | grep -vE '^\{' >> "$OUT/profile.txt"
+    ncu --section WarpStateStats --section SourceCounters -k regex:flash_forward --launch-skip 1 --launch-count 1 \
+      --page source --print-source sass --csv "$bin/nf_cuda_attention_bench" --precisions bf16 --T 197 --reps 1 \
+      --warmup 0 > "$csv" 2>> "$OUT/errors.log"
+    python3 - "$csv" >> "$OUT/profile.txt" <<'PY'
+import csv, sys
+lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
+rows = list(csv.reader(lines))
+if not rows:
+    sys.exit("no source page")
+head = rows[0]
+print("== SASS columns:", head)
+def num(v):
+    try:
+        return float(v.replace(",", ""))
+    except ValueError:
+        return 0.0
+col = next((i for i, h in enumerate(head) if h.startswith("Warp Stall Sampling (All")), None)
+src = next((i for i, h in enumerate(head) if h == "Source"), 1)
+if col is None:
+    sys.exit("no stall column")
+total = sum(num(r[col]) for r in rows[1:])
+print(f"== hottest SASS by stall samples (total {total:.0f}):")
+idx = sorted(range(1, len(rows)), key=lambda i: -num(rows[i][col]))[:40]
+for i in sorted(idx):
+    print(f"{i:6d} {num(rows[i][col]):8.0f} {100 * num(rows[i][col]) / max(total, 1):5.1f}%  {rows[i][src][:100]}")
+PY
+  }
+  export -f attention_ncu attention_sass
   step attention_ncu 60 attention_ncu
+  step attention_sass 60 attention_sass
   # GPU time per kernel, summed by name, over two eager bf16 ViT-B/16 B8 training steps (the second
   # is the steady state; the first adds one-time casts and cuBLASLt's heuristics).
   profile() {
