@@ -114,38 +114,63 @@ mse_partial_kernel                       40   256
 mse_mean_kernel                          40   256
 softmax_kernel                           40   128
 topk_kernel                              40   256
+# The last template argument of the flash kernels: attention dropout compiled in (true) or not (false).
 # flash_forward_kernel (flash_attention_forward.cu, the bf16 / tf32 attention core): 4 warps of two 16-row
 # blocks, each block with a 16 x DP fp32 output (DP/2 registers at head width DP) and a 16 x R score tile
 # (R/2), plus operand fragments and running max and sum: up to the 255 that __launch_bounds__(128, 2)
 # allows (2 CTAs per SM); shared memory is dynamic (Q tile and the K, V stream, sized at launch, at most
 # 99 KB, the sm_89 limit)
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 32>     255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 64>     255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 96>     255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 128>    255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 32>     255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 64>     255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 96>     255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 128>    255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 32, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 32, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 64, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 64, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 96, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 96, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 128, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 128, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 32, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 32, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 64, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 64, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 96, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 96, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 128, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 128, true> 255  0
 # flash_dkdv_kernel (flash_attention_backward.cu): two 16 x DP fp32 accumulators (dK and dV, DP registers)
 # plus the 16 x R tiles of S and dP (R): up to the 255 of 2 CTAs per SM (at DP 128 R is 16 to stay there)
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 32>        255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 64>        255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 96>        255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 128>       255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 32>        255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 64>        255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 96>        255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 128>       255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 32, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 32, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 64, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 64, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 96, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 96, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 128, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 128, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 32, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 32, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 64, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 64, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 96, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 96, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 128, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 128, true> 255  0
 # flash_dq_kernel: one 16 x DP accumulator (dQ) and the 16 x R tiles of S and dP (about 200), 2 CTAs per SM
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 32>          208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 64>          208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 96>          208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 128>         208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 32>          208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 64>          208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 96>          208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 128>         208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 32, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 32, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 64, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 64, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 96, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 96, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 128, false>  208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 128, true>   208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 32, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 32, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 64, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 64, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 96, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 96, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 128, false>  208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 128, true>   208  0
 # Test kernels (native/cuda/tests/mma_kernels.cu, launched by the tests only): one warp running one
 # warp-level matrix instruction (mma, ldmatrix through 33 staged shared rows, cp.async of 480 floats)
 # or the cvt conversions, and a 64x64-tile bf16 GEMM of 128 threads (32 fp32 accumulators each, A and

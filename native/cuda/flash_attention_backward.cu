@@ -47,12 +47,13 @@ struct BackwardTiles {
   Op* x;
   Op* y;
   PairStream<Mma, S, R, DP> stream;
-  __device__ BackwardTiles(unsigned char* smem, const S* xh, int64_t rx, const S* yh, int64_t ry, int t0, int T, int Dh)
+  __device__ BackwardTiles(unsigned char* smem, const S* xh, int64_t rx, const S* yh, int64_t ry, int t0, int T, int Dh,
+                           bool vec)
       : x(reinterpret_cast<Op*>(smem)),
         y(x + kBlockRows * ld_of<Op, DP>()),
         stream(smem + 2 * tile_bytes<Op, DP>(kBlockRows)) {
-    load_rows<kBlockRows, DP>(x, xh, rx, t0, T, Dh);
-    load_rows<kBlockRows, DP>(y, yh, ry, t0, T, Dh);
+    load_rows<kBlockRows, DP>(x, xh, rx, t0, T, Dh, vec);
+    load_rows<kBlockRows, DP>(y, yh, ry, t0, T, Dh, vec);
   }
 };
 
@@ -60,7 +61,7 @@ struct BackwardTiles {
 // tiles get 16 rows (32 spilled on sm_90).
 __host__ __device__ constexpr int dkdv_widest(int DP) { return DP > 96 ? 16 : widest_stream(DP); }
 
-template <class Mma, class S, int DP>
+template <class Mma, class S, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dkdv_kernel(float* dk, float* dv, ops::AttentionLayout ldk, ops::AttentionLayout ldv, const S* q, const S* k,
                       const S* v, const S* dout, const float* lse, const float* di, CoreArgs a, bool vec) {
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t b = blockIdx.z, h = blockIdx.y, row0 = (b * a.H + h) * a.Tq;
   const int j0 = int(blockIdx.x) * kBlockRows, jw = j0 + warp * kWarpRows;
   BackwardTiles<Mma, S, R, DP> kv(smem, head_rows(k, a.lk, b, h), a.lk.row, head_rows(v, a.lv, b, h), a.lv.row, j0,
-                                  a.Tk, a.Dh);
+                                  a.Tk, a.Dh, vec);
   PairStream<Mma, S, R, DP>& qdo = kv.stream;
   const S* qh = head_rows(q, a.lq, b, h);
   const S* gh = head_rows(dout, a.lo, b, h);
@@ -95,7 +96,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int i = i0 + acc_col(lane, t, e), j = jw + acc_row(lane, e);
         const float L = lse2(lse, row0, i, a.Tq);
         const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[0][t][e] * c - L);
-        const float z = a.p > 0.0f && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
+        const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
         const float Di = i < a.Tq ? di[row0 + i] : 0.0f;
         s[0][t][e] = p * z;
         dp[0][t][e] = p * (z * dp[0][t][e] - Di);
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
 }
 
-template <class Mma, class S, int DP>
+template <class Mma, class S, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dq_kernel(float* dq, const S* q, const S* k, const S* v, const S* dout, const float* lse, const float* di,
                     CoreArgs a, bool vec) {
@@ -127,7 +128,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t b = blockIdx.z, h = blockIdx.y, row0 = (b * a.H + h) * a.Tq;
   const int i0 = int(blockIdx.x) * kBlockRows, iw = i0 + warp * kWarpRows;
   BackwardTiles<Mma, S, R, DP> qdo(smem, head_rows(q, a.lq, b, h), a.lq.row, head_rows(dout, a.lo, b, h), a.lo.row, i0,
-                                   a.Tq, a.Dh);
+                                   a.Tq, a.Dh, vec);
   PairStream<Mma, S, R, DP>& kv = qdo.stream;
   const S* kh = head_rows(k, a.lk, b, h);
   const S* vh = head_rows(v, a.lv, b, h);
@@ -155,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int e = 0; e < 4; ++e) {
         const int i = iw + acc_row(lane, e), j = j0 + acc_col(lane, t, e), r = e >> 1;
         const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[0][t][e] * c - L[r]);
-        const float z = a.p > 0.0f && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
+        const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
         s[0][t][e] = p * (z * dp[0][t][e] - Di[r]);  // dS
       }
     mma_pb<Mma, 1, R, DP>(acc, s, kv.tile(n, 0), lane);
@@ -176,16 +177,19 @@ Status launch_backward(float* dq, float* dk, float* dv, const ops::AttentionLayo
   const char* op = "flash_attention_backward";
   const bool vec = vector_views<float>({{a.q, a.lq}, {a.k, a.lk}, {a.v, a.lv}, {dout, a.lo}}, a.Dh);
   return with_padded_width(a.Dh, [&](auto dp) -> Status {
-    constexpr int DP = decltype(dp)::value;
-    const dim3 keys(unsigned(ceil_div(a.Tk, kBlockRows)), unsigned(a.H), unsigned(a.B));
-    const dim3 queries(unsigned(ceil_div(a.Tq, kBlockRows)), unsigned(a.H), unsigned(a.B));
-    NF_CUDA_TRY(op, launch(flash_dkdv_kernel<Mma, float, DP>, keys, dim3(kThreads),
-                           kernel_smem<Mma, float, DP>(2 * kBlockRows, dkdv_widest(DP)), s, dk, dv, ldk, ldv, a.q, a.k,
-                           a.v, dout, lse, di, a, vec));
-    NF_CUDA_TRY(op, launch(flash_dq_kernel<Mma, float, DP>, queries, dim3(kThreads),
-                           kernel_smem<Mma, float, DP>(2 * kBlockRows, widest_stream(DP)), s, dq, a.q, a.k, a.v, dout,
-                           lse, di, a, vec));
-    return Status::Ok();
+    return with_dropout(a.p > 0.0f, [&](auto dropout) -> Status {
+      constexpr int DP = decltype(dp)::value;
+      constexpr bool kDropout = decltype(dropout)::value;
+      const dim3 keys(unsigned(ceil_div(a.Tk, kBlockRows)), unsigned(a.H), unsigned(a.B));
+      const dim3 queries(unsigned(ceil_div(a.Tq, kBlockRows)), unsigned(a.H), unsigned(a.B));
+      NF_CUDA_TRY(op, launch(flash_dkdv_kernel<Mma, float, DP, kDropout>, keys, dim3(kThreads),
+                             kernel_smem<Mma, float, DP>(2 * kBlockRows, dkdv_widest(DP)), s, dk, dv, ldk, ldv, a.q,
+                             a.k, a.v, dout, lse, di, a, vec));
+      NF_CUDA_TRY(op, launch(flash_dq_kernel<Mma, float, DP, kDropout>, queries, dim3(kThreads),
+                             kernel_smem<Mma, float, DP>(2 * kBlockRows, widest_stream(DP)), s, dq, a.q, a.k, a.v,
+                             dout, lse, di, a, vec));
+      return Status::Ok();
+    });
   });
 }
 

@@ -28,11 +28,15 @@ using namespace flash;
 // Query rows per CTA: 4 warps x kBlocks 16-row blocks.
 constexpr int kBlocks = 2, kQueries = kWarps * kBlocks * kWarpRows;
 
-template <class Mma, class S, int DP>
+// The forward's widest stream: at DP 128 the two 16 x 128 accumulators leave room for 16-key score
+// tiles only (32 spilled on sm_80 and sm_89).
+__host__ __device__ constexpr int forward_widest(int DP) { return DP > 96 ? 16 : widest_stream(DP); }
+
+template <class Mma, class S, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_forward_kernel(float* o, float* lse, const S* q, const S* k, const S* v, CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(kQueries, widest_stream(DP)), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int R = stream_rows<Mma, S, DP>(kQueries, forward_widest(DP)), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   constexpr int kWarpQueries = kBlocks * kWarpRows;
   NF_DYNAMIC_SHARED(unsigned char, smem);
   Op* Qs = reinterpret_cast<Op*>(smem);
@@ -42,7 +46,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int i0 = int(blockIdx.x) * kQueries, iw = i0 + warp * kWarpQueries;
   const S* kh = head_rows(k, a.lk, b, h);
   const S* vh = head_rows(v, a.lv, b, h);
-  load_rows<kQueries, DP>(Qs, head_rows(q, a.lq, b, h), a.lq.row, i0, a.Tq, a.Dh);
+  load_rows<kQueries, DP>(Qs, head_rows(q, a.lq, b, h), a.lq.row, i0, a.Tq, a.Dh, vec);
   const int key_end = a.causal && i0 + kQueries < a.Tk ? i0 + kQueries : a.Tk;
   if (key_end > 0) kv.issue(0, kh, a.lk.row, vh, a.lv.row, 0, a.Tk, a.Dh, vec);
 
@@ -86,7 +90,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int e = 0; e < 4; ++e) {
           float p = exp2f(s[m][t][e] - base[e >> 1]);
           l[m][e >> 1] += p;
-          if (a.p > 0.0f && p != 0.0f) p *= keep_scale(a, b, h, im + acc_row(lane, e), j0 + acc_col(lane, t, e));
+          if (kDropout && p != 0.0f) p *= keep_scale(a, b, h, im + acc_row(lane, e), j0 + acc_col(lane, t, e));
           s[m][t][e] = p;
         }
     }
@@ -119,12 +123,14 @@ template <class Mma>
 Status launch_forward(float* o, float* lse, const CoreArgs& a, cudaStream_t s) {
   const bool vec = vector_views<float>({{a.q, a.lq}, {a.k, a.lk}, {a.v, a.lv}}, a.Dh);
   return with_padded_width(a.Dh, [&](auto dp) -> Status {
-    constexpr int DP = decltype(dp)::value;
-    NF_CUDA_TRY("flash_attention_forward",
-                launch(flash_forward_kernel<Mma, float, DP>, dim3(unsigned(ceil_div(a.Tq, kQueries)), unsigned(a.H),
-                       unsigned(a.B)), dim3(kThreads), kernel_smem<Mma, float, DP>(kQueries, widest_stream(DP)), s, o,
-                       lse, a.q, a.k, a.v, a, vec));
-    return Status::Ok();
+    return with_dropout(a.p > 0.0f, [&](auto dropout) -> Status {
+      constexpr int DP = decltype(dp)::value;
+      NF_CUDA_TRY("flash_attention_forward",
+                  launch(flash_forward_kernel<Mma, float, DP, decltype(dropout)::value>,
+                         dim3(unsigned(ceil_div(a.Tq, kQueries)), unsigned(a.H), unsigned(a.B)), dim3(kThreads),
+                         kernel_smem<Mma, float, DP>(kQueries, forward_widest(DP)), s, o, lse, a.q, a.k, a.v, a, vec));
+      return Status::Ok();
+    });
   });
 }
 
