@@ -171,7 +171,7 @@ describe.skipIf(reason !== null)('adamwMultiStep on the emulated CUDA backend', 
   it("'bf16' graph replays equal eager steps bit for bit, recast nothing between replays, and see a write from JS", () => {
     const N = 6;
     const run = (graphs: boolean, editAt?: number) => {
-      const model = new ViTClassifier({ ...CONFIG, precision: 'bf16', dropout: 0.2 }), opt = new AdamW(model.parameters(), { lr: 1e-2 });
+      const model = new ViTClassifier({ ...CONFIG, precision: 'bf16', dropout: 0.2, attnDropout: 0 }), opt = new AdamW(model.parameters(), { lr: 1e-2 });
       const losses: number[] = [], casts: number[] = [];
       for (let s = 0; s < N; s++) {
         opt.options.lr = 1e-2 * (1 + Math.cos(s));
@@ -182,7 +182,10 @@ describe.skipIf(reason !== null)('adamwMultiStep on the emulated CUDA backend', 
         casts.push(r.calls.cast);
       }
       const out = { losses, casts, weights: model.parameters().map((p) => p.toArray()),
-        fresh: model.parameters().filter(hasCopy).every((p) => Buffer.from(copyBits(p).buffer).equals(Buffer.from(rounded(p).buffer))) };
+        fresh: model.parameters().filter(hasCopy).every((p) => {
+          const want = rounded(p);
+          return copyBits(p).every((b, k) => b === want[k]);
+        }) };
       model.dispose();
       opt.dispose();
       return out;
