@@ -60,7 +60,7 @@ ce_mean_kernel                           40   256
 # step factors (double pow, from arguments or step values) at the top of each block, then 4 elements of 4 arrays
 # per 16-byte vector step and a scalar tail; its table of 36 tensors and 320 blocks is a kernel argument
 # (about 3.4 KB of the 4 KB of parameter space, in constant bank 0)
-adamw_multi_kernel<float>                42   0
+adamw_multi_kernel<float>                44   0
 adamw_multi_kernel<nf::ops::bf16>        40   0
 attention_forward_kernel<1>              96   0
 attention_forward_kernel<2>              96   0

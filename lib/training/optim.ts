@@ -225,7 +225,8 @@ export abstract class Optimizer<O extends object = object> {
         const p = this.params[i];
         if (!isLive.has(i) || !p.grad) continue;
         const key = `${this.steps[i]}|${p.device}`;
-        lists.set(key, [...(lists.get(key) ?? []), i]);
+        if (!lists.has(key)) lists.set(key, []);
+        lists.get(key)!.push(i);
       }
       for (const list of lists.values()) yield* this.stepList(g, list);
     }
