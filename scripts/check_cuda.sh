@@ -56,8 +56,12 @@ ce_targets_kernel                        40   128
 ce_row_kernel<float>                     40   128
 ce_row_kernel<nf::ops::bf16>             40   128
 ce_mean_kernel                           40   256
-# adamw_kernel: the step factors (double pow) at the top of each thread, from arguments or step values
-adamw_kernel                             40   0
+# adamw_multi_kernel<C> (the multi-tensor AdamW, C the type of the weight copy it writes: float or bf16): the
+# step factors (double pow, from arguments or step values) at the top of each block, then 4 elements of 4 arrays
+# per 16-byte vector step and a scalar tail; its table of 36 tensors and 320 blocks is a kernel argument
+# (about 3.4 KB of the 4 KB of parameter space, in constant bank 0)
+adamw_multi_kernel<float>                44   0
+adamw_multi_kernel<nf::ops::bf16>        40   0
 attention_forward_kernel<1>              96   0
 attention_forward_kernel<2>              96   0
 attention_forward_kernel<4>              96   0

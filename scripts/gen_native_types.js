@@ -48,7 +48,7 @@ function fieldDoc(op, f) {
       inout: 'read and updated in place',
       saved: backward ? "the forward's saved buffer" : 'saved for the backward',
     }[f.role];
-    parts.push([f.shape + (f.orLonger ? ' (or longer)' : ''), role].filter(Boolean).join(', ') + '.');
+    parts.push([(f.list ? 'A list, entry i ' : '') + f.shape + (f.orLonger ? ' (or longer)' : ''), role].filter(Boolean).join(', ') + '.');
     if (f.gradOf) parts.push(`The gradient of ${f.gradOf}.`);
   }
   if (f.when) parts.push(f.optional || f.kind === 'dim' ? `Read only when ${f.when}.` : `Required when ${f.when}, ignored otherwise.`);
@@ -69,8 +69,12 @@ function fieldType(op, f) {
       return 'boolean';
     case 'choice':
       return f.type;
-    case 'array':
-      return `${f.dtype === 'real' ? (op.reference ? 'FloatArray' : 'Float32Array') : ARRAY_TYPES[f.dtype]} | Buffer`;
+    case 'sizes':
+      return 'number[]';
+    case 'array': {
+      const one = `${f.dtype === 'real' ? (op.reference ? 'FloatArray' : 'Float32Array') : ARRAY_TYPES[f.dtype]} | Buffer`;
+      return f.list ? `(${one}${f.optional ? ' | null' : ''})[]` : one;
+    }
     default:
       throw new Error(`${op.name}.${f.name}: unknown kind ${f.kind}`);
   }
@@ -83,6 +87,8 @@ function optionalField(f) {
       return f.optional || f.when != null;
     case 'dim':
       return f.when != null;
+    case 'sizes':
+      return false;
     case 'number':
       return !f.required;
     default:

@@ -82,11 +82,11 @@ describe.skipIf(reason !== null)('CUDA graphs on the SIMT emulator', () => {
     expect(graphed.losses.every(Number.isFinite)).toBe(true);
   });
 
-  it("precision 'bf16': N replayed steps give the eager losses and weights bit for bit; the weights' bf16 copies recast in every replay", () => {
-    // With `evalAfter`, an eval forward after that step casts the weights' bf16 copies
-    // (Parameter.storageFor) at the current weights just before the step that is captured, so the
-    // capture finds them current: the cast must be captured anyway, as the replays' optimizer steps
-    // change the weights (no eager cast runs between the replays).
+  it("precision 'bf16': N replayed steps give the eager losses and weights bit for bit; the weights' bf16 copies stay current in every replay", () => {
+    // The capture finds the weights' bf16 copies (Parameter.storageFor) current — AdamW wrote them
+    // with the weights (adamwMultiStep's copy), and with `evalAfter` an eval forward after that step
+    // reads them too — so it reads them as they are, and the replays' own AdamW keeps them current
+    // (no eager cast runs between the replays: test/optim_multi.test.ts counts them).
     const N = 7, probe = batch(2, 99).images;
     const run = (graphs: boolean, evalAfter?: number) => {
       const model = new ViTClassifier({ ...CONFIG, precision: 'bf16' }), opt = new AdamW(model.parameters(), { lr: 1e-2 });

@@ -289,6 +289,7 @@ const families: Family[] = [
 const elsewhere: Record<string, string> = {
   attentionDecode: 'float32 only, no reference twin: test/attention.test.ts compares it with the full forward',
   fmaPeak: 'a measurement, not a function of its inputs (test/peak.test.ts)',
+  adamwMultiStep: 'a tensor-list op (this suite walks single arrays): test/optim_multi.test.ts compares it with the float64 twin and adamwStep',
 };
 
 // ---- evaluating the schema for a case --------------------------------------------------------

@@ -72,6 +72,9 @@ class StepValues {
   readonly host = new Float64Array(STEP_VALUES);
   readonly device: DeviceBuffer = cuda().alloc(STEP_VALUES * 8, 'zero');
   private readonly draws: (() => number)[] = [];
+  /** What runs on the host before each replay (after the step values) and after it (onReplay). */
+  readonly before: (() => void)[] = [];
+  readonly after: (() => void)[] = [];
 
   add(draw: () => number): number {
     if (this.draws.length === STEP_VALUES) uncapturable(`more than ${STEP_VALUES} step values`);
@@ -123,6 +126,18 @@ export function stepValue(field: 'seedAt' | 'stepAt' | 'lrAt', draw: () => numbe
   return { value: placeholder, fields: { [field]: capturing.add(draw), stepValues: capturing.device } };
 }
 
+/**
+ * Under capture, registers host work around every replay of the graph: `before` runs before it is
+ * launched (eager work it queues runs first: a bf16 weight copy recast when its parameter changed
+ * outside the graph), `after` once it is queued (bookkeeping: the parameters the graph's optimizer
+ * wrote). Nothing happens outside a capture.
+ */
+export function onReplay(hooks: { before?: () => void; after?: () => void }): void {
+  if (!capturing) return;
+  if (hooks.before) capturing.before.push(hooks.before);
+  if (hooks.after) capturing.after.push(hooks.after);
+}
+
 /** What a capture keeps: the graph, its step values, its input tensors and the tensors the program returned. */
 export class CapturedCall {
   private constructor(private handle: object | null, private readonly values: StepValues,
@@ -171,6 +186,7 @@ export class CapturedCall {
     if (!this.prepare(inputs)) return false;
     cuda().graphLaunch(this.handle!);
     stats.replays++;
+    for (const f of this.values.after) f();
     return true;
   }
 
@@ -179,6 +195,7 @@ export class CapturedCall {
     if (!this.prepare(inputs)) return false;
     await cuda().graphLaunchAsync(this.handle!);
     stats.replays++;
+    for (const f of this.values.after) f();
     return true;
   }
 
@@ -188,6 +205,7 @@ export class CapturedCall {
     if (!cuda().graphFresh(this.handle)) return false;
     inputs.forEach((t, i) => cuda().copy(this.inputs[i].storage as DeviceBuffer, t.storage as DeviceBuffer));
     this.values.refill();
+    for (const f of this.values.before) f();
     return true;
   }
 

@@ -13,7 +13,7 @@ import {
 } from './device';
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { OptionKeys } from '../validation/options';
-import { CapturedCall, captureInProgress, cudaGraphsEnabled, GraphRunner, objectId, tensorKey, uncapturable } from './graph';
+import { CapturedCall, captureInProgress, cudaGraphsEnabled, GraphRunner, objectId, onReplay, tensorKey, uncapturable } from './graph';
 import { cuda, type DeviceBuffer } from './device';
 import { Lane, runAsync, runSync, type OpName, type Program } from './program';
 import type { Random } from './random';
@@ -72,17 +72,44 @@ export class Parameter extends Tensor<'float32'> {
    * bf16 copy of its values, cast again whenever they changed since (`version`: optimizer steps,
    * loads), as torch.autocast casts its weights. The copy (2 bytes a value) lives until the parameter
    * moves or is disposed; the parameter itself, its gradient and its optimizer state stay float32.
-   * A CUDA graph capture records the cast once (at its first read), whatever the version: every
-   * replay then recasts, since the values a replay reads need not be those of capture time (a
-   * replayed step's optimizer, a load between replays).
+   * AdamW writes the copy in the pass that updates the parameter (adamwMultiStep's `copy`), and
+   * then marks it fresh (bf16Written), so an optimizer step costs no recast.
+   * A CUDA graph capture reads a copy that is fresh at capture time as it is, and every replay first
+   * recasts it (eagerly, before the launch) if the parameter changed outside the graph since (a load,
+   * a write from JS: the version moved); the graph's own AdamW keeps it fresh. A stale copy's cast is
+   * recorded in the graph instead (at its first read), and every replay recasts it. A copy is never
+   * stale when read.
    */
   storageFor(dtype: FloatDType): Storage<'float32'> {
     if (dtype === 'float32') return this.storage;
-    const c = this.bf16Copy;
-    if (c && c.version === this.version && c.capture === captureInProgress()) return c.tensor.storage as Storage<'float32'>;
+    const c = this.bf16Copy, capture = captureInProgress();
+    if (c && c.version === this.version && c.capture === capture) return c.tensor.storage as Storage<'float32'>;
+    if (c && capture && c.version === this.version && c.capture === null) {
+      onReplay({ before: () => this.freshenBf16Copy() });
+      c.capture = capture; // (read again in this capture as it is; eager reads after it recast until a replay's optimizer or freshen)
+      return c.tensor.storage as Storage<'float32'>;
+    }
     const tensor = this.cast('bfloat16', c?.tensor);
-    this.bf16Copy = { tensor, version: this.version, capture: captureInProgress() };
+    this.bf16Copy = { tensor, version: this.version, capture };
     return tensor.storage as Storage<'float32'>;
+  }
+
+  /** Recasts the bf16 copy (in place, eagerly) unless it is fresh: before a replay of a graph that reads it. */
+  private freshenBf16Copy(): void {
+    const c = this.bf16Copy;
+    if (!c || (c.version === this.version && c.capture === null)) return;
+    this.cast('bfloat16', c.tensor);
+    this.bf16Copy = { tensor: c.tensor, version: this.version, capture: null };
+  }
+
+  /** @internal The bf16 copy's storage for an optimizer step to write (adamwMultiStep's `copy`), or null when there is none. */
+  bf16CopyTarget(): Storage<'bfloat16'> | null {
+    return this.bf16Copy?.tensor.storage ?? null;
+  }
+
+  /** @internal After an op wrote the parameter (markWritten first) and its copy from the new values: the copy is fresh. */
+  bf16Written(): void {
+    if (this.bf16Copy) this.bf16Copy = { tensor: this.bf16Copy.tensor, version: this.version, capture: null };
   }
 
   /** Moves this parameter and its gradient to `device` in place (what Module.to does to every parameter). */

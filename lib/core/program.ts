@@ -67,10 +67,13 @@ export function registerHostOp(name: string, sync: (args: object) => void, async
 function opFunction(req: OpRequest, name: string): RawOp {
   if (cudaInUse()) {
     const onDevice: string[] = [], onHost: string[] = [];
-    for (const [field, v] of Object.entries(req.args)) {
-      if (isDeviceBuffer(v)) onDevice.push(field);
-      else if (ArrayBuffer.isView(v)) onHost.push(field);
-    }
+    for (const [field, v] of Object.entries(req.args))
+      for (const e of Array.isArray(v) ? v : [v]) { // (a tensor list: its entries)
+        if (isDeviceBuffer(e)) onDevice.push(field);
+        else if (ArrayBuffer.isView(e)) onHost.push(field);
+        else continue;
+        break;
+      }
     if (onDevice.length) {
       const fn = (cuda() as unknown as Record<string, RawOp | undefined>)[name];
       if (!fn) throw new NodeformerError('ERR_NF_DEVICE', `${req.op} has no CUDA implementation yet: run it on cpu`);

@@ -750,6 +750,42 @@ export interface AdamwStepArgs<Buffer = never> {
   expAvgSq: FloatArray | Buffer;
 }
 
+/** The options of adamwMultiStep. */
+export interface AdamwMultiStepArgs<Buffer = never> {
+  sizes: number[];
+  step: number;
+  /** Default 0.001. */
+  lr?: number;
+  /** Default 0.9. */
+  beta1?: number;
+  /** Default 0.999. */
+  beta2?: number;
+  /** Default 1e-8. */
+  eps?: number;
+  /** Default 0.01. */
+  weightDecay?: number;
+  stepAt?: number;
+  lrAt?: number;
+  /**
+   * [(the largest index) + 1] (or longer). Required when an index field (seedAt, stepAt, lrAt) is given,
+   * ignored otherwise. (this step's values, read at run time by the fields that index it (CUDA graphs replay
+   * them))
+   */
+  stepValues?: Float64Array | Buffer | null;
+  /** A list, entry i [sizes[i]], read and updated in place. */
+  param: (FloatArray | Buffer)[];
+  /** A list, entry i [sizes[i]]. */
+  grad: (FloatArray | Buffer)[];
+  /** A list, entry i [sizes[i]], read and updated in place. */
+  expAvg: (FloatArray | Buffer)[];
+  /** A list, entry i [sizes[i]], read and updated in place. */
+  expAvgSq: (FloatArray | Buffer)[];
+  /**
+   * A list, entry i [sizes[i]], written. (per entry: the parameter's copy in the activation type, or null)
+   */
+  copy?: (FloatArray | Buffer | null)[] | null;
+}
+
 /** The options of sgdStep. */
 export interface SgdStepArgs<Buffer = never> {
   n: number;
@@ -1092,6 +1128,14 @@ export interface NativeOps<Buffer = never> {
    */
   adamwStep(a: AdamwStepArgs<Buffer>): void;
   /**
+   * adamwStep on every tensor of a list in one call (a parameter group; on CUDA a few launches for the whole
+   * list): entry i of param, grad, expAvg and expAvgSq holds sizes[i] values, every entry takes the same step
+   * and hyperparameters. `copy` (optional, entries may be null): copy[i] = the new param[i] in the call's
+   * activation type, rounded to nearest even for bfloat16 (precision 'bf16': the weight copy its products
+   * read).
+   */
+  adamwMultiStep(a: AdamwMultiStepArgs<Buffer>): void;
+  /**
    * One torch.optim.SGD step in place: d = grad + weightDecay·param; with momentum, momentumBuf = d at step
    * 1, else momentum·momentumBuf + (1 − dampening)·d; d = d + momentum·momentumBuf (nesterov) or momentumBuf;
    * param −= lr·d. `momentumBuf` is required when momentum ≠ 0. Defaults: lr 1e-3, momentum 0, dampening 0,
@@ -1170,7 +1214,7 @@ export interface NativeOps<Buffer = never> {
 }
 
 /** Every op name, in the order of the op table (native/ops/ops.h). */
-export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'packWeights', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'clipCoefficient', 'clipScale', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
+export const OP_NAMES = ['layernormForward', 'layernormBackward', 'gemm', 'packWeights', 'linearForward', 'linearBackward', 'feedforwardForward', 'feedforwardBackward', 'attentionForward', 'attentionBackward', 'attentionDecode', 'patchEmbedForward', 'patchEmbedBackward', 'embeddingForward', 'embeddingBackward', 'sinusoidalEncoding', 'clsPosForward', 'clsPosBackward', 'tokenPosForward', 'tokenPosBackward', 'add', 'accumulate', 'zero', 'dropoutForward', 'dropoutBackward', 'copyRows', 'crossEntropy', 'mse', 'adamwStep', 'adamwMultiStep', 'sgdStep', 'sumSquares', 'scale', 'clipGradNorm', 'clipCoefficient', 'clipScale', 'firstNonFinite', 'softmax', 'logSoftmax', 'argmax', 'topk', 'fmaPeak', 'activationForward', 'activationBackward', 'channelScaleForward', 'channelScaleBackward'] as const;
 export type OpName = (typeof OP_NAMES)[number];
 
 /**

@@ -4,7 +4,7 @@
  */
 import { OptimizerArenas } from './arena';
 import { checkDeviceOps, cuda, type DeviceBuffer } from '../core/device';
-import { GraphRunner, objectId, stepValue, uncapturable, type StepValueFields } from '../core/graph';
+import { graphCapturing, GraphRunner, objectId, onReplay, stepValue, uncapturable, type StepValueFields } from '../core/graph';
 import { invalidArg, NodeformerError, objectArg } from '../validation/errors';
 import { checkFiniteArgs } from '../core/finite';
 import type { Parameter } from '../core/module';
@@ -25,6 +25,15 @@ function checkParams(params: unknown, name = 'params'): Parameter[] {
  * multiplies the group's learning rate either way (layer-wise decay, see paramGroups()).
  */
 export type ParamGroup<O extends object = object> = { params: Parameter[]; lrScale?: number } & Partial<O>;
+
+/** One parameter of an updateList: its size, storage, gradient, state buffers and bf16 copy to write (or null). */
+export interface UpdateEntry {
+  n: number;
+  param: Storage<'float32'>;
+  grad: Storage<'float32'>;
+  buffers: Storage<'float32'>[];
+  copy: Storage<'bfloat16'> | null;
+}
 
 /** A checked group: its parameters' indices in Optimizer.params, its option overrides and scale. */
 interface Group<O> {
@@ -74,8 +83,6 @@ export abstract class Optimizer<O extends object = object> {
   protected buffers: Tensor<'float32'>[][];
   /** The parameter groups (one, without overrides, when the constructor got a plain array). */
   private readonly groups: Group<O>[];
-  /** The group of each parameter (by its index in params). */
-  private readonly groupOf: Group<O>[];
   private arenas: OptimizerArenas | null = null;
   /** @internal trainStep calls that added gradients since the last update (trainStep's accumulate option). */
   accumulated = 0;
@@ -99,7 +106,6 @@ export abstract class Optimizer<O extends object = object> {
       return { indices: ps.map((_, i) => start + i), overrides: overrides as Partial<O>, lrScale };
     });
     if (new Set(this.params).size !== this.params.length) invalidArg('params', 'each parameter in one group only (as torch)', params);
-    this.groupOf = this.groups.flatMap((g) => g.indices.map(() => g));
     for (const device of new Set(this.params.map((p) => p.device))) checkDeviceOps(device, [this], this.constructor.name);
     this.steps = this.params.map(() => 0);
     this.buffers = this.params.map((p) => Array.from({ length: buffersPerParam }, () => Tensor.zeros([p.size], 'float32', p.device)));
@@ -210,19 +216,63 @@ export abstract class Optimizer<O extends object = object> {
       for (const i of live) this.params[i].markWritten(); // (what is derived from them, such as prepacked weights, is stale)
       return;
     }
-    for (const i of live) {
-      const p = this.params[i];
-      if (!p.grad) continue;
-      // State made before the model moved (module.to) follows its parameter.
-      for (const b of this.buffers[i]) b.moveTo(p.device);
-      // The step count and learning rate are step values (lib/core/graph.ts): a CUDA graph's replays draw them again.
-      const o = this.groupOptions(this.groupOf[i]) as O & { lr: number };
-      const step = stepValue('stepAt', () => ++this.steps[i], this.steps[i] + 1);
-      const lr = stepValue('lrAt', () => (this.groupOptions(this.groupOf[i]) as O & { lr: number }).lr, o.lr);
-      yield* this.update(p.size, p.storage, p.grad.storage, this.buffers[i].map((b) => b.storage), step.value, { ...o, lr: lr.value },
-        { ...step.fields, ...lr.fields });
-      p.markWritten();
+    // Off the arenas (on 'cuda'): one updateList per group and step count (the parameters of a group
+    // normally share one) and device.
+    const isLive = new Set(live);
+    for (const g of this.groups) {
+      const lists = new Map<string, number[]>();
+      for (const i of g.indices) {
+        const p = this.params[i];
+        if (!isLive.has(i) || !p.grad) continue;
+        const key = `${this.steps[i]}|${p.device}`;
+        if (!lists.has(key)) lists.set(key, []);
+        lists.get(key)!.push(i);
+      }
+      for (const list of lists.values()) yield* this.stepList(g, list);
     }
+  }
+
+  /** The program of one step of parameters `list` (indices; one group, one step count, one device). */
+  private *stepList(g: Group<O>, list: number[]): Program<void> {
+    const ps = list.map((i) => this.params[i]);
+    // State made before the model moved (module.to) follows its parameter.
+    for (const i of list) for (const b of this.buffers[i]) b.moveTo(this.params[i].device);
+    // The step count and learning rate are step values (lib/core/graph.ts): a CUDA graph's replays draw them again.
+    const o = this.groupOptions(g) as O & { lr: number }, next = this.steps[list[0]] + 1;
+    const step = stepValue('stepAt', () => {
+      const t = this.steps[list[0]] + 1;
+      for (const i of list) this.steps[i] = t;
+      return t;
+    }, next);
+    const lr = stepValue('lrAt', () => (this.groupOptions(g) as O & { lr: number }).lr, o.lr);
+    const copies = ps.map((p) => (this.writesCopies ? p.bf16CopyTarget() : null));
+    yield* this.updateList(ps.map((p, k) => ({ n: p.size, param: p.storage, grad: p.grad!.storage,
+      buffers: this.buffers[list[k]].map((b) => b.storage), copy: copies[k] })), step.value, { ...o, lr: lr.value }, { ...step.fields, ...lr.fields });
+    const written = () => ps.forEach((p, k) => {
+      p.markWritten();
+      if (copies[k]) p.bf16Written();
+    });
+    // (Under capture nothing has run yet: each replay marks them once it is queued.)
+    if (graphCapturing()) {
+      for (const p of ps) p.markWritten();
+      onReplay({ after: written });
+    } else {
+      written();
+    }
+  }
+
+  /**
+   * Whether updateList writes the parameters' bf16 copies it is given (AdamW): otherwise they are
+   * left stale, to be recast when next read.
+   */
+  protected readonly writesCopies: boolean = false;
+
+  /**
+   * The program updating a list of parameters (one group, one step): by default update() on each;
+   * a subclass may do the whole list in one op (AdamW's adamwMultiStep).
+   */
+  protected *updateList(list: UpdateEntry[], step: number, o: O, stepFields: StepValueFields): Program<void> {
+    for (const e of list) yield* this.update(e.n, e.param, e.grad, e.buffers, step, o, stepFields);
   }
 
   /**
@@ -319,7 +369,8 @@ function adamwOptions(raw: AdamWOptions, prefix: string): Required<AdamWOptions>
 /** torch.optim.AdamW: decoupled weight decay, bias-corrected moments. */
 export class AdamW extends Optimizer<Required<AdamWOptions>> {
   /** The ops it runs (Optimizer.ops). */
-  static override readonly ops: readonly OpName[] = ['adamwStep'];
+  static override readonly ops: readonly OpName[] = ['adamwStep', 'adamwMultiStep'];
+  protected override readonly writesCopies = true;
   constructor(params: Parameter[] | ParamGroup<AdamWOptions>[], options: AdamWOptions = {}) {
     super(params, adamwOptions(options, 'options'), 2);
   }
@@ -332,6 +383,15 @@ export class AdamW extends Optimizer<Required<AdamWOptions>> {
     o: Required<AdamWOptions>, stepFields: StepValueFields = {}): Program<void> {
     yield* op('adamwStep', { n, step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weightDecay,
       ...stepFields, param, grad, expAvg, expAvgSq });
+  }
+
+  /** One adamwMultiStep over the list (on 'cuda' a few launches, not one per parameter), writing the bf16 copies given. */
+  protected override *updateList(list: UpdateEntry[], step: number, o: Required<AdamWOptions>, stepFields: StepValueFields): Program<void> {
+    const copies = list.some((e) => e.copy);
+    yield* op('adamwMultiStep', { sizes: list.map((e) => e.n), step, lr: o.lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps,
+      weightDecay: o.weightDecay, ...stepFields, param: list.map((e) => e.param), grad: list.map((e) => e.grad),
+      expAvg: list.map((e) => e.buffers[0]), expAvgSq: list.map((e) => e.buffers[1]),
+      ...(copies ? { copy: list.map((e) => e.copy as Storage<'float32'> | null) } : {}) });
   }
 }
 

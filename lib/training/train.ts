@@ -174,12 +174,14 @@ function captureStep<M extends Module>(model: M, optimizer: Optimizer, args: Ten
   return typeof result === 'string' ? null : result;
 }
 
-/** After a replay: the loss, fit()'s observer, the parameters marked written, and a bad target reported as eager would. */
-function afterReplay(optimizer: Optimizer, call: CapturedCall, o: StepOptions): number {
+/**
+ * After a replay: the loss, fit()'s observer, and a bad target reported as eager would. (The parameters the
+ * graph's optimizer wrote were marked written as it was queued: onReplay, Optimizer.stepList.)
+ */
+function afterReplay(call: CapturedCall, o: StepOptions): number {
   const [lossT, output] = call.outputs as Tensor<'float32'>[];
   const loss = lossT.toArray()[0];
   const targets = call.inputs[call.inputs.length - 1];
-  for (const p of optimizer.params) if (p.requiresGrad) p.markWritten();
   if (!Number.isFinite(loss) && o.lossFn === crossEntropyOps) checkCrossEntropyTargets(output, targets);
   o.observe?.(output, targets);
   return loss;
@@ -208,7 +210,7 @@ export function trainStep<M extends Module>(
     optimizer.graphs.drop(plan.key);
     return eager();
   }
-  return afterReplay(optimizer, call, o);
+  return afterReplay(call, o);
 }
 
 /**
@@ -238,6 +240,6 @@ export function trainStepAsync<M extends Module>(
       optimizer.graphs.drop(plan.key);
       return eager();
     }
-    return afterReplay(optimizer, call, o);
+    return afterReplay(call, o);
   }, optimizer.lane);
 }

@@ -132,6 +132,16 @@ Status run(const ops::AdamWStep<float>& p) {
   return Status::Ok();
 }
 
+Status run(const ops::AdamWMultiStep<float>& p) {
+  const AdamWParams h = ops::with_step_values(p.h);
+  for (size_t i = 0; i < p.sizes.size(); ++i) NF_TRY(ops::adamw_check("adamw_step", p.sizes[i], h));
+  for (size_t i = 0; i < p.sizes.size(); ++i) {
+    NF_DISPATCH(adamw_step, p.param[i], p.exp_avg[i], p.exp_avg_sq[i], p.grad[i], p.sizes[i], h);
+    if (p.copy[i]) std::copy(p.param[i], p.param[i] + p.sizes[i], p.copy[i]);
+  }
+  return Status::Ok();
+}
+
 Status run(const ops::SgdStep<float>& p) {
   NF_TRY(ops::sgd_check("sgd_step", p.n, p.h, p.momentum_buf));
   NF_DISPATCH(sgd_step, p.param, p.momentum_buf, p.grad, p.n, p.h);

@@ -16,6 +16,7 @@ using SgdParams = ops::SgdParams;
 // coef = max_norm / (total + 1e-6), g *= min(coef, 1) (NaN coef included, as torch's clamp);
 // total_norm[0] = total.
 Status run(const ops::AdamWStep<float>& p);
+Status run(const ops::AdamWMultiStep<float>& p);  // adamw_step on each entry in turn
 Status run(const ops::SgdStep<float>& p);
 Status run(const ops::SumSquares<float>& p);
 Status run(const ops::Scale<float>& p);

@@ -23,8 +23,9 @@
 //   into bf16 C, or into a float weight gradient (beta = 1 over the fp32 master's gradient);
 //   cuBLASLt with CUDA_R_16BF operands, CUBLAS_COMPUTE_32F and a float bias (BIAS_DATA_TYPE), its
 //   CPU stand-in the same; the own kernel converts on load. The bf16 weight copy is the
-//   Parameter's (Parameter.storageFor), cast again when the parameter's version changes (an
-//   optimizer step, a load): 2 bytes a weight, as autocast's cast cache.
+//   Parameter's (Parameter.storageFor): AdamW writes it with the master (adamwMultiStep, optim.cu),
+//   anything else that changes the parameter (a load, SGD) has it cast again at its next read:
+//   2 bytes a weight, as autocast's cast cache.
 // - The optimizer, gradient norms and clipping run on the fp32 masters and gradients unchanged;
 //   stateDict and checkpoints are fp32. The CPU keeps fp32 storage (a CPU layer given a bf16
 //   tensor computes it as float32).

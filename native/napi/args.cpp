@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <type_traits>
 
@@ -67,7 +69,20 @@ void Args::fail(const std::string& message) const {
   throw_error(env_, "ERR_NF_INVALID_ARG", std::string(op_) + ": " + message);
 }
 
-Napi::Value Args::field(const char* name) const { return obj_.Get(name); }
+Napi::Value Args::field(const char* name) const {
+  const char* bracket = std::strchr(name, '[');
+  if (!bracket) return obj_.Get(name);
+  Napi::Value list = obj_.Get(std::string(name, bracket));
+  if (!list.IsArray()) return env_.Undefined();
+  return list.As<Napi::Array>().Get(uint32_t(std::strtoul(bracket + 1, nullptr, 10)));
+}
+
+int64_t Args::list_length(const char* name) const {
+  Napi::Value v = field(name);
+  return v.IsArray() ? int64_t(v.As<Napi::Array>().Length()) : -1;
+}
+
+std::string Args::describe_field(const char* name) const { return describe(field(name)); }
 
 int64_t Args::dim(const char* name, int64_t min, int64_t max) {
   Napi::Value v = field(name);
@@ -112,6 +127,7 @@ std::string Args::text(const char* name, const std::string& def) {
 
 bool Args::is_f64(const char* name) {
   Napi::Value v = field(name);
+  if (v.IsArray() && v.As<Napi::Array>().Length() > 0) v = v.As<Napi::Array>().Get(uint32_t(0));  // a tensor list
   return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_float64_array;
 }
 

@@ -38,6 +38,11 @@ class Args {
   int64_t length(const char* name);
   // Whether field `name` is present (neither undefined nor null).
   bool given(const char* name) const;
+  // The length of field `name` if it is a JS array (a tensor list, a list of sizes), else -1. An
+  // entry of such a field is named "name[i]" wherever a field name is taken.
+  int64_t list_length(const char* name) const;
+  // How field `name`'s value reads in an error message ("Float32Array of length 3", "undefined").
+  std::string describe_field(const char* name) const;
   // The product of dims, failing with a clear error past 2^40 elements (so lengths never overflow).
   int64_t count(std::initializer_list<int64_t> dims) { return count(dims.begin(), dims.size()); }
   int64_t count(const int64_t* dims, size_t n);
@@ -52,8 +57,11 @@ class Args {
   // The typed arrays this call read: an async call keeps them alive until it settles.
   const std::vector<Napi::Value>& arrays() const { return arrays_; }
 
- private:
+ protected:
+  // The value of field `name`, or of entry i of array field `base` for a name "base[i]".
   Napi::Value field(const char* name) const;
+
+ private:
   void* typed(const char* name, int64_t len, napi_typedarray_type type, bool optional);
 
   Napi::Env env_;

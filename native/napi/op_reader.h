@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "../ops/schema.h"
 #include "args.h"
@@ -87,6 +88,24 @@ class OpReader : public ops::FieldReader<OpReader<T, Source>, T> {
     ptr = src_.template pointer<E>(f.name, len, f.optional, f.shape.at_least);
   }
 
+  void sizes(std::vector<int64_t>& v, const char* name, int64_t min = 0) {
+    const int64_t k = a_.list_length(name);
+    if (k < 0) a_.fail(std::string("expected an array of integers for ") + name + " but received " + a_.describe_field(name));
+    v.resize(size_t(k));
+    for (int64_t i = 0; i < k; ++i) v[size_t(i)] = a_.dim(entry(name, i).c_str(), min, ops::kMaxDim);
+  }
+  // A tensor list: a JS array with one tensor per size (null entries, or no array, when optional).
+  template <class E>
+  void list(std::vector<E*>& ptrs, const ops::Field& f, const std::vector<int64_t>& sizes) {
+    ptrs.assign(sizes.size(), nullptr);
+    if (!f.active || (f.optional && !a_.given(f.name))) return;
+    if (a_.list_length(f.name) != int64_t(sizes.size()))
+      a_.fail(std::string("expected an array of ") + std::to_string(sizes.size()) + " tensors for " + f.name +
+              " but received " + a_.describe_field(f.name));
+    for (size_t i = 0; i < sizes.size(); ++i)
+      ptrs[i] = src_.template pointer<E>(entry(f.name, int64_t(i)).c_str(), sizes[i], f.optional, false);
+  }
+
   // A check of array values (ids or targets in range): run before any work where the arrays are
   // host memory, its error an invalid argument; device buffers are checked by their kernels.
   template <class F>
@@ -106,6 +125,8 @@ class OpReader : public ops::FieldReader<OpReader<T, Source>, T> {
   [[noreturn]] void fail(const std::string& message) { a_.fail(message); }
 
  private:
+  static std::string entry(const char* name, int64_t i) { return std::string(name) + "[" + std::to_string(i) + "]"; }
+
   Args& a_;
   Source src_;
 };

@@ -35,7 +35,8 @@ using AllOps = OpList<LayerNormForward, LayerNormBackward, Gemm, PackWeights, Li
                       FeedForwardForward, FeedForwardBackward, AttentionForward, AttentionBackward,
                       AttentionDecode, PatchEmbedForward, PatchEmbedBackward, EmbeddingForward, EmbeddingBackward,
                       SinusoidalEncoding, ClsPosForward, ClsPosBackward, TokenPosForward, TokenPosBackward, Add,
-                      Accumulate, Zero, DropoutForward, DropoutBackward, CopyRows, CrossEntropy, Mse, AdamWStep, SgdStep,
+                      Accumulate, Zero, DropoutForward, DropoutBackward, CopyRows, CrossEntropy, Mse, AdamWStep, AdamWMultiStep,
+                      SgdStep,
                       SumSquares, Scale, ClipGradNorm, ClipCoefficient, ClipScale, FirstNonFinite, Softmax, LogSoftmax, Argmax, Topk, FmaPeak,
                       ActivationForward, ActivationBackward, ChannelScaleForward, ChannelScaleBackward>;
 

@@ -9,6 +9,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "../core/status.h"
 #include "schema.h"
@@ -49,6 +50,20 @@ inline Status adamw_check(const char* op, int64_t n, const AdamWParams& p) {
 // The largest double below 1: a beta's upper bound.
 inline const double kBelowOne = std::nextafter(1.0, 0.0);
 
+// AdamW's hyperparameter fields and step values (after the op's dims, before its arrays).
+template <class R>
+void adamw_fields(R& r, AdamWParams& h) {
+  r.dim(h.step, "step", 1);
+  r.number(h.lr, "lr", h.lr, 0.0);
+  r.number(h.beta1, "beta1", h.beta1, 0.0, kBelowOne);
+  r.number(h.beta2, "beta2", h.beta2, 0.0, kBelowOne);
+  r.number(h.eps, "eps", h.eps, 0.0);
+  r.number(h.weight_decay, "weightDecay", h.weight_decay, 0.0);
+  step_value_at(r, h.values, h.step_at, "stepAt");
+  step_value_at(r, h.values, h.lr_at, "lrAt");
+  step_values_table(r, h.values);
+}
+
 template <class T>
 struct AdamWStep {
   static constexpr const char* name = "adamwStep";
@@ -65,21 +80,44 @@ struct AdamWStep {
 
   template <class R>
   static void fields(R& r, AdamWStep& p) {
-    AdamWParams& h = p.h;
     r.dim(p.n, "n", 0);
-    r.dim(h.step, "step", 1);
-    r.number(h.lr, "lr", h.lr, 0.0);
-    r.number(h.beta1, "beta1", h.beta1, 0.0, kBelowOne);
-    r.number(h.beta2, "beta2", h.beta2, 0.0, kBelowOne);
-    r.number(h.eps, "eps", h.eps, 0.0);
-    r.number(h.weight_decay, "weightDecay", h.weight_decay, 0.0);
-    step_value_at(r, h.values, h.step_at, "stepAt");
-    step_value_at(r, h.values, h.lr_at, "lrAt");
-    step_values_table(r, h.values);
+    adamw_fields(r, p.h);
     r.inout(p.param, "param", NF_SHAPE(p.n));
     r.in(p.grad, "grad", NF_SHAPE(p.n));
     r.inout(p.exp_avg, "expAvg", NF_SHAPE(p.n));
     r.inout(p.exp_avg_sq, "expAvgSq", NF_SHAPE(p.n));
+  }
+};
+
+// AdamW over a list of tensors (torch's _foreach / fused AdamW over a param group): adamwStep on each
+// entry with one step and one set of hyperparameters, and optionally the new parameter's copy in the
+// call's activation type T (bf16 for precision 'bf16': the weight copy its products read, written in
+// the same pass instead of a cast afterwards; an exact copy for float and double). Parameters,
+// gradients and moments are Acc<T> (fp32 masters). The CUDA kernel covers the list in a few
+// launches, not one per tensor (native/cuda/optim.cu).
+template <class T>
+struct AdamWMultiStep {
+  static constexpr const char* name = "adamwMultiStep";
+  static constexpr const char* summary =
+      "adamwStep on every tensor of a list in one call (a parameter group; on CUDA a few launches for the whole "
+      "list): entry i of param, grad, expAvg and expAvgSq holds sizes[i] values, every entry takes the same step and "
+      "hyperparameters. `copy` (optional, entries may be null): copy[i] = the new param[i] in the call's activation "
+      "type, rounded to nearest even for bfloat16 (precision 'bf16': the weight copy its products read).";
+  std::vector<int64_t> sizes;
+  AdamWParams h;
+  std::vector<Acc<T>*> param, exp_avg, exp_avg_sq;
+  std::vector<const Acc<T>*> grad;
+  std::vector<T*> copy;
+
+  template <class R>
+  static void fields(R& r, AdamWMultiStep& p) {
+    r.sizes(p.sizes, "sizes");
+    adamw_fields(r, p.h);
+    r.inout_list(p.param, "param", p.sizes);
+    r.in_list(p.grad, "grad", p.sizes);
+    r.inout_list(p.exp_avg, "expAvg", p.sizes);
+    r.inout_list(p.exp_avg_sq, "expAvgSq", p.sizes);
+    r.out_list(p.copy, "copy", p.sizes, optional, doc("per entry: the parameter's copy in the activation type, or null"));
   }
 };
 

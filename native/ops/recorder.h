@@ -6,7 +6,9 @@
 //     {"name": "eps", "kind": "number", "default": 1e-05},
 //     {"name": "act", "kind": "choice", "type": "Activation", "choices": ["none", ...], "default": "none"},
 //     {"name": "out", "kind": "array", "role": "out", "dtype": "real", "shape": "[rows, D]",
-//      "optional": false, "when": "...", "gradOf": "x", "doc": "..."}, ...], "hostOnly": false}
+//      "optional": false, "when": "...", "gradOf": "x", "doc": "..."},
+//     {"name": "sizes", "kind": "sizes", "min": 0}, ...], "hostOnly": false}
+// A tensor list (schema.h's in_list etc.) is an array field with "list": true, its shape an entry's.
 // `optional`: may be absent (in some calls, those `requiredWhen` does not describe); `when`: read
 // only in the calls it describes (required there unless optional), ignored in the others.
 // `hostOnly`: the op runs on the host CPU only by nature (schema.h); every other op has a kernel on
@@ -140,10 +142,20 @@ class Recorder : public FieldReader<Recorder, float> {
     add(f.name, std::string("\"kind\": \"array\", \"role\": \"") + role_name(f.role) + "\", \"dtype\": \"" +
                     dtype_name(f.dtype) + "\", \"shape\": " + json_string(shape_text(f.shape).c_str()) +
                     ", \"orLonger\": " + (f.shape.at_least ? "true" : "false") +
+                    (f.list ? ", \"list\": true" : "") +
                     ", \"optional\": " + (f.optional || f.required_when ? "true" : "false") +
                     ", \"when\": " + json_string(f.when) + ", \"requiredWhen\": " + json_string(f.required_when) +
                     ", \"gradOf\": " + json_string(f.grad_of) +
                     ", \"doc\": " + json_string(f.doc));
+  }
+  void sizes(std::vector<int64_t>& v, const char* name, int64_t min = 0) {
+    v.assign(1, min > 1 ? min : 1);
+    add(name, "\"kind\": \"sizes\", \"min\": " + std::to_string(min));
+  }
+  template <class E>
+  void list(std::vector<E*>& ptrs, const Field& f, const std::vector<int64_t>& sizes) {
+    ptrs.assign(sizes.size(), nullptr);
+    for (E*& p : ptrs) array(p, f);
   }
   template <class F>
   void check_values(F&&) {}

@@ -59,6 +59,12 @@
 //   choice(E& v, name, const Choices<E>&, E def)              one of a list of names (an enum)
 //   in / out / inout / saved(E*& ptr, name, Shape [, options]) a tensor (E: T, Acc<T>, double,
 //                                                             int32_t, uint8_t; const for what is only read)
+//   sizes(std::vector<int64_t>& v, name, min = 0)            a required list of integers in [min, 2^40]
+//                                                             (the element counts of a tensor list)
+//   in_list / inout_list / out_list(std::vector<E*>& ptrs,   a list of tensors, entry i of sizes[i]
+//       name, const std::vector<int64_t>& sizes [, options])  elements (multi-tensor ops: an optimizer
+//                                                             step over many parameters); `optional`: the
+//                                                             list may be absent (all null) and any entry null
 //   check_values(F check)                                     check() -> Status over arrays already
 //                                                             read (ids in range): run where they are
 //                                                             host memory, before any work
@@ -72,6 +78,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 // A helper of an op header compiled for the host and, under nvcc, for the device too (so every
 // backend shares it).
@@ -180,6 +187,7 @@ struct Field {
   Shape shape;
   bool optional = false;        // may be absent
   bool active = true;           // this call reads it (false: a `when` whose condition fails)
+  bool list = false;            // a list of tensors (in_list etc.): `shape` is one entry's
   const char* when = nullptr;   // the condition's text, for a conditional field
   const char* required_when = nullptr;  // for an optional field required in some calls
   const char* grad_of = nullptr;
@@ -256,6 +264,19 @@ class FieldReader {
   void saved(E*& ptr, const char* name, const Shape& s, O... o) {
     self().array(ptr, field<E>(Role::saved, name, s, o...));
   }
+  // Tensor lists: entry i holds sizes[i] elements (the reader checks each).
+  template <class E, class... O>
+  void in_list(std::vector<E*>& ptrs, const char* name, const std::vector<int64_t>& sizes, O... o) {
+    self().list(ptrs, list_field<E>(Role::in, name, o...), sizes);
+  }
+  template <class E, class... O>
+  void inout_list(std::vector<E*>& ptrs, const char* name, const std::vector<int64_t>& sizes, O... o) {
+    self().list(ptrs, list_field<E>(Role::inout, name, o...), sizes);
+  }
+  template <class E, class... O>
+  void out_list(std::vector<E*>& ptrs, const char* name, const std::vector<int64_t>& sizes, O... o) {
+    self().list(ptrs, list_field<E>(Role::out, name, o...), sizes);
+  }
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
@@ -267,6 +288,12 @@ class FieldReader {
     f.dtype = dtype_of<T, E>();
     f.shape = s;
     (apply(f, o), ...);
+    return f;
+  }
+  template <class E, class... O>
+  static Field list_field(Role role, const char* name, O... o) {
+    Field f = field<E>(role, name, Shape("[sizes[i]]", 0), o...);
+    f.list = true;
     return f;
   }
 };

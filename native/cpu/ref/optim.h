@@ -66,6 +66,15 @@ void run(const ops::AdamWStep<T>& p) {
   adamw_step(p.param, p.exp_avg, p.exp_avg_sq, p.grad, p.n, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.step);
 }
 template <class T>
+void run(const ops::AdamWMultiStep<T>& p) {
+  const ops::AdamWParams h = ops::with_step_values(p.h);
+  for (size_t i = 0; i < p.sizes.size(); ++i) {
+    adamw_step(p.param[i], p.exp_avg[i], p.exp_avg_sq[i], p.grad[i], p.sizes[i], h.lr, h.beta1, h.beta2, h.eps,
+               h.weight_decay, h.step);
+    for (int64_t j = 0; p.copy[i] && j < p.sizes[i]; ++j) p.copy[i][j] = p.param[i][j];
+  }
+}
+template <class T>
 void run(const ops::SgdStep<T>& p) {
   sgd_step(p.param, p.momentum_buf, p.grad, p.n, p.h.lr, p.h.momentum, p.h.dampening, p.h.weight_decay,
            p.h.nesterov, p.h.step);

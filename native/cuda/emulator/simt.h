@@ -835,9 +835,17 @@ inline cudaError_t check_config(dim3 grid, dim3 block, size_t smem) {
   return cudaSuccess;
 }
 
+// Kernel grids run since the process started (each launch, and each kernel node of a graph replay):
+// what a test counts to check an op's launches.
+inline int64_t& grids_run_ref() {
+  static int64_t n = 0;
+  return n;
+}
+
 inline cudaError_t run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
   if (const cudaError_t e = check_config(grid, block, smem); e != cudaSuccess) return e;
   std::lock_guard<std::mutex> lock(launch_mutex());
+  ++grids_run_ref();
   Launch& l = launch_state();
   l.block_dim = block;
   l.grid_dim = grid;
@@ -1164,6 +1172,12 @@ inline int active_captures();
 inline cudaError_t record(cudaStream_t stream, std::function<cudaError_t()> node);
 inline cudaError_t unsupported_in_capture(cudaStream_t stream);
 }  // namespace detail
+
+// Kernel grids run so far (launches and replayed kernel nodes; read it between launches).
+inline int64_t grids_run() {
+  std::lock_guard<std::mutex> lock(detail::launch_mutex());
+  return detail::grids_run_ref();
+}
 
 // Runs kernel(args...) over the grid; returns what cudaGetLastError would after a real launch. On a
 // capturing stream the launch is recorded instead, its arguments copied by value (as a GPU bakes

@@ -80,7 +80,7 @@ Status free_device_buffer(DeviceBuffer* b) {
 DeviceArgs::DeviceArgs(const Napi::CallbackInfo& info, const char* op) : Args(info, op), obj_(info[0].As<Napi::Object>()) {}
 
 void* DeviceArgs::typed(const char* name, int64_t len, size_t elem, const char* type, bool optional, bool bf16) {
-  Napi::Value v = obj_.Get(name);
+  Napi::Value v = field(name);
   if (optional && (v.IsUndefined() || v.IsNull())) return nullptr;
   const DeviceBuffer* b = device_buffer(v);
   if (!b || !b->ptr || b->bytes != size_t(len) * elem || b->bf16 != bf16)
@@ -93,8 +93,14 @@ void* DeviceArgs::typed(const char* name, int64_t len, size_t elem, const char* 
 bool DeviceArgs::any_bf16() const {
   const Napi::Array keys = obj_.GetPropertyNames();
   for (uint32_t i = 0; i < keys.Length(); ++i) {
-    const DeviceBuffer* b = device_buffer(obj_.Get(keys.Get(i)));
+    const Napi::Value v = obj_.Get(keys.Get(i));
+    const DeviceBuffer* b = device_buffer(v);
     if (b && b->bf16) return true;
+    if (v.IsArray()) {  // a tensor list (native/ops/schema.h)
+      const Napi::Array list = v.As<Napi::Array>();
+      for (uint32_t j = 0; j < list.Length(); ++j)
+        if (const DeviceBuffer* e = device_buffer(list.Get(j)); e && e->bf16) return true;
+    }
   }
   return false;
 }

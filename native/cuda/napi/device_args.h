@@ -64,7 +64,7 @@ class DeviceArgs : public Args {
   // The element count of buffer `name` if it is one of T, else -1.
   template <class T>
   int64_t buf_length(const char* name) const {
-    const DeviceBuffer* b = device_buffer(obj_.Get(name));
+    const DeviceBuffer* b = device_buffer(field(name));
     return b && b->bf16 == std::is_same_v<T, ops::bf16> && b->bytes % sizeof(T) == 0 ? int64_t(b->bytes / sizeof(T))
                                                                                      : -1;
   }
