@@ -54,12 +54,25 @@ __host__ __device__ __forceinline__ int odd_stride(int Dh) { return Dh | 1; }
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 
 // Rows [t0, t0 + rows) of a head's [T, Dh] view into shared memory with row stride ld (times
-// scale; zeros past T).
+// scale; zeros past T). A thread issues 8 loads before their stores: a store to shared memory could
+// alias the next load as far as the compiler knows, so one load per store would wait out each load's
+// latency in turn (the tensor-core kernels measured that on an H200: flash_attention.cuh load_rows).
 __device__ __forceinline__ void load_rows(float* dst, int ld, const float* src, int64_t row_stride, int t0, int rows,
                                           int T, int Dh, float scale) {
-  for (int e = int(threadIdx.x); e < rows * Dh; e += int(blockDim.x)) {
-    const int r = e / Dh, d = e % Dh, t = t0 + r;
-    dst[r * ld + d] = t < T ? scale * src[t * row_stride + d] : 0.0f;
+  constexpr int kBatch = 8;
+  const int n = rows * Dh, step = int(blockDim.x);
+  for (int e0 = int(threadIdx.x); e0 < n; e0 += kBatch * step) {
+    float x[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int e = e0 + k * step, r = e / Dh, d = e % Dh, t = t0 + r;
+      x[k] = e < n && t < T ? scale * src[int64_t(t) * row_stride + d] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int e = e0 + k * step;
+      if (e < n) dst[e / Dh * ld + e % Dh] = x[k];
+    }
   }
 }
 
