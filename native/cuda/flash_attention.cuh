@@ -322,8 +322,10 @@ struct PairStream {
 };
 
 // Whether any pair of queries [q0, q1) x keys [k0, k1) may be blocked (else no per-pair test).
+// Query rows past Tq need no test: their Q rows are zeros (finite scores), the forward and dQ never
+// write them, and the dK/dV pass gives them P = 0 through their lse (lse2: +inf past Tq).
 __device__ __forceinline__ bool tile_check(const CoreArgs& a, int q0, int q1, int k0, int k1) {
-  return a.key_padding_mask || a.attn_mask || q1 > a.Tq || k1 > a.Tk || (a.causal && k1 - 1 > q0);
+  return a.key_padding_mask || a.attn_mask || k1 > a.Tk || (a.causal && k1 - 1 > q0);
 }
 
 // Whether a kernel can stream the views by cp.async (16-byte chunks of S).
