@@ -51,7 +51,8 @@ add_chunks_kernel                        40   0
 bias_act_forward_kernel<float>           40   0
 bias_act_forward_kernel<nf::ops::bf16>   40   0
 bias_act_backward_kernel<float>          40   0
-bias_act_backward_kernel<nf::ops::bf16>  40   0
+# bias + activation backward on bf16: two 16-byte packs (dy, preact) of 8 values each in flight
+bias_act_backward_kernel<nf::ops::bf16>  44   0
 ce_targets_kernel                        40   128
 ce_row_kernel<float>                     40   128
 ce_row_kernel<nf::ops::bf16>             40   128

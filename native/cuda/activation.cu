@@ -6,7 +6,8 @@
 // Storage: x, y, preact, dy, dx are S (float, or bf16 under precision 'bf16'; bf16.cuh), b and db
 // float, math float.
 // Elementwise kernels over a grid-stride loop (memory-bound: one read, one or two writes per
-// element); the bias gradient reuses linear.cu's deterministic column sums over dx.
+// element), 16-byte vectors where aligned (4 floats, 8 bf16); the bias gradient reuses linear.cu's
+// deterministic column sums over dx.
 #include "activation.h"
 
 #include "activation.cuh"
@@ -24,13 +25,42 @@ constexpr int64_t kMaxBlocks = 4096;
 // preact, when kept, holds h as stored (rounded to S), and y = act of that same value, so backward's
 // act'(preact) is the derivative at the point the forward used.
 template <class S>
+__device__ __forceinline__ float as_stored(float h) {
+  S t;
+  store(&t, h);
+  return load(&t);
+}
+
+// 16-byte vectors (bf16.cuh Pack) when the arrays are aligned and a row is a whole number of vectors
+// (a vector then never straddles two rows and takes bias[c .. c + V)); element by element otherwise.
+template <class S>
 __global__ void __launch_bounds__(kThreads)
     bias_act_forward_kernel(S* y, S* preact, const S* x, const float* bias, int64_t total, int n, Act act) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+  constexpr int V = kPack<S>;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x, first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (n % V == 0 && aligned16(y, preact, x)) {
+    for (int64_t i = first * V; i < total; i += step * V) {
+      float h[V];
+      load_pack(x, i, h);
+      const int c = int(i % n);
+#pragma unroll
+      for (int j = 0; j < V; ++j) h[j] = bias ? h[j] + bias[c + j] : h[j];
+      if (preact) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) h[j] = as_stored<S>(h[j]);
+        store_pack(preact, i, h);
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) h[j] = act_forward(h[j], act);
+      store_pack(y, i, h);
+    }
+    return;
+  }
+  for (int64_t i = first; i < total; i += step) {
     float h = bias ? load(x + i) + bias[i % n] : load(x + i);
     if (preact) {
+      h = as_stored<S>(h);
       store(preact + i, h);
-      h = load(preact + i);
     }
     store(y + i, act_forward(h, act));
   }
@@ -39,8 +69,18 @@ __global__ void __launch_bounds__(kThreads)
 template <class S>
 __global__ void __launch_bounds__(kThreads)
     bias_act_backward_kernel(S* dx, const S* dy, const S* preact, int64_t total, Act act) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    store(dx + i, load(dy + i) * act_derivative(load(preact + i), act));
+  constexpr int V = kPack<S>;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x, first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t bulk = aligned16(dx, dy, preact) ? total / V * V : 0;
+  for (int64_t i = first * V; i < bulk; i += step * V) {
+    float g[V], h[V];
+    load_pack(dy, i, g);
+    load_pack(preact, i, h);
+#pragma unroll
+    for (int j = 0; j < V; ++j) g[j] *= act_derivative(h[j], act);
+    store_pack(dx, i, g);
+  }
+  for (int64_t i = bulk + first; i < total; i += step) store(dx + i, load(dy + i) * act_derivative(load(preact + i), act));
 }
 
 Status check(const char* op, const BiasActDims& d) {
@@ -62,7 +102,8 @@ Status forward(S* y, S* preact, const S* x, const float* bias, BiasActDims d) {
   if (total == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("bias_act_forward", launch(bias_act_forward_kernel<S>, blocks_for(total), dim3(kThreads), 0, s, y,
+  NF_CUDA_TRY("bias_act_forward", launch(bias_act_forward_kernel<S>, blocks_for(ceil_div(total, kPack<S>)),
+                                         dim3(kThreads), 0, s, y,
                                          preact, x, bias, total, int(d.n), d.act));
   return Status::Ok();
 }
@@ -74,7 +115,8 @@ Status backward(S* dx, float* dbias, const S* dy, const S* preact, BiasActDims d
   if (total == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  NF_CUDA_TRY("bias_act_backward", launch(bias_act_backward_kernel<S>, blocks_for(total), dim3(kThreads), 0, s, dx,
+  NF_CUDA_TRY("bias_act_backward", launch(bias_act_backward_kernel<S>, blocks_for(ceil_div(total, kPack<S>)),
+                                          dim3(kThreads), 0, s, dx,
                                           dy, preact, total, d.act));
   if (dbias) NF_TRY(bias_grad(dbias, dx, d.rows, d.n, nullptr));
   return Status::Ok();
