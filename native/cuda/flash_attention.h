@@ -1,7 +1,8 @@
 // The tensor-core attention core (flash_attention_forward.cu, flash_attention_backward.cu): what
 // attention.cu's attention_core_forward / attention_core_backward run for the 'bf16' and 'tf32'
 // precisions (the fp32 kernels stay in attention.cu). Same arguments, masks, dropout stream and
-// outputs as the fp32 kernels; head widths up to 128.
+// outputs as the fp32 kernels; head widths up to 128. Storage float (any precision's layer at fp32
+// storage), or bf16 (the layer's bf16 storage: bf16 operands whatever the caller's precision).
 #pragma once
 #include "../ops/precision.h"
 #include "attention_core.cuh"
