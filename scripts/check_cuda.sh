@@ -143,7 +143,7 @@ flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false> 255  0
 flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true> 255  0
 flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, false> 255  0
 flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true> 255  0
-# flash_forward_kernel on bf16 storage (the layer's precision bf16: S = O = bfloat16 bits, operand tiles copied straight
+# flash_forward_kernel on bf16 storage (the attention layer at precision bf16: S = O = bfloat16 bits, operand tiles copied straight
 # from global memory, outputs rounded to bf16): the same registers as on float storage, same budget
 flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false> 255  0
 flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true> 255  0
