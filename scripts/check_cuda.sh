@@ -66,8 +66,11 @@ adamw_multi_kernel<nf::ops::bf16>        40   0
 attention_forward_kernel<1>              96   0
 attention_forward_kernel<2>              96   0
 attention_forward_kernel<4>              96   0
-attention_weights_kernel                 72   0
-attention_di_kernel                      80   0
+# attention_weights_kernel, attention_di_kernel: templated on the storage of q, k (dO, O): float or bf16
+attention_weights_kernel<float>          72   0
+attention_weights_kernel<nf::ops::bf16>  72   0
+attention_di_kernel<float>               80   0
+attention_di_kernel<nf::ops::bf16>       80   0
 attention_dkdv_kernel<1>                 128  0
 attention_dkdv_kernel<2>                 128  0
 attention_dkdv_kernel<4>                 128  0
@@ -125,57 +128,85 @@ topk_kernel                              40   256
 # (R/2), plus operand fragments and running max and sum: up to the 255 that __launch_bounds__(128, 2)
 # allows (2 CTAs per SM); shared memory is dynamic (Q tile and the K, V stream, sized at launch, at most
 # 99 KB, the sm_89 limit)
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 32, false> 255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 32, true> 255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 64, false> 255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 64, true> 255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 96, false> 255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 96, true> 255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 128, false> 255  0
-flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, 128, true> 255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 32, false> 255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 32, true> 255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 64, false> 255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 64, true> 255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 96, false> 255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 96, true> 255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 128, false> 255  0
-flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, 128, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true> 255  0
+# flash_forward_kernel on bf16 storage (the attention layer at precision bf16: S = O = bfloat16 bits, operand tiles copied straight
+# from global memory, outputs rounded to bf16): the same registers as on float storage, same budget
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true> 255  0
 # flash_dkdv_kernel (flash_attention_backward.cu): two 16 x DP fp32 accumulators (dK and dV, DP registers)
 # plus the 16 x R tiles of S and dP (R): up to the 255 of 2 CTAs per SM (at DP 128 R is 16 to stay there)
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 32, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 32, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 64, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 64, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 96, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 96, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 128, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, 128, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 32, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 32, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 64, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 64, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 96, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 96, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 128, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, 128, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true> 255  0
+# flash_dkdv_kernel on bf16 storage: as on float storage
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true> 255  0
 # flash_dq_kernel: one 16 x DP accumulator (dQ) and the 16 x R tiles of S and dP (about 200), 2 CTAs per SM
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 32, false>   208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 32, true>    208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 64, false>   208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 64, true>    208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 96, false>   208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 96, true>    208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 128, false>  208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, 128, true>   208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 32, false>   208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 32, true>    208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 64, false>   208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 64, true>    208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 96, false>   208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 96, true>    208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 128, false>  208  0
-flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, 128, true>   208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, false>  208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, true>   208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, false>  208  0
+flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true>   208  0
+# flash_dq_kernel on bf16 storage: as on float storage
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false> 208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true> 208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, false> 208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, true> 208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, false> 208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true> 208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false> 208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true> 208  0
 # Test kernels (native/cuda/tests/mma_kernels.cu, launched by the tests only): one warp running one
 # warp-level matrix instruction (mma, ldmatrix through 33 staged shared rows, cp.async of 480 floats)
 # or the cvt conversions, and a 64x64-tile bf16 GEMM of 128 threads (32 fp32 accumulators each, A and

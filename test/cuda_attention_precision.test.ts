@@ -8,7 +8,12 @@
  * mask is the same Philox stream at every precision) at head width 64, and cross-attention with an
  * attention mask at head width 40 (padded to 64 by the kernels), both at an odd length. Without
  * NF_CUBLASLT_PATH the projections run on the backend's own fp32 GEMM kernel, so the errors are the
- * core's. Also: the reduced precisions really differ from fp32 (the tensor-core path ran); and the GPU
+ * core's. At 'bf16' the layer runs the attention ops on bfloat16 storage (AttentionForward<bf16>:
+ * x, the saved projections and context, the output and the gradients bf16), so its cases also cover
+ * that storage, and more of them run at 'bf16' only: head widths 12 and 20 (the kernels' plain-load
+ * path) and 64, odd lengths 7, 65 and 197, cross-attention, key padding, dropout; and a forward and
+ * backward at 'bf16' converts nothing to float32. Also: the reduced precisions really differ from fp32
+ * (the tensor-core path ran); and the GPU
  * attention benchmark (native/cuda/bench/attention_bench.cu) builds over the emulator and runs its
  * --tiny shapes, printing the JSON lines bench/gpu/attention_table.py reads (its timings mean nothing).
  */
@@ -32,6 +37,8 @@ const bools = (shape: number[], pick: (i: number) => boolean) =>
 
 interface Case {
   name: string;
+  /** The precisions it runs at against fp32 (default both). */
+  precisions?: readonly ('bf16' | 'tf32')[];
   dModel: number;
   numHeads: number;
   dropout: number;
@@ -46,6 +53,12 @@ const cases: Case[] = [
     options: () => ({ causal: true, keyPaddingMask: bools([2, 33], (i) => i % 33 > 29 && i >= 33) }) },
   { name: 'cross, head 40 (padded), attention mask', dModel: 80, numHeads: 2, dropout: 0, B: 1, T: 7, Tk: 19,
     options: () => ({ memory: floats([1, 19, 80], 12), attnMask: bools([7, 19], (i) => (i * 7) % 5 === 0) }) },
+  { name: 'self, head 12, T 65, causal', precisions: ['bf16'], dModel: 24, numHeads: 2, dropout: 0, B: 2, T: 65,
+    options: () => ({ causal: true }) },
+  { name: 'self, head 20, T 7, key padding, dropout 0.1', precisions: ['bf16'], dModel: 40, numHeads: 2, dropout: 0.1, B: 2, T: 7,
+    options: () => ({ keyPaddingMask: bools([2, 7], (i) => i === 12 || i === 13) }) },
+  { name: 'cross, head 64, T 197 against 65 keys, key padding', precisions: ['bf16'], dModel: 64, numHeads: 1, dropout: 0, B: 1, T: 197,
+    Tk: 65, options: () => ({ memory: floats([1, 65, 64], 13), keyPaddingMask: bools([1, 65], (i) => i % 9 === 0) }) },
 ];
 
 /** One forward and backward of the case's module at `precision`: output, dx and every gradient. */
@@ -69,7 +82,7 @@ describe.skipIf(reason !== null)("MultiHeadAttention at 'bf16' and 'tf32' on 'cu
   for (const c of cases)
     it(c.name, () => {
       const ref = step(c, 'fp32');
-      for (const precision of ['bf16', 'tf32'] as const) {
+      for (const precision of c.precisions ?? (['bf16', 'tf32'] as const)) {
         const got = step(c, precision), tol = TOL[precision];
         const errors: Record<string, number> = { out: relErr(got.out, ref.out), dx: relErr(got.dx, ref.dx) };
         for (const name of Object.keys(ref.grads)) errors[name] = relErr(got.grads[name], ref.grads[name]);
@@ -79,6 +92,30 @@ describe.skipIf(reason !== null)("MultiHeadAttention at 'bf16' and 'tf32' on 'cu
         for (const [k, e] of Object.entries(errors)) if (k !== 'out') expect(e, `${precision} ${k}`).toBeLessThan(tol.bwd);
       }
     }, 600_000);
+
+  it("at 'bf16' the attention ops run on bfloat16 storage: a forward and backward convert nothing to float32", () => {
+    const m = new MultiHeadAttention({ dModel: 64, numHeads: 2, seed: 4, device: 'cuda', precision: 'bf16' });
+    m.train();
+    const x = floats([2, 9, 64], 10).cast('bfloat16'), dy = floats([2, 9, 64], 11).cast('bfloat16');
+    const memory = floats([2, 5, 64], 12).cast('bfloat16');
+    const cast = Tensor.prototype.cast, conversions: string[] = [];
+    Tensor.prototype.cast = function (this: Tensor, ...args: Parameters<Tensor['cast']>) {
+      if (args[0] !== this.dtype) conversions.push(`${this.dtype} → ${args[0]}`);
+      return cast.apply(this, args);
+    } as Tensor['cast'];
+    try {
+      m.forward(x); // (makes the weights' bf16 copies, which later calls read)
+      m.backward(dy);
+      conversions.length = 0;
+      const y = m.forward(x), dx = m.backward(dy) as Tensor;
+      const cross = m.forward(x, { memory }), back = m.backward(dy) as { dx: Tensor; dMemory: Tensor };
+      expect([y.dtype, dx.dtype, cross.dtype, back.dx.dtype, back.dMemory.dtype]).toEqual(Array(5).fill('bfloat16'));
+      expect(conversions.filter((c) => c.startsWith('bfloat16'))).toEqual([]);
+    } finally {
+      Tensor.prototype.cast = cast;
+      m.dispose();
+    }
+  }, 600_000);
 
   it('nf_cuda_emu_attention_bench --tiny prints one JSON line per precision, shape and pass', async () => {
     const build = await run('cmake', ['--build', emuBuildDir, '--target', 'nf_cuda_emu_attention_bench', '-j', '2']);

@@ -6,7 +6,7 @@ import { registerModelClass } from '../io/persist';
 import { op, type OpArgs, type OpName, type Program } from '../core/program';
 import { Random } from '../core/random';
 import { Scope } from '../core/scope';
-import { checkActivation, checkTensor, Tensor, type Storage } from '../core/tensor';
+import { checkActivation, checkTensor, Tensor, type FloatDType, type Storage } from '../core/tensor';
 import type { Device, PlacementConfig } from '../core/device';
 import { bool, nonEmpty, positiveInt, probability, seedOf, type Settings } from '../validation/values';
 import { Linear } from './linear';
@@ -79,6 +79,11 @@ export interface AttentionWithWeights {
   weights: Tensor<'float32'>;
 }
 
+/**
+ * What backward reads. `x`, `memory` and the buffers qkv / q / kv and ctx are in the storage dtype the
+ * ops ran at (see MultiHeadAttention.storageDType: bfloat16 under precision 'bf16' on 'cuda'); lse is
+ * float32 always.
+ */
 interface Saved {
   x: Tensor<'float32'>;
   memory: Tensor<'float32'> | null;
@@ -86,12 +91,6 @@ interface Saved {
   masks: { causal: boolean; keyPaddingMask: Storage<'bool'> | null; attnMask: Storage<'bool'> | null };
   drop: { dropoutP: number; seed: number; offset: number };
   buffers: { qkv: Storage<'float32'> | null; q: Storage<'float32'> | null; kv: Storage<'float32'> | null; ctx: Storage<'float32'>; lse: Storage<'float32'> };
-  /**
-   * Under precision 'bf16' (heads not padded): the projections and context kept as bfloat16 copies
-   * instead of `buffers`' float32 (then unused), and `x`, `memory` the bfloat16 inputs; backward
-   * converts them back to float32 for the float32 attention kernels.
-   */
-  bf16: Record<'qkv' | 'q' | 'kv' | 'ctx', Tensor | null> | null;
 }
 
 /**
@@ -100,6 +99,10 @@ interface Saved {
  * proj.weight [D, I], proj.bias [D], with I = numHeads·headDim (= D by default). A query row
  * whose keys are all blocked outputs 0. With I ≠ D the attention ops run on inputs and weights
  * whose heads are zero-padded (lib/layers/attention_width.ts), which computes the same values.
+ * Under precision 'bf16' on 'cuda' the attention ops run with bfloat16 storage (x, memory, the saved
+ * projections and context, the output and the activation gradients; the weights' bf16 copies,
+ * Parameter.storageFor), biases, parameter gradients, lse and the weights output float32; with padded
+ * heads they run on float32 copies instead, converted back to bfloat16.
  */
 export class MultiHeadAttention extends Module {
   readonly config: Settings<MultiHeadAttentionConfig>;
@@ -158,41 +161,25 @@ export class MultiHeadAttention extends Module {
   }
 
   /**
-   * `t` as float32: itself, or a converted copy kept with the activations. Under precision 'bf16' the
-   * attention core still runs on float32 tensors (its tensor-core kernels are issue 18's): bfloat16
-   * activations are converted to float32 around it, and its output back to bfloat16.
+   * The dtype the attention ops' activations are stored in: this module's activation dtype (bfloat16
+   * under precision 'bf16' on 'cuda'), except with padded heads, whose helpers (attention_width.ts)
+   * run on float32.
    */
-  private float32(t: Tensor<'float32'>): Tensor<'float32'> {
-    return t.dtype === 'float32' ? t : this.activations.add(t.cast('float32'));
+  private get storageDType(): FloatDType {
+    return this.heads ? 'float32' : this.activationDType;
   }
 
-  /** A float32 result `t` of the attention in this module's activation dtype (the float32 tensor freed when converted). */
+  /** `t` in dtype `dt`: itself, or a converted copy kept with the activations. */
+  private stored(t: Tensor<'float32'>, dt: FloatDType): Tensor<'float32'> {
+    return t.dtype === dt ? t : this.activations.add(t.cast(dt as 'float32'));
+  }
+
+  /** A result `t` of the attention ops in this module's activation dtype (a converted tensor freed). */
   private asOutput(t: Tensor<'float32'>): Tensor<'float32'> {
-    if (this.activationDType === 'float32') return t;
-    const out = t.cast('bfloat16') as Tensor;
+    if (t.dtype === this.activationDType) return t;
+    const out = t.cast(this.activationDType) as Tensor;
     t.recycle();
     return out as Tensor<'float32'>;
-  }
-
-  /**
-   * Precision 'bf16': keeps what backward reads in bfloat16 (half the bytes): the inputs as given
-   * instead of their float32 copies, and bfloat16 copies of the projections and the context instead
-   * of the float32 buffers the kernels wrote (freed now). Backward recomputes the attention
-   * probabilities from the rounded queries and keys with the forward's float32 log-sum-exp, an extra
-   * rounding of the scores (~2⁻⁸ relative) inside the precision's tolerance.
-   */
-  private keepBf16(s: Saved, big: Record<'qkv' | 'q' | 'kv' | 'ctx', Tensor<'float32'> | null>, x: Tensor<'float32'>,
-    memory: Tensor<'float32'> | null): void {
-    const keep = this.activations;
-    s.bf16 = { qkv: null, q: null, kv: null, ctx: null };
-    for (const name of ['qkv', 'q', 'kv', 'ctx'] as const) {
-      const t = big[name];
-      if (t) s.bf16[name] = keep.add(t.cast('bfloat16'));
-      keep.free(t);
-    }
-    keep.free(s.x, s.memory);
-    s.x = x;
-    s.memory = memory;
   }
 
   /** The forward pass as written (unchecked; forwardOps runs it). */
@@ -213,26 +200,24 @@ export class MultiHeadAttention extends Module {
     if (p > 0) uncapturable('attention-weight dropout (its seed is a kernel argument of the attention kernels)');
     const drop = { dropoutP: p, seed: p > 0 ? this.dropRng.seed() : 0, offset: 0 };
     this.activations.close();
-    const xt = this.float32(xin), memory = memoryIn && this.float32(memoryIn);
+    const dt = this.storageDType, xt = this.stored(xin, dt), memory = memoryIn && this.stored(memoryIn, dt);
     const g = this.heads, I = g ? g.W : D;
     this.padded = g ? yield* padAttention(this.activations, g, { x: xt, memory, qkv: this.qkv, proj: this.proj }) : null;
-    const saved = (n: number) => this.activations.add(Tensor.empty([n], 'float32', xt.device));
-    const big = { qkv: memory ? null : saved(B * Tq * 3 * I), q: memory ? saved(B * Tq * I) : null,
-      kv: memory ? saved(B * Tk * 2 * I) : null, ctx: saved(B * Tq * I) };
-    const buffers = { qkv: big.qkv?.storage ?? null, q: big.q?.storage ?? null, kv: big.kv?.storage ?? null, ctx: big.ctx.storage,
-      lse: saved(B * H * Tq).storage };
+    const saved = (n: number, dtype: FloatDType = dt) => this.activations.add(Tensor.empty([n], dtype as 'float32', xt.device)).storage;
+    const buffers = { qkv: memory ? null : saved(B * Tq * 3 * I), q: memory ? saved(B * Tq * I) : null,
+      kv: memory ? saved(B * Tk * 2 * I) : null, ctx: saved(B * Tq * I), lse: saved(B * H * Tq, 'float32') };
     const wide = this.padded;
-    const out = Tensor.empty([B, Tq, I], 'float32', xt.device);
+    const out = Tensor.empty([B, Tq, I], dt as 'float32', xt.device);
     const weights = needWeights ? Tensor.empty([B, H, Tq, Tk], 'float32', xt.device) : null;
     const dims = { B, Tq, Tk, D: I, H, scale: g ? g.scale : 0, precision: this.precision };
     const masks = { causal, keyPaddingMask, attnMask };
     const packed = g ? {} : yield* this.packedWeights();
     yield* op('attentionForward', { ...dims, ...masks, ...drop, ...buffers, ...packed, memory: (wide ? wide.memory : memory)?.storage ?? null,
       out: out.storage, weights: weights?.storage ?? null, x: (wide ? wide.x : xt).storage,
-      qkvWeight: (wide ? wide.qkvWeight : this.qkv.weight).storage, qkvBias: (wide ? wide.qkvBias : this.qkv.bias)?.storage ?? null,
-      projWeight: (wide ? wide.projWeight : this.proj.weight).storage, projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null });
-    this.saved = { x: xt, memory, dims, masks, drop, buffers, bf16: null };
-    if (!g && this.activationDType === 'bfloat16' && this.savesActivations) this.keepBf16(this.saved, big, xin, memoryIn);
+      qkvWeight: wide ? wide.qkvWeight.storage : this.qkv.weight.storageFor(dt), qkvBias: (wide ? wide.qkvBias : this.qkv.bias)?.storage ?? null,
+      projWeight: wide ? wide.projWeight.storage : this.proj.weight.storageFor(dt),
+      projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null });
+    this.saved = { x: xt, memory, dims, masks, drop, buffers };
     const y = this.asOutput(yield* narrowRows(out, D));
     return weights ? { output: y, weights } : y;
   }
@@ -250,24 +235,20 @@ export class MultiHeadAttention extends Module {
   *backwardProgram(dy: Tensor): Program<Tensor<'float32'> | { dx: Tensor<'float32'>; dMemory: Tensor<'float32'> }> {
     const s = requireSaved(this.saved, 'MultiHeadAttention');
     checkActivation('dy', dy, s.x.shape);
-    const tmp = new Scope(dy, s.x, s.memory), dyt = tmp.add(dy.cast('float32'));
+    // (the saved tensors' dtype is the one forward ran the ops at: storageDType)
+    const dt = s.x.dtype as 'float32', tmp = new Scope(dy, s.x, s.memory), dyt = tmp.add(dy.cast(dt));
     try {
       if (this.padded) {
         const r = yield* paddedBackward(this.padded, { ...s.dims, ...s.masks, ...s.drop, ...s.buffers }, dyt, this.qkv, this.proj);
         return r instanceof Tensor ? this.asOutput(r) : { dx: this.asOutput(r.dx), dMemory: this.asOutput(r.dMemory) };
       }
-      // (precision 'bf16': what forward kept in bfloat16, back in float32 for the kernels)
-      const f32 = <T extends Tensor | null>(t: T) => (t ? tmp.add(t.cast('float32')) : null);
-      const b = s.bf16, x = f32(s.x)!, memory = f32(s.memory);
-      const buffers = b ? { ...s.buffers, qkv: f32(b.qkv)?.storage ?? null, q: f32(b.q)?.storage ?? null, kv: f32(b.kv)?.storage ?? null,
-        ctx: f32(b.ctx)!.storage } : s.buffers;
-      const dx = Tensor.empty(s.x.shape, 'float32', s.x.device);
-      const dMemory = s.memory ? Tensor.empty(s.memory.shape, 'float32', s.memory.device) : null;
-      yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...buffers, memory: memory?.storage ?? null,
+      const dx = Tensor.empty(s.x.shape, dt, s.x.device);
+      const dMemory = s.memory ? Tensor.empty(s.memory.shape, dt, s.memory.device) : null;
+      yield* op('attentionBackward', { ...s.dims, ...s.masks, ...s.drop, ...s.buffers, memory: s.memory?.storage ?? null,
         dx: dx.storage, dMemory: dMemory?.storage ?? null,
         dQkvWeight: this.qkv.weight.gradData(), dQkvBias: this.qkv.bias?.gradData() ?? null,
         dProjWeight: this.proj.weight.gradData(), dProjBias: this.proj.bias?.gradData() ?? null,
-        dout: dyt.storage, x: x.storage, qkvWeight: this.qkv.weight.storage, projWeight: this.proj.weight.storage });
+        dout: dyt.storage, x: s.x.storage, qkvWeight: this.qkv.weight.storageFor(dt), projWeight: this.proj.weight.storageFor(dt) });
       return dMemory ? { dx: this.asOutput(dx), dMemory: this.asOutput(dMemory) } : this.asOutput(dx);
     } finally {
       tmp.close();

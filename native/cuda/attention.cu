@@ -29,6 +29,7 @@
 #include <cmath>
 
 #include "attention_core.cuh"
+#include "bf16.cuh"
 #include "common.cuh"
 #include "flash_attention.h"
 #include "linear.h"
@@ -172,25 +173,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_forward_kernel
   }
 }
 
-// weights[b, h, i, :] = exp(scale q_i·k_j − lse_i) (0 where blocked): a block per (i, h, b).
-__global__ void __launch_bounds__(kThreads, kMinBlocks) attention_weights_kernel(float* weights, const float* lse, CoreArgs a) {
+// weights[b, h, i, :] = exp(scale q_i·k_j − lse_i) (0 where blocked): a block per (i, h, b). q, k
+// (layouts a.lq, a.lk) of storage S (float or bf16); weights and lse fp32.
+template <class S>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    attention_weights_kernel(float* weights, const float* lse, const S* q, const S* k_base, CoreArgs a) {
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int i = int(blockIdx.x);
   const int64_t row = (b * a.H + h) * a.Tq + i;
   const float L = lse[row];
-  const float* qr = a.q + b * a.lq.batch + i * a.lq.row + h * a.lq.head;
-  const float* k = head_rows(a.k, a.lk, b, h);
+  const S* qr = q + b * a.lq.batch + i * a.lq.row + h * a.lq.head;
+  const S* k = head_rows(k_base, a.lk, b, h);
   for (int j = int(threadIdx.x); j < a.Tk; j += int(blockDim.x)) {
     float s = 0.0f;
-    for (int d = 0; d < a.Dh; ++d) s = fmaf(a.scale * qr[d], k[j * a.lk.row + d], s);
+    for (int d = 0; d < a.Dh; ++d) s = fmaf(a.scale * load(qr + d), load(k + j * a.lk.row + d), s);
     weights[row * a.Tk + j] = is_blocked(a, b, i, j) || L == -INFINITY ? 0.0f : expf(s - L);
   }
 }
 
 // ---- backward ---------------------------------------------------------------------------------
-// di[(b*H + h)*Tq + i] = Σ_d dO·O over the row: a warp per row.
+// di[(b*H + h)*Tq + i] = Σ_d dO·O over the row: a warp per row. dout, o of storage S (float or bf16).
+template <class S>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    attention_di_kernel(float* di, const float* dout, const float* o, CoreArgs a, int64_t rows) {
+    attention_di_kernel(float* di, const S* dout, const S* o, CoreArgs a, int64_t rows) {
   const int lane = int(threadIdx.x) % kWarp;
   const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / kWarp;
   if (row >= rows) return;
@@ -198,7 +203,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t bh = row / a.Tq, h = bh % a.H, b = bh / a.H;
   const int64_t at = b * a.lo.batch + i * a.lo.row + h * a.lo.head;
   float s = 0.0f;
-  for (int d = lane; d < a.Dh; d += kWarp) s = fmaf(dout[at + d], o[at + d], s);
+  for (int d = lane; d < a.Dh; d += kWarp) s = fmaf(load(dout + at + d), load(o + at + d), s);
   s = warp_sum(s);
   if (lane == 0) di[row] = s;
 }
@@ -398,6 +403,37 @@ int column_groups(int64_t Dh) { return Dh <= 32 ? 1 : Dh <= 64 ? 2 : 4; }
 
 }  // namespace
 
+namespace {
+
+// The optional weights output, from the saved lse, in fp32 at every precision and storage.
+template <class S>
+Status core_weights(const char* op, float* weights, const float* lse, const S* q, const S* k, const CoreArgs& a,
+                    const AttentionCoreDims& d, cudaStream_t s) {
+  if (weights)
+    NF_CUDA_TRY(op, launch(attention_weights_kernel<S>, dim3(unsigned(d.Tq), unsigned(d.H), unsigned(d.B)),
+                           dim3(kThreads), 0, s, weights, lse, q, k, a));
+  return Status::Ok();
+}
+
+// Di = rowsum(dO ∘ O) [B, H, Tq] into the workspace (slot 0).
+template <class S>
+Status core_di(const char* op, float** di, const S* dout, const S* o, const CoreArgs& a, const AttentionCoreDims& d,
+               cudaStream_t s) {
+  const int64_t rows = d.B * d.H * d.Tq;
+  void* scratch = nullptr;
+  NF_TRY(workspace(0, sizeof(float) * size_t(rows), &scratch));
+  *di = static_cast<float*>(scratch);
+  NF_CUDA_TRY(op, launch(attention_di_kernel<S>, dim3(unsigned(ceil_div(rows, kWarps))), dim3(kThreads), 0, s, *di,
+                         dout, o, a, rows));
+  return Status::Ok();
+}
+
+// bfloat16 bits as the tensor-core kernels address them.
+const uint16_t* bits_of(const bf16* p) { return reinterpret_cast<const uint16_t*>(p); }
+uint16_t* bits_of(bf16* p) { return reinterpret_cast<uint16_t*>(p); }
+
+}  // namespace
+
 Status attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
                               const AttentionMasks& masks, AttentionCoreDims d, ops::Precision precision) {
   const char* op = "attention_core_forward";
@@ -415,10 +451,20 @@ Status attention_core_forward(float* o, float* lse, float* weights, const float*
     const dim3 grid(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B));
     NF_CUDA_TRY(op, launch(kernel, grid, dim3(kThreads), forward_smem(a.Dh), s, o, lse, a));
   }
-  if (weights)  // from the saved lse, in fp32 at every precision
-    NF_CUDA_TRY(op, launch(attention_weights_kernel, dim3(unsigned(d.Tq), unsigned(d.H), unsigned(d.B)),
-                           dim3(kThreads), 0, s, weights, static_cast<const float*>(lse), a));
-  return Status::Ok();
+  return core_weights(op, weights, lse, q, k, a, d, s);
+}
+
+Status attention_core_forward(bf16* o, float* lse, float* weights, const bf16* q, const bf16* k, const bf16* v,
+                              const AttentionMasks& masks, AttentionCoreDims d, ops::Precision) {
+  const char* op = "attention_core_forward";
+  NF_TRY(core_check(op, d));
+  NF_CHECK(lse, op, "lse is required");
+  if (d.B == 0 || d.H == 0 || d.Tq == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  const CoreArgs a = core_args(nullptr, nullptr, nullptr, masks, d);
+  NF_TRY(flash_attention_forward(bits_of(o), lse, bits_of(q), bits_of(k), bits_of(v), a, s));
+  return core_weights(op, weights, lse, q, k, a, d, s);
 }
 
 Status attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
@@ -430,12 +476,8 @@ Status attention_core_backward(float* dq, float* dk, float* dv, const float* dou
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   const CoreArgs a = core_args(q, k, v, masks, d);
-  const int64_t rows = d.B * d.H * d.Tq;
-  void* scratch = nullptr;
-  NF_TRY(workspace(0, sizeof(float) * size_t(rows), &scratch));
-  float* di = static_cast<float*>(scratch);
-  NF_CUDA_TRY(op, launch(attention_di_kernel, dim3(unsigned(ceil_div(rows, kWarps))), dim3(kThreads), 0, s, di, dout,
-                         o, a, rows));
+  float* di = nullptr;
+  NF_TRY(core_di(op, &di, dout, o, a, d, s));
   if (precision != ops::Precision::fp32)
     return flash_attention_backward(dq, dk, dv, d.k, d.v, dout, lse, static_cast<const float*>(di), a, precision, s);
   const int C = column_groups(d.Dh);
@@ -446,6 +488,21 @@ Status attention_core_backward(float* dq, float* dk, float* dv, const float* dou
   NF_CUDA_TRY(op, launch(dqk, dim3(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B)), dim3(kThreads),
                          dq_smem(a.Dh), s, dq, dout, lse, static_cast<const float*>(di), a));
   return Status::Ok();
+}
+
+Status attention_core_backward(bf16* dq, bf16* dk, bf16* dv, const bf16* dout, const bf16* q, const bf16* k,
+                               const bf16* v, const bf16* o, const float* lse, const AttentionMasks& masks,
+                               AttentionCoreDims d, ops::Precision) {
+  const char* op = "attention_core_backward";
+  NF_TRY(core_check(op, d));
+  if (d.B == 0 || d.H == 0 || d.Tq == 0 || d.Tk == 0) return Status::Ok();
+  cudaStream_t s;
+  NF_TRY(backend_stream(&s));
+  const CoreArgs a = core_args(nullptr, nullptr, nullptr, masks, d);
+  float* di = nullptr;
+  NF_TRY(core_di(op, &di, dout, o, a, d, s));
+  return flash_attention_backward(bits_of(dq), bits_of(dk), bits_of(dv), d.k, d.v, bits_of(dout), lse,
+                                  static_cast<const float*>(di), bits_of(q), bits_of(k), bits_of(v), a, s);
 }
 
 namespace {
@@ -471,9 +528,11 @@ AttentionCoreDims core_dims(const AttentionDims& d, bool cross) {
   return c;
 }
 
-}  // namespace
-
-Status run(const ops::AttentionForward<float>& p) {
+// The layer at storage T (float; or bf16 under precision 'bf16': activations, the saved buffers and
+// their gradients bf16, the weights the parameters' bf16 copies, biases, parameter gradients, lse and
+// the weights output float).
+template <class T>
+Status forward(const ops::AttentionForward<T>& p) {
   const AttentionDims& d = p.d;
   const bool cross = p.memory != nullptr;
   const Compute mode = compute_of(p.precision);
@@ -486,37 +545,46 @@ Status run(const ops::AttentionForward<float>& p) {
   } else {
     NF_TRY(linear_forward(p.qkv, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, 3 * D}, Act::none, mode));
   }
-  const float* Q = cross ? p.q : p.qkv;
-  const float* K = cross ? p.kv : p.qkv + D;
+  const T* Q = cross ? p.q : p.qkv;
+  const T* K = cross ? p.kv : p.qkv + D;
   NF_TRY(attention_core_forward(p.ctx, p.lse, p.weights, Q, K, K + D, p.m, core_dims(d, cross), p.precision));
   return linear_forward(p.out, nullptr, p.ctx, p.proj_weight, p.proj_bias, {d.B * d.Tq, D, D}, Act::none, mode);
 }
 
-Status run(const ops::AttentionBackward<float>& p) {
+template <class T>
+Status backward(const ops::AttentionBackward<T>& p) {
   const AttentionDims& d = p.d;
   const bool cross = p.memory != nullptr;
   const Compute mode = compute_of(p.precision);
   NF_TRY(layer_check("attention_backward", d, cross, p.qkv, p.q, p.kv));
   NF_CHECK(cross || !p.dmemory, "attention_backward", "dmemory is only for cross-attention");
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
-  // Scratch: dctx [rq, D] (slot 2); the projections' output gradients laid out like the saved
+  // Scratch (T): dctx [rq, D] (slot 2); the projections' output gradients laid out like the saved
   // buffers (slot 3): self dqkv [rq, 3D]; cross dq [rq, D] then dkv [rk, 2D].
   void* dctx_p = nullptr;
   void* grad_p = nullptr;
-  NF_TRY(workspace(2, sizeof(float) * size_t(rq * D), &dctx_p));
-  NF_TRY(workspace(3, sizeof(float) * size_t((rq + 2 * rk) * D), &grad_p));
-  float* dctx = static_cast<float*>(dctx_p);
-  float* grad = static_cast<float*>(grad_p);
+  NF_TRY(workspace(2, sizeof(T) * size_t(rq * D), &dctx_p));
+  NF_TRY(workspace(3, sizeof(T) * size_t((rq + 2 * rk) * D), &grad_p));
+  T* dctx = static_cast<T*>(dctx_p);
+  T* grad = static_cast<T*>(grad_p);
   NF_TRY(linear_backward(dctx, p.d_proj_weight, p.d_proj_bias, p.dout, p.ctx, p.proj_weight, {rq, D, D}, mode));
-  const float* Q = cross ? p.q : p.qkv;
-  const float* K = cross ? p.kv : p.qkv + D;
-  float* gQ = grad;
-  float* gK = cross ? grad + rq * D : grad + D;
-  NF_TRY(attention_core_backward(gQ, gK, gK + D, dctx, Q, K, K + D, p.ctx, p.lse, p.m, core_dims(d, cross), p.precision));
+  const T* Q = cross ? p.q : p.qkv;
+  const T* K = cross ? p.kv : p.qkv + D;
+  T* gQ = grad;
+  T* gK = cross ? grad + rq * D : grad + D;
+  NF_TRY(attention_core_backward(gQ, gK, gK + D, static_cast<const T*>(dctx), Q, K, K + D, p.ctx, p.lse, p.m,
+                                 core_dims(d, cross), p.precision));
   if (!cross) return linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, grad, p.x, p.qkv_weight, {rq, D, 3 * D}, mode);
   NF_TRY(linear_backward(p.dx, p.d_qkv_weight, p.d_qkv_bias, gQ, p.x, p.qkv_weight, {rq, D, D}, mode));
   return linear_backward(p.dmemory, p.d_qkv_weight + D * D, p.d_qkv_bias ? p.d_qkv_bias + D : nullptr, gK, p.memory, p.qkv_weight + D * D,
                          {rk, D, 2 * D}, mode);
 }
+
+}  // namespace
+
+Status run(const ops::AttentionForward<float>& p) { return forward(p); }
+Status run(const ops::AttentionForward<bf16>& p) { return forward(p); }
+Status run(const ops::AttentionBackward<float>& p) { return backward(p); }
+Status run(const ops::AttentionBackward<bf16>& p) { return backward(p); }
 
 }  // namespace nf::cuda

@@ -29,10 +29,25 @@ Status attention_core_backward(float* dq, float* dk, float* dv, const float* dou
                                const float* v, const float* o, const float* lse, const AttentionMasks& masks,
                                AttentionCoreDims d, ops::Precision precision = ops::Precision::fp32);
 
+// The same with bf16 storage (precision 'bf16'): q, k, v, o, dout and dq, dk, dv bf16 (outputs rounded
+// to nearest even), lse and weights fp32. Always the bf16 tensor-core kernels (their operands are the
+// stored values): `precision` is not read.
+Status attention_core_forward(ops::bf16* o, float* lse, float* weights, const ops::bf16* q, const ops::bf16* k,
+                              const ops::bf16* v, const AttentionMasks& masks, AttentionCoreDims d,
+                              ops::Precision precision = ops::Precision::bf16);
+Status attention_core_backward(ops::bf16* dq, ops::bf16* dk, ops::bf16* dv, const ops::bf16* dout, const ops::bf16* q,
+                               const ops::bf16* k, const ops::bf16* v, const ops::bf16* o, const float* lse,
+                               const AttentionMasks& masks, AttentionCoreDims d,
+                               ops::Precision precision = ops::Precision::bf16);
+
 // The layer ops: out[B,Tq,D] = proj(attention(x Wqᵀ + bq, src Wkᵀ + bk, src Wvᵀ + bv)), src = memory
 // or x, with the saved buffers of native/ops/attention.h; and its backward (dx, dmemory overwritten;
-// the weight gradients accumulate).
+// the weight gradients accumulate). The bf16 ones (precision 'bf16') keep x, memory, the saved qkv /
+// q / kv and ctx, out and the activation gradients in bf16 (the weights: the parameters' bf16 copies);
+// biases, parameter gradients, lse and weights float.
 Status run(const ops::AttentionForward<float>& p);
+Status run(const ops::AttentionForward<ops::bf16>& p);
 Status run(const ops::AttentionBackward<float>& p);
+Status run(const ops::AttentionBackward<ops::bf16>& p);
 
 }  // namespace nf::cuda

@@ -29,10 +29,13 @@
 // - The optimizer, gradient norms and clipping run on the fp32 masters and gradients unchanged;
 //   stateDict and checkpoints are fp32. The CPU keeps fp32 storage (a CPU layer given a bf16
 //   tensor computes it as float32).
-// - Not yet bf16 (converted to float32 around today's kernels, in the layers): the attention core
-//   (issue 18's tensor-core kernels will take bf16; until then the layer keeps its input, q/k/v and
-//   context in bf16 and converts them for the float32 kernels), the gemm op (average pooling,
-//   drop path), mse, embeddings, token positions, decoding.
+// - The attention layer (attention.cu, AttentionForward/Backward<bf16>): x, memory, qkv (or q, kv),
+//   ctx, out and, in the backward, dout, dctx, the projections' gradient scratch and dx are bf16; the
+//   tensor-core core reads bf16 Q, K, V (dO) straight into its operand tiles and writes O (dQ, dK,
+//   dV) rounded to bf16 (flash_attention.cuh, S = O = uint16_t); lse, Di and the weights output fp32.
+//   Heads padded by the TypeScript layer (numHeads·headDim ≠ dModel) still run at float32 storage.
+// - Not yet bf16 (converted to float32 around today's kernels, in the layers): the gemm op (average
+//   pooling, drop path), mse, embeddings, token positions, decoding.
 //
 // A kernel templated on its storage type S (float or ops::bf16) reads with load(p) (a float) and
 // writes with store(p, v) (rounded to nearest even for bf16, NaN kept a quiet NaN); the same source

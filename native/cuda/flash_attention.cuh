@@ -19,9 +19,11 @@
 // is not, so Tf32Mma's a_acc relabels k (accumulator column 2t as the mma's k = t, 2t+1 as t + 4) and
 // its b_kn reads B's rows in the same order: the sum over k is the same, no shuffles.
 //
-// Storage. S is the element type of the tensors in global memory (float today; bfloat16 bits as
-// uint16_t is the same code instantiated with S = uint16_t: value_of reads it, and with the Bf16Mma
-// operand type equal to S the stream copies straight into operand tiles). When S differs from the
+// Storage. S is the element type of the tensors in global memory: float (the layer's fp32 storage,
+// precisions 'tf32' and 'bf16'), or bfloat16 bits as uint16_t (the layer's bf16 storage, precision
+// 'bf16', Bf16Mma only: value_of reads it, and with the operand type equal to S the stream copies
+// straight into operand tiles). The outputs (o; dq, dk, dv) are stored as O (float, or bfloat16 bits
+// rounded to nearest even: put); lse, Di and every statistic stay fp32. When S differs from the
 // operand type (float -> bf16), a tile lands by cp.async in a raw fp32 buffer and one pass converts
 // it to the operand tile (then one raw stage suffices: the copy of tile n + 1 overlaps the products
 // of tile n); when they are equal (tf32 on float) the raw tiles are the operands, two stages.
@@ -60,6 +62,10 @@ __host__ __device__ constexpr size_t tile_bytes(int rows) {
 // A stored element as fp32: float, or bfloat16 bits.
 __device__ __forceinline__ float value_of(float x) { return x; }
 __device__ __forceinline__ float value_of(uint16_t bits) { return bf16_value(bits); }
+
+// Stores fp32 x as an element of an output's storage: float, or bfloat16 bits (round to nearest even).
+__device__ __forceinline__ void put(float* p, float x) { *p = x; }
+__device__ __forceinline__ void put(uint16_t* p, float x) { *p = bf16_bits(x); }
 
 // fp32 as an operand element: float (tf32 rounding happens at the fragment), or bfloat16 bits.
 template <class Op>

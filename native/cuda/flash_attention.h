@@ -1,7 +1,8 @@
 // The tensor-core attention core (flash_attention_forward.cu, flash_attention_backward.cu): what
 // attention.cu's attention_core_forward / attention_core_backward run for the 'bf16' and 'tf32'
 // precisions (the fp32 kernels stay in attention.cu). Same arguments, masks, dropout stream and
-// outputs as the fp32 kernels; head widths up to 128.
+// outputs as the fp32 kernels; head widths up to 128. Storage float (any precision's layer at fp32
+// storage), or bf16 (the layer's bf16 storage: bf16 operands whatever the caller's precision).
 #pragma once
 #include "../ops/precision.h"
 #include "attention_core.cuh"
@@ -11,11 +12,20 @@ namespace nf::cuda {
 // o (layout a.lo) and lse [B, H, Tq] (natural log; -inf for a fully blocked row, whose o is 0).
 // precision: bf16 or tf32.
 Status flash_attention_forward(float* o, float* lse, const CoreArgs& a, ops::Precision precision, cudaStream_t s);
+// bf16 storage (precision 'bf16'): q, k, v (a.lq, a.lk, a.lv; a.q, a.k, a.v are not read) and o
+// bfloat16 bits, read straight into the bf16 operand tiles; o rounded to nearest even; lse fp32.
+Status flash_attention_forward(uint16_t* o, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                               const CoreArgs& a, cudaStream_t s);
 
 // dq (layout a.lq), dk (ldk), dv (ldv), overwritten, from dout (layout a.lo), the forward's lse and
 // di = rowsum(dout ∘ o) [B, H, Tq].
 Status flash_attention_backward(float* dq, float* dk, float* dv, const ops::AttentionLayout& ldk,
                                 const ops::AttentionLayout& ldv, const float* dout, const float* lse, const float* di,
                                 const CoreArgs& a, ops::Precision precision, cudaStream_t s);
+// bf16 storage: dq, dk, dv, dout, q, k, v bfloat16 bits (the gradients rounded to nearest even); lse, di fp32.
+Status flash_attention_backward(uint16_t* dq, uint16_t* dk, uint16_t* dv, const ops::AttentionLayout& ldk,
+                                const ops::AttentionLayout& ldv, const uint16_t* dout, const float* lse,
+                                const float* di, const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                const CoreArgs& a, cudaStream_t s);
 
 }  // namespace nf::cuda

@@ -61,9 +61,9 @@ struct BackwardTiles {
 // tiles get 16 rows (32 spilled on sm_90).
 __host__ __device__ constexpr int dkdv_widest(int DP) { return DP > 96 ? 16 : widest_stream(DP); }
 
-template <class Mma, class S, int DP, bool kDropout>
+template <class Mma, class S, class O, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
-    flash_dkdv_kernel(float* dk, float* dv, ops::AttentionLayout ldk, ops::AttentionLayout ldv, const S* q, const S* k,
+    flash_dkdv_kernel(O* dk, O* dv, ops::AttentionLayout ldk, ops::AttentionLayout ldv, const S* q, const S* k,
                       const S* v, const S* dout, const float* lse, const float* di, CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
   constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, dkdv_widest(DP));
@@ -110,15 +110,15 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int e = 0; e < 4; ++e) {
       const int j = jw + acc_row(lane, e), d = acc_col(lane, dt, e);
       if (j < a.Tk && d < a.Dh) {
-        dk[b * ldk.batch + j * ldk.row + h * ldk.head + d] = a.scale * acc_k[0][dt][e];
-        dv[b * ldv.batch + j * ldv.row + h * ldv.head + d] = acc_v[0][dt][e];
+        put(dk + b * ldk.batch + j * ldk.row + h * ldk.head + d, a.scale * acc_k[0][dt][e]);
+        put(dv + b * ldv.batch + j * ldv.row + h * ldv.head + d, acc_v[0][dt][e]);
       }
     }
 }
 
-template <class Mma, class S, int DP, bool kDropout>
+template <class Mma, class S, class O, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
-    flash_dq_kernel(float* dq, const S* q, const S* k, const S* v, const S* dout, const float* lse, const float* di,
+    flash_dq_kernel(O* dq, const S* q, const S* k, const S* v, const S* dout, const float* lse, const float* di,
                     CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
   constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, widest_stream(DP));
@@ -166,28 +166,29 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = iw + acc_row(lane, e), d = acc_col(lane, dt, e);
-      if (i < a.Tq && d < a.Dh) dq[b * a.lq.batch + i * a.lq.row + h * a.lq.head + d] = a.scale * acc[0][dt][e];
+      if (i < a.Tq && d < a.Dh) put(dq + b * a.lq.batch + i * a.lq.row + h * a.lq.head + d, a.scale * acc[0][dt][e]);
     }
 }
 
-template <class Mma>
-Status launch_backward(float* dq, float* dk, float* dv, const ops::AttentionLayout& ldk,
-                       const ops::AttentionLayout& ldv, const float* dout, const float* lse, const float* di,
+// From q, k, v, dout of storage S (layouts a.lq, a.lk, a.lv, a.lo) into dq, dk, dv of storage O.
+template <class Mma, class S, class O>
+Status launch_backward(O* dq, O* dk, O* dv, const ops::AttentionLayout& ldk, const ops::AttentionLayout& ldv,
+                       const S* dout, const float* lse, const float* di, const S* q, const S* k, const S* v,
                        const CoreArgs& a, cudaStream_t s) {
   const char* op = "flash_attention_backward";
-  const bool vec = vector_views<float>({{a.q, a.lq}, {a.k, a.lk}, {a.v, a.lv}, {dout, a.lo}}, a.Dh);
+  const bool vec = vector_views<S>({{q, a.lq}, {k, a.lk}, {v, a.lv}, {dout, a.lo}}, a.Dh);
   return with_padded_width(a.Dh, [&](auto dp) -> Status {
     return with_dropout(a.p > 0.0f, [&](auto dropout) -> Status {
       constexpr int DP = decltype(dp)::value;
       constexpr bool kDropout = decltype(dropout)::value;
       const dim3 keys(unsigned(ceil_div(a.Tk, kBlockRows)), unsigned(a.H), unsigned(a.B));
       const dim3 queries(unsigned(ceil_div(a.Tq, kBlockRows)), unsigned(a.H), unsigned(a.B));
-      NF_CUDA_TRY(op, launch(flash_dkdv_kernel<Mma, float, DP, kDropout>, keys, dim3(kThreads),
-                             kernel_smem<Mma, float, DP>(2 * kBlockRows, dkdv_widest(DP)), s, dk, dv, ldk, ldv, a.q,
-                             a.k, a.v, dout, lse, di, a, vec));
-      NF_CUDA_TRY(op, launch(flash_dq_kernel<Mma, float, DP, kDropout>, queries, dim3(kThreads),
-                             kernel_smem<Mma, float, DP>(2 * kBlockRows, widest_stream(DP)), s, dq, a.q, a.k, a.v,
+      NF_CUDA_TRY(op, launch(flash_dkdv_kernel<Mma, S, O, DP, kDropout>, keys, dim3(kThreads),
+                             kernel_smem<Mma, S, DP>(2 * kBlockRows, dkdv_widest(DP)), s, dk, dv, ldk, ldv, q, k, v,
                              dout, lse, di, a, vec));
+      NF_CUDA_TRY(op, launch(flash_dq_kernel<Mma, S, O, DP, kDropout>, queries, dim3(kThreads),
+                             kernel_smem<Mma, S, DP>(2 * kBlockRows, widest_stream(DP)), s, dq, q, k, v, dout, lse, di,
+                             a, vec));
       return Status::Ok();
     });
   });
@@ -198,8 +199,16 @@ Status launch_backward(float* dq, float* dk, float* dv, const ops::AttentionLayo
 Status flash_attention_backward(float* dq, float* dk, float* dv, const ops::AttentionLayout& ldk,
                                 const ops::AttentionLayout& ldv, const float* dout, const float* lse, const float* di,
                                 const CoreArgs& a, ops::Precision precision, cudaStream_t s) {
-  return precision == ops::Precision::bf16 ? launch_backward<Bf16Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a, s)
-                                           : launch_backward<Tf32Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a, s);
+  return precision == ops::Precision::bf16
+             ? launch_backward<Bf16Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a.q, a.k, a.v, a, s)
+             : launch_backward<Tf32Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a.q, a.k, a.v, a, s);
+}
+
+Status flash_attention_backward(uint16_t* dq, uint16_t* dk, uint16_t* dv, const ops::AttentionLayout& ldk,
+                                const ops::AttentionLayout& ldv, const uint16_t* dout, const float* lse,
+                                const float* di, const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                const CoreArgs& a, cudaStream_t s) {
+  return launch_backward<Bf16Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, q, k, v, a, s);
 }
 
 }  // namespace nf::cuda

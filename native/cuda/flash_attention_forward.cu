@@ -32,9 +32,9 @@ constexpr int kBlocks = 2, kQueries = kWarps * kBlocks * kWarpRows;
 // tiles only (32 spilled on sm_80 and sm_89).
 __host__ __device__ constexpr int forward_widest(int DP) { return DP > 96 ? 16 : widest_stream(DP); }
 
-template <class Mma, class S, int DP, bool kDropout>
+template <class Mma, class S, class O, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
-    flash_forward_kernel(float* o, float* lse, const S* q, const S* k, const S* v, CoreArgs a, bool vec) {
+    flash_forward_kernel(O* o, float* lse, const S* q, const S* k, const S* v, CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
   constexpr int R = stream_rows<Mma, S, DP>(kQueries, forward_widest(DP)), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   constexpr int kWarpQueries = kBlocks * kWarpRows;
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int i = im + acc_row(lane, e), d = acc_col(lane, dt, e);
         const float lr = l[m][e >> 1];
         if (i < a.Tq && d < a.Dh)
-          o[b * a.lo.batch + i * a.lo.row + h * a.lo.head + d] = lr > 0.0f ? acc[m][dt][e] / lr : 0.0f;
+          put(o + b * a.lo.batch + i * a.lo.row + h * a.lo.head + d, lr > 0.0f ? acc[m][dt][e] / lr : 0.0f);
       }
     if (lane % 4 == 0)
 #pragma unroll
@@ -119,16 +119,17 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-template <class Mma>
-Status launch_forward(float* o, float* lse, const CoreArgs& a, cudaStream_t s) {
-  const bool vec = vector_views<float>({{a.q, a.lq}, {a.k, a.lk}, {a.v, a.lv}}, a.Dh);
+// q, k, v (layouts a.lq, a.lk, a.lv) of storage S into o (a.lo) of storage O.
+template <class Mma, class S, class O>
+Status launch_forward(O* o, float* lse, const S* q, const S* k, const S* v, const CoreArgs& a, cudaStream_t s) {
+  const bool vec = vector_views<S>({{q, a.lq}, {k, a.lk}, {v, a.lv}}, a.Dh);
   return with_padded_width(a.Dh, [&](auto dp) -> Status {
     return with_dropout(a.p > 0.0f, [&](auto dropout) -> Status {
       constexpr int DP = decltype(dp)::value;
       NF_CUDA_TRY("flash_attention_forward",
-                  launch(flash_forward_kernel<Mma, float, DP, decltype(dropout)::value>,
+                  launch(flash_forward_kernel<Mma, S, O, DP, decltype(dropout)::value>,
                          dim3(unsigned(ceil_div(a.Tq, kQueries)), unsigned(a.H), unsigned(a.B)), dim3(kThreads),
-                         kernel_smem<Mma, float, DP>(kQueries, forward_widest(DP)), s, o, lse, a.q, a.k, a.v, a, vec));
+                         kernel_smem<Mma, S, DP>(kQueries, forward_widest(DP)), s, o, lse, q, k, v, a, vec));
       return Status::Ok();
     });
   });
@@ -137,8 +138,13 @@ Status launch_forward(float* o, float* lse, const CoreArgs& a, cudaStream_t s) {
 }  // namespace
 
 Status flash_attention_forward(float* o, float* lse, const CoreArgs& a, ops::Precision precision, cudaStream_t s) {
-  return precision == ops::Precision::bf16 ? launch_forward<Bf16Mma>(o, lse, a, s)
-                                           : launch_forward<Tf32Mma>(o, lse, a, s);
+  return precision == ops::Precision::bf16 ? launch_forward<Bf16Mma>(o, lse, a.q, a.k, a.v, a, s)
+                                           : launch_forward<Tf32Mma>(o, lse, a.q, a.k, a.v, a, s);
+}
+
+Status flash_attention_forward(uint16_t* o, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                               const CoreArgs& a, cudaStream_t s) {
+  return launch_forward<Bf16Mma>(o, lse, q, k, v, a, s);
 }
 
 }  // namespace nf::cuda

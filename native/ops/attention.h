@@ -129,10 +129,10 @@ void attention_packed(R& r, int64_t D, Precision prec, const T*& qkv_weight_pack
        doc("projWeight prepacked by packWeights (N = K = D)"));
 }
 
-// The buffers the forward saves for the backward (P = T*) and the backward takes back (P = const T*):
-// the projections (self-attention qkv, cross-attention q and kv), ctx and lse.
-template <class R, class P>
-void attention_saved(R& r, const AttentionDims& d, bool self, P& qkv, P& q, P& kv, P& ctx, P& lse) {
+// The buffers the forward saves for the backward (P = T*, L = Acc<T>*) and the backward takes back
+// (const): the projections (self-attention qkv, cross-attention q and kv), ctx and lse (fp32 under bf16).
+template <class R, class P, class L>
+void attention_saved(R& r, const AttentionDims& d, bool self, P& qkv, P& q, P& kv, P& ctx, L& lse) {
   r.saved(qkv, "qkv", NF_SHAPE(d.B, d.Tq, 3 * d.D), when(self, "memory is absent (self-attention)"),
           doc("Q | K | V of each token, heads interleaved along D"));
   r.saved(q, "q", NF_SHAPE(d.B, d.Tq, d.D), when(!self, "memory is given (cross-attention)"));
@@ -142,10 +142,13 @@ void attention_saved(R& r, const AttentionDims& d, bool self, P& qkv, P& q, P& k
 }
 
 // What the layer's forward and backward params share, as flash-attention's Flash_bwd_params extends
-// Flash_fwd_params: the dims, masks, memory, the buffers the forward saves (S = T*: written) and the
-// backward takes back (S = const T*: read), and the input and weights both read. Each op's `fields`
-// still reads them in its own schema order.
-template <class T, class S>
+// Flash_fwd_params: the dims, masks, memory, the buffers the forward saves (S = T*, L = Acc<T>*:
+// written) and the backward takes back (const: read), and the input and weights both read. Each op's
+// `fields` still reads them in its own schema order.
+// Storage (T = bf16, precision 'bf16' on CUDA): x, memory, qkv / q / kv, ctx, out and the activation
+// gradients bf16, the weights the parameters' bf16 copies; biases, parameter gradients, lse and the
+// attention weights output float (Acc<T>).
+template <class T, class S, class L>
 struct AttentionParams {
   AttentionDims d;
   AttentionMasks m;
@@ -155,14 +158,14 @@ struct AttentionParams {
   S q = nullptr;
   S kv = nullptr;
   S ctx = nullptr;
-  S lse = nullptr;
+  L lse = nullptr;
   const T* x = nullptr;
   const T* qkv_weight = nullptr;
   const T* proj_weight = nullptr;
 };
 
 template <class T>
-struct AttentionForward : AttentionParams<T, T*> {
+struct AttentionForward : AttentionParams<T, T*, Acc<T>*> {
   static constexpr const char* name = "attentionForward";
   static constexpr const char* summary =
       "out [B, Tq, D] = proj(softmax(scale Q Kᵀ, masked) (dropped out) V) (scale: default 1/√Dh) with Q = x Wqᵀ + bq and K, V = src Wkᵀ "
@@ -174,9 +177,9 @@ struct AttentionForward : AttentionParams<T, T*> {
       "projWeightPacked (optional): the weights prepacked by packWeights, read by the CPU kernels instead of packing "
       "them (same result, bit for bit).";
   T* out = nullptr;
-  T* weights = nullptr;
-  const T* qkv_bias = nullptr;
-  const T* proj_bias = nullptr;
+  Acc<T>* weights = nullptr;
+  const Acc<T>* qkv_bias = nullptr;
+  const Acc<T>* proj_bias = nullptr;
   const T* qkv_weight_packed = nullptr;
   const T* proj_weight_packed = nullptr;
 
@@ -199,7 +202,7 @@ struct AttentionForward : AttentionParams<T, T*> {
 };
 
 template <class T>
-struct AttentionBackward : AttentionParams<T, const T*> {
+struct AttentionBackward : AttentionParams<T, const T*, const Acc<T>*> {
   static constexpr const char* name = "attentionBackward";
   static constexpr const char* summary =
       "From dout [B, Tq, D]: overwrites dx [B, Tq, D] and (cross-attention, optional) dMemory [B, Tk, D]; "
@@ -207,10 +210,10 @@ struct AttentionBackward : AttentionParams<T, const T*> {
       "the forward's inputs, weights, masks, dropout and saved buffers.";
   T* dx = nullptr;
   T* dmemory = nullptr;
-  T* d_qkv_weight = nullptr;
-  T* d_qkv_bias = nullptr;
-  T* d_proj_weight = nullptr;
-  T* d_proj_bias = nullptr;
+  Acc<T>* d_qkv_weight = nullptr;
+  Acc<T>* d_qkv_bias = nullptr;
+  Acc<T>* d_proj_weight = nullptr;
+  Acc<T>* d_proj_bias = nullptr;
   const T* dout = nullptr;
 
   template <class R>

@@ -3,12 +3,16 @@
 // backend's stream after warm-up calls; one JSON line per (precision, shape, pass) on stdout. The
 // peer is bench/gpu/attention_torch.py (PyTorch's scaled_dot_product_attention on the same shapes);
 // bench/gpu/attention_table.py joins the two files into the table (FLOPs, TFLOP/s, ratio).
-//   nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--T 65,197,1024,4096] [--reps N] [--warmup N] [--tiny]
+//   nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--storage fp32|bf16] [--T 65,197,1024,4096] [--reps N]
+//                           [--warmup N] [--tiny]
 // Shapes: T in {65, 197, 1024, 4096} x head width Dh in {64, 128} x causal {false, true}, with
 // B = max(1, 16384 / T) sequences and H = 2048 / Dh heads (16K tokens of width 2048 per call, as
 // FlashAttention-2's benchmark). Q, K, V, O, dO and the gradients are separate [B, T, H, Dh] float32
-// tensors (the precision rounds them inside the kernels). --tiny: T 65, Dh 64, B 1, H 1, one rep,
-// no warm-up (the emulator build, nf_cuda_emu_attention_bench, runs it as a smoke test).
+// tensors (the precision rounds them inside the kernels); with --storage bf16, bfloat16 tensors (the
+// attention layer's storage under precision 'bf16', PyTorch's bf16 SDPA's): precision bf16 only, each
+// line says "storage" (keep the two storages' lines in separate files: the table keys on precision).
+// --tiny: T 65, Dh 64, B 1, H 1, one rep, no warm-up (the emulator build, nf_cuda_emu_attention_bench,
+// runs it as a smoke test).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../attention.h"
@@ -43,8 +48,19 @@ void check(cudaError_t e, const char* what) {
   std::exit(1);
 }
 
-// A device float array of n standard-normal-ish values (sum of 4 uniforms, centred and scaled).
-float* random_device(size_t n, uint64_t seed) {
+using nf::ops::bf16;
+
+// v as bfloat16, rounded to nearest even (finite values).
+bf16 to_bf16(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return bf16{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+
+// A device array of n standard-normal-ish values (sum of 4 uniforms, centred and scaled) stored as S
+// (float, or bf16 rounded).
+template <class S = float>
+S* random_device(size_t n, uint64_t seed) {
   std::vector<float> h(n);
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
   for (float& x : h) {
@@ -55,10 +71,15 @@ float* random_device(size_t n, uint64_t seed) {
     }
     x = (u - 2.0f) * 1.7320508f;
   }
+  std::vector<S> stored(n);
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<S, bf16>) stored[i] = to_bf16(h[i]);
+    else stored[i] = h[i];
+  }
   void* p = nullptr;
-  check(nf::cuda::device_alloc(&p, n * sizeof(float)), "device_alloc");
-  check(nf::cuda::copy_to_device(p, h.data(), n * sizeof(float)), "copy_to_device");
-  return static_cast<float*>(p);
+  check(nf::cuda::device_alloc(&p, n * sizeof(S)), "device_alloc");
+  check(nf::cuda::copy_to_device(p, stored.data(), n * sizeof(S)), "copy_to_device");
+  return static_cast<S*>(p);
 }
 
 const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : p == Precision::tf32 ? "tf32" : "fp32"; }
@@ -95,23 +116,29 @@ double time_ms(F f, int warmup, int reps) {
   return double(ms) / reps;
 }
 
-// The nine device arrays of a shape; every shape has B·T·H·Dh = 16384 · 2048 elements, so one set,
-// filled once (host-side generation of 300M values per shape would dominate the run), serves all.
+// The nine device arrays of a shape (S: the storage of all but lse); every shape has B·T·H·Dh =
+// 16384 · 2048 elements, so one set, filled once (host-side generation of 300M values per shape would
+// dominate the run), serves all.
+template <class S>
 struct Buffers {
-  float *q, *k, *v, *dout, *o, *dq, *dk, *dv, *lse;
+  S *q, *k, *v, *dout, *o, *dq, *dk, *dv;
+  float* lse;
   explicit Buffers(size_t n, size_t rows)
-      : q(random_device(n, 1)), k(random_device(n, 2)), v(random_device(n, 3)), dout(random_device(n, 4)),
-        o(random_device(n, 5)), dq(random_device(n, 6)), dk(random_device(n, 7)), dv(random_device(n, 8)),
+      : q(random_device<S>(n, 1)), k(random_device<S>(n, 2)), v(random_device<S>(n, 3)), dout(random_device<S>(n, 4)),
+        o(random_device<S>(n, 5)), dq(random_device<S>(n, 6)), dk(random_device<S>(n, 7)), dv(random_device<S>(n, 8)),
         lse(random_device(rows, 9)) {}
   ~Buffers() {
-    for (float* ptr : {q, k, v, dout, o, dq, dk, dv, lse}) check(nf::cuda::device_free(ptr), "device_free");
+    for (S* ptr : {q, k, v, dout, o, dq, dk, dv}) check(nf::cuda::device_free(ptr), "device_free");
+    check(nf::cuda::device_free(lse), "device_free");
   }
 };
 
-void run_shape(const Shape& sh, const Buffers& buf, const std::vector<Precision>& precisions, int warmup, int reps,
+template <class S>
+void run_shape(const Shape& sh, const Buffers<S>& buf, const std::vector<Precision>& precisions, int warmup, int reps,
                const std::string& device) {
-  float *q = buf.q, *k = buf.k, *v = buf.v, *dout = buf.dout, *o = buf.o, *dq = buf.dq, *dk = buf.dk, *dv = buf.dv,
-        *lse = buf.lse;
+  S *q = buf.q, *k = buf.k, *v = buf.v, *dout = buf.dout, *o = buf.o, *dq = buf.dq, *dk = buf.dk, *dv = buf.dv;
+  float* lse = buf.lse;
+  const char* storage = std::is_same_v<S, bf16> ? "bf16" : "fp32";
   nf::ops::AttentionCoreDims d;
   d.B = sh.B, d.H = sh.H, d.Tq = d.Tk = sh.T, d.Dh = sh.Dh;
   d.q = d.k = d.v = d.o = {sh.T * sh.H * sh.Dh, sh.H * sh.Dh, sh.Dh};
@@ -126,9 +153,9 @@ void run_shape(const Shape& sh, const Buffers& buf, const std::vector<Precision>
     for (int pass = 0; pass < 2; ++pass)
       std::printf(
           "{\"impl\": \"nodeformer\", \"device\": \"%s\", \"precision\": \"%s\", \"B\": %lld, \"H\": %lld, \"T\": %lld, "
-          "\"Dh\": %lld, \"causal\": %s, \"pass\": \"%s\", \"ms\": %.6f}\n",
+          "\"Dh\": %lld, \"causal\": %s, \"pass\": \"%s\", \"storage\": \"%s\", \"ms\": %.6f}\n",
           device.c_str(), precision_name(p), (long long)sh.B, (long long)sh.H, (long long)sh.T, (long long)sh.Dh,
-          sh.causal ? "true" : "false", pass ? "bwd" : "fwd", ms[pass]);
+          sh.causal ? "true" : "false", pass ? "bwd" : "fwd", storage, ms[pass]);
     std::fflush(stdout);
   }
 }
@@ -138,7 +165,7 @@ void run_shape(const Shape& sh, const Buffers& buf, const std::vector<Precision>
 int main(int argc, char** argv) {
   std::vector<Precision> precisions = {Precision::bf16, Precision::tf32, Precision::fp32};
   int warmup = 3, reps = 10;
-  bool tiny = false;
+  bool tiny = false, bf16_storage = false;
   std::vector<int64_t> lengths = {65, 197, 1024, 4096};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -157,6 +184,11 @@ int main(int argc, char** argv) {
           return std::fprintf(stderr, "nf_cuda_attention_bench: --T takes lengths like 65,197\n"), 2;
         at = *end ? end + 1 : end;
       }
+    } else if (a == "--storage" && i + 1 < argc) {
+      const std::string name = argv[++i];
+      if (name != "fp32" && name != "bf16")
+        return std::fprintf(stderr, "nf_cuda_attention_bench: --storage takes fp32 or bf16\n"), 2;
+      bf16_storage = name == "bf16";
     } else if (a == "--precisions" && i + 1 < argc) {
       precisions.clear();
       const std::string list = argv[++i];
@@ -170,7 +202,8 @@ int main(int argc, char** argv) {
         at = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--T 65,197,1024,4096] [--reps N] [--warmup N] [--tiny]\n");
+      std::fprintf(stderr, "usage: nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--storage fp32|bf16] [--T 65,197,1024,4096] "
+                   "[--reps N] [--warmup N] [--tiny]\n");
       return 2;
     }
   }
@@ -191,7 +224,12 @@ int main(int argc, char** argv) {
   size_t n = 0, rows = 0;
   for (const Shape& sh : shapes)
     n = std::max(n, size_t(sh.B * sh.T * sh.H * sh.Dh)), rows = std::max(rows, size_t(sh.B * sh.H * sh.T));
-  const Buffers buf(n, rows);
-  for (const Shape& sh : shapes) run_shape(sh, buf, precisions, warmup, reps, device);
+  if (bf16_storage) {  // the bf16 tensor-core kernels only
+    const Buffers<bf16> buf(n, rows);
+    for (const Shape& sh : shapes) run_shape(sh, buf, {Precision::bf16}, warmup, reps, device);
+  } else {
+    const Buffers<float> buf(n, rows);
+    for (const Shape& sh : shapes) run_shape(sh, buf, precisions, warmup, reps, device);
+  }
   return 0;
 }

@@ -4,16 +4,29 @@
 // could not match. At precision 'fp32' (the CUDA-core kernels) and, for the tensor-core kernels of
 // flash_attention_*.cu, 'bf16' and 'tf32' with their own tolerances (Tolerance below). The
 // projections run in fp32 here either way (the backend's own GEMM kernel: no cuBLASLt in this test),
-// so the errors are the attention core's.
+// so the errors are the attention core's. And the layer with bf16 storage (AttentionForward<bf16>,
+// precision 'bf16': x, memory, the saved qkv / q / kv and ctx, out and the activation gradients bf16,
+// the weights bf16 copies; biases, parameter gradients, lse, weights fp32), whose reference reads the
+// bf16 inputs' rounded values (bf16_test.cpp's method) at bf16's tolerances.
 #include <cmath>
+#include <type_traits>
 
 #include "../../cpu/ref/attention.h"
 #include "../attention.h"
-#include "parity.h"
+#include "bf16_parity.h"
 
 namespace {
 
 using namespace nf::test;
+
+// The test's view of storage T (float or bf16): random inputs as T holds them, read-back as floats.
+template <class T>
+Vec rand_in(size_t n, double scale = 1.0) {
+  if constexpr (std::is_same_v<T, bf16>) return randb(n, scale);
+  else return randn(n, scale);
+}
+std::vector<float> host(const Device<float>& d) { return d.download(); }
+std::vector<float> host(const Device<bf16>& d) { return floats(d); }
 
 struct Case {
   int64_t B, Tq, Tk, D, H;
@@ -56,18 +69,20 @@ void check_lse(const std::string& label, const std::string& name, std::vector<fl
   check_close(label, name, got, ref, tol);
 }
 
+template <class T = float>
 void run_case(const Case& c, nf::ops::Precision precision = nf::ops::Precision::fp32) {
+  constexpr bool kBf16 = std::is_same_v<T, bf16>;
   const std::string name = dims({{"B", c.B}, {"Tq", c.Tq}, {"Tk", c.Tk}, {"D", c.D}, {"H", c.H}, {"cross", c.cross},
                                  {"causal", c.causal}, {"dropout%", int64_t(c.p * 100)}});
   const Tolerance tol = tolerance(precision);
   // Labels of the error log: "attention out", or "attention bf16 out".
-  const std::string tag = precision == nf::ops::Precision::fp32 ? "attention " : std::string("attention ") +
-                          (precision == nf::ops::Precision::bf16 ? "bf16 " : "tf32 ");
+  const std::string tag = kBf16 ? "attention bf16-storage " : precision == nf::ops::Precision::fp32 ? "attention " :
+                          std::string("attention ") + (precision == nf::ops::Precision::bf16 ? "bf16 " : "tf32 ");
   const int64_t D = c.D, rq = c.B * c.Tq, rk = c.B * c.Tk;
-  const Vec x = randn(size_t(rq * D)), memory = c.cross ? randn(size_t(rk * D)) : Vec();
-  const Vec qkv_weight = randn(size_t(3 * D * D), 1.0 / std::sqrt(double(D))), qkv_bias = randn(size_t(3 * D), 0.1);
-  const Vec proj_weight = randn(size_t(D * D), 1.0 / std::sqrt(double(D))), proj_bias = randn(size_t(D), 0.1);
-  const Vec dout = randn(size_t(rq * D));
+  const Vec x = rand_in<T>(size_t(rq * D)), memory = c.cross ? rand_in<T>(size_t(rk * D)) : Vec();
+  const Vec qkv_weight = rand_in<T>(size_t(3 * D * D), 1.0 / std::sqrt(double(D))), qkv_bias = randn(size_t(3 * D), 0.1);
+  const Vec proj_weight = rand_in<T>(size_t(D * D), 1.0 / std::sqrt(double(D))), proj_bias = randn(size_t(D), 0.1);
+  const Vec dout = rand_in<T>(size_t(rq * D));
   const std::vector<uint8_t> kp = c.key_padding_mask ? random_mask(size_t(c.B * c.Tk), 0.2) : std::vector<uint8_t>();
   std::vector<uint8_t> am = c.attn_mask ? random_mask(size_t((c.attn_batched ? c.B : 1) * c.Tq * c.Tk), 0.1)
                                    : std::vector<uint8_t>();
@@ -110,33 +125,38 @@ void run_case(const Case& c, nf::ops::Precision precision = nf::ops::Precision::
   saved(rb, rf.qkv, rf.q, rf.kv);
   rb.ctx = ctx.data(), rb.lse = lse.data(), rb.x = x.data(), rb.qkv_weight = qkv_weight.data(), rb.proj_weight = proj_weight.data();
   nf::ref::run(rb);
-  // CUDA.
-  DeviceF d_x(x), d_mem(memory), d_Wqkv(qkv_weight), d_bqkv(qkv_bias), d_Wproj(proj_weight), d_bproj(proj_bias), d_dout(dout),
-      d_out(out.size()), d_weights(weights.size()), d_qkv(qkv.size()), d_q(q.size()), d_kv(kv.size()),
-      d_ctx(ctx.size()), d_lse(lse.size());
+  // CUDA (activations and weights as T: bf16 from the rounded values, exactly).
+  const auto dev = [](const Vec& v) {
+    if constexpr (kBf16) return bits(v);
+    else return v;
+  };
+  Device<T> d_x(dev(x)), d_mem(dev(memory)), d_Wqkv(dev(qkv_weight)), d_Wproj(dev(proj_weight)), d_dout(dev(dout)),
+      d_out(out.size()), d_qkv(qkv.size()), d_q(q.size()), d_kv(kv.size()), d_ctx(ctx.size());
+  DeviceF d_bqkv(qkv_bias), d_bproj(proj_bias), d_weights(weights.size()), d_lse(lse.size());
   Device<uint8_t> d_kp(kp), d_am(am);
-  nf::ops::AttentionForward<float> f;
+  nf::ops::AttentionForward<T> f;
   f.d = dims, f.m = masks(d_kp, d_am), f.memory = c.cross ? d_mem.get() : nullptr, f.precision = precision;
   f.out = d_out, f.weights = c.weights ? d_weights.get() : nullptr, f.ctx = d_ctx, f.lse = d_lse;
   saved(f, d_qkv.get(), d_q.get(), d_kv.get());
   f.x = d_x, f.qkv_weight = d_Wqkv, f.qkv_bias = d_bqkv, f.proj_weight = d_Wproj, f.proj_bias = d_bproj;
   NF_ASSERT_OK(nf::cuda::run(f));
-  check_close(tag + "out", name, d_out.download(), out, tol.fwd);
-  check_close(tag + "ctx", name, d_ctx.download(), ctx, tol.fwd);
+  check_close(tag + "out", name, host(d_out), out, tol.fwd);
+  check_close(tag + "ctx", name, host(d_ctx), ctx, tol.fwd);
   check_lse(tag + "lse", name, d_lse.download(), lse, tol.fwd);
   if (c.weights) check_close(tag + "weights", name, d_weights.download(), weights, tol.fwd);
-  DeviceF d_dx(dx.size()), d_dmem(dmem.size()), d_dWqkv(std::vector<float>(qkv_weight.size(), 0.5f)),
+  Device<T> d_dx(dx.size()), d_dmem(dmem.size());
+  DeviceF d_dWqkv(std::vector<float>(qkv_weight.size(), 0.5f)),
       d_dbqkv(std::vector<float>(qkv_bias.size(), 0.5f)), d_dWproj(std::vector<float>(proj_weight.size(), 0.5f)),
       d_dbproj(std::vector<float>(proj_bias.size(), 0.5f));
-  nf::ops::AttentionBackward<float> bw;
+  nf::ops::AttentionBackward<T> bw;
   bw.d = dims, bw.m = f.m, bw.memory = f.memory, bw.precision = precision;
   bw.dx = d_dx, bw.dmemory = c.cross ? d_dmem.get() : nullptr, bw.d_qkv_weight = d_dWqkv, bw.d_qkv_bias = d_dbqkv;
   bw.d_proj_weight = d_dWproj, bw.d_proj_bias = d_dbproj, bw.dout = d_dout;
   saved(bw, f.qkv, f.q, f.kv);
   bw.ctx = d_ctx, bw.lse = d_lse, bw.x = d_x, bw.qkv_weight = d_Wqkv, bw.proj_weight = d_Wproj;
   NF_ASSERT_OK(nf::cuda::run(bw));
-  check_close(tag + "dx", name, d_dx.download(), dx, tol.bwd);
-  if (c.cross) check_close(tag + "dmemory", name, d_dmem.download(), dmem, tol.bwd);
+  check_close(tag + "dx", name, host(d_dx), dx, tol.bwd);
+  if (c.cross) check_close(tag + "dmemory", name, host(d_dmem), dmem, tol.bwd);
   check_close(tag + "d_qkv_weight", name, d_dWqkv.download(), d_qkv_weight, tol.bwd);
   check_close(tag + "d_qkv_bias", name, d_dbqkv.download(), d_qkv_bias, tol.bwd);
   check_close(tag + "d_proj_weight", name, d_dWproj.download(), d_proj_weight, tol.bwd);
@@ -173,6 +193,22 @@ NF_TEST(cuda_attention_tensor_core_parity) {
   };
   for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32})
     for (const Case& c : cases) run_case(c, p);
+}
+
+// The layer with bf16 storage (precision 'bf16'): self- and cross-attention, causal, key padding and
+// attention masks, a fully blocked row, dropout, the weights output; head widths 12, 20, 64 (and 32,
+// 128: cp.async of 8 bf16 a chunk where Dh is a multiple of 8, plain loads for 12 and 20); odd T.
+NF_TEST(cuda_attention_bf16_storage_parity) {
+  Case cases[] = {
+      {2, 7, 7, 24, 2},                                                      // Dh 12, T 7
+      {1, 197, 197, 64, 1, false, false, true},                              // Dh 64, T 197, key padding
+      {2, 65, 65, 40, 2, false, true, false, false, false, 0.1f, true},      // Dh 20, causal, dropout, weights
+      {2, 7, 40, 64, 2, true, false, true, true, true, 0.0f, true},          // Dh 32, cross, masks, weights
+      {1, 65, 130, 128, 2, true, true, true},                                // Dh 64, cross, Tk 130, causal, padding
+      {1, 33, 33, 40, 2, false, true, true, true, false, 0.0f, false, 5},    // Dh 20, a fully blocked row
+      {1, 65, 65, 256, 2, false, false, false, false, false, 0.2f},          // Dh 128, dropout
+  };
+  for (const Case& c : cases) run_case<bf16>(c, nf::ops::Precision::bf16);
 }
 
 NF_TEST(cuda_attention_bad_dims) {

@@ -28,7 +28,7 @@
 #include "../linear.h"
 #include "../loss.h"
 #include "../patch_embed.h"
-#include "parity.h"
+#include "bf16_parity.h"
 
 namespace {
 
@@ -38,38 +38,6 @@ using nf::ops::bf16;
 
 constexpr double kBf16Fwd = 1e-2;
 constexpr double kBf16Bwd = 3e-2;
-
-// v rounded to bfloat16 (nearest even), as bits and as the double it stands for.
-bf16 to_bf16(double v) {
-  const float f = float(v);
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return bf16{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
-}
-double value(bf16 b) {
-  const uint32_t u = uint32_t(b.bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-std::vector<bf16> bits(const Vec& v) {
-  std::vector<bf16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = to_bf16(v[i]);
-  return out;
-}
-// Normal samples times scale, rounded to bf16 (what a bf16 activation holds).
-Vec randb(size_t n, double scale = 1.0) {
-  Vec v = randn(n, scale);
-  for (double& x : v) x = value(to_bf16(x));
-  return v;
-}
-using DeviceB = Device<bf16>;
-// A bf16 device array's values as floats (for check_close).
-std::vector<float> floats(const DeviceB& d) {
-  std::vector<float> out;
-  for (bf16 b : d.download()) out.push_back(float(value(b)));
-  return out;
-}
 
 NF_TEST(cuda_bf16_convert) {
   for (int64_t n : {1, 7, 4099}) {
