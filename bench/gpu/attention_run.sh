@@ -23,5 +23,7 @@ if [ $tests = 1 ]; then
   fi
 fi
 "$bench" "$@" > "$out/attention_ours.jsonl"
+"$bench" "$@" --storage bf16 >> "$out/attention_ours.jsonl"  # bf16 tensors, as the layer under precision 'bf16'
+
 "${NF_BENCH_PYTHON:-python3}" bench/gpu/attention_torch.py "$@" > "$out/attention_torch.jsonl"
 python3 bench/gpu/attention_table.py "$out/attention_ours.jsonl" "$out/attention_torch.jsonl"
