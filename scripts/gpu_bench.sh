@@ -123,7 +123,7 @@ step report 30 harness report "$plan" "$OUT/ours.jsonl" "$OUT/torch.jsonl" "$OUT
 if [ $dry = 0 ]; then
   # The attention table (issue 23): ours against PyTorch's SDPA on the card, with the carried binary.
   export NF_ATTENTION_BENCH="$bin/nf_cuda_attention_bench"
-  step attention 90 bash "$here/bench/gpu/attention_run.sh" ${NF_ATTENTION_ARGS:-} > "$OUT/attention.md" 2>> "$OUT/errors.log"
+  step attention 120 bash "$here/bench/gpu/attention_run.sh" ${NF_ATTENTION_ARGS:-} > "$OUT/attention.md" 2>> "$OUT/errors.log"
   # ncu's detailed sections for the three bf16 kernels at a ViT shape (T 197, head 64).
   attention_ncu() {
     echo "== ncu --set detailed: flash kernels, bf16, T 197, head 64" >> "$OUT/profile.txt"
