@@ -467,42 +467,51 @@ Status attention_core_forward(bf16* o, float* lse, float* weights, const bf16* q
   return core_weights(op, weights, lse, q, k, a, d, s);
 }
 
-Status attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
-                               const float* v, const float* o, const float* lse, const AttentionMasks& masks,
-                               AttentionCoreDims d, ops::Precision precision) {
+namespace {
+
+// What both storages' backward do first: the checks, the stream, the kernels' arguments and Di; then
+// run(a, di, stream) launches the storage's kernels.
+template <class S, class Run>
+Status core_backward(const CoreArgs& a, const S* dout, const S* o, const AttentionCoreDims& d, Run run) {
   const char* op = "attention_core_backward";
   NF_TRY(core_check(op, d));
   if (d.B == 0 || d.H == 0 || d.Tq == 0 || d.Tk == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  const CoreArgs a = core_args(q, k, v, masks, d);
   float* di = nullptr;
   NF_TRY(core_di(op, &di, dout, o, a, d, s));
-  if (precision != ops::Precision::fp32)
-    return flash_attention_backward(dq, dk, dv, d.k, d.v, dout, lse, static_cast<const float*>(di), a, precision, s);
-  const int C = column_groups(d.Dh);
-  auto dkdv = C == 1 ? attention_dkdv_kernel<1> : C == 2 ? attention_dkdv_kernel<2> : attention_dkdv_kernel<4>;
-  auto dqk = C == 1 ? attention_dq_kernel<1> : C == 2 ? attention_dq_kernel<2> : attention_dq_kernel<4>;
-  NF_CUDA_TRY(op, launch(dkdv, dim3(unsigned(ceil_div(d.Tk, kBKb)), unsigned(d.H), unsigned(d.B)), dim3(kThreads),
-                         dkdv_smem(a.Dh), s, dk, dv, d.k, d.v, dout, lse, static_cast<const float*>(di), a));
-  NF_CUDA_TRY(op, launch(dqk, dim3(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B)), dim3(kThreads),
-                         dq_smem(a.Dh), s, dq, dout, lse, static_cast<const float*>(di), a));
-  return Status::Ok();
+  return run(static_cast<const float*>(di), s);
+}
+
+}  // namespace
+
+Status attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                               const float* v, const float* o, const float* lse, const AttentionMasks& masks,
+                               AttentionCoreDims d, ops::Precision precision) {
+  const CoreArgs a = core_args(q, k, v, masks, d);
+  return core_backward(a, dout, o, d, [&](const float* di, cudaStream_t s) -> Status {
+    const char* op = "attention_core_backward";
+    if (precision != ops::Precision::fp32)
+      return flash_attention_backward(dq, dk, dv, d.k, d.v, dout, lse, di, a, precision, s);
+    const int C = column_groups(d.Dh);
+    auto dkdv = C == 1 ? attention_dkdv_kernel<1> : C == 2 ? attention_dkdv_kernel<2> : attention_dkdv_kernel<4>;
+    auto dqk = C == 1 ? attention_dq_kernel<1> : C == 2 ? attention_dq_kernel<2> : attention_dq_kernel<4>;
+    NF_CUDA_TRY(op, launch(dkdv, dim3(unsigned(ceil_div(d.Tk, kBKb)), unsigned(d.H), unsigned(d.B)), dim3(kThreads),
+                           dkdv_smem(a.Dh), s, dk, dv, d.k, d.v, dout, lse, di, a));
+    NF_CUDA_TRY(op, launch(dqk, dim3(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B)), dim3(kThreads),
+                           dq_smem(a.Dh), s, dq, dout, lse, di, a));
+    return Status::Ok();
+  });
 }
 
 Status attention_core_backward(bf16* dq, bf16* dk, bf16* dv, const bf16* dout, const bf16* q, const bf16* k,
                                const bf16* v, const bf16* o, const float* lse, const AttentionMasks& masks,
                                AttentionCoreDims d, ops::Precision) {
-  const char* op = "attention_core_backward";
-  NF_TRY(core_check(op, d));
-  if (d.B == 0 || d.H == 0 || d.Tq == 0 || d.Tk == 0) return Status::Ok();
-  cudaStream_t s;
-  NF_TRY(backend_stream(&s));
   const CoreArgs a = core_args(nullptr, nullptr, nullptr, masks, d);
-  float* di = nullptr;
-  NF_TRY(core_di(op, &di, dout, o, a, d, s));
-  return flash_attention_backward(bits_of(dq), bits_of(dk), bits_of(dv), d.k, d.v, bits_of(dout), lse,
-                                  static_cast<const float*>(di), bits_of(q), bits_of(k), bits_of(v), a, s);
+  return core_backward(a, dout, o, d, [&](const float* di, cudaStream_t s) -> Status {
+    return flash_attention_backward(bits_of(dq), bits_of(dk), bits_of(dv), d.k, d.v, bits_of(dout), lse, di,
+                                    bits_of(q), bits_of(k), bits_of(v), a, s);
+  });
 }
 
 namespace {
