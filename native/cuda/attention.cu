@@ -434,37 +434,44 @@ uint16_t* bits_of(bf16* p) { return reinterpret_cast<uint16_t*>(p); }
 
 }  // namespace
 
-Status attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
-                              const AttentionMasks& masks, AttentionCoreDims d, ops::Precision precision) {
+namespace {
+
+// What both storages' forward do around their kernels: the checks and the stream first, run(stream)
+// launches the storage's kernels, the optional weights output last.
+template <class S, class Run>
+Status core_forward(const CoreArgs& a, float* lse, float* weights, const S* q, const S* k, const AttentionCoreDims& d,
+                    Run run) {
   const char* op = "attention_core_forward";
   NF_TRY(core_check(op, d));
   NF_CHECK(lse, op, "lse is required");
   if (d.B == 0 || d.H == 0 || d.Tq == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
+  NF_TRY(run(s));
+  return core_weights(op, weights, lse, q, k, a, d, s);
+}
+
+}  // namespace
+
+Status attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
+                              const AttentionMasks& masks, AttentionCoreDims d, ops::Precision precision) {
   const CoreArgs a = core_args(q, k, v, masks, d);
-  if (precision != ops::Precision::fp32) {
-    NF_TRY(flash_attention_forward(o, lse, a, precision, s));
-  } else {
+  return core_forward(a, lse, weights, q, k, d, [&](cudaStream_t s) -> Status {
+    if (precision != ops::Precision::fp32) return flash_attention_forward(o, lse, a, precision, s);
     const int C = column_groups(d.Dh);
     auto kernel = C == 1 ? attention_forward_kernel<1> : C == 2 ? attention_forward_kernel<2> : attention_forward_kernel<4>;
     const dim3 grid(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B));
-    NF_CUDA_TRY(op, launch(kernel, grid, dim3(kThreads), forward_smem(a.Dh), s, o, lse, a));
-  }
-  return core_weights(op, weights, lse, q, k, a, d, s);
+    NF_CUDA_TRY("attention_core_forward", launch(kernel, grid, dim3(kThreads), forward_smem(a.Dh), s, o, lse, a));
+    return Status::Ok();
+  });
 }
 
 Status attention_core_forward(bf16* o, float* lse, float* weights, const bf16* q, const bf16* k, const bf16* v,
                               const AttentionMasks& masks, AttentionCoreDims d, ops::Precision) {
-  const char* op = "attention_core_forward";
-  NF_TRY(core_check(op, d));
-  NF_CHECK(lse, op, "lse is required");
-  if (d.B == 0 || d.H == 0 || d.Tq == 0) return Status::Ok();
-  cudaStream_t s;
-  NF_TRY(backend_stream(&s));
   const CoreArgs a = core_args(nullptr, nullptr, nullptr, masks, d);
-  NF_TRY(flash_attention_forward(bits_of(o), lse, bits_of(q), bits_of(k), bits_of(v), a, s));
-  return core_weights(op, weights, lse, q, k, a, d, s);
+  return core_forward(a, lse, weights, q, k, d, [&](cudaStream_t s) -> Status {
+    return flash_attention_forward(bits_of(o), lse, bits_of(q), bits_of(k), bits_of(v), a, s);
+  });
 }
 
 namespace {
