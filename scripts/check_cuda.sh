@@ -181,11 +181,12 @@ flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, 
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true> 255  0
-# flash_dq_kernel: one 16 x DP accumulator (dQ) and the 16 x R tiles of S and dP (about 200), 2 CTAs per SM
+# flash_dq_kernel: one 16 x DP accumulator (dQ) and the 16 x R tiles of S and dP (about 200), 2 CTAs per SM;
+# at head width 64 with dropout compiled in, the Philox state too: 224 on sm_80 and sm_89 (under the 255 of 2 CTAs)
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, false>   208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, true>    208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, false>   208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, true>    224  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, false>   208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, true>    208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, false>  208  0
@@ -202,7 +203,7 @@ flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true>   208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false> 208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true> 208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, false> 208  0
-flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, true> 208  0
+flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, true> 224  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, false> 208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true> 208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false> 208  0
