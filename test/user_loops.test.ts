@@ -3,7 +3,7 @@
  * example as written (synchronous, nothing disposed, never yielding) for 20,000 steps, the same
  * loop through the async API, and `model.forward(x)` for 50,000 calls, synchronous and async, each
  * in a fresh child process with --expose-gc. RSS after warm-up (the floor of the second and third
- * tenths of the run) and at the end (the floor of the last three samples) differ by < 5%
+ * tenths of the run) and at the end (the floor of the last three tenths) differ by < 5%
  * (Tensor.from + dispose: < 5 MiB).
  * Two children run at a time, one kernel thread each (2-core CI machines).
  */
