@@ -50,41 +50,18 @@
 
 #include "../ops/schema.h"
 #include "gemm.h"
+#include "mma.cuh"
 #include "runtime.h"
 
 namespace nf::cuda {
 
 using ops::bf16;
 
-// A float's bits and back (the device intrinsics, memcpy in host code and the emulator).
-__host__ __device__ __forceinline__ uint32_t float_bits(float v) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(v);
-#else
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  return u;
-#endif
-}
-__host__ __device__ __forceinline__ float bits_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float v;
-  std::memcpy(&v, &u, 4);
-  return v;
-#endif
-}
-
 __host__ __device__ __forceinline__ float load(const float* p) { return *p; }
-__host__ __device__ __forceinline__ float load(const bf16* p) { return bits_float(uint32_t(p->bits) << 16); }
+__host__ __device__ __forceinline__ float load(const bf16* p) { return bf16_value(p->bits); }
 
 // float → bf16, round to nearest even (what __float2bfloat16_rn does; a NaN stays a quiet NaN).
-__host__ __device__ __forceinline__ bf16 to_bf16(float v) {
-  const uint32_t u = float_bits(v);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 0x40u)};
-  return bf16{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
-}
+__host__ __device__ __forceinline__ bf16 to_bf16(float v) { return bf16{bf16_bits(v)}; }
 
 __host__ __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __host__ __device__ __forceinline__ void store(bf16* p, float v) { *p = to_bf16(v); }
