@@ -229,17 +229,26 @@ describe('simd vocabulary: reductions and tails', () => {
     }
   });
 
-  it.each(cpuIsas)('vload_n and vstore_n (%s) at every tail length: zero-fill, and nothing written past n', (isa) => {
+  it.each(cpuIsas)('vload_n and vstore_n, vload_w and vstore_w (%s) at every tail length: zero-fill, and nothing written past n', (isa) => {
     const a = whole(cycle(specials, specials.length * WMAX));
     const sentinel = fromBits(0x7fc0dead);
     const W = probe(isa, 'vload', [a]).W;
-    for (let t = 0; t <= W; t++) {
-      const loaded = probe(isa, 'vload_n', [a], { args: [t] }).out;
-      const wantLoad = Float32Array.from(a, (x, i) => (i % W < t ? x : 0));
-      agree(`vload_n ${isa} t=${t}`, loaded, wantLoad, 'bits');
-      const stored = probe(isa, 'vstore_n', [a], { args: [t], out: new Float32Array(a.length).fill(sentinel) }).out;
-      const wantStore = Float32Array.from(a, (x, i) => (i % W < t ? x : sentinel));
-      agree(`vstore_n ${isa} t=${t}`, stored, wantStore, 'bits');
+    for (const [load, store] of [['vload_n', 'vstore_n'], ['vload_w', 'vstore_w']] as const) {
+      for (let t = 0; t <= W; t++) {
+        const loaded = probe(isa, load, [a], { args: [t] }).out;
+        const wantLoad = Float32Array.from(a, (x, i) => (i % W < t ? x : 0));
+        agree(`${load} ${isa} t=${t}`, loaded, wantLoad, 'bits');
+        const stored = probe(isa, store, [a], { args: [t], out: new Float32Array(a.length).fill(sentinel) }).out;
+        const wantStore = Float32Array.from(a, (x, i) => (i % W < t ? x : sentinel));
+        agree(`${store} ${isa} t=${t}`, stored, wantStore, 'bits');
+      }
+    }
+  });
+
+  it.each(ACTS)('act_tile (act %i) is act_forward on every vector of the tile, bit for bit, in every variant', (act) => {
+    const [a] = unaryInputs();
+    for (const isa of cpuIsas) {
+      agree(`act_tile ${act} ${isa}`, probe(isa, 'act_tile', [a], { args: [act] }).out, probe(isa, 'act_forward', [a], { args: [act] }).out, 'value', [a]);
     }
   });
 
@@ -463,6 +472,7 @@ describe('coverage', () => {
     vzero: 'vzero and vset1', vset1: 'vzero and vset1', vstore: 'every lane-wise case',
     vsum: 'vsum and vhmax', vhmax: 'vsum and vhmax',
     vload_n: 'vload_n and vstore_n', vstore_n: 'vload_n and vstore_n', tail_mask: 'vload_n and vstore_n',
+    vload_w: 'vload_w and vstore_w', vstore_w: 'vload_w and vstore_w', act_tile: 'act_tile',
     act_forward_n: 'act_forward_n and act_backward_n', act_backward_n: 'act_forward_n and act_backward_n',
     pack_k_major: 'pack_k_major and pack_transposed', pack_transposed: 'pack_k_major and pack_transposed',
     transpose_8x8: 'transpose_8x8', first_nonfinite_range: 'first_nonfinite_range',

@@ -24,6 +24,30 @@ inline vf act_forward(vf x, Act act) {
   }
 }
 
+// acc = A(acc) on every vector of a register tile, A known at compile time: the tile's R x V
+// independent vectors let the activation's long dependency chains (GELU: a division and an
+// exponential) overlap.
+template <Act A, int R, int V>
+inline void act_tile(vf (&acc)[R][V]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) acc[r][v] = act_forward(acc[r][v], A);
+}
+
+// act_tile with `act` known at run time.
+template <int R, int V>
+inline void act_tile(vf (&acc)[R][V], Act act) {
+  switch (act) {
+    case Act::none: break;
+    case Act::relu: act_tile<Act::relu>(acc); break;
+    case Act::gelu: act_tile<Act::gelu>(acc); break;
+    case Act::gelu_tanh: act_tile<Act::gelu_tanh>(acc); break;
+    case Act::silu: act_tile<Act::silu>(acc); break;
+    case Act::tanh: act_tile<Act::tanh>(acc); break;
+  }
+}
+
 // d act(x) / dx
 inline vf act_derivative(vf x, Act act) {
   switch (act) {

@@ -97,41 +97,65 @@ void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t r
   }
 }
 
-// O[r*ldo + 0:n] += Σ_{c < cols} P(r, c) V[c*ldv + 0:n] for r < R, P(r, c) = P[r*prs + c*pcs]
+// Vectors of O a pass of accumulate_rows covers: the 4 x kMaxV accumulators, kMaxV loads and a
+// broadcast stay in registers (AVX-512: 20 + 5 + 1 of 32 zmm, so a score row of kBK = 80 keys is
+// one pass; AVX2 and NEON 8 + 2 + 1, scalar likewise).
+#if NF_AVX512
+constexpr int kMaxV = 5;
+#else
+constexpr int kMaxV = 2;
+#endif
+
+// O[r*ldo + 0:n] += Σ_{c < cols} P(r, c) V[c*ldv + 0:n] for r < R and the V vectors of columns from
+// 0, the last wl <= W lanes wide (loaded and stored masked when short), P(r, c) = P[r*prs + c*pcs]
 // (so P may be read transposed); kSet: O = the sum (the old O is not read). R rows at once share
-// each load of V (R x 2 vector accumulators).
-template <int R, bool kSet>
+// each load of V, V vectors each broadcast of P.
+template <int R, int NVec, bool kSet>
 void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int cols, const float* V,
-                     int64_t ldv, int64_t n) {
-  int64_t d = 0;
-  for (; d + 2 * W <= n; d += 2 * W) {
-    vf a[R][2];
+                     int64_t ldv, int wl) {
+  // (Every loop over r and v unrolled: an accumulator array indexed by a loop variable stays in
+  // memory, and GCC then stores all of it on every pass of the c loop.)
+  vf a[R][NVec];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 5
+    for (int v = 0; v < NVec; ++v) a[r][v] = kSet ? vzero() : vload_w(O + r * ldo + v * W, v == NVec - 1 ? wl : W);
+  for (int c = 0; c < cols; ++c) {
+    vf b[NVec];
+#pragma GCC unroll 5
+    for (int v = 0; v < NVec; ++v) b[v] = vload_w(V + c * ldv + v * W, v == NVec - 1 ? wl : W);
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      a[r][0] = kSet ? vzero() : vload(O + r * ldo + d);
-      a[r][1] = kSet ? vzero() : vload(O + r * ldo + d + W);
-    }
-    for (int c = 0; c < cols; ++c) {
-      const vf v0 = vload(V + c * ldv + d), v1 = vload(V + c * ldv + d + W);
-      for (int r = 0; r < R; ++r) {
-        const vf p = vset1(P[r * prs + c * pcs]);
-        a[r][0] = vfma(p, v0, a[r][0]);
-        a[r][1] = vfma(p, v1, a[r][1]);
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      vstore(O + r * ldo + d, a[r][0]);
-      vstore(O + r * ldo + d + W, a[r][1]);
+      const vf p = vset1(P[r * prs + c * pcs]);
+#pragma GCC unroll 5
+      for (int v = 0; v < NVec; ++v) a[r][v] = vfma(p, b[v], a[r][v]);
     }
   }
-  for (; d < n; d += W) {
-    const int w = int(std::min<int64_t>(W, n - d));
-    vf a[R];
-    for (int r = 0; r < R; ++r) a[r] = kSet ? vzero() : vload_n(O + r * ldo + d, w);
-    for (int c = 0; c < cols; ++c) {
-      const vf v = vload_n(V + c * ldv + d, w);
-      for (int r = 0; r < R; ++r) a[r] = vfma(vset1(P[r * prs + c * pcs]), v, a[r]);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 5
+    for (int v = 0; v < NVec; ++v) vstore_w(O + r * ldo + v * W, a[r][v], v == NVec - 1 ? wl : W);
+}
+
+// accumulate_rows over all n columns of O: passes of kMaxV vectors, then one of the rest.
+template <int R, bool kSet>
+void accumulate_columns(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int cols, const float* V,
+                        int64_t ldv, int64_t n) {
+  for (int64_t d = 0; d < n; d += kMaxV * W) {
+    const int64_t left = n - d;
+    const int nvec = int(std::min<int64_t>(kMaxV, (left + W - 1) / W));
+    const int wl = int(std::min<int64_t>(W, left - (nvec - 1) * W));
+    float* o = O + d;
+    const float* v = V + d;
+    switch (nvec) {
+      case 1: accumulate_rows<R, 1, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 2: accumulate_rows<R, 2, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+#if NF_AVX512
+      case 3: accumulate_rows<R, 3, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 4: accumulate_rows<R, 4, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 5: accumulate_rows<R, 5, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+#endif
     }
-    for (int r = 0; r < R; ++r) vstore_n(O + r * ldo + d, a[r], w);
   }
 }
 
@@ -141,8 +165,8 @@ template <bool kSet = false>
 void tile_accumulate(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int rows, int cols,
                      const float* V, int64_t ldv, int64_t n) {
   int r = 0;
-  for (; r + 4 <= rows; r += 4) accumulate_rows<4, kSet>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
-  for (; r < rows; ++r) accumulate_rows<1, kSet>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
+  for (; r + 4 <= rows; r += 4) accumulate_columns<4, kSet>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
+  for (; r < rows; ++r) accumulate_columns<1, kSet>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
 }
 
 // S[r, 0:n] = Σ_d A[r*lda + d] Bt[d, 0:n] for r < rows, n = the tile_vectors(nk) vectors of keys:

@@ -30,13 +30,6 @@ namespace {
 // Columns per block owned by one thread in the backwards: 256 bytes, a whole number of vectors.
 constexpr int64_t kCols = 64;
 
-// w <= W floats: whole vectors move unmasked (masked moves are several times slower on AMD Zen).
-inline vf load_w(const float* p, int w) { return w == W ? vload(p) : vload_n(p, w); }
-inline void store_w(float* p, vf v, int w) {
-  if (w == W) vstore(p, v);
-  else vstore_n(p, v, w);
-}
-
 // o[0:D] = x * s + y (y optional: then o = x * s).
 void scale_add_row(float* o, const float* x, float s, const float* y, int64_t D) {
   vf vs = vset1(s);
@@ -61,14 +54,14 @@ void batch_sums(float* dpos, float* dfirst, int64_t nfirst, const float* dout, i
     for (int64_t c = c0, k = 0; c < c1; c += W, ++k) {
       const int w = static_cast<int>(std::min<int64_t>(W, c1 - c));
       vf s = vzero();
-      for (int64_t b = 0; b < B; ++b) s = vadd(s, load_w(dout + (b * R + t) * D + c, w));
-      if (dpos) store_w(dpos + t * D + c, vadd(load_w(dpos + t * D + c, w), s), w);
+      for (int64_t b = 0; b < B; ++b) s = vadd(s, vload_w(dout + (b * R + t) * D + c, w));
+      if (dpos) vstore_w(dpos + t * D + c, vadd(vload_w(dpos + t * D + c, w), s), w);
       if (t < nfirst) first[k] = vadd(first[k], s);
     }
   if (dfirst)
     for (int64_t c = c0, k = 0; c < c1; c += W, ++k) {
       const int w = static_cast<int>(std::min<int64_t>(W, c1 - c));
-      store_w(dfirst + c, vadd(load_w(dfirst + c, w), first[k]), w);
+      vstore_w(dfirst + c, vadd(vload_w(dfirst + c, w), first[k]), w);
     }
 }
 
@@ -108,7 +101,7 @@ void embedding_backward(const ops::EmbeddingBackward<float>& p) {
       const float* g = dout + r * D;
       for (int64_t c = c0; c < c1; c += W) {
         const int w = static_cast<int>(std::min<int64_t>(W, c1 - c));
-        store_w(dt + c, vfma(load_w(g + c, w), vs, load_w(dt + c, w)), w);
+        vstore_w(dt + c, vfma(vload_w(g + c, w), vs, vload_w(dt + c, w)), w);
       }
     }
     if (dpos) batch_sums(dpos, nullptr, 0, dout, d.B, d.T, D, c0, c1);

@@ -154,22 +154,6 @@ struct Epilogue {
   int64_t ldc;
 };
 
-// The first n lanes at p (all W: one unmasked load or store).
-inline vf load_n(const float* p, int n) { return n == W ? vload(p) : vload_n(p, n); }
-inline void store_n(float* p, vf x, int n) {
-  if (n == W) vstore(p, x);
-  else vstore_n(p, x, n);
-}
-
-// acc = A(acc) on every vector of a tile, A known at compile time.
-template <Act A, int R>
-void act_tile(vf (&acc)[R][NV]) {
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[r][v] = act_forward(acc[r][v], A);
-}
-
 // How a call's products take their inputs: fp32 (precision fp32 and tf32), bf16 emulated (fp32
 // panels rounded to bf16) or bf16 pairs (avx512bf16 only).
 enum class Dot { fp32, bf16_rounded, bf16_pairs };
@@ -243,20 +227,13 @@ void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, 
     for (int v = 0; v < NV; ++v) {
       const int n = r < mr ? std::min(nr - v * W, W) : 0;
       vf x = vmul(alpha, acc[r][v]);
-      if (e.beta != 0.0f && n > 0) x = vfma(beta, load_n(c + v * W, n), x);
-      if (e.bias && n > 0) x = vadd(x, load_n(e.bias + v * W, n));
-      if (e.preact && n > 0) store_n(e.preact + r * e.ldc + v * W, x, n);
+      if (e.beta != 0.0f && n > 0) x = vfma(beta, vload_w(c + v * W, n), x);
+      if (e.bias && n > 0) x = vadd(x, vload_w(e.bias + v * W, n));
+      if (e.preact && n > 0) vstore_w(e.preact + r * e.ldc + v * W, x, n);
       acc[r][v] = x;
     }
   }
-  switch (e.act) {
-    case Act::none: break;
-    case Act::relu: act_tile<Act::relu, R>(acc); break;
-    case Act::gelu: act_tile<Act::gelu, R>(acc); break;
-    case Act::gelu_tanh: act_tile<Act::gelu_tanh, R>(acc); break;
-    case Act::silu: act_tile<Act::silu, R>(acc); break;
-    case Act::tanh: act_tile<Act::tanh, R>(acc); break;
-  }
+  act_tile(acc, e.act);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     if (r >= mr) break;
@@ -264,7 +241,7 @@ void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, 
     for (int v = 0; v < NV; ++v) {
       const int n = std::min(nr - v * W, W);
       if (n <= 0) break;
-      store_n(C + r * e.ldc + v * W, acc[r][v], n);
+      vstore_w(C + r * e.ldc + v * W, acc[r][v], n);
     }
   }
 }

@@ -28,13 +28,6 @@ constexpr int64_t kGrain = 1 << 14;  // elements: the smallest piece of an eleme
 constexpr int64_t kChunk = 1 << 14;  // elements per partial sum of sum_squares
 constexpr int64_t kBlock = 1024;     // float vector sums are flushed into a double every kBlock elements
 
-// len (1..W) elements at p: a full vector, or a zero-filled partial one at the end of a buffer.
-vf load_part(const float* p, int len) { return len == W ? vload(p) : vload_n(p, len); }
-void store_part(float* p, vf v, int len) {
-  if (len == W) vstore(p, v);
-  else vstore_n(p, v, len);
-}
-
 // Calls body(i, len) on the blocks [i, i + len) of W elements covering [0, n) (the last may be
 // shorter), threaded.
 template <class F>
@@ -51,7 +44,7 @@ double sum_squares_serial(const float* x, int64_t n) {
   for (int64_t b = 0; b < n; b += kBlock) {
     vf s = vzero();
     for (int64_t i = b; i < std::min(n, b + kBlock); i += W) {
-      vf v = load_part(x + i, static_cast<int>(std::min<int64_t>(W, n - i)));
+      vf v = vload_w(x + i, static_cast<int>(std::min<int64_t>(W, n - i)));
       s = vfma(v, v, s);
     }
     total += vsum(s);
@@ -73,17 +66,17 @@ void adamw_step(float* param, float* exp_avg, float* exp_avg_sq, const float* gr
   const vf bc2_sqrt = vset1(static_cast<float>(std::sqrt(bc2))), eps = vset1(static_cast<float>(p.eps));
   const vf neg_step = vset1(static_cast<float>(-(p.lr / bc1)));
   for_blocks(n, [&](int64_t i, int len) {
-    const vf g = load_part(grad + i, len);
-    vf x = vmul(load_part(param + i, len), decay);
-    vf m = load_part(exp_avg + i, len);
+    const vf g = vload_w(grad + i, len);
+    vf x = vmul(vload_w(param + i, len), decay);
+    vf m = vload_w(exp_avg + i, len);
     m = vfma(coeff, vsub(g, m), small ? m : g);
-    vf v = vmul(load_part(exp_avg_sq + i, len), b2);
+    vf v = vmul(vload_w(exp_avg_sq + i, len), b2);
     v = vadd(v, vmul(vmul(a2, g), g));
     const vf denom = vadd(vdiv(vsqrt(v), bc2_sqrt), eps);
     x = vadd(x, vdiv(vmul(neg_step, m), denom));
-    store_part(param + i, x, len);
-    store_part(exp_avg + i, m, len);
-    store_part(exp_avg_sq + i, v, len);
+    vstore_w(param + i, x, len);
+    vstore_w(exp_avg + i, m, len);
+    vstore_w(exp_avg_sq + i, v, len);
   });
 }
 
@@ -92,15 +85,15 @@ void sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n, c
   const vf wd = vset1(static_cast<float>(p.weight_decay)), mom = vset1(static_cast<float>(p.momentum));
   const vf damp = vset1(static_cast<float>(1 - p.dampening)), neg_lr = vset1(static_cast<float>(-p.lr));
   for_blocks(n, [&](int64_t i, int len) {
-    vf x = load_part(param + i, len);
-    vf d = load_part(grad + i, len);
+    vf x = vload_w(param + i, len);
+    vf d = vload_w(grad + i, len);
     if (p.weight_decay != 0) d = vfma(x, wd, d);
     if (has_momentum) {
-      vf buf = first ? d : vfma(d, damp, vmul(load_part(momentum_buf + i, len), mom));
-      store_part(momentum_buf + i, buf, len);
+      vf buf = first ? d : vfma(d, damp, vmul(vload_w(momentum_buf + i, len), mom));
+      vstore_w(momentum_buf + i, buf, len);
       d = p.nesterov ? vfma(buf, mom, d) : buf;
     }
-    store_part(param + i, vfma(d, neg_lr, x), len);
+    vstore_w(param + i, vfma(d, neg_lr, x), len);
   });
 }
 
@@ -117,7 +110,7 @@ void sum_squares(double* out, const float* x, int64_t n) {
 
 void scale(float* x, int64_t n, float s) {
   const vf vs = vset1(s);
-  for_blocks(n, [&](int64_t i, int len) { store_part(x + i, vmul(load_part(x + i, len), vs), len); });
+  for_blocks(n, [&](int64_t i, int len) { vstore_w(x + i, vmul(vload_w(x + i, len), vs), len); });
 }
 
 }  // namespace nf::cpu::NF_ISA_NS

@@ -263,6 +263,14 @@ inline vf vround_bf16(vf x) {
 }
 #endif
 
+// The first n <= W lanes at p; n = W takes the plain load or store (masked moves are several times
+// slower on AMD Zen).
+inline vf vload_w(const float* p, int n) { return n == W ? vload(p) : vload_n(p, n); }
+inline void vstore_w(float* p, vf x, int n) {
+  if (n == W) vstore(p, x);
+  else vstore_n(p, x, n);
+}
+
 // e^x. Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial for e^r.
 inline vf vexp(vf x) {
   const vf hi = vset1(88.3762626647949f), lo = vset1(-87.3365447504f);

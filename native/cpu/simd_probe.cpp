@@ -4,11 +4,13 @@
 //     vzero (no operand); vload (vstore(out, vload(a)), the two moving every lane); vset1
 //     (out[i] = lane i % W of vset1(a[i])); vabs vsqrt vround vpow2i vexp vnormcdf vtanh vround_bf16 (a);
 //     vadd vsub vmul vdiv vmax vmin vcopysign (a, b); vfma vfnma vselect_pos (a, b, c);
-//     vselect_lt (a, b, c, d); act_forward, act_derivative (a; arg[0] = Act).
+//     vselect_lt (a, b, c, d); act_forward, act_derivative (a; arg[0] = Act); act_tile (a; arg[0] =
+//     Act; the vectors in 2 x 2 tiles, the last n mod 4W in 1 x 1 tiles).
 //   reductions, n a multiple of W: out[g] = f(a[gW .. gW + W)) for g < n / W: vsum, vhmax.
 //   tails, n a multiple of W, for every group of W floats (arg[0] = t in [0, W]): vload_n (all W
 //     lanes of vload_n(a, t) stored), vstore_n (vstore_n(out, vload(a), t); out past t keeps what
-//     the caller put there). tail_mask is what both use on AVX2 and AVX-512.
+//     the caller put there). tail_mask is what both use on AVX2 and AVX-512. vload_w and vstore_w
+//     likewise (the plain load and store when t = W).
 //   rows of any length n: act_forward_n (out = act(a); arg[0] = Act), act_backward_n
 //     (out = a ∘ act'(b); arg[0] = Act).
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
@@ -138,6 +140,22 @@ Status run_act(const SimdProbe& p, const std::string& fn) {
   const Act act = static_cast<Act>(p.arg[0]);
   if (fn == "act_forward") return lanes<1>(p, [act](vf x) { return act_forward(x, act); });
   if (fn == "act_derivative") return lanes<1>(p, [act](vf x) { return act_derivative(x, act); });
+  if (fn == "act_tile") {
+    NF_TRY(shape(p, 1, true));
+    int64_t i = 0;
+    for (; i + 4 * W <= p.n; i += 4 * W) {
+      vf t[2][2];
+      for (int v = 0; v < 4; ++v) t[v / 2][v % 2] = vload(p.in[0] + i + v * W);
+      act_tile(t, act);
+      for (int v = 0; v < 4; ++v) vstore(p.out + i + v * W, t[v / 2][v % 2]);
+    }
+    for (; i < p.n; i += W) {
+      vf t[1][1] = {{vload(p.in[0] + i)}};
+      act_tile(t, act);
+      vstore(p.out + i, t[0][0]);
+    }
+    return Status::Ok();
+  }
   if (fn == "act_forward_n") {
     NF_TRY(shape(p, 1, false));
     act_forward_n(p.out, p.in[0], p.n, act);
@@ -153,8 +171,11 @@ Status run_tail(const SimdProbe& p, bool load) {
   const int64_t t = p.arg[0];
   NF_CHECK(t >= 0 && t <= W, kOp, std::string(p.fn) + ": the tail length must lie in [0, W]");
   for (int64_t i = 0; i < p.n; i += W) {
+    const bool whole = std::string(p.fn).back() == 'w';  // vload_w, vstore_w
     if (load)
-      vstore(p.out + i, vload_n(p.in[0] + i, static_cast<int>(t)));
+      vstore(p.out + i, whole ? vload_w(p.in[0] + i, static_cast<int>(t)) : vload_n(p.in[0] + i, static_cast<int>(t)));
+    else if (whole)
+      vstore_w(p.out + i, vload(p.in[0] + i), static_cast<int>(t));
     else
       vstore_n(p.out + i, vload(p.in[0] + i), static_cast<int>(t));
   }
@@ -209,8 +230,8 @@ Status run(const SimdProbe& p) {
     }
     return Status::Ok();
   }
-  if (fn == "vload_n" || fn == "vstore_n") return run_tail(p, fn == "vload_n");
-  if (fn == "act_forward" || fn == "act_derivative" || fn == "act_forward_n" || fn == "act_backward_n")
+  if (fn == "vload_n" || fn == "vstore_n" || fn == "vload_w" || fn == "vstore_w") return run_tail(p, fn[1] == 'l');
+  if (fn == "act_forward" || fn == "act_derivative" || fn == "act_tile" || fn == "act_forward_n" || fn == "act_backward_n")
     return run_act(p, fn);
   if (fn == "pack_k_major" || fn == "pack_transposed") {
     NF_CHECK(arity(p) >= 1, kOp, fn + " takes 1 operand");
