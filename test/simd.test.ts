@@ -398,6 +398,13 @@ describe.runIf(cpuIsas.includes('avx512bf16'))('the BF16 helpers of the avx512bf
     agree(`pack_bf16_pairs P ${P} kc ${kc}`, out, want, 'bits', [], want.length);
   });
 
+  it.each([1, 2, 15, 16, 17, 33, 80])('pack_bf16_row, n %i: words of neighbours (2j, 2j + 1) rounded as vround_bf16, an odd last one paired with 0', (n) => {
+    const src = whole([...cycle(specials, 32), ...randoms(n, n)]).subarray(0, n);
+    const want = Float32Array.from({ length: Math.ceil(n / 2) }, (_, j) => word(src[2 * j], 2 * j + 1 < n ? src[2 * j + 1] : 0));
+    const out = probe('avx512bf16', 'pack_bf16_row', [src], { args: [n], out: new Float32Array(want.length) }).out;
+    agree(`pack_bf16_row n ${n}`, out, want, 'bits', [], want.length);
+  });
+
   it('the other variants do not have them', () => {
     for (const isa of cpuIsas.filter((i) => i !== 'avx512bf16'))
       expect(() => probe(isa, 'vdot_bf16', [new Float32Array(16), new Float32Array(16), new Float32Array(16)])).toThrow(/only in the avx512bf16 variant/);
@@ -476,7 +483,8 @@ describe('coverage', () => {
     act_forward_n: 'act_forward_n and act_backward_n', act_backward_n: 'act_forward_n and act_backward_n',
     pack_k_major: 'pack_k_major and pack_transposed', pack_transposed: 'pack_k_major and pack_transposed',
     transpose_8x8: 'transpose_8x8', first_nonfinite_range: 'first_nonfinite_range',
-    vdot_bf16: 'vdot_bf16', pack_bf16_pairs: 'pack_bf16_pairs',
+    vdot_bf16: 'vdot_bf16', pack_bf16_pairs: 'pack_bf16_pairs', pack_bf16_row: 'pack_bf16_row',
+    vdot_step: 'vdot_bf16 (and every GEMM test: the float GEMM\'s products)', pack_bf16_pair_rows: 'pack_bf16_pairs',
   };
 
   it.each(['simd.h', 'activation_inl.h', 'pack_inl.h'])('every function of %s has a lane test here', (file) => {

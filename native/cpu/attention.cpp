@@ -18,8 +18,12 @@
 // (gemm.cpp); their outputs Q, K, V are rounded to bf16 in place (the saved qkv, or q and kv, and a
 // decoding step's cache rows: as autocast's bf16 projections would give them), and the weights
 // P ∘ Z are rounded before the product with V, so QKᵀ and PV take bf16 inputs with fp32
-// accumulation; the softmax, its sums and lse stay fp32. The backward's products (dO Vᵀ, Pᵀ dO,
-// dS K, dSᵀ Q) read the rounded Q, K, V and fp32 dO, P, dS.
+// accumulation; the softmax, its sums and lse stay fp32. On avx512bf16 those two products run
+// vdpbf16ps on bf16 pairs (the key tile paired along the head dimension, unscaled, the scale applied
+// to S; the value tile paired along the keys; query rows and weights as pairs of neighbours), the
+// other variants fp32 FMAs on the rounded values: the same function up to the order of fp32 sums.
+// The backward's products (dO Vᵀ, Pᵀ dO, dS K, dSᵀ Q) read the rounded Q, K, V and fp32 dO, P, dS,
+// its scores recomputed as the forward's were.
 // Projections: prepacked weights (qkvWeightPacked, projWeightPacked from packWeights), when given,
 // replace the weights in the projections' GEMMs (cross-attention's K|V product reads the packed
 // columns from D on when D starts a panel, else packs its rows of qkv_weight as without them).
@@ -58,8 +62,11 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
 // Per-thread scratch (slot `tile`) of the core, in floats (the forward's chunks have at most Tq rows).
-int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) { return Dh * kBK + kBQ * kBK + kBK + 2 * Tq; }
-int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) { return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq; }
+// (With bf16 pairs also a query block's rows and the value tile as pairs.)
+int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) {
+  return Dh * kBK + kBQ * kBK + kBK + 2 * Tq + kBQ * (Dh + 1) / 2 + kBK / 2 * Dh;
+}
+int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) { return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq + kBQ * (Dh + 1) / 2; }
 // The backward's gradient buffer for the projections' outputs (slot `layer` of the calling thread):
 // self-attention dqkv [B, T, 3D]; cross-attention dq [B, Tq, D] then dkv [B, Tk, 2D].
 int64_t grad_floats(const AttentionDims& d) { return (d.B * d.Tq + 2 * d.B * d.Tk) * d.D; }
@@ -108,9 +115,10 @@ constexpr int kMaxV = 2;
 
 // O[r*ldo + 0:n] += Σ_{c < cols} P(r, c) V[c*ldv + 0:n] for r < R and the V vectors of columns from
 // 0, the last wl <= W lanes wide (loaded and stored masked when short), P(r, c) = P[r*prs + c*pcs]
-// (so P may be read transposed); kSet: O = the sum (the old O is not read). R rows at once share
-// each load of V, V vectors each broadcast of P.
-template <int R, int NVec, bool kSet>
+// (so P may be read transposed); kSet: O = the sum (the old O is not read); kPairs: P and V hold
+// bf16 pairs (pack_inl.h) and c counts pairs. R rows at once share each load of V, V vectors each
+// broadcast of P.
+template <int R, int NVec, bool kSet, bool kPairs>
 void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int cols, const float* V,
                      int64_t ldv, int wl) {
   // (Every loop over r and v unrolled: an accumulator array indexed by a loop variable stays in
@@ -128,7 +136,7 @@ void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t
     for (int r = 0; r < R; ++r) {
       const vf p = vset1(P[r * prs + c * pcs]);
 #pragma GCC unroll 5
-      for (int v = 0; v < NVec; ++v) a[r][v] = vfma(p, b[v], a[r][v]);
+      for (int v = 0; v < NVec; ++v) a[r][v] = vdot_step<kPairs>(p, b[v], a[r][v]);
     }
   }
 #pragma GCC unroll 4
@@ -138,7 +146,7 @@ void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t
 }
 
 // accumulate_rows over all n columns of O: passes of kMaxV vectors, then one of the rest.
-template <int R, bool kSet>
+template <int R, bool kSet, bool kPairs>
 void accumulate_columns(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int cols, const float* V,
                         int64_t ldv, int64_t n) {
   for (int64_t d = 0; d < n; d += kMaxV * W) {
@@ -148,38 +156,45 @@ void accumulate_columns(float* O, int64_t ldo, const float* P, int64_t prs, int6
     float* o = O + d;
     const float* v = V + d;
     switch (nvec) {
-      case 1: accumulate_rows<R, 1, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
-      case 2: accumulate_rows<R, 2, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 1: accumulate_rows<R, 1, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 2: accumulate_rows<R, 2, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
 #if NF_AVX512
-      case 3: accumulate_rows<R, 3, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
-      case 4: accumulate_rows<R, 4, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
-      case 5: accumulate_rows<R, 5, kSet>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 3: accumulate_rows<R, 3, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 4: accumulate_rows<R, 4, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 5: accumulate_rows<R, 5, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
 #endif
     }
   }
 }
 
 // O[r*ldo + 0:n] += Σ_{c < cols} P[r*prs + c*pcs] V[c*ldv + 0:n] for r < rows (kSet: O = the
-// sum): the one micro-kernel of every product in the core.
-template <bool kSet = false>
+// sum; kPairs: bf16 pairs, c counting them): the one micro-kernel of every product in the core.
+template <bool kSet = false, bool kPairs = false>
 void tile_accumulate(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int rows, int cols,
                      const float* V, int64_t ldv, int64_t n) {
   int r = 0;
-  for (; r + 4 <= rows; r += 4) accumulate_columns<4, kSet>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
-  for (; r < rows; ++r) accumulate_columns<1, kSet>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
+  for (; r + 4 <= rows; r += 4) accumulate_columns<4, kSet, kPairs>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
+  for (; r < rows; ++r) accumulate_columns<1, kSet, kPairs>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
 }
 
 // S[r, 0:n] = Σ_d A[r*lda + d] Bt[d, 0:n] for r < rows, n = the tile_vectors(nk) vectors of keys:
-// rows of A against a transposed tile Bt [Dh, kBK] (keys along the vector lanes).
-void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* Bt, int64_t Dh, int nk) {
+// rows of A against a transposed tile Bt [Dh, kBK] (keys along the vector lanes); with pairs, A's
+// rows and Bt as bf16 pairs along d (pack_inl.h), Bt [⌈Dh / 2⌉, kBK].
+void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* Bt, int64_t Dh, int nk, bool pairs = false) {
+#if NF_BF16_DOT
+  if (pairs) return tile_accumulate<true, true>(S, kBK, A, lda, 1, rows, int((Dh + 1) / 2), Bt, kBK, tile_vectors(nk) * W);
+#endif
   tile_accumulate<true>(S, kBK, A, lda, 1, rows, int(Dh), Bt, kBK, tile_vectors(nk) * W);
 }
 
 // Scores of queries i0 .. i0+nq-1 against the key tile Kt (keys j0 .. j0+nk-1, transposed and
-// scaled): S[r, c] = scale q·k, or -inf where the pair is blocked and in the padding columns c >= nk.
+// scaled; with pairs, qrows and Kt are bf16 pairs, Kt unscaled, and the scale follows the product):
+// S[r, c] = scale q·k, or -inf where the pair is blocked and in the padding columns c >= nk.
 void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, const AttentionMasks& m,
-                   const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk) {
-  tile_scores(S, qrows, ldq, nq, Kt, d.Dh, nk);
+                   const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk, bool pairs = false) {
+  tile_scores(S, qrows, ldq, nq, Kt, d.Dh, nk, pairs);
+  if (pairs)
+    for (int r = 0; r < nq; ++r) scale_row(S + r * kBK, tile_vectors(nk) * W, d.scale);
   for (int r = 0; r < nq; ++r) {
     const int64_t i = i0 + r;
     const uint8_t* kp = m.key_padding_mask ? m.key_padding_mask + b * d.Tk + j0 : nullptr;
@@ -194,6 +209,31 @@ void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, c
       for (int64_t c = 0; c < open; ++c)
         if (am[c]) s[c] = kNegInf;
   }
+}
+
+// Kt for keys [0, nk) at k (rows ldk apart): the tile transposed and scaled, [Dh, kBK]; with pairs
+// (avx512bf16, bf16 inputs) paired along d in place and unscaled, [⌈Dh / 2⌉, kBK].
+void load_key_tile(float* Kt, const float* k, int64_t ldk, int nk, int64_t Dh, float scale, bool pairs) {
+  transpose(Kt, kBK, k, ldk, nk, Dh, pairs ? 1.0f : scale);
+#if NF_BF16_DOT
+  for (int64_t dd = 0; pairs && dd < (Dh + 1) / 2; ++dd)  // row dd reads rows 2dd and 2dd + 1
+    pack_bf16_pair_rows(Kt + dd * kBK, Kt + 2 * dd * kBK, 2 * dd + 1 < Dh ? Kt + (2 * dd + 1) * kBK : nullptr, kBK);
+#endif
+}
+
+// masked_scores of the nq query rows at q (ldq apart) against a load_key_tile; with pairs the rows
+// go through Qp [nq, ⌈Dh / 2⌉] as bf16 pairs. Forward and backward both score this way, so the
+// backward's P = exp(S − lse) is the forward's.
+void block_scores(float* S, float* Qp, const float* q, int64_t ldq, const float* Kt, const AttentionMasks& m,
+                  const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk, bool pairs) {
+#if NF_BF16_DOT
+  if (pairs) {
+    const int64_t Dh2 = (d.Dh + 1) / 2;
+    for (int r = 0; r < nq; ++r) pack_bf16_row(Qp + r * Dh2, q + r * ldq, d.Dh);
+    return masked_scores(S, Qp, Dh2, Kt, m, d, b, i0, nq, j0, nk, true);
+  }
+#endif
+  masked_scores(S, q, ldq, Kt, m, d, b, i0, nq, j0, nk);
 }
 
 // z[c] = 1/(1-p) where dropout keeps element base + c of the stream, else 0, for c < n (the rule
@@ -263,15 +303,21 @@ void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, in
 
 // Forward of queries c0 .. c0+R-1 of head (b, h). Key tiles outer, so each tile is transposed
 // once for every query block of the chunk; query blocks inner, each with its running max and sum.
+// With bf16_p on avx512bf16 the products take bf16 pairs (vdpbf16ps, twice the fp32 FMA rate): the
+// key tile's rows paired along d, the value tile's rows paired along the keys, and each query block's
+// rows and weights converted to pairs of neighbours (the values are bf16 already: exact).
 void forward_chunk(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
                    const AttentionMasks& m, const AttentionCoreDims& d, int64_t b, int64_t h, int64_t c0, int64_t R,
                    float* scratch, bool bf16_p) {
-  const int64_t Dh = d.Dh, Tk = d.Tk;
-  float* Kt = scratch;            // [Dh, kBK] the key tile, transposed and scaled
+  const int64_t Dh = d.Dh, Tk = d.Tk, Dh2 = (Dh + 1) / 2;
+  const bool pairs = NF_BF16_DOT && bf16_p;
+  float* Kt = scratch;            // [Dh, kBK] the key tile, transposed and scaled (pairs: [Dh2, kBK], unscaled)
   float* S = Kt + Dh * kBK;       // [kBQ, kBK] scores, then weights
   float* z = S + kBQ * kBK;       // [kBK] dropout factors of one row
   float* mrow = z + kBK;          // [R] running max
   float* lrow = mrow + R;         // [R] running sum, then lse
+  float* Qp = lrow + R;           // [kBQ, Dh2] (pairs) a query block's rows (block_scores)
+  [[maybe_unused]] float* Vp = Qp + kBQ * Dh2;  // [kBK / 2, Dh] (pairs) the value tile's rows, two keys to a word
   const float* qb = q + b * d.q.batch + h * d.q.head + c0 * d.q.row;
   const float* kb = k + b * d.k.batch + h * d.k.head;
   const float* vb = v + b * d.v.batch + h * d.v.head;
@@ -282,6 +328,10 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   // wholly after a block's last query adds nothing to that block.
   const int64_t jend = m.causal ? std::min(Tk, c0 + R) : Tk;
   auto skipped = [&](int64_t j0, int64_t i, int nq) { return m.causal && j0 >= c0 + i + nq; };
+  auto load_keys = [&](int64_t j0, int nk) { load_key_tile(Kt, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale, pairs); };
+  auto scores = [&](int64_t i, int nq, int64_t j0, int nk) {  // S for queries c0+i .. c0+i+nq-1
+    block_scores(S, Qp, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk, pairs);
+  };
 
   for (int64_t r = 0; r < R; ++r) {
     std::memset(ob + r * d.o.row, 0, sizeof(float) * Dh);
@@ -290,13 +340,24 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   }
   for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
-    transpose(Kt, kBK, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale);
+    load_keys(j0, nk);
+#if NF_BF16_DOT
+    for (int c = 0; pairs && c < nk; c += 2)
+      pack_bf16_pair_rows(Vp + c / 2 * Dh, vb + (j0 + c) * d.v.row, c + 1 < nk ? vb + (j0 + c + 1) * d.v.row : nullptr, Dh);
+#endif
     for (int64_t i = 0; i < R; i += bq) {
       const int nq = int(std::min<int64_t>(bq, R - i));
       if (skipped(j0, i, nq)) continue;
-      masked_scores(S, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk);
+      scores(i, nq, j0, nk);
       softmax_step(S, mrow + i, lrow + i, ob + i * d.o.row, d.o.row, Dh, nq, nk, z, d.dropout,
                    uint64_t((row0 + i) * Tk + j0), Tk, bf16_p);
+#if NF_BF16_DOT
+      if (pairs) {
+        for (int r = 0; r < nq; ++r) pack_bf16_row(S + r * kBK, S + r * kBK, nk);
+        tile_accumulate<false, true>(ob + i * d.o.row, d.o.row, S, kBK, 1, nq, (nk + 1) / 2, Vp, Dh, Dh);
+        continue;
+      }
+#endif
       tile_accumulate(ob + i * d.o.row, d.o.row, S, kBK, 1, nq, nk, vb + j0 * d.v.row, d.v.row, Dh);
     }
   }
@@ -316,11 +377,11 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
     const int nv = tile_vectors(nk);
-    transpose(Kt, kBK, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale);
+    load_keys(j0, nk);
     for (int64_t i = 0; i < R; i += bq) {
       const int nq = int(std::min<int64_t>(bq, R - i));
       if (skipped(j0, i, nq)) continue;
-      masked_scores(S, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk);
+      scores(i, nq, j0, nk);
       for (int r = 0; r < nq; ++r) {
         if (lrow[i + r] == kNegInf) continue;
         float* s = S + r * kBK;
@@ -332,10 +393,11 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   }
 }
 
-// Backward of head (b, h): overwrites its rows of dq, dk, dv.
+// Backward of head (b, h): overwrites its rows of dq, dk, dv. With pairs the scores are recomputed
+// as the forward computed them at bf16 (block_scores); the other products stay fp32 FMAs.
 void backward_head(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                    const float* v, const float* o, const float* lse, const AttentionMasks& m,
-                   const AttentionCoreDims& d, int64_t b, int64_t h, float* scratch) {
+                   const AttentionCoreDims& d, int64_t b, int64_t h, float* scratch, bool pairs) {
   const int64_t Dh = d.Dh, Tq = d.Tq, Tk = d.Tk;
   float* Kt = scratch;            // [Dh, kBK] key tile, transposed and scaled
   float* Vt = Kt + Dh * kBK;      // [Dh, kBK] value tile, transposed
@@ -343,6 +405,7 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
   float* dP = S + kBQ * kBK;      // [kBQ, kBK] dO Vᵀ, then P ∘ Z
   float* z = dP + kBQ * kBK;      // [kBK] dropout factors of one row
   float* Di = z + kBK;            // [Tq] rowsum(dO ∘ O)
+  float* Qp = Di + Tq;            // [kBQ, ⌈Dh / 2⌉] (pairs) a query block's rows
   const int64_t qo = b * d.q.batch + h * d.q.head, ko = b * d.k.batch + h * d.k.head;
   const int64_t vo = b * d.v.batch + h * d.v.head, oo = b * d.o.batch + h * d.o.head;
   const float* lb = lse + (b * d.H + h) * Tq;
@@ -364,14 +427,14 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
     const float* kj = k + ko + j0 * d.k.row;
     float* dkj = dk + ko + j0 * d.k.row;
     float* dvj = dv + vo + j0 * d.v.row;
-    transpose(Kt, kBK, kj, d.k.row, nk, Dh, d.scale);
+    load_key_tile(Kt, kj, d.k.row, nk, Dh, d.scale, pairs);
     transpose(Vt, kBK, v + vo + j0 * d.v.row, d.v.row, nk, Dh, 1.0f);
     // Causal: query blocks ending before key j0 see none of this tile.
     for (int64_t i0 = m.causal ? j0 / bq * bq : 0; i0 < Tq; i0 += bq) {
       const int nq = int(std::min<int64_t>(bq, Tq - i0));
       const float* qi = q + qo + i0 * d.q.row;
       const float* doi = dout + oo + i0 * d.o.row;
-      masked_scores(S, qi, d.q.row, Kt, m, d, b, i0, nq, j0, nk);
+      block_scores(S, Qp, qi, d.q.row, Kt, m, d, b, i0, nq, j0, nk, pairs);
       tile_scores(dP, doi, d.o.row, nq, Vt, Dh, nk);
       for (int r = 0; r < nq; ++r) {
         float* s = S + r * kBK;
@@ -428,11 +491,11 @@ void attention_core_forward(float* o, float* lse, float* weights, const float* q
 
 void attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                              const float* v, const float* o, const float* lse, const AttentionMasks& masks,
-                             const AttentionCoreDims& d) {
+                             const AttentionCoreDims& d, bool bf16) {
   parallel_for(d.B * d.H, [&](int64_t t0, int64_t t1) {
     float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
     for (int64_t t = t0; t < t1; ++t)
-      backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch);
+      backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch, NF_BF16_DOT && bf16);
   });
 }
 
@@ -498,7 +561,8 @@ void attention_backward(const ops::AttentionBackward<float>& p) {
   const float* Q = cross ? q : qkv;
   const float* K = cross ? kv : qkv + D;
   float* dK = cross ? grad + rq * D : grad + D;
-  NF_ISA_NS::attention_core_backward(grad, dK, dK + D, dctx, Q, K, K + D, ctx, lse, masks, core_dims(d, cross));
+  NF_ISA_NS::attention_core_backward(grad, dK, dK + D, dctx, Q, K, K + D, ctx, lse, masks, core_dims(d, cross),
+                                     p.precision == ops::Precision::bf16);
   if (cross) {
     NF_ISA_NS::linear_backward(dx, d_qkv_weight, d_qkv_bias, grad, x, qkv_weight, {rq, D, D}, p.precision);
     NF_ISA_NS::linear_backward(dmemory, d_qkv_weight + D * D, d_qkv_bias ? d_qkv_bias + D : nullptr, grad + rq * D, memory,

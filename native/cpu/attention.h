@@ -39,14 +39,16 @@ Status run(const ops::AttentionDecode<float>& p);
 
 // The core alone. Forward writes o (and lse [B, H, Tq], weights [B, H, Tq, Tk] when non-null);
 // with bf16_p, the weights P ∘ Z that multiply V are rounded to bfloat16 (precision 'bf16', whose
-// callers round Q, K, V themselves). Backward overwrites dq, dk, dv from dout (layout of o), the
-// forward's o and lse.
+// callers round Q, K, V themselves; on avx512bf16 its products then take bf16 pairs). Backward
+// overwrites dq, dk, dv from dout (layout of o), the forward's o and lse; with bf16 it recomputes the
+// scores as the forward did at bf16.
 NF_KERNEL_DECL(void attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k,
                                            const float* v, const AttentionMasks& masks,
                                            const AttentionCoreDims& d, bool bf16_p = false))
 NF_KERNEL_DECL(void attention_core_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                                             const float* k, const float* v, const float* o, const float* lse,
-                                            const AttentionMasks& masks, const AttentionCoreDims& d))
+                                            const AttentionMasks& masks, const AttentionCoreDims& d,
+                                            bool bf16 = false))
 // qkv_p, proj_p: the ops' qkvWeightPacked, projWeightPacked, checked (empty: not given).
 NF_KERNEL_DECL(void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p = {},
                                      const PackedB& proj_p = {}))

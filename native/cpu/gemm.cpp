@@ -173,15 +173,6 @@ void round_bf16_n(float* x, int64_t n) {
   if (i < n) vstore_n(x + i, vround_bf16(vload_n(x + i, int(n - i))), int(n - i));
 }
 
-// a·b added to acc lane by lane: fp32 values (vfma), or (kPairs) bf16 pairs (vdot_bf16).
-template <bool kPairs>
-inline vf dot_step(vf a, vf b, vf acc) {
-#if NF_BF16_DOT
-  if constexpr (kPairs) return vdot_bf16(acc, a, b);
-#endif
-  return vfma(a, b, acc);
-}
-
 // The tile's accumulators: acc = ap[kd][MR] (the first R rows of each k) * bp[kd][NR] over kd
 // panel rows of fp32 values or (kPairs) bf16 pairs.
 template <int R, bool kPairs>
@@ -194,7 +185,7 @@ void accumulate_tile(vf (&acc)[R][NV], int64_t kd, const float* ap, const float*
     for (int r = 0; r < R; ++r) {
       const vf a = vset1(ap[r]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = dot_step<kPairs>(a, b[v], acc[r][v]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = vdot_step<kPairs>(a, b[v], acc[r][v]);
     }
   }
 }

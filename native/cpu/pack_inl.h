@@ -9,6 +9,8 @@
 //   bf16 pairs (avx512bf16 only): an fp32 panel [kc][P] becomes [⌈kc / 2⌉][P] 32-bit words, each
 //   holding bf16(element (i, k)) in its low half and bf16(element (i, k + 1)) in its high half
 //   (vround_bf16's rounding; an odd kc's last k paired with 0): what vdot_bf16 multiplies.
+//   pack_bf16_pair_rows makes one such row of pairs from two rows, pack_bf16_row pairs a row's
+//   neighbours (its bf16 array): the attention core's operands.
 // Dimension key: n rows (M or N), kc the depth of one k block, ld the source's row stride.
 // Include inside `namespace nf::cpu::NF_ISA_NS` after simd.h (needs <algorithm> and <cstring>).
 // test/simd.test.ts checks every function here on every variant against the definition above.
@@ -131,24 +133,38 @@ void pack_transposed(float* dst, const float* src, int64_t ld, int64_t n, int64_
 }
 
 #if NF_BF16_DOT
-// dst = the fp32 panel src [kc][P] as bf16 pairs, [⌈kc / 2⌉][P] words (as floats): word (kk, r)
-// holds bf16(src[2kk][r]) in its low half and bf16(src[2kk + 1][r]) (0 past kc) in its high half.
-template <int P>
-void pack_bf16_pairs(float* dst, const float* src, int64_t kc) {
+// dst[0:n] = words j of bf16(lo[j]) in the low half and bf16(hi[j]) (0 without hi) in the high half:
+// two rows of n floats as one row of pairs (dst may be lo: each vector is read before it is written).
+inline void pack_bf16_pair_rows(float* dst, const float* lo, const float* hi, int64_t n) {
   // vcvtne2ps2bf16(hi, lo) puts lo's 16 conversions below hi's; this permutation of 16-bit words
   // interleaves them: word j of the result is lo_j | hi_j << 16.
   const __m512i interleave = _mm512_set_epi32(0x001F000F, 0x001E000E, 0x001D000D, 0x001C000C, 0x001B000B, 0x001A000A,
                                               0x00190009, 0x00180008, 0x00170007, 0x00160006, 0x00150005, 0x00140004,
                                               0x00130003, 0x00120002, 0x00110001, 0x00100000);
-  for (int64_t k = 0; k < kc; k += 2)
-#pragma GCC unroll 2
-    for (int r = 0; r < P; r += W) {
-      const int n = std::min(W, P - r);
-      const __mmask16 m = tail_mask(n);
-      const __m512 lo = _mm512_maskz_loadu_ps(m, src + k * P + r);
-      const __m512 hi = k + 1 < kc ? _mm512_maskz_loadu_ps(m, src + (k + 1) * P + r) : _mm512_setzero_ps();
-      const __m512i pairs = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-      _mm512_mask_storeu_epi32(dst + k / 2 * P + r, m, _mm512_permutexvar_epi16(interleave, pairs));
-    }
+  for (int64_t j = 0; j < n; j += W) {
+    const __mmask16 m = tail_mask(int(std::min<int64_t>(W, n - j)));
+    const __m512 l = _mm512_maskz_loadu_ps(m, lo + j);
+    const __m512 h = hi ? _mm512_maskz_loadu_ps(m, hi + j) : _mm512_setzero_ps();
+    const __m512i pairs = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(h, l));
+    _mm512_mask_storeu_epi32(dst + j, m, _mm512_permutexvar_epi16(interleave, pairs));
+  }
+}
+
+// dst = the fp32 panel src [kc][P] as bf16 pairs, [⌈kc / 2⌉][P] words (as floats): word (kk, r)
+// holds bf16(src[2kk][r]) in its low half and bf16(src[2kk + 1][r]) (0 past kc) in its high half.
+template <int P>
+void pack_bf16_pairs(float* dst, const float* src, int64_t kc) {
+  for (int64_t k = 0; k < kc; k += 2) pack_bf16_pair_rows(dst + k / 2 * P, src + k * P, k + 1 < kc ? src + (k + 1) * P : nullptr, P);
+}
+
+// dst[0:⌈n / 2⌉] = the row src[0:n] as bf16 pairs of neighbours: word j holds bf16(src[2j]) low and
+// bf16(src[2j + 1]) (0 past n) high, the bf16 array of the row. dst may be src (each vector of src
+// is read before the half as long stretch of dst it becomes is written, at or below it).
+inline void pack_bf16_row(float* dst, const float* src, int64_t n) {
+  for (int64_t i = 0; i < n; i += W) {
+    const int k = int(std::min<int64_t>(W, n - i));
+    const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail_mask(k), src + i)));
+    _mm256_mask_storeu_epi32(dst + i / 2, static_cast<__mmask8>((1u << ((k + 1) / 2)) - 1u), h);
+  }
 }
 #endif

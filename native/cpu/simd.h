@@ -271,6 +271,15 @@ inline void vstore_w(float* p, vf x, int n) {
   else vstore_n(p, x, n);
 }
 
+// acc + a·b lane by lane: fp32 values (vfma), or with kPairs (avx512bf16 only) bf16 pairs (vdot_bf16).
+template <bool kPairs>
+inline vf vdot_step(vf a, vf b, vf acc) {
+#if NF_BF16_DOT
+  if constexpr (kPairs) return vdot_bf16(acc, a, b);
+#endif
+  return vfma(a, b, acc);
+}
+
 // e^x. Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial for e^r.
 inline vf vexp(vf x) {
   const vf hi = vset1(88.3762626647949f), lo = vset1(-87.3365447504f);

@@ -16,7 +16,8 @@
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
 //     panels; transpose_8x8 (the vector variants only): arg = {rows, lds, ldd}.
 //   avx512bf16 only: vdot_bf16 (lane-wise: acc, a, b), pack_bf16_pairs: arg = {P, kc}, a the fp32
-//     panel [kc][P], out the pairs [⌈kc / 2⌉][P].
+//     panel [kc][P], out the pairs [⌈kc / 2⌉][P]; pack_bf16_row: arg = {n}, a the row, out its
+//     ⌈n / 2⌉ pairs of neighbours.
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
 //   int8_dot_tile, int8_quantize: the int8 kernels' (gemm_int8.cpp int8_probe; the avx512 variant's
 //     are the VNNI ones, which need AVX-512 VNNI).
@@ -120,6 +121,13 @@ Status run_transpose(const SimdProbe& p) {
 Status run_bf16(const SimdProbe& p, const std::string& fn) {
 #if NF_BF16_DOT
   if (fn == "vdot_bf16") return lanes<3>(p, [&](vf acc, vf a, vf b) { return vdot_bf16(acc, a, b); });
+  if (fn == "pack_bf16_row") {
+    const int64_t n = p.arg[0];
+    NF_CHECK(arity(p) >= 1 && n >= 0 && n <= p.n && (n + 1) / 2 <= p.out_n, kOp,
+             "pack_bf16_row: takes 1 operand of at least n floats and writes ⌈n / 2⌉");
+    pack_bf16_row(p.out, p.in[0], n);
+    return Status::Ok();
+  }
   const int64_t P = p.arg[0], kc = p.arg[1];
   NF_CHECK(arity(p) >= 1 && kc >= 0 && kc * P <= p.n && (kc + 1) / 2 * P <= p.out_n, kOp,
            "pack_bf16_pairs: takes 1 operand of kc·P floats and writes ⌈kc / 2⌉·P");
@@ -242,7 +250,7 @@ Status run(const SimdProbe& p) {
     return run_transpose(p);
   }
   if (fn == "first_nonfinite_range") return run_finite(p);
-  if (fn == "vdot_bf16" || fn == "pack_bf16_pairs") return run_bf16(p, fn);
+  if (fn == "vdot_bf16" || fn == "pack_bf16_pairs" || fn == "pack_bf16_row") return run_bf16(p, fn);
   return Status::Error(kOp, "no helper named '" + fn + "'");
 }
 
