@@ -3,8 +3,8 @@
  * scripts/profile.sh runs it under `perf record`. Prints the median step time to stderr, then two
  * more steps op by op (step_breakdown.ts: the native ops' time, and what is left outside them).
  *
- *   tsx bench/profile_step.ts <model id> <infer|int8|train> [steps = 20] [threads = 2]
- * (int8: inference at precision 'int8').
+ *   tsx bench/profile_step.ts <model id> <infer|int8|bf16|train|train-bf16> [steps = 20] [threads = 2]
+ * (int8, bf16: inference at that precision; train-bf16: a training step at precision 'bf16').
  */
 import { native } from '../lib';
 import { MODELS } from './specs';
@@ -13,16 +13,18 @@ import { buildModel, inferenceStep, makeInputs, trainingStep } from './workloads
 
 const [id = '', mode = '', stepsArg = '20', threadsArg = '2'] = process.argv.slice(2);
 const spec = MODELS.find((m) => m.id === id);
-if (!spec || (mode !== 'infer' && mode !== 'int8' && mode !== 'train')) {
-  process.stderr.write(`usage: profile_step.ts <${MODELS.map((m) => m.id).join('|')}> <infer|int8|train> [steps] [threads]\n`);
+const MODES = { infer: 'fp32', int8: 'int8', bf16: 'bf16', train: 'fp32', 'train-bf16': 'bf16' } as const;
+if (!spec || !(mode in MODES)) {
+  process.stderr.write(`usage: profile_step.ts <${MODELS.map((m) => m.id).join('|')}> <${Object.keys(MODES).join('|')}> [steps] [threads]\n`);
   process.exit(2);
 }
 native.setNumThreads(Number(threadsArg));
 const model = buildModel(spec.arch), x = makeInputs(spec);
 const inputs = { images: x.images, src: x.src, tgt: x.tgt, labels: x.labels };
-const step: () => void = mode !== 'train'
-  ? ((run) => () => run().dispose())(inferenceStep(model, inputs, mode === 'int8' ? 'int8' : 'fp32'))
-  : ((run) => () => void run())(trainingStep(model, inputs));
+const precision = MODES[mode as keyof typeof MODES];
+const step: () => void = !mode.startsWith('train')
+  ? ((run) => () => run().dispose())(inferenceStep(model, inputs, precision))
+  : ((run) => () => void run())(trainingStep(model, inputs, precision));
 step();  // warm-up: first-touch of memory, the allocator's cache
 const ms: number[] = [];
 for (let i = 0; i < Number(stepsArg); i++) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where a benchmark step's time goes (npm run profile -- <model> <infer|int8|train> [steps] [threads]).
+# Where a benchmark step's time goes (npm run profile -- <model> <infer|int8|bf16|train|train-bf16> [steps] [threads]).
 #
 # Runs bench/profile_step.ts (the harness's own inference or training step, random weights) under
 # `perf record` and prints the functions with the most samples (self time; kernels inlined into a
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v perf >/dev/null || { echo "profile: perf is not installed (Debian: apt-get install linux-perf)" >&2; exit 2; }
-[ $# -ge 2 ] || { echo "usage: npm run profile -- <model> <infer|int8|train> [steps] [threads]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: npm run profile -- <model> <infer|int8|bf16|train|train-bf16> [steps] [threads]" >&2; exit 2; }
 DATA=${PERF_DATA:-$(mktemp -d)/perf.data}
 perf record -q -F 2000 -g -o "$DATA" -- node --import tsx bench/profile_step.ts "$@"
 perf report -i "$DATA" --no-children --sort dso,symbol -g none --percent-limit 0.5 2>/dev/null |

@@ -388,14 +388,14 @@ describe.runIf(cpuIsas.includes('avx512bf16'))('the BF16 helpers of the avx512bf
     agree('vdot_bf16', got, want, 'value', [acc, a, b]);
   });
 
-  it.each([[12, 1], [12, 7], [32, 8], [32, 19]])('pack_bf16_pairs, P %i, kc %i: words of (k, k + 1) rounded as vround_bf16, an odd last k paired with 0', (P, kc) => {
+  it.each([[12, 1], [12, 7], [32, 8], [32, 19], [5, 3]])('pack_bf16_pair_rows, rows %i long, kc %i: words of (k, k + 1) rounded as vround_bf16, an odd last k paired with 0', (P, kc) => {
     const src = whole([...cycle(specials, 2 * P), ...randoms(kc * P, kc)]).subarray(0, kc * P);
-    const out = probe('avx512bf16', 'pack_bf16_pairs', [src], { args: [P, kc], out: new Float32Array(Math.ceil(kc / 2) * P) }).out;
+    const out = probe('avx512bf16', 'pack_bf16_pair_rows', [src], { args: [P, kc], out: new Float32Array(Math.ceil(kc / 2) * P) }).out;
     const want = Float32Array.from(out, (_, i) => {
       const k = 2 * Math.floor(i / P), c = i % P;
       return word(src[k * P + c], k + 1 < kc ? src[(k + 1) * P + c] : 0);
     });
-    agree(`pack_bf16_pairs P ${P} kc ${kc}`, out, want, 'bits', [], want.length);
+    agree(`pack_bf16_pair_rows P ${P} kc ${kc}`, out, want, 'bits', [], want.length);
   });
 
   it.each([1, 2, 15, 16, 17, 33, 80])('pack_bf16_row, n %i: words of neighbours (2j, 2j + 1) rounded as vround_bf16, an odd last one paired with 0', (n) => {
@@ -483,8 +483,8 @@ describe('coverage', () => {
     act_forward_n: 'act_forward_n and act_backward_n', act_backward_n: 'act_forward_n and act_backward_n',
     pack_k_major: 'pack_k_major and pack_transposed', pack_transposed: 'pack_k_major and pack_transposed',
     transpose_8x8: 'transpose_8x8', first_nonfinite_range: 'first_nonfinite_range',
-    vdot_bf16: 'vdot_bf16', pack_bf16_pairs: 'pack_bf16_pairs', pack_bf16_row: 'pack_bf16_row',
-    vdot_step: 'vdot_bf16 (and every GEMM test: the float GEMM\'s products)', pack_bf16_pair_rows: 'pack_bf16_pairs',
+    vdot_bf16: 'vdot_bf16', pack_bf16_pair_rows: 'pack_bf16_pair_rows', pack_bf16_row: 'pack_bf16_row',
+    vdot_step: 'vdot_bf16 (and every GEMM test: the float GEMM\'s products)',
   };
 
   it.each(['simd.h', 'activation_inl.h', 'pack_inl.h'])('every function of %s has a lane test here', (file) => {

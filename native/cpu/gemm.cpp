@@ -30,9 +30,9 @@
 // fp32 accumulation, the epilogue in fp32. Two forms, the same function of the inputs up to the
 // order of the fp32 sums:
 //   avx512bf16 (NF_BF16_DOT): the panels hold bf16 pairs, element (i, k) and (i, k + 1) of a panel
-//   in one 32-bit word (k even; an odd last k paired with 0), [⌈kc / 2⌉][P] words per panel, made by
-//   packing P rows as fp32 (the packers of pack_inl.h) into a small buffer and converting it
-//   (pack_bf16_pairs: vcvtne2ps2bf16); the micro-kernel runs vdot_bf16 (vdpbf16ps), two k per
+//   in one 32-bit word (k even; an odd last k paired with 0), [⌈kc / 2⌉][P] words per panel, made in
+//   one pass from the source (pack_operand: vcvtneps2bf16 and vcvtne2ps2bf16, the words of a
+//   row-major operand transposed as floats); the micro-kernel runs vdot_bf16 (vdpbf16ps), two k per
 //   instruction, products exact in fp32 (bf16 denormals read as zero, as the conversion already
 //   made them).
 //   every other variant (emulated): the fp32 panels, each value rounded to bf16 once packed, and the
@@ -239,17 +239,30 @@ void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, 
 
 // Packs rows [0, n) x depth [0, kc) of op(A) or op(B) into P-row panels for `dot`: row-major
 // (element (i, k) at src[i * ld + k]) or k-major (src[k * ld + i]) as pack_inl.h says; bf16_rounded
-// rounds the panels' values, bf16_pairs packs each panel as fp32 into `buf` (kc x P floats) and
-// converts it to pairs.
+// rounds the panels' values; bf16_pairs makes the pairs in one pass from the source: a row-major
+// panel's rows become their bf16 arrays in `buf` (P x ⌈kc / 2⌉ words: pairs of neighbours), whose
+// words are then transposed as floats; a k-major panel pairs source rows k and k + 1 directly.
 template <int P>
 void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t kc, bool row_major, Dot dot, float* buf) {
 #if NF_BF16_DOT
   if (dot == Dot::bf16_pairs) {
-    for (int64_t i = 0; i < n; i += P, dst += (kc + 1) / 2 * P) {
-      const int64_t rows = std::min<int64_t>(P, n - i);
-      if (row_major) pack_transposed<P>(buf, src + i * ld, ld, rows, kc);
-      else pack_k_major<P>(buf, src + i, ld, rows, kc);
-      pack_bf16_pairs<P>(dst, buf, kc);
+    const int64_t kd = (kc + 1) / 2;
+    if (row_major) {
+      for (int64_t i = 0; i < n; i += P, dst += kd * P) {
+        const int64_t rows = std::min<int64_t>(P, n - i);
+        for (int64_t r = 0; r < rows; ++r) pack_bf16_row(buf + r * kd, src + (i + r) * ld, kc);
+        pack_transposed<P>(dst, buf, kd, rows, kd);
+      }
+      return;
+    }
+    for (int64_t kk = 0; kk < kd; ++kk) {  // (source rows outer, as pack_k_major: each is read once)
+      const float* s = src + 2 * kk * ld;
+      for (int64_t i = 0; i < n; i += P) {
+        const int64_t rows = std::min<int64_t>(P, n - i);
+        float* d = dst + i / P * kd * P + kk * P;
+        pack_bf16_pair_rows(d, s + i, 2 * kk + 1 < kc ? s + ld + i : nullptr, rows);
+        std::fill(d + rows, d + P, 0.0f);
+      }
     }
     return;
   }

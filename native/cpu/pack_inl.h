@@ -6,11 +6,11 @@
 //   in registers (transpose_8x8: AVX2 shuffles, which the AVX-512 variant uses too; NEON 4 x 4
 //   blocks), element by element in the scalar variant, for the last kc % 8 and for a partial last
 //   panel.
-//   bf16 pairs (avx512bf16 only): an fp32 panel [kc][P] becomes [⌈kc / 2⌉][P] 32-bit words, each
-//   holding bf16(element (i, k)) in its low half and bf16(element (i, k + 1)) in its high half
-//   (vround_bf16's rounding; an odd kc's last k paired with 0): what vdot_bf16 multiplies.
-//   pack_bf16_pair_rows makes one such row of pairs from two rows, pack_bf16_row pairs a row's
-//   neighbours (its bf16 array): the attention core's operands.
+//   bf16 pairs (avx512bf16 only): panels of [⌈kc / 2⌉][P] 32-bit words, each holding bf16(element
+//   (i, k)) in its low half and bf16(element (i, k + 1)) in its high half (vround_bf16's rounding;
+//   an odd kc's last k paired with 0): what vdot_bf16 multiplies. pack_bf16_pair_rows makes one
+//   row of pairs from two rows (k and k + 1 of a k-major source), pack_bf16_row pairs a row's
+//   neighbours (its bf16 array: a row-major source, whose words are then transposed as floats).
 // Dimension key: n rows (M or N), kc the depth of one k block, ld the source's row stride.
 // Include inside `namespace nf::cpu::NF_ISA_NS` after simd.h (needs <algorithm> and <cstring>).
 // test/simd.test.ts checks every function here on every variant against the definition above.
@@ -148,13 +148,6 @@ inline void pack_bf16_pair_rows(float* dst, const float* lo, const float* hi, in
     const __m512i pairs = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(h, l));
     _mm512_mask_storeu_epi32(dst + j, m, _mm512_permutexvar_epi16(interleave, pairs));
   }
-}
-
-// dst = the fp32 panel src [kc][P] as bf16 pairs, [⌈kc / 2⌉][P] words (as floats): word (kk, r)
-// holds bf16(src[2kk][r]) in its low half and bf16(src[2kk + 1][r]) (0 past kc) in its high half.
-template <int P>
-void pack_bf16_pairs(float* dst, const float* src, int64_t kc) {
-  for (int64_t k = 0; k < kc; k += 2) pack_bf16_pair_rows(dst + k / 2 * P, src + k * P, k + 1 < kc ? src + (k + 1) * P : nullptr, P);
 }
 
 // dst[0:⌈n / 2⌉] = the row src[0:n] as bf16 pairs of neighbours: word j holds bf16(src[2j]) low and

@@ -78,7 +78,7 @@ inline vf vpow2i(vf n) {  // 2^n for integral n in [-126, 127]
 }
 #if NF_BF16_DOT
 // avx512bf16 only: lane i of a and b holds a pair of bf16 (element 2i in the low half, 2i + 1 in
-// the high half, as pack_bf16_pairs writes them); the result is acc + a_hi·b_hi + a_lo·b_lo, one
+// the high half, as pack_inl.h packs them); the result is acc + a_hi·b_hi + a_lo·b_lo, one
 // fp32 FMA after the other (vdpbf16ps: bf16 denormals read as zero, denormal results flushed).
 inline vf vdot_bf16(vf acc, vf a, vf b) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(_mm512_castps_si512(a)), reinterpret_cast<__m512bh>(_mm512_castps_si512(b)));

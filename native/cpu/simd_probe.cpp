@@ -15,9 +15,9 @@
 //     (out = a ∘ act'(b); arg[0] = Act).
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
 //     panels; transpose_8x8 (the vector variants only): arg = {rows, lds, ldd}.
-//   avx512bf16 only: vdot_bf16 (lane-wise: acc, a, b), pack_bf16_pairs: arg = {P, kc}, a the fp32
-//     panel [kc][P], out the pairs [⌈kc / 2⌉][P]; pack_bf16_row: arg = {n}, a the row, out its
-//     ⌈n / 2⌉ pairs of neighbours.
+//   avx512bf16 only: vdot_bf16 (lane-wise: acc, a, b), pack_bf16_pair_rows: arg = {P, kc}, a an fp32
+//     panel [kc][P], out its rows k, k + 1 paired, [⌈kc / 2⌉][P]; pack_bf16_row: arg = {n}, a the
+//     row, out its ⌈n / 2⌉ pairs of neighbours.
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
 //   int8_dot_tile, int8_quantize: the int8 kernels' (gemm_int8.cpp int8_probe; the avx512 variant's
 //     are the VNNI ones, which need AVX-512 VNNI).
@@ -129,13 +129,10 @@ Status run_bf16(const SimdProbe& p, const std::string& fn) {
     return Status::Ok();
   }
   const int64_t P = p.arg[0], kc = p.arg[1];
-  NF_CHECK(arity(p) >= 1 && kc >= 0 && kc * P <= p.n && (kc + 1) / 2 * P <= p.out_n, kOp,
-           "pack_bf16_pairs: takes 1 operand of kc·P floats and writes ⌈kc / 2⌉·P");
-  switch (P) {  // the panel heights of the avx512bf16 GEMM: MR and NR
-    case 12: pack_bf16_pairs<12>(p.out, p.in[0], kc); break;
-    case 32: pack_bf16_pairs<32>(p.out, p.in[0], kc); break;
-    default: return Status::Error(kOp, "pack_bf16_pairs: P must be 12 or 32");
-  }
+  NF_CHECK(arity(p) >= 1 && P >= 1 && kc >= 0 && kc * P <= p.n && (kc + 1) / 2 * P <= p.out_n, kOp,
+           "pack_bf16_pair_rows: takes 1 operand of kc·P floats and writes ⌈kc / 2⌉·P");
+  for (int64_t k = 0; k < kc; k += 2)
+    pack_bf16_pair_rows(p.out + k / 2 * P, p.in[0] + k * P, k + 1 < kc ? p.in[0] + (k + 1) * P : nullptr, P);
   return Status::Ok();
 #else
   return Status::Error(kOp, fn + " is only in the avx512bf16 variant");
@@ -250,7 +247,7 @@ Status run(const SimdProbe& p) {
     return run_transpose(p);
   }
   if (fn == "first_nonfinite_range") return run_finite(p);
-  if (fn == "vdot_bf16" || fn == "pack_bf16_pairs" || fn == "pack_bf16_row") return run_bf16(p, fn);
+  if (fn == "vdot_bf16" || fn == "pack_bf16_pair_rows" || fn == "pack_bf16_row") return run_bf16(p, fn);
   return Status::Error(kOp, "no helper named '" + fn + "'");
 }
 
