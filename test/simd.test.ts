@@ -245,6 +245,16 @@ describe('simd vocabulary: reductions and tails', () => {
     }
   });
 
+  it.each(cpuIsas)('vround_bf16_n (%s) at every length up to 2W + 1: vround_bf16 of each value, nothing written past n', (isa) => {
+    const a = whole([...cycle(specials, specials.length * WMAX), ...randoms(64, 5)]);
+    const sentinel = fromBits(0x7fc0face);
+    for (let n = 0; n <= 2 * WMAX + 1; n++) {
+      const got = probe(isa, 'vround_bf16_n', [a], { args: [n], out: new Float32Array(a.length).fill(sentinel) }).out;
+      const want = Float32Array.from(a, (x, i) => (i < n ? roundBf16(x) : sentinel));
+      agree(`vround_bf16_n ${isa} n=${n}`, got, want, 'bits', [a]);
+    }
+  });
+
   it.each(ACTS)('act_tile (act %i) is act_forward on every vector of the tile, bit for bit, in every variant', (act) => {
     const [a] = unaryInputs();
     for (const isa of cpuIsas) {
@@ -479,7 +489,7 @@ describe('coverage', () => {
     vzero: 'vzero and vset1', vset1: 'vzero and vset1', vstore: 'every lane-wise case',
     vsum: 'vsum and vhmax', vhmax: 'vsum and vhmax',
     vload_n: 'vload_n and vstore_n', vstore_n: 'vload_n and vstore_n', tail_mask: 'vload_n and vstore_n',
-    vload_w: 'vload_w and vstore_w', vstore_w: 'vload_w and vstore_w', act_tile: 'act_tile',
+    vload_w: 'vload_w and vstore_w', vstore_w: 'vload_w and vstore_w', act_tile: 'act_tile', vround_bf16_n: 'vround_bf16_n',
     act_forward_n: 'act_forward_n and act_backward_n', act_backward_n: 'act_forward_n and act_backward_n',
     pack_k_major: 'pack_k_major and pack_transposed', pack_transposed: 'pack_k_major and pack_transposed',
     transpose_8x8: 'transpose_8x8', first_nonfinite_range: 'first_nonfinite_range',

@@ -66,7 +66,9 @@ int tile_vectors(int nk) { return (nk + W - 1) / W; }
 int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) {
   return Dh * kBK + kBQ * kBK + kBK + 2 * Tq + kBQ * (Dh + 1) / 2 + kBK / 2 * Dh;
 }
-int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) { return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq + kBQ * (Dh + 1) / 2; }
+int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) {
+  return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq + kBQ * (Dh + 1) / 2 + kBQ * Dh + kBQ / 2 * kBK + kBK / 2 * Dh;
+}
 // The backward's gradient buffer for the projections' outputs (slot `layer` of the calling thread):
 // self-attention dqkv [B, T, 3D]; cross-attention dq [B, Tq, D] then dkv [B, Tk, 2D].
 int64_t grad_floats(const AttentionDims& d) { return (d.B * d.Tq + 2 * d.B * d.Tk) * d.D; }
@@ -296,8 +298,7 @@ void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, in
       dropout_row(z, dr, base + uint64_t(r * Tk), nk);
       for (int c = 0; c < nv; ++c) vstore(s + c * W, vmul(vload(s + c * W), vload(z + c * W)));
     }
-    if (bf16_p)
-      for (int c = 0; c < nv; ++c) vstore(s + c * W, vround_bf16(vload(s + c * W)));
+    if (bf16_p) vround_bf16_n(s, s, nv * W);
   }
 }
 
@@ -393,19 +394,25 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   }
 }
 
-// Backward of head (b, h): overwrites its rows of dq, dk, dv. With pairs the scores are recomputed
-// as the forward computed them at bf16 (block_scores); the other products stay fp32 FMAs.
+// Backward of head (b, h): overwrites its rows of dq, dk, dv. With bf16 the products take bf16 inputs
+// as autocast's would: dO, P ∘ Z and scale dS are rounded (Q, K, V are already), fp32 accumulation.
+// With pairs (bf16 on avx512bf16) they run vdpbf16ps: every operand paired along its product's
+// contraction (d for the scores and dO Vᵀ; the queries of the block for dV and dK; the keys of the
+// tile for dQ), the scores recomputed as the forward computed them (block_scores).
 void backward_head(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                    const float* v, const float* o, const float* lse, const AttentionMasks& m,
-                   const AttentionCoreDims& d, int64_t b, int64_t h, float* scratch, bool pairs) {
-  const int64_t Dh = d.Dh, Tq = d.Tq, Tk = d.Tk;
-  float* Kt = scratch;            // [Dh, kBK] key tile, transposed and scaled
-  float* Vt = Kt + Dh * kBK;      // [Dh, kBK] value tile, transposed
+                   const AttentionCoreDims& d, int64_t b, int64_t h, float* scratch, bool bf16, bool pairs) {
+  const int64_t Dh = d.Dh, Tq = d.Tq, Tk = d.Tk, Dh2 = (Dh + 1) / 2;
+  float* Kt = scratch;            // [Dh, kBK] key tile, transposed and scaled (load_key_tile)
+  float* Vt = Kt + Dh * kBK;      // [Dh, kBK] value tile, transposed (pairs: [Dh2, kBK])
   float* S = Vt + Dh * kBK;       // [kBQ, kBK] scores, then scale dS
   float* dP = S + kBQ * kBK;      // [kBQ, kBK] dO Vᵀ, then P ∘ Z
   float* z = dP + kBQ * kBK;      // [kBK] dropout factors of one row
   float* Di = z + kBK;            // [Tq] rowsum(dO ∘ O)
-  float* Qp = Di + Tq;            // [kBQ, ⌈Dh / 2⌉] (pairs) a query block's rows
+  float* Qp = Di + Tq;            // [kBQ, Dh2] (pairs) a query block's rows, then its dO rows
+  float* R = Qp + kBQ * Dh2;      // [kBQ, Dh] bf16: the block's dO rounded; pairs: two rows to a word
+  float* dSt = R + kBQ * Dh;      // [kBQ / 2, kBK] (pairs) scale dS, two queries to a word
+  [[maybe_unused]] float* Kp = dSt + kBQ / 2 * kBK;  // [kBK / 2, Dh] (pairs) the key tile, two keys to a word
   const int64_t qo = b * d.q.batch + h * d.q.head, ko = b * d.k.batch + h * d.k.head;
   const int64_t vo = b * d.v.batch + h * d.v.head, oo = b * d.o.batch + h * d.o.head;
   const float* lb = lse + (b * d.H + h) * Tq;
@@ -428,14 +435,31 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
     float* dkj = dk + ko + j0 * d.k.row;
     float* dvj = dv + vo + j0 * d.v.row;
     load_key_tile(Kt, kj, d.k.row, nk, Dh, d.scale, pairs);
-    transpose(Vt, kBK, v + vo + j0 * d.v.row, d.v.row, nk, Dh, 1.0f);
+    load_key_tile(Vt, v + vo + j0 * d.v.row, d.v.row, nk, Dh, 1.0f, pairs);
+#if NF_BF16_DOT
+    for (int c = 0; pairs && c < nk; c += 2)
+      pack_bf16_pair_rows(Kp + c / 2 * Dh, kj + c * d.k.row, c + 1 < nk ? kj + (c + 1) * d.k.row : nullptr, Dh);
+#endif
     // Causal: query blocks ending before key j0 see none of this tile.
     for (int64_t i0 = m.causal ? j0 / bq * bq : 0; i0 < Tq; i0 += bq) {
       const int nq = int(std::min<int64_t>(bq, Tq - i0));
       const float* qi = q + qo + i0 * d.q.row;
       const float* doi = dout + oo + i0 * d.o.row;
+      int64_t ldo = d.o.row;
       block_scores(S, Qp, qi, d.q.row, Kt, m, d, b, i0, nq, j0, nk, pairs);
-      tile_scores(dP, doi, d.o.row, nq, Vt, Dh, nk);
+#if NF_BF16_DOT
+      if (pairs) {
+        for (int r = 0; r < nq; ++r) pack_bf16_row(Qp + r * Dh2, doi + r * d.o.row, Dh);
+        tile_scores(dP, Qp, Dh2, nq, Vt, Dh, nk, true);
+      } else
+#endif
+      {
+        if (bf16) {  // the block's dO, rounded
+          for (int r = 0; r < nq; ++r) vround_bf16_n(R + r * Dh, doi + r * d.o.row, Dh);
+          doi = R, ldo = Dh;
+        }
+        tile_scores(dP, doi, ldo, nq, Vt, Dh, nk);
+      }
       for (int r = 0; r < nq; ++r) {
         float* s = S + r * kBK;
         float* dp = dP + r * kBK;
@@ -451,11 +475,30 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
           const vf p = vexp(vsub(vload(s + c * W), vl));
           const vf zc = drop ? vload(z + c * W) : ones;
           const vf g = vmul(zc, vload(dp + c * W));  // dL/dP
-          vstore(s + c * W, vmul(vmul(p, vsub(g, vd)), vscale));  // scale dS
-          vstore(dp + c * W, vmul(p, zc));
+          const vf ds = vmul(vmul(p, vsub(g, vd)), vscale), pz = vmul(p, zc);  // scale dS, P ∘ Z
+          vstore(s + c * W, bf16 ? vround_bf16(ds) : ds);
+          vstore(dp + c * W, bf16 ? vround_bf16(pz) : pz);
         }
       }
-      tile_accumulate(dvj, d.v.row, dP, 1, kBK, nk, nq, doi, d.o.row, Dh);  // dV += (P∘Z)ᵀ dO
+#if NF_BF16_DOT
+      if (pairs) {
+        const int nq2 = (nq + 1) / 2;
+        for (int r = 0; r < nq; r += 2) {  // the block's queries paired: P ∘ Z and dS rows, dO and Q rows
+          const bool two = r + 1 < nq;
+          pack_bf16_pair_rows(dP + r / 2 * kBK, dP + r * kBK, two ? dP + (r + 1) * kBK : nullptr, nk);
+          pack_bf16_pair_rows(dSt + r / 2 * kBK, S + r * kBK, two ? S + (r + 1) * kBK : nullptr, nk);
+          pack_bf16_pair_rows(R + r / 2 * Dh, dout + oo + (i0 + r) * d.o.row, two ? dout + oo + (i0 + r + 1) * d.o.row : nullptr, Dh);
+        }
+        tile_accumulate<false, true>(dvj, d.v.row, dP, 1, kBK, nk, nq2, R, Dh, Dh);  // dV += (P∘Z)ᵀ dO
+        for (int r = 0; r < nq; r += 2)
+          pack_bf16_pair_rows(R + r / 2 * Dh, qi + r * d.q.row, r + 1 < nq ? qi + (r + 1) * d.q.row : nullptr, Dh);
+        tile_accumulate<false, true>(dkj, d.k.row, dSt, 1, kBK, nk, nq2, R, Dh, Dh);  // dK += scale dSᵀ Q
+        for (int r = 0; r < nq; ++r) pack_bf16_row(S + r * kBK, S + r * kBK, nk);
+        tile_accumulate<false, true>(dq + qo + i0 * d.q.row, d.q.row, S, kBK, 1, nq, (nk + 1) / 2, Kp, Dh, Dh);  // dQ += scale dS K
+        continue;
+      }
+#endif
+      tile_accumulate(dvj, d.v.row, dP, 1, kBK, nk, nq, doi, ldo, Dh);  // dV += (P∘Z)ᵀ dO
       tile_accumulate(dkj, d.k.row, S, 1, kBK, nk, nq, qi, d.q.row, Dh);    // dK += scale dSᵀ Q
       tile_accumulate(dq + qo + i0 * d.q.row, d.q.row, S, kBK, 1, nq, nk, kj, d.k.row, Dh);  // dQ += scale dS K
     }
@@ -495,7 +538,7 @@ void attention_core_backward(float* dq, float* dk, float* dv, const float* dout,
   parallel_for(d.B * d.H, [&](int64_t t0, int64_t t1) {
     float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
     for (int64_t t = t0; t < t1; ++t)
-      backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch, NF_BF16_DOT && bf16);
+      backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch, bf16, NF_BF16_DOT && bf16);
   });
 }
 

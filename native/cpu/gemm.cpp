@@ -166,13 +166,6 @@ Dot dot_of(ops::Precision p) {
 // Rows of a panel of depth kc as the micro-kernel steps through them: kc floats, or ⌈kc / 2⌉ pairs.
 int64_t panel_depth(int64_t kc, Dot dot) { return dot == Dot::bf16_pairs ? (kc + 1) / 2 : kc; }
 
-// x[0:n] = vround_bf16(x[0:n]).
-void round_bf16_n(float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + W <= n; i += W) vstore(x + i, vround_bf16(vload(x + i)));
-  if (i < n) vstore_n(x + i, vround_bf16(vload_n(x + i, int(n - i))), int(n - i));
-}
-
 // The tile's accumulators: acc = ap[kd][MR] (the first R rows of each k) * bp[kd][NR] over kd
 // panel rows of fp32 values or (kPairs) bf16 pairs.
 template <int R, bool kPairs>
@@ -269,7 +262,7 @@ void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t k
 #endif
   if (row_major) pack_transposed<P>(dst, src, ld, n, kc);
   else pack_k_major<P>(dst, src, ld, n, kc);
-  if (dot == Dot::bf16_rounded) round_bf16_n(dst, ceil_div(n, P) * P * kc);
+  if (dot == Dot::bf16_rounded) vround_bf16_n(dst, dst, ceil_div(n, P) * P * kc);
 }
 
 // One tile of the row panel at `a` (mr rows) and the column panel at `b` (nr columns), kd panel rows
@@ -351,7 +344,7 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
 void round_bf16(float* x, int64_t n) {
   constexpr int64_t kBlock = int64_t(1) << 14;
   parallel_for(ceil_div(n, kBlock), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) round_bf16_n(x + b * kBlock, std::min(kBlock, n - b * kBlock));
+    for (int64_t b = b0; b < b1; ++b) vround_bf16_n(x + b * kBlock, x + b * kBlock, std::min(kBlock, n - b * kBlock));
   });
 }
 

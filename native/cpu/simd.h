@@ -271,6 +271,13 @@ inline void vstore_w(float* p, vf x, int n) {
   else vstore_n(p, x, n);
 }
 
+// dst[0:n] = vround_bf16(src[0:n]) (dst may be src).
+inline void vround_bf16_n(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vstore(dst + i, vround_bf16(vload(src + i)));
+  if (i < n) vstore_n(dst + i, vround_bf16(vload_n(src + i, int(n - i))), int(n - i));
+}
+
 // acc + a·b lane by lane: fp32 values (vfma), or with kPairs (avx512bf16 only) bf16 pairs (vdot_bf16).
 template <bool kPairs>
 inline vf vdot_step(vf a, vf b, vf acc) {

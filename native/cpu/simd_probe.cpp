@@ -11,7 +11,8 @@
 //     lanes of vload_n(a, t) stored), vstore_n (vstore_n(out, vload(a), t); out past t keeps what
 //     the caller put there). tail_mask is what both use on AVX2 and AVX-512. vload_w and vstore_w
 //     likewise (the plain load and store when t = W).
-//   rows of any length n: act_forward_n (out = act(a); arg[0] = Act), act_backward_n
+//   rows of any length: vround_bf16_n (out[0:n] = vround_bf16(a[0:n]), arg[0] = n, out past n kept),
+//   act_forward_n (out = act(a); arg[0] = Act), act_backward_n
 //     (out = a ∘ act'(b); arg[0] = Act).
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
 //     panels; transpose_8x8 (the vector variants only): arg = {rows, lds, ldd}.
@@ -236,6 +237,11 @@ Status run(const SimdProbe& p) {
     return Status::Ok();
   }
   if (fn == "vload_n" || fn == "vstore_n" || fn == "vload_w" || fn == "vstore_w") return run_tail(p, fn[1] == 'l');
+  if (fn == "vround_bf16_n") {  // rows of any length: out[0:n] = vround_bf16(a[0:n]), arg[0] = n
+    NF_CHECK(arity(p) >= 1 && p.arg[0] >= 0 && p.arg[0] <= p.n && p.arg[0] <= p.out_n, kOp, "vround_bf16_n: needs 0 <= n <= the lengths");
+    vround_bf16_n(p.out, p.in[0], p.arg[0]);
+    return Status::Ok();
+  }
   if (fn == "act_forward" || fn == "act_derivative" || fn == "act_tile" || fn == "act_forward_n" || fn == "act_backward_n")
     return run_act(p, fn);
   if (fn == "pack_k_major" || fn == "pack_transposed") {
