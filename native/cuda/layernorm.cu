@@ -31,6 +31,7 @@ namespace {
 constexpr int kRowsPerBlock = 4;         // forward: warps (rows) per block
 constexpr int kMaxBackwardBlocks = 256;  // backward: blocks of the dx kernel = rows of partials
 constexpr int kReduceThreads = 256;
+constexpr int kParamGradBatch = 16;     // partial rows each thread of the dγ, dβ sum loads at once
 
 template <class S, int W>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
@@ -180,8 +181,17 @@ __global__ void __launch_bounds__(kReduceThreads)
     layernorm_param_grad_kernel(float* dgamma, float* dbeta, const float* partial, int blocks, int D) {
   const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= 2 * D) return;
+  const float* p = partial + i;
   float s = 0.0f;
-  for (int b = 0; b < blocks; ++b) s += partial[int64_t(b) * 2 * D + i];
+  int b = 0;
+  for (; b + kParamGradBatch <= blocks; b += kParamGradBatch) {  // a batch of loads in flight, added in order
+    float v[kParamGradBatch];
+#pragma unroll
+    for (int j = 0; j < kParamGradBatch; ++j) v[j] = p[int64_t(b + j) * 2 * D];
+#pragma unroll
+    for (int j = 0; j < kParamGradBatch; ++j) s += v[j];
+  }
+  for (; b < blocks; ++b) s += p[int64_t(b) * 2 * D];
   if (i < D) dgamma[i] += s;
   else dbeta[i - D] += s;
 }
