@@ -280,9 +280,10 @@ Status backward(const ops::LayerNormBackward<S>& p) {
   NF_TRY(backend_stream(&s));
   const auto kernel = vectors<S>(p.D, p.dx, p.dout, p.dadd, p.x) ? backward_kernel<S, kVectorColumns<S>>(D)
                                                               : backward_kernel<S, 1>(D);
-  NF_CUDA_TRY(op, launch(kernel, dim3(unsigned(blocks)), dim3(unsigned(warp_rows ? per_block * kWarp : kBackwardThreads)),
-                         sizeof(float) * (warp_rows ? size_t(per_block) * 2 * size_t(D) : size_t(kWarp)), s, p.dx,
-                         static_cast<float*>(partial), p.dout, p.dadd, p.x, p.mean, p.rstd, p.gamma, p.rows, D));
+  const unsigned threads = unsigned(warp_rows ? per_block * kWarp : kBackwardThreads);
+  const size_t smem = sizeof(float) * (warp_rows ? size_t(per_block) * 2 * size_t(D) : size_t(kWarp));
+  NF_CUDA_TRY(op, launch(kernel, dim3(unsigned(blocks)), dim3(threads), smem, s, p.dx, static_cast<float*>(partial),
+                         p.dout, p.dadd, p.x, p.mean, p.rstd, p.gamma, p.rows, D));
   NF_CUDA_TRY(op, launch(layernorm_param_grad_kernel, dim3(unsigned(ceil_div(2 * D, kReduceThreads))),
                          dim3(kReduceThreads), 0, s, p.dgamma, p.dbeta, static_cast<const float*>(partial), blocks,
                          D));
