@@ -31,9 +31,28 @@ BUDGETS='
 layernorm_forward_kernel<float, 1>            48   0
 layernorm_forward_kernel<nf::ops::bf16, 1>    48   0
 layernorm_forward_kernel<nf::ops::bf16, 8>    64   0
-layernorm_backward_kernel<float, 1>           72   0
-layernorm_backward_kernel<nf::ops::bf16, 1>   80   0
-layernorm_backward_kernel<nf::ops::bf16, 8>   96   0
+# layernorm_backward_kernel<S, W, K, T>: T threads per row (32, a warp, up to D 1024; 256, the block, above),
+# each holding K chunks of W columns of a row (x then xhat, dout then dout gamma) and their dgamma, dbeta sums
+# in registers: about 4 K W registers plus addresses. No cap from __launch_bounds__ (a cap of 128 for two
+# blocks per SM spills at K W = 24 on sm_90); sm_80 and sm_89 give 128 at K W = 24, sm_90 up to 184, and
+# K W = 32 (fp32 or unaligned bf16 at D 769 to 1024) takes 169 to 255 with no spill
+layernorm_backward_kernel<float, 1, 4, 32>             48   0
+layernorm_backward_kernel<float, 1, 8, 32>             72   0
+layernorm_backward_kernel<float, 1, 16, 32>            136  0
+layernorm_backward_kernel<float, 1, 24, 32>            192  0
+layernorm_backward_kernel<float, 1, 32, 32>            255  0
+layernorm_backward_kernel<float, 1, 24, 256>           192  0
+layernorm_backward_kernel<nf::ops::bf16, 1, 4, 32>     48   0
+layernorm_backward_kernel<nf::ops::bf16, 1, 8, 32>     72   0
+layernorm_backward_kernel<nf::ops::bf16, 1, 16, 32>    136  0
+layernorm_backward_kernel<nf::ops::bf16, 1, 24, 32>    192  0
+layernorm_backward_kernel<nf::ops::bf16, 1, 32, 32>    255  0
+layernorm_backward_kernel<nf::ops::bf16, 1, 24, 256>   192  0
+layernorm_backward_kernel<nf::ops::bf16, 8, 1, 32>     72   0
+layernorm_backward_kernel<nf::ops::bf16, 8, 2, 32>     112  0
+layernorm_backward_kernel<nf::ops::bf16, 8, 3, 32>     136  0
+layernorm_backward_kernel<nf::ops::bf16, 8, 4, 32>     176  0
+layernorm_backward_kernel<nf::ops::bf16, 8, 3, 256>    144  0
 layernorm_param_grad_kernel              40   0
 # gemm_kernel<tile, TA, TC>: A, B of TA and C of TC (gemm.h GemmCallOf), converted to float on load
 gemm_kernel<64, 64, 16, 4, 4, float, float>                  85   17408

@@ -8,12 +8,15 @@
 // statistics are those of the sum as stored (rounded to S), so backward, which reads it, agrees.
 // bf16 rows of a multiple of 8 values move as 16-byte vectors: lane l then owns the chunks of 8
 // columns starting at 8l, 8(l + 32), ... instead of the columns l, l + 32, ... (W in the kernels).
-// Dimension key: rows = B*T, D = model width.
-// Parallelism: one warp per row; lane l handles columns l, l+32, ... and the warp reduces with
-// butterfly shuffles (two passes: mean, then the centred variance). Backward: each warp walks rows
-// (grid-stride) and accumulates its dγ, dβ partials in its own slice of shared memory; each block
-// then sums its warps' slices into a per-block row of a scratch buffer, and a second kernel adds the
-// blocks' rows into dγ, dβ in a fixed order, so results are deterministic (no float atomics).
+// Dimension key: rows = B*T, D = model width; backward: T threads per row, K chunks of W columns each.
+// Parallelism: forward, one warp per row; lane l handles columns l, l+32, ... and the warp reduces
+// with butterfly shuffles (two passes: mean, then the centred variance). Backward: a warp per row
+// (D ≤ 1,024; a block of 256 threads per row above, up to 6,144); thread t of a row owns the K chunks
+// starting at W (t + kT), reads its columns of x and dout once into registers for both the row sums
+// and dx, and keeps its columns' dγ, dβ partial sums in registers over the rows it walks (grid-stride).
+// At the end each block forms its per-block row of a scratch buffer (the warps' sums added in warp
+// order through shared memory, once per block), and a second kernel adds the blocks' rows into dγ, dβ
+// in a fixed order, so results are deterministic (no float atomics).
 #include "layernorm.h"
 
 #include <type_traits>
@@ -28,6 +31,7 @@ namespace {
 constexpr int kRowsPerBlock = 4;         // forward: warps (rows) per block
 constexpr int kMaxBackwardBlocks = 256;  // backward: blocks of the dx kernel = rows of partials
 constexpr int kReduceThreads = 256;
+constexpr int kParamGradBatch = 16;     // partial rows each thread of the dγ, dβ sum loads at once
 
 template <class S, int W>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
@@ -73,59 +77,102 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
   }
 }
 
-// dx for the rows of this block's warps (grid-stride), and the block's dγ | dβ partial sums in
-// partial[blockIdx.x * 2D ...]. Dynamic shared memory: [warps][2][D] floats.
-template <class S, int W>
-__global__ void layernorm_backward_kernel(S* dx, float* partial, const S* dout, const S* dadd, const S* x,
-                                          const float* mean, const float* rstd, const float* gamma, int64_t rows,
-                                          int D) {
+// The backward's threads per row: a warp (T = kWarp, D ≤ kMaxWarpRowD) or the whole block (T =
+// kBackwardThreads, larger D up to kMaxBackwardD); thread t of a row owns the K chunks of W columns
+// starting at W (t + kT), k < K, and keeps them in registers.
+constexpr int kBackwardThreads = 256;
+constexpr int kMaxWarpRowD = 1024;
+constexpr int kMaxBackwardD = 6144;
+
+// The sum of v over the T threads of a row, returned to each of them (a block-wide T: `scratch` holds
+// kWarp floats of shared memory).
+template <int T>
+__device__ __forceinline__ float row_sum(float v, float* scratch) {
+  if constexpr (T == kWarp) return warp_sum(v);
+  else return block_reduce(v, SumOp{}, 0.0f, scratch);
+}
+
+// f(k, c) for each chunk k < K of thread t of a row whose first column, c = W (t + kT), is in the row.
+template <int K, int W, int T, class F>
+__device__ __forceinline__ void for_chunks(int t, int D, F&& f) {
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    if ((t + k * T) * W < D) f(k, (t + k * T) * W);
+}
+
+// dx for the rows of this block's row groups of T threads (grid-stride), and the block's dγ | dβ
+// partial sums in partial[blockIdx.x * 2D ...]. Each thread reads its columns of a row once into
+// registers (xhat and dout γ replace x and dout there for the dx pass) and sums its columns' dγ, dβ
+// over the rows it walks in registers too; at the end a warp-per-row block adds its warps' sums in
+// warp order through dynamic shared memory ([warps][2][D] floats), a block-per-row one writes them
+// directly (its dynamic shared memory: the kWarp floats of the row sums' block_reduce).
+template <class S, int W, int K, int T>
+__global__ void __launch_bounds__(kBackwardThreads)
+    layernorm_backward_kernel(S* dx, float* partial, const S* dout, const S* dadd, const S* x, const float* mean,
+                              const float* rstd, const float* gamma, int64_t rows, int D) {
   NF_DYNAMIC_SHARED(float, smem);
-  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp, warps = int(blockDim.x) / kWarp;
-  float* pg = smem + warp * 2 * D;  // this warp's dγ partials, then its dβ partials
-  float* pb = pg + D;
-  for (int c = lane * W; c < D; c += kWarp * W)
-    for (int j = 0; j < W; ++j) pg[c + j] = pb[c + j] = 0.0f;
+  const int t = int(threadIdx.x) % T, group = int(threadIdx.x) / T, groups = int(blockDim.x) / T;
   const float inv_d = 1.0f / float(D);
-  float xv[W], gv[W];
-  for (int64_t row = int64_t(blockIdx.x) * warps + warp; row < rows; row += int64_t(gridDim.x) * warps) {
+  float pg[K][W] = {}, pb[K][W] = {};  // this thread's dγ, dβ partials
+  float xh[K][W], gg[K][W];             // a row's x, then xhat; its dout, then dout γ
+  for (int64_t row = int64_t(blockIdx.x) * groups + group; row < rows; row += int64_t(gridDim.x) * groups) {
     const S* xr = x + row * D;
     const S* g = dout + row * D;
+    for_chunks<K, W, T>(t, D, [&](int k, int c) {
+      load_cols<W>(xr, c, xh[k]);
+      load_cols<W>(g, c, gg[k]);
+    });
     const float m = mean[row], rs = rstd[row];
     float a1 = 0.0f, a2 = 0.0f;  // Σ dout γ, Σ dout γ xhat
-    for (int c = lane * W; c < D; c += kWarp * W) {
-      load_cols<W>(xr, c, xv);
-      load_cols<W>(g, c, gv);
+    for_chunks<K, W, T>(t, D, [&](int k, int c) {
+#pragma unroll
       for (int j = 0; j < W; ++j) {
-        const float xh = (xv[j] - m) * rs, go = gv[j], gg = go * gamma[c + j];
-        a1 += gg;
-        a2 = fmaf(gg, xh, a2);
-        pg[c + j] = fmaf(go, xh, pg[c + j]);
-        pb[c + j] += go;
+        const float h = (xh[k][j] - m) * rs, go = gg[k][j], gm = go * gamma[c + j];
+        a1 += gm;
+        a2 = fmaf(gm, h, a2);
+        pg[k][j] = fmaf(go, h, pg[k][j]);
+        pb[k][j] += go;
+        xh[k][j] = h;
+        gg[k][j] = gm;
       }
-    }
-    a1 = warp_sum(a1) * inv_d;
-    a2 = warp_sum(a2) * inv_d;
+    });
+    a1 = row_sum<T>(a1, smem) * inv_d;
+    a2 = row_sum<T>(a2, smem) * inv_d;
     S* o = dx + row * D;
     const S* ad = dadd ? dadd + row * D : nullptr;
-    for (int c = lane * W; c < D; c += kWarp * W) {
-      load_cols<W>(xr, c, xv);
-      load_cols<W>(g, c, gv);
-      float av[W];
-      if (ad) load_cols<W>(ad, c, av);
-      for (int j = 0; j < W; ++j) {
-        const float xh = (xv[j] - m) * rs;
-        const float v = rs * (gv[j] * gamma[c + j] - a1 - xh * a2);
-        xv[j] = ad ? v + av[j] : v;
+    // A plain loop over the chunks: as a for_chunks lambda nvcc 13 gives this pass 8 to 75 more
+    // registers in the W = 1 kernels.
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int c = (t + k * T) * W;
+      if (c < D) {
+        float av[W];
+        if (ad) load_cols<W>(ad, c, av);
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          const float v = rs * (gg[k][j] - a1 - xh[k][j] * a2);
+          xh[k][j] = ad ? v + av[j] : v;
+        }
+        store_cols<W>(o, c, xh[k]);
       }
-      store_cols<W>(o, c, xv);
     }
   }
-  __syncthreads();
   float* out = partial + int64_t(blockIdx.x) * 2 * D;
-  for (int i = int(threadIdx.x); i < 2 * D; i += int(blockDim.x)) {
-    float s = 0.0f;
-    for (int w = 0; w < warps; ++w) s += smem[w * 2 * D + i];
-    out[i] = s;
+  float* mine = T == kWarp ? smem + group * 2 * D : out;
+  for_chunks<K, W, T>(t, D, [&](int k, int c) {
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      mine[c + j] = pg[k][j];
+      mine[D + c + j] = pb[k][j];
+    }
+  });
+  if constexpr (T == kWarp) {
+    __syncthreads();
+    for (int i = int(threadIdx.x); i < 2 * D; i += int(blockDim.x)) {
+      float s = 0.0f;
+      for (int w = 0; w < groups; ++w) s += smem[w * 2 * D + i];
+      out[i] = s;
+    }
   }
 }
 
@@ -134,8 +181,17 @@ __global__ void __launch_bounds__(kReduceThreads)
     layernorm_param_grad_kernel(float* dgamma, float* dbeta, const float* partial, int blocks, int D) {
   const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= 2 * D) return;
+  const float* p = partial + i;
   float s = 0.0f;
-  for (int b = 0; b < blocks; ++b) s += partial[int64_t(b) * 2 * D + i];
+  int b = 0;
+  for (; b + kParamGradBatch <= blocks; b += kParamGradBatch) {  // a batch of loads in flight, added in order
+    float v[kParamGradBatch];
+#pragma unroll
+    for (int j = 0; j < kParamGradBatch; ++j) v[j] = p[int64_t(b + j) * 2 * D];
+#pragma unroll
+    for (int j = 0; j < kParamGradBatch; ++j) s += v[j];
+  }
+  for (; b < blocks; ++b) s += p[int64_t(b) * 2 * D];
   if (i < D) dgamma[i] += s;
   else dbeta[i - D] += s;
 }
@@ -147,7 +203,8 @@ Status check_dims(const char* op, const P& p) {
   return Status::Ok();
 }
 
-// Warps per backward block: as many as fit their [2][D] partials in 48 KiB of shared memory.
+// Warps (rows) per warp-per-row backward block: as many as fit their [2][D] partials in 48 KiB of
+// shared memory (8 up to D 768, 6 at 1,024).
 int backward_warps(int64_t D) {
   const int64_t fit = int64_t(kDefaultSharedLimit) / (2 * D * int64_t(sizeof(float)));
   return fit >= 8 ? 8 : int(fit);
@@ -181,22 +238,51 @@ Status forward(const ops::LayerNormForward<S>& p) {
 }
 
 template <class S>
+using BackwardKernel = void (*)(S*, float*, const S*, const S*, const S*, const float*, const float*, const float*,
+                                int64_t, int);
+
+// The backward kernel for D with W columns per chunk: a warp per row for D ≤ kMaxWarpRowD, its K from
+// the narrowest of the widths Cols, More... that holds D (those narrower than one chunk per lane,
+// 32 W, are skipped), else a block per row with the K that reaches kMaxBackwardD.
+template <class S, int W, int Cols, int... More>
+BackwardKernel<S> backward_kernel(int D) {
+  if constexpr (Cols < kWarp * W) {
+    return backward_kernel<S, W, More...>(D);
+  } else if constexpr (sizeof...(More) == 0) {
+    static_assert(Cols == kMaxWarpRowD && kMaxBackwardD % (kBackwardThreads * W) == 0);
+    return D <= Cols ? layernorm_backward_kernel<S, W, Cols / (kWarp * W), kWarp>
+                     : layernorm_backward_kernel<S, W, kMaxBackwardD / (kBackwardThreads * W), kBackwardThreads>;
+  } else {
+    return D <= Cols ? layernorm_backward_kernel<S, W, Cols / (kWarp * W), kWarp> : backward_kernel<S, W, More...>(D);
+  }
+}
+template <class S, int W>
+BackwardKernel<S> backward_kernel(int D) {
+  return backward_kernel<S, W, 128, 256, 512, 768, kMaxWarpRowD>(D);
+}
+
+template <class S>
 Status backward(const ops::LayerNormBackward<S>& p) {
   const char* op = "layernorm_backward";
   NF_TRY(check_dims(op, p));
-  const int warps = backward_warps(p.D);
-  NF_CHECK(warps >= 1, op, "D is too large for the CUDA kernel (at most 6144)");
+  NF_CHECK(p.D <= kMaxBackwardD, op, "D is too large for the CUDA kernel (at most 6144)");
   if (p.rows == 0) return Status::Ok();
   const int D = int(p.D);
-  const int blocks = int(ceil_div(p.rows, warps) < kMaxBackwardBlocks ? ceil_div(p.rows, warps) : kMaxBackwardBlocks);
+  // A warp per row: `warps` rows per block, their partials in shared memory; a block per row: the
+  // row sums' kWarp floats.
+  const bool warp_rows = D <= kMaxWarpRowD;
+  const int per_block = warp_rows ? backward_warps(D) : 1;
+  const int blocks = int(ceil_div(p.rows, per_block) < kMaxBackwardBlocks ? ceil_div(p.rows, per_block)
+                                                                          : kMaxBackwardBlocks);
   void* partial = nullptr;
   NF_TRY(workspace(0, sizeof(float) * size_t(blocks) * 2 * size_t(D), &partial));
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  const auto kernel = vectors<S>(p.D, p.dx, p.dout, p.dadd, p.x) ? layernorm_backward_kernel<S, kVectorColumns<S>>
-                                                              : layernorm_backward_kernel<S, 1>;
-  NF_CUDA_TRY(op, launch(kernel, dim3(unsigned(blocks)), dim3(unsigned(warps * kWarp)),
-                         sizeof(float) * size_t(warps) * 2 * size_t(D), s, p.dx, static_cast<float*>(partial),
+  const auto kernel = vectors<S>(p.D, p.dx, p.dout, p.dadd, p.x) ? backward_kernel<S, kVectorColumns<S>>(D)
+                                                              : backward_kernel<S, 1>(D);
+  const unsigned threads = unsigned(warp_rows ? per_block * kWarp : kBackwardThreads);
+  const size_t smem = sizeof(float) * (warp_rows ? size_t(per_block) * 2 * size_t(D) : size_t(kWarp));
+  NF_CUDA_TRY(op, launch(kernel, dim3(unsigned(blocks)), dim3(threads), smem, s, p.dx, static_cast<float*>(partial),
                          p.dout, p.dadd, p.x, p.mean, p.rstd, p.gamma, p.rows, D));
   NF_CUDA_TRY(op, launch(layernorm_param_grad_kernel, dim3(unsigned(ceil_div(2 * D, kReduceThreads))),
                          dim3(kReduceThreads), 0, s, p.dgamma, p.dbeta, static_cast<const float*>(partial), blocks,

@@ -64,7 +64,12 @@ NF_TEST(cuda_bf16_layernorm_parity) {
     int64_t rows, D;
     bool residual, dadd;
   };
-  const Case cases[] = {{1, 24, false, false}, {7, 40, true, false}, {65, 20, false, true}, {197 * 2, 40, true, true}};
+  // Widths for each backward instantiation: 16-byte vectors (D a multiple of 8) with 1, 2, 3, 4
+  // chunks a lane (D up to 256, 512, 768, 1,024) and a block per row (2,000); single columns at 20
+  // and, a block per row, 1,030.
+  const Case cases[] = {{1, 24, false, false}, {7, 40, true, false},   {65, 20, false, true}, {197 * 2, 40, true, true},
+                        {50, 384, false, true}, {100, 768, true, true}, {33, 1024, false, false},
+                        {20, 2000, false, true}, {17, 1030, true, false}};
   for (const Case& c : cases) {
     const std::string name = dims({{"rows", c.rows}, {"D", c.D}, {"residual", c.residual}, {"dadd", c.dadd}});
     const size_t n = size_t(c.rows * c.D);

@@ -1,5 +1,9 @@
 // Parity of the CUDA LayerNorm (forward, fused residual, backward with dadd) with the float64
-// reference native/cpu/ref/layernorm.h.
+// reference native/cpu/ref/layernorm.h, at widths that reach each backward instantiation (a warp per
+// row holding 4, 8, 16, 24 or 32 columns a lane: D up to 128, 256, 512, 768, 1,024; a block per row
+// above, up to 6,144), and the backward's bits run to run.
+#include <cstring>
+
 #include "../../cpu/ref/layernorm.h"
 #include "../layernorm.h"
 #include "parity.h"
@@ -14,8 +18,10 @@ struct Case {
 };
 
 NF_TEST(cuda_layernorm_parity) {
-  const Case cases[] = {{1, 24, false, false}, {7, 72, true, false}, {65, 96, false, true},
-                        {197 * 5, 40, true, true}, {3, 1, false, false}, {2100, 200, false, true}};
+  const Case cases[] = {{1, 24, false, false},   {7, 72, true, false},     {65, 96, false, true},
+                        {197 * 5, 40, true, true}, {3, 1, false, false},     {2100, 200, false, true},
+                        {37, 300, true, false},    {130, 768, true, true},   {21, 1000, false, true},
+                        {40, 1100, true, true},    {3, 6144, false, false}};
   for (const Case& c : cases) {
     const std::string name = dims({{"rows", c.rows}, {"D", c.D}, {"residual", c.residual}, {"dadd", c.dadd}});
     const size_t n = size_t(c.rows * c.D);
@@ -60,6 +66,38 @@ NF_TEST(cuda_layernorm_parity) {
     check_close("layernorm dx", name, (c.dadd ? d_dadd : d_dx).download(), dx, kBwdTol);
     check_close("layernorm dgamma", name, d_dgamma.download(), dgamma, kBwdTol);
     check_close("layernorm dbeta", name, d_dbeta.download(), dbeta, kBwdTol);
+  }
+}
+
+// The backward twice on the same inputs, and on the same dγ, dβ starting values: equal bits (the
+// per-block partial sums and their sum over blocks run in a fixed order, no float atomics), with rows
+// past one per warp of the grid (each warp walks several) and a block-per-row width.
+NF_TEST(cuda_layernorm_backward_deterministic) {
+  for (const int64_t D : {40, 768, 1100}) {
+    const int64_t rows = D > 1024 ? 300 : 2100;
+    const std::string name = dims({{"rows", rows}, {"D", D}});
+    const size_t n = size_t(rows * D);
+    const Vec x = randn(n, 2.0), gamma = randn(size_t(D)), dout = randn(n), dadd = randn(n);
+    DeviceF d_x(x), d_gamma(gamma), d_dout(dout), d_mean{size_t(rows)}, d_rstd{size_t(rows)}, d_out{n};
+    nf::ops::LayerNormForward<float> f;
+    f.rows = rows, f.D = D, f.out = d_out, f.mean = d_mean, f.rstd = d_rstd, f.x = d_x, f.gamma = d_gamma;
+    f.beta = d_gamma;
+    NF_ASSERT_OK(nf::cuda::run(f));
+    std::vector<float> first[3];
+    for (int run = 0; run < 2; ++run) {
+      DeviceF d_dadd(dadd), d_dgamma(std::vector<float>(size_t(D), 0.5f)),
+          d_dbeta(std::vector<float>(size_t(D), -0.25f));
+      nf::ops::LayerNormBackward<float> b;
+      b.rows = rows, b.D = D, b.dx = d_dadd, b.dgamma = d_dgamma, b.dbeta = d_dbeta, b.dout = d_dout, b.dadd = d_dadd;
+      b.x = d_x, b.mean = d_mean, b.rstd = d_rstd, b.gamma = d_gamma;
+      NF_ASSERT_OK(nf::cuda::run(b));
+      const std::vector<float> got[3] = {d_dadd.download(), d_dgamma.download(), d_dbeta.download()};
+      for (int i = 0; i < 3; ++i)
+        if (run == 0) first[i] = got[i];
+        else NF_EXPECT(std::memcmp(first[i].data(), got[i].data(), first[i].size() * sizeof(float)) == 0,
+                       "layernorm backward bits differ between runs (0 dx, 1 dgamma, 2 dbeta: " + std::to_string(i) +
+                           "), " + name);
+    }
   }
 }
 
