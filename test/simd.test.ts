@@ -489,7 +489,7 @@ describe('coverage', () => {
     vzero: 'vzero and vset1', vset1: 'vzero and vset1', vstore: 'every lane-wise case',
     vsum: 'vsum and vhmax', vhmax: 'vsum and vhmax',
     vload_n: 'vload_n and vstore_n', vstore_n: 'vload_n and vstore_n', tail_mask: 'vload_n and vstore_n',
-    vload_w: 'vload_w and vstore_w', vstore_w: 'vload_w and vstore_w', act_tile: 'act_tile', vround_bf16_n: 'vround_bf16_n',
+    vload_w: 'vload_w and vstore_w', vstore_w: 'vload_w and vstore_w', act_tile: 'act_tile', with_act: 'act_tile (its run-time form goes through with_act)', vround_bf16_n: 'vround_bf16_n',
     act_forward_n: 'act_forward_n and act_backward_n', act_backward_n: 'act_forward_n and act_backward_n',
     pack_k_major: 'pack_k_major and pack_transposed', pack_transposed: 'pack_k_major and pack_transposed',
     transpose_8x8: 'transpose_8x8', first_nonfinite_range: 'first_nonfinite_range',

@@ -1,5 +1,5 @@
 // Activation functions on vectors, shared by the GEMM epilogue and the feed-forward backward.
-// Include inside `namespace nf::cpu::NF_ISA_NS` after simd.h.
+// Include inside `namespace nf::cpu::NF_ISA_NS` after simd.h (needs <type_traits>).
 //   relu(x) = max(x, 0)                        relu'(x) = [x > 0]
 //   gelu(x) = x Φ(x) = ½ x (1 + erf(x/√2))      gelu'(x) = Φ(x) + x φ(x), φ(x) = e^{-x²/2}/√(2π)
 //   gelu_tanh(x) = ½ x (1 + tanh(u)), u = √(2/π) (x + 0.044715 x³)
@@ -35,17 +35,23 @@ inline void act_tile(vf (&acc)[R][V]) {
     for (int v = 0; v < V; ++v) acc[r][v] = act_forward(acc[r][v], A);
 }
 
+// f(std::integral_constant<Act, act>{}): code templated on the activation, chosen at run time.
+template <class F>
+inline void with_act(Act act, F&& f) {
+  switch (act) {
+    case Act::none: return f(std::integral_constant<Act, Act::none>{});
+    case Act::relu: return f(std::integral_constant<Act, Act::relu>{});
+    case Act::gelu: return f(std::integral_constant<Act, Act::gelu>{});
+    case Act::gelu_tanh: return f(std::integral_constant<Act, Act::gelu_tanh>{});
+    case Act::silu: return f(std::integral_constant<Act, Act::silu>{});
+    case Act::tanh: return f(std::integral_constant<Act, Act::tanh>{});
+  }
+}
+
 // act_tile with `act` known at run time.
 template <int R, int V>
 inline void act_tile(vf (&acc)[R][V], Act act) {
-  switch (act) {
-    case Act::none: break;
-    case Act::relu: act_tile<Act::relu>(acc); break;
-    case Act::gelu: act_tile<Act::gelu>(acc); break;
-    case Act::gelu_tanh: act_tile<Act::gelu_tanh>(acc); break;
-    case Act::silu: act_tile<Act::silu>(acc); break;
-    case Act::tanh: act_tile<Act::tanh>(acc); break;
-  }
+  with_act(act, [&](auto a) { act_tile<decltype(a)::value>(acc); });
 }
 
 // d act(x) / dx

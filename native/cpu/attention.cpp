@@ -213,13 +213,28 @@ void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, c
   }
 }
 
+#if NF_BF16_DOT
+// dst row r / 2 (ldd apart) = rows r and r + 1 of src (lds apart; a missing last one: zeros) as one
+// row of n bf16 pairs, for the rows < rows: a matrix paired along its rows. dst may be src (row r / 2
+// is written after rows r, r + 1 are read).
+void pack_row_pairs(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; r += 2)
+    pack_bf16_pair_rows(dst + r / 2 * ldd, src + r * lds, r + 1 < rows ? src + (r + 1) * lds : nullptr, n);
+}
+
+// dst row r (ldd apart) = row r of src (lds apart) as ⌈n / 2⌉ pairs of neighbours, for r < rows: a
+// matrix paired along its columns (dst may be src).
+void pack_rows(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) pack_bf16_row(dst + r * ldd, src + r * lds, n);
+}
+#endif
+
 // Kt for keys [0, nk) at k (rows ldk apart): the tile transposed and scaled, [Dh, kBK]; with pairs
 // (avx512bf16, bf16 inputs) paired along d in place and unscaled, [⌈Dh / 2⌉, kBK].
 void load_key_tile(float* Kt, const float* k, int64_t ldk, int nk, int64_t Dh, float scale, bool pairs) {
   transpose(Kt, kBK, k, ldk, nk, Dh, pairs ? 1.0f : scale);
 #if NF_BF16_DOT
-  for (int64_t dd = 0; pairs && dd < (Dh + 1) / 2; ++dd)  // row dd reads rows 2dd and 2dd + 1
-    pack_bf16_pair_rows(Kt + dd * kBK, Kt + 2 * dd * kBK, 2 * dd + 1 < Dh ? Kt + (2 * dd + 1) * kBK : nullptr, kBK);
+  if (pairs) pack_row_pairs(Kt, kBK, Kt, kBK, Dh, kBK);
 #endif
 }
 
@@ -231,7 +246,7 @@ void block_scores(float* S, float* Qp, const float* q, int64_t ldq, const float*
 #if NF_BF16_DOT
   if (pairs) {
     const int64_t Dh2 = (d.Dh + 1) / 2;
-    for (int r = 0; r < nq; ++r) pack_bf16_row(Qp + r * Dh2, q + r * ldq, d.Dh);
+    pack_rows(Qp, Dh2, q, ldq, nq, d.Dh);
     return masked_scores(S, Qp, Dh2, Kt, m, d, b, i0, nq, j0, nk, true);
   }
 #endif
@@ -343,8 +358,7 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
     load_keys(j0, nk);
 #if NF_BF16_DOT
-    for (int c = 0; pairs && c < nk; c += 2)
-      pack_bf16_pair_rows(Vp + c / 2 * Dh, vb + (j0 + c) * d.v.row, c + 1 < nk ? vb + (j0 + c + 1) * d.v.row : nullptr, Dh);
+    if (pairs) pack_row_pairs(Vp, Dh, vb + j0 * d.v.row, d.v.row, nk, Dh);
 #endif
     for (int64_t i = 0; i < R; i += bq) {
       const int nq = int(std::min<int64_t>(bq, R - i));
@@ -354,7 +368,7 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
                    uint64_t((row0 + i) * Tk + j0), Tk, bf16_p);
 #if NF_BF16_DOT
       if (pairs) {
-        for (int r = 0; r < nq; ++r) pack_bf16_row(S + r * kBK, S + r * kBK, nk);
+        pack_rows(S, kBK, S, kBK, nq, nk);
         tile_accumulate<false, true>(ob + i * d.o.row, d.o.row, S, kBK, 1, nq, (nk + 1) / 2, Vp, Dh, Dh);
         continue;
       }
@@ -437,8 +451,7 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
     load_key_tile(Kt, kj, d.k.row, nk, Dh, d.scale, pairs);
     load_key_tile(Vt, v + vo + j0 * d.v.row, d.v.row, nk, Dh, 1.0f, pairs);
 #if NF_BF16_DOT
-    for (int c = 0; pairs && c < nk; c += 2)
-      pack_bf16_pair_rows(Kp + c / 2 * Dh, kj + c * d.k.row, c + 1 < nk ? kj + (c + 1) * d.k.row : nullptr, Dh);
+    if (pairs) pack_row_pairs(Kp, Dh, kj, d.k.row, nk, Dh);
 #endif
     // Causal: query blocks ending before key j0 see none of this tile.
     for (int64_t i0 = m.causal ? j0 / bq * bq : 0; i0 < Tq; i0 += bq) {
@@ -449,7 +462,7 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
       block_scores(S, Qp, qi, d.q.row, Kt, m, d, b, i0, nq, j0, nk, pairs);
 #if NF_BF16_DOT
       if (pairs) {
-        for (int r = 0; r < nq; ++r) pack_bf16_row(Qp + r * Dh2, doi + r * d.o.row, Dh);
+        pack_rows(Qp, Dh2, doi, d.o.row, nq, Dh);
         tile_scores(dP, Qp, Dh2, nq, Vt, Dh, nk, true);
       } else
 #endif
@@ -483,17 +496,14 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
 #if NF_BF16_DOT
       if (pairs) {
         const int nq2 = (nq + 1) / 2;
-        for (int r = 0; r < nq; r += 2) {  // the block's queries paired: P ∘ Z and dS rows, dO and Q rows
-          const bool two = r + 1 < nq;
-          pack_bf16_pair_rows(dP + r / 2 * kBK, dP + r * kBK, two ? dP + (r + 1) * kBK : nullptr, nk);
-          pack_bf16_pair_rows(dSt + r / 2 * kBK, S + r * kBK, two ? S + (r + 1) * kBK : nullptr, nk);
-          pack_bf16_pair_rows(R + r / 2 * Dh, dout + oo + (i0 + r) * d.o.row, two ? dout + oo + (i0 + r + 1) * d.o.row : nullptr, Dh);
-        }
+        // The block's queries paired: P ∘ Z and dS rows, dO and Q rows.
+        pack_row_pairs(dP, kBK, dP, kBK, nq, nk);
+        pack_row_pairs(dSt, kBK, S, kBK, nq, nk);
+        pack_row_pairs(R, Dh, dout + oo + i0 * d.o.row, d.o.row, nq, Dh);
         tile_accumulate<false, true>(dvj, d.v.row, dP, 1, kBK, nk, nq2, R, Dh, Dh);  // dV += (P∘Z)ᵀ dO
-        for (int r = 0; r < nq; r += 2)
-          pack_bf16_pair_rows(R + r / 2 * Dh, qi + r * d.q.row, r + 1 < nq ? qi + (r + 1) * d.q.row : nullptr, Dh);
+        pack_row_pairs(R, Dh, qi, d.q.row, nq, Dh);
         tile_accumulate<false, true>(dkj, d.k.row, dSt, 1, kBK, nk, nq2, R, Dh, Dh);  // dK += scale dSᵀ Q
-        for (int r = 0; r < nq; ++r) pack_bf16_row(S + r * kBK, S + r * kBK, nk);
+        pack_rows(S, kBK, S, kBK, nq, nk);
         tile_accumulate<false, true>(dq + qo + i0 * d.q.row, d.q.row, S, kBK, 1, nq, (nk + 1) / 2, Kp, Dh, Dh);  // dQ += scale dS K
         continue;
       }

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "../core/philox.h"
 #include "../core/threadpool.h"

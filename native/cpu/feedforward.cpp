@@ -10,6 +10,8 @@
 // Dimension key: rows = B*T, D = model width, F = hidden width.
 #include "feedforward.h"
 
+#include <type_traits>
+
 #include "../core/allocator.h"
 #include "../core/philox.h"
 #include "../core/threadpool.h"

@@ -43,6 +43,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "../core/allocator.h"
 #include "../core/threadpool.h"

@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gemm.h"
@@ -308,14 +309,7 @@ void tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
 }  // namespace
 
 void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-  switch (c.act) {
-    case Act::none: return tiles<Act::none>(c, m0, m1, p0, p1);
-    case Act::relu: return tiles<Act::relu>(c, m0, m1, p0, p1);
-    case Act::gelu: return tiles<Act::gelu>(c, m0, m1, p0, p1);
-    case Act::gelu_tanh: return tiles<Act::gelu_tanh>(c, m0, m1, p0, p1);
-    case Act::silu: return tiles<Act::silu>(c, m0, m1, p0, p1);
-    case Act::tanh: return tiles<Act::tanh>(c, m0, m1, p0, p1);
-  }
+  with_act(c.act, [&](auto a) { tiles<decltype(a)::value>(c, m0, m1, p0, p1); });
 }
 
 }  // namespace nf::cpu::NF_INT8_NS
