@@ -10,17 +10,20 @@
 //   Saturation: vpdpbusd adds its four u8 × s8 products into the int32 lane exactly (its saturating
 //   form vpdpbusds is not used, and |Σ| ≤ 255 · 127 · K < 2³¹ for K ≤ kMaxInt8K). The AVX2 path does
 //   not use vpmaddubsw, whose int16 pair sums saturate for u8 × s8 (2 · 255 · 127 > 32767, the flaw
-//   onnxruntime documents for its AVX2 u8s8 kernels): it widens both operands to int16 and uses
-//   vpmaddwd (int32 pair sums, exact). So every variant computes the same int32 sums; only the float
-//   epilogue's rounding (FMA contraction) may differ.
-// Layout: xq [Mp, K4] u8 row-major (Mp = M rounded up to 12 rows, zero rows and columns past M, K),
-// row scales a [Mp] and zero points z [Mp] in the calling thread's gemm_pack scratch; the weights'
-// 32-column panels [K4 / 4][32][4] (the int8 packing). Tiles, per variant:
+//   onnxruntime documents for its AVX2 u8s8 kernels): both operands are int16 (the activations
+//   quantized straight to int16, the weights widened once per call) and vpmaddwd forms int32 pair
+//   sums, exactly. So every variant computes the same int32 sums; only the float epilogue's rounding
+//   (FMA contraction) may differ.
+// Layout: xq [Mp, K4] row-major, u8 (int16 on the avx2 kernels) (Mp = M rounded up to 12 rows, zero
+// rows and columns past M, K), row scales a [Mp] and zero points z [Mp] in the calling thread's
+// gemm_pack scratch; the weights' 32-column panels [K4 / 4][32][4] (the int8 packing), and on the
+// avx2 kernels their int16 copy [K4 / 2][32][2] (k pairs) in the same scratch. Tiles, per variant:
 //   avx512_vnni (this file's NF_ISA 2 pass, its own namespace, run only where CPUID reports
 //     AVX-512 VNNI): 12 rows x 32 columns, 24 zmm int32 accumulators, one vpdpbusd per row and
 //     16 columns per 4 k, the row's 4 bytes broadcast.
-//   avx2 (also the avx512 variant's on a CPU without VNNI): 6 x 8, each row's 4 bytes and the
-//     panel's 8 x 4 bytes widened to int16, vpmaddwd into pair sums, added pairwise at the end.
+//   avx2 (also the avx512 variant's on a CPU without VNNI): 4 x 16, 8 ymm int32 accumulators, one
+//     vpmaddwd + vpaddd per row and 8 columns per 2 k, the row's int16 pair broadcast. (6 rows need
+//     16 ymm registers and GCC then spills accumulators on every k step.)
 //   scalar: 4 x 8, int32 arithmetic.
 // Threads: the row blocks (rows · K4 about 192 KiB, in L2) times the 32-column panels, panel fastest,
 // in two contiguous chunks per thread; a panel (K4 · 32 bytes) serves every row tile of its block.
@@ -69,6 +72,8 @@ namespace {
 // k loop (half the speed).
 #if NF_ISA == 2 && NF_X86
 constexpr int MR = 12, NT = 32;
+using xq_t = uint8_t;
+using panel_t = int8_t;
 using vi = __m512i;
 inline vi vi_load(const int32_t* p) { return _mm512_loadu_si512(p); }
 inline void vi_store(int32_t* p, vi x) { _mm512_storeu_si512(p, x); }
@@ -76,6 +81,8 @@ inline void vi_store(int32_t* p, vi x) { _mm512_storeu_si512(p, x); }
 inline vf corrected(vi sums, int32_t z, vi colsum) {
   return _mm512_cvtepi32_ps(_mm512_sub_epi32(sums, _mm512_mullo_epi32(_mm512_set1_epi32(z), colsum)));
 }
+// The NT columns from `col` of panel p of the int8 packing.
+inline const int8_t* panel_columns(const Int8Call& c, int64_t p, int64_t col) { return c.w.q + p * c.w.K4 * 32 + col * 4; }
 // out[r][n] = Σ_k xq[r, k] q[k, n] for the MR rows at xq (K4 apart) and the NT columns at qp.
 inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
   vi acc[MR][2];
@@ -99,33 +106,46 @@ inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* o
   }
 }
 #elif NF_ISA == 1 && NF_X86
-constexpr int MR = 6, NT = 8;
+constexpr int MR = 4, NT = 16;
+using xq_t = int16_t;      // the activations, stored widened: vpmaddwd multiplies int16 pairs
+using panel_t = int16_t;   // the weights, widened per call (int8_widen)
 using vi = __m256i;
 inline vi vi_load(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline void vi_store(int32_t* p, vi x) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x); }
 inline vf corrected(vi sums, int32_t z, vi colsum) {
   return _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, _mm256_mullo_epi32(_mm256_set1_epi32(z), colsum)));
 }
-inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
-  __m256i lo[MR], hi[MR];  // pair sums: lo holds columns 0-3, hi 4-7, two lanes per column
-  for (int r = 0; r < MR; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
-  for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes) {
-    const __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qp)));
-    const __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qp + 16)));
-#pragma GCC unroll 6
+// The NT columns from `col` of panel p, in int8_widen's layout.
+inline const int16_t* panel_columns(const Int8Call& c, int64_t p, int64_t col) { return c.wide + p * c.w.K4 * 32 + col * 2; }
+// out[r][n] = Σ_k xq[r, k] q[k, n] for the MR int16 rows at xq (K4 apart) and the NT columns at qw
+// (k pairs 64 int16 apart): per k pair and row, the row's pair broadcast and one vpmaddwd per 8
+// columns into int32 (each lane the sum of two exact products), added to the accumulators.
+inline void dot_tile(const int16_t* xq, int64_t K4, const int16_t* qw, int32_t* out) {
+  vi acc[MR][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  for (int64_t k = 0; k < K4; k += 2, qw += 64) {
+    const vi b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qw));
+    const vi b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qw + 16));
+#pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
-      int32_t word;
-      std::memcpy(&word, xq + r * K4 + k, sizeof word);
-      const __m256i a = _mm256_cvtepu8_epi16(_mm_set1_epi32(word));  // the 4 bytes as int16, 4 times
-      lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(a, b0));
-      hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(a, b1));
+      int32_t pair;
+      std::memcpy(&pair, xq + r * K4 + k, sizeof pair);
+      const vi a = _mm256_set1_epi32(pair);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, b0));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, b1));
     }
   }
-  for (int r = 0; r < MR; ++r)  // hadd gives columns 0 1 4 5 | 2 3 6 7: put the 64-bit pairs in order
-    vi_store(out + r * NT, _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), _MM_SHUFFLE(3, 1, 2, 0)));
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+    vi_store(out + r * NT, acc[r][0]);
+    vi_store(out + r * NT + 8, acc[r][1]);
+  }
 }
 #else
 constexpr int MR = 4, NT = 8;
+using xq_t = uint8_t;
+using panel_t = int8_t;
 struct vi {
   int32_t lane[W];
 };
@@ -140,6 +160,7 @@ inline vf corrected(vi sums, int32_t z, vi colsum) {
   for (int i = 0; i < W; ++i) t[i] = static_cast<float>(sums.lane[i] - z * colsum.lane[i]);
   return vload(t);
 }
+inline const int8_t* panel_columns(const Int8Call& c, int64_t p, int64_t col) { return c.w.q + p * c.w.K4 * 32 + col * 4; }
 inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
   int32_t sum[MR][NT] = {};
   for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes)
@@ -151,8 +172,8 @@ inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* o
 #endif
 constexpr int NV = NT / W;  // vectors per tile row
 
-// The first n ≤ W lanes of q (integers in [0, 255]) as bytes at p.
-inline void store_u8(uint8_t* p, vf q, int n) {
+// The first n ≤ W lanes of q (integers in [0, 255]) at p, as xq_t.
+inline void store_xq(xq_t* p, vf q, int n) {
 #if NF_ISA == 2 && NF_X86
   const __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q));
   if (n == W) _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
@@ -160,13 +181,17 @@ inline void store_u8(uint8_t* p, vf q, int n) {
 #elif NF_ISA == 1 && NF_X86
   const __m256i i = _mm256_cvtps_epi32(q);
   const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
-  alignas(16) uint8_t b[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(b), _mm_packus_epi16(w, w));
-  std::memcpy(p, b, n);
+  if (n == W) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), w);
+  } else {
+    alignas(16) int16_t b[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(b), w);
+    std::memcpy(p, b, sizeof(int16_t) * n);
+  }
 #else
   float t[W];
   vstore(t, q);
-  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(t[i]);
+  for (int i = 0; i < n; ++i) p[i] = static_cast<xq_t>(t[i]);
 #endif
 }
 
@@ -213,11 +238,12 @@ template <Act A>
 
 }  // namespace
 
-void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, uint8_t* xq, float* scale,
+void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, void* xq_out, float* scale,
                    int32_t* zero) {
+  xq_t* xq = static_cast<xq_t*>(xq_out);
   for (int64_t r = r0; r < r1; ++r) {
     const float* row = x + r * lda;
-    uint8_t* q = xq + r * K4;
+    xq_t* q = xq + r * K4;
     vf lo = vzero(), hi = vzero();  // (the zero-filled tail lanes change neither: 0 is in the range)
     for (int64_t k = 0; k < K; k += W) {
       const vf v = K - k >= W ? vload(row + k) : vload_n(row + k, static_cast<int>(K - k));
@@ -231,13 +257,36 @@ void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r
     for (int64_t k = 0; k < K; k += W) {
       const int n = static_cast<int>(std::min<int64_t>(W, K - k));
       const vf v = n == W ? vload(row + k) : vload_n(row + k, n);
-      store_u8(q + k, vmax(vmin(vadd(vround(vmul(v, vinv)), vz), v255), vzero()), n);
+      store_xq(q + k, vmax(vmin(vadd(vround(vmul(v, vinv)), vz), v255), vzero()), n);
     }
-    std::memset(q + K, 0, K4 - K);
+    std::memset(q + K, 0, sizeof(xq_t) * (K4 - K));
     scale[r] = a;
     zero[r] = static_cast<int32_t>(zf);
   }
 }
+
+#if NF_ISA == 1 && NF_X86
+void int8_widen(const Int8Weights& w, int64_t p0, int64_t p1, int16_t* wide) {
+  // Per 8 columns of a k group (32 bytes: 4 columns a 128-bit lane, 4 k each): gather each column's
+  // k 0-1 bytes, then its k 2-3 bytes, within the lanes; bring the two lanes' k 0-1 halves together
+  // (and the k 2-3 halves); sign-extend each half to 16 int16.
+  const __m256i by_pair = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,  //
+                                           0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+  const int64_t K4 = w.K4;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int8_t* src = w.q + p * K4 * 32;
+    int16_t* dst = wide + p * K4 * 32;
+    for (int64_t g = 0; g < K4 / 4; ++g, src += kInt8GroupBytes, dst += 128)
+      for (int c = 0; c < 32; c += 8) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + c * 4));
+        const __m256i halves = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, by_pair), _MM_SHUFFLE(3, 1, 2, 0));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + c * 2), _mm256_cvtepi8_epi16(_mm256_castsi256_si128(halves)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64 + c * 2),
+                            _mm256_cvtepi8_epi16(_mm256_extracti128_si256(halves, 1)));
+      }
+  }
+}
+#endif
 
 // The lane test's hook (simd_probe.h; test/simd.test.ts holds every variant to the definitions):
 //   int8_dot_tile: arg[0] = K4; a = 12 rows of K4 bytes (u8 values as floats), b = one 32-column
@@ -254,14 +303,21 @@ void int8_probe(const SimdProbe& p, Status* status) {
       *status = Status::Error("simd_probe", "int8_dot_tile: needs K4 a positive multiple of 4, a, b of n >= 12 K4 and 32 K4, out of 384");
       return;
     }
-    std::vector<uint8_t> xq(12 * K4);
+    std::vector<xq_t> xq(12 * K4);
     std::vector<int8_t> q(K4 * 32);
-    for (int64_t i = 0; i < 12 * K4; ++i) xq[i] = static_cast<uint8_t>(p.in[0][i]);
+    for (int64_t i = 0; i < 12 * K4; ++i) xq[i] = static_cast<xq_t>(p.in[0][i]);
     for (int64_t i = 0; i < K4 * 32; ++i) q[i] = static_cast<int8_t>(p.in[1][i]);
+    Int8Call c{};
+    c.w = Int8Weights{nullptr, nullptr, q.data(), K4};
+#if NF_ISA == 1 && NF_X86
+    std::vector<int16_t> wide(K4 * 32);
+    int8_widen(c.w, 0, 1, wide.data());
+    c.wide = wide.data();
+#endif
     alignas(64) int32_t acc[MR * NT];
     for (int64_t m = 0; m < 12; m += MR)
       for (int64_t j = 0; j < 32; j += NT) {
-        dot_tile(xq.data() + m * K4, K4, q.data() + j * 4, acc);
+        dot_tile(xq.data() + m * K4, K4, panel_columns(c, 0, j), acc);
         for (int r = 0; r < MR; ++r)
           for (int n = 0; n < NT; ++n) p.out[(m + r) * 32 + j + n] = static_cast<float>(acc[r * NT + n]);
       }
@@ -273,7 +329,7 @@ void int8_probe(const SimdProbe& p, Status* status) {
       *status = Status::Error("simd_probe", "int8_quantize: needs rows, K >= 1, a of rows K, out of rows (K4 + 2)");
       return;
     }
-    std::vector<uint8_t> xq(rows * K4);
+    std::vector<xq_t> xq(rows * K4);
     std::vector<float> a(rows);
     std::vector<int32_t> z(rows);
     int8_quantize(p.in[0], K, K, K4, 0, rows, xq.data(), a.data(), z.data());
@@ -289,10 +345,11 @@ namespace {
 template <Act A>
 void tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
   const int64_t K4 = c.w.K4;
+  const xq_t* xq = static_cast<const xq_t*>(c.xq);
   alignas(64) int32_t acc[MR * NT];
   for (int64_t p = p0; p < p1; ++p)
     for (int64_t j = 32 * p; j < std::min(c.N, 32 * (p + 1)); j += NT) {
-      const int8_t* qp = c.w.q + p * K4 * 32 + (j - 32 * p) * 4;
+      const panel_t* qp = panel_columns(c, p, j - 32 * p);
       const int nr = static_cast<int>(std::min<int64_t>(NT, c.N - j));
       for (int64_t m = m0; m < m1; m += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
@@ -300,7 +357,7 @@ void tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
           __builtin_prefetch(c.y + (m + r) * c.ldc + j, 1);
           __builtin_prefetch(c.y + (m + r) * c.ldc + j + nr - 1, 1);
         }
-        dot_tile(c.xq + m * K4, K4, qp, acc);
+        dot_tile(xq + m * K4, K4, qp, acc);
         epilogue<A>(c, acc, m, j, mr, nr);
       }
     }
@@ -388,17 +445,22 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
     quantize_weights(own, W, N, K);
     w = int8_weights(own, N, K);
   }
-  const int64_t K4 = w.K4, Mp = ceil_div(M, kRowPad) * kRowPad;
-  auto* buffer = static_cast<float*>(thread_scratch(ScratchSlot::gemm_pack, sizeof(float) * 2 * Mp + Mp * K4));
+  // Which kernels: x86 only has the avx2 and VNNI ones (another architecture's variants run the scalar ones).
+  const bool vnni = NF_X86 && isa_rank(isa) >= isa_rank(Isa::avx512) && int8_vnni(), widen = NF_X86 && !vnni && isa != Isa::scalar;
+  // The scratch: row scales, zero points, xq (int16 values on the avx2 kernels), and for those the
+  // weights widened to int16 pairs, 64-byte aligned.
+  const int64_t K4 = w.K4, Mp = ceil_div(M, kRowPad) * kRowPad, panels = ceil_div(N, 32);
+  const int64_t xq_row = K4 * (widen ? 2 : 1), xq_end = 8 * Mp + Mp * xq_row, wide_at = ceil_div(xq_end, 64) * 64;
+  auto* buffer = static_cast<char*>(
+      thread_scratch(ScratchSlot::gemm_pack, widen ? wide_at + panels * K4 * 32 * 2 : xq_end));
   if (!buffer) {
     aligned_free(own);
     return false;
   }
-  float* scale = buffer;
-  int32_t* zero = reinterpret_cast<int32_t*>(buffer + Mp);
-  uint8_t* xq = reinterpret_cast<uint8_t*>(buffer + 2 * Mp);
-  // Which kernels: x86 only has the avx2 and VNNI ones (another architecture's variants run the scalar ones).
-  const bool vnni = NF_X86 && isa_rank(isa) >= isa_rank(Isa::avx512) && int8_vnni(), widen = NF_X86 && !vnni && isa != Isa::scalar;
+  float* scale = reinterpret_cast<float*>(buffer);
+  int32_t* zero = reinterpret_cast<int32_t*>(buffer + 4 * Mp);
+  char* xq = buffer + 8 * Mp;
+  int16_t* wide = widen ? reinterpret_cast<int16_t*>(buffer + wide_at) : nullptr;
   parallel_for(Mp, 16, [&](int64_t r0, int64_t r1) {
     const int64_t e = std::min(r1, M);
 #if NF_X86
@@ -408,14 +470,17 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
 #endif
       scalar::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
     for (int64_t r = std::max(r0, M); r < r1; ++r) {  // the padding rows: zeros
-      std::memset(xq + r * K4, 0, K4);
+      std::memset(xq + r * xq_row, 0, xq_row);
       scale[r] = 0.0f;
       zero[r] = 0;
     }
   });
-  const Int8Call c{xq, scale, zero, w, b, y, preact, M, N, ldc, act};
-  const int64_t mc = std::max<int64_t>(kRowPad, kRowBlockBytes / K4 / kRowPad * kRowPad);
-  const int64_t blocks = ceil_div(M, mc), panels = ceil_div(N, 32), tasks = blocks * panels;
+#if NF_X86
+  if (widen) parallel_for(panels, [&](int64_t p0, int64_t p1) { avx2::int8_widen(w, p0, p1, wide); });
+#endif
+  const Int8Call c{xq, scale, zero, w, wide, b, y, preact, M, N, ldc, act};
+  const int64_t mc = std::max<int64_t>(kRowPad, kRowBlockBytes / xq_row / kRowPad * kRowPad);
+  const int64_t blocks = ceil_div(M, mc), tasks = blocks * panels;
   parallel_for(tasks, ceil_div(tasks, 2 * num_threads()), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1;) {  // the panels of one row block at a time
       const int64_t ic = t / panels, p0 = t % panels, p1 = std::min(panels, p0 + (t1 - t));

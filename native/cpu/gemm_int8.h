@@ -4,8 +4,9 @@
 // (asymmetric u8: a scale a_m and a zero point z_m per row), int32 sums, dequantized in the epilogue:
 //   y[m, n] = act(a_m · s_n · (Σ_k xq[m, k] q[n, k] − z_m · Σ_k q[n, k]) + b[n]).
 // The kernels (gemm_int8.cpp): vpdpbusd (u8 × s8, four products summed into int32 without
-// saturation) where the CPU has AVX-512 VNNI; elsewhere exact int16 widening (vpmovsxbw + vpmaddwd)
-// on AVX2 and plain int32 arithmetic on the scalar variant; every variant computes the same int32 sums.
+// saturation) where the CPU has AVX-512 VNNI; elsewhere exact int16 products (both operands widened
+// once per call, then vpmaddwd) on AVX2 and plain int32 arithmetic on the scalar variant; every
+// variant computes the same int32 sums.
 // Dimension key: M rows, N output features, K input features, K4 = 4·⌈K / 4⌉.
 #pragma once
 #include <cstdint>
@@ -53,13 +54,16 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
 // variant being avx512, the CPU and OS run AVX-512 already).
 bool int8_vnni();
 
-// The per-variant tile loops (gemm_int8.cpp): xq [Mp, K4] u8 rows (Mp a multiple of every MR) with
-// row scales a and zero points z, y = epilogue(xq qᵀ) for the 32-column panels [p0, p1) of w.
+// The per-variant tile loops (gemm_int8.cpp): xq [Mp, K4] u8 rows (Mp a multiple of every MR; the
+// avx2 kernels store the values as int16) with row scales a and zero points z, y = epilogue(xq qᵀ)
+// for the 32-column panels [p0, p1) of w. wide: the avx2 kernels' copy of w's panels as int16, each
+// [K4 / 2][32][2] (k pairs; avx2::int8_widen), else null.
 struct Int8Call {
-  const uint8_t* xq;
+  const void* xq;
   const float* a;
   const int32_t* z;
   Int8Weights w;
+  const int16_t* wide;
   const float* b;
   float* y;
   float* preact;
@@ -69,13 +73,17 @@ struct Int8Call {
 // And the per-variant activation quantization: rows [r0, r1) of x (lda apart) into xq, a, z.
 #define NF_INT8_VARIANT                                                                                          \
   void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1);                            \
-  void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, uint8_t* xq,   \
+  void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, void* xq,      \
                      float* a, int32_t* z);
 struct SimdProbe;  // (simd_probe.h)
 // And the lane test's hook (simd_probe.cpp, test/simd.test.ts): "int8_dot_tile" and "int8_quantize".
 #define NF_INT8_PROBE void int8_probe(const SimdProbe& p, Status* status);
 namespace scalar { NF_INT8_VARIANT NF_INT8_PROBE }
-namespace avx2 { NF_INT8_VARIANT NF_INT8_PROBE }
+namespace avx2 {
+NF_INT8_VARIANT NF_INT8_PROBE
+// Panels [p0, p1) of w as int16 pairs along k into wide (Int8Call::wide's layout).
+void int8_widen(const Int8Weights& w, int64_t p0, int64_t p1, int16_t* wide);
+}  // namespace avx2
 namespace avx512_vnni { NF_INT8_VARIANT NF_INT8_PROBE }
 #undef NF_INT8_PROBE
 #undef NF_INT8_VARIANT
