@@ -24,7 +24,9 @@
 #      and B64 x inference, training x fp32, tf32, bf16) with CUDA graphs on, one process per precision;
 #      then the checks: each precision's logits against the CPU's fp32 logits, 300 bf16 training steps
 #      against the fp32 loss curve, the bytes a training forward keeps at fp32 and at bf16;
-#   3. PyTorch eager on the same card, the same rows (bench/gpu/torch_peer.py: timm's VisionTransformer);
+#   3. PyTorch eager on the same card, the same rows (bench/gpu/torch_peer.py: timm's VisionTransformer),
+#      and PyTorch's own fp32 and autocast-bf16 loss curves on the check's weights and batches
+#      (bench/gpu/torch_curve.py), which the report puts beside ours;
 #   4. the report: ms, ratio, MFU per row, the checks (gpu_bench.json, and the table on stdout);
 #   5. the attention table (bench/gpu/attention_run.sh with the carried nf_cuda_attention_bench);
 #   6. ncu (profile.txt): the tensor-core attention kernels' detailed sections at a ViT shape, and GPU
@@ -109,12 +111,18 @@ export -f harness
 plan=$(mktemp -d)/plan.json
 harness plan $([ $dry = 1 ] && echo --dry) > "$plan"
 for p in fp32 tf32 bf16; do step "ours:$p" 70 harness ours "$plan" --precision $p >> "$OUT/ours.jsonl" 2>> "$OUT/errors.log"; done
-step ours:checks 90 harness checks "$plan" >> "$OUT/ours.jsonl" 2>> "$OUT/errors.log"
+# (the loss-curve check leaves its starting weights and curves in $curve, for PyTorch's curves)
+curve=$(mktemp -d)
+NF_CURVE_DIR=$curve step ours:checks 90 harness checks "$plan" >> "$OUT/ours.jsonl" 2>> "$OUT/errors.log"
 if [ $dry = 1 ] && ! python3 -c 'import torch' 2> /dev/null; then
   step torch 30 python3 "$here/bench/gpu/torch_peer.py" --help >> "$OUT/errors.log" 2>&1
   : > "$OUT/torch.jsonl"
 else
   step torch 150 python3 "$here/bench/gpu/torch_peer.py" "$plan" > "$OUT/torch.jsonl" 2>> "$OUT/errors.log"
+  # PyTorch's own fp32 and autocast-bf16 curves on the same weights and batches (bench/gpu/torch_curve.py).
+  [ -f "$curve/curve.json" ] &&
+    step torch:curve 60 python3 "$here/bench/gpu/torch_curve.py" "$curve" --device $([ $dry = 1 ] && echo cpu || echo cuda) \
+      >> "$OUT/torch.jsonl" 2>> "$OUT/errors.log"
 fi
 touch "$OUT/ours.jsonl" "$OUT/torch.jsonl"
 steps="$steps,report,"

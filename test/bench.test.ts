@@ -17,7 +17,8 @@ import { opCases, parameterSizes } from '../bench/op_cases';
 import { opRows } from '../bench/op_rows';
 import { breakdownTable, render, targetTable } from '../bench/report';
 import { bestOf, pool, pooled, type Mode, type ModelResult, type PeerName, type Results } from '../bench/results';
-import { MODELS } from '../bench/specs';
+import { curveComparisons, patternBatch, windowRelDiffs } from '../bench/loss_curve';
+import { MODELS, type ViTArch } from '../bench/specs';
 import { targetChecks } from '../bench/targets';
 import { buildModel } from '../bench/workloads';
 
@@ -252,5 +253,48 @@ describe('npm run bench -- --quick', () => {
     for (const b of res.bf16!) expect([b.fp32.status, b.bf16.status]).toEqual(['ok', 'ok']);
     for (const o of res.ops.filter((x) => !x.derived)) expect(o.ours.status).toBe('ok');
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('bench loss curve (bench/loss_curve.ts)', () => {
+  const tiny = spec('tiny').arch as ViTArch;
+
+  it('compares two curves window by window, relative to the second', () => {
+    const b = Array.from({ length: 45 }, (_, i) => 2 - i / 50), a = b.map((v, i) => (i < 20 ? v : 1.1 * v));
+    const w = windowRelDiffs(a, b);
+    expect(w).toHaveLength(2);  // the last 5 steps are a partial window, dropped
+    expect(w[0]).toBe(0);
+    expect(w[1]).toBeCloseTo(0.1, 12);
+    const [check, ...others] = curveComparisons({ fp32: b, bf16: a });
+    expect(check.what).toMatch(/ours bf16 vs ours fp32/);
+    expect(check.worst).toBeCloseTo(0.1, 12);
+    expect(others).toHaveLength(0);  // no PyTorch curves, no PyTorch rows
+  });
+
+  it('draws fresh, learnable batches: labels in range, each step its own images, the same for the same step', () => {
+    const b0 = patternBatch(tiny, 4, 0), b1 = patternBatch(tiny, 4, 1);
+    expect(b0.x).toHaveLength(4 * tiny.inChannels * tiny.imgSize ** 2);
+    expect(Array.from(b0.y).every((c) => c >= 0 && c < tiny.numClasses)).toBe(true);
+    expect(b1.x[0]).not.toBe(b0.x[0]);
+    expect(patternBatch(tiny, 4, 1).x).toEqual(b1.x);
+  });
+
+  const python = [process.env.NF_BENCH_PYTHON, path.join(__dirname, '..', '.venv-bench', 'bin', 'python'), 'python3']
+    .find((p) => p && (p === 'python3' || fs.existsSync(p)))!;
+  it('bench/gpu/torch_curve.py computes the same batches (needs numpy; skips with a note without it)', async () => {
+    const script = `import sys, json; sys.path.insert(0, 'bench/gpu'); import numpy as np; from torch_curve import pattern_batch
+x, y = pattern_batch(json.loads(sys.argv[1]), 3, 5); print(json.dumps({'x': x.reshape(-1).tolist(), 'y': y.tolist()}))`;
+    const run = await new Promise<{ code: number; out: string; err: string }>((resolve) =>
+      execFile(python, ['-c', script, JSON.stringify(tiny)], { cwd: path.join(__dirname, '..'), maxBuffer: 1 << 26 },
+        (e, out, err) => resolve({ code: e ? 1 : 0, out, err })));
+    if (run.code !== 0 && /No module named 'numpy'|ENOENT/.test(run.err + run.out)) {
+      console.log(`skipped: ${python} has no numpy (npm run bench:setup makes .venv-bench)`);
+      return;
+    }
+    expect(run.err).toBe('');
+    const theirs = JSON.parse(run.out) as { x: number[]; y: number[] }, ours = patternBatch(tiny, 3, 5);
+    expect(theirs.y).toEqual(Array.from(ours.y));
+    const worst = theirs.x.reduce((m, v, i) => Math.max(m, Math.abs(v - ours.x[i])), 0);
+    expect(worst).toBeLessThan(1e-6);  // float32 images; sin/log/cos of two libms may differ in the last bit
   });
 });

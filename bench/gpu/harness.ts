@@ -37,6 +37,9 @@ import {
 } from '../../lib/index';
 import { cuda } from '../../lib/core/device';
 import { forwardFlops, trainFlops } from '../flops';
+import {
+  curveComparisons, CURVE_LIMIT, CURVE_WINDOW, patternBatch, trainCurve, windowRelDiffs, writeCurveFiles,
+} from '../loss_curve';
 import { MODELS, type ModelSpec, type ViTArch } from '../specs';
 
 /** The GPU's precisions ('int8' is CPU inference only). */
@@ -44,7 +47,6 @@ type GpuPrecision = Exclude<Precision, 'int8'>;
 const PRECISIONS: readonly GpuPrecision[] = ['fp32', 'tf32', 'bf16'];
 const PEAK_TFLOPS: Record<GpuPrecision, number> = { fp32: 67, tf32: 495, bf16: 989 };
 const LOGIT_LIMIT: Record<GpuPrecision, number> = { fp32: 1e-4, tf32: 3e-3, bf16: 3e-2 };
-const CURVE_LIMIT = 0.02, CURVE_WINDOW = 20;
 
 interface Row {
   id: string;
@@ -174,59 +176,17 @@ function logitChecks(plan: Plan): Record<string, unknown>[] {
   return out;
 }
 
-/**
- * Batch k of the loss-curve task: each image is Gaussian noise plus a fixed pattern of its class
- * (amplitude 0.5 against noise 1; at 1 the fp32 curve of 300 steps falls from 2.3 to 0.16, at 0.1 it
- * stays flat), labels drawn at random. Every step
- * sees fresh images, so the curve measures learning rather than memorising a few batches (whose losses
- * fall to ~0, where any relative comparison is noise); the patterns are learnable, the noise keeps
- * the loss away from 0.
- */
-function patternBatch(arch: ViTArch, B: number, k: number): { x: Float32Array; y: Int32Array } {
-  let state = (0x9e3779b9 ^ Math.imul(k + 1, 0x85ebca6b)) >>> 0;
-  const uniform = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), state | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
-  };
-  const per = arch.inChannels * arch.imgSize ** 2;
-  const y = Int32Array.from({ length: B }, () => Math.floor(uniform() * arch.numClasses));
-  const x = Float32Array.from({ length: B * per }, (_, e) => {
-    const pattern = Math.sin((y[Math.floor(e / per)] * per + (e % per)) * 12.9898) * 43758.5453 % 1;
-    return Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform()) + 0.5 * pattern;
-  });
-  return { x, y };
-}
-
 /** The seed-cifar model trained `steps` steps in bf16 and in fp32 (same start, same batches): the curves' windowed means. */
 function lossCurve(plan: Plan): Record<string, unknown> {
   const spec = MODELS.find((m) => m.id === (plan.dry ? 'tiny' : 'seed-cifar'))!, arch = spec.arch as ViTArch, B = plan.dry ? 2 : 64;
   const batches = Array.from({ length: plan.curveSteps }, (_, k) => patternBatch(arch, B, k));
-  const curve = (precision: GpuPrecision) => {
-    const model = new ViTClassifier(configOf(arch, precision, 'cuda'));
-    const opt = new AdamW(model.parameters(), { lr: 1e-3 });
-    const losses = batches.map(({ x, y }) => {
-      const images = Tensor.from(x, [B, arch.inChannels, arch.imgSize, arch.imgSize], 'cuda'), labels = Tensor.from(y, [B], 'cuda');
-      const loss = trainStep(model, opt, images, labels);
-      images.dispose();
-      labels.dispose();
-      return loss;
-    });
-    model.dispose();
-    opt.dispose();
-    return losses;
-  };
-  const fp32 = curve('fp32'), bf16 = curve('bf16');
-  const w = Math.min(CURVE_WINDOW, plan.curveSteps), windows: number[] = [];
-  for (let s = 0; s + w <= fp32.length; s += w) {
-    const mean = (v: number[]) => v.slice(s, s + w).reduce((a, b) => a + b, 0) / w;
-    windows.push(Math.abs(mean(bf16) - mean(fp32)) / mean(fp32));
-  }
-  const worst = Math.max(...windows);
-  return { check: 'lossCurve', id: spec.id, steps: plan.curveSteps, window: w, worstWindowRelDiff: worst, limit: CURVE_LIMIT,
-    pass: worst <= CURVE_LIMIT && bf16.every(Number.isFinite), firstLoss: { fp32: fp32[0], bf16: bf16[0] },
-    lastLoss: { fp32: fp32[fp32.length - 1], bf16: bf16[bf16.length - 1] } };
+  const fp32 = trainCurve(arch, batches, 'fp32', 'cuda'), bf16 = trainCurve(arch, batches, 'bf16', 'cuda');
+  const windows = windowRelDiffs(bf16, fp32), worst = Math.max(...windows);
+  if (process.env.NF_CURVE_DIR) writeCurveFiles(process.env.NF_CURVE_DIR, arch, batches, { fp32, bf16 });
+  return { check: 'lossCurve', id: spec.id, steps: plan.curveSteps, window: Math.min(CURVE_WINDOW, plan.curveSteps),
+    worstWindowRelDiff: worst, windows, limit: CURVE_LIMIT, pass: worst <= CURVE_LIMIT && bf16.every(Number.isFinite),
+    firstLoss: { fp32: fp32[0], bf16: bf16[0] }, lastLoss: { fp32: fp32[fp32.length - 1], bf16: bf16[bf16.length - 1] },
+    curves: { fp32, bf16 } };
 }
 
 /** The device bytes one training forward of the loss-curve model keeps for backward, at fp32 and at bf16 (activation storage). */
@@ -328,6 +288,14 @@ function report(planFile: string, oursFile: string, torchFile: string, outFile: 
   for (const c of checks)
     console.log(`| ${c.check} | ${c.id ?? ''} | ${c.precision ?? 'bf16 vs fp32'} | ${fmt((c.relErr ?? c.worstWindowRelDiff ?? c.ratio) as number, 6)} | ` +
       `${c.limit ?? ''} | ${c.pass ? 'yes' : 'NO'} |`);
+  // The loss curves beside PyTorch's own on the same weights and batches (bench/gpu/torch_curve.py).
+  const curve = checks.find((c) => c.check === 'lossCurve' && c.curves), torchCurve = theirs.find((l) => l.check === 'lossCurve');
+  if (curve) {
+    console.log('\n| loss curves, windows of 20 steps | worst window |');
+    console.log('| --- | --- |');
+    for (const c of curveComparisons(curve.curves as never, torchCurve as never))
+      console.log(`| ${c.what} | ${(100 * c.worst).toFixed(2)}% |`);
+  }
 }
 
 const [command, ...rest] = process.argv.slice(2);
