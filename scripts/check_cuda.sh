@@ -265,10 +265,12 @@ fi
 if [ "${1:-}" = density ]; then
   dir="$(mktemp -d)"
   trap 'rm -rf "$dir"' EXIT
+  pids=()
   for cu in flash_attention_forward flash_attention_backward; do
     "$NVCC" -std=c++17 -O3 -arch=sm_90 --ptx "native/cuda/$cu.cu" -o "$dir/$cu.ptx" &
+    pids+=($!)
   done
-  wait
+  for pid in "${pids[@]}"; do wait "$pid" || { echo "check_cuda: nvcc --ptx failed" >&2; exit 1; }; done
   exec python3 scripts/mma_density.py "$dir"/*.ptx --match '^flash_\w+<\w+, \w+, \w+, (64|128), false>$' "${@:2}"
 fi
 

@@ -1,23 +1,24 @@
 #!/usr/bin/env python3
 """Instructions per mma in the streamed-tile loop of the tensor-core attention kernels.
 
-Reads PTX (`nvcc --ptx`, here: scripts/check_cuda.sh density) or SASS (`cuobjdump -sass`, on a GPU
-machine: scripts/gpu_bench.sh's attention_sass step) and prints, for each selected kernel, the
+Reads PTX (`nvcc --ptx`; here: scripts/check_cuda.sh density) or SASS (`cuobjdump -sass`, on a GPU
+machine: scripts/gpu_bench.sh's sass_density step) and prints, for each selected kernel, the
 instructions of its streamed-tile loop: the loop (a backward branch and the code from its target up to
-it) holding the most mma instructions, the outermost of equals. Counts are static: every instruction
-of the loop body once, cold paths included (the per-pair mask tests, the scalar copy fallback for
-unaligned views, the last tile's skipped issue); inner loops inside it (the cp.async copy loops) count
-once per instruction, not per trip, and are reported beside. No GPU is needed for PTX; PTX is what
-ptxas compiles, not what runs (ptxas schedules, folds and rematerialises), so the SASS counts are the
-ones to read on a GPU.
+it) holding the most mma instructions, the outermost of equals. Two counts:
+  path    the instructions on the shortest way from the loop's head to its back edge that issues a
+          global-to-shared copy: a tile that streams the next one and skips every optional branch (the
+          per-pair mask tests, dropout, the plain-load fallback for unaligned views). Back edges are
+          dropped, so a loop inside the tile loop counts its body once, or not at all where it may run
+          zero times (a copy loop over c = tid, tid + 128, ... does: the path then undercounts it);
+  static  every instruction of the loop body once, cold paths included.
+The columns ldmatrix .. other split the path by kind: ldmatrix (LDSM), ld/st.shared (LDS, STS),
+cp.async (incl. commit and wait; LDGSTS, LDGDEPBAR, DEPBAR), bar (bar.sync; BAR), glob (global loads
+and stores), int (integer and address arithmetic: add, mul, mad, shifts, logic, cvt, mov of integer
+types; IMAD, IADD3, LEA, SHF, LOP3, ...), fp (fp32 arithmetic, exp2, conversions to bf16), ctl (setp,
+selp, bra; ISETP, BRA, SHFL, ...). PTX is what ptxas compiles, not what runs (ptxas schedules, folds
+address arithmetic into operands and rematerialises): on a GPU machine read the SASS counts.
 
     python3 scripts/mma_density.py FILE.ptx|FILE.sass [--match REGEX ...] [--markdown]
-
-Columns: insts (static instructions in the loop), mma, insts/mma, ldmatrix, ld/st.shared (LDS/STS),
-cp.async (incl. commit and wait; LDGSTS/LDGDEPBAR/DEPBAR), bar (bar.sync / BAR), glob (global loads
-and stores), int (integer and address arithmetic: add, mul, mad, shifts, logic, cvt, mov of integer
-types; IMAD, IADD3, LEA, SHF, LOP3, ...), fp (fp32 arithmetic), ctl (setp, selp, bra; ISETP, BRA, ...),
-inner (loops inside the tile loop / their instructions).
 """
 import argparse
 import re
@@ -44,7 +45,7 @@ def ptx_category(op):
         if '.param' in op:
             return 'other'
         return 'glob'
-    if base in ('setp', 'selp', 'bra', 'not', 'ret', 'exit') or op.endswith('.pred'):
+    if base in ('setp', 'selp', 'bra', 'not', 'ret', 'exit', 'shfl', 'vote') or op.endswith('.pred'):
         return 'ctl'
     if re.search(r'\.(f32|f64|f16|bf16|f16x2|bf16x2|ftz|approx|rn|rz|rm|rp)(\.|$)', op) and base != 'mov':
         return 'fp'
@@ -211,10 +212,13 @@ def analyse(body, category):
 
 
 def short_name(mangled):
-    try:
-        d = subprocess.run(['c++filt', mangled], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return mangled
+    d = mangled
+    for tool in ('c++filt', 'cu++filt'):  # binutils', or the CUDA toolkit's
+        try:
+            d = subprocess.run([tool, mangled], capture_output=True, text=True, check=True).stdout.strip()
+            break
+        except (OSError, subprocess.CalledProcessError):
+            continue
     d = re.sub(r'^void ', '', d)
     d = re.sub(r'^nf::cuda::\(anonymous namespace\)::', '', d)
     d = re.sub(r'\(.*$', '', d)
