@@ -10,8 +10,9 @@
 //   dK/dV: a CTA per 64 keys of one (b, h) (K, V stationary), streaming Q and dO tiles: a warp
 //     computes Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (16 keys x R queries), Pᵀ and dSᵀ from them in registers,
 //     then dV += (P ∘ Z)ᵀ dO and dK += dSᵀ Q from those registers (mma_pb); dK, dV stay in registers
-//     for the whole pass and are written once. Causal: query tiles before the CTA's first key are
-//     not visited.
+//     for the whole pass and are written once. Each tile's lse and Di ride the stream into shared memory
+//     (StreamedRowStats: one global load per row, not one per lane and score). Causal: query tiles before
+//     the CTA's first key are not visited.
 //   dQ: a CTA per 64 queries (Q, dO stationary), streaming K and V: S = Q Kᵀ, dP = dO Vᵀ, dS, and
 //     dQ += dS K, written once.
 // dQ by a second pass, not by atomics: FlashAttention-2 adds each key block's dS K into an fp32 dQ
