@@ -308,7 +308,8 @@ __device__ __forceinline__ void convert_rows(uint16_t* dst, const float* src) {
   for (int k = 0; k < RowSplit<DP / 4>::template passes<Rows>(); ++k)
     if (split.template has<Rows>(k)) {
       const float4 x = *reinterpret_cast<const float4*>(from + k * kStep * lds);
-      *reinterpret_cast<int2*>(to + k * kStep * ldo) = make_int2(int(pack_bf16x2(x.x, x.y)), int(pack_bf16x2(x.z, x.w)));
+      const int2 y = make_int2(int(pack_bf16x2(x.x, x.y)), int(pack_bf16x2(x.z, x.w)));
+      *reinterpret_cast<int2*>(to + k * kStep * ldo) = y;
     }
 }
 

@@ -62,11 +62,13 @@ struct BackwardTiles {
     load_rows<kBlockRows, DP>(x, xh, rx, t0, T, Dh, vec);
     load_rows<kBlockRows, DP>(y, yh, ry, t0, T, Dh, vec);
   }
-  __device__ float* pad(int k) const { return reinterpret_cast<float*>(x + DP) + (k >> 2) * pad_stride<Op, DP>() + (k & 3); }
+  __device__ float* pad(int k) const {
+    return reinterpret_cast<float*>(x + DP) + (k >> 2) * pad_stride<Op, DP>() + (k & 3);
+  }
 };
 
-// The dK/dV pass's per-query values of a streamed tile, lse2 and Di of its R rows (read by every warp,
-// 2 x 8 per lane per tile), staged in shared memory instead of each lane reading them from global memory:
+// The dK/dV pass's per-query values of a streamed tile, lse2 and Di of its R rows (every lane reads R / 8
+// pairs of each a tile), staged in shared memory instead of each lane reading them from global memory:
 // fetch(i0), with the issue of the tile at i0, loads thread t's value into a register (t < R: lse2 of
 // row i0 + t; R <= t < 2R: Di of row i0 + t - R, 0 past Tq), put(n) stores it before tile n's land barrier
 // (stage n & 1 of two, slots [2R (n & 1), 2R (n & 1) + 2R) of the pads: the stage was last read in
@@ -149,8 +151,9 @@ __global__ void __launch_bounds__(kThreads, 2)
       const float2 D = stats.di_at(n, t);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
+        const int i = i0 + acc_col(lane, t, e), j = jw + acc_row(lane, e);
         const float p = s[0][t][e], Di = e & 1 ? D.y : D.x;
-        const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i0 + acc_col(lane, t, e), jw + acc_row(lane, e)) : 1.0f;
+        const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
         s[0][t][e] = p * z;
         dp[0][t][e] = p * (z * dp[0][t][e] - Di);
       }
@@ -215,8 +218,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int t = 0; t < N; ++t)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
+        const int i = iw + acc_row(lane, e), j = j0 + acc_col(lane, t, e);
         const float p = s[0][t][e];
-        const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, iw + acc_row(lane, e), j0 + acc_col(lane, t, e)) : 1.0f;
+        const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
         s[0][t][e] = p * (z * dp[0][t][e] - Di[e >> 1]);  // dS
       }
     mma_pb<Mma, 1, R, DP>(acc, s, kv.tile(n, 0), lane);
