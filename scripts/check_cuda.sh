@@ -7,6 +7,11 @@
 # repository, so a change in a kernel's resources shows in review). Exits non-zero on any failure.
 #   npm run check:cuda            (nvcc from $NVCC, PATH, $CUDA_PATH/bin or /usr/local/cuda/bin)
 #   NF_PTXAS_REPORT=FILE writes the report there instead (the test suite does, to leave the tree clean).
+#   bash scripts/check_cuda.sh density [--markdown]
+#                                 instead: the instructions per mma.sync of the tensor-core attention
+#                                 kernels' streamed-tile loops in their sm_90 PTX (scripts/mma_density.py;
+#                                 no dropout, head widths 64 and 128, fp32 and bf16 storage), the count
+#                                 native/cuda/PERFORMANCE.md records; on a GPU machine gpu_bench.sh counts SASS
 # Dynamic shared memory is sized at launch and checked there (and by the emulator's limits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -255,6 +260,18 @@ done
 if [ -z "$NVCC" ]; then
   echo "check_cuda: nvcc not found (set NVCC or CUDA_PATH)" >&2
   exit 2
+fi
+
+if [ "${1:-}" = density ]; then
+  dir="$(mktemp -d)"
+  trap 'rm -rf "$dir"' EXIT
+  pids=()
+  for cu in flash_attention_forward flash_attention_backward; do
+    "$NVCC" -std=c++17 -O3 -arch=sm_90 --ptx "native/cuda/$cu.cu" -o "$dir/$cu.ptx" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || { echo "check_cuda: nvcc --ptx failed" >&2; exit 1; }; done
+  exec python3 scripts/mma_density.py "$dir"/*.ptx --match '^flash_\w+<\w+, \w+, \w+, (64|128), false>$' "${@:2}"
 fi
 
 report=${NF_PTXAS_REPORT:-native/cuda/ptxas-report.txt}

@@ -9,7 +9,8 @@
 #   bash scripts/gpu_bench.sh           there, with carry [".gpu"]; NF_GPU_BUDGET seconds (default 450):
 #                                       a step that would not fit in what is left is skipped, saying so;
 #                                       NF_GPU_STEPS (default all: tests,ours,torch,attention,
-#                                       attention_ncu,attention_sass,profile,kernels,memcheck) picks
+#                                       sass_density,attention_ncu,attention_sass,profile,kernels,
+#                                       memcheck) picks
 #                                       steps for a rerun;
 #                                       NF_ATTENTION_ARGS goes to bench/gpu/attention_run.sh
 #   bash scripts/gpu_bench.sh --dry     here: the same steps at tiny shapes on the emulator
@@ -29,8 +30,10 @@
 #      (bench/gpu/torch_curve.py), which the report puts beside ours;
 #   4. the report: ms, ratio, MFU per row, the checks (gpu_bench.json, and the table on stdout);
 #   5. the attention table (bench/gpu/attention_run.sh with the carried nf_cuda_attention_bench);
-#   6. ncu (profile.txt): the tensor-core attention kernels' detailed sections at a ViT shape, and GPU
-#      time per kernel over two eager bf16 ViT-B/16 B8 training steps;
+#   6. the SASS instructions per mma of the tensor-core attention kernels' streamed-tile loops
+#      (cuobjdump of the carried bench binary, scripts/mma_density.py; profile.txt; the PTX count of
+#      `check_cuda.sh density` is its CPU-side twin), then ncu (profile.txt): those kernels' detailed
+#      sections at a ViT shape, and GPU time per kernel over two eager bf16 ViT-B/16 B8 training steps;
 #   7. nf_cuda_gpu_tests with NF_CUBLASLT=0 (the own GEMM kernels), then its bf16 tests under
 #      compute-sanitizer memcheck (the 16-byte vector loads and tails).
 set -u
@@ -65,7 +68,7 @@ fi
 dry=0
 [ "${1:-}" = --dry ] && dry=1
 budget=${NF_GPU_BUDGET:-450}
-steps=",${NF_GPU_STEPS:-tests,ours,torch,attention,attention_ncu,attention_sass,profile,kernels,memcheck},"
+steps=",${NF_GPU_STEPS:-tests,ours,torch,attention,sass_density,attention_ncu,attention_sass,profile,kernels,memcheck},"
 log=$OUT/tests.log
 summary=()
 
@@ -132,6 +135,17 @@ if [ $dry = 0 ]; then
   # The attention table (issue 23): ours against PyTorch's SDPA on the card, with the carried binary.
   export NF_ATTENTION_BENCH="$bin/nf_cuda_attention_bench"
   step attention 120 bash "$here/bench/gpu/attention_run.sh" ${NF_ATTENTION_ARGS:-} > "$OUT/attention.md" 2>> "$OUT/errors.log"
+  # Instructions per mma.sync (HMMA) in the flash kernels' streamed-tile loops, from the sm_90 SASS of the
+  # carried binary (no dropout; head widths 64 and 128; fp32 and bf16 storage): static and on the
+  # shortest path through a tile, by kind (LDSM, LDS/STS, LDGSTS, BAR, integer and address arithmetic).
+  sass_density() {
+    local sass cuobjdump; sass=$(mktemp)
+    cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+    echo "== SASS instructions per mma (cuobjdump -sass -arch sm_90, scripts/mma_density.py)" >> "$OUT/profile.txt"
+    "$cuobjdump" -sass -arch sm_90 "$bin/nf_cuda_attention_bench" > "$sass" &&
+      python3 "$here/scripts/mma_density.py" "$sass" --markdown \
+        --match '^flash_\w+<\w+, \w+, \w+, (64|128), false>$' >> "$OUT/profile.txt"
+  }
   # ncu's detailed sections for the three bf16 kernels at a ViT shape (T 197, head 64).
   attention_ncu() {
     echo "== ncu --set detailed: flash kernels, bf16, T 197, head 64" >> "$OUT/profile.txt"
@@ -171,7 +185,8 @@ for i in sorted(idx):
     print(f"{i:6d} {num(rows[i][col]):8.0f} {100 * num(rows[i][col]) / max(total, 1):5.1f}%  {rows[i][src][:100]}")
 PY
   }
-  export -f attention_ncu attention_sass
+  export -f sass_density attention_ncu attention_sass
+  step sass_density 40 sass_density 2>> "$OUT/errors.log"
   step attention_ncu 60 attention_ncu
   step attention_sass 60 attention_sass
   # GPU time per kernel, summed by name, over two eager bf16 ViT-B/16 B8 training steps (the second
@@ -204,5 +219,6 @@ fi
 head -1 "$log"
 printf '%s\n' "${summary[@]}"
 [ -s "$OUT/attention.md" ] && cat "$OUT/attention.md"
+[ -s "$OUT/profile.txt" ] && awk '/^== SASS instructions per mma/ { p = 1; print; next } p && /^\|/ { print; next } { p = 0 }' "$OUT/profile.txt"
 [ -s "$OUT/profile.txt" ] && grep -E '^  flash_|^    (Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per Thread|Theoretical Occupancy|Dynamic Shared Memory Per Block|Executed Ipc Active|Issue Slots Busy)|GPU time per kernel|^ +[0-9.]+ ms ' "$OUT/profile.txt" | head -70
 cat "$OUT/report.md"

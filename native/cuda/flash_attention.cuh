@@ -137,6 +137,18 @@ struct Tf32Mma {
 __device__ __forceinline__ int acc_row(int lane, int e) { return (lane >> 2) + 8 * (e >> 1); }
 __device__ __forceinline__ int acc_col(int lane, int n, int e) { return 8 * n + 2 * (lane & 3) + (e & 1); }
 
+// f(x, r, c) for each accumulator element x of a warp's MB 16 x 8N products: r its row (0 .. 16 MB - 1),
+// c its column.
+template <int MB, int N, class F>
+__device__ __forceinline__ void for_each_acc(float (&s)[MB][N][4], int lane, F f) {
+#pragma unroll
+  for (int m = 0; m < MB; ++m)
+#pragma unroll
+    for (int t = 0; t < N; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f(s[m][t][e], m * kWarpRows + acc_row(lane, e), acc_col(lane, t, e));
+}
+
 // Over the 4 lanes holding one accumulator row.
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(kFullMask, v, 1));
@@ -241,28 +253,64 @@ __device__ __forceinline__ void load_rows(Op* dst, const S* src, int64_t rs, int
   else load_rows_by<1, R, DP>(dst, src, rs, t0, T, Dh);
 }
 
-// As load_rows, as cp.async of 16-byte chunks when `vec` (the view's rows 16-byte aligned, Dh a
-// multiple of the chunk); the caller commits the group.
-template <int R, int DP, class S>
-__device__ __forceinline__ void copy_rows(S* dst, const S* src, int64_t rs, int t0, int T, int Dh, bool vec) {
-  if (!vec) return load_rows<R, DP>(dst, src, rs, t0, T, Dh, false);
-  constexpr int ld = ld_of<S, DP>(), E = 16 / int(sizeof(S)), chunks = DP / E;
-  for (int c = int(threadIdx.x); c < R * chunks; c += kThreads) {
-    const int r = c / chunks, d = (c % chunks) * E, t = t0 + r;
-    const bool in = t < T && d < Dh;
-    cp_async_cg_zfill(dst + r * ld + d, in ? src + int64_t(t) * rs + d : src, in ? 16u : 0u);
+// How the CTA's threads share the rows of a tile, Units units (16-byte chunks, or 4 elements) a row:
+// thread tid takes unit tid % Units of rows tid / Units + k·kRowsPerPass, k = 0, 1, ... Its column is
+// the same in every pass and every tile, so its addresses in a tile are its first row's plus constants
+// (no division and no 64-bit product per unit, as a loop over units c = tid + k·kThreads has). Threads
+// past kRowsPerPass·Units (head width 96: 12 or 24 units a row) idle: their r0 is past every tile.
+template <int Units>
+struct RowSplit {
+  static constexpr int kRowsPerPass = kThreads / Units;
+  static_assert(kRowsPerPass > 0, "a row has more units than the CTA has threads");
+  int r0, col;  // first row (kThreads: idle), unit
+  __device__ RowSplit()
+      : r0(int(threadIdx.x) < kRowsPerPass * Units ? int(threadIdx.x) / Units : kThreads),
+        col(int(threadIdx.x) % Units) {}
+  template <int Rows>
+  __host__ __device__ static constexpr int passes() { return (Rows + kRowsPerPass - 1) / kRowsPerPass; }
+  // Whether pass k of this thread is a row of a Rows-row tile: known at compile time when every thread
+  // takes a row in every pass (no test, no branch in the copy).
+  template <int Rows>
+  __device__ bool has(int k) const {
+    return (kThreads % Units == 0 && Rows % kRowsPerPass == 0) || r0 + k * kRowsPerPass < Rows;
   }
+};
+template <class S, int DP>
+using ChunkSplit = RowSplit<DP * int(sizeof(S)) / 16>;  // 16-byte chunks of a [.][DP] tile of S
+
+// As load_rows, as cp.async of 16-byte chunks when `vec` (the view's rows 16-byte aligned, Dh a
+// multiple of the chunk), the thread's share given by `split`; the caller commits the group.
+template <int R, int DP, class S>
+__device__ __forceinline__ void copy_rows(S* dst, const S* src, int64_t rs, int t0, int T, int Dh, bool vec,
+                                          const ChunkSplit<S, DP>& split) {
+  if (!vec) return load_rows<R, DP>(dst, src, rs, t0, T, Dh, false);
+  constexpr int ld = ld_of<S, DP>(), E = 16 / int(sizeof(S)), kStep = ChunkSplit<S, DP>::kRowsPerPass;
+  const int d = split.col * E, rows = d < Dh ? T - t0 - split.r0 : 0;  // pass k reads the view if k·kStep < rows
+  const int64_t step = kStep * rs;
+  const S* from = src + int64_t(t0 + split.r0) * rs + d;  // pass k's row (an address; read only when in)
+  S* to = dst + split.r0 * ld + d;
+#pragma unroll
+  for (int k = 0; k < ChunkSplit<S, DP>::template passes<R>(); ++k, from += step)
+    if (split.template has<R>(k)) {
+      const bool in = k * kStep < rows;
+      cp_async_cg_zfill(to + k * kStep * ld, in ? from : src, in ? 16u : 0u);
+    }
 }
 
 // rows x DP fp32 (stride ld_of<float>) to bf16 operands (stride ld_of<uint16_t>), 4 at a time.
-template <int DP>
-__device__ __forceinline__ void convert_rows(uint16_t* dst, const float* src, int rows) {
-  constexpr int lds = ld_of<float, DP>(), ldo = ld_of<uint16_t, DP>(), quads = DP / 4;
-  for (int c = int(threadIdx.x); c < rows * quads; c += kThreads) {
-    const int r = c / quads, d = (c % quads) * 4;
-    const float4 x = *reinterpret_cast<const float4*>(src + r * lds + d);
-    *reinterpret_cast<int2*>(dst + r * ldo + d) = make_int2(int(pack_bf16x2(x.x, x.y)), int(pack_bf16x2(x.z, x.w)));
-  }
+template <int Rows, int DP>
+__device__ __forceinline__ void convert_rows(uint16_t* dst, const float* src) {
+  constexpr int lds = ld_of<float, DP>(), ldo = ld_of<uint16_t, DP>(), kStep = RowSplit<DP / 4>::kRowsPerPass;
+  const RowSplit<DP / 4> split;
+  const float* from = src + split.r0 * lds + split.col * 4;
+  uint16_t* to = dst + split.r0 * ldo + split.col * 4;
+#pragma unroll
+  for (int k = 0; k < RowSplit<DP / 4>::template passes<Rows>(); ++k)
+    if (split.template has<Rows>(k)) {
+      const float4 x = *reinterpret_cast<const float4*>(from + k * kStep * lds);
+      const int2 y = make_int2(int(pack_bf16x2(x.x, x.y)), int(pack_bf16x2(x.z, x.w)));
+      *reinterpret_cast<int2*>(to + k * kStep * ldo) = y;
+    }
 }
 
 // Shared memory of a PairStream of R-row tiles.
@@ -303,13 +351,14 @@ struct PairStream {
   static constexpr int kLdS = ld_of<S, DP>(), kLdOp = ld_of<Op, DP>();
   S* raw;  // kConvert: [x | y] one stage; else [stage][x | y]
   Op* op;  // kConvert: [x | y] operand tiles
+  ChunkSplit<S, DP> split;  // this thread's chunks of a tile
   __device__ explicit PairStream(unsigned char* smem)
       : raw(reinterpret_cast<S*>(smem)), op(reinterpret_cast<Op*>(smem + 2 * tile_bytes<S, DP>(R))) {}
 
   __device__ void issue(int n, const S* x, int64_t rx, const S* y, int64_t ry, int t0, int T, int Dh, bool vec) {
     S* dst = raw + (kConvert ? 0 : (n & 1) * 2 * R * kLdS);
-    copy_rows<R, DP>(dst, x, rx, t0, T, Dh, vec);
-    copy_rows<R, DP>(dst + R * kLdS, y, ry, t0, T, Dh, vec);
+    copy_rows<R, DP>(dst, x, rx, t0, T, Dh, vec, split);
+    copy_rows<R, DP>(dst + R * kLdS, y, ry, t0, T, Dh, vec, split);
     cp_async_commit();
   }
   __device__ void land(int n) {
@@ -317,7 +366,7 @@ struct PairStream {
     __syncthreads();  // every thread's copies of tile n are in; every warp is done with tile n - 1
     if constexpr (kConvert) {
       static_assert(std::is_same<S, float>::value && std::is_same<Op, uint16_t>::value, "converts fp32 to bf16");
-      convert_rows<DP>(op, raw, 2 * R);
+      convert_rows<2 * R, DP>(op, raw);
       __syncthreads();  // the operand tiles are complete
     }
   }

@@ -10,8 +10,9 @@
 //   dK/dV: a CTA per 64 keys of one (b, h) (K, V stationary), streaming Q and dO tiles: a warp
 //     computes Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (16 keys x R queries), Pᵀ and dSᵀ from them in registers,
 //     then dV += (P ∘ Z)ᵀ dO and dK += dSᵀ Q from those registers (mma_pb); dK, dV stay in registers
-//     for the whole pass and are written once. Causal: query tiles before the CTA's first key are
-//     not visited.
+//     for the whole pass and are written once. Each tile's lse and Di ride the stream into shared memory
+//     (StreamedRowStats: one global load per row, not one per lane and score). Causal: query tiles before
+//     the CTA's first key are not visited.
 //   dQ: a CTA per 64 queries (Q, dO stationary), streaming K and V: S = Q Kᵀ, dP = dO Vᵀ, dS, and
 //     dQ += dS K, written once.
 // dQ by a second pass, not by atomics: FlashAttention-2 adds each key block's dS K into an fp32 dQ
@@ -41,6 +42,12 @@ __device__ __forceinline__ float lse2(const float* lse, int64_t row0, int i, int
 
 // A backward CTA's shared memory: two stationary [64][DP] operand tiles, rows [t0, t0 + 64) of the
 // head views x and y (K and V, or Q and dO), loaded at construction, then the stream of the other two.
+// The 16-byte pad that ends each stationary row (ldmatrix and the fragment reads stop at DP) holds 4
+// fp32 slots: pad(k) is slot k % 4 of row k / 4 (512 slots; StreamedRowStats uses 4 R of them).
+template <class Op, int DP>
+__host__ __device__ constexpr int pad_stride() {  // floats from one row's pad to the next
+  return ld_of<Op, DP>() * int(sizeof(Op)) / 4;
+}
 template <class Mma, class S, int R, int DP>
 struct BackwardTiles {
   using Op = typename Mma::Op;
@@ -54,6 +61,39 @@ struct BackwardTiles {
         stream(smem + 2 * tile_bytes<Op, DP>(kBlockRows)) {
     load_rows<kBlockRows, DP>(x, xh, rx, t0, T, Dh, vec);
     load_rows<kBlockRows, DP>(y, yh, ry, t0, T, Dh, vec);
+  }
+  __device__ float* pad(int k) const {
+    return reinterpret_cast<float*>(x + DP) + (k >> 2) * pad_stride<Op, DP>() + (k & 3);
+  }
+};
+
+// The dK/dV pass's per-query values of a streamed tile, lse2 and Di of its R rows (every lane reads R / 8
+// pairs of each a tile), staged in shared memory instead of each lane reading them from global memory:
+// fetch(i0), with the issue of the tile at i0, loads thread t's value into a register (t < R: lse2 of
+// row i0 + t; R <= t < 2R: Di of row i0 + t - R, 0 past Tq), put(n) stores it before tile n's land barrier
+// (stage n & 1 of two, slots [2R (n & 1), 2R (n & 1) + 2R) of the pads: the stage was last read in
+// tile n - 2, before tile n - 1's barrier); lse2_at(n, t) and di_at(n, t) give the lane's columns
+// 2 (lane % 4) and 2 (lane % 4) + 1 of n8 tile t.
+template <class Mma, class S, int R, int DP>
+struct StreamedRowStats {
+  using Tiles = BackwardTiles<Mma, S, R, DP>;
+  float value = 0.0f;
+  const float* lane_pad;  // the lane's first slot in stage 0
+  __device__ StreamedRowStats(const Tiles& tiles, int lane) : lane_pad(tiles.pad(2 * (lane & 3))) {}
+  __device__ void fetch(const float* lse, const float* di, int64_t row0, int i0, int Tq) {
+    const int t = int(threadIdx.x), i = i0 + (t < R ? t : t - R);
+    if (t < R) value = lse2(lse, row0, i, Tq);
+    else if (t < 2 * R) value = i < Tq ? di[row0 + i] : 0.0f;
+  }
+  __device__ void put(const Tiles& tiles, int n) const {
+    if (int(threadIdx.x) < 2 * R) *tiles.pad((n & 1) * 2 * R + int(threadIdx.x)) = value;
+  }
+  __device__ float2 lse2_at(int n, int t) const { return at((n & 1) * 2 * R + 8 * t); }
+  __device__ float2 di_at(int n, int t) const { return at((n & 1) * 2 * R + R + 8 * t); }
+
+ private:
+  __device__ float2 at(int k) const {  // slots k + 2 (lane % 4), +1 (k a multiple of 4)
+    return *reinterpret_cast<const float2*>(lane_pad + (k >> 2) * pad_stride<typename Mma::Op, DP>());
   }
 };
 
@@ -78,29 +118,46 @@ __global__ void __launch_bounds__(kThreads, 2)
   const S* qh = head_rows(q, a.lq, b, h);
   const S* gh = head_rows(dout, a.lo, b, h);
   const int i_start = a.causal ? j0 : 0;  // earlier queries see none of these keys
-  if (i_start < a.Tq) qdo.issue(0, qh, a.lq.row, gh, a.lo.row, i_start, a.Tq, a.Dh, vec);
+  StreamedRowStats<Mma, S, R, DP> stats(kv, lane);
+  if (i_start < a.Tq) {
+    qdo.issue(0, qh, a.lq.row, gh, a.lo.row, i_start, a.Tq, a.Dh, vec);
+    stats.fetch(lse, di, row0, i_start, a.Tq);
+  }
 
   const float c = a.scale * kLog2e;
   float acc_k[1][DT][4] = {}, acc_v[1][DT][4] = {};
   for (int n = 0, i0 = i_start; i0 < a.Tq; ++n, i0 += R) {
+    stats.put(kv, n);
     qdo.land(n);
-    if (i0 + R < a.Tq) qdo.issue(n + 1, qh, a.lq.row, gh, a.lo.row, i0 + R, a.Tq, a.Dh, vec);
+    if (i0 + R < a.Tq) {
+      qdo.issue(n + 1, qh, a.lq.row, gh, a.lo.row, i0 + R, a.Tq, a.Dh, vec);
+      stats.fetch(lse, di, row0, i0 + R, a.Tq);
+    }
     float s[1][N][4] = {}, dp[1][N][4] = {};  // Sᵀ, dPᵀ: the warp's 16 keys x R queries
     mma_abt<Mma, 1, R, DP>(s, kv.x + warp * kWarpRows * ld, qdo.tile(n, 0), lane);
     mma_abt<Mma, 1, R, DP>(dp, kv.y + warp * kWarpRows * ld, qdo.tile(n, 1), lane);
-    const bool check = tile_check(a, i0, i0 + R, jw, jw + kWarpRows);
 #pragma unroll
-    for (int t = 0; t < N; ++t)
+    for (int t = 0; t < N; ++t) {
+      const float2 L = stats.lse2_at(n, t);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[0][t][e] = exp2f(s[0][t][e] * c - (e & 1 ? L.y : L.x));  // P
+    }
+    if (tile_check(a, i0, i0 + R, jw, jw + kWarpRows))  // else no pair of the tile is blocked
+      for_each_acc(s, lane, [&](float& p, int r, int col) {
+        if (is_blocked(a, b, i0 + col, jw + r)) p = 0.0f;
+      });
+#pragma unroll
+    for (int t = 0; t < N; ++t) {
+      const float2 D = stats.di_at(n, t);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int i = i0 + acc_col(lane, t, e), j = jw + acc_row(lane, e);
-        const float L = lse2(lse, row0, i, a.Tq);
-        const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[0][t][e] * c - L);
+        const float p = s[0][t][e], Di = e & 1 ? D.y : D.x;
         const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
-        const float Di = i < a.Tq ? di[row0 + i] : 0.0f;
         s[0][t][e] = p * z;
         dp[0][t][e] = p * (z * dp[0][t][e] - Di);
       }
+    }
     mma_pb<Mma, 1, R, DP>(acc_v, s, qdo.tile(n, 1), lane);
     mma_pb<Mma, 1, R, DP>(acc_k, dp, qdo.tile(n, 0), lane);
   }
@@ -149,15 +206,22 @@ __global__ void __launch_bounds__(kThreads, 2)
     float s[1][N][4] = {}, dp[1][N][4] = {};
     mma_abt<Mma, 1, R, DP>(s, qdo.x + warp * kWarpRows * ld, kv.tile(n, 0), lane);
     mma_abt<Mma, 1, R, DP>(dp, qdo.y + warp * kWarpRows * ld, kv.tile(n, 1), lane);
-    const bool check = tile_check(a, iw, iw + kWarpRows, j0, j0 + R);
+#pragma unroll
+    for (int t = 0; t < N; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[0][t][e] = exp2f(s[0][t][e] * c - L[e >> 1]);  // P
+    if (tile_check(a, iw, iw + kWarpRows, j0, j0 + R))  // else no pair of the tile is blocked
+      for_each_acc(s, lane, [&](float& p, int r, int col) {
+        if (is_blocked(a, b, iw + r, j0 + col)) p = 0.0f;
+      });
 #pragma unroll
     for (int t = 0; t < N; ++t)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int i = iw + acc_row(lane, e), j = j0 + acc_col(lane, t, e), r = e >> 1;
-        const float p = check && is_blocked(a, b, i, j) ? 0.0f : exp2f(s[0][t][e] * c - L[r]);
+        const int i = iw + acc_row(lane, e), j = j0 + acc_col(lane, t, e);
+        const float p = s[0][t][e];
         const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
-        s[0][t][e] = p * (z * dp[0][t][e] - Di[r]);  // dS
+        s[0][t][e] = p * (z * dp[0][t][e] - Di[e >> 1]);  // dS
       }
     mma_pb<Mma, 1, R, DP>(acc, s, kv.tile(n, 0), lane);
   }

@@ -60,7 +60,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
     float s[kBlocks][N][4] = {};
     mma_abt<Mma, kBlocks, R, DP>(s, Qs + warp * kWarpQueries * ld, kv.tile(n, 0), lane);
-    const bool check = tile_check(a, iw, iw + kWarpQueries, j0, j0 + R);
+    for_each_acc(s, lane, [&](float& x, int, int) { x *= c; });
+    if (tile_check(a, iw, iw + kWarpQueries, j0, j0 + R))  // else no pair of the tile is blocked
+      for_each_acc(s, lane, [&](float& x, int r, int col) {
+        if (is_blocked(a, b, iw + r, j0 + col)) x = -INFINITY;
+      });
 #pragma unroll
     for (int m = 0; m < kBlocks; ++m) {
       const int im = iw + m * kWarpRows;
@@ -68,11 +72,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int t = 0; t < N; ++t)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const bool blocked = check && is_blocked(a, b, im + acc_row(lane, e), j0 + acc_col(lane, t, e));
-          s[m][t][e] = blocked ? -INFINITY : s[m][t][e] * c;
-          top[e >> 1] = fmaxf(top[e >> 1], s[m][t][e]);
-        }
+        for (int e = 0; e < 4; ++e) top[e >> 1] = fmaxf(top[e >> 1], s[m][t][e]);
       float base[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {

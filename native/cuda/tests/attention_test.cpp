@@ -197,7 +197,8 @@ NF_TEST(cuda_attention_tensor_core_parity) {
 
 // The layer with bf16 storage (precision 'bf16'): self- and cross-attention, causal, key padding and
 // attention masks, a fully blocked row, dropout, the weights output; head widths 12, 20, 64 (and 32,
-// 128: cp.async of 8 bf16 a chunk where Dh is a multiple of 8, plain loads for 12 and 20); odd T.
+// 96, 128: cp.async of 8 bf16 a chunk where Dh is a multiple of 8, plain loads for 12 and 20; at 96 a
+// row is 12 chunks, so 8 of the 128 threads idle in the copies); odd T.
 NF_TEST(cuda_attention_bf16_storage_parity) {
   Case cases[] = {
       {2, 7, 7, 24, 2},                                                      // Dh 12, T 7
@@ -207,6 +208,7 @@ NF_TEST(cuda_attention_bf16_storage_parity) {
       {1, 65, 130, 128, 2, true, true, true},                                // Dh 64, cross, Tk 130, causal, padding
       {1, 33, 33, 40, 2, false, true, true, true, false, 0.0f, false, 5},    // Dh 20, a fully blocked row
       {1, 65, 65, 256, 2, false, false, false, false, false, 0.2f},          // Dh 128, dropout
+      {1, 33, 33, 192, 2, false, true, true},                                // Dh 96, causal, key padding
   };
   for (const Case& c : cases) run_case<bf16>(c, nf::ops::Precision::bf16);
 }
