@@ -11,7 +11,9 @@
 // 16-row mma blocks sharing every K and V fragment); Q staged once; K, V streamed in R-key tiles
 // (PairStream, cp.async). Per tile a warp computes its 32 x R scores with mma_abt, masks them (per
 // pair only in tiles tile_check flags), updates each row's running max m and sum l in the log2
-// domain (scores times scale·log2e, exp2; the accumulated O is rescaled by 2^(m_old − m_new)),
+// domain (scores times c = scale·log2e: the row max of the raw scores times c, then each
+// p = 2^(c s − m) with the product inside the exponent's FMA, FlashAttention-2's one instruction a
+// score; the accumulated O is rescaled by 2^(m_old − m_new)),
 // applies dropout to P (l sums P before dropout) and adds P V with mma_pb from P's registers. l is
 // kept per lane and summed over the row's 4 lanes at the end; lse = (m + log2 l)·ln 2. Causal: key
 // tiles past the CTA's last query are not visited.
@@ -60,7 +62,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
     float s[kBlocks][N][4] = {};
     mma_abt<Mma, kBlocks, R, DP>(s, Qs + warp * kWarpQueries * ld, kv.tile(n, 0), lane);
-    for_each_acc(s, lane, [&](float& x, int, int) { x *= c; });
     if (tile_check(a, iw, iw + kWarpQueries, j0, j0 + R))  // else no pair of the tile is blocked
       for_each_acc(s, lane, [&](float& x, int r, int col) {
         if (is_blocked(a, b, iw + r, j0 + col)) x = -INFINITY;
@@ -68,7 +69,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int m = 0; m < kBlocks; ++m) {
       const int im = iw + m * kWarpRows;
-      float top[2] = {mx[m][0], mx[m][1]};
+      float top[2] = {-INFINITY, -INFINITY};  // the tile's largest raw scores (blocked: -inf)
 #pragma unroll
       for (int t = 0; t < N; ++t)
 #pragma unroll
@@ -76,7 +77,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       float base[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        top[r] = quad_max(top[r]);
+        top[r] = fmaxf(mx[m][r], quad_max(top[r]) * c);  // (c > 0: the max of the scaled scores)
         base[r] = top[r] == -INFINITY ? 0.0f : top[r];  // a row blocked so far: every p is 0
         const float alpha = exp2f(mx[m][r] - base[r]);
         mx[m][r] = top[r];
@@ -88,7 +89,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int t = 0; t < N; ++t)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float p = exp2f(s[m][t][e] - base[e >> 1]);
+          float p = exp2f(fmaf(s[m][t][e], c, -base[e >> 1]));  // the scale in the exponent's FMA
           l[m][e >> 1] += p;
           if (kDropout && p != 0.0f) p *= keep_scale(a, b, h, im + acc_row(lane, e), j0 + acc_col(lane, t, e));
           s[m][t][e] = p;
