@@ -81,8 +81,6 @@ inline void vi_store(int32_t* p, vi x) { _mm512_storeu_si512(p, x); }
 inline vf corrected(vi sums, int32_t z, vi colsum) {
   return _mm512_cvtepi32_ps(_mm512_sub_epi32(sums, _mm512_mullo_epi32(_mm512_set1_epi32(z), colsum)));
 }
-// The NT columns from `col` of panel p of the int8 packing.
-inline const int8_t* panel_columns(const Int8Call& c, int64_t p, int64_t col) { return c.w.q + p * c.w.K4 * 32 + col * 4; }
 // out[r][n] = Σ_k xq[r, k] q[k, n] for the MR rows at xq (K4 apart) and the NT columns at qp.
 inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
   vi acc[MR][2];
@@ -115,8 +113,6 @@ inline void vi_store(int32_t* p, vi x) { _mm256_storeu_si256(reinterpret_cast<__
 inline vf corrected(vi sums, int32_t z, vi colsum) {
   return _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, _mm256_mullo_epi32(_mm256_set1_epi32(z), colsum)));
 }
-// The NT columns from `col` of panel p, in int8_widen's layout.
-inline const int16_t* panel_columns(const Int8Call& c, int64_t p, int64_t col) { return c.wide + p * c.w.K4 * 32 + col * 2; }
 // out[r][n] = Σ_k xq[r, k] q[k, n] for the MR int16 rows at xq (K4 apart) and the NT columns at qw
 // (k pairs 64 int16 apart): per k pair and row, the row's pair broadcast and one vpmaddwd per 8
 // columns into int32 (each lane the sum of two exact products), added to the accumulators.
@@ -160,7 +156,6 @@ inline vf corrected(vi sums, int32_t z, vi colsum) {
   for (int i = 0; i < W; ++i) t[i] = static_cast<float>(sums.lane[i] - z * colsum.lane[i]);
   return vload(t);
 }
-inline const int8_t* panel_columns(const Int8Call& c, int64_t p, int64_t col) { return c.w.q + p * c.w.K4 * 32 + col * 4; }
 inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
   int32_t sum[MR][NT] = {};
   for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes)
@@ -171,6 +166,14 @@ inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* o
 }
 #endif
 constexpr int NV = NT / W;  // vectors per tile row
+
+// The tile's NT columns from `col` of panel p: in the int8 packing, or in int8_widen's int16 copy.
+template <class P = panel_t>  // (a template, so that the other layout's branch is discarded)
+const P* panel_columns(const Int8Call& c, int64_t p, int64_t col) {
+  const int64_t panel = p * c.w.K4 * 32;  // either layout: K4 · 32 values a panel
+  if constexpr (std::is_same_v<P, int16_t>) return c.wide + panel + col * 2;
+  else return c.w.q + panel + col * 4;
+}
 
 // The first n ≤ W lanes of q (integers in [0, 255]) at p, as xq_t.
 inline void store_xq(xq_t* p, vf q, int n) {
