@@ -1,7 +1,7 @@
 /**
  * The loss-curve check on any device, with PyTorch's own curves beside ours:
  *
- *   npm run bench:curve -- [--device cpu|cuda] [--steps 300] [--no-torch] [--dir DIR]
+ *   npm run bench:curve -- [--device cpu|cuda] [--steps 300] [--threads 2] [--no-torch] [--dir DIR]
  *
  * Trains the seed-cifar model (batch 64) `steps` AdamW steps at fp32 and at bf16 from the same
  * start on the same batches (bench/loss_curve.ts), then, unless --no-torch, PyTorch's ViT with the
@@ -20,14 +20,27 @@ import { native, type Device } from '../lib/index';
 import { curveComparisons, CURVE_LIMIT, patternBatch, trainCurve, writeCurveFiles } from './loss_curve';
 import { MODELS, type ViTArch } from './specs';
 
-const { values } = parseArgs({ options: {
-  device: { type: 'string', default: 'cpu' }, steps: { type: 'string', default: '300' }, 'no-torch': { type: 'boolean', default: false },
-  dir: { type: 'string' }, threads: { type: 'string', default: '2' },
-} });
-const device = values.device as Device, steps = Number(values.steps);
-if (device !== 'cpu' && device !== 'cuda') throw new Error(`Expected cpu or cuda for --device but received ${values.device}`);
-if (!Number.isInteger(steps) || steps < 1) throw new Error(`Expected a positive integer for --steps but received ${values.steps}`);
-native.setNumThreads(Number(values.threads));
+const USAGE = 'usage: npm run bench:curve -- [--device cpu|cuda] [--steps N] [--threads N] [--no-torch] [--dir DIR]';
+function options() {
+  const { values } = parseArgs({ options: {
+    device: { type: 'string', default: 'cpu' }, steps: { type: 'string', default: '300' }, 'no-torch': { type: 'boolean', default: false },
+    dir: { type: 'string' }, threads: { type: 'string', default: '2' },
+  } });
+  const device = values.device as Device, steps = Number(values.steps), threads = Number(values.threads);
+  if (device !== 'cpu' && device !== 'cuda') throw new Error(`Expected cpu or cuda for --device but received ${values.device}`);
+  if (!Number.isInteger(steps) || steps < 1) throw new Error(`Expected a positive integer for --steps but received ${values.steps}`);
+  if (!Number.isInteger(threads) || threads < 1) throw new Error(`Expected a positive integer for --threads but received ${values.threads}`);
+  return { ...values, device, steps, threads };
+}
+let values: ReturnType<typeof options>;
+try {
+  values = options();
+} catch (e) {
+  console.error(`bench:curve: ${(e as Error).message}\n${USAGE}`);
+  process.exit(2);
+}
+const { device, steps } = values;
+native.setNumThreads(values.threads);
 
 const arch = MODELS.find((m) => m.id === 'seed-cifar')!.arch as ViTArch, B = 64;
 const batches = Array.from({ length: steps }, (_, k) => patternBatch(arch, B, k));
@@ -44,7 +57,7 @@ writeCurveFiles(dir, arch, batches, ours);
 let torch: { fp32: number[]; bf16: number[]; torch: string } | undefined;
 if (!values['no-torch']) {
   const python = process.env.NF_BENCH_PYTHON ?? path.join(__dirname, '..', '.venv-bench', 'bin', 'python');
-  const run = spawnSync(python, [path.join(__dirname, 'gpu', 'torch_curve.py'), dir, '--device', device, '--threads', values.threads],
+  const run = spawnSync(python, [path.join(__dirname, 'gpu', 'torch_curve.py'), dir, '--device', device, '--threads', String(values.threads)],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (run.status !== 0) console.log(`PyTorch's curves: not run (${run.error?.message ?? `${python} exited ${run.status}`}; npm run bench:setup)`);
   else torch = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
