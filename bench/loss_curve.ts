@@ -16,7 +16,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { AdamW, saveModel, Tensor, trainStep, ViTClassifier, type Device, type Precision } from '../lib/index';
+import {
+  AdamW, saveModel, Tensor, trainStep, ViTClassifier, type Device, type Precision, type ViTClassifierConfig,
+} from '../lib/index';
 import type { ViTArch } from './specs';
 
 export const CURVE_LIMIT = 0.02, CURVE_WINDOW = 20;
@@ -44,11 +46,15 @@ export function batchFingerprint(b: { x: Float32Array; y: Int32Array }): { label
   return { labels: Array.from(b.y), sum: b.x.reduce((s, v) => s + v, 0), first: Array.from(b.x.subarray(0, 8)) };
 }
 
-/** The seed-cifar-style model of `arch` (seed 1, no dropout) at `precision` on `device`. */
-export function curveModel(arch: ViTArch, precision: Precision, device: Device): ViTClassifier {
+/** The ViTClassifier config of `arch` (seed 1, no dropout) at `precision` on `device`: the GPU harness's models and this check's. */
+export function vitConfig(arch: ViTArch, precision: Precision, device: Device): ViTClassifierConfig {
   const { imgSize, patchSize, inChannels, numClasses, dModel, numHeads, dFF, depth } = arch;
-  return new ViTClassifier({ imgSize, patchSize, inChannels, numClasses, dModel, numHeads, dFF, depth, dropout: 0, seed: 1,
-    device, precision });
+  return { imgSize, patchSize, inChannels, numClasses, dModel, numHeads, dFF, depth, dropout: 0, seed: 1, device, precision };
+}
+
+/** A fresh ViTClassifier of vitConfig. */
+export function curveModel(arch: ViTArch, precision: Precision, device: Device): ViTClassifier {
+  return new ViTClassifier(vitConfig(arch, precision, device));
 }
 
 /** The losses of `batches.length` AdamW steps (lr 1e-3, PyTorch's defaults otherwise) of a fresh curveModel. */

@@ -33,12 +33,12 @@
 import * as fs from 'node:fs';
 
 import {
-  AdamW, cudaGraphStats, cudaMemoryStats, setCudaGraphs, Tensor, trainStep, ViTClassifier, type Precision, type ViTClassifierConfig,
+  AdamW, cudaGraphStats, cudaMemoryStats, setCudaGraphs, Tensor, trainStep, ViTClassifier, type Precision,
 } from '../../lib/index';
 import { cuda } from '../../lib/core/device';
 import { forwardFlops, trainFlops } from '../flops';
 import {
-  curveComparisons, CURVE_LIMIT, CURVE_WINDOW, patternBatch, trainCurve, windowRelDiffs, writeCurveFiles,
+  curveComparisons, CURVE_LIMIT, CURVE_WINDOW, patternBatch, trainCurve, vitConfig, windowRelDiffs, writeCurveFiles,
 } from '../loss_curve';
 import { MODELS, type ModelSpec, type ViTArch } from '../specs';
 
@@ -87,12 +87,6 @@ function makePlan(dry: boolean): Plan {
   return { dry, rows, checkBatch: 2, curveSteps: dry ? 6 : 300 };
 }
 
-function configOf(arch: ViTArch, precision: GpuPrecision, device: 'cpu' | 'cuda'): ViTClassifierConfig {
-  const { imgSize, patchSize, inChannels, numClasses, dModel, numHeads, dFF, depth } = arch;
-  return { imgSize, patchSize, inChannels, numClasses, dModel, numHeads, dFF, depth, dropout: 0, seed: 1, device,
-    ...(device === 'cuda' ? { precision } : {}) };
-}
-
 /** Deterministic images [B, C, S, S] in [-1, 1] and labels, as host arrays. */
 function data(arch: ViTArch, B: number, salt: number): { x: Float32Array; y: Int32Array } {
   const n = B * arch.inChannels * arch.imgSize ** 2;
@@ -110,7 +104,7 @@ const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length
 
 /** Times one row; returns its JSON line's fields. */
 function timeRow(r: Row): Record<string, unknown> {
-  const model = new ViTClassifier(configOf(r.arch, r.precision, 'cuda'));
+  const model = new ViTClassifier(vitConfig(r.arch, r.precision, 'cuda'));
   const { x, y } = data(r.arch, r.batch, 0);
   const images = Tensor.from(x, [r.batch, r.arch.inChannels, r.arch.imgSize, r.arch.imgSize], 'cuda');
   const labels = Tensor.from(y, [r.batch], 'cuda');
@@ -161,11 +155,11 @@ function logitChecks(plan: Plan): Record<string, unknown>[] {
     if (seen.has(r.id)) continue;
     seen.add(r.id);
     const B = plan.checkBatch, { x } = data(r.arch, B, 5), shape = [B, r.arch.inChannels, r.arch.imgSize, r.arch.imgSize];
-    const cpu = new ViTClassifier(configOf(r.arch, 'fp32', 'cpu')).eval();
+    const cpu = new ViTClassifier(vitConfig(r.arch, 'fp32', 'cpu')).eval();
     const want = cpu.forward(Tensor.from(x, shape)).toArray();
     cpu.dispose();
     for (const precision of PRECISIONS) {
-      const m = new ViTClassifier(configOf(r.arch, precision, 'cuda')).eval();
+      const m = new ViTClassifier(vitConfig(r.arch, precision, 'cuda')).eval();
       const images = Tensor.from(x, shape, 'cuda');
       const err = relErr(m.forward(images).toArray(), want);
       out.push({ check: 'logits', id: r.id, precision, relErr: err, limit: LOGIT_LIMIT[precision], pass: err < LOGIT_LIMIT[precision] });
@@ -194,7 +188,7 @@ function activationBytes(plan: Plan): Record<string, unknown> {
   const spec = MODELS.find((m) => m.id === (plan.dry ? 'tiny' : 'seed-cifar'))!, arch = spec.arch as ViTArch, B = plan.dry ? 2 : 64;
   const { x } = data(arch, B, 3);
   const bytes = (precision: GpuPrecision) => {
-    const model = new ViTClassifier(configOf(arch, precision, 'cuda'));
+    const model = new ViTClassifier(vitConfig(arch, precision, 'cuda'));
     const images = Tensor.from(x, [B, arch.inChannels, arch.imgSize, arch.imgSize], 'cuda');
     try {
       model.eval().forward(images).dispose(); // (keeps nothing; the weights' bf16 copies and scratch made, not counted)
