@@ -62,9 +62,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
 // Per-thread scratch (slot `tile`) of the core, in floats (the forward's chunks have at most Tq rows).
-// (With bf16 pairs also a query block's rows and the value tile as pairs.)
+// (With bf16 pairs also the query rows (forward: a chunk's, backward: a block's) and the value tile as pairs.)
 int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) {
-  return Dh * kBK + kBQ * kBK + kBK + 2 * Tq + kBQ * (Dh + 1) / 2 + kBK / 2 * Dh;
+  return Dh * kBK + kBQ * kBK + kBK + 2 * Tq + Tq * ((Dh + 1) / 2) + kBK / 2 * Dh;
 }
 int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) {
   return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq + kBQ * (Dh + 1) / 2 + kBQ * Dh + kBQ / 2 * kBK + kBK / 2 * Dh;
@@ -238,9 +238,9 @@ void load_key_tile(float* Kt, const float* k, int64_t ldk, int nk, int64_t Dh, f
 #endif
 }
 
-// masked_scores of the nq query rows at q (ldq apart) against a load_key_tile; with pairs the rows
-// go through Qp [nq, ⌈Dh / 2⌉] as bf16 pairs. Forward and backward both score this way, so the
-// backward's P = exp(S − lse) is the forward's.
+// The backward's scores: masked_scores of the nq query rows at q (ldq apart) against a load_key_tile;
+// with pairs the rows go through Qp [nq, ⌈Dh / 2⌉] as bf16 pairs. The forward scores the same way
+// (its chunk's rows packed once for all key tiles), so the backward's P = exp(S − lse) is the forward's.
 void block_scores(float* S, float* Qp, const float* q, int64_t ldq, const float* Kt, const AttentionMasks& m,
                   const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk, bool pairs) {
 #if NF_BF16_DOT
@@ -282,38 +282,49 @@ int block_rows(int64_t R) {
   return int(std::min<int64_t>(kBQ, (even + 3) / 4 * 4));
 }
 
+// What softmax_step leaves in S for the product with V: the weights in fp32, rounded to bfloat16
+// (bf16 on the variants without vdpbf16ps), or as rows of bf16 pairs of neighbours (pack_bf16_row's
+// layout, row r at S + r·kBK, zero past the tile's keys) for vdpbf16ps.
+enum class Weights { fp32, rounded, pairs };
+
 // The online-softmax step of nq query rows against one key tile: S (scores, nv vectors a row)
 // becomes exp(S − m_new) ∘ Z, the running max m and sum l advance, and each output row is
 // rescaled by exp(m_old − m_new). Dropout row r is element base + r·Tk of the stream.
-// With bf16_p, the row's final weights are rounded to bfloat16 (what PV reads).
+// Every row's max first, then the exponentials of all rows: one stream of independent vectors
+// rather than a horizontal max between each row's few (a tile of 80 keys is 5 vectors a row).
 void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, int64_t Dh, int nq, int nk, float* z,
-                  const AttentionDropout& dr, uint64_t base, int64_t Tk, bool bf16_p) {
+                  const AttentionDropout& dr, uint64_t base, int64_t Tk, Weights out) {
   const int nv = tile_vectors(nk);
+  float m_new[kBQ];
   for (int r = 0; r < nq; ++r) {
-    float* s = S + r * kBK;
+    const float* s = S + r * kBK;
     vf vmx = vset1(kNegInf);
     for (int c = 0; c < nv; ++c) vmx = vmax(vmx, vload(s + c * W));
-    const float m_new = std::max(mrow[r], vhmax(vmx));
-    if (m_new == kNegInf) {  // every key so far is blocked: nothing to add
+    m_new[r] = std::max(mrow[r], vhmax(vmx));
+  }
+  for (int r = 0; r < nq; ++r) {
+    float* s = S + r * kBK;
+    if (m_new[r] == kNegInf) {  // every key so far is blocked: nothing to add
       std::memset(s, 0, sizeof(float) * kBK);
       continue;
     }
-    const float alpha = std::exp(mrow[r] - m_new);
-    const vf vm = vset1(m_new);
+    const bool drop = dr.p > 0.0f;
+    if (drop) dropout_row(z, dr, base + uint64_t(r * Tk), nk);
+    const vf vm = vset1(m_new[r]);
     vf sum = vzero();
     for (int c = 0; c < nv; ++c) {
-      const vf p = vexp(vsub(vload(s + c * W), vm));
-      vstore(s + c * W, p);
+      vf p = vexp(vsub(vload(s + c * W), vm));
       sum = vadd(sum, p);
+      if (drop) p = vmul(p, vload(z + c * W));
+      vstore(s + c * W, out == Weights::rounded ? vround_bf16(p) : p);
     }
+#if NF_BF16_DOT
+    if (out == Weights::pairs) pack_bf16_row(s, s, nk);  // (the row is still in L1)
+#endif
+    const float alpha = std::exp(mrow[r] - m_new[r]);
     lrow[r] = lrow[r] * alpha + vsum(sum);
-    mrow[r] = m_new;
+    mrow[r] = m_new[r];
     if (alpha != 1.0f) scale_row(ob + r * ldo, Dh, alpha);
-    if (dr.p > 0.0f) {
-      dropout_row(z, dr, base + uint64_t(r * Tk), nk);
-      for (int c = 0; c < nv; ++c) vstore(s + c * W, vmul(vload(s + c * W), vload(z + c * W)));
-    }
-    if (bf16_p) vround_bf16_n(s, s, nv * W);
   }
 }
 
@@ -332,8 +343,8 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   float* z = S + kBQ * kBK;       // [kBK] dropout factors of one row
   float* mrow = z + kBK;          // [R] running max
   float* lrow = mrow + R;         // [R] running sum, then lse
-  float* Qp = lrow + R;           // [kBQ, Dh2] (pairs) a query block's rows (block_scores)
-  [[maybe_unused]] float* Vp = Qp + kBQ * Dh2;  // [kBK / 2, Dh] (pairs) the value tile's rows, two keys to a word
+  float* Qp = lrow + R;           // [R, Dh2] (pairs) the chunk's query rows, two dimensions to a word
+  [[maybe_unused]] float* Vp = Qp + R * Dh2;  // [kBK / 2, Dh] (pairs) the value tile's rows, two keys to a word
   const float* qb = q + b * d.q.batch + h * d.q.head + c0 * d.q.row;
   const float* kb = k + b * d.k.batch + h * d.k.head;
   const float* vb = v + b * d.v.batch + h * d.v.head;
@@ -346,8 +357,13 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   auto skipped = [&](int64_t j0, int64_t i, int nq) { return m.causal && j0 >= c0 + i + nq; };
   auto load_keys = [&](int64_t j0, int nk) { load_key_tile(Kt, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale, pairs); };
   auto scores = [&](int64_t i, int nq, int64_t j0, int nk) {  // S for queries c0+i .. c0+i+nq-1
-    block_scores(S, Qp, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk, pairs);
+    if (pairs) masked_scores(S, Qp + i * Dh2, Dh2, Kt, m, d, b, c0 + i, nq, j0, nk, true);
+    else masked_scores(S, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk);
   };
+  const Weights weights_out = pairs ? Weights::pairs : bf16_p ? Weights::rounded : Weights::fp32;
+#if NF_BF16_DOT
+  if (pairs) pack_rows(Qp, Dh2, qb, d.q.row, R, Dh);  // once for all the key tiles
+#endif
 
   for (int64_t r = 0; r < R; ++r) {
     std::memset(ob + r * d.o.row, 0, sizeof(float) * Dh);
@@ -365,10 +381,9 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
       if (skipped(j0, i, nq)) continue;
       scores(i, nq, j0, nk);
       softmax_step(S, mrow + i, lrow + i, ob + i * d.o.row, d.o.row, Dh, nq, nk, z, d.dropout,
-                   uint64_t((row0 + i) * Tk + j0), Tk, bf16_p);
+                   uint64_t((row0 + i) * Tk + j0), Tk, weights_out);
 #if NF_BF16_DOT
       if (pairs) {
-        pack_rows(S, kBK, S, kBK, nq, nk);
         tile_accumulate<false, true>(ob + i * d.o.row, d.o.row, S, kBK, 1, nq, (nk + 1) / 2, Vp, Dh, Dh);
         continue;
       }
