@@ -18,7 +18,10 @@
 // Statistics (LayerNorm, softmax, losses) and the optimizer stay fp32 whatever the precision. The
 // attention core's products (QKᵀ, PV and the backward's) follow it on CUDA (tensor cores) and on the
 // CPU at 'bf16' (bf16-rounded inputs, fp32 accumulation; native/cpu/attention.cpp, attentionDecode's
-// one-row core too); on CUDA attentionDecode's one-row core stays fp32. At 'int8' the core is fp32.
+// one-row core too); on CUDA attentionDecode's one-row core stays fp32. At 'int8' the CPU core takes
+// bf16 inputs as at 'bf16' (attention_core_bf16): the projections' outputs Q, K, V are rounded, the
+// core runs vdpbf16ps where the CPU has it (half the time of its fp32 form at seed-stl10's head width
+// 32), the same function elsewhere; onnxruntime's quantize_dynamic runs those products in int8.
 #pragma once
 #include <string>
 
@@ -38,6 +41,9 @@ template <class R>
 void precision_field(R& r, Precision& v) {
   r.choice(v, "precision", kPrecisions, Precision::fp32);
 }
+
+// Whether the attention core's products take bf16 inputs (with fp32 accumulation) at precision p.
+inline bool attention_core_bf16(Precision p) { return p == Precision::bf16 || p == Precision::int8; }
 
 // 'int8' is dynamic quantization for inference: what an op that computes gradients (or the general
 // gemm op, or a device without int8 kernels) runs first; `what` says what the op is.
