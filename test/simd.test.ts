@@ -433,22 +433,23 @@ describe('the int8 kernels (gemm_int8.cpp: vpdpbusd on avx512, int16 widening on
     }
   }
 
-  it.each(int8Isas)('%s: dot_tile gives the exact int32 sums Σ_k xq[r][k] q[k][n] over 12 rows and a 32-column panel', (isa) => {
+  it.each(int8Isas)('%s: dot_tile gives the exact int32 sums Σ_k xq[r][k] q[k][n] over 12 rows and one or two 32-column panels', (isa) => {
     const r = rng(3);
-    for (const K4 of [4, 8, 132]) {
-      const n = Math.max(12 * K4, 32 * K4);
-      const xq = Float32Array.from({ length: n }, (_, i) => (i < 12 * K4 ? [0, 255, 1, 128][i % 4] * (i % 7 === 0 ? 1 : 0) + Math.floor(r() * 256) * (i % 7 === 0 ? 0 : 1) : 0));
-      const q = Float32Array.from({ length: n }, (_, i) => (i < 32 * K4 ? (i % 5 === 0 ? [127, -127][i % 2] : Math.floor(r() * 255) - 127) : 0));
-      const { out } = probe(isa, 'int8_dot_tile', [xq, q], { out: new Float32Array(384), args: [K4] });
-      const want = new Float32Array(384);
-      for (let row = 0; row < 12; row++)
-        for (let col = 0; col < 32; col++) {
-          let sum = 0;
-          for (let k = 0; k < K4; k++) sum += xq[row * K4 + k] * q[(k >> 2) * 128 + col * 4 + (k & 3)];
-          want[row * 32 + col] = sum;
-        }
-      agree(`${isa} int8_dot_tile K4 ${K4}`, out, want, 'bits');
-    }
+    for (const N of [32, 64])
+      for (const K4 of [4, 8, 132]) {
+        const n = Math.max(12 * K4, N * K4);
+        const xq = Float32Array.from({ length: n }, (_, i) => (i < 12 * K4 ? [0, 255, 1, 128][i % 4] * (i % 7 === 0 ? 1 : 0) + Math.floor(r() * 256) * (i % 7 === 0 ? 0 : 1) : 0));
+        const q = Float32Array.from({ length: n }, (_, i) => (i < N * K4 ? (i % 5 === 0 ? [127, -127][i % 2] : Math.floor(r() * 255) - 127) : 0));
+        const { out } = probe(isa, 'int8_dot_tile', [xq, q], { out: new Float32Array(12 * N), args: [K4, N] });
+        const want = new Float32Array(12 * N);
+        for (let row = 0; row < 12; row++)
+          for (let col = 0; col < N; col++) {
+            let sum = 0;  // panel col >> 5, its group k >> 2: 32 columns of 4 bytes
+            for (let k = 0; k < K4; k++) sum += xq[row * K4 + k] * q[(col >> 5) * K4 * 32 + (k >> 2) * 128 + (col & 31) * 4 + (k & 3)];
+            want[row * N + col] = sum;
+          }
+        agree(`${isa} int8_dot_tile K4 ${K4}, N ${N}`, out, want, 'bits');
+      }
   });
 
   it.each(int8Isas)('%s: quantize gives each row its scale, zero point and bytes as the definition (gemm_int8.cpp) says', (isa) => {

@@ -19,14 +19,14 @@
 // gemm_pack scratch; the weights' 32-column panels [K4 / 4][32][4] (the int8 packing), and on the
 // avx2 kernels their int16 copy [K4 / 2][32][2] (k pairs) in the same scratch. Tiles, per variant:
 //   avx512_vnni (this file's NF_ISA 2 pass, its own namespace, run only where CPUID reports
-//     AVX-512 VNNI): 12 rows x 32 columns, 24 zmm int32 accumulators, one vpdpbusd per row and
-//     16 columns per 4 k, the row's 4 bytes broadcast.
+//     AVX-512 VNNI): 6 rows x 64 columns (two panels; one at the end of a task's panels), 24 zmm
+//     int32 accumulators, one vpdpbusd per row and 16 columns per 4 k, the row's 4 bytes broadcast.
 //   avx2 (also the avx512 variant's on a CPU without VNNI): 4 x 16, 8 ymm int32 accumulators, one
 //     vpmaddwd + vpaddd per row and 8 columns per 2 k, the row's int16 pair broadcast. (6 rows need
 //     16 ymm registers and GCC then spills accumulators on every k step.)
 //   scalar: 4 x 8, int32 arithmetic.
 // Threads: the row blocks (rows · K4 about 192 KiB, in L2) times the 32-column panels, panel fastest,
-// in two contiguous chunks per thread; a panel (K4 · 32 bytes) serves every row tile of its block.
+// in the pool's chunks (about 4 a thread); a panel (K4 · 32 bytes) serves every row tile of its block.
 // Dimension key: M rows, N output features, K input features, K4 = 4·⌈K / 4⌉.
 #include "gemm_int8.h"
 
@@ -66,12 +66,12 @@ namespace nf::cpu::NF_INT8_NS {
 
 namespace {
 
-// Per variant: the tile (MR rows x NT columns), its integer vectors vi of W int32 lanes, and dot_tile,
-// the int32 sums of a tile. dot_tile writes them to memory and the epilogue, kept out of line, reads
+// Per variant: the tile (MR rows x NT columns), its integer vectors vi of W int32 lanes, and the int32
+// sums of a tile (dot_panels, dot_columns; dot_tile below calls them). They write the sums to memory and the epilogue, kept out of line, reads
 // them back: with both inlined into one function GCC stored all 24 accumulators on every pass of the
 // k loop (half the speed).
 #if NF_ISA == 2 && NF_X86
-constexpr int MR = 12, NT = 32;
+constexpr int MR = 6, NT = 64;  // two panels
 using xq_t = uint8_t;
 using panel_t = int8_t;
 using vi = __m512i;
@@ -81,27 +81,39 @@ inline void vi_store(int32_t* p, vi x) { _mm512_storeu_si512(p, x); }
 inline vf corrected(vi sums, int32_t z, vi colsum) {
   return _mm512_cvtepi32_ps(_mm512_sub_epi32(sums, _mm512_mullo_epi32(_mm512_set1_epi32(z), colsum)));
 }
-// out[r][n] = Σ_k xq[r, k] q[k, n] for the MR rows at xq (K4 apart) and the NT columns at qp.
-inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
-  vi acc[MR][2];
-#pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-  for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes) {
-    const __m512i b0 = _mm512_loadu_si512(qp), b1 = _mm512_loadu_si512(qp + 64);
-#pragma GCC unroll 12
+// out[r][n] = Σ_k xq[r, k] q[k, n] for the MR rows at xq (K4 apart) and the 32 columns of the panel
+// at q0, then (kPanels 2) the 32 of the panel at q1: per 4 k, 2 · kPanels vector loads and MR
+// broadcasts feed 2 · kPanels · MR vpdpbusd (6 x 64: 4 loads and 6 broadcasts a 24; 12 x 32 spent 12
+// broadcasts on 24 and ran 7-8% slower).
+template <int kPanels>
+inline void dot_panels(const uint8_t* xq, int64_t K4, const int8_t* q0, const int8_t* q1, int32_t* out) {
+  constexpr int V = 2 * kPanels;
+  vi acc[MR][V];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < K4; k += 4, q0 += kInt8GroupBytes, q1 += kInt8GroupBytes) {
+    vi b[V];
+    b[0] = _mm512_loadu_si512(q0);
+    b[1] = _mm512_loadu_si512(q0 + 64);
+    if constexpr (kPanels == 2) {
+      b[2] = _mm512_loadu_si512(q1);
+      b[3] = _mm512_loadu_si512(q1 + 64);
+    }
+#pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
       int32_t word;
       std::memcpy(&word, xq + r * K4 + k, sizeof word);
       const __m512i a = _mm512_set1_epi32(word);
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
-      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], a, b[v]);
     }
   }
-#pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) {
-    vi_store(out + r * NT, acc[r][0]);
-    vi_store(out + r * NT + 16, acc[r][1]);
-  }
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) vi_store(out + r * NT + v * W, acc[r][v]);
 }
 #elif NF_ISA == 1 && NF_X86
 constexpr int MR = 4, NT = 16;
@@ -116,7 +128,7 @@ inline vf corrected(vi sums, int32_t z, vi colsum) {
 // out[r][n] = Σ_k xq[r, k] q[k, n] for the MR int16 rows at xq (K4 apart) and the NT columns at qw
 // (k pairs 64 int16 apart): per k pair and row, the row's pair broadcast and one vpmaddwd per 8
 // columns into int32 (each lane the sum of two exact products), added to the accumulators.
-inline void dot_tile(const int16_t* xq, int64_t K4, const int16_t* qw, int32_t* out) {
+inline void dot_columns(const int16_t* xq, int64_t K4, const int16_t* qw, int32_t* out) {
   vi acc[MR][2];
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
@@ -156,7 +168,7 @@ inline vf corrected(vi sums, int32_t z, vi colsum) {
   for (int i = 0; i < W; ++i) t[i] = static_cast<float>(sums.lane[i] - z * colsum.lane[i]);
   return vload(t);
 }
-inline void dot_tile(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
+inline void dot_columns(const uint8_t* xq, int64_t K4, const int8_t* qp, int32_t* out) {
   int32_t sum[MR][NT] = {};
   for (int64_t k = 0; k < K4; k += 4, qp += kInt8GroupBytes)
     for (int r = 0; r < MR; ++r)
@@ -173,6 +185,18 @@ const P* panel_columns(const Int8Call& c, int64_t p, int64_t col) {
   const int64_t panel = p * c.w.K4 * 32;  // either layout: K4 · 32 values a panel
   if constexpr (std::is_same_v<P, int16_t>) return c.wide + panel + col * 2;
   else return c.w.q + panel + col * 4;
+}
+
+// The tile's int32 sums at columns [j, min(j + NT, jend)) of the MR rows at xq, to out [MR][NT].
+inline void dot_tile(const Int8Call& c, const xq_t* xq, int64_t j, int64_t jend, int32_t* out) {
+#if NF_ISA == 2 && NF_X86
+  const int8_t* q0 = panel_columns(c, j / 32, 0);  // (j starts a panel, and the tile spans two)
+  if (j + 32 < jend) return dot_panels<2>(xq, c.w.K4, q0, panel_columns(c, j / 32 + 1, 0), out);
+  dot_panels<1>(xq, c.w.K4, q0, q0, out);
+#else
+  (void)jend;
+  dot_columns(xq, c.w.K4, panel_columns(c, j / 32, j % 32), out);
+#endif
 }
 
 // The first n ≤ W lanes of q (integers in [0, 255]) at p, as xq_t.
@@ -213,11 +237,11 @@ template <Act A>
   int width[NV];
   vf bias[NV], scale[NV];
   vi cs[NV];
-  for (int v = 0; v < NV; ++v) {
+  for (int v = 0; v < NV; ++v) {  // (columns past the tile's nr, and their sums, are not read)
     width[v] = std::clamp(nr - v * W, 0, W);
     bias[v] = c.b && width[v] > 0 ? vload_w(c.b + n0 + v * W, width[v]) : vzero();
-    scale[v] = vload(s + v * W);
-    cs[v] = vi_load(colsum + v * W);
+    scale[v] = width[v] > 0 ? vload(s + v * W) : vzero();
+    cs[v] = width[v] > 0 ? vi_load(colsum + v * W) : vi_load(colsum);
   }
   vf x[MR][NV];
 #pragma GCC unroll 12
@@ -225,7 +249,7 @@ template <Act A>
     const vf ar = vset1(a[r]);
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      x[r][v] = vadd(vmul(corrected(vi_load(acc + r * NT + v * W), z[r], cs[v]), vmul(ar, scale[v])), bias[v]);
+      x[r][v] = width[v] > 0 ? vadd(vmul(corrected(vi_load(acc + r * NT + v * W), z[r], cs[v]), vmul(ar, scale[v])), bias[v]) : vzero();
       if (pre && r < mr && width[v] > 0) vstore_w(pre + r * c.ldc + v * W, x[r][v], width[v]);
     }
   }
@@ -292,37 +316,38 @@ void int8_widen(const Int8Weights& w, int64_t p0, int64_t p1, int16_t* wide) {
 #endif
 
 // The lane test's hook (simd_probe.h; test/simd.test.ts holds every variant to the definitions):
-//   int8_dot_tile: arg[0] = K4; a = 12 rows of K4 bytes (u8 values as floats), b = one 32-column
-//     panel (K4 / 4 groups of 32 x 4 bytes, s8 values as floats); out [12][32] = Σ_k a[r][k] q[k][n],
-//     computed tile by tile with this variant's dot_tile.
+//   int8_dot_tile: arg[0] = K4, arg[1] = columns N (32 or 64; 0: 32); a = 12 rows of K4 bytes (u8
+//     values as floats), b = N / 32 panels (each K4 / 4 groups of 32 x 4 bytes, s8 values as floats);
+//     out [12][N] = Σ_k a[r][k] q[k][n], computed tile by tile with this variant's dot_tile.
 //   int8_quantize: arg[0] = rows, arg[1] = K; a = x [rows, K]; out = xq [rows, K4] (as floats), then
 //     the rows' scales, then their zero points.
 void int8_probe(const SimdProbe& p, Status* status) {
   const std::string fn = p.fn;
   *status = Status::Ok();
   if (fn == "int8_dot_tile") {
-    const int64_t K4 = p.arg[0];
-    if (K4 < 4 || K4 % 4 || !p.in[0] || !p.in[1] || p.n < 12 * K4 || p.n < K4 * 32 || p.out_n < 12 * 32) {
-      *status = Status::Error("simd_probe", "int8_dot_tile: needs K4 a positive multiple of 4, a, b of n >= 12 K4 and 32 K4, out of 384");
+    const int64_t K4 = p.arg[0], N = p.arg[1] ? p.arg[1] : 32;
+    if (K4 < 4 || K4 % 4 || (N != 32 && N != 64) || !p.in[0] || !p.in[1] || p.n < 12 * K4 || p.n < K4 * N ||
+        p.out_n < 12 * N) {
+      *status = Status::Error("simd_probe", "int8_dot_tile: needs K4 a positive multiple of 4, N 32 or 64, a, b of n >= 12 K4 and N K4, out of 12 N");
       return;
     }
     std::vector<xq_t> xq(12 * K4);
-    std::vector<int8_t> q(K4 * 32);
+    std::vector<int8_t> q(K4 * N);
     for (int64_t i = 0; i < 12 * K4; ++i) xq[i] = static_cast<xq_t>(p.in[0][i]);
-    for (int64_t i = 0; i < K4 * 32; ++i) q[i] = static_cast<int8_t>(p.in[1][i]);
+    for (int64_t i = 0; i < K4 * N; ++i) q[i] = static_cast<int8_t>(p.in[1][i]);
     Int8Call c{};
     c.w = Int8Weights{nullptr, nullptr, q.data(), K4};
 #if NF_ISA == 1 && NF_X86
-    std::vector<int16_t> wide(K4 * 32);
-    int8_widen(c.w, 0, 1, wide.data());
+    std::vector<int16_t> wide(K4 * N);
+    int8_widen(c.w, 0, N / 32, wide.data());
     c.wide = wide.data();
 #endif
     alignas(64) int32_t acc[MR * NT];
     for (int64_t m = 0; m < 12; m += MR)
-      for (int64_t j = 0; j < 32; j += NT) {
-        dot_tile(xq.data() + m * K4, K4, panel_columns(c, 0, j), acc);
+      for (int64_t j = 0; j < N; j += NT) {
+        dot_tile(c, xq.data() + m * K4, j, N, acc);
         for (int r = 0; r < MR; ++r)
-          for (int n = 0; n < NT; ++n) p.out[(m + r) * 32 + j + n] = static_cast<float>(acc[r * NT + n]);
+          for (int64_t n = 0; n < std::min<int64_t>(NT, N - j); ++n) p.out[(m + r) * N + j + n] = static_cast<float>(acc[r * NT + n]);
       }
     return;
   }
@@ -347,23 +372,21 @@ namespace {
 
 template <Act A>
 void tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-  const int64_t K4 = c.w.K4;
+  const int64_t K4 = c.w.K4, jend = std::min(c.N, 32 * p1);
   const xq_t* xq = static_cast<const xq_t*>(c.xq);
   alignas(64) int32_t acc[MR * NT];
-  for (int64_t p = p0; p < p1; ++p)
-    for (int64_t j = 32 * p; j < std::min(c.N, 32 * (p + 1)); j += NT) {
-      const panel_t* qp = panel_columns(c, p, j - 32 * p);
-      const int nr = static_cast<int>(std::min<int64_t>(NT, c.N - j));
-      for (int64_t m = m0; m < m1; m += MR) {
-        const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
-        for (int r = 0; r < mr; ++r) {  // the tile of y, on its way to L1 while the k loop runs
-          __builtin_prefetch(c.y + (m + r) * c.ldc + j, 1);
-          __builtin_prefetch(c.y + (m + r) * c.ldc + j + nr - 1, 1);
-        }
-        dot_tile(xq + m * K4, K4, qp, acc);
-        epilogue<A>(c, acc, m, j, mr, nr);
+  for (int64_t j = 32 * p0; j < jend; j += NT) {
+    const int nr = static_cast<int>(std::min<int64_t>(NT, jend - j));
+    for (int64_t m = m0; m < m1; m += MR) {
+      const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+      for (int r = 0; r < mr; ++r) {  // the tile of y, on its way to L1 while the k loop runs
+        __builtin_prefetch(c.y + (m + r) * c.ldc + j, 1);
+        __builtin_prefetch(c.y + (m + r) * c.ldc + j + nr - 1, 1);
       }
+      dot_tile(c, xq + m * K4, j, jend, acc);
+      epilogue<A>(c, acc, m, j, mr, nr);
     }
+  }
 }
 
 }  // namespace
