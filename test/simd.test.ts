@@ -408,11 +408,15 @@ describe.runIf(cpuIsas.includes('avx512bf16'))('the BF16 helpers of the avx512bf
     agree(`pack_bf16_pair_rows P ${P} kc ${kc}`, out, want, 'bits', [], want.length);
   });
 
-  it.each([1, 2, 15, 16, 17, 33, 80])('pack_bf16_row, n %i: words of neighbours (2j, 2j + 1) rounded as vround_bf16, an odd last one paired with 0', (n) => {
-    const src = whole([...cycle(specials, 32), ...randoms(n, n)]).subarray(0, n);
-    const want = Float32Array.from({ length: Math.ceil(n / 2) }, (_, j) => word(src[2 * j], 2 * j + 1 < n ? src[2 * j + 1] : 0));
-    const out = probe('avx512bf16', 'pack_bf16_row', [src], { args: [n], out: new Float32Array(want.length) }).out;
-    agree(`pack_bf16_row n ${n}`, out, want, 'bits', [], want.length);
+  it.each([[1, 1], [2, 1], [15, 1], [16, 1], [17, 1], [33, 1], [80, 1], [17, 3], [32, 2]])('pack_bf16_row, n %i, %i row(s) (pack_rows): words of neighbours (2j, 2j + 1) rounded as vround_bf16, an odd last one paired with 0', (n, rows) => {
+    const src = whole([...cycle(specials, 32), ...randoms(n * rows, n * rows)]).subarray(0, n * rows);
+    const half = Math.ceil(n / 2);
+    const want = Float32Array.from({ length: rows * half }, (_, i) => {
+      const r = Math.floor(i / half), j = i % half, row = src.subarray(r * n, (r + 1) * n);
+      return word(row[2 * j], 2 * j + 1 < n ? row[2 * j + 1] : 0);
+    });
+    const out = probe('avx512bf16', 'pack_bf16_row', [src], { args: [n, rows], out: new Float32Array(want.length) }).out;
+    agree(`pack_bf16_row n ${n}, rows ${rows}`, out, want, 'bits', [], want.length);
   });
 
   it('the other variants do not have them', () => {
@@ -495,6 +499,7 @@ describe('coverage', () => {
     pack_k_major: 'pack_k_major and pack_transposed', pack_transposed: 'pack_k_major and pack_transposed',
     transpose_8x8: 'transpose_8x8', first_nonfinite_range: 'first_nonfinite_range',
     vdot_bf16: 'vdot_bf16', pack_bf16_pair_rows: 'pack_bf16_pair_rows', pack_bf16_row: 'pack_bf16_row',
+    pack_row_pairs: 'pack_bf16_pair_rows (the probe packs through it)', pack_rows: 'pack_bf16_row (the probe packs through it)',
     vdot_step: 'vdot_bf16 (and every GEMM test: the float GEMM\'s products)',
   };
 

@@ -213,22 +213,6 @@ void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, c
   }
 }
 
-#if NF_BF16_DOT
-// dst row r / 2 (ldd apart) = rows r and r + 1 of src (lds apart; a missing last one: zeros) as one
-// row of n bf16 pairs, for the rows < rows: a matrix paired along its rows. dst may be src (row r / 2
-// is written after rows r, r + 1 are read).
-void pack_row_pairs(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; r += 2)
-    pack_bf16_pair_rows(dst + r / 2 * ldd, src + r * lds, r + 1 < rows ? src + (r + 1) * lds : nullptr, n);
-}
-
-// dst row r (ldd apart) = row r of src (lds apart) as ⌈n / 2⌉ pairs of neighbours, for r < rows: a
-// matrix paired along its columns (dst may be src).
-void pack_rows(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; ++r) pack_bf16_row(dst + r * ldd, src + r * lds, n);
-}
-#endif
-
 // Kt for keys [0, nk) at k (rows ldk apart): the tile transposed and scaled, [Dh, kBK]; with pairs
 // (avx512bf16, bf16 inputs) paired along d in place and unscaled, [⌈Dh / 2⌉, kBK].
 void load_key_tile(float* Kt, const float* k, int64_t ldk, int nk, int64_t Dh, float scale, bool pairs) {

@@ -244,7 +244,7 @@ void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t k
     if (row_major) {
       for (int64_t i = 0; i < n; i += P, dst += kd * P) {
         const int64_t rows = std::min<int64_t>(P, n - i);
-        for (int64_t r = 0; r < rows; ++r) pack_bf16_row(buf + r * kd, src + (i + r) * ld, kc);
+        pack_rows(buf, kd, src + i * ld, ld, rows, kc);
         pack_transposed<P>(dst, buf, kd, rows, kd);
       }
       return;

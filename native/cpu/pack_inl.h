@@ -10,7 +10,8 @@
 //   (i, k)) in its low half and bf16(element (i, k + 1)) in its high half (vround_bf16's rounding;
 //   an odd kc's last k paired with 0): what vdot_bf16 multiplies. pack_bf16_pair_rows makes one
 //   row of pairs from two rows (k and k + 1 of a k-major source), pack_bf16_row pairs a row's
-//   neighbours (its bf16 array: a row-major source, whose words are then transposed as floats).
+//   neighbours (its bf16 array: a row-major source, whose words are then transposed as floats);
+//   pack_row_pairs and pack_rows do so for every row of a strided matrix (also the attention core's).
 // Dimension key: n rows (M or N), kc the depth of one k block, ld the source's row stride.
 // Include inside `namespace nf::cpu::NF_ISA_NS` after simd.h (needs <algorithm> and <cstring>).
 // test/simd.test.ts checks every function here on every variant against the definition above.
@@ -162,5 +163,19 @@ inline void pack_bf16_row(float* dst, const float* src, int64_t n) {
     const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail_mask(k), src + i)));
     _mm256_mask_storeu_epi32(dst + i / 2, static_cast<__mmask8>((1u << ((k + 1) / 2)) - 1u), h);
   }
+}
+
+// dst row r / 2 (ldd apart) = rows r and r + 1 of src (lds apart; a missing last one: zeros) as one
+// row of n bf16 pairs (pack_bf16_pair_rows), for the rows < rows: a matrix paired along its rows. dst
+// may be src (row r / 2 is written after rows r, r + 1 are read).
+inline void pack_row_pairs(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; r += 2)
+    pack_bf16_pair_rows(dst + r / 2 * ldd, src + r * lds, r + 1 < rows ? src + (r + 1) * lds : nullptr, n);
+}
+
+// dst row r (ldd apart) = row r of src (lds apart) as ⌈n / 2⌉ pairs of neighbours (pack_bf16_row),
+// for r < rows: a matrix paired along its columns (dst may be src).
+inline void pack_rows(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) pack_bf16_row(dst + r * ldd, src + r * lds, n);
 }
 #endif

@@ -17,8 +17,9 @@
 //   pack_k_major, pack_transposed (pack_inl.h): arg = {P, rows, kc, ld}, a the source, out the
 //     panels; transpose_8x8 (the vector variants only): arg = {rows, lds, ldd}.
 //   avx512bf16 only: vdot_bf16 (lane-wise: acc, a, b), pack_bf16_pair_rows: arg = {P, kc}, a an fp32
-//     panel [kc][P], out its rows k, k + 1 paired, [⌈kc / 2⌉][P]; pack_bf16_row: arg = {n}, a the
-//     row, out its ⌈n / 2⌉ pairs of neighbours.
+//     panel [kc][P], out its rows k, k + 1 paired, [⌈kc / 2⌉][P] (through pack_row_pairs);
+//     pack_bf16_row: arg = {n, rows (0: 1)}, a the rows [rows][n], out each row's ⌈n / 2⌉ pairs of
+//     neighbours (through pack_rows).
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
 //   int8_dot_tile, int8_quantize: the int8 kernels' (gemm_int8.cpp int8_probe; the avx512 variant's
 //     are the VNNI ones, which need AVX-512 VNNI).
@@ -124,17 +125,16 @@ Status run_bf16(const SimdProbe& p, const std::string& fn) {
 #if NF_BF16_DOT
   if (fn == "vdot_bf16") return lanes<3>(p, [&](vf acc, vf a, vf b) { return vdot_bf16(acc, a, b); });
   if (fn == "pack_bf16_row") {
-    const int64_t n = p.arg[0];
-    NF_CHECK(arity(p) >= 1 && n >= 0 && n <= p.n && (n + 1) / 2 <= p.out_n, kOp,
-             "pack_bf16_row: takes 1 operand of at least n floats and writes ⌈n / 2⌉");
-    pack_bf16_row(p.out, p.in[0], n);
+    const int64_t n = p.arg[0], rows = p.arg[1] ? p.arg[1] : 1;
+    NF_CHECK(arity(p) >= 1 && n >= 0 && rows >= 1 && rows * n <= p.n && rows * ((n + 1) / 2) <= p.out_n, kOp,
+             "pack_bf16_row: takes 1 operand of at least rows·n floats and writes rows·⌈n / 2⌉");
+    pack_rows(p.out, (n + 1) / 2, p.in[0], n, rows, n);
     return Status::Ok();
   }
   const int64_t P = p.arg[0], kc = p.arg[1];
   NF_CHECK(arity(p) >= 1 && P >= 1 && kc >= 0 && kc * P <= p.n && (kc + 1) / 2 * P <= p.out_n, kOp,
            "pack_bf16_pair_rows: takes 1 operand of kc·P floats and writes ⌈kc / 2⌉·P");
-  for (int64_t k = 0; k < kc; k += 2)
-    pack_bf16_pair_rows(p.out + k / 2 * P, p.in[0] + k * P, k + 1 < kc ? p.in[0] + (k + 1) * P : nullptr, P);
+  pack_row_pairs(p.out, P, p.in[0], P, kc, P);
   return Status::Ok();
 #else
   return Status::Error(kOp, fn + " is only in the avx512bf16 variant");
