@@ -71,6 +71,8 @@ budget=${NF_GPU_BUDGET:-450}
 steps=",${NF_GPU_STEPS:-tests,ours,torch,attention,sass_density,attention_ncu,attention_sass,profile,kernels,memcheck},"
 log=$OUT/tests.log
 summary=()
+scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT  # the run's temporary files (plan, curves, listings)
+export scratch
 
 # step NAME MAX_SECONDS COMMAND...: runs COMMAND under a timeout of MAX_SECONDS or what is left of the
 # budget (skipped under 20 s, or when NF_GPU_STEPS leaves NAME out), and notes its status for the summary.
@@ -111,11 +113,11 @@ export -f gpu_tests
 # The Node side (bench/gpu/harness.ts): from the checkout through tsx here, from the package there.
 harness() { (cd "$hdir" && $hcmd "$@"); }
 export -f harness
-plan=$(mktemp -d)/plan.json
+plan=$scratch/plan.json
 harness plan $([ $dry = 1 ] && echo --dry) > "$plan"
 for p in fp32 tf32 bf16; do step "ours:$p" 70 harness ours "$plan" --precision $p >> "$OUT/ours.jsonl" 2>> "$OUT/errors.log"; done
 # (the loss-curve check leaves its starting weights and curves in $curve, for PyTorch's curves)
-curve=$(mktemp -d)
+curve=$scratch/curve; mkdir "$curve"
 NF_CURVE_DIR=$curve step ours:checks 90 harness checks "$plan" >> "$OUT/ours.jsonl" 2>> "$OUT/errors.log"
 if [ $dry = 1 ] && ! python3 -c 'import torch' 2> /dev/null; then
   step torch 30 python3 "$here/bench/gpu/torch_peer.py" --help >> "$OUT/errors.log" 2>&1
@@ -139,7 +141,7 @@ if [ $dry = 0 ]; then
   # carried binary (no dropout; head widths 64 and 128; fp32 and bf16 storage): static and on the
   # shortest path through a tile, by kind (LDSM, LDS/STS, LDGSTS, BAR, integer and address arithmetic).
   sass_density() {
-    local sass cuobjdump; sass=$(mktemp)
+    local sass cuobjdump; sass=$(mktemp -p "$scratch")
     cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
     echo "== SASS instructions per mma (cuobjdump -sass -arch sm_90, scripts/mma_density.py)" >> "$OUT/profile.txt"
     "$cuobjdump" -sass -arch sm_90 "$bin/nf_cuda_attention_bench" > "$sass" &&
@@ -154,7 +156,7 @@ if [ $dry = 0 ]; then
   }
   # Where the forward kernel's warps stall: ncu's per-SASS-instruction stall samples, the 40 hottest.
   attention_sass() {
-    local csv; csv=$(mktemp)
+    local csv; csv=$(mktemp -p "$scratch")
     ncu --section WarpStateStats --section SourceCounters -k regex:flash_forward --launch-skip 1 --launch-count 1 \
       --page details --print-details all "$bin/nf_cuda_attention_bench" --precisions bf16 --T 197 --reps 1 --warmup 0 \
       2>&1 | grep -vE '^\{' >> "$OUT/profile.txt"
@@ -192,7 +194,7 @@ PY
   # GPU time per kernel, summed by name, over two eager bf16 ViT-B/16 B8 training steps (the second
   # is the steady state; the first adds one-time casts and cuBLASLt's heuristics).
   profile() {
-    local csv; csv=$(mktemp)
+    local csv; csv=$(mktemp -p "$scratch")
     (cd "$hdir" && NF_CUDA_GRAPHS=0 ncu --metrics gpu__time_duration.sum --csv --print-units base \
       --print-kernel-base function $hcmd profile "$1") > "$csv" 2>> "$OUT/errors.log"
     python3 - "$csv" >> "$OUT/profile.txt" <<'PY'
