@@ -15,8 +15,9 @@
 // product is one micro-kernel, O += P V on rows (tile_accumulate), with K and V tiles transposed
 // into scratch so keys lie along the vector lanes.
 // Precision 'bf16' (native/ops/precision.h; the core does the same at 'int8', whose projections are
-// quantized instead): the projections' GEMMs take bf16-rounded inputs (gemm.cpp); their outputs Q, K, V are rounded to bf16 in place (the saved qkv, or q and kv, and a
-// decoding step's cache rows: as autocast's bf16 projections would give them), and the weights
+// quantized instead): the projections' GEMMs take bf16-rounded inputs (gemm.cpp); their outputs Q,
+// K, V are rounded to bf16 in place (the saved qkv, or q and kv, and a decoding step's cache rows:
+// as autocast's bf16 projections would give them), and the weights
 // P ∘ Z are rounded before the product with V, so QKᵀ and PV take bf16 inputs with fp32
 // accumulation; the softmax, its sums and lse stay fp32. On avx512bf16 those two products run
 // vdpbf16ps on bf16 pairs (the key tile paired along the head dimension, unscaled, the scale applied
@@ -62,7 +63,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
 // Per-thread scratch (slot `tile`) of the core, in floats (the forward's chunks have at most Tq rows).
-// (With bf16 pairs also the query rows (forward: a chunk's, backward: a block's) and the value tile as pairs.)
+// (With bf16 pairs also the query rows (forward: a chunk's, backward: a block's) and the value tile
+// as pairs.)
 int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) {
   return Dh * kBK + kBQ * kBK + kBK + 2 * Tq + Tq * ((Dh + 1) / 2) + kBK / 2 * Dh;
 }

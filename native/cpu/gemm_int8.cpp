@@ -67,9 +67,9 @@ namespace nf::cpu::NF_INT8_NS {
 namespace {
 
 // Per variant: the tile (MR rows x NT columns), its integer vectors vi of W int32 lanes, and the int32
-// sums of a tile (dot_panels, dot_columns; dot_tile below calls them). They write the sums to memory and the epilogue, kept out of line, reads
-// them back: with both inlined into one function GCC stored all 24 accumulators on every pass of the
-// k loop (half the speed).
+// sums of a tile (dot_panels, dot_columns; dot_tile below calls them). They write the sums to memory
+// and the epilogue, kept out of line, reads them back: with both inlined into one function GCC stored
+// all 24 accumulators on every pass of the k loop (half the speed).
 #if NF_ISA == 2 && NF_X86
 constexpr int MR = 6, NT = 64;  // two panels
 using xq_t = uint8_t;
@@ -249,7 +249,8 @@ template <Act A>
     const vf ar = vset1(a[r]);
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      x[r][v] = width[v] > 0 ? vadd(vmul(corrected(vi_load(acc + r * NT + v * W), z[r], cs[v]), vmul(ar, scale[v])), bias[v]) : vzero();
+      x[r][v] = width[v] == 0 ? vzero()
+                              : vadd(vmul(corrected(vi_load(acc + r * NT + v * W), z[r], cs[v]), vmul(ar, scale[v])), bias[v]);
       if (pre && r < mr && width[v] > 0) vstore_w(pre + r * c.ldc + v * W, x[r][v], width[v]);
     }
   }

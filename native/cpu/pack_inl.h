@@ -156,8 +156,10 @@ inline void pack_bf16_pair_rows(float* dst, const float* lo, const float* hi, in
 // is read before the half as long stretch of dst it becomes is written, at or below it).
 inline void pack_bf16_row(float* dst, const float* src, int64_t n) {
   int64_t i = 0;
-  for (; i + W <= n; i += W)  // (whole vectors unmasked: masked moves are slow on AMD Zen)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i / 2), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i))));
+  for (; i + W <= n; i += W) {  // (whole vectors unmasked: masked moves are slow on AMD Zen)
+    const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i / 2), h);
+  }
   for (; i < n; i += W) {
     const int k = int(std::min<int64_t>(W, n - i));
     const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail_mask(k), src + i)));
