@@ -43,7 +43,8 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * quantization (onnxruntime's and PyTorch's quantize_dynamic): the Linear-style products (Linear,
  * feed-forward, the attention projections, the patch embedding) take int8 weights quantized per
  * output channel once (the prepack cache) and u8 activations quantized per row, with int32 sums
- * (vpdpbusd on AVX-512 VNNI), the attention core's QKᵀ and PV with bf16 inputs as at 'bf16'; training throws ERR_NF_STATE and
+ * (vpdpbusd on AVX-512 VNNI), the attention core's QKᵀ and PV with bf16 inputs as at 'bf16' on CPUs with
+ * AVX512_BF16 (fp32 on the others); training throws ERR_NF_STATE and
  * 'cuda' ERR_NF_DEVICE. Statistics, losses and the optimizer stay fp32; parameters, checkpoints and
  * state dicts are fp32 whatever the precision.
  */

@@ -14,15 +14,15 @@
 // inner (dQ rows accumulate). Causal tiles wholly above the diagonal are skipped. Every tile
 // product is one micro-kernel, O += P V on rows (tile_accumulate), with K and V tiles transposed
 // into scratch so keys lie along the vector lanes.
-// Precision 'bf16' (native/ops/precision.h; the core does the same at 'int8', whose projections are
-// quantized instead): the projections' GEMMs take bf16-rounded inputs (gemm.cpp); their outputs Q,
-// K, V are rounded to bf16 in place (the saved qkv, or q and kv, and a decoding step's cache rows:
-// as autocast's bf16 projections would give them), and the weights
-// P ∘ Z are rounded before the product with V, so QKᵀ and PV take bf16 inputs with fp32
-// accumulation; the softmax, its sums and lse stay fp32. On avx512bf16 those two products run
-// vdpbf16ps on bf16 pairs (the key tile paired along the head dimension, unscaled, the scale applied
-// to S; the value tile paired along the keys; query rows and weights as pairs of neighbours), the
-// other variants fp32 FMAs on the rounded values: the same function up to the order of fp32 sums.
+// Precision 'bf16' (native/ops/precision.h; the core does the same at 'int8' on avx512bf16, whose
+// projections are quantized instead): the projections' GEMMs take bf16-rounded inputs (gemm.cpp);
+// their outputs Q, K, V are rounded to bf16 in place (the saved qkv, or q and kv, and a decoding
+// step's cache rows: as autocast's bf16 projections would give them), and the weights P ∘ Z are
+// rounded before the product with V, so QKᵀ and PV take bf16 inputs with fp32 accumulation; the
+// softmax, its sums and lse stay fp32. On avx512bf16 those two products run vdpbf16ps on bf16 pairs
+// (the key tile paired along the head dimension, unscaled, the scale applied to S; the value tile
+// paired along the keys; query rows and weights as pairs of neighbours), the other variants fp32
+// FMAs on the rounded values: the same function up to the order of fp32 sums.
 // The backward's products (dO Vᵀ, Pᵀ dO, dS K, dSᵀ Q) read the rounded Q, K, V and fp32 dO, P, dS,
 // its scores recomputed as the forward's were.
 // Projections: prepacked weights (qkvWeightPacked, projWeightPacked from packWeights), when given,
@@ -559,7 +559,7 @@ void attention_forward(const ops::AttentionForward<float>& p, const PackedB& qkv
   float *out = p.out, *weights = p.weights, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse;
   const float *x = p.x, *memory = p.memory, *qkv_weight = p.qkv_weight, *qkv_bias = p.qkv_bias, *proj_weight = p.proj_weight, *proj_bias = p.proj_bias;
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
-  const bool cross = memory != nullptr, bf16 = ops::attention_core_bf16(p.precision);
+  const bool cross = memory != nullptr, bf16 = ops::attention_core_bf16(p.precision, NF_BF16_DOT);
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1: packed columns from D)
     NF_ISA_NS::linear_forward(q, nullptr, x, qkv_weight, qkv_bias, {rq, D, D}, Act::none, qkv_p, p.precision);
     NF_ISA_NS::linear_forward(kv, nullptr, memory, qkv_weight + D * D, qkv_bias ? qkv_bias + D : nullptr, {rk, D, 2 * D},
@@ -587,7 +587,7 @@ void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p
   // The projected query (self-attention: q | k | v) [B, 3D], then the context [B, D].
   float* proj_in = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * B * 4 * D));
   float* ctx = proj_in + B * 3 * D;
-  const bool bf16 = ops::attention_core_bf16(p.precision);
+  const bool bf16 = ops::attention_core_bf16(p.precision, NF_BF16_DOT);
   NF_ISA_NS::linear_forward(proj_in, nullptr, x, qkv_weight, qkv_bias, {B, D, core.qkv_width}, Act::none, qkv_p,
                             p.precision);
   if (bf16) NF_ISA_NS::round_bf16(proj_in, B * core.qkv_width);  // (cross-attention: kv was made at bf16)

@@ -19,9 +19,9 @@
 // attention core's products (QKᵀ, PV and the backward's) follow it on CUDA (tensor cores) and on the
 // CPU at 'bf16' (bf16-rounded inputs, fp32 accumulation; native/cpu/attention.cpp, attentionDecode's
 // one-row core too); on CUDA attentionDecode's one-row core stays fp32. At 'int8' the CPU core takes
-// bf16 inputs as at 'bf16' (attention_core_bf16): the projections' outputs Q, K, V are rounded, the
-// core runs vdpbf16ps where the CPU has it (half the time of its fp32 form at seed-stl10's head width
-// 32), the same function elsewhere; onnxruntime's quantize_dynamic runs those products in int8.
+// bf16 inputs as at 'bf16' where the CPU multiplies bf16 pairs (vdpbf16ps, the avx512bf16 variant:
+// 15% off seed-stl10's attention op) and stays fp32 elsewhere, where rounding would only cost (3-10%
+// of the op on avx2) (attention_core_bf16); onnxruntime's quantize_dynamic runs those products in int8.
 #pragma once
 #include <string>
 
@@ -42,8 +42,11 @@ void precision_field(R& r, Precision& v) {
   r.choice(v, "precision", kPrecisions, Precision::fp32);
 }
 
-// Whether the attention core's products take bf16 inputs (with fp32 accumulation) at precision p.
-inline bool attention_core_bf16(Precision p) { return p == Precision::bf16 || p == Precision::int8; }
+// Whether the attention core's products take bf16 inputs (with fp32 accumulation) at precision p, on a
+// CPU variant that multiplies bf16 pairs natively (bf16_dot) or not.
+inline bool attention_core_bf16(Precision p, bool bf16_dot) {
+  return p == Precision::bf16 || (p == Precision::int8 && bf16_dot);
+}
 
 // 'int8' is dynamic quantization for inference: what an op that computes gradients (or the general
 // gemm op, or a device without int8 kernels) runs first; `what` says what the op is.
