@@ -281,6 +281,7 @@ enum class Weights { fp32, rounded, pairs };
 void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, int64_t Dh, int nq, int nk, float* z,
                   const AttentionDropout& dr, uint64_t base, int64_t Tk, Weights out) {
   const int nv = tile_vectors(nk);
+  const bool drop = dr.p > 0.0f;
   float m_new[kBQ];
   for (int r = 0; r < nq; ++r) {
     const float* s = S + r * kBK;
@@ -294,7 +295,6 @@ void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, in
       std::memset(s, 0, sizeof(float) * kBK);
       continue;
     }
-    const bool drop = dr.p > 0.0f;
     if (drop) dropout_row(z, dr, base + uint64_t(r * Tk), nk);
     const vf vm = vset1(m_new[r]);
     vf sum = vzero();

@@ -160,8 +160,8 @@ inline void pack_bf16_row(float* dst, const float* src, int64_t n) {
     const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i / 2), h);
   }
-  for (; i < n; i += W) {
-    const int k = int(std::min<int64_t>(W, n - i));
+  if (i < n) {  // the last, partial vector
+    const int k = int(n - i);
     const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail_mask(k), src + i)));
     _mm256_mask_storeu_epi32(dst + i / 2, static_cast<__mmask8>((1u << ((k + 1) / 2)) - 1u), h);
   }
