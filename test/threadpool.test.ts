@@ -4,6 +4,8 @@
  * count that had gone below zero: a hang with no CPU use, seen once in CI). The loop runs in a
  * child process with a timeout, so a regression fails instead of hanging the suite; it runs with
  * the threads sleeping at once (the default) and spinning before they sleep (NF_THREAD_SPIN_US).
+ * Each iteration also runs a region shorter than a sleeping worker's wake-up, whose result must
+ * come out exact (the caller closes such a job, and the late worker must run none of it).
  */
 import { execFile } from 'node:child_process';
 
@@ -19,7 +21,7 @@ describe('thread pool', () => {
       execFile(process.execPath, [file, '3000'], { env: { ...bundleEnv(), NF_THREAD_SPIN_US: spin }, timeout: 60_000 },
         (err, stdout) => (err ? reject(err) : resolve(stdout)));
     });
-    expect(JSON.parse(out.trim())).toEqual({ iterations: 3000, c: 32, spin: us });
+    expect(JSON.parse(out.trim())).toEqual({ iterations: 3000, c: 32, spin: us, counts: 40_000 });
   });
 
   it('spins as set, with the same results, and rejects a spin that is not an integer in [0, 10000]', () => {

@@ -27,6 +27,11 @@ int env_spin_us() {
 }
 std::atomic<int> g_spin_us{env_spin_us()};
 
+// How long the caller spins, whatever NF_THREAD_SPIN_US says, for the workers that joined its job
+// to finish their last chunks: they are running, so the wait is usually a few microseconds, less
+// than sleeping and being woken would take.
+constexpr int kJoinedSpinUs = 50;
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -56,8 +61,8 @@ class Pool {
     std::lock_guard<std::mutex> run_lock(run_mutex_);
     stop_workers();
     stopping_ = false;
-    // A new worker has seen every job posted so far: were it to start from generation 0, it would
-    // take the next job for a second one and decrement active_ twice, and run() would wait forever.
+    // A new worker has seen every job posted so far (were it to start from generation 0, it would
+    // wake at once for a job that has ended).
     const uint64_t seen = generation_;
     for (int i = 1; i < n; ++i) workers_.emplace_back([this, seen] { worker_loop(seen); });
   }
@@ -76,13 +81,21 @@ class Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = Job{fn, ctx, n, chunk};
       next_.store(0, std::memory_order_relaxed);
-      active_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+      open_ = true;
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     work_on_job();
-    if (spin_until([this] { return active_.load(std::memory_order_acquire) == 0; })) return;
+    // Every chunk is claimed: close the job, so that a worker still waking up (tens of microseconds
+    // on a virtual machine, longer than a small op's whole region) stays out of it, and wait only
+    // for the workers that joined, which are running their last chunk.
     std::unique_lock<std::mutex> lock(mutex_);
+    open_ = false;
+    if (active_.load(std::memory_order_acquire) == 0) return;
+    lock.unlock();
+    const int spin = std::max(g_spin_us.load(std::memory_order_relaxed), kJoinedSpinUs);
+    if (spin_until(spin, [this] { return active_.load(std::memory_order_acquire) == 0; })) return;
+    lock.lock();
     done_.wait(lock, [this] { return active_.load(std::memory_order_acquire) == 0; });
   }
 
@@ -107,12 +120,14 @@ class Pool {
     for (;;) {
       // The next job usually follows within microseconds (the next region of the same op, or the
       // next op of a step): spin for it a moment before sleeping on the condition variable.
-      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen || stopping_.load(std::memory_order_relaxed); });
+      spin_until(g_spin_us.load(std::memory_order_relaxed), [&] { return generation_.load(std::memory_order_acquire) != seen || stopping_.load(std::memory_order_relaxed); });
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || generation_.load(std::memory_order_relaxed) != seen; });
         if (stopping_) return;
         seen = generation_.load(std::memory_order_relaxed);
+        if (!open_) continue;  // the caller finished this job without us
+        active_.fetch_add(1, std::memory_order_relaxed);
       }
       work_on_job();
       if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -122,10 +137,9 @@ class Pool {
     }
   }
 
-  // Spins (with the CPU's pause hint) until done() or the spin time has passed; returns done().
+  // Spins (with the CPU's pause hint) until done() or `us` microseconds have passed; returns done().
   template <class Done>
-  static bool spin_until(Done done) {
-    const int us = g_spin_us.load(std::memory_order_relaxed);
+  static bool spin_until(int us, Done done) {
     if (us == 0) return done();
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
     for (;;) {
@@ -153,7 +167,8 @@ class Pool {
   std::vector<std::thread> workers_;
   Job job_;
   std::atomic<int64_t> next_{0};
-  std::atomic<int> active_{0};           // workers still on the current job
+  bool open_ = false;                    // the current job still takes workers (under mutex_)
+  std::atomic<int> active_{0};           // workers that joined the current job and are still on it
   std::atomic<uint64_t> generation_{0};  // jobs posted so far
   std::atomic<bool> stopping_{false};  // written under mutex_; read by spinning workers without it
 };
