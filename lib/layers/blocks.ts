@@ -173,9 +173,11 @@ export class EncoderBlock extends Module {
     const keep = this.activations;
     keep.close();
     if (this.config.normFirst) {
-      const a = keep.add(yield* this.branch(this.ls1, this.drop1, this.path1, yield* this.attend(keep.add(yield* this.norm1.forwardOps(xt)), options)));
-      const x1 = yield* accumulate(a, xt);
-      const m = yield* this.branch(this.ls2, this.drop2, this.path2, yield* this.mlp.forwardOps(keep.add(yield* this.norm2.forwardOps(x1))));
+      // x1 = x + attention branch comes out of norm2's fused residual add, its normalised copy beside it.
+      const a = yield* this.branch(this.ls1, this.drop1, this.path1, yield* this.attend(keep.add(yield* this.norm1.forwardOps(xt)), options));
+      const { out: h, sum: x1 } = yield* this.norm2.forwardResidualSum(a, xt, keep);
+      a.recycle(); // backward needs nothing of a (norm2 saves the sum)
+      const m = yield* this.branch(this.ls2, this.drop2, this.path2, yield* this.mlp.forwardOps(keep.add(h)));
       return yield* accumulate(m, x1);
     }
     const a = yield* this.branch(this.ls1, this.drop1, this.path1, yield* this.attend(xt, options));
@@ -282,15 +284,18 @@ export class DecoderBlock extends Module {
     const t = this.training, keep = this.activations;
     keep.close();
     if (this.config.normFirst) {
-      const a = keep.add(yield* this.attn.forwardOps(keep.add(yield* this.norm1.forwardOps(xt)), sa));
+      // The residual sums x1, x2 come out of the next norm's fused residual add, as EncoderBlock's.
+      const a = yield* this.attn.forwardOps(keep.add(yield* this.norm1.forwardOps(xt)), sa);
       yield* d1.forwardInPlace(a, t);
-      const x1 = yield* accumulate(a, xt);
-      const c = keep.add(yield* this.cross_attn.forwardOps(keep.add(yield* this.norm2.forwardOps(x1)), ca));
+      const n2 = yield* this.norm2.forwardResidualSum(a, xt, keep);
+      a.recycle();
+      const c = yield* this.cross_attn.forwardOps(keep.add(n2.out), ca);
       yield* d2.forwardInPlace(c, t);
-      const x2 = yield* accumulate(c, x1);
-      const m = yield* this.mlp.forwardOps(keep.add(yield* this.norm3.forwardOps(x2)));
+      const n3 = yield* this.norm3.forwardResidualSum(c, n2.sum, keep);
+      c.recycle();
+      const m = yield* this.mlp.forwardOps(keep.add(n3.out));
       yield* d3.forwardInPlace(m, t);
-      return yield* accumulate(m, x2);
+      return yield* accumulate(m, n3.sum);
     }
     // Post-LN: each norm keeps the sum it normalised, so the branch outputs are freed at once.
     const a = yield* this.attn.forwardOps(xt, sa);

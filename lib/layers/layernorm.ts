@@ -62,17 +62,26 @@ export class LayerNorm extends Module {
    * gradient of the sum, which is both dx and d(residual).
    */
   *forwardResidual(x: Tensor, residual: Tensor): Program<Tensor<'float32'>> {
+    return (yield* this.forwardResidualSum(x, residual, this.activations)).out;
+  }
+
+  /**
+   * forwardResidual that also returns the sum x + residual, for a pre-LN block whose residual stream
+   * goes on from it: the sum belongs to `owner` (the caller's scope, which must keep it as long as
+   * this layer's backward may read it) instead of this layer's activations.
+   */
+  *forwardResidualSum(x: Tensor, residual: Tensor, owner: Scope): Program<{ out: Tensor<'float32'>; sum: Tensor<'float32'> }> {
     const [rows, D] = rowsOf('x', x, this.config.dModel, 1);
     checkActivation('residual', residual, x.shape);
     this.activations.close();
     const xa = this.asActivation(x), ra = this.asActivation(residual);
-    const out = emptyLike(xa), sum = this.activations.add(emptyLike(xa));
+    const out = emptyLike(xa), sum = owner.add(emptyLike(xa));
     const [mean, rstd] = this.stats(x, rows);
     yield* op('layernormForward', { rows, D, eps: this.config.eps, out: out.storage, sum: sum.storage, mean, rstd,
       x: xa.storage, residual: ra.storage, gamma: this.weight.storage, beta: this.bias.storage });
     this.saved = { x: sum, mean, rstd };
     this.forwardDone(this.savesActivations, out);
-    return out;
+    return { out, sum };
   }
 
   /**
