@@ -173,6 +173,7 @@ const laneCases: Record<string, LaneCase> = {
   // The transcendentals: the scalar variant against Math.* in the tests below.
   vexp: { arity: 1, mode: 'value', inputs: () => unaryInputs(randoms(4000, 8).map((x) => f(x / 100))) },
   vnormcdf: { arity: 1, mode: 'value' },
+  vnormcdf_reduced: { arity: 1, mode: 'value' },
   vtanh: { arity: 1, mode: 'value' },
   // Ties to even both ways, a tie at the largest bf16 (to +inf), the smallest normal, a denormal.
   // On avx512bf16 this is the hardware's vcvtneps2bf16 against the definition.
@@ -317,6 +318,15 @@ describe('simd vocabulary: transcendentals within the errors simd.h states', () 
       }
       expect(note('vnormcdf abs', Math.abs(y[i] - want)), `vnormcdf(${v})`).toBeLessThan(3.2e-7);
       if (v >= -13 && v <= -1) expect(note('vnormcdf tail rel', Math.abs(y[i] - want) / want), `vnormcdf(${v})`).toBeLessThan(0.04);
+    }
+  });
+
+  it('vnormcdf_reduced (int8\'s GELU): |error| < 1e-6, 0 and 1 at ±inf, NaN for NaN', () => {
+    const { x, y } = run('vnormcdf_reduced', [...uniform(-14, 14, 100_000), ...uniform(-1, 1, 20_000), ...specials]);
+    for (let i = 0; i < x.length; i++) {
+      const v = x[i];
+      if (Number.isNaN(v)) expect(y[i]).toBeNaN();
+      else expect(note('vnormcdf_reduced abs', Math.abs(y[i] - normcdf(v))), `vnormcdf_reduced(${v})`).toBeLessThan(1e-6);
     }
   });
 

@@ -223,7 +223,7 @@ inline void store_xq(xq_t* p, vf q, int n) {
 }
 
 // Rows [m, m + mr) and columns [n0, n0 + nr) of y from the tile's int32 sums (acc [MR][NT]), on
-// registers as the float GEMM's epilogue: dequantize (the exact int32 correction, then one float
+// registers as the float GEMM's epilogue (GELU with vnormcdf_reduced's Φ, its error far below int8's): dequantize (the exact int32 correction, then one float
 // product by a_m · s_n), bias, preact, then the activation over the whole tile at once, store. Every
 // MR row is computed (rows past mr are the next rows of xq, or its zero padding: m + MR <= Mp).
 template <Act A>
@@ -254,7 +254,7 @@ template <Act A>
       if (pre && r < mr && width[v] > 0) vstore_w(pre + r * c.ldc + v * W, x[r][v], width[v]);
     }
   }
-  act_tile<A>(x);
+  act_tile<A, true>(x);
 #pragma GCC unroll 12
   for (int r = 0; r < MR; ++r) {
     if (r >= mr) break;
