@@ -50,10 +50,14 @@ inline void with_act(Act act, F&& f) {
   }
 }
 
-// act_tile with `act` known at run time.
+// act_tile with `act` known at run time (and `reduced` for GELU only: one more copy of its code).
 template <int R, int V>
-inline void act_tile(vf (&acc)[R][V], Act act) {
-  with_act(act, [&](auto a) { act_tile<decltype(a)::value>(acc); });
+inline void act_tile(vf (&acc)[R][V], Act act, bool reduced = false) {
+  with_act(act, [&](auto a) {
+    constexpr Act A = decltype(a)::value;
+    if (A == Act::gelu && reduced) act_tile<A, true>(acc);
+    else act_tile<A>(acc);
+  });
 }
 
 // d act(x) / dx

@@ -153,6 +153,7 @@ struct Epilogue {
   float* preact;        // row-major like C (ldc), written on the last k block, else null
   Act act;              // applied on the last k block, else Act::none
   int64_t ldc;
+  bool reduced;         // bf16 products: GELU's Φ from vnormcdf_reduced (its 1e-6 far below bf16's rounding)
 };
 
 // How a call's products take their inputs: fp32 (precision fp32 and tf32), bf16 emulated (fp32
@@ -218,7 +219,7 @@ void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, 
       acc[r][v] = x;
     }
   }
-  act_tile(acc, e.act);
+  act_tile(acc, e.act, e.reduced);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     if (r >= mr) break;
@@ -296,7 +297,8 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
       pack_operand<MR>(ap, d.transA ? A + k0 * d.lda + i0 : A + i0 * d.lda + k0, d.lda, mc, kc, !d.transA, dot, buf);
       for (int64_t j = 0; j < nc; j += NR) {
         Epilogue e{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
-                   last && preact ? preact + i0 * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc};
+                   last && preact ? preact + i0 * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc,
+                   dot != Dot::fp32};
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
         for (int64_t i = 0; i < mc; i += MR) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, mc - i));
