@@ -9,8 +9,8 @@
 #pragma once
 
 
-// reduced: GELU's Φ from vnormcdf_reduced (|error| < 1e-6, no tail accuracy), for values about to be
-// quantized to 8 bits; the other activations are the same either way.
+// reduced: GELU's Φ from vnormcdf_reduced (|error| < 1e-6, no tail accuracy), for the products of the
+// reduced precisions (int8, bf16), whose own error is far larger; the other activations are the same.
 inline vf act_forward(vf x, Act act, bool reduced = false) {
   switch (act) {
     case Act::relu: return vmax(x, vzero());

@@ -324,11 +324,12 @@ inline vf vnormcdf(vf x) {
   return vselect_lt(x, vzero(), tail, vsub(vset1(1.0f), tail));
 }
 
-// Φ(x) for values on their way to 8 bits ('int8': the GELU between the feed-forward's products,
-// whose output is quantized per row next): erfc(z) ≈ (1 + a₁z + … + a₆z⁶)^−16 (Abramowitz & Stegun
-// 7.1.28, |error| < 3e-7; the four squarings of fp32 make it < 1e-6), ½ erfc(|x|/√2) = Φ(−|x|).
-// 17 operations to vnormcdf's 35 (no exponential), at the price of the lower tail's relative
-// accuracy, which an 8-bit step (1/255 of the row's range) would not keep anyway.
+// Φ(x) for the GELU fused into the products of the reduced precisions ('int8', whose output is
+// quantized per row next; 'bf16', rounded to 8 mantissa bits as the next product's input):
+// erfc(z) ≈ (1 + a₁z + … + a₆z⁶)^−16 (Abramowitz & Stegun 7.1.28, |error| < 3e-7; the four
+// squarings of fp32 make it < 1e-6), ½ erfc(|x|/√2) = Φ(−|x|). 17 operations to vnormcdf's 35 (no
+// exponential), at the price of the lower tail's relative accuracy, which those precisions' steps
+// (1/255 of a row's range, 2⁻⁸ relative) would not keep anyway.
 inline vf vnormcdf_reduced(vf x) {
   const vf z = vmul(vabs(x), vset1(0.70710678118654752f));
   vf p = vset1(0.0000430638f);
