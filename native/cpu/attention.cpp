@@ -16,8 +16,8 @@
 // into scratch so keys lie along the vector lanes.
 // Precision 'bf16' (native/ops/precision.h; the core does the same at 'int8' on avx512bf16, whose
 // projections are quantized instead): the projections' GEMMs take bf16-rounded inputs (gemm.cpp);
-// their outputs Q, K, V are rounded to bf16 in place (the saved qkv, or q and kv, and a decoding
-// step's cache rows: as autocast's bf16 projections would give them), and the weights P ∘ Z are
+// their epilogues store Q, K, V rounded to bf16 (the saved qkv, or q and kv, and a decoding step's
+// cache rows: as autocast's bf16 projections would give them), and the weights P ∘ Z are
 // rounded before the product with V, so QKᵀ and PV take bf16 inputs with fp32 accumulation; the
 // softmax, its sums and lse stay fp32. On avx512bf16 those two products run vdpbf16ps on bf16 pairs
 // (the key tile paired along the head dimension, unscaled, the scale applied to S; the value tile
@@ -560,20 +560,13 @@ void attention_forward(const ops::AttentionForward<float>& p, const PackedB& qkv
   const float *x = p.x, *memory = p.memory, *qkv_weight = p.qkv_weight, *qkv_bias = p.qkv_bias, *proj_weight = p.proj_weight, *proj_bias = p.proj_bias;
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
   const bool cross = memory != nullptr, bf16 = ops::attention_core_bf16(p.precision, NF_BF16_DOT);
-  // Q, K, V rounded to bf16 for the core: on avx512bf16 its vdpbf16ps operands round as they are
-  // packed (forward and backward), so only the emulated path needs the pass over the buffers.
-  const bool round = bf16 && !NF_BF16_DOT;
+  // With bf16, Q, K, V are rounded to bf16 as the projections' epilogues store them.
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1: packed columns from D)
-    NF_ISA_NS::linear_forward(q, nullptr, x, qkv_weight, qkv_bias, {rq, D, D}, Act::none, qkv_p, p.precision);
+    NF_ISA_NS::linear_forward(q, nullptr, x, qkv_weight, qkv_bias, {rq, D, D}, Act::none, qkv_p, p.precision, bf16);
     NF_ISA_NS::linear_forward(kv, nullptr, memory, qkv_weight + D * D, qkv_bias ? qkv_bias + D : nullptr, {rk, D, 2 * D},
-                              Act::none, qkv_p.from_column(D), p.precision);
-    if (round) {
-      NF_ISA_NS::round_bf16(q, rq * D);
-      NF_ISA_NS::round_bf16(kv, rk * 2 * D);
-    }
+                              Act::none, qkv_p.from_column(D), p.precision, bf16);
   } else {
-    NF_ISA_NS::linear_forward(qkv, nullptr, x, qkv_weight, qkv_bias, {rq, D, 3 * D}, Act::none, qkv_p, p.precision);
-    if (round) NF_ISA_NS::round_bf16(qkv, rq * 3 * D);
+    NF_ISA_NS::linear_forward(qkv, nullptr, x, qkv_weight, qkv_bias, {rq, D, 3 * D}, Act::none, qkv_p, p.precision, bf16);
   }
   const float* Q = cross ? q : qkv;
   const float* K = cross ? kv : qkv + D;
@@ -592,8 +585,7 @@ void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p
   float* ctx = proj_in + B * 3 * D;
   const bool bf16 = ops::attention_core_bf16(p.precision, NF_BF16_DOT);
   NF_ISA_NS::linear_forward(proj_in, nullptr, x, qkv_weight, qkv_bias, {B, D, core.qkv_width}, Act::none, qkv_p,
-                            p.precision);
-  if (bf16 && !NF_BF16_DOT) NF_ISA_NS::round_bf16(proj_in, B * core.qkv_width);  // (as attention_forward's)
+                            p.precision, bf16);  // (cross-attention: kv was made at bf16)
   if (cache)
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(cache + (b * d.max_t + d.t) * 2 * D, proj_in + b * 3 * D + D, sizeof(float) * 2 * D);

@@ -154,6 +154,7 @@ struct Epilogue {
   Act act;              // applied on the last k block, else Act::none
   int64_t ldc;
   bool reduced;         // bf16 products: GELU's Φ from vnormcdf_reduced (its 1e-6 far below bf16's rounding)
+  bool round;           // C rounded to bf16 as stored (gemm's round_out), on the last k block
 };
 
 // How a call's products take their inputs: fp32 (precision fp32 and tf32), bf16 emulated (fp32
@@ -227,7 +228,7 @@ void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, 
     for (int v = 0; v < NV; ++v) {
       const int n = std::min(nr - v * W, W);
       if (n <= 0) break;
-      vstore_w(C + r * e.ldc + v * W, acc[r][v], n);
+      vstore_w(C + r * e.ldc + v * W, e.round ? vround_bf16(acc[r][v]) : acc[r][v], n);
     }
   }
 }
@@ -281,7 +282,7 @@ void run_tile(int64_t kd, const float* a, const float* b, float* c, int mr, int 
 // packed in turn into ap (buf: the fp32 panel of a bf16 pair conversion).
 void macro_tiles(float* C, float* preact, const float* A, const float* B, float* bp, float* ap, float* buf,
                  const float* bias, const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1,
-                 const PackedB& packed, Dot dot) {
+                 const PackedB& packed, Dot dot, bool round_out) {
   const int64_t j0 = p.col(jc), nc = std::min(d.N, p.col(jc + 1)) - j0;
   const int64_t kstep = dot == Dot::bf16_pairs ? 2 : 1;  // k per panel row
   for (int64_t pc = 0; pc < p.nKC; ++pc) {
@@ -298,7 +299,7 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
       for (int64_t j = 0; j < nc; j += NR) {
         Epilogue e{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
                    last && preact ? preact + i0 * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc,
-                   dot != Dot::fp32};
+                   dot != Dot::fp32, last && round_out};
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
         for (int64_t i = 0; i < mc; i += MR) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, mc - i));
@@ -322,7 +323,7 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
 void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) { *bytes = make_plan(d).scratch_bytes(); }
 
 void gemm(float* C, float* preact, const float* A, const float* B, const float* bias, const GemmDims& d,
-          const PackedB& packed, ops::Precision precision) {
+          const PackedB& packed, ops::Precision precision, bool round_out) {
   if (d.M == 0 || d.N == 0) return;
   const Plan p = make_plan(d);
   const Dot dot = dot_of(precision);
@@ -338,16 +339,9 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
       const int64_t group = t / p.nIC, b = group / p.nJC, jc = group % p.nJC;
       const int64_t ic0 = t % p.nIC, ic1 = std::min(p.nIC, ic0 + (t1 - t));
       macro_tiles(C + b * d.strideC, preact ? preact + b * d.strideC : nullptr, A + b * d.strideA,
-                  B + b * d.strideB, bp, ap, buf, bias, d, p, jc, ic0, ic1, packed, dot);
+                  B + b * d.strideB, bp, ap, buf, bias, d, p, jc, ic0, ic1, packed, dot, round_out);
       t += ic1 - ic0;
     }
-  });
-}
-
-void round_bf16(float* x, int64_t n) {
-  constexpr int64_t kBlock = int64_t(1) << 14;
-  parallel_for(ceil_div(n, kBlock), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) vround_bf16_n(x + b * kBlock, x + b * kBlock, std::min(kBlock, n - b * kBlock));
   });
 }
 

@@ -51,14 +51,12 @@ Status run(const ops::Gemm<float>& p);
 // With `packed` (a packing of op(B) for this variant and precision, K = d.K), B is not read.
 // `precision` (native/ops/precision.h): fp32 and tf32 multiply fp32; bf16 rounds the products'
 // inputs to bfloat16 and accumulates in fp32 (vdpbf16ps in the avx512bf16 variant, emulated with
-// fp32 FMA elsewhere; gemm.cpp).
+// fp32 FMA elsewhere; gemm.cpp). round_out: C rounded to bfloat16 as it is stored (vround_bf16 of
+// simd.h, after the activation; preact is not): for an output that bf16 products read without a
+// GEMM's packing (the attention core's Q, K, V).
 NF_KERNEL_DECL(void gemm(float* C, float* preact, const float* A, const float* B, const float* bias,
                          const GemmDims& d, const PackedB& packed = {},
-                         ops::Precision precision = ops::Precision::fp32))
-
-// x[0:n] rounded to bfloat16 in place (vround_bf16 of simd.h): what precision 'bf16' does to a
-// product's input that no GEMM packs (the attention core's Q, K, V).
-NF_KERNEL_DECL(void round_bf16(float* x, int64_t n))
+                         ops::Precision precision = ops::Precision::fp32, bool round_out = false))
 
 // The micro-kernel's panel width NR and the largest k block KC of each variant.
 NF_KERNEL_DECL(void gemm_panel_shape(int* nr, int64_t* kc_max))

@@ -225,7 +225,7 @@ inline void store_xq(xq_t* p, vf q, int n) {
 // Rows [m, m + mr) and columns [n0, n0 + nr) of y from the tile's int32 sums (acc [MR][NT]), on
 // registers as the float GEMM's epilogue: dequantize (the exact int32 correction, then one float
 // product by a_m · s_n), bias, preact, then the activation over the whole tile at once (GELU with
-// vnormcdf_reduced's Φ, its error far below int8's), store. Every MR row is computed (rows past mr
+// vnormcdf_reduced's Φ, its error far below int8's), store (rounded to bf16 with c.round). Every MR row is computed (rows past mr
 // are the next rows of xq, or its zero padding: m + MR <= Mp).
 template <Act A>
 [[gnu::noinline]] void epilogue(const Int8Call& c, const int32_t* acc, int64_t m, int64_t n0, int mr, int nr) {
@@ -261,7 +261,7 @@ template <Act A>
     if (r >= mr) break;
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v)
-      if (width[v] > 0) vstore_w(y + r * c.ldc + v * W, x[r][v], width[v]);
+      if (width[v] > 0) vstore_w(y + r * c.ldc + v * W, c.round ? vround_bf16(x[r][v]) : x[r][v], width[v]);
   }
 }
 
@@ -463,7 +463,8 @@ void quantize_weights(float* packed, const float* W, int64_t N, int64_t K) {
 }
 
 bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W, const Int8Weights& given,
-               const float* b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc, ops::Act act) {
+               const float* b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc, ops::Act act,
+               bool round_out) {
   if (M == 0 || N == 0) return true;
   Int8Weights w = given;
   float* own = nullptr;  // W quantized for this call
@@ -506,7 +507,7 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
 #if NF_X86
   if (widen) parallel_for(panels, [&](int64_t p0, int64_t p1) { avx2::int8_widen(w, p0, p1, wide); });
 #endif
-  const Int8Call c{xq, scale, zero, w, wide, b, y, preact, M, N, ldc, act};
+  const Int8Call c{xq, scale, zero, w, wide, b, y, preact, M, N, ldc, act, round_out};
   const int64_t mc = std::max<int64_t>(kRowPad, kRowBlockBytes / xq_row / kRowPad * kRowPad);
   const int64_t blocks = ceil_div(M, mc), tasks = blocks * panels;
   // Tasks (row block, panel), claimed in the pool's chunks of about tasks / (4 threads): a row block is

@@ -47,8 +47,10 @@ Int8Weights int8_weights(const float* packed, int64_t N, int64_t K);
 // y and preact rows ldc apart; with `w` empty, quantizes W [N, K] for this call. `isa` is the caller's
 // variant (avx512 runs the VNNI kernels where the CPU has them, the AVX2 ones otherwise). Returns
 // false, computing nothing, when the buffers cannot be allocated (the caller then runs it in fp32).
+// round_out: y rounded to bfloat16 as it is stored (gemm's round_out).
 bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W, const Int8Weights& w,
-               const float* b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc, ops::Act act);
+               const float* b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc, ops::Act act,
+               bool round_out = false);
 
 // Whether the avx512 variant runs the VNNI kernels: CPUID reports AVX-512 VNNI (the caller's
 // variant being avx512, the CPU and OS run AVX-512 already).
@@ -69,6 +71,7 @@ struct Int8Call {
   float* preact;
   int64_t M, N, ldc;
   ops::Act act;
+  bool round;  // y rounded to bf16 as stored
 };
 // And the per-variant activation quantization: rows [r0, r1) of x (lda apart) into xq, a, z.
 #define NF_INT8_VARIANT                                                                                          \

@@ -16,17 +16,17 @@ namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
 
 void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, const LinearDims& d,
-                    Act act, const PackedB& Wp, ops::Precision precision) {
+                    Act act, const PackedB& Wp, ops::Precision precision, bool round_out) {
   // Precision 'int8' (falling back to the float product when its buffers cannot be allocated).
   if (Wp.int8 && gemm_int8(static_cast<Isa>(NF_ISA), y, preact, x, W, Wp.q, b, d.rows, d.out_features,
-                           d.in_features, d.in_features, d.out_features, act))
+                           d.in_features, d.in_features, d.out_features, act, round_out))
     return;
   GemmDims g;
   g.M = d.rows, g.N = d.out_features, g.K = d.in_features;
   g.transB = true;
   g.lda = d.in_features, g.ldb = d.in_features, g.ldc = d.out_features;
   g.act = act;
-  NF_ISA_NS::gemm(y, preact, x, W, b, g, Wp, precision);
+  NF_ISA_NS::gemm(y, preact, x, W, b, g, Wp, precision, round_out);
 }
 
 void bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x) {

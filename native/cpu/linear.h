@@ -21,10 +21,11 @@ Status run(const ops::LinearBackward<float>& p);
 // the patch embedding) run their products through.
 
 // With `Wp` (W prepacked for this variant and precision), W is not read. `precision`: that of the
-// products (the GEMM's; the backward's dx and dW products too).
+// products (the GEMM's; the backward's dx and dW products too). round_out: y rounded to bfloat16
+// as it is stored (gemm's).
 NF_KERNEL_DECL(void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b,
                                    const LinearDims& d, Act act, const PackedB& Wp = {},
-                                   ops::Precision precision = ops::Precision::fp32))
+                                   ops::Precision precision = ops::Precision::fp32, bool round_out = false))
 NF_KERNEL_DECL(void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x,
                                     const float* W, const LinearDims& d,
                                     ops::Precision precision = ops::Precision::fp32))
