@@ -225,8 +225,8 @@ inline void store_xq(xq_t* p, vf q, int n) {
 // Rows [m, m + mr) and columns [n0, n0 + nr) of y from the tile's int32 sums (acc [MR][NT]), on
 // registers as the float GEMM's epilogue: dequantize (the exact int32 correction, then one float
 // product by a_m · s_n), bias, preact, then the activation over the whole tile at once (GELU with
-// vnormcdf_reduced's Φ, its error far below int8's), store (rounded to bf16 with c.round). Every MR row is computed (rows past mr
-// are the next rows of xq, or its zero padding: m + MR <= Mp).
+// vnormcdf_reduced's Φ, its error far below int8's), store (rounded to bf16 with c.round). Every MR
+// row is computed (rows past mr are the next rows of xq, or its zero padding: m + MR <= Mp).
 template <Act A>
 [[gnu::noinline]] void epilogue(const Int8Call& c, const int32_t* acc, int64_t m, int64_t n0, int mr, int nr) {
   const float* a = c.a + m;
