@@ -371,10 +371,10 @@ export class DecoderBlock extends Module {
     const self = (h: Tensor<'float32'>) => this.attn.decodeSelf(h, s.cache, t, s.maxT);
     const cross = (h: Tensor<'float32'>) => this.cross_attn.decodeCross(h, s.kv, s.Tk, s.memoryKeyPaddingMask);
     let y: Tensor<'float32'>;
-    if (this.config.normFirst) {
-      const x1 = yield* accumulate(tmp.add(yield* self(tmp.add(yield* this.norm1.forwardOps(x)))), x);
-      const x2 = yield* accumulate(tmp.add(yield* cross(tmp.add(yield* this.norm2.forwardOps(x1)))), x1);
-      y = yield* accumulate(yield* this.mlp.forwardOps(tmp.add(yield* this.norm3.forwardOps(x2))), x2);
+    if (this.config.normFirst) {  // (the residual sums from the next norm's fused add, as in forwardProgram)
+      const n2 = yield* this.norm2.forwardResidualSum(tmp.add(yield* self(tmp.add(yield* this.norm1.forwardOps(x)))), x, tmp);
+      const n3 = yield* this.norm3.forwardResidualSum(tmp.add(yield* cross(tmp.add(n2.out))), n2.sum, tmp);
+      y = yield* accumulate(yield* this.mlp.forwardOps(tmp.add(n3.out)), n3.sum);
     } else {
       const x1 = tmp.add(yield* this.norm1.forwardResidual(tmp.add(yield* self(x)), x));
       const x2 = tmp.add(yield* this.norm2.forwardResidual(tmp.add(yield* cross(x1)), x1));
