@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { native } from '../lib/native/addon';
 import type { Activation } from '../lib/native/ops.generated';
-import { ErrorLog, f32, isas, randn32, relErr, rng, withIsa } from './helpers';
+import { ErrorLog, f32, isas, randn32, relErr, rng, roundBf16, withIsa } from './helpers';
 
 const log = new ErrorLog(1e-5);
 afterAll(() => log.report('gemm, largest relative error'));
@@ -34,6 +34,11 @@ const cases: Case[] = [
     preact: true },
   { name: 'k blocks 150x40x517 relu', M: 150, N: 40, K: 517, beta: 0.5, bias: true, act: 'relu', preact: true },
   { name: 'long K 20x600x2100', M: 20, N: 600, K: 2100, transB: true },
+  // K cut into ranges summed afterwards (K >= 4 max(M, N), no epilogue): weight-gradient shapes,
+  // an odd K, tails of 16-float vectors in the sum, strides, alpha and beta.
+  { name: 'K ranges 40x24x1100 transA (dW += dyᵀ x)', M: 40, N: 24, K: 1100, transA: true, alpha: 0.5, beta: 1 },
+  { name: 'K ranges 37x70x2101 strided', M: 37, N: 70, K: 2101, transA: true, lda: 41, ldb: 73, ldc: 75 },
+  { name: 'K ranges 30x9x1500 transB beta', M: 30, N: 9, K: 1500, transB: true, beta: -0.5 },
   { name: 'column blocks 2x4200x256', M: 2, N: 4200, K: 256, bias: true },
   { name: 'strided batch 3', M: 24, N: 40, K: 59, batch: 3, beta: 0.5, bias: true, act: 'gelu_tanh', preact: true,
     lda: 61, ldb: 45, ldc: 43, strideA: 24 * 61 + 7, strideB: 59 * 45 + 3, strideC: 24 * 43 + 5 },
@@ -85,11 +90,12 @@ describe('gemm', () => {
     });
   });
 
-  it('runs the same single-threaded', () => {
-    const c = cases.find((x) => x.name.startsWith('k blocks 300'))!;
+  it.each(['k blocks 300', 'K ranges 37'])('%s runs the same single-threaded', (prefix) => {
+    const c = cases.find((x) => x.name.startsWith(prefix))!;
     const r = rng(5);
     const n = shapes(c);
-    const A = f32(randn32(n.A, r)), B = f32(randn32(n.B, r)), C0 = f32(randn32(n.C, r)), bias = f32(randn32(c.N, r));
+    const A = f32(randn32(n.A, r)), B = f32(randn32(n.B, r)), C0 = f32(randn32(n.C, r));
+    const bias = c.bias ? f32(randn32(c.N, r)) : null;
     const { name: _name, bias: _bias, preact: _preact, ...dims } = c;
     const run = () => {
       const C = Float32Array.from(C0);
@@ -104,6 +110,24 @@ describe('gemm', () => {
     } finally {
       native.setNumThreads(threads);
     }
+  });
+
+  // At 'bf16' the product is that of the inputs rounded to bfloat16, summed in fp32: against the
+  // float64 product of the rounded inputs only the sums' rounding remains.
+  it.each(['K ranges 37', 'k blocks 150', 'packing edges 25'])('%s at bf16: the product of the bf16-rounded inputs, every variant', (prefix) => {
+    const c = cases.find((x) => x.name.startsWith(prefix))!;
+    const r = rng(7);
+    const n = shapes(c);
+    const A = randn32(n.A, r), B = randn32(n.B, r), C0 = randn32(n.C, r), bias = c.bias ? randn32(c.N, r) : null;
+    const { name: _name, bias: _bias, preact: _preact, ...dims } = c;
+    const C = Float64Array.from(C0);
+    native.gemm({ ...dims, C, A: A.map(roundBf16), B: B.map(roundBf16), bias });
+    for (const isa of isas)
+      withIsa(isa, () => {
+        const C32 = f32(C0);
+        native.gemm({ ...dims, C: C32, A: f32(A), B: f32(B), bias: bias && f32(bias), precision: 'bf16' });
+        expect(log.add(`${isa} bf16 C`, relErr(C32, C))).toBeLessThan(1e-5);
+      });
   });
 
   it('rejects bad arguments with errors naming them', () => {

@@ -34,6 +34,16 @@ export function randn32(n: number, rand: () => number, scale = 1): Float64Array 
   return f64(f32(randn(n, rand, scale)));
 }
 
+const bits = (x: number): number => new Uint32Array(Float32Array.of(x).buffer)[0];
+const fromBits = (u: number): number => new Float32Array(Uint32Array.of(u >>> 0).buffer)[0];
+/** simd.h's vround_bf16 (vcvtneps2bf16's rule): zero and denormals to signed zero, inf kept, NaN quieted, else to nearest even. */
+export function roundBf16(x: number): number {
+  const u = bits(x), e = u & 0x7f800000;
+  if (e === 0) return fromBits(u & 0x80000000);
+  if (e === 0x7f800000) return fromBits((u & 0xffff0000) | (Number.isNaN(x) ? 0x00400000 : 0));
+  return fromBits((u + 0x7fff + ((u >>> 16) & 1)) & 0xffff0000);
+}
+
 /** ‖got − ref‖₂ / ‖ref‖₂ (absolute ‖got‖ when ref is all zeros). */
 export function relErr(got: ArrayLike<number>, ref: ArrayLike<number>): number {
   if (got.length !== ref.length) throw new Error(`length mismatch: ${got.length} vs ${ref.length}`);

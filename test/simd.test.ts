@@ -20,7 +20,7 @@ import { native } from '../lib/native/addon';
 import type { Isa } from '../lib/native/core';
 import type { SimdHelper } from '../lib/native/simd_probe';
 import { Activations } from '../lib/native/ops.generated';
-import { rng } from './helpers';
+import { rng, roundBf16 } from './helpers';
 
 const cpuDir = path.resolve(__dirname, '..', 'native', 'cpu');
 /** This build's variants, slowest first (scalar, avx2, avx512 on x64; scalar, neon on arm64). */
@@ -94,13 +94,6 @@ function tree(v: number[], op: (a: number, b: number) => number): number {
     v = v.slice(0, h).map((x, i) => f(op(x, v[i + h])));
   }
   return v[0];
-}
-/** simd.h's vround_bf16 (vcvtneps2bf16's rule): zero and denormals to signed zero, inf kept, NaN quieted, else to nearest even. */
-function roundBf16(x: number): number {
-  const u = bits(x), e = u & 0x7f800000;
-  if (e === 0) return fromBits(u & 0x80000000);
-  if (e === 0x7f800000) return fromBits((u & 0xffff0000) | (Number.isNaN(x) ? 0x00400000 : 0));
-  return fromBits((u + 0x7fff + ((u >>> 16) & 1)) & 0xffff0000);
 }
 const maxRule = (a: number, b: number): number => (a > b ? a : b);
 const minRule = (a: number, b: number): number => (a < b ? a : b);

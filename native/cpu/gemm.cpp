@@ -16,7 +16,12 @@
 // the edges.
 //   Cache blocking: the B micro-panel (kc x NR) stays in L1 while the kernel walks the packed A
 //   block (mc x kc, in L2); the packed B block (kc x nc) lives in L2/L3.
-// Threads: one parallel_for over macro-tiles (batch entry, column block, row block), row block
+// Long K (a weight gradient dW = dyᵀ x over many rows, K >= 4 max(M, N)): K is cut into kRanges
+// ranges of whole k blocks, each a product of its own into a partial C (alpha 1, beta 0), summed
+// afterwards in a fixed order, C = alpha (P0 + P1 + ...) + beta C. Cutting M or N instead makes every
+// thread pack all of the other operand (the long one); this way each is packed once. The cut
+// depends on the shape only, so the result does not depend on the thread count.
+// Threads: one parallel_for over macro-tiles (batch entry or K range, column block, row block), row block
 // fastest, in two contiguous chunks per thread claimed dynamically: a thread packs each B block
 // once for all the row blocks of its chunk, and a thread slowed down by another process on its
 // core hands its second chunk to the others (+7-19% with one busy neighbour on 2 cores, no cost
@@ -87,10 +92,11 @@ constexpr int64_t kMaxBlockFloats = int64_t(1) << 20;  // packed B block (kc x n
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-// How a call is cut into blocks: K into nKC blocks of kc; the MR-row panels of M into nIC row
-// blocks and the NR-column panels of N into nJC column blocks, as evenly as whole panels allow.
+// How a call is cut into blocks: K into nKC blocks of kc (grouped into nKS ranges of a long-K
+// product, else one); the MR-row panels of M into nIC row blocks and the NR-column panels of N into
+// nJC column blocks, as evenly as whole panels allow.
 struct Plan {
-  int64_t kc, nKC, nIC, nJC;
+  int64_t kc, nKC, nKS, nIC, nJC;
   int64_t row_panels, col_panels;  // ceil(M / MR), ceil(N / NR)
   int64_t row(int64_t ic) const { return ic * row_panels / nIC * MR; }  // first row of block ic
   int64_t col(int64_t jc) const { return jc * col_panels / nJC * NR; }  // first column of block jc
@@ -102,22 +108,36 @@ struct Plan {
     return sizeof(float) * (b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16) + kc * NR + 16);
   }
   int64_t panel_buffer_offset() const { return b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16); }
+  int64_t first_block(int64_t range) const { return range * nKC / nKS; }  // k blocks of K range `range`
 };
 
-// K cut into *n blocks of *kc (the last may be shorter): as few as KC allows, as even as possible
-// with kc even (so that bf16 pairs of k never straddle two blocks; KC is even).
-void k_blocks(int64_t K, int64_t* n, int64_t* kc) {
+// K cut into *n blocks of *kc (the last may be shorter): as few as KC allows (aiming at a multiple
+// of `multiple`), as even as possible with kc even (so that bf16 pairs of k never straddle two
+// blocks; KC is even).
+void k_blocks(int64_t K, int64_t* n, int64_t* kc, int64_t multiple = 1) {
   if (K == 0) {
     *n = 1, *kc = 0;
     return;
   }
-  *kc = round_up(ceil_div(K, std::max<int64_t>(1, ceil_div(K, KC))), 2);
+  *kc = round_up(ceil_div(K, round_up(std::max<int64_t>(1, ceil_div(K, KC)), multiple)), 2);
   *n = std::max<int64_t>(1, ceil_div(K, *kc));
 }
 
-Plan make_plan(const GemmDims& d) {
+// The K ranges of a long-K product (see the header; 1: K is not cut): products without an
+// epilogue beyond alpha and beta, B not prepacked, one batch entry, and partial sums of at most
+// kMaxPartialFloats in all.
+constexpr int64_t kRanges = 4;
+constexpr int64_t kMaxPartialFloats = int64_t(1) << 20;
+
+int64_t k_ranges(const GemmDims& d, bool epilogue, const PackedB& packed) {
+  const bool long_k = d.K >= 4 * std::max(d.M, d.N) && d.K >= kRanges * KC / 2;
+  return long_k && !epilogue && !packed && d.batch == 1 && kRanges * d.M * d.N <= kMaxPartialFloats ? kRanges : 1;
+}
+
+Plan make_plan(const GemmDims& d, int64_t nKS = 1) {
   Plan p;
-  k_blocks(d.K, &p.nKC, &p.kc);
+  k_blocks(d.K, &p.nKC, &p.kc, nKS);
+  p.nKS = std::min(nKS, p.nKC);
   p.row_panels = ceil_div(d.M, MR);
   p.col_panels = ceil_div(d.N, NR);
   // Column blocks as wide as the B block budget allows; row blocks of about MC.
@@ -127,21 +147,22 @@ Plan make_plan(const GemmDims& d) {
   // Threads that share row blocks each pack all of B: when B is the larger operand (M < N; a
   // Linear layer on a few hundred rows, such as ViT-B/16 at batch 1), give each thread its own
   // column blocks instead, so that it packs its share of B and all of the smaller A.
-  if (d.batch == 1 && d.M < d.N) p.nJC = std::max(p.nJC, std::min(p.col_panels, round_up(p.nJC, threads)));
+  if (d.batch == 1 && p.nKS == 1 && d.M < d.N) p.nJC = std::max(p.nJC, std::min(p.col_panels, round_up(p.nJC, threads)));
   // Equal shares: gemm() deals the macro-tiles out in chunks of ceil(tiles / (2 threads)), so
   // unless their count is a multiple of 2 threads (of the thread count when it is at most that),
   // one thread gets a chunk more than another (6 tiles on 2 threads: chunks 2 + 2 + 2, one thread
   // doing 4; 10 tiles: 3 + 3 + 3 + 1, one doing 6). Round the count up by splitting the longer of
   // M and N further (each thread packs all of the other operand), else the shorter.
   if (threads > 1) {
-    const int64_t tiles = d.batch * p.nJC * p.nIC, q = tiles <= threads ? threads : 2 * threads;
+    const int64_t entries = d.batch * p.nKS;
+    const int64_t tiles = entries * p.nJC * p.nIC, q = tiles <= threads ? threads : 2 * threads;
     auto split = [&](int64_t& n, int64_t panels, int64_t other) {  // the least n' >= n with q | other n'
       for (int64_t c = n; c <= std::min(panels, n + q); ++c)
         if (other * c % q == 0) return n = c, true;
       return false;
     };
-    if (d.M >= d.N) split(p.nIC, p.row_panels, d.batch * p.nJC) || split(p.nJC, p.col_panels, d.batch * p.nIC);
-    else split(p.nJC, p.col_panels, d.batch * p.nIC) || split(p.nIC, p.row_panels, d.batch * p.nJC);
+    if (d.M >= d.N) split(p.nIC, p.row_panels, entries * p.nJC) || split(p.nJC, p.col_panels, entries * p.nIC);
+    else split(p.nJC, p.col_panels, entries * p.nIC) || split(p.nIC, p.row_panels, entries * p.nJC);
   }
   return p;
 }
@@ -251,12 +272,19 @@ void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t k
       }
       return;
     }
+    constexpr int64_t kAhead = 4;  // pairs of source rows prefetched ahead of the conversion
     for (int64_t kk = 0; kk < kd; ++kk) {  // (source rows outer, as pack_k_major: each is read once)
       const float* s = src + 2 * kk * ld;
+      if (2 * (kk + kAhead) + 1 < kc)
+        for (int64_t i = 0; i < n; i += 16) {
+          __builtin_prefetch(s + 2 * kAhead * ld + i);
+          __builtin_prefetch(s + (2 * kAhead + 1) * ld + i);
+        }
+      const float* hi = 2 * kk + 1 < kc ? s + ld : nullptr;
       for (int64_t i = 0; i < n; i += P) {
         const int64_t rows = std::min<int64_t>(P, n - i);
         float* d = dst + i / P * kd * P + kk * P;
-        pack_bf16_pair_rows(d, s + i, 2 * kk + 1 < kc ? s + ld + i : nullptr, rows);
+        pack_bf16_pair_rows(d, s + i, hi ? hi + i : nullptr, rows);
         std::fill(d + rows, d + P, 0.0f);
       }
     }
@@ -277,17 +305,18 @@ void run_tile(int64_t kd, const float* a, const float* b, float* c, int mr, int 
   else micro_tile<MR, kPairs>(kd, a, b, c, mr, nr, e);
 }
 
-// Row blocks [ic0, ic1) of column block jc of one batch entry, over all of K: for each k block,
-// the B block is packed once into bp (or found in `packed`) and reused by every row block, each
-// packed in turn into ap (buf: the fp32 panel of a bf16 pair conversion).
+// Row blocks [ic0, ic1) of column block jc of one batch entry, over k blocks [pc0, pc1) (all of K,
+// or one K range): for each k block, the B block is packed once into bp (or found in `packed`) and
+// reused by every row block, each packed in turn into ap (buf: the fp32 panel of a bf16 pair
+// conversion).
 void macro_tiles(float* C, float* preact, const float* A, const float* B, float* bp, float* ap, float* buf,
                  const float* bias, const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1,
-                 const PackedB& packed, Dot dot, bool round_out) {
+                 int64_t pc0, int64_t pc1, const PackedB& packed, Dot dot, bool round_out) {
   const int64_t j0 = p.col(jc), nc = std::min(d.N, p.col(jc + 1)) - j0;
   const int64_t kstep = dot == Dot::bf16_pairs ? 2 : 1;  // k per panel row
-  for (int64_t pc = 0; pc < p.nKC; ++pc) {
+  for (int64_t pc = pc0; pc < pc1; ++pc) {
     const int64_t k0 = pc * p.kc, kc = std::min(p.kc, d.K - k0), kd = panel_depth(kc, dot);
-    const bool first = pc == 0, last = pc == p.nKC - 1;
+    const bool first = pc == pc0, last = pc == pc1 - 1;
     const float* b = bp;  // the B block: [nc / NR panels][kd][NR]
     if (packed)
       b = packed.panels + k0 / kstep * packed.ld + (packed.col0 + j0) * kd;
@@ -318,6 +347,26 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
   }
 }
 
+// C = alpha (P0 + P1 + ...) + beta C over the nKS partial products [nKS][M][N] of a long-K product
+// (summed in range order).
+void sum_partials(float* C, const float* partials, const GemmDims& d, int64_t nKS) {
+  const int64_t MN = d.M * d.N;
+  parallel_for(d.M, std::max<int64_t>(1, 4096 / d.N), [&](int64_t r0, int64_t r1) {
+    const vf alpha = vset1(d.alpha), beta = vset1(d.beta);
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t j = 0; j < d.N; j += W) {
+        const int n = static_cast<int>(std::min<int64_t>(W, d.N - j));
+        const float* s = partials + i * d.N + j;
+        vf x = vload_w(s, n);
+        for (int64_t r = 1; r < nKS; ++r) x = vadd(x, vload_w(s + r * MN, n));
+        float* c = C + i * d.ldc + j;
+        x = vmul(alpha, x);
+        if (d.beta != 0.0f) x = vfma(beta, vload_w(c, n), x);
+        vstore_w(c, x, n);
+      }
+  });
+}
+
 }  // namespace
 
 void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) { *bytes = make_plan(d).scratch_bytes(); }
@@ -325,24 +374,40 @@ void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) { *bytes = make_plan(d
 void gemm(float* C, float* preact, const float* A, const float* B, const float* bias, const GemmDims& d,
           const PackedB& packed, ops::Precision precision, bool round_out) {
   if (d.M == 0 || d.N == 0) return;
-  const Plan p = make_plan(d);
+  Plan p = make_plan(d, k_ranges(d, bias || preact || d.act != Act::none || round_out, packed));
   const Dot dot = dot_of(precision);
-  // Macro-tiles t = (batch entry, column block, row block), row block fastest; two contiguous
-  // chunks per thread (see the header), each packing its B blocks once for all its row blocks.
-  const int64_t tiles = d.batch * p.nJC * p.nIC;
+  // A long-K product writes its K ranges' partial sums [nKS][M][N] after the calling thread's
+  // packing buffers (or, out of memory for them, runs uncut).
+  float* partials = nullptr;
+  GemmDims dk = d;  // a K range's product: into its partial sum, with alpha 1 and beta 0
+  if (p.nKS > 1) {
+    const size_t pack = p.scratch_bytes(), bytes = pack + sizeof(float) * p.nKS * d.M * d.N;
+    if (char* s = static_cast<char*>(thread_scratch(ScratchSlot::gemm_pack, bytes)))
+      partials = reinterpret_cast<float*>(s + pack), dk.alpha = 1.0f, dk.beta = 0.0f, dk.ldc = d.N;
+    else
+      p = make_plan(d);
+  }
+  // Macro-tiles t = (batch entry or K range, column block, row block), row block fastest; two
+  // contiguous chunks per thread (see the header), each packing its B blocks once for all its row blocks.
+  const int64_t tiles = d.batch * p.nKS * p.nJC * p.nIC;
   parallel_for(tiles, ceil_div(tiles, 2 * num_threads()), [&](int64_t t0, int64_t t1) {
     float* bp = static_cast<float*>(thread_scratch(ScratchSlot::gemm_pack, p.scratch_bytes()));
     if (!bp) return;  // unreachable for the calling thread: the public entry reserved this
     float* ap = bp + p.b_block_floats();
     float* buf = bp + p.panel_buffer_offset();
     for (int64_t t = t0; t < t1;) {
-      const int64_t group = t / p.nIC, b = group / p.nJC, jc = group % p.nJC;
+      const int64_t group = t / p.nIC, e = group / p.nJC, jc = group % p.nJC;
       const int64_t ic0 = t % p.nIC, ic1 = std::min(p.nIC, ic0 + (t1 - t));
-      macro_tiles(C + b * d.strideC, preact ? preact + b * d.strideC : nullptr, A + b * d.strideA,
-                  B + b * d.strideB, bp, ap, buf, bias, d, p, jc, ic0, ic1, packed, dot, round_out);
+      if (partials)  // K range e
+        macro_tiles(partials + e * d.M * d.N, nullptr, A, B, bp, ap, buf, nullptr, dk, p, jc, ic0, ic1,
+                    p.first_block(e), p.first_block(e + 1), packed, dot, false);
+      else  // batch entry e
+        macro_tiles(C + e * d.strideC, preact ? preact + e * d.strideC : nullptr, A + e * d.strideA,
+                    B + e * d.strideB, bp, ap, buf, bias, d, p, jc, ic0, ic1, 0, p.nKC, packed, dot, round_out);
       t += ic1 - ic0;
     }
   });
+  if (partials) sum_partials(C, partials, d, p.nKS);
 }
 
 void gemm_panel_shape(int* nr, int64_t* kc_max) {
