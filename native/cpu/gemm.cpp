@@ -207,6 +207,40 @@ void accumulate_tile(vf (&acc)[R][NV], int64_t kd, const float* ap, const float*
   }
 }
 
+// The epilogue on the registers: x = alpha acc + beta C + bias, preact = x, C = act(x) (rounded to
+// bf16 with e.round), into C[0:mr, 0:nr]. The activation runs over the whole tile at once (R x NV
+// independent vectors, padding rows too), so its long dependency chains (GELU: a division and an
+// exponential) overlap. kFull: a whole tile (mr = R, nr = NR), every vector moved unmasked.
+// Inlined, so that the tile stays in registers, and `e` taken by value, so that its fields are not
+// read again after each store to C (which the compiler must otherwise assume may alias them).
+template <bool kFull, int R>
+[[gnu::always_inline]] inline void store_tile(vf (&acc)[R][NV], float* C, int mr, int nr, const Epilogue e) {
+  const auto width = [&](int r, int v) { return kFull ? W : r < mr ? std::max(0, std::min(nr - v * W, W)) : 0; };
+  const vf alpha = vset1(e.alpha), beta = vset1(e.beta);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    const float* c = C + r * e.ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const int n = width(r, v);
+      vf x = vmul(alpha, acc[r][v]);
+      if (e.beta != 0.0f && n > 0) x = vfma(beta, vload_w(c + v * W, n), x);
+      if (e.bias && n > 0) x = vadd(x, vload_w(e.bias + v * W, n));
+      if (e.preact && n > 0) vstore_w(e.preact + r * e.ldc + v * W, x, n);
+      acc[r][v] = x;
+    }
+  }
+  if (e.act != Act::none) act_tile(acc, e.act, e.reduced);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const int n = width(r, v);
+      if (n > 0) vstore_w(C + r * e.ldc + v * W, e.round ? vround_bf16(acc[r][v]) : acc[r][v], n);
+    }
+  }
+}
+
 // One R x NR tile (R = MR; fewer rows for a short last row panel, whose padding rows are then not
 // computed): acc = ap * bp over kd panel rows (accumulate_tile), then C[0:mr, 0:nr] = epilogue(acc),
 // mr <= R.
@@ -223,35 +257,8 @@ void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, 
     }
   }
   accumulate_tile<R, kPairs>(acc, kd, ap, bp);
-
-  // The epilogue on the registers: x = alpha acc + beta C + bias, preact = x, C = act(x). The
-  // activation runs over the whole tile at once (R x NV independent vectors, padding rows too),
-  // so its long dependency chains (GELU: a division and an exponential) overlap.
-  const vf alpha = vset1(e.alpha), beta = vset1(e.beta);
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    const float* c = C + r * e.ldc;
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      const int n = r < mr ? std::min(nr - v * W, W) : 0;
-      vf x = vmul(alpha, acc[r][v]);
-      if (e.beta != 0.0f && n > 0) x = vfma(beta, vload_w(c + v * W, n), x);
-      if (e.bias && n > 0) x = vadd(x, vload_w(e.bias + v * W, n));
-      if (e.preact && n > 0) vstore_w(e.preact + r * e.ldc + v * W, x, n);
-      acc[r][v] = x;
-    }
-  }
-  act_tile(acc, e.act, e.reduced);
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    if (r >= mr) break;
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      const int n = std::min(nr - v * W, W);
-      if (n <= 0) break;
-      vstore_w(C + r * e.ldc + v * W, e.round ? vround_bf16(acc[r][v]) : acc[r][v], n);
-    }
-  }
+  if (mr == R && nr == NR) store_tile<true>(acc, C, mr, nr, e);
+  else store_tile<false>(acc, C, mr, nr, e);
 }
 
 // Packs rows [0, n) x depth [0, kc) of op(A) or op(B) into P-row panels for `dot`: row-major
