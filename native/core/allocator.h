@@ -23,7 +23,8 @@ enum class ScratchSlot : int {
   // gemm's packed panels, for the duration of one product. Taken by gemm only; every product of
   // the other kernels (linear, attention, feed-forward, patch embedding) runs through gemm.
   gemm_pack = 0,
-  // Partial sums of a leaf kernel that calls nothing: layernorm backward's per-chunk dγ, dβ.
+  // Partial sums of a leaf kernel that calls nothing: layernorm backward's per-chunk dγ, dβ; and
+  // gemm's partial products of a long K cut into ranges (no caller of gemm holds this slot).
   partials = 1,
   // A layer's own buffer, held across its calls to linear / gemm / the attention core: attention
   // backward's projection gradients, attention decode's projected rows, the feed-forward

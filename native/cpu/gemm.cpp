@@ -383,16 +383,14 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
   if (d.M == 0 || d.N == 0) return;
   Plan p = make_plan(d, k_ranges(d, bias || preact || d.act != Act::none || round_out, packed));
   const Dot dot = dot_of(precision);
-  // A long-K product writes its K ranges' partial sums [nKS][M][N] after the calling thread's
-  // packing buffers (or, out of memory for them, runs uncut).
+  // A long-K product writes its K ranges' partial sums [nKS][M][N] into the calling thread's
+  // `partials` slot (or, out of memory for them, runs uncut).
   float* partials = nullptr;
   GemmDims dk = d;  // a K range's product: into its partial sum, with alpha 1 and beta 0
   if (p.nKS > 1) {
-    const size_t pack = p.scratch_bytes(), bytes = pack + sizeof(float) * p.nKS * d.M * d.N;
-    if (char* s = static_cast<char*>(thread_scratch(ScratchSlot::gemm_pack, bytes)))
-      partials = reinterpret_cast<float*>(s + pack), dk.alpha = 1.0f, dk.beta = 0.0f, dk.ldc = d.N;
-    else
-      p = make_plan(d);
+    partials = static_cast<float*>(thread_scratch(ScratchSlot::partials, sizeof(float) * p.nKS * d.M * d.N));
+    if (partials) dk.alpha = 1.0f, dk.beta = 0.0f, dk.ldc = d.N;
+    else p = make_plan(d);
   }
   // Macro-tiles t = (batch entry or K range, column block, row block), row block fastest; two
   // contiguous chunks per thread (see the header), each packing its B blocks once for all its row blocks.
