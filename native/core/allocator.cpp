@@ -2,6 +2,9 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+
+#include "threadpool.h"
 
 namespace nf {
 
@@ -34,6 +37,12 @@ struct Scratch {
   }
 };
 thread_local Scratch tls_scratch;
+
+// NF_TEST_SCRATCH_FAIL=1 (allocator.h): allocations inside parallel regions fail.
+const bool g_fail_in_regions = [] {
+  const char* s = std::getenv("NF_TEST_SCRATCH_FAIL");
+  return s && std::strcmp(s, "1") == 0;
+}();
 }  // namespace
 
 void* thread_scratch(ScratchSlot which, size_t bytes) {
@@ -42,7 +51,7 @@ void* thread_scratch(ScratchSlot which, size_t bytes) {
   Scratch& s = tls_scratch;
   if (s.size[slot] < bytes || !s.ptr[slot]) {
     aligned_free(s.ptr[slot]);
-    s.ptr[slot] = aligned_alloc64(bytes);
+    s.ptr[slot] = g_fail_in_regions && in_parallel_region() ? nullptr : aligned_alloc64(bytes);
     s.size[slot] = s.ptr[slot] ? bytes : 0;
   }
   return s.ptr[slot];

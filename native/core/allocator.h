@@ -38,7 +38,11 @@ enum class ScratchSlot : int {
 constexpr int kScratchSlots = 4;
 
 // A per-thread, per-slot scratch buffer of at least `bytes`, 64-byte aligned, grown on demand
-// and kept for the thread's lifetime. Returns nullptr if the allocation fails.
+// and kept for the thread's lifetime. Returns nullptr if the allocation fails: a kernel whose
+// chunk of a parallel region gets nullptr reports it (threadpool.h's report_failure) and skips the
+// chunk, and its op fails with an out-of-memory error. For the tests,
+// NF_TEST_SCRATCH_FAIL=1 makes every allocation made inside a parallel region fail (those of a
+// region's pool threads, and the calling thread's when its first request comes there).
 void* thread_scratch(ScratchSlot slot, size_t bytes);
 
 }  // namespace nf

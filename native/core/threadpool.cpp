@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace nf {
@@ -14,6 +15,9 @@ namespace {
 
 thread_local bool tls_in_parallel = false;
 thread_local bool tls_serial = false;  // inside a SerialScope
+// report_failure's flags: the running region's (on the threads working on it), else this thread's.
+thread_local std::atomic<bool>* tls_region_failed = nullptr;
+thread_local bool tls_failed = false;
 
 // How long (microseconds) a worker spins for the next job, and the caller for the workers to
 // finish, before they sleep: 0 (the default, NF_THREAD_SPIN_US unset) never spins. A spin of about
@@ -81,14 +85,27 @@ class Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = Job{fn, ctx, n, chunk};
       next_.store(0, std::memory_order_relaxed);
+      failed_.store(false, std::memory_order_relaxed);
       open_ = true;
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     work_on_job();
-    // Every chunk is claimed: close the job, so that a worker still waking up (tens of microseconds
-    // on a virtual machine, longer than a small op's whole region) stays out of it, and wait only
-    // for the workers that joined, which are running their last chunk.
+    wait_for_joined();
+    if (failed_.load(std::memory_order_relaxed)) report_failure();  // (ordered by active_'s release)
+  }
+
+ private:
+  struct Job {
+    RangeFn fn = nullptr;
+    void* ctx = nullptr;
+    int64_t n = 0, chunk = 1;
+  };
+
+  // Every chunk is claimed: close the job, so that a worker still waking up (tens of microseconds
+  // on a virtual machine, longer than a small op's whole region) stays out of it, and wait only
+  // for the workers that joined, which are running their last chunk.
+  void wait_for_joined() {
     std::unique_lock<std::mutex> lock(mutex_);
     open_ = false;
     if (active_.load(std::memory_order_acquire) == 0) return;
@@ -99,20 +116,15 @@ class Pool {
     done_.wait(lock, [this] { return active_.load(std::memory_order_acquire) == 0; });
   }
 
- private:
-  struct Job {
-    RangeFn fn = nullptr;
-    void* ctx = nullptr;
-    int64_t n = 0, chunk = 1;
-  };
-
   void work_on_job() {
     tls_in_parallel = true;
+    tls_region_failed = &failed_;
     for (;;) {
       int64_t b = next_.fetch_add(job_.chunk, std::memory_order_relaxed);
       if (b >= job_.n) break;
       job_.fn(job_.ctx, b, std::min(job_.n, b + job_.chunk));
     }
+    tls_region_failed = nullptr;
     tls_in_parallel = false;
   }
 
@@ -169,6 +181,7 @@ class Pool {
   std::atomic<int64_t> next_{0};
   bool open_ = false;                    // the current job still takes workers (under mutex_)
   std::atomic<int> active_{0};           // workers that joined the current job and are still on it
+  std::atomic<bool> failed_{false};      // a chunk of the current job reported a failure
   std::atomic<uint64_t> generation_{0};  // jobs posted so far
   std::atomic<bool> stopping_{false};  // written under mutex_; read by spinning workers without it
 };
@@ -179,6 +192,15 @@ Pool& pool() {
 }
 
 }  // namespace
+
+void report_failure() {
+  if (tls_region_failed) tls_region_failed->store(true, std::memory_order_relaxed);
+  else tls_failed = true;
+}
+
+bool take_failure() { return std::exchange(tls_failed, false); }
+
+bool in_parallel_region() { return tls_in_parallel; }
 
 int num_threads() { return tls_serial ? 1 : pool().size(); }
 

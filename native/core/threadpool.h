@@ -33,6 +33,17 @@ class SerialScope {
   bool was_serial_;
 };
 
+// A kernel that cannot do its share of a parallel region (its thread's scratch buffer could not be
+// allocated, allocator.h) calls report_failure() and skips the work. A failure on a pool thread
+// reaches the thread that started the region once the region has ended, and take_failure() there
+// says whether anything this thread ran or started reported one since the last take_failure(),
+// and clears it: the op binding turns that into an error rather than return an incomplete result.
+void report_failure();
+bool take_failure();
+// Whether this thread is running a chunk of a parallel region (a pool thread's, or the calling
+// thread's share) rather than code of its own.
+bool in_parallel_region();
+
 using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
 void parallel_for_raw(int64_t n, int64_t grain, RangeFn fn, void* ctx);
 

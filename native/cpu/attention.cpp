@@ -536,6 +536,7 @@ void attention_core_forward(float* o, float* lse, float* weights, const float* q
   const int64_t rows = chunk_rows(d), chunks = (d.Tq + rows - 1) / rows;
   parallel_for(d.B * d.H * chunks, [&](int64_t t0, int64_t t1) {
     float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * forward_scratch_floats(d.Dh, d.Tq)));
+    if (!scratch) return report_failure();  // (the op fails)
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t bh = t / chunks, c0 = t % chunks * rows;
       forward_chunk(o, lse, weights, q, k, v, masks, d, bh / d.H, bh % d.H, c0, std::min(rows, d.Tq - c0), scratch, bf16_p);
@@ -548,6 +549,7 @@ void attention_core_backward(float* dq, float* dk, float* dv, const float* dout,
                              const AttentionCoreDims& d, bool bf16) {
   parallel_for(d.B * d.H, [&](int64_t t0, int64_t t1) {
     float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
+    if (!scratch) return report_failure();  // (the op fails)
     for (int64_t t = t0; t < t1; ++t)
       backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch, bf16, NF_BF16_DOT && bf16);
   });

@@ -397,7 +397,7 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
   const int64_t tiles = d.batch * p.nKS * p.nJC * p.nIC;
   parallel_for(tiles, ceil_div(tiles, 2 * num_threads()), [&](int64_t t0, int64_t t1) {
     float* bp = static_cast<float*>(thread_scratch(ScratchSlot::gemm_pack, p.scratch_bytes()));
-    if (!bp) return;  // unreachable for the calling thread: the public entry reserved this
+    if (!bp) return report_failure();  // (the op fails)
     float* ap = bp + p.b_block_floats();
     float* buf = bp + p.panel_buffer_offset();
     for (int64_t t = t0; t < t1;) {

@@ -16,6 +16,7 @@
 
 #include "../ops.h"
 #include "../ref/ops.h"
+#include "../../core/threadpool.h"
 #include "../../ops/recorder.h"
 #include "../../napi/op_reader.h"
 #include "../../napi/op_table.h"
@@ -64,8 +65,16 @@ Job read(Args& a) {
   OpReader<T, HostSource> r(a, HostSource{a});
   Op<T>::fields(r, p);
   return [p]() -> Status {
-    if constexpr (std::is_same_v<T, double>) return status_of([&] { return ref::run(p); });
-    else return status_of([&] { return cpu::run(p); });
+    if constexpr (std::is_same_v<T, double>) {
+      return status_of([&] { return ref::run(p); });
+    } else {
+      take_failure();  // (one reported before this op is not its own)
+      Status s = status_of([&] { return cpu::run(p); });
+      if (take_failure() && s.ok())  // a kernel skipped work its thread had no scratch buffer for
+        return Status::Error(Op<T>::name, "out of memory: a thread's scratch buffer for this op could not be allocated, so "
+                                          "its result would be incomplete (free memory, or use fewer threads or a smaller batch)");
+      return s;
+    }
   };
 }
 
