@@ -34,8 +34,9 @@ export function randn32(n: number, rand: () => number, scale = 1): Float64Array 
   return f64(f32(randn(n, rand, scale)));
 }
 
-const bits = (x: number): number => new Uint32Array(Float32Array.of(x).buffer)[0];
-const fromBits = (u: number): number => new Float32Array(Uint32Array.of(u >>> 0).buffer)[0];
+/** A float32's bits as an unsigned integer, and back. */
+export const bits = (x: number): number => new Uint32Array(Float32Array.of(x).buffer)[0];
+export const fromBits = (u: number): number => new Float32Array(Uint32Array.of(u >>> 0).buffer)[0];
 /** simd.h's vround_bf16 (vcvtneps2bf16's rule): zero and denormals to signed zero, inf kept, NaN quieted, else to nearest even. */
 export function roundBf16(x: number): number {
   const u = bits(x), e = u & 0x7f800000;

@@ -20,7 +20,7 @@ import { native } from '../lib/native/addon';
 import type { Isa } from '../lib/native/core';
 import type { SimdHelper } from '../lib/native/simd_probe';
 import { Activations } from '../lib/native/ops.generated';
-import { rng, roundBf16 } from './helpers';
+import { bits, fromBits, rng, roundBf16 } from './helpers';
 
 const cpuDir = path.resolve(__dirname, '..', 'native', 'cpu');
 /** This build's variants, slowest first (scalar, avx2, avx512 on x64; scalar, neon on arm64). */
@@ -36,7 +36,6 @@ const specials = [
   0, -0, 1e-40, -1e-40, DENORM_MIN, -DENORM_MIN, 1e-30, -1e-30, 1e30, -1e30, Infinity, -Infinity, NaN,
   1, -1, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.75, -2, 4194304.5, 0.49999997, FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX,
 ];
-const bits = (x: number): number => new Uint32Array(Float32Array.of(x).buffer)[0];
 const hex = (x: number): string => `0x${bits(x).toString(16).padStart(8, '0')}`;
 const show = (x: number): string => `${x} (${hex(x)})`;
 
@@ -86,7 +85,6 @@ function roundEven(x: number): number {
   if (r - x === 0.5 && r % 2 !== 0) r -= 1;
   return r;
 }
-const fromBits = (u: number): number => new Float32Array(Uint32Array.of(u >>> 0).buffer)[0];
 /** Pairwise by halves, in float, as simd.h states for vsum and vhmax. */
 function tree(v: number[], op: (a: number, b: number) => number): number {
   while (v.length > 1) {

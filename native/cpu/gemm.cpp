@@ -26,7 +26,8 @@
 // once for all the row blocks of its chunk, and a thread slowed down by another process on its
 // core hands its second chunk to the others (+7-19% with one busy neighbour on 2 cores, no cost
 // on a quiet machine). Inside a parallel region it runs on the calling thread alone.
-// Scratch: ScratchSlot::gemm_pack of the running thread holds the packed B block followed by the packed A block.
+// Scratch: ScratchSlot::gemm_pack of the running thread holds the packed B block followed by the packed A block;
+// ScratchSlot::partials of the calling thread the partial sums of a long K's ranges.
 // Prepacked B (PackedB, a weight packed once by pack_weights for the packWeights op): op(B) whole in
 // the same panels, k block after k block (native/ops/packed.h), so a column block of a k block is
 // a contiguous run of panels that macro_tiles reads in place instead of packing; pack_weights packs
