@@ -148,20 +148,20 @@ if [ $dry = 0 ]; then
       python3 "$here/scripts/mma_density.py" "$sass" --markdown \
         --match '^flash_\w+<\w+, \w+, \w+, (64|128), false>$' >> "$OUT/profile.txt"
   }
-  # ncu's detailed sections for the three bf16 kernels at a ViT shape (T 197, head 64).
+  # ncu's detailed sections for the three bf16 kernels (bf16 storage, the layer's) at a ViT shape (T 197, head 64).
   attention_ncu() {
     echo "== ncu --set detailed: flash kernels, bf16, T 197, head 64" >> "$OUT/profile.txt"
     ncu --set detailed -k regex:'flash_(forward|dkdv|dq)' --launch-skip 1 --launch-count 3 \
-      "$bin/nf_cuda_attention_bench" --precisions bf16 --T 197 --reps 1 --warmup 0 >> "$OUT/profile.txt" 2>&1
+      "$bin/nf_cuda_attention_bench" --precisions bf16 --storage bf16 --T 197 --reps 1 --warmup 0 >> "$OUT/profile.txt" 2>&1
   }
   # Where the forward kernel's warps stall: ncu's per-SASS-instruction stall samples, the 40 hottest.
   attention_sass() {
     local csv; csv=$(mktemp -p "$scratch")
     ncu --section WarpStateStats --section SourceCounters -k regex:flash_forward --launch-skip 1 --launch-count 1 \
-      --page details --print-details all "$bin/nf_cuda_attention_bench" --precisions bf16 --T 197 --reps 1 --warmup 0 \
+      --page details --print-details all "$bin/nf_cuda_attention_bench" --precisions bf16 --storage bf16 --T 197 --reps 1 --warmup 0 \
       2>&1 | grep -vE '^\{' >> "$OUT/profile.txt"
     ncu --section WarpStateStats --section SourceCounters -k regex:flash_forward --launch-skip 1 --launch-count 1 \
-      --page source --print-source sass --csv "$bin/nf_cuda_attention_bench" --precisions bf16 --T 197 --reps 1 \
+      --page source --print-source sass --csv "$bin/nf_cuda_attention_bench" --precisions bf16 --storage bf16 --T 197 --reps 1 \
       --warmup 0 > "$csv" 2>> "$OUT/errors.log"
     python3 - "$csv" >> "$OUT/profile.txt" <<'PY'
 import csv, sys
@@ -169,17 +169,18 @@ lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
 rows = list(csv.reader(lines))
 if not rows:
     sys.exit("no source page")
-head = rows[0]
-print("== SASS columns:", head)
+# (the page starts with the kernel's name on a row of its own; the column names follow)
+top = next((i for i, r in enumerate(rows) if any(h.startswith("Warp Stall Sampling (All") for h in r)), None)
+if top is None:
+    sys.exit(f"no stall column in {rows[:3]}")
+head, rows = rows[top], rows[top:]
 def num(v):
     try:
         return float(v.replace(",", ""))
     except ValueError:
         return 0.0
-col = next((i for i, h in enumerate(head) if h.startswith("Warp Stall Sampling (All")), None)
+col = next(i for i, h in enumerate(head) if h.startswith("Warp Stall Sampling (All"))
 src = next((i for i, h in enumerate(head) if h == "Source"), 1)
-if col is None:
-    sys.exit("no stall column")
 total = sum(num(r[col]) for r in rows[1:])
 print(f"== hottest SASS by stall samples (total {total:.0f}):")
 idx = sorted(range(1, len(rows)), key=lambda i: -num(rows[i][col]))[:40]

@@ -33,6 +33,7 @@
 // fall in distinct banks.
 // Head width: DP = Dh rounded up to 32, 64, 96 or 128 (padded_width); columns Dh..DP-1 are zero.
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <type_traits>
 
@@ -66,6 +67,12 @@ __device__ __forceinline__ float value_of(uint16_t bits) { return bf16_value(bit
 // Stores fp32 x as an element of an output's storage: float, or bfloat16 bits (round to nearest even).
 __device__ __forceinline__ void put(float* p, float x) { *p = x; }
 __device__ __forceinline__ void put(uint16_t* p, float x) { *p = bf16_bits(x); }
+
+// Two adjacent fp32 values as elements p[0], p[1] of an output (p aligned to the pair): one store.
+__device__ __forceinline__ void put2(float* p, float x0, float x1) { *reinterpret_cast<float2*>(p) = make_float2(x0, x1); }
+__device__ __forceinline__ void put2(uint16_t* p, float x0, float x1) {
+  *reinterpret_cast<uint32_t*>(p) = pack_bf16x2(x0, x1);
+}
 
 // fp32 as an operand element: float (tf32 rounding happens at the fragment), or bfloat16 bits.
 template <class Op>
@@ -220,6 +227,15 @@ __device__ __forceinline__ void load4(float (&x)[4], const uint16_t* p) {
   x[2] = bf16_value(uint16_t(hi)), x[3] = bf16_value(uint16_t(hi >> 16));
 }
 
+// Four fp32 values as consecutive operand elements at p (4-element aligned in a tile): one 8-byte
+// (bf16) or 16-byte (float) store.
+__device__ __forceinline__ void put_operands4(uint16_t* p, const float (&x)[4]) {
+  *reinterpret_cast<int2*>(p) = make_int2(int(pack_bf16x2(x[0], x[1])), int(pack_bf16x2(x[2], x[3])));
+}
+__device__ __forceinline__ void put_operands4(float* p, const float (&x)[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(x[0], x[1], x[2], x[3]);
+}
+
 // Rows [t0, t0 + R) of a head's [T, Dh] view (row stride rs) into a [R][DP] tile of Op by plain loads
 // (zeros past T and past Dh): groups of 4 elements a load where `vec` (rows 16-byte aligned, Dh a
 // multiple of the 16-byte chunk), single elements elsewhere. Each thread issues a batch of loads (4
@@ -241,9 +257,10 @@ __device__ __forceinline__ void load_rows_by(Op* dst, const S* src, int64_t rs, 
 #pragma unroll
     for (int k = 0; k < kBatch; ++k) {
       const int c = c0 + k * kThreads + int(threadIdx.x), r = c / per_row, d = c % per_row * G;
-      if (c < groups)
-#pragma unroll
-        for (int e = 0; e < G; ++e) dst[r * ld + d + e] = operand<Op>(x[k][e]);
+      if (c < groups) {
+        if constexpr (G == 4) put_operands4(dst + r * ld + d, x[k]);
+        else dst[r * ld + d] = operand<Op>(x[k][0]);
+      }
     }
   }
 }
@@ -295,6 +312,15 @@ __device__ __forceinline__ void copy_rows(S* dst, const S* src, int64_t rs, int 
       const bool in = k * kStep < rows;
       cp_async_cg_zfill(to + k * kStep * ld, in ? from : src, in ? 16u : 0u);
     }
+}
+
+// A kernel's stationary rows (staged once, before its first stream tile): by cp.async as a stream tile
+// where the storage is the operand type and `vec` (landed by the first tile's commit and wait, so the
+// two copies overlap), else by load_rows (converting, or rows not 16-byte aligned).
+template <int R, int DP, class Op, class S>
+__device__ __forceinline__ void stage_rows(Op* dst, const S* src, int64_t rs, int t0, int T, int Dh, bool vec) {
+  if constexpr (std::is_same<Op, S>::value) copy_rows<R, DP>(dst, src, rs, t0, T, Dh, vec, ChunkSplit<S, DP>());
+  else load_rows<R, DP>(dst, src, rs, t0, T, Dh, vec);
 }
 
 // rows x DP fp32 (stride ld_of<float>) to bf16 operands (stride ld_of<uint16_t>), 4 at a time.
@@ -381,6 +407,81 @@ struct PairStream {
 // write them, and the dK/dV pass gives them P = 0 through their lse (lse2: +inf past Tq).
 __device__ __forceinline__ bool tile_check(const CoreArgs& a, int q0, int q1, int k0, int k1) {
   return a.key_padding_mask || a.attn_mask || k1 > a.Tk || (a.causal && k1 - 1 > q0);
+}
+
+// Blocks the pairs of a tile that tile_check flagged: s[m][t][e], of row r (0 .. 16 MB - 1) and column c
+// of the warp's MB 16 x 8N product, is the pair (query, key) = (row0 + r, col0 + c), or (col0 + c, row0 + r)
+// where kKeyRows (dK/dV's Sᵀ); a blocked pair gets `blocked`. With a mask tensor every pair is tested
+// (is_blocked); without, only the key count and the causal band block pairs: each row's limits once, two
+// compares a score. (Rows past Tq, and Sᵀ's columns past Tq or rows past Tk, need no test: tile_check.)
+template <bool kKeyRows, int MB, int N>
+__device__ __forceinline__ void mask_tile(float (&s)[MB][N][4], const CoreArgs& a, int64_t b, int lane, int row0,
+                                          int col0, float blocked) {
+  if (a.key_padding_mask || a.attn_mask) {
+    for_each_acc(s, lane, [&](float& x, int r, int c) {
+      if (kKeyRows ? is_blocked(a, b, col0 + c, row0 + r) : is_blocked(a, b, row0 + r, col0 + c)) x = blocked;
+    });
+    return;
+  }
+#pragma unroll
+  for (int m = 0; m < MB; ++m)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = row0 + m * kWarpRows + acc_row(lane, 2 * half);
+      // kept columns [lo, hi): keys below the key count (and up to the query where causal), or, in Sᵀ,
+      // queries from the key on where causal
+      const int lo = kKeyRows && a.causal ? row - col0 : -col0;
+      const int hi = kKeyRows ? INT_MAX : (a.causal && row < a.Tk ? row + 1 : a.Tk) - col0;
+#pragma unroll
+      for (int t = 0; t < N; ++t)
+#pragma unroll
+        for (int e = 2 * half; e < 2 * half + 2; ++e) {
+          const int c = acc_col(lane, t, e);
+          if (c < lo || c >= hi) s[m][t][e] = blocked;
+        }
+    }
+}
+
+// Stores a warp's MB 16 x DP accumulator blocks, row (m, half) of the lane times f[m][half], as rows of
+// an output: row_ptr(r) is the output row of the warp's row r (0 .. 16 MB - 1), null past the view's
+// rows; columns past Dh are not stored; two adjacent columns a store where the row is aligned for it.
+template <int MB, int DT, class RowPtr>
+__device__ __forceinline__ void store_rows(const float (&acc)[MB][DT][4], const float (&f)[MB][2], int lane, int Dh,
+                                           RowPtr row_ptr) {
+  using O = std::remove_pointer_t<decltype(row_ptr(0))>;
+#pragma unroll
+  for (int m = 0; m < MB; ++m)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      O* p = row_ptr(m * kWarpRows + acc_row(lane, 2 * half));
+      if (!p) continue;
+      const bool pairs = Dh % 2 == 0 && reinterpret_cast<uintptr_t>(p) % (2 * sizeof(O)) == 0;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        const int d = acc_col(lane, dt, 0);
+        const float x0 = acc[m][dt][2 * half] * f[m][half], x1 = acc[m][dt][2 * half + 1] * f[m][half];
+        if (pairs && d < Dh) {
+          put2(p + d, x0, x1);
+        } else if (d < Dh) {
+          put(p + d, x0);
+          if (d + 1 < Dh) put(p + d + 1, x1);
+        }
+      }
+    }
+}
+
+// The largest of each row half's scores in a warp's 16 x 8N block s (half 0: elements 0, 1; half 1:
+// 2, 3 of each n8 tile), this lane's columns: a tree of fmaxf (depth log2 2N, not a chain of 2N).
+template <int N>
+__device__ __forceinline__ float lane_row_max(const float (&s)[N][4], int half) {
+  float v[N];
+#pragma unroll
+  for (int t = 0; t < N; ++t) v[t] = fmaxf(s[t][2 * half], s[t][2 * half + 1]);
+#pragma unroll
+  for (int w = 1; w < N; w *= 2)
+#pragma unroll
+    for (int t = 0; t + w < N; t += 2 * w) v[t] = fmaxf(v[t], v[t + w]);
+  return v[0];
 }
 
 // Whether a kernel can stream the views by cp.async (16-byte chunks of S).

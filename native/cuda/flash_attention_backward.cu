@@ -59,8 +59,8 @@ struct BackwardTiles {
       : x(reinterpret_cast<Op*>(smem)),
         y(x + kBlockRows * ld_of<Op, DP>()),
         stream(smem + 2 * tile_bytes<Op, DP>(kBlockRows)) {
-    load_rows<kBlockRows, DP>(x, xh, rx, t0, T, Dh, vec);
-    load_rows<kBlockRows, DP>(y, yh, ry, t0, T, Dh, vec);
+    stage_rows<kBlockRows, DP>(x, xh, rx, t0, T, Dh, vec);  // (landed with the first stream tile)
+    stage_rows<kBlockRows, DP>(y, yh, ry, t0, T, Dh, vec);
   }
   __device__ float* pad(int k) const {
     return reinterpret_cast<float*>(x + DP) + (k >> 2) * pad_stride<Op, DP>() + (k & 3);
@@ -143,9 +143,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int e = 0; e < 4; ++e) s[0][t][e] = exp2f(s[0][t][e] * c - (e & 1 ? L.y : L.x));  // P
     }
     if (tile_check(a, i0, i0 + R, jw, jw + kWarpRows))  // else no pair of the tile is blocked
-      for_each_acc(s, lane, [&](float& p, int r, int col) {
-        if (is_blocked(a, b, i0 + col, jw + r)) p = 0.0f;
-      });
+      mask_tile<true>(s, a, b, lane, jw, i0, 0.0f);
 #pragma unroll
     for (int t = 0; t < N; ++t) {
       const float2 D = stats.di_at(n, t);
@@ -161,16 +159,15 @@ __global__ void __launch_bounds__(kThreads, 2)
     mma_pb<Mma, 1, R, DP>(acc_v, s, qdo.tile(n, 1), lane);
     mma_pb<Mma, 1, R, DP>(acc_k, dp, qdo.tile(n, 0), lane);
   }
-#pragma unroll
-  for (int dt = 0; dt < DT; ++dt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int j = jw + acc_row(lane, e), d = acc_col(lane, dt, e);
-      if (j < a.Tk && d < a.Dh) {
-        put(dk + b * ldk.batch + j * ldk.row + h * ldk.head + d, a.scale * acc_k[0][dt][e]);
-        put(dv + b * ldv.batch + j * ldv.row + h * ldv.head + d, acc_v[0][dt][e]);
-      }
-    }
+  const float scale[1][2] = {{a.scale, a.scale}}, one[1][2] = {{1.0f, 1.0f}};
+  store_rows(acc_k, scale, lane, a.Dh, [&](int r) -> O* {
+    const int j = jw + r;
+    return j < a.Tk ? dk + b * ldk.batch + j * ldk.row + h * ldk.head : nullptr;
+  });
+  store_rows(acc_v, one, lane, a.Dh, [&](int r) -> O* {
+    const int j = jw + r;
+    return j < a.Tk ? dv + b * ldv.batch + j * ldv.row + h * ldv.head : nullptr;
+  });
 }
 
 template <class Mma, class S, class O, int DP, bool kDropout>
@@ -211,9 +208,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[0][t][e] = exp2f(s[0][t][e] * c - L[e >> 1]);  // P
     if (tile_check(a, iw, iw + kWarpRows, j0, j0 + R))  // else no pair of the tile is blocked
-      for_each_acc(s, lane, [&](float& p, int r, int col) {
-        if (is_blocked(a, b, iw + r, j0 + col)) p = 0.0f;
-      });
+      mask_tile<false>(s, a, b, lane, iw, j0, 0.0f);
 #pragma unroll
     for (int t = 0; t < N; ++t)
 #pragma unroll
@@ -225,13 +220,11 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     mma_pb<Mma, 1, R, DP>(acc, s, kv.tile(n, 0), lane);
   }
-#pragma unroll
-  for (int dt = 0; dt < DT; ++dt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = iw + acc_row(lane, e), d = acc_col(lane, dt, e);
-      if (i < a.Tq && d < a.Dh) put(dq + b * a.lq.batch + i * a.lq.row + h * a.lq.head + d, a.scale * acc[0][dt][e]);
-    }
+  const float scale[1][2] = {{a.scale, a.scale}};
+  store_rows(acc, scale, lane, a.Dh, [&](int r) -> O* {
+    const int i = iw + r;
+    return i < a.Tq ? dq + b * a.lq.batch + i * a.lq.row + h * a.lq.head : nullptr;
+  });
 }
 
 // From q, k, v, dout of storage S (layouts a.lq, a.lk, a.lv, a.lo) into dq, dk, dv of storage O.

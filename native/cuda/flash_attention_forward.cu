@@ -48,9 +48,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int i0 = int(blockIdx.x) * kQueries, iw = i0 + warp * kWarpQueries;
   const S* kh = head_rows(k, a.lk, b, h);
   const S* vh = head_rows(v, a.lv, b, h);
-  load_rows<kQueries, DP>(Qs, head_rows(q, a.lq, b, h), a.lq.row, i0, a.Tq, a.Dh, vec);
+  stage_rows<kQueries, DP>(Qs, head_rows(q, a.lq, b, h), a.lq.row, i0, a.Tq, a.Dh, vec);
   const int key_end = a.causal && i0 + kQueries < a.Tk ? i0 + kQueries : a.Tk;
-  if (key_end > 0) kv.issue(0, kh, a.lk.row, vh, a.lv.row, 0, a.Tk, a.Dh, vec);
+  if (key_end > 0) kv.issue(0, kh, a.lk.row, vh, a.lv.row, 0, a.Tk, a.Dh, vec);  // (and Q's copy, if any)
 
   // Row (m, r) of the lane: query iw + 16 m + g + 8 r; its running max m_ (log2 domain) and partial sum l.
   const float c = a.scale * kLog2e;
@@ -63,21 +63,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     float s[kBlocks][N][4] = {};
     mma_abt<Mma, kBlocks, R, DP>(s, Qs + warp * kWarpQueries * ld, kv.tile(n, 0), lane);
     if (tile_check(a, iw, iw + kWarpQueries, j0, j0 + R))  // else no pair of the tile is blocked
-      for_each_acc(s, lane, [&](float& x, int r, int col) {
-        if (is_blocked(a, b, iw + r, j0 + col)) x = -INFINITY;
-      });
+      mask_tile<false>(s, a, b, lane, iw, j0, -INFINITY);
 #pragma unroll
     for (int m = 0; m < kBlocks; ++m) {
       const int im = iw + m * kWarpRows;
-      float top[2] = {-INFINITY, -INFINITY};  // the tile's largest raw scores (blocked: -inf)
-#pragma unroll
-      for (int t = 0; t < N; ++t)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) top[e >> 1] = fmaxf(top[e >> 1], s[m][t][e]);
-      float base[2];
+      float top[2], base[2];  // the tile's largest raw scores (blocked: -inf), then scaled
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        top[r] = fmaxf(mx[m][r], quad_max(top[r]) * c);  // (c > 0: the max of the scaled scores)
+        top[r] = fmaxf(mx[m][r], quad_max(lane_row_max(s[m], r)) * c);  // (c > 0: the max of the scaled scores)
         base[r] = top[r] == -INFINITY ? 0.0f : top[r];  // a row blocked so far: every p is 0
         const float alpha = exp2f(mx[m][r] - base[r]);
         mx[m][r] = top[r];
@@ -97,27 +90,26 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     mma_pb<Mma, kBlocks, R, DP>(acc, s, kv.tile(n, 1), lane);
   }
+  float f[kBlocks][2];  // O = acc / l (0 for a row whose keys are all blocked)
 #pragma unroll
-  for (int m = 0; m < kBlocks; ++m) {
-    const int im = iw + m * kWarpRows;
+  for (int m = 0; m < kBlocks; ++m)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) l[m][r] = quad_sum(l[m][r]);
+    for (int r = 0; r < 2; ++r) {
+      l[m][r] = quad_sum(l[m][r]);
+      f[m][r] = l[m][r] > 0.0f ? 1.0f / l[m][r] : 0.0f;
+    }
+  store_rows(acc, f, lane, a.Dh, [&](int r) -> O* {
+    const int i = iw + r;
+    return i < a.Tq ? o + b * a.lo.batch + i * a.lo.row + h * a.lo.head : nullptr;
+  });
+  if (lane % 4 == 0)
 #pragma unroll
-    for (int dt = 0; dt < DT; ++dt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = im + acc_row(lane, e), d = acc_col(lane, dt, e);
-        const float lr = l[m][e >> 1];
-        if (i < a.Tq && d < a.Dh)
-          put(o + b * a.lo.batch + i * a.lo.row + h * a.lo.head + d, lr > 0.0f ? acc[m][dt][e] / lr : 0.0f);
-      }
-    if (lane % 4 == 0)
+    for (int m = 0; m < kBlocks; ++m)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int i = im + acc_row(lane, 2 * r);
+        const int i = iw + m * kWarpRows + acc_row(lane, 2 * r);
         if (i < a.Tq) lse[(b * a.H + h) * a.Tq + i] = l[m][r] > 0.0f ? (mx[m][r] + log2f(l[m][r])) * kLn2 : -INFINITY;
       }
-  }
 }
 
 // q, k, v (layouts a.lq, a.lk, a.lv) of storage S into o (a.lo) of storage O.
