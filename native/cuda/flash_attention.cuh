@@ -34,6 +34,7 @@
 // Head width: DP = Dh rounded up to 32, 64, 96 or 128 (padded_width); columns Dh..DP-1 are zero.
 #pragma once
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -67,6 +68,21 @@ __device__ __forceinline__ float value_of(uint16_t bits) { return bf16_value(bit
 // Stores fp32 x as an element of an output's storage: float, or bfloat16 bits (round to nearest even).
 __device__ __forceinline__ void put(float* p, float x) { *p = x; }
 __device__ __forceinline__ void put(uint16_t* p, float x) { *p = bf16_bits(x); }
+
+// 2^x in one MUFU instruction: ex2.approx.ftz.f32, whose results below 2^-126 are 0 (exp2f is
+// ex2.approx.f32, which keeps such results by a range test and two scalings around the MUFU: 4
+// instructions a score instead of 1). Every caller's x is a score minus its row's max or lse, where
+// 2^x < 2^-126 adds nothing a float sum of terms up to 1 can hold.
+__device__ __forceinline__ float exp2_ftz(float x) {
+#if defined(__CUDACC__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  const float y = std::exp2(x);
+  return std::fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
+#endif
+}
 
 // Two adjacent fp32 values as elements p[0], p[1] of an output (p aligned to the pair): one store.
 __device__ __forceinline__ void put2(float* p, float x0, float x1) { *reinterpret_cast<float2*>(p) = make_float2(x0, x1); }
@@ -346,24 +362,24 @@ __host__ __device__ constexpr size_t stream_bytes(int R) {
                                                   : 2 * tile_bytes<S, DP>(R) + 2 * tile_bytes<typename Mma::Op, DP>(R);
 }
 
-// The widest stream tile the fp32 registers of a warp's 16 x R products allow beside its 16 x DP
-// accumulators within 2 CTAs' share of the register file: 64 rows up to DP 64, 32 past it.
+// The widest stream tile the fp32 registers of a warp's 16 x R products allow beside its accumulators
+// (the forward's two 16 x DP blocks, dK/dV's dK and dV) within 2 CTAs' share of the register file: 64 rows
+// up to DP 64, 32 past it (no spills with nvcc 13 on sm_80/89/90: check_cuda.sh).
 __host__ __device__ constexpr int widest_stream(int DP) { return DP <= 64 ? 64 : 32; }
 
 // The stream's tile rows for a kernel with `stationary` rows of operand tiles: the largest of
-// `widest`, widest / 2, ... down to 16 whose shared memory fits kSmemMax.
+// widest_stream(DP), half that, ... down to 16 whose shared memory fits kSmemMax.
 template <class Mma, class S, int DP>
-__host__ __device__ constexpr int stream_rows(int stationary, int widest) {
+__host__ __device__ constexpr int stream_rows(int stationary) {
   const size_t fixed = tile_bytes<typename Mma::Op, DP>(stationary);
-  for (int R = widest; R > 16; R /= 2)
+  for (int R = widest_stream(DP); R > 16; R /= 2)
     if (fixed + stream_bytes<Mma, S, DP>(R) <= kSmemMax) return R;
   return 16;
 }
 
 template <class Mma, class S, int DP>
-__host__ __device__ constexpr size_t kernel_smem(int stationary, int widest) {
-  return tile_bytes<typename Mma::Op, DP>(stationary) +
-         stream_bytes<Mma, S, DP>(stream_rows<Mma, S, DP>(stationary, widest));
+__host__ __device__ constexpr size_t kernel_smem(int stationary) {
+  return tile_bytes<typename Mma::Op, DP>(stationary) + stream_bytes<Mma, S, DP>(stream_rows<Mma, S, DP>(stationary));
 }
 
 // Two [T, Dh] head views (x and y: K and V, or Q and dO) streamed as [R][DP] operand tiles.

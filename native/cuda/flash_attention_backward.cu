@@ -97,16 +97,12 @@ struct StreamedRowStats {
   }
 };
 
-// dK/dV's widest stream: its two 16 x DP accumulators take DP registers, so at DP 128 the S and dP
-// tiles get 16 rows (32 spilled on sm_90).
-__host__ __device__ constexpr int dkdv_widest(int DP) { return DP > 96 ? 16 : widest_stream(DP); }
-
 template <class Mma, class S, class O, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dkdv_kernel(O* dk, O* dv, ops::AttentionLayout ldk, ops::AttentionLayout ldv, const S* q, const S* k,
                       const S* v, const S* dout, const float* lse, const float* di, CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, dkdv_widest(DP));
+  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows);
   constexpr int N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   NF_DYNAMIC_SHARED(unsigned char, smem);
   const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
@@ -140,7 +136,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int t = 0; t < N; ++t) {
       const float2 L = stats.lse2_at(n, t);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[0][t][e] = exp2f(s[0][t][e] * c - (e & 1 ? L.y : L.x));  // P
+      for (int e = 0; e < 4; ++e) s[0][t][e] = exp2_ftz(s[0][t][e] * c - (e & 1 ? L.y : L.x));  // P
     }
     if (tile_check(a, i0, i0 + R, jw, jw + kWarpRows))  // else no pair of the tile is blocked
       mask_tile<true>(s, a, b, lane, jw, i0, 0.0f);
@@ -175,7 +171,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     flash_dq_kernel(O* dq, const S* q, const S* k, const S* v, const S* dout, const float* lse, const float* di,
                     CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows, widest_stream(DP));
+  constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows);
   constexpr int N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   NF_DYNAMIC_SHARED(unsigned char, smem);
   const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
@@ -206,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int t = 0; t < N; ++t)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[0][t][e] = exp2f(s[0][t][e] * c - L[e >> 1]);  // P
+      for (int e = 0; e < 4; ++e) s[0][t][e] = exp2_ftz(s[0][t][e] * c - L[e >> 1]);  // P
     if (tile_check(a, iw, iw + kWarpRows, j0, j0 + R))  // else no pair of the tile is blocked
       mask_tile<false>(s, a, b, lane, iw, j0, 0.0f);
 #pragma unroll
@@ -241,10 +237,10 @@ Status launch_backward(O* dq, O* dk, O* dv, const ops::AttentionLayout& ldk, con
       const dim3 keys(unsigned(ceil_div(a.Tk, kBlockRows)), unsigned(a.H), unsigned(a.B));
       const dim3 queries(unsigned(ceil_div(a.Tq, kBlockRows)), unsigned(a.H), unsigned(a.B));
       NF_CUDA_TRY(op, launch(flash_dkdv_kernel<Mma, S, O, DP, kDropout>, keys, dim3(kThreads),
-                             kernel_smem<Mma, S, DP>(2 * kBlockRows, dkdv_widest(DP)), s, dk, dv, ldk, ldv, q, k, v,
+                             kernel_smem<Mma, S, DP>(2 * kBlockRows), s, dk, dv, ldk, ldv, q, k, v,
                              dout, lse, di, a, vec));
       NF_CUDA_TRY(op, launch(flash_dq_kernel<Mma, S, O, DP, kDropout>, queries, dim3(kThreads),
-                             kernel_smem<Mma, S, DP>(2 * kBlockRows, widest_stream(DP)), s, dq, q, k, v, dout, lse, di,
+                             kernel_smem<Mma, S, DP>(2 * kBlockRows), s, dq, q, k, v, dout, lse, di,
                              a, vec));
       return Status::Ok();
     });

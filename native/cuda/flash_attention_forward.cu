@@ -30,15 +30,11 @@ using namespace flash;
 // Query rows per CTA: 4 warps x kBlocks 16-row blocks.
 constexpr int kBlocks = 2, kQueries = kWarps * kBlocks * kWarpRows;
 
-// The forward's widest stream: at DP 128 the two 16 x 128 accumulators leave room for 16-key score
-// tiles only (32 spilled on sm_80 and sm_89).
-__host__ __device__ constexpr int forward_widest(int DP) { return DP > 96 ? 16 : widest_stream(DP); }
-
 template <class Mma, class S, class O, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_forward_kernel(O* o, float* lse, const S* q, const S* k, const S* v, CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(kQueries, forward_widest(DP)), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int R = stream_rows<Mma, S, DP>(kQueries), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
   constexpr int kWarpQueries = kBlocks * kWarpRows;
   NF_DYNAMIC_SHARED(unsigned char, smem);
   Op* Qs = reinterpret_cast<Op*>(smem);
@@ -72,7 +68,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int r = 0; r < 2; ++r) {
         top[r] = fmaxf(mx[m][r], quad_max(lane_row_max(s[m], r)) * c);  // (c > 0: the max of the scaled scores)
         base[r] = top[r] == -INFINITY ? 0.0f : top[r];  // a row blocked so far: every p is 0
-        const float alpha = exp2f(mx[m][r] - base[r]);
+        const float alpha = exp2_ftz(mx[m][r] - base[r]);
         mx[m][r] = top[r];
         l[m][r] *= alpha;
 #pragma unroll
@@ -82,7 +78,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int t = 0; t < N; ++t)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float p = exp2f(fmaf(s[m][t][e], c, -base[e >> 1]));  // the scale in the exponent's FMA
+          float p = exp2_ftz(fmaf(s[m][t][e], c, -base[e >> 1]));  // the scale in the exponent's FMA
           l[m][e >> 1] += p;
           if (kDropout && p != 0.0f) p *= keep_scale(a, b, h, im + acc_row(lane, e), j0 + acc_col(lane, t, e));
           s[m][t][e] = p;
@@ -122,7 +118,7 @@ Status launch_forward(O* o, float* lse, const S* q, const S* k, const S* v, cons
       NF_CUDA_TRY("flash_attention_forward",
                   launch(flash_forward_kernel<Mma, S, O, DP, decltype(dropout)::value>,
                          dim3(unsigned(ceil_div(a.Tq, kQueries)), unsigned(a.H), unsigned(a.B)), dim3(kThreads),
-                         kernel_smem<Mma, S, DP>(kQueries, forward_widest(DP)), s, o, lse, q, k, v, a, vec));
+                         kernel_smem<Mma, S, DP>(kQueries), s, o, lse, q, k, v, a, vec));
       return Status::Ok();
     });
   });
