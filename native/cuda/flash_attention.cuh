@@ -425,6 +425,13 @@ __device__ __forceinline__ bool tile_check(const CoreArgs& a, int q0, int q1, in
   return a.key_padding_mask || a.attn_mask || k1 > a.Tk || (a.causal && k1 - 1 > q0);
 }
 
+// Whether a warp whose queries are [q0, q1) skips the products of the key tile from k0 on: its queries
+// are all padding (past Tq: nothing of them is stored), or causality blocks every pair (each key after
+// each query: P = 0, the tile adds nothing). It still takes part in the tile's copies and barriers.
+__device__ __forceinline__ bool idle(const CoreArgs& a, int q0, int q1, int k0) {
+  return q0 >= a.Tq || (a.causal && k0 > q1 - 1);
+}
+
 // Blocks the pairs of a tile that tile_check flagged: s[m][t][e], of row r (0 .. 16 MB - 1) and column c
 // of the warp's MB 16 x 8N product, is the pair (query, key) = (row0 + r, col0 + c), or (col0 + c, row0 + r)
 // where kKeyRows (dK/dV's Sᵀ); a blocked pair gets `blocked`. With a mask tensor every pair is tested

@@ -129,6 +129,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       qdo.issue(n + 1, qh, a.lq.row, gh, a.lo.row, i0 + R, a.Tq, a.Dh, vec);
       stats.fetch(lse, di, row0, i0 + R, a.Tq);
     }
+    if (jw >= a.Tk) continue;  // (its keys are all padding: it only helps with the copies)
     float s[1][N][4] = {}, dp[1][N][4] = {};  // Sᵀ, dPᵀ: the warp's 16 keys x R queries
     mma_abt<Mma, 1, R, DP>(s, kv.x + warp * kWarpRows * ld, qdo.tile(n, 0), lane);
     mma_abt<Mma, 1, R, DP>(dp, kv.y + warp * kWarpRows * ld, qdo.tile(n, 1), lane);
@@ -196,6 +197,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int n = 0, j0 = 0; j0 < key_end; ++n, j0 += R) {
     kv.land(n);
     if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
+    if (idle(a, iw, iw + kWarpRows, j0)) continue;
     float s[1][N][4] = {}, dp[1][N][4] = {};
     mma_abt<Mma, 1, R, DP>(s, qdo.x + warp * kWarpRows * ld, kv.tile(n, 0), lane);
     mma_abt<Mma, 1, R, DP>(dp, qdo.y + warp * kWarpRows * ld, kv.tile(n, 1), lane);

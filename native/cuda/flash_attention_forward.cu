@@ -56,6 +56,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int n = 0, j0 = 0; j0 < key_end; ++n, j0 += R) {
     kv.land(n);
     if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
+    if (idle(a, iw, iw + kWarpQueries, j0)) continue;
     float s[kBlocks][N][4] = {};
     mma_abt<Mma, kBlocks, R, DP>(s, Qs + warp * kWarpQueries * ld, kv.tile(n, 0), lane);
     if (tile_check(a, iw, iw + kWarpQueries, j0, j0 + R))  // else no pair of the tile is blocked
