@@ -11,7 +11,8 @@
 #                                       NF_GPU_STEPS (default all: tests,ours,torch,attention,
 #                                       sass_density,attention_ncu,attention_sass,profile,kernels,
 #                                       memcheck) picks
-#                                       steps for a rerun;
+#                                       steps for a rerun (ours:fp32, ours:checks, ... one
+#                                       part of a step);
 #                                       NF_ATTENTION_ARGS goes to bench/gpu/attention_run.sh
 #   bash scripts/gpu_bench.sh --dry     here: the same steps at tiny shapes on the emulator
 #                                       (npm run build:cuda:emu first), PyTorch's side only --help'd
@@ -75,10 +76,11 @@ scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT  # the run's temporary files
 export scratch
 
 # step NAME MAX_SECONDS COMMAND...: runs COMMAND under a timeout of MAX_SECONDS or what is left of the
-# budget (skipped under 20 s, or when NF_GPU_STEPS leaves NAME out), and notes its status for the summary.
+# budget (skipped under 20 s, or when NF_GPU_STEPS names neither NAME nor the part before its colon:
+# "ours" runs every ours:... step, "ours:bf16" that one), and notes its status for the summary.
 step() {
   local name=$1 max=$2 left; shift 2
-  [[ $steps == *",${name%%:*},"* ]] || return 0
+  [[ $steps == *",${name%%:*},"* || $steps == *",$name,"* ]] || return 0
   left=$((budget - SECONDS - 5))
   if [ $left -lt 20 ]; then summary+=("$name: skipped (out of time)"); echo "== $name: skipped (out of time)" >> "$log"; return 0; fi
   [ $max -gt $left ] && max=$left
