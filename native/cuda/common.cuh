@@ -13,14 +13,15 @@ constexpr int kWarp = 32;
 // The backend's stream on the current device.
 Status backend_stream(cudaStream_t* stream);
 
-// Device scratch memory: slot 0..3, at least `bytes`, kept between calls (grown by reallocating,
+// Device scratch memory: slot 0..4, at least `bytes`, kept between calls (grown by reallocating,
 // so earlier pointers of the slot become invalid). Ops queued one after another on the stream may
 // share a slot (the stream orders them); an op must not take a slot its caller holds. In use:
 // 0 = LayerNorm backward partials, GEMM split-K partials, cross-entropy scratch, attention Di,
 // embedding id check, the token start's batch sums, sum_squares/clip_grad_norm and first_nonfinite
 // partials; 1 = bias_grad partials; 2, 3 = the attention layer's backward (dctx, projection
-// gradients), the patch embedding's patch matrix and its gradient, the feed-forward backward's dh.
-constexpr int kWorkspaceSlots = 4;
+// gradients), the patch embedding's patch matrix and its gradient, the feed-forward backward's dh;
+// 4 = a bf16 product's bias rounded to bf16 for cuBLASLt's epilogue (gemm.cu).
+constexpr int kWorkspaceSlots = 5;
 Status workspace(int slot, size_t bytes, void** ptr);
 
 // workspace() as an array of `count` T.

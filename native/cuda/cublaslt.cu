@@ -264,9 +264,6 @@ const char* describe(const Library& L, const Product& p, Descriptors* x) {
     return "cublasLtMatmulDescSetAttribute";
   const void* bias = p.bias_grad ? static_cast<const void*>(p.bias_grad) : static_cast<const void*>(p.bias);
   if (bias && !set(NF_CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias)) return "cublasLtMatmulDescSetAttribute(BIAS_POINTER)";
-  const int32_t bias_type = NF_CUDA_R_32F;  // (the default is D's type)
-  if (bias && p.c_type != NF_CUDA_R_32F && !set(NF_CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type))
-    return "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)";
   if (p.aux) {
     const void* aux = p.aux;
     const int64_t ld = p.aux_ld, stride = p.aux_stride;

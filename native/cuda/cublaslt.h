@@ -25,8 +25,8 @@ namespace nf::cuda::lt {
 // One product D = epilogue(alpha op(A) op(B) + beta C), column-major, strided-batched; every
 // pointer is device memory. Layouts: op(A) m x k (A stored k x m when transa), op(B) k x n (B
 // stored n x k when transb), C and D m x n with the same ld and batch stride. Element types: A and B
-// a_type, C, D and aux c_type (NF_CUDA_R_32F or NF_CUDA_R_16BF); bias and bias_grad float
-// (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE is set to CUDA_R_32F when D is bf16).
+// a_type, C, D, aux, bias and bias_grad c_type (NF_CUDA_R_32F or NF_CUDA_R_16BF): cublasLt.h gives
+// the bias vector D's type (BIAS_DATA_TYPE may differ for int8 and fp8 kernels only).
 struct Product {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool transa = false, transb = false;
@@ -40,8 +40,8 @@ struct Product {
   int64_t ldc = 0, strideC = 0;
   float alpha = 1.0f, beta = 0.0f;
   uint32_t epilogue = 1;           // NF_CUBLASLT_EPILOGUE_* (cublaslt_api.h)
-  const float* bias = nullptr;     // BIAS epilogues: [m], added to every column
-  float* bias_grad = nullptr;      // BGRADB: [n] = Σ_k op(B)[k, j], overwritten
+  const void* bias = nullptr;      // BIAS epilogues: [m], added to every column
+  void* bias_grad = nullptr;       // BGRADB: [n] = Σ_k op(B)[k, j], overwritten
   void* aux = nullptr;             // GELU_AUX: the GELU input (written); DGELU: read
   int64_t aux_ld = 0, aux_stride = 0;
   int compute = 68;                // NF_CUBLAS_COMPUTE_* (cublaslt_api.h)

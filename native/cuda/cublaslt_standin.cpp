@@ -17,8 +17,9 @@
 //   multiplying. Products are summed in double and rounded to float once (a GPU sums in float).
 //   Data types: A and B both CUDA_R_32F, or both CUDA_R_16BF (then COMPUTE_32F only); C and D one
 //   type, CUDA_R_32F or (with bf16 A and B) CUDA_R_16BF, rounded to nearest even from the float
-//   result; the aux buffer is D's type; the bias (and BGRADB's output) D's type unless
-//   BIAS_DATA_TYPE says CUDA_R_32F.
+//   result; the aux buffer, the bias and BGRADB's output are D's type (BIAS_DATA_TYPE may only
+//   restate it: cublasLt.h allows another type for int8 and fp8 kernels alone, and the library
+//   offers no algorithm for an fp32 bias with a bf16 D).
 // Checks the real library makes (an error status, never a crash): attribute value sizes, layouts
 // consistent with m, n, k and the transposes, ld >= rows, column order, CUDA_R_32F data, host
 // pointer mode, the data types' combination, the epilogue's pointers present, the GELU aux leading dimension divisible by 8,
@@ -114,6 +115,7 @@ bool adds_bias(uint32_t e) { return e != NF_CUBLASLT_EPILOGUE_BGRADB && has(e, N
 // The product's shape, checked against the layouts and the descriptor.
 struct Shape {
   int64_t m, n, k, batch;
+  int d_type;
 };
 nf_cublasStatus_t shape_of(const Desc& d, const Layout& a, const Layout& b, const Layout& c, const Layout& dd,
                            Shape* s) {
@@ -131,7 +133,7 @@ nf_cublasStatus_t shape_of(const Desc& d, const Layout& a, const Layout& b, cons
   if (am != m || bn != n || ak != bk) return NF_CUBLAS_STATUS_INVALID_VALUE;
   if (c.rows != dd.rows || c.cols != dd.cols) return NF_CUBLAS_STATUS_INVALID_VALUE;
   if (a.batch != dd.batch || b.batch != dd.batch || c.batch != dd.batch) return NF_CUBLAS_STATUS_INVALID_VALUE;
-  *s = {m, n, ak, dd.batch};
+  *s = {m, n, ak, dd.batch, dd.type};
   return NF_CUBLAS_STATUS_SUCCESS;
 }
 
@@ -146,7 +148,9 @@ nf_cublasStatus_t supported(const Desc& d, const Shape& s, const Pref& p) {
       d.compute != NF_CUBLAS_COMPUTE_32F_FAST_16BF)
     return NF_CUBLAS_STATUS_NOT_SUPPORTED;
   if (d.scale != NF_CUDA_R_32F || d.pointer_mode != 0 || !known_epilogue(d.epilogue)) return NF_CUBLAS_STATUS_NOT_SUPPORTED;
-  if ((adds_bias(d.epilogue) || d.epilogue == NF_CUBLASLT_EPILOGUE_BGRADB) && !d.bias) return NF_CUBLAS_STATUS_INVALID_VALUE;
+  const bool bias_vector = adds_bias(d.epilogue) || d.epilogue == NF_CUBLASLT_EPILOGUE_BGRADB;
+  if (bias_vector && !d.bias) return NF_CUBLAS_STATUS_INVALID_VALUE;
+  if (bias_vector && d.bias_type >= 0 && d.bias_type != s.d_type) return NF_CUBLAS_STATUS_NOT_SUPPORTED;
   const bool uses_aux = writes_aux(d.epilogue) || d.epilogue == NF_CUBLASLT_EPILOGUE_DGELU;
   if (uses_aux && (!d.aux || d.aux_ld < s.m || d.aux_ld % 8 != 0 || (s.batch > 1 && d.aux_stride % 8 != 0)))
     return NF_CUBLAS_STATUS_NOT_SUPPORTED;  // "Must be divisible by 8 and be no less than the number of rows"

@@ -35,6 +35,7 @@
 #include "activation.cuh"
 #include "activation.h"
 #include "bf16.cuh"
+#include "bf16.h"
 #include "common.cuh"
 #include "cublaslt.h"
 #include "cublaslt_api.h"
@@ -317,10 +318,28 @@ lt::Product column_major(const GemmCallOf<TA, TC>& c, const GemmDims& d) {
   return p;
 }
 
-// The cuBLASLt epilogue doing everything the call asks for in one product, if there is one.
+// c.bias as cuBLASLt's BIAS epilogues take it, in C's type (cublasLt.h: the bias vector has D's type but
+// for int8 and fp8 kernels; an fp32 bias with a bf16 D gets no algorithm): itself for float C, for bf16
+// C a copy rounded to bf16 in scratch slot 4 (as torch.autocast rounds a Linear's bias).
+template <class TC>
+Status epilogue_bias(const float* bias, int64_t n, const void** out) {
+  if constexpr (std::is_same<TC, float>::value) {
+    *out = bias;
+  } else {
+    TC* copy = nullptr;
+    NF_TRY(workspace_array(4, n, &copy));
+    NF_TRY(convert(copy, bias, n));
+    *out = copy;
+  }
+  return Status::Ok();
+}
+
+// The cuBLASLt epilogue doing everything the call asks for in one product, if there is one; bias is
+// c.bias in C's type (epilogue_bias).
 template <class TA, class TC>
-bool fused_epilogue(const GemmCallOf<TA, TC>& c, const GemmDims& d, lt::Product* p) {
+bool fused_epilogue(const GemmCallOf<TA, TC>& c, const GemmDims& d, const void* bias, lt::Product* p) {
   if (c.dbias) {  // the weight gradient and its bias gradient: BGRADB over op(B) = our op(A)ᵀ
+    if (!std::is_same<TC, float>::value) return false;  // (its output would be C's type, dbias is float)
     p->epilogue = NF_CUBLASLT_EPILOGUE_BGRADB;
     return true;  // bias_grad set by the caller (a scratch buffer: BGRADB overwrites)
   }
@@ -331,8 +350,7 @@ bool fused_epilogue(const GemmCallOf<TA, TC>& c, const GemmDims& d, lt::Product*
     return true;
   }
   if (d.beta != 0.0f && (c.bias || d.act != Act::none)) return false;  // epilogues see alpha·AB + beta·C: fuse from 0 only
-  const bool bias = c.bias != nullptr;
-  p->bias = c.bias;
+  p->bias = bias;
   switch (d.act) {
     case Act::none:
       if (c.preact) return false;  // two outputs of the same value
@@ -389,7 +407,9 @@ Status gemm(const GemmCallOf<TA, TC>& c) {
     // 1. One cuBLASLt product with everything in its epilogue.
     lt::Product p = column_major(c, d);
     uint32_t tried = 0;
-    if (fused_epilogue(c, d, &p)) {
+    const void* bias = nullptr;
+    if (c.bias) NF_TRY(epilogue_bias<TC>(c.bias, d.N, &bias));
+    if (fused_epilogue(c, d, bias, &p)) {
       float* grad = nullptr;
       if (c.dbias) NF_TRY(workspace_array(0, d.M, &grad));  // BGRADB overwrites: a scratch, then +=
       p.bias_grad = grad;
@@ -407,7 +427,7 @@ Status gemm(const GemmCallOf<TA, TC>& c) {
         const float* pending = bias_in_epilogue ? nullptr : c.bias;  // still to add
         TC* out = c.preact && d.act != Act::none && d.beta == 0.0f ? c.preact : c.C;  // the value before act
         p.D = out;
-        if (bias_in_epilogue) p.epilogue = NF_CUBLASLT_EPILOGUE_BIAS, p.bias = c.bias;
+        if (bias_in_epilogue) p.epilogue = NF_CUBLASLT_EPILOGUE_BIAS, p.bias = bias;
         NF_TRY(lt::matmul(p, &ran));
         if (!ran) continue;
         const BiasActDims e{rows, d.N, d.act};
