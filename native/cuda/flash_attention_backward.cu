@@ -167,8 +167,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   });
 }
 
+// dQ holds one 16 x DP accumulator a warp (dK/dV two): without dropout its registers fit 3 CTAs an SM
+// (168 a thread, no spills on sm_80/89/90), 12 warps to hide its latencies where shared memory allows
+// (Dh 64: 3 x 54 KB of bf16 tiles on an H100/H200's 227 KB); the dropout instantiations would spill
+// (8-20 bytes on sm_80/89) and keep 2.
+__host__ __device__ constexpr int dq_ctas_per_sm(bool dropout) { return dropout ? 2 : 3; }
+
 template <class Mma, class S, class O, int DP, bool kDropout>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, dq_ctas_per_sm(kDropout))
     flash_dq_kernel(O* dq, const S* q, const S* k, const S* v, const S* dout, const float* lse, const float* di,
                     CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
