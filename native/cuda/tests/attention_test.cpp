@@ -213,6 +213,62 @@ NF_TEST(cuda_attention_bf16_storage_parity) {
   for (const Case& c : cases) run_case<bf16>(c, nf::ops::Precision::bf16);
 }
 
+// The attention core on views the layer never makes: Q, K and V side by side in rows an odd number of
+// floats apart (no 16-byte rows: the tiles come by plain loads, not cp.async), O and dO in rows of
+// D + 1 floats, so every other output row is not 8-byte aligned and takes single-column stores
+// (store_rows), the gradients dQ, dK, dV in the rows of Q, K, V. The tensor-core kernels at 'bf16' and
+// 'tf32' against the fp32 CUDA-core ones on the same views, without and with causality (the band
+// masking of mask_tile, the idle warps), and the column past each row's heads left as it was: no
+// store reaches past a head.
+NF_TEST(cuda_attention_core_strided_views) {
+  const int64_t B = 2, H = 2, T = 37, Dh = 20, D = H * Dh, rs = 3 * D + 1, os = D + 1;
+  const float kGap = 7.0f;  // every buffer's initial value; the gap columns must keep it
+  nf::ops::AttentionCoreDims d;
+  d.B = B, d.H = H, d.Tq = d.Tk = T, d.Dh = Dh, d.scale = 1.0f / std::sqrt(float(Dh));
+  d.q = d.k = d.v = {T * rs, rs, Dh};
+  d.o = {T * os, os, Dh};
+  const Vec x = randn(size_t(B * T * rs)), dout = randn(size_t(B * T * os));
+  DeviceF d_x(x), d_dout(dout);
+  const float* q = d_x.get();
+  const float* k = q + D;
+  const float* v = q + 2 * D;
+  // The elements of heads (b, t, h, 0..Dh-1) of a [B, T, row] buffer at column offset `at`; and the rest.
+  const auto heads = [&](const std::vector<float>& a, int64_t row, int64_t at, bool inside) {
+    std::vector<float> out;
+    for (int64_t r = 0; r < B * T; ++r)
+      for (int64_t c = 0; c < row; ++c)
+        if ((c >= at && c < at + D) == inside) out.push_back(a[size_t(r * row + c)]);
+    return out;
+  };
+  for (bool causal : {false, true}) {
+    nf::ops::AttentionMasks masks;
+    masks.causal = causal;
+    const auto run = [&](nf::ops::Precision p, std::vector<float>* o, std::vector<float>* grads) {
+      DeviceF d_o(std::vector<float>(size_t(B * T * os), kGap)), d_lse(size_t(B * H * T));
+      DeviceF d_g(std::vector<float>(size_t(B * T * rs), kGap));  // dQ | dK | dV in Q, K, V's rows
+      NF_ASSERT_OK(nf::cuda::attention_core_forward(d_o, d_lse, nullptr, q, k, v, masks, d, p));
+      NF_ASSERT_OK(nf::cuda::attention_core_backward(d_g, d_g.get() + D, d_g.get() + 2 * D, d_dout, q, k, v, d_o,
+                                                     d_lse, masks, d, p));
+      *o = d_o.download(), *grads = d_g.download();
+    };
+    std::vector<float> o32, g32;
+    run(nf::ops::Precision::fp32, &o32, &g32);
+    const auto as_ref = [](const std::vector<float>& a) { return Vec(a.begin(), a.end()); };
+    for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32}) {
+      const std::string name = std::string(p == nf::ops::Precision::bf16 ? "bf16" : "tf32") + (causal ? " causal" : "");
+      std::vector<float> o, g;
+      run(p, &o, &g);
+      check_close("attention strided o", name, heads(o, os, 0, true), as_ref(heads(o32, os, 0, true)), tolerance(p).fwd);
+      for (int64_t at : {int64_t(0), D, 2 * D})
+        check_close("attention strided dq|dk|dv", name + " at column " + std::to_string(at), heads(g, rs, at, true),
+                    as_ref(heads(g32, rs, at, true)), tolerance(p).bwd);
+      for (const float gap : heads(o, os, 0, false)) NF_EXPECT(gap == kGap, name + ": a store past O's heads");
+      for (int64_t r = 0; r < B * T; ++r)
+        NF_EXPECT(g[size_t(r * rs + 3 * D)] == kGap, name + ": a store past the gradients' heads");
+    }
+  }
+}
+
 NF_TEST(cuda_attention_bad_dims) {
   float buf = 0;
   nf::ops::AttentionForward<float> f;
