@@ -446,14 +446,15 @@ __device__ __forceinline__ void mask_tile(float (&s)[MB][N][4], const CoreArgs& 
     });
     return;
   }
+  if (kKeyRows && !a.causal) return;  // (Sᵀ's keys past Tk and queries past Tq need no test)
 #pragma unroll
   for (int m = 0; m < MB; ++m)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = row0 + m * kWarpRows + acc_row(lane, 2 * half);
       // kept columns [lo, hi): keys below the key count (and up to the query where causal), or, in Sᵀ,
-      // queries from the key on where causal
-      const int lo = kKeyRows && a.causal ? row - col0 : -col0;
+      // queries from the key on
+      const int lo = kKeyRows ? row - col0 : -col0;
       const int hi = kKeyRows ? INT_MAX : (a.causal && row < a.Tk ? row + 1 : a.Tk) - col0;
 #pragma unroll
       for (int t = 0; t < N; ++t)
@@ -482,10 +483,11 @@ __device__ __forceinline__ void store_rows(const float (&acc)[MB][DT][4], const 
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt) {
         const int d = acc_col(lane, dt, 0);
+        if (d >= Dh) continue;
         const float x0 = acc[m][dt][2 * half] * f[m][half], x1 = acc[m][dt][2 * half + 1] * f[m][half];
-        if (pairs && d < Dh) {
+        if (pairs) {
           put2(p + d, x0, x1);
-        } else if (d < Dh) {
+        } else {
           put(p + d, x0);
           if (d + 1 < Dh) put(p + d + 1, x1);
         }
