@@ -150,21 +150,23 @@ if [ $dry = 0 ]; then
       python3 "$here/scripts/mma_density.py" "$sass" --markdown \
         --match '^flash_\w+<\w+, \w+, \w+, (64|128), false>$' >> "$OUT/profile.txt"
   }
-  # ncu's detailed sections for the three bf16 kernels (bf16 storage, the layer's) at a ViT shape (T 197, head 64).
+  # The bench's arguments at a ViT shape for ncu: the bf16 kernels on bf16 storage (the layer's), T 197,
+  # head 64, one call.
+  export vit_args="--precisions bf16 --storage bf16 --T 197 --reps 1 --warmup 0"
+  # ncu's detailed sections for the three kernels.
   attention_ncu() {
     echo "== ncu --set detailed: flash kernels, bf16, T 197, head 64" >> "$OUT/profile.txt"
     ncu --set detailed -k regex:'flash_(forward|dkdv|dq)' --launch-skip 1 --launch-count 3 \
-      "$bin/nf_cuda_attention_bench" --precisions bf16 --storage bf16 --T 197 --reps 1 --warmup 0 >> "$OUT/profile.txt" 2>&1
+      "$bin/nf_cuda_attention_bench" $vit_args >> "$OUT/profile.txt" 2>&1
   }
   # Where the forward kernel's warps stall: ncu's per-SASS-instruction stall samples, the 40 hottest.
   attention_sass() {
     local csv; csv=$(mktemp -p "$scratch")
-    ncu --section WarpStateStats --section SourceCounters -k regex:flash_forward --launch-skip 1 --launch-count 1 \
-      --page details --print-details all "$bin/nf_cuda_attention_bench" --precisions bf16 --storage bf16 --T 197 --reps 1 --warmup 0 \
-      2>&1 | grep -vE '^\{' >> "$OUT/profile.txt"
-    ncu --section WarpStateStats --section SourceCounters -k regex:flash_forward --launch-skip 1 --launch-count 1 \
-      --page source --print-source sass --csv "$bin/nf_cuda_attention_bench" --precisions bf16 --storage bf16 --T 197 --reps 1 \
-      --warmup 0 > "$csv" 2>> "$OUT/errors.log"
+    local sampled=(ncu --section WarpStateStats --section SourceCounters -k regex:flash_forward --launch-skip 1 --launch-count 1)
+    "${sampled[@]}" --page details --print-details all "$bin/nf_cuda_attention_bench" $vit_args 2>&1 |
+      grep -vE '^\{' >> "$OUT/profile.txt"
+    "${sampled[@]}" --page source --print-source sass --csv "$bin/nf_cuda_attention_bench" $vit_args > "$csv" \
+      2>> "$OUT/errors.log"
     python3 - "$csv" >> "$OUT/profile.txt" <<'PY'
 import csv, sys
 lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
