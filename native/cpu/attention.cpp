@@ -62,14 +62,20 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // a short last tile (T = 100: 80 + 20 keys) costs two vectors per row on AVX-512, not kBK / W.
 int tile_vectors(int nk) { return (nk + W - 1) / W; }
 
+// The factor the softmax still applies to a score tile: the scale with bf16 pairs (masked_scores
+// leaves their S unscaled, saving a pass over it: the softmax's exponent is one FMA either way), 1
+// otherwise. Running maxima are kept in S's units; lse is in scaled units as always.
+float score_scale(const AttentionCoreDims& d, bool pairs) { return pairs ? d.scale : 1.0f; }
+
 // Per-thread scratch (slot `tile`) of the core, in floats (the forward's chunks have at most Tq rows).
-// (With bf16 pairs also the query rows (forward: a chunk's, backward: a block's) and the value tile
-// as pairs.)
+// (With bf16 pairs also the query rows (forward: a chunk's, backward: a block's), the value tile
+// as pairs, and a tile's rows as pairs on their way to load_key_tile's transpose.)
 int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) {
-  return Dh * kBK + kBQ * kBK + kBK + 2 * Tq + Tq * ((Dh + 1) / 2) + kBK / 2 * Dh;
+  return Dh * kBK + kBQ * kBK + kBK + 2 * Tq + Tq * ((Dh + 1) / 2) + kBK / 2 * Dh + kBK * ((Dh + 1) / 2);
 }
 int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) {
-  return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq + kBQ * (Dh + 1) / 2 + kBQ * Dh + kBQ / 2 * kBK + kBK / 2 * Dh;
+  return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq + kBQ * (Dh + 1) / 2 + kBQ * Dh + kBQ / 2 * kBK + kBK / 2 * Dh +
+         kBK * ((Dh + 1) / 2);
 }
 // The backward's gradient buffer for the projections' outputs (slot `layer` of the calling thread):
 // self-attention dqkv [B, T, 3D]; cross-attention dq [B, Tq, D] then dkv [B, Tk, 2D].
@@ -192,13 +198,12 @@ void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* B
 }
 
 // Scores of queries i0 .. i0+nq-1 against the key tile Kt (keys j0 .. j0+nk-1, transposed and
-// scaled; with pairs, qrows and Kt are bf16 pairs, Kt unscaled, and the scale follows the product):
-// S[r, c] = scale q·k, or -inf where the pair is blocked and in the padding columns c >= nk.
+// scaled; with pairs, qrows and Kt are bf16 pairs and Kt unscaled): S[r, c] = scale q·k (pairs: q·k,
+// the softmax applies the scale, see score_scale), or -inf where the pair is blocked and in the
+// padding columns c >= nk.
 void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, const AttentionMasks& m,
                    const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk, bool pairs = false) {
   tile_scores(S, qrows, ldq, nq, Kt, d.Dh, nk, pairs);
-  if (pairs)
-    for (int r = 0; r < nq; ++r) scale_row(S + r * kBK, tile_vectors(nk) * W, d.scale);
   for (int r = 0; r < nq; ++r) {
     const int64_t i = i0 + r;
     const uint8_t* kp = m.key_padding_mask ? m.key_padding_mask + b * d.Tk + j0 : nullptr;
@@ -216,12 +221,19 @@ void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, c
 }
 
 // Kt for keys [0, nk) at k (rows ldk apart): the tile transposed and scaled, [Dh, kBK]; with pairs
-// (avx512bf16, bf16 inputs) paired along d in place and unscaled, [⌈Dh / 2⌉, kBK].
-void load_key_tile(float* Kt, const float* k, int64_t ldk, int nk, int64_t Dh, float scale, bool pairs) {
-  transpose(Kt, kBK, k, ldk, nk, Dh, pairs ? 1.0f : scale);
+// (avx512bf16, bf16 inputs) paired along d and unscaled, [⌈Dh / 2⌉, kBK]: each key's row converted to
+// pairs of neighbours in Kr [nk, ⌈Dh / 2⌉], whose words are then transposed as floats (half the
+// transpose of the fp32 tile, and no pass pairing its rows).
+void load_key_tile(float* Kt, [[maybe_unused]] float* Kr, const float* k, int64_t ldk, int nk, int64_t Dh, float scale,
+                   bool pairs) {
 #if NF_BF16_DOT
-  if (pairs) pack_row_pairs(Kt, kBK, Kt, kBK, Dh, kBK);
+  if (pairs) {
+    const int64_t Dh2 = (Dh + 1) / 2;
+    pack_rows(Kr, Dh2, k, ldk, nk, Dh);
+    return transpose(Kt, kBK, Kr, Dh2, nk, Dh2, 1.0f);
+  }
 #endif
+  transpose(Kt, kBK, k, ldk, nk, Dh, scale);
 }
 
 // The backward's scores: masked_scores of the nq query rows at q (ldq apart) against a load_key_tile;
@@ -252,6 +264,17 @@ void dropout_row(float* z, const AttentionDropout& dr, uint64_t base, int n) {
   std::fill(z + n, z + kBK, 0.0f);
 }
 
+// Asks for one row of a head's matrix (Dh floats at p) to be brought toward L2, a cache line at a
+// time. A head's rows are strided lines that the head before it did not touch (its own columns of
+// every token), so the core fetches the next task's rows while it computes, a row per row of its
+// work (cold, their first loads were a third of the backward's time outside its products at T 65,
+// head width 32; the layer's backward runs 3-4% faster with it).
+void prefetch_row(const float* p, int64_t Dh) {
+  for (int64_t c = 0; c < Dh; c += 64 / sizeof(float)) __builtin_prefetch(p + c, 0, 2);
+  __builtin_prefetch(p + Dh - 1, 0, 2);  // (a row that does not start a line ends in one more)
+  asm volatile("");                      // (GCC deletes a loop of nothing but prefetches)
+}
+
 // Queries per forward task: whole blocks of kBQ, as many as keep the chunk's Q and O rows within
 // about 256 KiB (2 x 32K floats) of L2, and few enough to leave every thread four tasks or more.
 int64_t chunk_rows(const AttentionCoreDims& d) {
@@ -273,21 +296,28 @@ int block_rows(int64_t R) {
 // layout, row r at S + r·kBK, zero past the tile's keys) for vdpbf16ps.
 enum class Weights { fp32, rounded, pairs };
 
-// The online-softmax step of nq query rows against one key tile: S (scores, nv vectors a row)
-// becomes exp(S − m_new) ∘ Z, the running max m and sum l advance, and each output row is
-// rescaled by exp(m_old − m_new). Dropout row r is element base + r·Tk of the stream.
-// Every row's max first, then the exponentials of all rows: one stream of independent vectors
-// rather than a horizontal max between each row's few (a tile of 80 keys is 5 vectors a row).
-void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, int64_t Dh, int nq, int nk, float* z,
-                  const AttentionDropout& dr, uint64_t base, int64_t Tk, Weights out) {
+// The online-softmax step of nq query rows against one key tile: S (scores, nv vectors a row, to be
+// multiplied by sc: score_scale) becomes exp(sc (S − m_new)) ∘ Z, the running max m and sum l
+// advance, and each output row is rescaled by alpha = exp(sc (m_old − m_new)) (not while m_old is
+// -inf: the row of O is still zero). Dropout row r is element base + r·Tk of the stream.
+// Every row's max first, then the rescale factors of all rows a vector at a time, then the
+// exponentials of all rows: streams of independent vectors rather than a horizontal max and a
+// scalar exponential between each row's few (a tile of 80 keys is 5 vectors a row).
+void softmax_step(float* S, float sc, float* mrow, float* lrow, float* ob, int64_t ldo, int64_t Dh, int nq, int nk,
+                  float* z, const AttentionDropout& dr, uint64_t base, int64_t Tk, Weights out) {
   const int nv = tile_vectors(nk);
   const bool drop = dr.p > 0.0f;
-  float m_new[kBQ];
+  float m_new[kBQ], alpha[kBQ];
   for (int r = 0; r < nq; ++r) {
     const float* s = S + r * kBK;
     vf vmx = vset1(kNegInf);
     for (int c = 0; c < nv; ++c) vmx = vmax(vmx, vload(s + c * W));
     m_new[r] = std::max(mrow[r], vhmax(vmx));
+  }
+  const vf vsc = vset1(sc);
+  for (int r = 0; r < nq; r += W) {  // (NaN for a row still blocked: not used)
+    const int n = std::min(W, nq - r);
+    vstore_w(alpha + r, vexp(vmul(vsub(vload_w(mrow + r, n), vload_w(m_new + r, n)), vsc)), n);
   }
   for (int r = 0; r < nq; ++r) {
     float* s = S + r * kBK;
@@ -296,10 +326,10 @@ void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, in
       continue;
     }
     if (drop) dropout_row(z, dr, base + uint64_t(r * Tk), nk);
-    const vf vm = vset1(m_new[r]);
+    const vf vm = vset1(-sc * m_new[r]);
     vf sum = vzero();
     for (int c = 0; c < nv; ++c) {
-      vf p = vexp(vsub(vload(s + c * W), vm));
+      vf p = vexp(vfma(vload(s + c * W), vsc, vm));
       sum = vadd(sum, p);
       if (drop) p = vmul(p, vload(z + c * W));
       vstore(s + c * W, out == Weights::rounded ? vround_bf16(p) : p);
@@ -307,10 +337,10 @@ void softmax_step(float* S, float* mrow, float* lrow, float* ob, int64_t ldo, in
 #if NF_BF16_DOT
     if (out == Weights::pairs) pack_bf16_row(s, s, nk);  // (the row is still in L1)
 #endif
-    const float alpha = std::exp(mrow[r] - m_new[r]);
-    lrow[r] = lrow[r] * alpha + vsum(sum);
+    const bool first = mrow[r] == kNegInf;
+    lrow[r] = first ? vsum(sum) : lrow[r] * alpha[r] + vsum(sum);
     mrow[r] = m_new[r];
-    if (alpha != 1.0f) scale_row(ob + r * ldo, Dh, alpha);
+    if (!first && alpha[r] != 1.0f) scale_row(ob + r * ldo, Dh, alpha[r]);
   }
 }
 
@@ -331,6 +361,7 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   float* lrow = mrow + R;         // [R] running sum, then lse
   float* Qp = lrow + R;           // [R, Dh2] (pairs) the chunk's query rows, two dimensions to a word
   [[maybe_unused]] float* Vp = Qp + R * Dh2;  // [kBK / 2, Dh] (pairs) the value tile's rows, two keys to a word
+  float* Kr = Vp + kBK / 2 * Dh;  // [kBK, Dh2] (pairs) load_key_tile's rows
   const float* qb = q + b * d.q.batch + h * d.q.head + c0 * d.q.row;
   const float* kb = k + b * d.k.batch + h * d.k.head;
   const float* vb = v + b * d.v.batch + h * d.v.head;
@@ -341,12 +372,25 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   // wholly after a block's last query adds nothing to that block.
   const int64_t jend = m.causal ? std::min(Tk, c0 + R) : Tk;
   auto skipped = [&](int64_t j0, int64_t i, int nq) { return m.causal && j0 >= c0 + i + nq; };
-  auto load_keys = [&](int64_t j0, int nk) { load_key_tile(Kt, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale, pairs); };
+  auto load_keys = [&](int64_t j0, int nk) { load_key_tile(Kt, Kr, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale, pairs); };
   auto scores = [&](int64_t i, int nq, int64_t j0, int nk) {  // S for queries c0+i .. c0+i+nq-1
     if (pairs) masked_scores(S, Qp + i * Dh2, Dh2, Kt, m, d, b, c0 + i, nq, j0, nk, true);
     else masked_scores(S, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk);
   };
   const Weights weights_out = pairs ? Weights::pairs : bf16_p ? Weights::rounded : Weights::fp32;
+  const float sc = score_scale(d, pairs);
+  // The next task's rows (prefetch_row), during the first key tile: the next chunk's queries, or the
+  // next head's first chunk and, as far as its rows reach, its keys and values.
+  const bool next_head = c0 + R >= d.Tq, last = next_head && b * d.H + h + 1 == d.B * d.H;
+  const int64_t nbh = b * d.H + h + next_head, nb = nbh / d.H, nh = nbh % d.H, nc0 = next_head ? 0 : c0 + R;
+  auto prefetch_next = [&](int64_t i) {
+    if (last) return;
+    if (nc0 + i < d.Tq) prefetch_row(q + nb * d.q.batch + nh * d.q.head + (nc0 + i) * d.q.row, Dh);
+    if (next_head && i < Tk) {
+      prefetch_row(k + nb * d.k.batch + nh * d.k.head + i * d.k.row, Dh);
+      prefetch_row(v + nb * d.v.batch + nh * d.v.head + i * d.v.row, Dh);
+    }
+  };
 #if NF_BF16_DOT
   if (pairs) pack_rows(Qp, Dh2, qb, d.q.row, R, Dh);  // once for all the key tiles
 #endif
@@ -366,8 +410,10 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
       const int nq = int(std::min<int64_t>(bq, R - i));
       if (skipped(j0, i, nq)) continue;
       scores(i, nq, j0, nk);
-      softmax_step(S, mrow + i, lrow + i, ob + i * d.o.row, d.o.row, Dh, nq, nk, z, d.dropout,
+      softmax_step(S, sc, mrow + i, lrow + i, ob + i * d.o.row, d.o.row, Dh, nq, nk, z, d.dropout,
                    uint64_t((row0 + i) * Tk + j0), Tk, weights_out);
+      if (j0 == 0)
+        for (int r = 0; r < nq; ++r) prefetch_next(i + r);
 #if NF_BF16_DOT
       if (pairs) {
         tile_accumulate<false, true>(ob + i * d.o.row, d.o.row, S, kBK, 1, nq, (nk + 1) / 2, Vp, Dh, Dh);
@@ -380,7 +426,7 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   for (int64_t r = 0; r < R; ++r) {  // normalise; a fully blocked row keeps O = 0 and gets lse = -inf
     if (lrow[r] > 0.0f) {
       scale_row(ob + r * d.o.row, Dh, 1.0f / lrow[r]);
-      lrow[r] = mrow[r] + std::log(lrow[r]);
+      lrow[r] = sc * mrow[r] + std::log(lrow[r]);
     } else {
       lrow[r] = kNegInf;
     }
@@ -401,8 +447,8 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
       for (int r = 0; r < nq; ++r) {
         if (lrow[i + r] == kNegInf) continue;
         float* s = S + r * kBK;
-        const vf vl = vset1(lrow[i + r]);
-        for (int c = 0; c < nv; ++c) vstore(s + c * W, vexp(vsub(vload(s + c * W), vl)));
+        const vf vl = vset1(-lrow[i + r]), vsc = vset1(sc);
+        for (int c = 0; c < nv; ++c) vstore(s + c * W, vexp(vfma(vload(s + c * W), vsc, vl)));
         std::memcpy(wb + (i + r) * Tk + j0, s, sizeof(float) * nk);
       }
     }
@@ -428,12 +474,28 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
   float* R = Qp + kBQ * Dh2;      // [kBQ, Dh] bf16: the block's dO rounded; pairs: two rows to a word
   float* dSt = R + kBQ * Dh;      // [kBQ / 2, kBK] (pairs) scale dS, two queries to a word
   [[maybe_unused]] float* Kp = dSt + kBQ / 2 * kBK;  // [kBK / 2, Dh] (pairs) the key tile, two keys to a word
+  float* Kr = Kp + kBK / 2 * Dh;  // [kBK, Dh2] (pairs) load_key_tile's rows
   const int64_t qo = b * d.q.batch + h * d.q.head, ko = b * d.k.batch + h * d.k.head;
   const int64_t vo = b * d.v.batch + h * d.v.head, oo = b * d.o.batch + h * d.o.head;
   const float* lb = lse + (b * d.H + h) * Tq;
   const bool drop = d.dropout.p > 0.0f;
-  const vf ones = vset1(1.0f), vscale = vset1(d.scale);
+  const vf ones = vset1(1.0f), vscale = vset1(d.scale), vsc = vset1(score_scale(d, pairs));
   const int bq = block_rows(Tq);
+  const bool round = bf16 && !pairs;  // (pairs: the conversion to pairs rounds them)
+  // The next head's rows (prefetch_row), a query row's and a key row's during each row of the first key tile.
+  const int64_t nbh = b * d.H + h + 1, nb = nbh / d.H, nh = nbh % d.H;
+  auto prefetch_next = [&](int64_t i) {
+    if (nbh == d.B * d.H) return;
+    if (i < Tq) {
+      prefetch_row(q + nb * d.q.batch + nh * d.q.head + i * d.q.row, Dh);
+      prefetch_row(dout + nb * d.o.batch + nh * d.o.head + i * d.o.row, Dh);
+      prefetch_row(o + nb * d.o.batch + nh * d.o.head + i * d.o.row, Dh);
+    }
+    if (i < Tk) {
+      prefetch_row(k + nb * d.k.batch + nh * d.k.head + i * d.k.row, Dh);
+      prefetch_row(v + nb * d.v.batch + nh * d.v.head + i * d.v.row, Dh);
+    }
+  };
 
   for (int64_t i = 0; i < Tq; ++i) {
     Di[i] = dot(dout + oo + i * d.o.row, o + oo + i * d.o.row, Dh);
@@ -449,8 +511,8 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
     const float* kj = k + ko + j0 * d.k.row;
     float* dkj = dk + ko + j0 * d.k.row;
     float* dvj = dv + vo + j0 * d.v.row;
-    load_key_tile(Kt, kj, d.k.row, nk, Dh, d.scale, pairs);
-    load_key_tile(Vt, v + vo + j0 * d.v.row, d.v.row, nk, Dh, 1.0f, pairs);
+    load_key_tile(Kt, Kr, kj, d.k.row, nk, Dh, d.scale, pairs);
+    load_key_tile(Vt, Kr, v + vo + j0 * d.v.row, d.v.row, nk, Dh, 1.0f, pairs);
 #if NF_BF16_DOT
     if (pairs) pack_row_pairs(Kp, Dh, kj, d.k.row, nk, Dh);
 #endif
@@ -478,20 +540,21 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
         float* s = S + r * kBK;
         float* dp = dP + r * kBK;
         const float L = lb[i0 + r];
+        if (j0 == 0) prefetch_next(i0 + r);
         if (L == kNegInf) {  // fully blocked row: no gradient
           std::memset(s, 0, sizeof(float) * kBK);
           std::memset(dp, 0, sizeof(float) * kBK);
           continue;
         }
         if (drop) dropout_row(z, d.dropout, uint64_t(((b * d.H + h) * Tq + i0 + r) * Tk + j0), nk);
-        const vf vl = vset1(L), vd = vset1(Di[i0 + r]);
+        const vf vl = vset1(-L), vd = vset1(Di[i0 + r]);
         for (int c = 0; c < nv; ++c) {
-          const vf p = vexp(vsub(vload(s + c * W), vl));
+          const vf p = vexp(vfma(vload(s + c * W), vsc, vl));
           const vf zc = drop ? vload(z + c * W) : ones;
           const vf g = vmul(zc, vload(dp + c * W));  // dL/dP
           const vf ds = vmul(vmul(p, vsub(g, vd)), vscale), pz = vmul(p, zc);  // scale dS, P ∘ Z
-          vstore(s + c * W, bf16 ? vround_bf16(ds) : ds);
-          vstore(dp + c * W, bf16 ? vround_bf16(pz) : pz);
+          vstore(s + c * W, round ? vround_bf16(ds) : ds);
+          vstore(dp + c * W, round ? vround_bf16(pz) : pz);
         }
       }
 #if NF_BF16_DOT
