@@ -268,7 +268,8 @@ const families: Family[] = [
   },
   {
     forward: 'activationForward', backward: 'activationBackward', values: { x: scaled(2) },
-    cases: [{ label: 'n 1000, tanh', args: { n: 1000, act: 'tanh' } }, { label: 'n 37, gelu_tanh', args: { n: 37, act: 'gelu_tanh' } }],
+    cases: [{ label: 'n 1000, tanh', args: { n: 1000, act: 'tanh' } }, { label: 'n 37, gelu_tanh', args: { n: 37, act: 'gelu_tanh' } },
+      { label: 'n 1001, gelu', args: { n: 1001, act: 'gelu' } }],
   },
   {
     forward: 'channelScaleForward', backward: 'channelScaleBackward',

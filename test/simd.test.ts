@@ -164,6 +164,7 @@ const laneCases: Record<string, LaneCase> = {
   // The transcendentals: the scalar variant against Math.* in the tests below.
   vexp: { arity: 1, mode: 'value', inputs: () => unaryInputs(randoms(4000, 8).map((x) => f(x / 100))) },
   vnormcdf: { arity: 1, mode: 'value' },
+  vnormcdf_exp: { arity: 1, mode: 'value' },
   vnormcdf_reduced: { arity: 1, mode: 'value' },
   vtanh: { arity: 1, mode: 'value' },
   // Ties to even both ways, a tie at the largest bf16 (to +inf), the smallest normal, a denormal.

@@ -2,7 +2,7 @@ import type { Isa } from './core';
 
 /** The names simdProbe knows (native/cpu/simd_probe.cpp lists what each does with the arrays). */
 export type SimdHelper =
-  | 'vzero' | 'vload' | 'vset1' | 'vabs' | 'vsqrt' | 'vround' | 'vpow2i' | 'vexp' | 'vnormcdf' | 'vnormcdf_reduced' | 'vtanh'
+  | 'vzero' | 'vload' | 'vset1' | 'vabs' | 'vsqrt' | 'vround' | 'vpow2i' | 'vexp' | 'vnormcdf' | 'vnormcdf_exp' | 'vnormcdf_reduced' | 'vtanh'
   | 'vadd' | 'vsub' | 'vmul' | 'vdiv' | 'vmax' | 'vmin' | 'vcopysign' | 'vfma' | 'vfnma' | 'vselect_pos'
   | 'vselect_lt' | 'vsum' | 'vhmax' | 'vload_n' | 'vstore_n' | 'vload_w' | 'vstore_w' | 'vround_bf16_n' | 'act_forward' | 'act_derivative'
   | 'act_tile'

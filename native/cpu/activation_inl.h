@@ -64,10 +64,10 @@ inline void act_tile(vf (&acc)[R][V], Act act, bool reduced = false) {
 inline vf act_derivative(vf x, Act act) {
   switch (act) {
     case Act::relu: return vselect_pos(x, vset1(1.0f), vzero());
-    case Act::gelu: {
-      vf cdf = vnormcdf(x);
-      vf pdf = vmul(vset1(0.39894228040143268f), vexp(vmul(vmul(x, x), vset1(-0.5f))));
-      return vfma(x, pdf, cdf);
+    case Act::gelu: {  // (φ from the exponential Φ's tail computed)
+      vf e;
+      vf cdf = vnormcdf_exp(x, e);
+      return vfma(x, vmul(vset1(0.39894228040143268f), e), cdf);
     }
     case Act::gelu_tanh: {
       vf x2 = vmul(x, x);

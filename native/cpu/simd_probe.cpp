@@ -2,7 +2,7 @@
 // arrays with this variant's lane width W. For operands a, b, c, d (SimdProbe::in, n floats each):
 //   lane-wise, n a multiple of W, out[i] = f(a[i], b[i], ...) computed W lanes at a time:
 //     vzero (no operand); vload (vstore(out, vload(a)), the two moving every lane); vset1
-//     (out[i] = lane i % W of vset1(a[i])); vabs vsqrt vround vpow2i vexp vnormcdf vnormcdf_reduced vtanh vround_bf16 (a);
+//     (out[i] = lane i % W of vset1(a[i])); vabs vsqrt vround vpow2i vexp vnormcdf vnormcdf_exp (its e) vnormcdf_reduced vtanh vround_bf16 (a);
 //     vadd vsub vmul vdiv vmax vmin vcopysign (a, b); vfma vfnma vselect_pos (a, b, c);
 //     vselect_lt (a, b, c, d); act_forward, act_derivative (a; arg[0] = Act); act_tile (a; arg[0] =
 //     Act; the vectors in 2 x 2 tiles, the last n mod 4W in 1 x 1 tiles).
@@ -213,6 +213,7 @@ Status run(const SimdProbe& p) {
   if (fn == "vpow2i") return lanes<1>(p, [&](vf a) { return vpow2i(a); });
   if (fn == "vexp") return lanes<1>(p, [&](vf a) { return vexp(a); });
   if (fn == "vnormcdf") return lanes<1>(p, [&](vf a) { return vnormcdf(a); });
+  if (fn == "vnormcdf_exp") return lanes<1>(p, [&](vf a) { vf e; vnormcdf_exp(a, e); return e; });
   if (fn == "vnormcdf_reduced") return lanes<1>(p, [&](vf a) { return vnormcdf_reduced(a); });
   if (fn == "vtanh") return lanes<1>(p, [&](vf a) { return vtanh(a); });
   if (fn == "vround_bf16") return lanes<1>(p, [&](vf a) { return vround_bf16(a); });
