@@ -20,9 +20,9 @@
 // cache rows: as autocast's bf16 projections would give them), and the weights P ∘ Z are
 // rounded before the product with V, so QKᵀ and PV take bf16 inputs with fp32 accumulation; the
 // softmax, its sums and lse stay fp32. On avx512bf16 those two products run vdpbf16ps on bf16 pairs
-// (the key tile paired along the head dimension, unscaled, the scale applied to S; the value tile
-// paired along the keys; query rows and weights as pairs of neighbours), the other variants fp32
-// FMAs on the rounded values: the same function up to the order of fp32 sums.
+// (the key tile paired along the head dimension, unscaled, the scale applied in the softmax's
+// exponent; the value tile paired along the keys; query rows and weights as pairs of neighbours),
+// the other variants fp32 FMAs on the rounded values: the same function up to the order of fp32 sums.
 // The backward's products (dO Vᵀ, Pᵀ dO, dS K, dSᵀ Q) read the rounded Q, K, V and fp32 dO, P, dS,
 // its scores recomputed as the forward's were.
 // Projections: prepacked weights (qkvWeightPacked, projWeightPacked from packWeights), when given,
@@ -481,7 +481,7 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
   const bool drop = d.dropout.p > 0.0f;
   const vf ones = vset1(1.0f), vscale = vset1(d.scale), vsc = vset1(score_scale(d, pairs));
   const int bq = block_rows(Tq);
-  const bool round = bf16 && !pairs;  // (pairs: the conversion to pairs rounds them)
+  const bool round_inputs = bf16 && !pairs;  // (pairs: the conversion to pairs rounds them)
   // The next head's rows (prefetch_row), a query row's and a key row's during each row of the first key tile.
   const int64_t nbh = b * d.H + h + 1, nb = nbh / d.H, nh = nbh % d.H;
   auto prefetch_next = [&](int64_t i) {
@@ -553,8 +553,8 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
           const vf zc = drop ? vload(z + c * W) : ones;
           const vf g = vmul(zc, vload(dp + c * W));  // dL/dP
           const vf ds = vmul(vmul(p, vsub(g, vd)), vscale), pz = vmul(p, zc);  // scale dS, P ∘ Z
-          vstore(s + c * W, round ? vround_bf16(ds) : ds);
-          vstore(dp + c * W, round ? vround_bf16(pz) : pz);
+          vstore(s + c * W, round_inputs ? vround_bf16(ds) : ds);
+          vstore(dp + c * W, round_inputs ? vround_bf16(pz) : pz);
         }
       }
 #if NF_BF16_DOT
