@@ -149,6 +149,10 @@ const families: Family[] = [
         label: 'cross, B 1, Tq 4, Tk 6, D 20, H 4 (head width 5), scale 0.7',
         args: { B: 1, Tq: 4, Tk: 6, D: 20, H: 4, scale: 0.7 }, give: ['memory', 'q', 'kv', 'dMemory', 'projBias', 'dProjBias'],
       },
+      {
+        label: 'B 1, T 97, D 21, H 3 (head width 7), key padding, weights: two key tiles of the online softmax (its rescale)',
+        args: { B: 1, Tq: 97, D: 21, H: 3 }, give: ['qkv', 'keyPaddingMask', 'weights'],
+      },
     ],
   },
   {
