@@ -467,18 +467,19 @@ __device__ __forceinline__ void mask_tile(float (&s)[MB][N][4], const CoreArgs& 
 }
 
 // Stores a warp's MB 16 x DP accumulator blocks, row (m, half) of the lane times f[m][half], as rows of
-// an output: row_ptr(r) is the output row of the warp's row r (0 .. 16 MB - 1), null past the view's
-// rows; columns past Dh are not stored; two adjacent columns a store where the row is aligned for it.
-template <int MB, int DT, class RowPtr>
+// an output: the warp's row r (0 .. 16 MB - 1) is row row0 + r of the head view at `head` (rows `rs`
+// apart, head_rows), not stored from row T on; columns past Dh are not stored; two adjacent columns a
+// store where the row is aligned for it.
+template <int MB, int DT, class O>
 __device__ __forceinline__ void store_rows(const float (&acc)[MB][DT][4], const float (&f)[MB][2], int lane, int Dh,
-                                           RowPtr row_ptr) {
-  using O = std::remove_pointer_t<decltype(row_ptr(0))>;
+                                           O* head, int64_t rs, int row0, int T) {
 #pragma unroll
   for (int m = 0; m < MB; ++m)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      O* p = row_ptr(m * kWarpRows + acc_row(lane, 2 * half));
-      if (!p) continue;
+      const int row = row0 + m * kWarpRows + acc_row(lane, 2 * half);
+      if (row >= T) continue;
+      O* p = head + row * rs;
       const bool pairs = Dh % 2 == 0 && reinterpret_cast<uintptr_t>(p) % (2 * sizeof(O)) == 0;
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt) {

@@ -157,14 +157,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     mma_pb<Mma, 1, R, DP>(acc_k, dp, qdo.tile(n, 0), lane);
   }
   const float scale[1][2] = {{a.scale, a.scale}}, one[1][2] = {{1.0f, 1.0f}};
-  store_rows(acc_k, scale, lane, a.Dh, [&](int r) -> O* {
-    const int j = jw + r;
-    return j < a.Tk ? dk + b * ldk.batch + j * ldk.row + h * ldk.head : nullptr;
-  });
-  store_rows(acc_v, one, lane, a.Dh, [&](int r) -> O* {
-    const int j = jw + r;
-    return j < a.Tk ? dv + b * ldv.batch + j * ldv.row + h * ldv.head : nullptr;
-  });
+  store_rows(acc_k, scale, lane, a.Dh, head_rows(dk, ldk, b, h), ldk.row, jw, a.Tk);
+  store_rows(acc_v, one, lane, a.Dh, head_rows(dv, ldv, b, h), ldv.row, jw, a.Tk);
 }
 
 // dQ holds one 16 x DP accumulator a warp (dK/dV two): without dropout its registers fit 3 CTAs an SM
@@ -225,10 +219,7 @@ __global__ void __launch_bounds__(kThreads, dq_ctas_per_sm(kDropout))
     mma_pb<Mma, 1, R, DP>(acc, s, kv.tile(n, 0), lane);
   }
   const float scale[1][2] = {{a.scale, a.scale}};
-  store_rows(acc, scale, lane, a.Dh, [&](int r) -> O* {
-    const int i = iw + r;
-    return i < a.Tq ? dq + b * a.lq.batch + i * a.lq.row + h * a.lq.head : nullptr;
-  });
+  store_rows(acc, scale, lane, a.Dh, head_rows(dq, a.lq, b, h), a.lq.row, iw, a.Tq);
 }
 
 // From q, k, v, dout of storage S (layouts a.lq, a.lk, a.lv, a.lo) into dq, dk, dv of storage O.

@@ -95,10 +95,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       l[m][r] = quad_sum(l[m][r]);
       f[m][r] = l[m][r] > 0.0f ? 1.0f / l[m][r] : 0.0f;
     }
-  store_rows(acc, f, lane, a.Dh, [&](int r) -> O* {
-    const int i = iw + r;
-    return i < a.Tq ? o + b * a.lo.batch + i * a.lo.row + h * a.lo.head : nullptr;
-  });
+  store_rows(acc, f, lane, a.Dh, head_rows(o, a.lo, b, h), a.lo.row, iw, a.Tq);
   if (lane % 4 == 0)
 #pragma unroll
     for (int m = 0; m < kBlocks; ++m)
