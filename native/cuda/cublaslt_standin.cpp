@@ -133,7 +133,7 @@ nf_cublasStatus_t shape_of(const Desc& d, const Layout& a, const Layout& b, cons
   if (am != m || bn != n || ak != bk) return NF_CUBLAS_STATUS_INVALID_VALUE;
   if (c.rows != dd.rows || c.cols != dd.cols) return NF_CUBLAS_STATUS_INVALID_VALUE;
   if (a.batch != dd.batch || b.batch != dd.batch || c.batch != dd.batch) return NF_CUBLAS_STATUS_INVALID_VALUE;
-  *s = {m, n, ak, dd.batch, dd.type};
+  *s = {m, n, ak, dd.batch, int(dd.type)};
   return NF_CUBLAS_STATUS_SUCCESS;
 }
 
@@ -421,7 +421,7 @@ NF_EXPORT nf_cublasStatus_t cublasLtMatmul(nf_cublasLtHandle_t handle, nf_cublas
       algo->data[7] != uint64_t(s.batch))
     return NF_CUBLAS_STATUS_INVALID_VALUE;
   const float alpha = *static_cast<const float*>(alpha_p), beta = *static_cast<const float*>(beta_p);
-  const int ta = int(la->type), tc = int(ld->type), tbias = d->bias_type >= 0 ? d->bias_type : tc;
+  const int ta = int(la->type), tc = int(ld->type);  // (the bias is D's type: supported)
   const char* A = static_cast<const char*>(A_p);
   const char* B = static_cast<const char*>(B_p);
   const char* C = static_cast<const char*>(C_p);
@@ -470,7 +470,7 @@ NF_EXPORT nf_cublasStatus_t cublasLtMatmul(nf_cublasLtHandle_t handle, nf_cublas
         partial[j] = 0.0;
         for (int64_t p = 0; p < k; ++p) partial[j] += double(opB(Bz, p, j));
       }
-      for (int64_t j = 0; j < n; ++j) put(const_cast<void*>(bias), tbias, z * d->bias_stride + j, float(partial[j]));
+      for (int64_t j = 0; j < n; ++j) put(const_cast<void*>(bias), tc, z * d->bias_stride + j, float(partial[j]));
     }
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < m; ++i) {
@@ -479,7 +479,7 @@ NF_EXPORT nf_cublasStatus_t cublasLtMatmul(nf_cublasLtHandle_t handle, nf_cublas
           acc += double(round_input(opA(Az, i, p), d->compute)) * double(round_input(opB(Bz, p, j), d->compute));
         double v = double(alpha) * acc;
         if (Cz) v += double(beta) * double(get(Cz, tc, i + j * lc->ld));
-        if (adds_bias(e)) v += double(get(bias, tbias, i + z * d->bias_stride));
+        if (adds_bias(e)) v += double(get(bias, tc, i + z * d->bias_stride));
         if (writes_aux(e)) {  // a bf16 aux holds the value rounded, and the activation takes that
           put(auxz, tc, i + j * d->aux_ld, float(v));
           if (tc == NF_CUDA_R_16BF) v = double(get(auxz, tc, i + j * d->aux_ld));
