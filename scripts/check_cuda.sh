@@ -87,20 +87,11 @@ ce_mean_kernel                           40   256
 # (about 3.4 KB of the 4 KB of parameter space, in constant bank 0)
 adamw_multi_kernel<float>                44   0
 adamw_multi_kernel<nf::ops::bf16>        40   0
-attention_forward_kernel<1>              96   0
-attention_forward_kernel<2>              96   0
-attention_forward_kernel<4>              96   0
 # attention_weights_kernel, attention_di_kernel: templated on the storage of q, k (dO, O): float or bf16
 attention_weights_kernel<float>          72   0
 attention_weights_kernel<nf::ops::bf16>  72   0
 attention_di_kernel<float>               80   0
 attention_di_kernel<nf::ops::bf16>       80   0
-attention_dkdv_kernel<1>                 128  0
-attention_dkdv_kernel<2>                 128  0
-attention_dkdv_kernel<4>                 128  0
-attention_dq_kernel<1>                   96   0
-attention_dq_kernel<2>                   96   0
-attention_dq_kernel<4>                   96   0
 add_kernel<float>                        40   0
 add_kernel<nf::ops::bf16>                40   0
 channel_scale_kernel<float>              40   0
@@ -147,7 +138,7 @@ mse_mean_kernel                          40   256
 softmax_kernel                           40   128
 topk_kernel                              40   256
 # The last template argument of the flash kernels: attention dropout compiled in (true) or not (false).
-# flash_forward_kernel (flash_attention_forward.cu, the bf16 / tf32 attention core): 4 warps of two 16-row
+# flash_forward_kernel (flash_attention_forward.cu, the attention core at every precision): 4 warps of two 16-row
 # blocks, each block with a 16 x DP fp32 output (DP/2 registers at head width DP) and a 16 x R score tile
 # (R/2), plus operand fragments and running max and sum: up to the 255 that __launch_bounds__(128, 2)
 # allows (2 CTAs per SM); shared memory is dynamic (Q tile and the K, V stream, sized at launch, at most
@@ -168,6 +159,15 @@ flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false> 255  0
 flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true> 255  0
 flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, false> 255  0
 flash_forward_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true> 255  0
+# flash_forward_kernel at precision fp32 (Fp32Mma, 3xTF32): the tf32 kernel with fragments of big and small halves (twice the operand registers)
+flash_forward_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, true> 255  0
+flash_forward_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, false> 255  0
+flash_forward_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, true> 255  0
 # flash_forward_kernel on bf16 storage (the attention layer at precision bf16: S = O = bfloat16 bits, operand tiles copied straight
 # from global memory, outputs rounded to bf16): the same registers as on float storage, same budget
 flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false> 255  0
@@ -196,6 +196,15 @@ flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true>  255  0
 flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, false> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true> 255  0
+# flash_dkdv_kernel at precision fp32 (Fp32Mma, 3xTF32): the tf32 kernel with fragments of big and small halves (twice the operand registers)
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, true>  255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, true> 255  0
 # flash_dkdv_kernel on bf16 storage: as on float storage
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true> 255  0
@@ -223,6 +232,15 @@ flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false>   208  0
 flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true>    208  0
 flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, false>  208  0
 flash_dq_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true>   208  0
+# flash_dq_kernel at precision fp32 (Fp32Mma, 3xTF32): the tf32 kernel with fragments of big and small halves (twice the operand registers)
+flash_dq_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, false>   208  0
+flash_dq_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, true>    208  0
+flash_dq_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, false>  208  0
+flash_dq_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, true>   208  0
 # flash_dq_kernel on bf16 storage: as on float storage
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false> 208  0
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true> 208  0

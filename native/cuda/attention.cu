@@ -1,8 +1,9 @@
-// Multi-head attention on the GPU: a FlashAttention-2 style core, forward and backward, and the
-// fused layer around it (QKV projection, core, output projection). This file holds the fp32 core on
-// CUDA cores; the op's precision 'bf16' or 'tf32' sends the core to the tensor-core kernels of
-// flash_attention_forward.cu / flash_attention_backward.cu (same masks, dropout stream, lse and
-// outputs; the Di pass and the optional weights output below serve both).
+// Multi-head attention on the GPU: the attention core's host side, forward and backward, and the
+// fused layer around it (QKV projection, core, output projection). The core's products run on tensor
+// cores at every precision (flash_attention_forward.cu / flash_attention_backward.cu): 'bf16' and
+// 'tf32' round their operands, 'fp32' computes them by the 3xTF32 split (flash_attention.cuh,
+// Fp32Mma). This file holds what every precision shares: the checks, the Di pass of the backward and
+// the optional weights output.
 // Math (per batch b and head h; scale = the layer's scale param, by default 1/sqrt(Dh)):
 //   S = scale Q Kᵀ with blocked pairs set to -inf; P = softmax over each row of S (a row whose keys
 //   are all blocked gives P = 0, lse = -inf); O = (P ∘ Z) V, Z the dropout mask scaled by 1/(1-p).
@@ -12,18 +13,8 @@
 //   (AttentionLayout); lse and Di [B, H, Tq]; weights [B, H, Tq, Tk]. Dropout element
 //   ((b*H + h)*Tq + i)*Tk + j of the Philox stream (seed, offset), as on the CPU.
 // Dimension key: B batch, H heads, Tq/Tk query/key lengths, Dh head width (≤ 128), D = H*Dh.
-// Kernels (blocks of 4 warps; lanes hold head-width columns d = lane + 32c, c < C = ⌈Dh/32⌉):
-//   forward: a block takes 16 queries (4 per warp) of one (b, h) and walks the keys in tiles of 32
-//     staged in shared memory; lane j scores key j against each of the warp's rows, the warp keeps
-//     each row's running max m and sum l (online softmax: the accumulated output is rescaled by
-//     exp(m_old - m_new) when the max grows) and adds P V from shared memory (tile_accumulate, the
-//     same product as dQ's dS K). No Tq x Tk matrix
-//     exists; lse = m + log l is saved. Causal: key tiles beyond the block's last query are skipped.
-//   backward, deterministic and without atomics, in three kernels: Di = rowsum(dO ∘ O) (a warp per
-//     row); dK, dV by key tiles (a block owns 32 keys, 8 per warp, and walks the query tiles:
-//     lane i recomputes P and dS for query i against the warp's keys, then the warp accumulates the
-//     keys' dK, dV rows); dQ by query tiles (the forward's shape, accumulating dS K).
-//   Shared-memory rows read by lanes of different rows use an odd stride (no bank conflicts).
+// Kernels here (blocks of 4 warps): Di = rowsum(dO ∘ O), a warp per row; the weights, a block per
+//   (query, head, batch) recomputing its row of P from the saved lse.
 #include "attention.h"
 
 #include <cmath>
@@ -39,139 +30,9 @@ namespace nf::cuda {
 namespace {
 
 constexpr int kWarps = 4, kThreads = kWarps * kWarp;
-constexpr int kRows = 4;                           // forward / dq: query rows per warp
-constexpr int kBQ = kWarps * kRows;                // forward / dq: queries per block
-constexpr int kBK = kWarp;                         // forward / dq: keys per tile (one per lane)
-constexpr int kKeysPerWarp = 8;                    // dk/dv: keys per warp
-constexpr int kBKb = kWarps * kKeysPerWarp;        // dk/dv: keys per block
-constexpr int kBQb = kWarp;                        // dk/dv: queries per tile (one per lane)
 constexpr int kMaxDh = 128;
-// Blocks per SM the kernels' registers must allow: 5 (at most 96 registers a thread), 4 for dK/dV
-// (128: its 2 x 8 keys' accumulators). Saying so also keeps ptxas from trading a few spills for
-// occupancy, which it otherwise did on sm_89.
-constexpr int kMinBlocks = 5, kMinBlocksDkdv = 4;
-
-__host__ __device__ __forceinline__ int odd_stride(int Dh) { return Dh | 1; }
-__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-
-// Rows [t0, t0 + rows) of a head's [T, Dh] view into shared memory with row stride ld (times
-// scale; zeros past T). A thread issues 8 loads before their stores: a store to shared memory could
-// alias the next load as far as the compiler knows, so one load per store would wait out each load's
-// latency in turn (the tensor-core kernels measured that on an H200: flash_attention.cuh load_rows).
-__device__ __forceinline__ void load_rows(float* dst, int ld, const float* src, int64_t row_stride, int t0, int rows,
-                                          int T, int Dh, float scale) {
-  constexpr int kBatch = 8;
-  const int n = rows * Dh, step = int(blockDim.x);
-  for (int e0 = int(threadIdx.x); e0 < n; e0 += kBatch * step) {
-    float x[kBatch];
-#pragma unroll
-    for (int k = 0; k < kBatch; ++k) {
-      const int e = e0 + k * step, r = e / Dh, d = e % Dh, t = t0 + r;
-      x[k] = e < n && t < T ? scale * src[int64_t(t) * row_stride + d] : 0.0f;
-    }
-#pragma unroll
-    for (int k = 0; k < kBatch; ++k) {
-      const int e = e0 + k * step;
-      if (e < n) dst[e / Dh * ld + e % Dh] = x[k];
-    }
-  }
-}
-
-// acc[r][c] += Σ_{jj < jn} W[r·kBK + jj] · X[jj·ld + lane + 32c] for the warp's kRows rows (columns
-// past Dh read as 0): the one tile product of the forward (O += (P∘Z) V) and of dQ (dQ += dS K), W
-// the warp's [kRows][kBK] weights and X a [kBK][ld] tile of keys' rows, both in shared memory.
-template <int C>
-__device__ __forceinline__ void tile_accumulate(float (&acc)[kRows][C], const float* W, const float* X, int ld, int jn,
-                                                int Dh, int lane) {
-  for (int jj = 0; jj < jn; ++jj) {
-    float xj[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) xj[c] = lane + kWarp * c < Dh ? X[jj * ld + lane + kWarp * c] : 0.0f;
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const float w = W[r * kBK + jj];
-#pragma unroll
-      for (int c = 0; c < C; ++c) acc[r][c] = fmaf(w, xj[c], acc[r][c]);
-    }
-  }
-}
-
-// ---- forward ----------------------------------------------------------------------------------
-// Shared memory (floats): Ks [kBK][odd(Dh)], Vs [kBK][Dh], Qs [kBQ][Dh] (scaled), Ps [kWarps][kRows][kBK].
-size_t forward_smem(int Dh) {
-  return sizeof(float) * size_t(kBK * odd_stride(Dh) + kBK * Dh + kBQ * Dh + kWarps * kRows * kBK);
-}
-
-template <int C>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) attention_forward_kernel(float* o, float* lse, CoreArgs a) {
-  NF_DYNAMIC_SHARED(float, smem);
-  const int Dh = a.Dh, ks = odd_stride(Dh);
-  float* Ks = smem;
-  float* Vs = Ks + kBK * ks;
-  float* Qs = Vs + kBK * Dh;
-  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
-  float* P = Qs + kBQ * Dh + warp * kRows * kBK;
-  const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int i0 = int(blockIdx.x) * kBQ;
-  const float* k = head_rows(a.k, a.lk, b, h);
-  const float* v = head_rows(a.v, a.lv, b, h);
-  load_rows(Qs, Dh, head_rows(a.q, a.lq, b, h), a.lq.row, i0, kBQ, a.Tq, Dh, a.scale);
-
-  float m[kRows], l[kRows], acc[kRows][C];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    m[r] = -INFINITY;
-    l[r] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < C; ++c) acc[r][c] = 0.0f;
-  }
-  const int key_end = a.causal ? imin(a.Tk, i0 + kBQ) : a.Tk;
-  for (int j0 = 0; j0 < key_end; j0 += kBK) {
-    __syncthreads();  // Q is stored; every warp is done with the previous K, V tiles
-    load_rows(Ks, ks, k, a.lk.row, j0, kBK, a.Tk, Dh, 1.0f);
-    load_rows(Vs, Dh, v, a.lv.row, j0, kBK, a.Tk, Dh, 1.0f);
-    __syncthreads();
-    const int j = j0 + lane;
-    const float* qw = Qs + warp * kRows * Dh;
-    float sc[kRows];  // lane j's scores against the warp's rows: one read of K serves them all
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) sc[r] = 0.0f;
-    for (int d = 0; d < Dh; ++d) {
-      const float kd = Ks[lane * ks + d];
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) sc[r] = fmaf(qw[r * Dh + d], kd, sc[r]);
-    }
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const int i = i0 + warp * kRows + r;
-      const float s = is_blocked(a, b, i, j) ? -INFINITY : sc[r];
-      const float m_new = fmaxf(m[r], warp_max(s));
-      const float p = s == -INFINITY ? 0.0f : expf(s - m_new);
-      const float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
-      l[r] = fmaf(l[r], alpha, warp_sum(p));
-      m[r] = m_new;
-      P[r * kBK + lane] = p == 0.0f ? 0.0f : p * keep_scale(a, b, h, i, j);
-#pragma unroll
-      for (int c = 0; c < C; ++c) acc[r][c] *= alpha;
-    }
-    __syncwarp();  // the warp's P rows are complete
-    tile_accumulate(acc, P, Vs, Dh, imin(kBK, a.Tk - j0), Dh, lane);
-  }
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const int i = i0 + warp * kRows + r;
-    if (i >= a.Tq) continue;
-    const bool open = l[r] > 0.0f;  // some key is attended
-    const float inv = open ? 1.0f / l[r] : 0.0f;
-    float* orow = o + b * a.lo.batch + i * a.lo.row + h * a.lo.head;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int d = lane + kWarp * c;
-      if (d < Dh) orow[d] = acc[r][c] * inv;
-    }
-    if (lane == 0) lse[(b * a.H + h) * a.Tq + i] = open ? m[r] + logf(l[r]) : -INFINITY;
-  }
-}
+// Blocks per SM the kernels' registers must allow (at most 96 registers a thread).
+constexpr int kMinBlocks = 5;
 
 // weights[b, h, i, :] = exp(scale q_i·k_j − lse_i) (0 where blocked): a block per (i, h, b). q, k
 // (layouts a.lq, a.lk) of storage S (float or bf16); weights and lse fp32.
@@ -208,186 +69,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   if (lane == 0) di[row] = s;
 }
 
-// Shared memory (floats): Ks, Vs [kBKb][Dh]; Qs, dOs [kBQb][odd(Dh)]; PZ, DS [kWarps][kKeysPerWarp][kBQb];
-// Ls, Ds [kBQb].
-size_t dkdv_smem(int Dh) {
-  return sizeof(float) *
-         size_t(2 * kBKb * Dh + 2 * kBQb * odd_stride(Dh) + 2 * kWarps * kKeysPerWarp * kBQb + 2 * kBQb);
-}
-
-template <int C>
-__global__ void __launch_bounds__(kThreads, kMinBlocksDkdv)
-    attention_dkdv_kernel(float* dk, float* dv, AttentionLayout ldk, AttentionLayout ldv, const float* dout,
-                          const float* lse, const float* di, CoreArgs a) {
-  NF_DYNAMIC_SHARED(float, smem);
-  const int Dh = a.Dh, qs = odd_stride(Dh);
-  float* Ks = smem;
-  float* Vs = Ks + kBKb * Dh;
-  float* Qs = Vs + kBKb * Dh;
-  float* dOs = Qs + kBQb * qs;
-  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
-  float* PZ = dOs + kBQb * qs + warp * 2 * kKeysPerWarp * kBQb;  // this warp's P∘Z, then dS
-  float* DS = PZ + kKeysPerWarp * kBQb;
-  float* Ls = dOs + kBQb * qs + kWarps * 2 * kKeysPerWarp * kBQb;
-  float* Ds = Ls + kBQb;
-  const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int j0 = int(blockIdx.x) * kBKb;
-  const float* q = head_rows(a.q, a.lq, b, h);
-  const float* go = head_rows(dout, a.lo, b, h);
-  const int64_t lrow = (b * a.H + h) * a.Tq;
-  load_rows(Ks, Dh, head_rows(a.k, a.lk, b, h), a.lk.row, j0, kBKb, a.Tk, Dh, 1.0f);
-  load_rows(Vs, Dh, head_rows(a.v, a.lv, b, h), a.lv.row, j0, kBKb, a.Tk, Dh, 1.0f);
-
-  float acc_k[kKeysPerWarp][C], acc_v[kKeysPerWarp][C];
-#pragma unroll
-  for (int r = 0; r < kKeysPerWarp; ++r)
-#pragma unroll
-    for (int c = 0; c < C; ++c) acc_k[r][c] = acc_v[r][c] = 0.0f;
-  const int i_start = a.causal ? j0 / kBQb * kBQb : 0;  // earlier queries see none of these keys
-  for (int i0 = i_start; i0 < a.Tq; i0 += kBQb) {
-    __syncthreads();  // K, V are stored; every warp is done with the previous Q, dO tiles
-    load_rows(Qs, qs, q, a.lq.row, i0, kBQb, a.Tq, Dh, 1.0f);
-    load_rows(dOs, qs, go, a.lo.row, i0, kBQb, a.Tq, Dh, 1.0f);
-    for (int r = int(threadIdx.x); r < kBQb; r += int(blockDim.x)) {
-      Ls[r] = i0 + r < a.Tq ? lse[lrow + i0 + r] : -INFINITY;
-      Ds[r] = i0 + r < a.Tq ? di[lrow + i0 + r] : 0.0f;
-    }
-    __syncthreads();
-    // Lane = query i0 + lane against the warp's keys.
-    float s[kKeysPerWarp], dp[kKeysPerWarp];
-#pragma unroll
-    for (int r = 0; r < kKeysPerWarp; ++r) s[r] = dp[r] = 0.0f;
-    const float* kw = Ks + warp * kKeysPerWarp * Dh;
-    const float* vw = Vs + warp * kKeysPerWarp * Dh;
-    for (int d = 0; d < Dh; ++d) {
-      const float qd = Qs[lane * qs + d], gd = dOs[lane * qs + d];
-#pragma unroll
-      for (int r = 0; r < kKeysPerWarp; ++r) {
-        s[r] = fmaf(qd, kw[r * Dh + d], s[r]);
-        dp[r] = fmaf(gd, vw[r * Dh + d], dp[r]);
-      }
-    }
-    const int i = i0 + lane;
-    const float L = Ls[lane], Di = Ds[lane];
-#pragma unroll
-    for (int r = 0; r < kKeysPerWarp; ++r) {
-      const int j = j0 + warp * kKeysPerWarp + r;
-      const float p = L == -INFINITY || is_blocked(a, b, i, j) ? 0.0f : expf(a.scale * s[r] - L);
-      const float z = p == 0.0f ? 0.0f : keep_scale(a, b, h, i, j);
-      PZ[r * kBQb + lane] = p * z;
-      DS[r * kBQb + lane] = p * (z * dp[r] - Di);
-    }
-    __syncwarp();  // the warp's P∘Z and dS columns are complete
-    const int in = imin(kBQb, a.Tq - i0);
-    for (int ii = 0; ii < in; ++ii) {
-      float gi[C], qi[C];
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const int d = lane + kWarp * c;
-        gi[c] = d < Dh ? dOs[ii * qs + d] : 0.0f;
-        qi[c] = d < Dh ? Qs[ii * qs + d] : 0.0f;
-      }
-#pragma unroll
-      for (int r = 0; r < kKeysPerWarp; ++r) {
-        const float pz = PZ[r * kBQb + ii], ds = DS[r * kBQb + ii];
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          acc_v[r][c] = fmaf(pz, gi[c], acc_v[r][c]);
-          acc_k[r][c] = fmaf(ds, qi[c], acc_k[r][c]);
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < kKeysPerWarp; ++r) {
-    const int j = j0 + warp * kKeysPerWarp + r;
-    if (j >= a.Tk) continue;
-    float* dkr = dk + b * ldk.batch + j * ldk.row + h * ldk.head;
-    float* dvr = dv + b * ldv.batch + j * ldv.row + h * ldv.head;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int d = lane + kWarp * c;
-      if (d < Dh) {
-        dkr[d] = a.scale * acc_k[r][c];
-        dvr[d] = acc_v[r][c];
-      }
-    }
-  }
-}
-
-// Shared memory (floats): Ks, Vs [kBK][odd(Dh)]; Qs, dOs [kBQ][Dh]; DS [kWarps][kRows][kBK].
-size_t dq_smem(int Dh) { return sizeof(float) * size_t(2 * kBK * odd_stride(Dh) + 2 * kBQ * Dh + kWarps * kRows * kBK); }
-
-template <int C>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-    attention_dq_kernel(float* dq, const float* dout, const float* lse, const float* di, CoreArgs a) {
-  NF_DYNAMIC_SHARED(float, smem);
-  const int Dh = a.Dh, ks = odd_stride(Dh);
-  float* Ks = smem;
-  float* Vs = Ks + kBK * ks;
-  float* Qs = Vs + kBK * ks;
-  float* dOs = Qs + kBQ * Dh;
-  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
-  float* DS = dOs + kBQ * Dh + warp * kRows * kBK;
-  const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int i0 = int(blockIdx.x) * kBQ;
-  const float* k = head_rows(a.k, a.lk, b, h);
-  const float* v = head_rows(a.v, a.lv, b, h);
-  load_rows(Qs, Dh, head_rows(a.q, a.lq, b, h), a.lq.row, i0, kBQ, a.Tq, Dh, 1.0f);
-  load_rows(dOs, Dh, head_rows(dout, a.lo, b, h), a.lo.row, i0, kBQ, a.Tq, Dh, 1.0f);
-  float L[kRows], Di[kRows], acc[kRows][C];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const int i = i0 + warp * kRows + r;
-    const int64_t row = (b * a.H + h) * a.Tq + i;
-    L[r] = i < a.Tq ? lse[row] : -INFINITY;
-    Di[r] = i < a.Tq ? di[row] : 0.0f;
-#pragma unroll
-    for (int c = 0; c < C; ++c) acc[r][c] = 0.0f;
-  }
-  const int key_end = a.causal ? imin(a.Tk, i0 + kBQ) : a.Tk;
-  for (int j0 = 0; j0 < key_end; j0 += kBK) {
-    __syncthreads();  // Q, dO are stored; every warp is done with the previous K, V tiles
-    load_rows(Ks, ks, k, a.lk.row, j0, kBK, a.Tk, Dh, 1.0f);
-    load_rows(Vs, ks, v, a.lv.row, j0, kBK, a.Tk, Dh, 1.0f);
-    __syncthreads();
-    const int j = j0 + lane;
-    const float* qw = Qs + warp * kRows * Dh;
-    const float* gw = dOs + warp * kRows * Dh;
-    float s[kRows], dp[kRows];  // lane j against the warp's rows: one read of K, V serves them all
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) s[r] = dp[r] = 0.0f;
-    for (int d = 0; d < Dh; ++d) {
-      const float kd = Ks[lane * ks + d], vd = Vs[lane * ks + d];
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        s[r] = fmaf(qw[r * Dh + d], kd, s[r]);
-        dp[r] = fmaf(gw[r * Dh + d], vd, dp[r]);
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const int i = i0 + warp * kRows + r;
-      const float p = L[r] == -INFINITY || is_blocked(a, b, i, j) ? 0.0f : expf(a.scale * s[r] - L[r]);
-      const float z = p == 0.0f ? 0.0f : keep_scale(a, b, h, i, j);
-      DS[r * kBK + lane] = p * (z * dp[r] - Di[r]);
-    }
-    __syncwarp();  // the warp's dS rows are complete
-    tile_accumulate(acc, DS, Ks, ks, imin(kBK, a.Tk - j0), Dh, lane);
-  }
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const int i = i0 + warp * kRows + r;
-    if (i >= a.Tq) continue;
-    float* dqr = dq + b * a.lq.batch + i * a.lq.row + h * a.lq.head;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int d = lane + kWarp * c;
-      if (d < Dh) dqr[d] = a.scale * acc[r][c];
-    }
-  }
-}
-
 // ---- host side --------------------------------------------------------------------------------
 Status core_check(const char* op, const AttentionCoreDims& d) {
   NF_CHECK(d.B >= 0 && d.H >= 0 && d.Tq >= 0 && d.Tk >= 0, op, "B, H, Tq and Tk must be non-negative");
@@ -397,9 +78,6 @@ Status core_check(const char* op, const AttentionCoreDims& d) {
   NF_CHECK(d.dropout.p >= 0.0f && d.dropout.p < 1.0f, op, "dropout p must be in [0, 1)");
   return Status::Ok();
 }
-
-// Column groups per lane: the kernels' template argument.
-int column_groups(int64_t Dh) { return Dh <= 32 ? 1 : Dh <= 64 ? 2 : 4; }
 
 }  // namespace
 
@@ -457,12 +135,7 @@ Status attention_core_forward(float* o, float* lse, float* weights, const float*
                               const AttentionMasks& masks, AttentionCoreDims d, ops::Precision precision) {
   const CoreArgs a = core_args(q, k, v, masks, d);
   return core_forward(a, lse, weights, q, k, d, [&](cudaStream_t s) -> Status {
-    if (precision != ops::Precision::fp32) return flash_attention_forward(o, lse, a, precision, s);
-    const int C = column_groups(d.Dh);
-    auto kernel = C == 1 ? attention_forward_kernel<1> : C == 2 ? attention_forward_kernel<2> : attention_forward_kernel<4>;
-    const dim3 grid(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B));
-    NF_CUDA_TRY("attention_core_forward", launch(kernel, grid, dim3(kThreads), forward_smem(a.Dh), s, o, lse, a));
-    return Status::Ok();
+    return flash_attention_forward(o, lse, a, precision, s);
   });
 }
 
@@ -497,17 +170,7 @@ Status attention_core_backward(float* dq, float* dk, float* dv, const float* dou
                                AttentionCoreDims d, ops::Precision precision) {
   const CoreArgs a = core_args(q, k, v, masks, d);
   return core_backward(a, dout, o, d, [&](const float* di, cudaStream_t s) -> Status {
-    const char* op = "attention_core_backward";
-    if (precision != ops::Precision::fp32)
-      return flash_attention_backward(dq, dk, dv, d.k, d.v, dout, lse, di, a, precision, s);
-    const int C = column_groups(d.Dh);
-    auto dkdv = C == 1 ? attention_dkdv_kernel<1> : C == 2 ? attention_dkdv_kernel<2> : attention_dkdv_kernel<4>;
-    auto dqk = C == 1 ? attention_dq_kernel<1> : C == 2 ? attention_dq_kernel<2> : attention_dq_kernel<4>;
-    NF_CUDA_TRY(op, launch(dkdv, dim3(unsigned(ceil_div(d.Tk, kBKb)), unsigned(d.H), unsigned(d.B)), dim3(kThreads),
-                           dkdv_smem(a.Dh), s, dk, dv, d.k, d.v, dout, lse, di, a));
-    NF_CUDA_TRY(op, launch(dqk, dim3(unsigned(ceil_div(d.Tq, kBQ)), unsigned(d.H), unsigned(d.B)), dim3(kThreads),
-                           dq_smem(a.Dh), s, dq, dout, lse, di, a));
-    return Status::Ok();
+    return flash_attention_backward(dq, dk, dv, d.k, d.v, dout, lse, di, a, precision, s);
   });
 }
 

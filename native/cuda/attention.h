@@ -1,7 +1,7 @@
 // Multi-head attention on the GPU: the FlashAttention-2 style core (forward, backward) addressed
 // through explicit strides, and the layer ops of native/ops/attention.h (QKV projection, core,
 // output projection) built on it, on device pointers (masks included), queued on the backend's
-// stream. Head widths up to 128. The core runs on CUDA cores (fp32) or tensor cores (bf16, tf32).
+// stream. Head widths up to 128. The core runs on tensor cores at every precision.
 #pragma once
 #include <cstdint>
 
@@ -17,9 +17,9 @@ using ops::AttentionLayout;
 using ops::AttentionMasks;
 
 // Writes o, lse [B, H, Tq] (log Σ exp(score); -inf for a fully blocked row, whose o is 0) and,
-// when non-null, the pre-dropout weights [B, H, Tq, Tk]. precision: fp32 runs the CUDA-core kernels;
-// bf16 and tf32 the tensor-core kernels (flash_attention_forward.cu: Q, K, V and P rounded to the
-// operand type; scores, softmax and accumulators fp32).
+// when non-null, the pre-dropout weights [B, H, Tq, Tk]. precision: bf16 and tf32 round Q, K, V
+// and P to the operand type, fp32 computes the products by the 3xTF32 split (fp32 accuracy);
+// scores, softmax and accumulators are fp32 at every precision (flash_attention_forward.cu).
 Status attention_core_forward(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
                               const AttentionMasks& masks, AttentionCoreDims d,
                               ops::Precision precision = ops::Precision::fp32);

@@ -14,7 +14,8 @@
 //                                               register reuse: no shared-memory round trip for P)
 // Operand policies (Mma): Bf16Mma, mma.sync m16n8k16 bf16 x bf16 + fp32, fragments by ldmatrix
 // (.trans for the "k rows" operand), and Tf32Mma, m16n8k8 tf32 with the same structure, fragments
-// read from fp32 shared memory and rounded by cvt.rna.tf32. The accumulator of m16n8k16 is exactly
+// read from fp32 shared memory and rounded by cvt.rna.tf32; Fp32Mma, the same fragments split into
+// big + small tf32 halves, three mma.sync a product (3xTF32: fp32 accuracy for precision 'fp32'). The accumulator of m16n8k16 is exactly
 // an A fragment of the next product (columns 2t, 2t+1 of rows g, g+8 per 8 columns); for m16n8k8 it
 // is not, so Tf32Mma's a_acc relabels k (accumulator column 2t as the mma's k = t, 2t+1 as t + 4) and
 // its b_kn reads B's rows in the same order: the sum over k is the same, no shuffles.
@@ -102,7 +103,7 @@ __device__ __forceinline__ Op operand(float x) {
 // is row g + 8 (e >> 1), column 2t + (e & 1).
 struct Bf16Mma {
   using Op = uint16_t;
-  static constexpr int kK = 16;
+  static constexpr int kK = 16, kA = 4, kB = 2;
   // A (16 x 16) from a row-major operand tile, T at the fragment's (row 0, k 0).
   __device__ static void a_tile(uint32_t (&a)[4], const Op* T, int ld, int lane) {
     ldmatrix<4>(a, T + (lane % 16) * ld + (lane / 16) * 8);
@@ -131,30 +132,57 @@ struct Bf16Mma {
   }
 };
 
-struct Tf32Mma {
+// m16n8k8 tf32 for 'tf32' (kSplit false: each operand rounded to tf32, 10 mantissa bits) and for fp32
+// (kSplit true, Fp32Mma: the 3xTF32 split of CUTLASS's OpMultiplyAddFastF32). The split writes x as
+// big + small, big = tf32(x), small = tf32(x − big) (x − big is exact), and takes a·b as
+// big_a·small_b + small_a·big_b + big_a·big_b (small terms first; small_a·small_b, under 2^-22 of the
+// product, dropped): each product to ~2^-21 relative, below fp32's accumulation error over a row,
+// at a third of the tf32 tensor rate. Fragments hold raw fp32 bits then (kA = 4 big + 4 small).
+template <bool kSplit>
+struct TfMma {
   using Op = float;
-  static constexpr int kK = 8;
-  __device__ static uint32_t at(const float* T, int ld, int row, int col) { return to_tf32(T[row * ld + col]); }
-  __device__ static void a_tile(uint32_t (&a)[4], const Op* T, int ld, int lane) {
+  static constexpr int kK = 8, kA = kSplit ? 8 : 4, kB = kSplit ? 4 : 2;
+  // Register i of a fragment from x (kSplit: big at i, small at i + n, n the fragment's size).
+  template <int n>
+  __device__ static void set(uint32_t* f, int i, float x) {
+    if constexpr (kSplit) {
+      f[i] = to_tf32(x);
+      f[i + n] = to_tf32(x - __uint_as_float(f[i]));
+    } else {
+      f[i] = to_tf32(x);
+    }
+  }
+  __device__ static void a_tile(uint32_t (&a)[kA], const Op* T, int ld, int lane) {
     const int g = lane >> 2, t = lane & 3;
-    a[0] = at(T, ld, g, t), a[1] = at(T, ld, g + 8, t), a[2] = at(T, ld, g, t + 4), a[3] = at(T, ld, g + 8, t + 4);
+    set<4>(a, 0, T[g * ld + t]), set<4>(a, 1, T[(g + 8) * ld + t]);
+    set<4>(a, 2, T[g * ld + t + 4]), set<4>(a, 3, T[(g + 8) * ld + t + 4]);
   }
   // k = t is accumulator column 2t, k = t + 4 column 2t + 1 (b_kn reads B in that order).
-  __device__ static void a_acc(uint32_t (&a)[4], const float (*c)[4]) {
-    a[0] = to_tf32(c[0][0]), a[1] = to_tf32(c[0][2]), a[2] = to_tf32(c[0][1]), a[3] = to_tf32(c[0][3]);
+  __device__ static void a_acc(uint32_t (&a)[kA], const float (*c)[4]) {
+    set<4>(a, 0, c[0][0]), set<4>(a, 1, c[0][2]), set<4>(a, 2, c[0][1]), set<4>(a, 3, c[0][3]);
   }
-  __device__ static void b_nk(uint32_t (&b)[2][2], const Op* T, int ld, int lane) {
+  __device__ static void b_nk(uint32_t (&b)[2][kB], const Op* T, int ld, int lane) {
     const int g = lane >> 2, t = lane & 3;
-    for (int j = 0; j < 2; ++j) b[j][0] = at(T, ld, 8 * j + g, t), b[j][1] = at(T, ld, 8 * j + g, t + 4);
+    for (int j = 0; j < 2; ++j) set<2>(b[j], 0, T[(8 * j + g) * ld + t]), set<2>(b[j], 1, T[(8 * j + g) * ld + t + 4]);
   }
-  __device__ static void b_kn(uint32_t (&b)[2][2], const Op* T, int ld, int lane) {
+  __device__ static void b_kn(uint32_t (&b)[2][kB], const Op* T, int ld, int lane) {
     const int g = lane >> 2, t = lane & 3;
-    for (int j = 0; j < 2; ++j) b[j][0] = at(T, ld, 2 * t, 8 * j + g), b[j][1] = at(T, ld, 2 * t + 1, 8 * j + g);
+    for (int j = 0; j < 2; ++j) set<2>(b[j], 0, T[2 * t * ld + 8 * j + g]), set<2>(b[j], 1, T[(2 * t + 1) * ld + 8 * j + g]);
   }
-  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    mma_m16n8k8_tf32(d, a, b, d);
+  __device__ static void mma(float (&d)[4], const uint32_t (&a)[kA], const uint32_t (&b)[kB]) {
+    const uint32_t(&big_a)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&a[0]);
+    const uint32_t(&big_b)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
+    if constexpr (kSplit) {
+      const uint32_t(&small_a)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&a[4]);
+      const uint32_t(&small_b)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
+      mma_m16n8k8_tf32(d, big_a, small_b, d);
+      mma_m16n8k8_tf32(d, small_a, big_b, d);
+    }
+    mma_m16n8k8_tf32(d, big_a, big_b, d);
   }
 };
+struct Tf32Mma : TfMma<false> {};  // (named types, not aliases: kernel names in ptxas's report say which)
+struct Fp32Mma : TfMma<true> {};
 
 // Row and column, in the warp's 16 x N product, of accumulator element e of n8 tile n.
 __device__ __forceinline__ int acc_row(int lane, int e) { return (lane >> 2) + 8 * (e >> 1); }
@@ -191,12 +219,12 @@ __device__ __forceinline__ void mma_abt(float (&s)[MB][N / 8][4], const typename
   constexpr int ld = ld_of<typename Mma::Op, DP>();
 #pragma unroll
   for (int k = 0; k < DP; k += Mma::kK) {
-    uint32_t a[MB][4];
+    uint32_t a[MB][Mma::kA];
 #pragma unroll
     for (int m = 0; m < MB; ++m) Mma::a_tile(a[m], A + m * kWarpRows * ld + k, ld, lane);
 #pragma unroll
     for (int n = 0; n < N / 8; n += 2) {
-      uint32_t b[2][2];
+      uint32_t b[2][Mma::kB];
       Mma::b_nk(b, B + n * 8 * ld + k, ld, lane);
 #pragma unroll
       for (int m = 0; m < MB; ++m) {
@@ -214,12 +242,12 @@ __device__ __forceinline__ void mma_pb(float (&acc)[MB][DP / 8][4], const float 
   constexpr int ld = ld_of<typename Mma::Op, DP>();
 #pragma unroll
   for (int k = 0; k < K; k += Mma::kK) {
-    uint32_t a[MB][4];
+    uint32_t a[MB][Mma::kA];
 #pragma unroll
     for (int m = 0; m < MB; ++m) Mma::a_acc(a[m], &p[m][k / 8]);
 #pragma unroll
     for (int n = 0; n < DP / 8; n += 2) {
-      uint32_t b[2][2];
+      uint32_t b[2][Mma::kB];
       Mma::b_kn(b, B + k * ld + n * 8, ld, lane);
 #pragma unroll
       for (int m = 0; m < MB; ++m) {

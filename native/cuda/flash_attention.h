@@ -1,7 +1,7 @@
 // The tensor-core attention core (flash_attention_forward.cu, flash_attention_backward.cu): what
-// attention.cu's attention_core_forward / attention_core_backward run for the 'bf16' and 'tf32'
-// precisions (the fp32 kernels stay in attention.cu). Same arguments, masks, dropout stream and
-// outputs as the fp32 kernels; head widths up to 128. Storage float (any precision's layer at fp32
+// attention.cu's attention_core_forward / attention_core_backward run at every precision ('bf16',
+// 'tf32', and 'fp32' by the 3xTF32 split). Masks, dropout stream and outputs as attention.cu
+// describes; head widths up to 128. Storage float (any precision's layer at fp32
 // storage), or bf16 (the layer's bf16 storage: bf16 operands whatever the caller's precision).
 #pragma once
 #include "../ops/precision.h"
@@ -10,7 +10,7 @@
 namespace nf::cuda {
 
 // o (layout a.lo) and lse [B, H, Tq] (natural log; -inf for a fully blocked row, whose o is 0).
-// precision: bf16 or tf32.
+// precision: bf16, tf32 or fp32 (flash_attention.cuh: Bf16Mma, Tf32Mma, Fp32Mma).
 Status flash_attention_forward(float* o, float* lse, const CoreArgs& a, ops::Precision precision, cudaStream_t s);
 // bf16 storage (precision 'bf16'): q, k, v (a.lq, a.lk, a.lv; a.q, a.k, a.v are not read) and o
 // bfloat16 bits, read straight into the bf16 operand tiles; o rounded to nearest even; lse fp32.

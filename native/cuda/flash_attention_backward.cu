@@ -1,7 +1,8 @@
-// Attention backward on tensor cores ('bf16': mma.sync m16n8k16; 'tf32': m16n8k8), FlashAttention-2's
+// Attention backward on tensor cores ('bf16': mma.sync m16n8k16; 'tf32': m16n8k8; 'fp32': m16n8k8 by
+// the 3xTF32 split), FlashAttention-2's
 // algorithm with the tile machinery of flash_attention.cuh.
 // Math (per batch b and head h; P recomputed from Q, K and the forward's lse; Z the dropout mask
-// scaled by 1/(1-p); Di = rowsum(dO ∘ O), computed by attention.cu's fp32 kernel):
+// scaled by 1/(1-p); Di = rowsum(dO ∘ O), computed by attention.cu's Di kernel):
 //   dV = (P ∘ Z)ᵀ dO;  dP = dO Vᵀ;  dS = P ∘ (Z ∘ dP − Di);  dK = scale dSᵀ Q;  dQ = scale dS K.
 // Layout: Q, K, V, dO and the gradients [B, T, H, Dh] views (ops::AttentionLayout); lse, Di [B, H, Tq].
 // Dimension key: B batch, H heads, Tq/Tk query/key lengths, Dh head width, DP padded width, R rows
@@ -251,9 +252,11 @@ Status launch_backward(O* dq, O* dk, O* dv, const ops::AttentionLayout& ldk, con
 Status flash_attention_backward(float* dq, float* dk, float* dv, const ops::AttentionLayout& ldk,
                                 const ops::AttentionLayout& ldv, const float* dout, const float* lse, const float* di,
                                 const CoreArgs& a, ops::Precision precision, cudaStream_t s) {
-  return precision == ops::Precision::bf16
-             ? launch_backward<Bf16Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a.q, a.k, a.v, a, s)
-             : launch_backward<Tf32Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a.q, a.k, a.v, a, s);
+  switch (precision) {
+    case ops::Precision::bf16: return launch_backward<Bf16Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a.q, a.k, a.v, a, s);
+    case ops::Precision::tf32: return launch_backward<Tf32Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a.q, a.k, a.v, a, s);
+    default: return launch_backward<Fp32Mma>(dq, dk, dv, ldk, ldv, dout, lse, di, a.q, a.k, a.v, a, s);
+  }
 }
 
 Status flash_attention_backward(uint16_t* dq, uint16_t* dk, uint16_t* dv, const ops::AttentionLayout& ldk,

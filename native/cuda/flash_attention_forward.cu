@@ -1,9 +1,10 @@
-// Attention forward on tensor cores ('bf16': mma.sync m16n8k16 bf16 x bf16 + fp32; 'tf32': m16n8k8),
+// Attention forward on tensor cores ('bf16': mma.sync m16n8k16 bf16 x bf16 + fp32; 'tf32': m16n8k8;
+// 'fp32': m16n8k8 by the 3xTF32 split, flash_attention.cuh's Fp32Mma),
 // FlashAttention-2's algorithm with the tile machinery of flash_attention.cuh.
 // Math (per batch b and head h): S = scale Q Kᵀ with blocked pairs -inf; P = softmax(S) per row;
 // O = (P ∘ Z) V (Z the dropout mask scaled by 1/(1-p)); lse = log Σ exp(S) per row (-inf and O = 0
-// for a row whose keys are all blocked), as attention.cu's fp32 kernel. Q, K, V enter the products
-// rounded to the precision's operand type; scores, softmax statistics and accumulators are fp32.
+// for a row whose keys are all blocked), as attention.cu states. Q, K, V enter the products
+// rounded to the precision's operand type (fp32: as big + small tf32 pairs); scores, softmax statistics and accumulators are fp32.
 // Layout: Q, K, V, O [B, T, H, Dh] views with explicit strides (ops::AttentionLayout); lse [B, H, Tq].
 // Dimension key: B batch, H heads, Tq/Tk query/key lengths, Dh head width, DP padded width, R keys
 // per streamed tile.
@@ -125,8 +126,11 @@ Status launch_forward(O* o, float* lse, const S* q, const S* k, const S* v, cons
 }  // namespace
 
 Status flash_attention_forward(float* o, float* lse, const CoreArgs& a, ops::Precision precision, cudaStream_t s) {
-  return precision == ops::Precision::bf16 ? launch_forward<Bf16Mma>(o, lse, a.q, a.k, a.v, a, s)
-                                           : launch_forward<Tf32Mma>(o, lse, a.q, a.k, a.v, a, s);
+  switch (precision) {
+    case ops::Precision::bf16: return launch_forward<Bf16Mma>(o, lse, a.q, a.k, a.v, a, s);
+    case ops::Precision::tf32: return launch_forward<Tf32Mma>(o, lse, a.q, a.k, a.v, a, s);
+    default: return launch_forward<Fp32Mma>(o, lse, a.q, a.k, a.v, a, s);
+  }
 }
 
 Status flash_attention_forward(uint16_t* o, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,

@@ -1,8 +1,8 @@
 // Parity of the CUDA multi-head attention layer (self and cross, causal / key-padding / attention
 // masks, fully blocked rows, dropout, weights output, head widths 6 to 128) with the float64
 // reference native/cpu/ref/attention.h, which draws the same Philox dropout mask: a different mask
-// could not match. At precision 'fp32' (the CUDA-core kernels) and, for the tensor-core kernels of
-// flash_attention_*.cu, 'bf16' and 'tf32' with their own tolerances (Tolerance below). The
+// could not match. The core is flash_attention_*.cu's tensor-core kernels at every precision: 'fp32'
+// (3xTF32 products) at fp32's tolerances, 'bf16' and 'tf32' at their own (Tolerance below). The
 // projections run in fp32 here either way (the backend's own GEMM kernel: no cuBLASLt in this test),
 // so the errors are the attention core's. And the layer with bf16 storage (AttentionForward<bf16>,
 // precision 'bf16': x, memory, the saved qkv / q / kv and ctx, out and the activation gradients bf16,
@@ -176,7 +176,7 @@ NF_TEST(cuda_attention_parity) {
   for (const Case& c : cases) run_case(c);
 }
 
-// The tensor-core kernels at both reduced precisions: every native head width (32, 64, 96, 128), padded
+// The tensor-core kernels at every precision: every native head width (32, 64, 96, 128), padded
 // ones (12, 20, 40; 59, whose unaligned rows take the plain-load path instead of cp.async), every mask
 // kind, fully blocked rows, dropout, odd lengths (7, 33, 65, 197), cross-attention with Tk != Tq.
 NF_TEST(cuda_attention_tensor_core_parity) {
@@ -191,7 +191,7 @@ NF_TEST(cuda_attention_tensor_core_parity) {
       {2, 65, 130, 24, 2, true, false, true},                               // Dh 12, cross, Tk 130
       {1, 197, 197, 128, 1, false, true, true},                             // Dh 128, T 197, causal, padding
   };
-  for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32})
+  for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32, nf::ops::Precision::fp32})
     for (const Case& c : cases) run_case(c, p);
 }
 
@@ -216,8 +216,8 @@ NF_TEST(cuda_attention_bf16_storage_parity) {
 // The attention core on views the layer never makes: Q, K and V side by side in rows an odd number of
 // floats apart (no 16-byte rows: the tiles come by plain loads, not cp.async), O and dO in rows of
 // D + 1 floats, so every other output row is not 8-byte aligned and takes single-column stores
-// (store_rows), the gradients dQ, dK, dV in the rows of Q, K, V. The tensor-core kernels at 'bf16' and
-// 'tf32' against the fp32 CUDA-core ones on the same views, without and with causality (the band
+// (store_rows), the gradients dQ, dK, dV in the rows of Q, K, V. 'bf16' and 'tf32' against 'fp32'
+// (the same kernels with 3xTF32 products, checked against float64 by the suites above) on the same views, without and with causality (the band
 // masking of mask_tile, the idle warps), and the column past each row's heads left as it was: no
 // store reaches past a head.
 NF_TEST(cuda_attention_core_strided_views) {
