@@ -13,7 +13,8 @@
 #                                       memcheck) picks
 #                                       steps for a rerun (ours:fp32, ours:checks, ... one
 #                                       part of a step);
-#                                       NF_ATTENTION_ARGS goes to bench/gpu/attention_run.sh
+#                                       NF_ATTENTION_ARGS goes to bench/gpu/attention_run.sh;
+#                                       NF_PROFILE_BATCH the profile step's batch (default 8)
 #   bash scripts/gpu_bench.sh --dry     here: the same steps at tiny shapes on the emulator
 #                                       (npm run build:cuda:emu first), PyTorch's side only --help'd
 #                                       unless torch is importable; proves the script before a GPU is lent
@@ -138,7 +139,7 @@ step report 30 harness report "$plan" "$OUT/ours.jsonl" "$OUT/torch.jsonl" "$OUT
 if [ $dry = 0 ]; then
   # The attention table (issue 23): ours against PyTorch's SDPA on the card, with the carried binary.
   export NF_ATTENTION_BENCH="$bin/nf_cuda_attention_bench"
-  step attention 120 bash "$here/bench/gpu/attention_run.sh" ${NF_ATTENTION_ARGS:-} > "$OUT/attention.md" 2>> "$OUT/errors.log"
+  step attention 180 bash "$here/bench/gpu/attention_run.sh" ${NF_ATTENTION_ARGS:-} > "$OUT/attention.md" 2>> "$OUT/errors.log"
   # Instructions per mma.sync (HMMA) in the flash kernels' streamed-tile loops, from the sm_90 SASS of the
   # carried binary (no dropout; head widths 64 and 128; fp32 and bf16 storage): static and on the
   # shortest path through a tile, by kind (LDSM, LDS/STS, LDGSTS, BAR, integer and address arithmetic).
@@ -196,13 +197,14 @@ PY
   step sass_density 40 sass_density 2>> "$OUT/errors.log"
   step attention_ncu 60 attention_ncu
   step attention_sass 60 attention_sass
-  # GPU time per kernel, summed by name, over two eager bf16 ViT-B/16 B8 training steps (the second
-  # is the steady state; the first adds one-time casts and cuBLASLt's heuristics).
+  # GPU time per kernel, summed by name, over two eager bf16 ViT-B/16 training steps at batch
+  # NF_PROFILE_BATCH (default 8; the second step is the steady state, the first adds one-time casts and
+  # cuBLASLt's heuristics).
   profile() {
     local csv; csv=$(mktemp -p "$scratch")
     (cd "$hdir" && NF_CUDA_GRAPHS=0 ncu --metrics gpu__time_duration.sum --csv --print-units base \
       --print-kernel-base function $hcmd profile "$1") > "$csv" 2>> "$OUT/errors.log"
-    python3 - "$csv" >> "$OUT/profile.txt" <<'PY'
+    python3 - "$csv" "${NF_PROFILE_BATCH:-8}" >> "$OUT/profile.txt" <<'PY'
 import csv, sys, collections
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
 head, body = rows[0], rows[1:]
@@ -212,7 +214,7 @@ for r in body:
     total[r[name]] += float(r[value].replace(",", "")) / 1e6
     count[r[name]] += 1
 all_ms = sum(total.values())
-print(f"GPU time per kernel over 2 eager bf16 ViT-B/16 B8 training steps: {all_ms:.2f} ms in {sum(count.values())} launches")
+print(f"GPU time per kernel over 2 eager bf16 ViT-B/16 B{sys.argv[2]} training steps: {all_ms:.2f} ms in {sum(count.values())} launches")
 for k, ms in total.most_common(40):
     print(f"{ms:9.3f} ms {100 * ms / all_ms:5.1f}% {count[k]:5d}x  {k[:110]}")
 PY

@@ -10,6 +10,8 @@
 // deterministic column sums over dx.
 #include "activation.h"
 
+#include <type_traits>
+
 #include "activation.cuh"
 #include "bf16.cuh"
 #include "common.cuh"
@@ -22,65 +24,83 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 4096;
 
-// preact, when kept, holds h as stored (rounded to S), and y = act of that same value, so backward's
-// act'(preact) is the derivative at the point the forward used.
-template <class S>
-__device__ __forceinline__ float as_stored(float h) {
-  S t;
-  store(&t, h);
-  return load(&t);
+// preact, when kept, holds h as stored (as_stored: rounded to S), and y = act of that same value, so
+// backward's act'(preact) is the derivative at the point the forward used.
+
+// Runs f(std::integral_constant<Act, act>) for a kernel's act: each kernel's loop is compiled per
+// activation (no switch per element; one kernel still takes every act).
+template <class F>
+__device__ __forceinline__ void with_act(Act act, F f) {
+  switch (act) {
+    case Act::relu: return f(std::integral_constant<Act, Act::relu>());
+    case Act::gelu: return f(std::integral_constant<Act, Act::gelu>());
+    case Act::gelu_tanh: return f(std::integral_constant<Act, Act::gelu_tanh>());
+    case Act::silu: return f(std::integral_constant<Act, Act::silu>());
+    case Act::tanh: return f(std::integral_constant<Act, Act::tanh>());
+    default: return f(std::integral_constant<Act, Act::none>());
+  }
 }
 
 // 16-byte vectors (bf16.cuh Pack) when the arrays are aligned and a row is a whole number of vectors
 // (a vector then never straddles two rows and takes bias[c .. c + V)); element by element otherwise.
+// A thread's column c advances by its stride modulo n (one compare, no 64-bit division per vector).
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-    bias_act_forward_kernel(S* y, S* preact, const S* x, const float* bias, int64_t total, int n, Act act) {
+    bias_act_forward_kernel(S* y, S* preact, const S* x, const float* bias, int64_t total, int n, Act act_of_call) {
   constexpr int V = kPack<S>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x, first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (n % V == 0 && aligned16(y, preact, x)) {
-    for (int64_t i = first * V; i < total; i += step * V) {
-      float h[V];
-      load_pack(x, i, h);
-      const int c = int(i % n);
+  with_act(act_of_call, [&](auto act) {
+    if (n % V == 0 && aligned16(y, preact, x)) {
+      const int advance = int(step * V % n);
+      int c = int(first * V % n);
+      for (int64_t i = first * V; i < total; i += step * V) {
+        float h[V];
+        load_pack(x, i, h);
+        if (bias) {
 #pragma unroll
-      for (int j = 0; j < V; ++j) h[j] = bias ? h[j] + bias[c + j] : h[j];
-      if (preact) {
+          for (int j = 0; j < V; ++j) h[j] += bias[c + j];
+        }
+        if (preact) {
 #pragma unroll
-        for (int j = 0; j < V; ++j) h[j] = as_stored<S>(h[j]);
-        store_pack(preact, i, h);
+          for (int j = 0; j < V; ++j) h[j] = as_stored<S>(h[j]);
+          store_pack(preact, i, h);
+        }
+#pragma unroll
+        for (int j = 0; j < V; ++j) h[j] = act_forward(h[j], decltype(act)::value);
+        store_pack(y, i, h);
+        c += advance;
+        if (c >= n) c -= n;
       }
-#pragma unroll
-      for (int j = 0; j < V; ++j) h[j] = act_forward(h[j], act);
-      store_pack(y, i, h);
+      return;
     }
-    return;
-  }
-  for (int64_t i = first; i < total; i += step) {
-    float h = bias ? load(x + i) + bias[i % n] : load(x + i);
-    if (preact) {
-      h = as_stored<S>(h);
-      store(preact + i, h);
+    for (int64_t i = first; i < total; i += step) {
+      float h = bias ? load(x + i) + bias[i % n] : load(x + i);
+      if (preact) {
+        h = as_stored<S>(h);
+        store(preact + i, h);
+      }
+      store(y + i, act_forward(h, decltype(act)::value));
     }
-    store(y + i, act_forward(h, act));
-  }
+  });
 }
 
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-    bias_act_backward_kernel(S* dx, const S* dy, const S* preact, int64_t total, Act act) {
+    bias_act_backward_kernel(S* dx, const S* dy, const S* preact, int64_t total, Act act_of_call) {
   constexpr int V = kPack<S>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x, first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t bulk = aligned16(dx, dy, preact) ? total / V * V : 0;
-  for (int64_t i = first * V; i < bulk; i += step * V) {
-    float g[V], h[V];
-    load_pack(dy, i, g);
-    load_pack(preact, i, h);
+  with_act(act_of_call, [&](auto act) {
+    for (int64_t i = first * V; i < bulk; i += step * V) {
+      float g[V], h[V];
+      load_pack(dy, i, g);
+      load_pack(preact, i, h);
 #pragma unroll
-    for (int j = 0; j < V; ++j) g[j] *= act_derivative(h[j], act);
-    store_pack(dx, i, g);
-  }
-  for (int64_t i = bulk + first; i < total; i += step) store(dx + i, load(dy + i) * act_derivative(load(preact + i), act));
+      for (int j = 0; j < V; ++j) g[j] *= act_derivative(h[j], decltype(act)::value);
+      store_pack(dx, i, g);
+    }
+    for (int64_t i = bulk + first; i < total; i += step) store(dx + i, load(dy + i) * act_derivative(load(preact + i), decltype(act)::value));
+  });
 }
 
 Status check(const char* op, const BiasActDims& d) {
