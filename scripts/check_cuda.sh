@@ -33,25 +33,9 @@ BUDGETS='
 # Kernels templated on the storage of the activations (float, or bf16 under precision bf16: native/cuda/bf16.cuh)
 # have one budget per instantiation; the bf16 LayerNorm backward holds the conversions of its bf16 loads too
 # (LayerNorm: the second parameter is the columns a lane takes per step, 8 for 16-byte bf16 vectors)
-# layernorm_forward_kernel<S, W, K>: K chunks of W columns of a row in registers a lane (K 0: the loop form, any D),
-# about K W registers for x plus as many for the residual while both load; no cap from __launch_bounds__ (4 warps a block)
-layernorm_forward_kernel<float, 1, 0>             40   0
-layernorm_forward_kernel<float, 1, 4>             34   0
-layernorm_forward_kernel<float, 1, 8>             48   0
-layernorm_forward_kernel<float, 1, 16>            80   0
-layernorm_forward_kernel<float, 1, 24>            128   0
-layernorm_forward_kernel<float, 1, 32>            168   0
-layernorm_forward_kernel<nf::ops::bf16, 1, 0>     40   0
-layernorm_forward_kernel<nf::ops::bf16, 1, 4>     32   0
-layernorm_forward_kernel<nf::ops::bf16, 1, 8>     48   0
-layernorm_forward_kernel<nf::ops::bf16, 1, 16>    80   0
-layernorm_forward_kernel<nf::ops::bf16, 1, 24>    128   0
-layernorm_forward_kernel<nf::ops::bf16, 1, 32>    152   0
-layernorm_forward_kernel<nf::ops::bf16, 8, 0>     40   0
-layernorm_forward_kernel<nf::ops::bf16, 8, 1>     40   0
-layernorm_forward_kernel<nf::ops::bf16, 8, 2>     50   0
-layernorm_forward_kernel<nf::ops::bf16, 8, 3>     64   0
-layernorm_forward_kernel<nf::ops::bf16, 8, 4>     80   0
+layernorm_forward_kernel<float, 1>            48   0
+layernorm_forward_kernel<nf::ops::bf16, 1>    48   0
+layernorm_forward_kernel<nf::ops::bf16, 8>    64   0
 # layernorm_backward_kernel<S, W, K, T>: T threads per row (32, a warp, up to D 1024; 256, the block, above),
 # each holding K chunks of W columns of a row (x then xhat, dout then dout gamma) and their dgamma, dbeta sums
 # in registers: about 4 K W registers plus addresses. No cap from __launch_bounds__ (a cap of 128 for two
@@ -90,9 +74,9 @@ column_sum_kernel<nf::ops::bf16>         40   1056
 add_chunks_kernel                        40   0
 bias_act_forward_kernel<float>           40   0
 bias_act_forward_kernel<nf::ops::bf16>   40   0
-bias_act_backward_kernel<float>          40   0
-# bias + activation backward on bf16: two 16-byte packs (dy, preact) of 8 values each in flight, the loop
-# compiled per activation (with_act): 48, still 5 blocks of 256 a SM
+# bias + activation backward: two 16-byte packs (dy, preact) in flight, the loop inlined twice (with_act: GELU
+# as a constant, the rest by a switch): 48, still 5 blocks of 256 a SM
+bias_act_backward_kernel<float>          48   0
 bias_act_backward_kernel<nf::ops::bf16>  48   0
 ce_targets_kernel                        40   128
 ce_row_kernel<float>                     40   128

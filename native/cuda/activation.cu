@@ -10,8 +10,6 @@
 // deterministic column sums over dx.
 #include "activation.h"
 
-#include <type_traits>
-
 #include "activation.cuh"
 #include "bf16.cuh"
 #include "common.cuh"
@@ -24,21 +22,23 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 4096;
 
-// preact, when kept, holds h as stored (as_stored: rounded to S), and y = act of that same value, so
-// backward's act'(preact) is the derivative at the point the forward used.
+// preact, when kept, holds h as stored (rounded to S), and y = act of that same value, so backward's
+// act'(preact) is the derivative at the point the forward used.
+template <class S>
+__device__ __forceinline__ float as_stored(float h) {
+  S t;
+  store(&t, h);
+  return load(&t);
+}
 
-// Runs f(std::integral_constant<Act, act>) for a kernel's act: each kernel's loop is compiled per
-// activation (no switch per element; one kernel still takes every act).
+// Runs f(act), inlined twice: with the constant Act::gelu (the erf GELU, the transformer's feed-forward
+// activation: that copy of the loop has its switch folded away, none per element) and with the
+// runtime value for the rest. (A copy per activation made ptxas spill the float forward kernel on
+// sm_80: silu's division calls a subroutine.)
 template <class F>
 __device__ __forceinline__ void with_act(Act act, F f) {
-  switch (act) {
-    case Act::relu: return f(std::integral_constant<Act, Act::relu>());
-    case Act::gelu: return f(std::integral_constant<Act, Act::gelu>());
-    case Act::gelu_tanh: return f(std::integral_constant<Act, Act::gelu_tanh>());
-    case Act::silu: return f(std::integral_constant<Act, Act::silu>());
-    case Act::tanh: return f(std::integral_constant<Act, Act::tanh>());
-    default: return f(std::integral_constant<Act, Act::none>());
-  }
+  if (act == Act::gelu) f(Act::gelu);
+  else f(act);
 }
 
 // 16-byte vectors (bf16.cuh Pack) when the arrays are aligned and a row is a whole number of vectors
@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kThreads)
     bias_act_forward_kernel(S* y, S* preact, const S* x, const float* bias, int64_t total, int n, Act act_of_call) {
   constexpr int V = kPack<S>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x, first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  with_act(act_of_call, [&](auto act) {
+  with_act(act_of_call, [&](Act act) {
     if (n % V == 0 && aligned16(y, preact, x)) {
       const int advance = int(step * V % n);
       int c = int(first * V % n);
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kThreads)
           store_pack(preact, i, h);
         }
 #pragma unroll
-        for (int j = 0; j < V; ++j) h[j] = act_forward(h[j], decltype(act)::value);
+        for (int j = 0; j < V; ++j) h[j] = act_forward(h[j], act);
         store_pack(y, i, h);
         c += advance;
         if (c >= n) c -= n;
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kThreads)
         h = as_stored<S>(h);
         store(preact + i, h);
       }
-      store(y + i, act_forward(h, decltype(act)::value));
+      store(y + i, act_forward(h, act));
     }
   });
 }
@@ -90,16 +90,16 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int V = kPack<S>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x, first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t bulk = aligned16(dx, dy, preact) ? total / V * V : 0;
-  with_act(act_of_call, [&](auto act) {
+  with_act(act_of_call, [&](Act act) {
     for (int64_t i = first * V; i < bulk; i += step * V) {
       float g[V], h[V];
       load_pack(dy, i, g);
       load_pack(preact, i, h);
 #pragma unroll
-      for (int j = 0; j < V; ++j) g[j] *= act_derivative(h[j], decltype(act)::value);
+      for (int j = 0; j < V; ++j) g[j] *= act_derivative(h[j], act);
       store_pack(dx, i, g);
     }
-    for (int64_t i = bulk + first; i < total; i += step) store(dx + i, load(dy + i) * act_derivative(load(preact + i), decltype(act)::value));
+    for (int64_t i = bulk + first; i < total; i += step) store(dx + i, load(dy + i) * act_derivative(load(preact + i), act));
   });
 }
 

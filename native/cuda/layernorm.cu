@@ -9,10 +9,9 @@
 // bf16 rows of a multiple of 8 values move as 16-byte vectors: lane l then owns the chunks of 8
 // columns starting at 8l, 8(l + 32), ... instead of the columns l, l + 32, ... (W in the kernels).
 // Dimension key: rows = B*T, D = model width; backward: T threads per row, K chunks of W columns each.
-// Parallelism: forward, one warp per row; lane l handles columns l, l+32, ... (held in registers up to
-// D 1,024) and the warp reduces with butterfly shuffles (two passes: mean, then the centred
-// variance). Backward: a warp per row (D ≤ 1,024; a block of 256 threads per row above, up to
-// 6,144); thread t of a row owns the K chunks
+// Parallelism: forward, one warp per row; lane l handles columns l, l+32, ... and the warp reduces
+// with butterfly shuffles (two passes: mean, then the centred variance). Backward: a warp per row
+// (D ≤ 1,024; a block of 256 threads per row above, up to 6,144); thread t of a row owns the K chunks
 // starting at W (t + kT), reads its columns of x and dout once into registers for both the row sums
 // and dx, and keeps its columns' dγ, dβ partial sums in registers over the rows it walks (grid-stride).
 // At the end each block forms its per-block row of a scratch buffer (the warps' sums added in warp
@@ -34,13 +33,7 @@ constexpr int kMaxBackwardBlocks = 256;  // backward: blocks of the dx kernel = 
 constexpr int kReduceThreads = 256;
 constexpr int kParamGradBatch = 16;     // partial rows each thread of the dγ, dβ sum loads at once
 
-// K > 0: the row in registers, K chunks of W columns a lane (lane l's columns start at W (l + 32 k)),
-// read once: x (and the residual, summed and rounded as stored) loaded before any is used, then the
-// mean, the centred variance and out from the registers: the loop form's sums in the loop form's order
-// (the same bits). K = 0 (D past the register form's 1,024): each pass re-reads the row (L1/L2).
-// The loop form for every D was latency-bound: on an H200 (ncu, a bf16 ViT-B/16 B64 training step)
-// its 50 calls took 1.9 ms, ~2.5-5x their DRAM time.
-template <class S, int W, int K>
+template <class S, int W>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     layernorm_forward_kernel(S* out, S* sum, float* mean, float* rstd, const S* x, const S* residual,
                              const float* gamma, const float* beta, int64_t rows, int D, float eps) {
@@ -48,79 +41,39 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= rows) return;
   const S* xr = x + row * D;
-  S* o = out + row * D;
-  float s = 0.0f, q = 0.0f, m, rs;
-  if constexpr (K > 0) {
-    float v[K][W];
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if ((lane + k * kWarp) * W < D) load_cols<W>(xr, (lane + k * kWarp) * W, v[k]);
-    if (residual) {
-      float r[K][W];
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-        if ((lane + k * kWarp) * W < D) load_cols<W>(residual + row * D, (lane + k * kWarp) * W, r[k]);
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-        if ((lane + k * kWarp) * W < D) {
-#pragma unroll
-          for (int j = 0; j < W; ++j) v[k][j] = as_stored<S>(v[k][j] + r[k][j]);
-          store_cols<W>(sum + row * D, (lane + k * kWarp) * W, v[k]);
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if ((lane + k * kWarp) * W < D)
-#pragma unroll
-        for (int j = 0; j < W; ++j) s += v[k][j];
-    m = warp_sum(s) / float(D);
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if ((lane + k * kWarp) * W < D)
-#pragma unroll
-        for (int j = 0; j < W; ++j) q = fmaf(v[k][j] - m, v[k][j] - m, q);
-    rs = rsqrtf(warp_sum(q) / float(D) + eps);
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int c = (lane + k * kWarp) * W;
-      if (c < D) {
-#pragma unroll
-        for (int j = 0; j < W; ++j) v[k][j] = fmaf((v[k][j] - m) * rs, gamma[c + j], beta[c + j]);
-        store_cols<W>(o, c, v[k]);
-      }
-    }
-  } else {
-    float v[W];
-    if (residual) {  // each lane re-reads only the columns it wrote, so no barrier is needed
-      S* sr = sum + row * D;
-      for (int c = lane * W; c < D; c += kWarp * W) {
-        float r[W];
-        load_cols<W>(xr, c, v);
-        load_cols<W>(residual + row * D, c, r);
-        for (int j = 0; j < W; ++j) v[j] += r[j];
-        store_cols<W>(sr, c, v);
-      }
-      xr = sr;
-    }
+  float v[W];
+  if (residual) {  // each lane re-reads only the columns it wrote, so no barrier is needed
+    S* sr = sum + row * D;
     for (int c = lane * W; c < D; c += kWarp * W) {
+      float r[W];
       load_cols<W>(xr, c, v);
-      for (int j = 0; j < W; ++j) s += v[j];
+      load_cols<W>(residual + row * D, c, r);
+      for (int j = 0; j < W; ++j) v[j] += r[j];
+      store_cols<W>(sr, c, v);
     }
-    m = warp_sum(s) / float(D);
-    for (int c = lane * W; c < D; c += kWarp * W) {
-      load_cols<W>(xr, c, v);
-      for (int j = 0; j < W; ++j) q = fmaf(v[j] - m, v[j] - m, q);
-    }
-    rs = rsqrtf(warp_sum(q) / float(D) + eps);
-    for (int c = lane * W; c < D; c += kWarp * W) {
-      load_cols<W>(xr, c, v);
-      for (int j = 0; j < W; ++j) v[j] = fmaf((v[j] - m) * rs, gamma[c + j], beta[c + j]);
-      store_cols<W>(o, c, v);
-    }
+    xr = sr;
   }
+  float s = 0.0f;
+  for (int c = lane * W; c < D; c += kWarp * W) {
+    load_cols<W>(xr, c, v);
+    for (int j = 0; j < W; ++j) s += v[j];
+  }
+  const float m = warp_sum(s) / float(D);
+  float q = 0.0f;
+  for (int c = lane * W; c < D; c += kWarp * W) {
+    load_cols<W>(xr, c, v);
+    for (int j = 0; j < W; ++j) q = fmaf(v[j] - m, v[j] - m, q);
+  }
+  const float rs = rsqrtf(warp_sum(q) / float(D) + eps);
   if (lane == 0) {
     mean[row] = m;
     rstd[row] = rs;
+  }
+  S* o = out + row * D;
+  for (int c = lane * W; c < D; c += kWarp * W) {
+    load_cols<W>(xr, c, v);
+    for (int j = 0; j < W; ++j) v[j] = fmaf((v[j] - m) * rs, gamma[c + j], beta[c + j]);
+    store_cols<W>(o, c, v);
   }
 }
 
@@ -269,18 +222,6 @@ template <class S>
 constexpr int kVectorColumns = std::is_same_v<S, bf16> ? kPack<S> : 1;
 
 template <class S>
-using ForwardKernel = void (*)(S*, S*, float*, float*, const S*, const S*, const float*, const float*, int64_t, int, float);
-
-// The forward kernel for D with W columns per chunk: the register form with the fewest chunks K of the
-// list that holds D, else the loop form (K = 0).
-template <class S, int W, int K, int... More>
-ForwardKernel<S> forward_kernel(int64_t D) {
-  if (D <= kWarp * W * K) return layernorm_forward_kernel<S, W, K>;
-  if constexpr (sizeof...(More) > 0) return forward_kernel<S, W, More...>(D);
-  else return layernorm_forward_kernel<S, W, 0>;
-}
-
-template <class S>
 Status forward(const ops::LayerNormForward<S>& p) {
   const char* op = "layernorm_forward";
   NF_TRY(check_dims(op, p));
@@ -289,9 +230,8 @@ Status forward(const ops::LayerNormForward<S>& p) {
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   const dim3 grid(unsigned(ceil_div(p.rows, kRowsPerBlock))), block(kRowsPerBlock * kWarp);
-  ForwardKernel<S> kernel = forward_kernel<S, 1, 4, 8, 16, 24, 32>(p.D);  // D up to 128, 256, ... 1,024
-  if constexpr (kVectorColumns<S> > 1)
-    if (vectors<S>(p.D, p.out, p.sum, p.x, p.residual)) kernel = forward_kernel<S, kVectorColumns<S>, 1, 2, 3, 4>(p.D);
+  const auto kernel = vectors<S>(p.D, p.out, p.sum, p.x, p.residual) ? layernorm_forward_kernel<S, kVectorColumns<S>>
+                                                                  : layernorm_forward_kernel<S, 1>;
   NF_CUDA_TRY(op, launch(kernel, grid, block, 0, s, p.out, p.sum, p.mean, p.rstd, p.x, p.residual, p.gamma, p.beta,
                          p.rows, int(p.D), float(p.eps)));
   return Status::Ok();
