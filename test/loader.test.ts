@@ -71,6 +71,17 @@ describe('one binary for every x86-64 CPU', () => {
       expect(() => native.setIsa(above)).toThrow(new RegExp(`cannot run the ${above} kernels`));
   });
 
+  it.runIf(info.detected === 'avx512bf16')('picks avx512 over avx512bf16 where the BF16 dot product loses to the FMA, unless NF_ISA names it', () => {
+    const load = (isa: string) => JSON.parse(execFileSync(process.execPath, ['-p',
+      `const i = require(${JSON.stringify(nativeAddonPath)}).isaInfo(); JSON.stringify({ active: i.active, ratio: i.bf16DotRatio })`],
+      { env: { ...process.env, NF_ISA: isa }, encoding: 'utf8' })) as { active: Isa; ratio: number };
+    const plain = load('');
+    console.log(`vdpbf16ps against the FMA on this CPU: ${plain.ratio.toFixed(2)}x the FLOP rate; the load picks ${plain.active}`);
+    expect(plain.ratio).toBeGreaterThan(0);
+    if (info.available.includes('avx512bf16')) expect(plain.active).toBe(plain.ratio > 1 ? 'avx512bf16' : 'avx512');
+    expect(load('avx512bf16').active).toBe(info.available.at(-1));
+  });
+
   // objdump (binutils) comes with the compiler that builds the addon; the check reads the binary itself.
   const objdump = x86 && (() => {
     try {

@@ -20,6 +20,13 @@ export interface IsaInfo {
   active: Isa;
   /** The best variant this CPU and OS can run. */
   detected: Isa;
+  /**
+   * The BF16 dot product's FLOP rate (vdpbf16ps, what avx512bf16 adds to avx512: the products at
+   * precision 'bf16') over the fp32 FMA's, measured at load; 0 where the CPU lacks it. Below 1 (an
+   * Intel Xeon measured 0.5; Zen 4 about 2) the load picks avx512 instead, whose 'bf16' computes the
+   * same function with fp32 FMAs, unless NF_ISA=avx512bf16 asks for it.
+   */
+  bf16DotRatio: number;
   /** The variants setIsa accepts: those the CPU runs that passed the self-check. */
   available: Isa[];
   /** The variants in the binary, slowest first (scalar, avx2, avx512 on x64; scalar, neon on arm64). */

@@ -67,12 +67,15 @@ Isa best_usable(Isa cap) {
 }
 
 // The variant chosen at load: the best the CPU runs that passed the self-check, or the best such
-// one at or below NF_ISA (a name above what the CPU runs, or not a name, is ignored).
+// one at or below NF_ISA (a name above what the CPU runs, or not a name, is ignored); avx512 rather
+// than avx512bf16 where the BF16 dot product loses to the FMA (bf16_dot_pays), unless NF_ISA names it.
 Isa initial_isa() {
   Isa cap = detected_isa();
   const char* env = std::getenv("NF_ISA");
-  Isa forced;
-  if (env && *env && parse_isa(env, &forced) && isa_rank(forced) >= 0 && isa_rank(forced) < isa_rank(cap)) cap = forced;
+  Isa forced = cap;
+  const bool named = env && *env && parse_isa(env, &forced) && isa_rank(forced) >= 0;
+  if (named && isa_rank(forced) < isa_rank(cap)) cap = forced;
+  if (cap == Isa::avx512bf16 && !(named && forced == Isa::avx512bf16) && !bf16_dot_pays()) cap = Isa::avx512;
   return best_usable(cap);
 }
 

@@ -5,7 +5,8 @@
 // native/cpu/gemm.cpp), on AArch64 scalar and NEON (scalar / neon). At load, a
 // known-answer self-check runs every kernel family on a tiny fixed input under each variant the
 // CPU and OS support and under the scalar one, and rejects a variant that disagrees; the best
-// variant left is picked, NF_ISA=<variant> forces a lower one, and set_active_isa switches at run
+// variant left is picked (avx512 before avx512bf16 where the BF16 dot product measures slower than
+// the FMA: bf16_dot_pays), NF_ISA=<variant> forces a lower one, and set_active_isa switches at run
 // time (tests use it to run every variant). A variant the CPU lacks, or one the self-check
 // rejected, is never selected.
 #pragma once
@@ -33,6 +34,15 @@ inline constexpr Isa kCompiledIsas[] = {Isa::scalar};
 
 const char* isa_name(Isa isa);
 bool parse_isa(const std::string& name, Isa* out);  // any variant's name, compiled here or not
+
+// The BF16 dot product's (vdpbf16ps, the avx512bf16 variant's products at precision 'bf16') FLOP
+// rate over the fp32 FMA's on this CPU, measured once on the first call (native/cpu/peak.cpp, about
+// a millisecond); 0 where the CPU lacks the variant. Zen 4 runs it at about twice the FMA's rate, an
+// Intel Xeon measured half. Where it is below 1 (bf16_dot_pays false) the avx512 variant is chosen at
+// load (its 'bf16' is the same rounding with fp32 FMAs: the same function) unless NF_ISA names
+// avx512bf16.
+double bf16_dot_ratio();
+bool bf16_dot_pays();
 
 // The variant's place in kCompiledIsas (0 for scalar), or -1 when this build does not compile it.
 int isa_rank(Isa isa);

@@ -52,7 +52,42 @@ float run_chains(int64_t iters, float seed) {
   return vsum(s);
 }
 
+#if NF_BF16_DOT
+float run_dot_chains(int64_t iters, float seed) {
+  vf acc[K];
+  for (int k = 0; k < K; ++k) acc[k] = vset1(seed + 0.001f * static_cast<float>(k));
+  const vf a = vset1(0.5f), b = vset1(0.001f);  // bf16 pairs of small values: the chains stay finite
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int k = 0; k < K; ++k) acc[k] = vdot_bf16(acc[k], a, b);
+  }
+  vf s = acc[0];
+  for (int k = 1; k < K; ++k) s = vadd(s, acc[k]);
+  return vsum(s);
+}
+#endif
+
 }  // namespace
+
+double bf16_dot_rate(int64_t iters) {
+#if NF_BF16_DOT
+  // Best of three of each (a preemption only lengthens a run); the dot product is 4 FLOPs a lane.
+  double fma_s = 1e30, dot_s = 1e30;
+  volatile float keep = 0.0f;
+  for (int rep = 0; rep < 3; ++rep) {
+    double t0 = thread_cpu_seconds();
+    keep = keep + run_chains(iters, 1.0f);
+    fma_s = std::min(fma_s, thread_cpu_seconds() - t0);
+    t0 = thread_cpu_seconds();
+    keep = keep + run_dot_chains(iters, 1.0f);
+    dot_s = std::min(dot_s, thread_cpu_seconds() - t0);
+  }
+  return dot_s > 0.0 ? 2.0 * fma_s / dot_s : 0.0;
+#else
+  (void)iters;
+  return 0.0;
+#endif
+}
 
 void fma_chains(int64_t chunks, int64_t iters, double* flops, double* cpu_seconds, float* sink) {
   std::atomic<float> total{0.0f};
@@ -140,6 +175,25 @@ Status run(const ops::FmaPeak<float>& p) {
   return Status::Ok();
 }
 
+#if NF_X86
+double avx512bf16_dot_rate() { return NF_DISPATCH_TO(Isa::avx512bf16, bf16_dot_rate, 20000); }
+#endif
+
 }  // namespace nf::cpu
+
+namespace nf {
+
+double bf16_dot_ratio() {
+#if NF_X86
+  static const double ratio = isa_runs(Isa::avx512bf16) ? cpu::avx512bf16_dot_rate() : 0.0;
+  return ratio;
+#else
+  return 0.0;
+#endif
+}
+
+bool bf16_dot_pays() { return bf16_dot_ratio() == 0.0 || bf16_dot_ratio() > 1.0; }
+
+}  // namespace nf
 #endif
 #include "isa_end.h"

@@ -39,6 +39,7 @@ Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("active", isa_name(active_isa()));
   o.Set("detected", isa_name(detected_isa()));
+  o.Set("bf16DotRatio", bf16_dot_ratio());
   o.Set("available", isa_names(env, isa_usable));
   o.Set("compiled", isa_names(env, [](Isa) { return true; }));
   o.Set("rejected", isa_entries(env, check.rejected, "reason", &IsaRejection::reason));
