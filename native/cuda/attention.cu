@@ -13,8 +13,9 @@
 //   (AttentionLayout); lse and Di [B, H, Tq]; weights [B, H, Tq, Tk]. Dropout element
 //   ((b*H + h)*Tq + i)*Tk + j of the Philox stream (seed, offset), as on the CPU.
 // Dimension key: B batch, H heads, Tq/Tk query/key lengths, Dh head width (≤ 128), D = H*Dh.
-// Kernels here (blocks of 4 warps): Di = rowsum(dO ∘ O), a warp per row; the weights, a block per
-//   (query, head, batch) recomputing its row of P from the saved lse.
+// Kernels here (blocks of 4 warps): Di = rowsum(dO ∘ O), a group of up to 32 lanes per row (16-byte
+//   vectors where the views allow); the weights, a block per (query, head, batch) recomputing its row
+//   of P from the saved lse.
 #include "attention.h"
 
 #include <cmath>
