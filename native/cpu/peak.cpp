@@ -39,33 +39,22 @@ constexpr int K = 12;
 inline vf chain_step(vf acc, vf a, vf b) { return acc * a + b; }
 #endif
 
-float run_chains(int64_t iters, float seed) {
+// K independent chains acc = Step(acc, a, b) of `iters` steps from `seed`; their sum. The FMA chains
+// take a = 0.999, b = 0.001; the vdpbf16ps ones read a = 0.5, b = 0.001 as bf16 pairs (0.5 and 0,
+// 0.001 and a tiny low half): both stay finite whatever the run length.
+template <vf (*Step)(vf, vf, vf)>
+float run_chains(int64_t iters, float seed, float a_value = 0.999f, float b_value = 0.001f) {
   vf acc[K];
   for (int k = 0; k < K; ++k) acc[k] = vset1(seed + 0.001f * static_cast<float>(k));
-  const vf a = vset1(0.999f), b = vset1(0.001f);
+  const vf a = vset1(a_value), b = vset1(b_value);
   for (int64_t i = 0; i < iters; ++i) {
 #pragma GCC unroll 16
-    for (int k = 0; k < K; ++k) acc[k] = chain_step(acc[k], a, b);
+    for (int k = 0; k < K; ++k) acc[k] = Step(acc[k], a, b);
   }
   vf s = acc[0];
   for (int k = 1; k < K; ++k) s = vadd(s, acc[k]);
   return vsum(s);
 }
-
-#if NF_BF16_DOT
-float run_dot_chains(int64_t iters, float seed) {
-  vf acc[K];
-  for (int k = 0; k < K; ++k) acc[k] = vset1(seed + 0.001f * static_cast<float>(k));
-  const vf a = vset1(0.5f), b = vset1(0.001f);  // bf16 pairs of small values: the chains stay finite
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 16
-    for (int k = 0; k < K; ++k) acc[k] = vdot_bf16(acc[k], a, b);
-  }
-  vf s = acc[0];
-  for (int k = 1; k < K; ++k) s = vadd(s, acc[k]);
-  return vsum(s);
-}
-#endif
 
 }  // namespace
 
@@ -76,10 +65,10 @@ double bf16_dot_rate(int64_t iters) {
   volatile float keep = 0.0f;
   for (int rep = 0; rep < 3; ++rep) {
     double t0 = thread_cpu_seconds();
-    keep = keep + run_chains(iters, 1.0f);
+    keep = keep + run_chains<chain_step>(iters, 1.0f);
     fma_s = std::min(fma_s, thread_cpu_seconds() - t0);
     t0 = thread_cpu_seconds();
-    keep = keep + run_dot_chains(iters, 1.0f);
+    keep = keep + run_chains<vdot_bf16>(iters, 1.0f, 0.5f);
     dot_s = std::min(dot_s, thread_cpu_seconds() - t0);
   }
   return dot_s > 0.0 ? 2.0 * fma_s / dot_s : 0.0;
@@ -95,7 +84,7 @@ void fma_chains(int64_t chunks, int64_t iters, double* flops, double* cpu_second
   parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
     const double t0 = thread_cpu_seconds();
     float s = 0.0f;
-    for (int64_t c = c0; c < c1; ++c) s += run_chains(iters, static_cast<float>(c % 7));
+    for (int64_t c = c0; c < c1; ++c) s += run_chains<chain_step>(iters, static_cast<float>(c % 7));
     const double dt = thread_cpu_seconds() - t0;
     float cur = total.load();
     while (!total.compare_exchange_weak(cur, cur + s)) {
@@ -175,24 +164,23 @@ Status run(const ops::FmaPeak<float>& p) {
   return Status::Ok();
 }
 
-#if NF_X86
-double avx512bf16_dot_rate() { return NF_DISPATCH_TO(Isa::avx512bf16, bf16_dot_rate, 20000); }
-#endif
-
 }  // namespace nf::cpu
 
 namespace nf {
 
 double bf16_dot_ratio() {
 #if NF_X86
-  static const double ratio = isa_runs(Isa::avx512bf16) ? cpu::avx512bf16_dot_rate() : 0.0;
+  static const double ratio = isa_runs(Isa::avx512bf16) ? cpu::avx512bf16::bf16_dot_rate(20000) : 0.0;
   return ratio;
 #else
   return 0.0;
 #endif
 }
 
-bool bf16_dot_pays() { return bf16_dot_ratio() == 0.0 || bf16_dot_ratio() > 1.0; }
+bool bf16_dot_pays() {
+  const double ratio = bf16_dot_ratio();
+  return ratio == 0.0 || ratio > 1.0;
+}
 
 }  // namespace nf
 #endif

@@ -38,7 +38,5 @@ NF_KERNEL_DECL(void fma_chains(int64_t chunks, int64_t iters, double* flops, dou
 // FMA (Zen 4: about 2), below where it does not (an Intel Xeon measured 0.5). 0 in a variant
 // without the dot product. bf16_dot_pays (native/core/cpu_features.h) reads it at load.
 NF_KERNEL_DECL(double bf16_dot_rate(int64_t iters))
-// That rate in the avx512bf16 variant (x86-64 builds; the CPU must run it).
-double avx512bf16_dot_rate();
 
 }  // namespace nf::cpu
