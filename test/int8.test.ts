@@ -17,6 +17,8 @@
  * gemm op, refuse 'int8'; and the modules: eval at 'int8' (prepacked and not, bit for bit), training
  * at 'int8' throws ERR_NF_STATE naming the fix.
  */
+import { execFileSync } from 'node:child_process';
+
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 
 import {
@@ -24,6 +26,8 @@ import {
 } from '../lib/index';
 import { packedSize } from '../lib/core/prepack';
 import { ErrorLog, f32, failure, isas, randn32, relErr, rng, withIsa } from './helpers';
+import { bundle, bundleEnv } from './support/bundle';
+import { int8KernelCases, runInt8KernelCase } from './support/int8_cases';
 
 afterEach(() => setWeightPrepacking(true));
 
@@ -103,6 +107,22 @@ describe.each(isas)("precision 'int8' against the float64 reference (%s)", (isa)
     const e = log.add(`${c.label} (${isa})`, relErr(got, ref));
     expect(e, c.label).toBeLessThan(c.tol);
     expect(e, `${c.label}: quantized, not float32`).toBeGreaterThan(1e-4);
+  });
+});
+
+describe('the AMX int8 kernels (Intel AMX-INT8 CPUs, Linux)', () => {
+  const amx = native.isaInfo().int8Kernels === 'amx';
+  if (!amx) console.log(`no AMX comparison: the active variant runs the ${native.isaInfo().int8Kernels} int8 kernels here`);
+  it.skipIf(!amx)('give the VNNI kernels\' results bit for bit (the same int32 sums, the same epilogue): rows 1-197, K tails, N tails', () => {
+    const file = bundle('test/support/int8_child.ts');
+    const child = JSON.parse(execFileSync(process.execPath, [file], { env: { ...bundleEnv(), NF_AMX: '0' }, encoding: 'utf8' }).trim().split('\n').pop()!) as
+      { kernels: string; ys: string[] };
+    expect(child.kernels).toBe('vnni');
+    int8KernelCases.forEach((c, i) => {
+      const vnni = new Int32Array(new Uint8Array(Buffer.from(child.ys[i], 'base64')).buffer);
+      const ours = runInt8KernelCase(c);
+      expect(new Int32Array(ours.buffer), JSON.stringify(c)).toEqual(vnni);
+    });
   });
 });
 

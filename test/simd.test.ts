@@ -458,6 +458,36 @@ describe('the int8 kernels (gemm_int8.cpp: vpdpbusd on avx512, int16 widening on
       }
   });
 
+  // The AMX block (avx512 on an AMX-INT8 CPU): 16 or 32 rows by one panel, K4 with and without a
+  // tail past whole 64-byte tile rows.
+  const amx = (() => {
+    try {
+      probe('avx512', 'int8_amx_tile', [new Float32Array(128), new Float32Array(128)], { out: new Float32Array(512), args: [4, 16] });
+      return true;
+    } catch {
+      console.log('no AMX block test: this CPU (or NF_AMX=0) runs no AMX int8 tiles');
+      return false;
+    }
+  })();
+  it.skipIf(!amx)('avx512: the AMX block gives the exact int32 sums over 16 or 32 rows and a 32-column panel', () => {
+    const r = rng(5);
+    for (const rows of [16, 32])
+      for (const K4 of [4, 64, 132, 768]) {
+        const n = Math.max(rows, 32) * K4;
+        const xq = Float32Array.from({ length: n }, (_, i) => (i < rows * K4 ? (i % 9 === 0 ? [0, 255][i % 2] : Math.floor(r() * 256)) : 0));
+        const q = Float32Array.from({ length: n }, (_, i) => (i < 32 * K4 ? (i % 5 === 0 ? [127, -127][i % 2] : Math.floor(r() * 255) - 127) : 0));
+        const { out } = probe('avx512', 'int8_amx_tile', [xq, q], { out: new Float32Array(rows * 32), args: [K4, rows] });
+        const want = new Float32Array(rows * 32);
+        for (let row = 0; row < rows; row++)
+          for (let col = 0; col < 32; col++) {
+            let sum = 0;
+            for (let k = 0; k < K4; k++) sum += xq[row * K4 + k] * q[(k >> 2) * 128 + col * 4 + (k & 3)];
+            want[row * 32 + col] = sum;
+          }
+        agree(`avx512 int8_amx_tile rows ${rows}, K4 ${K4}`, out, want, 'bits');
+      }
+  });
+
   it.each(int8Isas)('%s: quantize gives each row its scale, zero point and bytes as the definition (gemm_int8.cpp) says', (isa) => {
     const r = rng(4);
     for (const [rows, K] of [[3, 1], [2, 17], [5, 67]]) {

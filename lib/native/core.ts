@@ -27,6 +27,12 @@ export interface IsaInfo {
    * same function with fp32 FMAs, unless NF_ISA=avx512bf16 asks for it.
    */
   bf16DotRatio: number;
+  /**
+   * The kernels precision 'int8' runs on the active variant: 'amx' (tdpbusd tiles: Intel Sapphire
+   * Rapids and later, on Linux; NF_AMX=0 turns them off), 'vnni' (vpdpbusd: AVX-512 VNNI), 'avx2'
+   * (int16 products) or 'scalar'. Every one computes the same int32 sums, so the same results.
+   */
+  int8Kernels: 'amx' | 'vnni' | 'avx2' | 'scalar';
   /** The variants setIsa accepts: those the CPU runs that passed the self-check. */
   available: Isa[];
   /** The variants in the binary, slowest first (scalar, avx2, avx512 on x64; scalar, neon on arm64). */

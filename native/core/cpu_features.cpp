@@ -7,6 +7,10 @@
 #if NF_X86
 #include <cpuid.h>
 #endif
+#if NF_X86 && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace nf {
 namespace {
@@ -54,6 +58,22 @@ bool cpu_has_avx512_vnni() {
   return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
 #else
   return false;
+#endif
+}
+
+bool cpu_has_amx_int8() {
+#if NF_X86 && defined(__linux__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv is there
+  // AMX-TILE and AMX-INT8 (CPUID.(7, 0):EDX bits 24 and 25), the OS saving the tile state (XCR0 bits 17
+  // XTILECFG and 18 XTILEDATA), and Linux granting this process the tile data (arch_prctl
+  // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA: without it the first tile instruction faults).
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return false;
+  if ((xgetbv0() & (3ull << 17)) != (3ull << 17)) return false;
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;  // (the kernels use AMX on Linux only)
 #endif
 }
 

@@ -51,6 +51,11 @@ Isa detected_isa();  // the best variant this CPU and OS can run
 // Whether CPUID reports AVX-512 VNNI (vpdpbusd; the int8 kernels' own variant, native/cpu/gemm_int8.cpp,
 // which runs where this holds and the avx512 variant is usable).
 bool cpu_has_avx512_vnni();
+// Whether the int8 kernels may use AMX (Intel Sapphire Rapids on: tdpbusd on 16 x 64-byte tiles, the
+// avx512 variant's int8 kernels where this holds, native/cpu/gemm_int8.cpp): CPUID reports AMX-TILE and
+// AMX-INT8, the OS saves the tile state, and (Linux, the only OS where it is used) the kernel granted
+// this process the tile data, which this call requests. False elsewhere.
+bool cpu_has_amx_int8();
 Isa active_isa();    // the variant kernels dispatch to now
 bool isa_runs(Isa isa);  // compiled here, and this CPU runs it (whatever the self-check said)
 Status set_active_isa(Isa isa);  // refuses a variant the CPU lacks or the self-check rejected

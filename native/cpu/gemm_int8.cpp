@@ -21,6 +21,10 @@
 //   avx512_vnni (this file's NF_ISA 2 pass, its own namespace, run only where CPUID reports
 //     AVX-512 VNNI): 6 rows x 64 columns (two panels; one at the end of a task's panels), 24 zmm
 //     int32 accumulators, one vpdpbusd per row and 16 columns per 4 k, the row's 4 bytes broadcast.
+//   amx (the avx512_vnni pass, where the CPU has AMX-INT8 and Linux grants the tile state: int8_amx):
+//     32 rows x 32 columns (one panel), four 16 x 16 int32 tiles, one tdpbusd per tile and 64 k (the
+//     u8 x s8 products of vpdpbusd, summed the same way: the same int32 sums); xq rows then 64-byte
+//     whole (ldq) and 16-row whole; the epilogue 8 rows x 32 columns at a time.
 //   avx2 (also the avx512 variant's on a CPU without VNNI): 4 x 16, 8 ymm int32 accumulators, one
 //     vpmaddwd + vpaddd per row and 8 columns per 2 k, the row's int16 pair broadcast. (6 rows need
 //     16 ymm registers and GCC then spills accumulators on every k step.)
@@ -32,6 +36,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -57,6 +62,14 @@
 #endif
 #else
 #define NF_INT8_NS NF_ISA_NS
+#endif
+// The AMX tiles, in the VNNI pass: GCC builds for Linux (cpu_has_amx_int8); the clang (zig) builds run
+// the VNNI kernels on an AMX CPU too.
+#if NF_ISA == 2 && NF_X86 && defined(__linux__) && !defined(__clang__)
+#define NF_AMX 1
+#pragma GCC target("amx-tile,amx-int8")
+#else
+#define NF_AMX 0
 #endif
 
 #if NF_ISA != 4  // the avx512bf16 variant runs avx512_vnni's (or avx2's) kernels: see gemm_int8 below
@@ -222,12 +235,13 @@ inline void store_xq(xq_t* p, vf q, int n) {
 #endif
 }
 
-// Rows [m, m + mr) and columns [n0, n0 + nr) of y from the tile's int32 sums (acc [MR][NT]), on
-// registers as the float GEMM's epilogue: dequantize (the exact int32 correction, then one float
-// product by a_m · s_n), bias, preact, then the activation over the whole tile at once (GELU with
-// vnormcdf_reduced's Φ, its error far below int8's), store (rounded to bf16 with c.round). Every MR
-// row is computed (rows past mr are the next rows of xq, or its zero padding: m + MR <= Mp).
-template <Act A>
+// Rows [m, m + mr) and columns [n0, n0 + nr) of y from the tile's int32 sums (acc [R][V · W], R rows of
+// V vectors: the tile's MR x NT, or 8 rows of the AMX block's 32 columns), on registers as the float
+// GEMM's epilogue: dequantize (the exact int32 correction, then one float product by a_m · s_n), bias,
+// preact, then the activation over the whole tile at once (GELU with vnormcdf_reduced's Φ, its error far
+// below int8's), store (rounded to bf16 with c.round). Every one of the R rows is computed (rows past
+// mr are the next rows of xq, or its zero padding: m + R <= Mp).
+template <Act A, int R = MR, int V = NV>
 [[gnu::noinline]] void epilogue(const Int8Call& c, const int32_t* acc, int64_t m, int64_t n0, int mr, int nr) {
   const float* a = c.a + m;
   const int32_t* z = c.z + m;
@@ -235,35 +249,121 @@ template <Act A>
   const int32_t* colsum = c.w.colsum + n0;
   float* y = c.y + m * c.ldc + n0;
   float* pre = c.preact ? c.preact + m * c.ldc + n0 : nullptr;
-  int width[NV];
-  vf bias[NV], scale[NV];
-  vi cs[NV];
-  for (int v = 0; v < NV; ++v) {  // (columns past the tile's nr, and their sums, are not read)
+  int width[V];
+  vf bias[V], scale[V];
+  vi cs[V];
+  for (int v = 0; v < V; ++v) {  // (columns past the tile's nr, and their sums, are not read)
     width[v] = std::clamp(nr - v * W, 0, W);
     bias[v] = c.b && width[v] > 0 ? vload_w(c.b + n0 + v * W, width[v]) : vzero();
     scale[v] = width[v] > 0 ? vload(s + v * W) : vzero();
     cs[v] = width[v] > 0 ? vi_load(colsum + v * W) : vi_load(colsum);
   }
-  vf x[MR][NV];
+  vf x[R][V];
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) {
+  for (int r = 0; r < R; ++r) {
     const vf ar = vset1(a[r]);
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
+    for (int v = 0; v < V; ++v) {
       x[r][v] = width[v] == 0 ? vzero()
-                              : vadd(vmul(corrected(vi_load(acc + r * NT + v * W), z[r], cs[v]), vmul(ar, scale[v])), bias[v]);
+                              : vadd(vmul(corrected(vi_load(acc + (r * V + v) * W), z[r], cs[v]), vmul(ar, scale[v])), bias[v]);
       if (pre && r < mr && width[v] > 0) vstore_w(pre + r * c.ldc + v * W, x[r][v], width[v]);
     }
   }
   act_tile<A, true>(x);
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) {
+  for (int r = 0; r < R; ++r) {
     if (r >= mr) break;
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v)
+    for (int v = 0; v < V; ++v)
       if (width[v] > 0) vstore_w(y + r * c.ldc + v * W, c.round ? vround_bf16(x[r][v]) : x[r][v], width[v]);
   }
 }
+
+#if NF_AMX
+// The AMX block: 32 rows x 32 columns (one panel) of int32 sums in four 16 x 16 tiles (0-3: rows
+// 0-15 / 16-31 by columns 0-15 / 16-31), from two A tiles of xq (4, 5: 16 rows x 64 bytes, rows ldq
+// apart) and two B tiles of the panel (6, 7: 16 k groups x 16 columns x 4 bytes, which is the int8
+// packing's layout read 128 bytes a row, from the panel's column 0 and 16); one tdpbusd per C tile and
+// 64 k, each A and B tile used twice. The last 16 rows of a block of 16 use tiles 0, 1, 4 and 6 only.
+// Tile state is per thread: each call of amx_tiles configures it and releases it at the end.
+struct TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+void amx_configure() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) config.bytes_per_row[t] = 64, config.rows[t] = 16;
+  _tile_loadconfig(&config);
+}
+
+// out [32][32] (or its first 16 rows: kRowTiles 1) = Σ_k xq[r, k] q[k, n] over the rows at xq (ldq
+// apart, zero from K4 to the next multiple of 64) and the panel at q; its last k groups (K4 mod 64
+// bytes a row) from `tail`, a copy padded with zero groups to 16 (the panel's own bytes past K4 are
+// the next panel's, or past the packing's end).
+template <int kRowTiles>
+void amx_sums(const uint8_t* xq, int64_t ldq, const int8_t* q, const int8_t* tail, int64_t K4, int32_t* out) {
+  _tile_zero(0);
+  _tile_zero(1);
+  if constexpr (kRowTiles == 2) {
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int64_t k = 0; k < K4; k += 64) {
+    const int8_t* b = K4 - k >= 64 ? q + k / 4 * kInt8GroupBytes : tail;
+    _tile_loadd(4, xq + k, ldq);
+    _tile_loadd(6, b, kInt8GroupBytes);
+    _tile_loadd(7, b + 64, kInt8GroupBytes);
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    if constexpr (kRowTiles == 2) {
+      _tile_loadd(5, xq + 16 * ldq + k, ldq);
+      _tile_dpbusd(2, 5, 6);
+      _tile_dpbusd(3, 5, 7);
+    }
+  }
+  constexpr int64_t kStride = 32 * sizeof(int32_t);
+  _tile_stored(0, out, kStride);
+  _tile_stored(1, out + 16, kStride);
+  if constexpr (kRowTiles == 2) {
+    _tile_stored(2, out + 16 * 32, kStride);
+    _tile_stored(3, out + 16 * 32 + 16, kStride);
+  }
+}
+
+// The panel's last K4 mod 64 bytes of k a row, as 16 whole groups (zeros past K4) into tail [16][128].
+void amx_tail(const int8_t* q, int64_t K4, int8_t* tail) {
+  const int64_t full = K4 / 64 * 64, groups = (K4 - full) / 4;
+  std::memset(tail, 0, 16 * kInt8GroupBytes);
+  std::memcpy(tail, q + full / 4 * kInt8GroupBytes, groups * kInt8GroupBytes);
+}
+
+// Rows [m0, m1) (16-row aligned, xq padded to whole 16 rows) and panels [p0, p1) of y.
+template <Act A>
+void amx_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  const int64_t K4 = c.w.K4;
+  const uint8_t* xq = static_cast<const uint8_t*>(c.xq);
+  alignas(64) int32_t acc[32 * 32];
+  alignas(64) int8_t tail[16 * kInt8GroupBytes];
+  amx_configure();
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t j = 32 * p;
+    const int nr = static_cast<int>(std::min<int64_t>(32, c.N - j));
+    const int8_t* q = c.w.q + p * K4 * 32;
+    if (K4 % 64) amx_tail(q, K4, tail);
+    for (int64_t m = m0; m < m1; m += 32) {
+      const int rows = static_cast<int>(std::min<int64_t>(32, m1 - m));
+      if (rows > 16) amx_sums<2>(xq + m * c.ldq, c.ldq, q, tail, K4, acc);
+      else amx_sums<1>(xq + m * c.ldq, c.ldq, q, tail, K4, acc);
+      for (int r = 0; r < rows; r += 8)
+        epilogue<A, 8, 2>(c, acc + r * 32, m + r, j, std::min(8, rows - r), nr);
+    }
+  }
+  _tile_release();
+}
+#endif
 
 }  // namespace
 
@@ -353,6 +453,31 @@ void int8_probe(const SimdProbe& p, Status* status) {
       }
     return;
   }
+#if NF_AMX
+  if (fn == "int8_amx_tile") {  // (simd_probe.cpp routes it here on an AMX CPU only)
+    const int64_t K4 = p.arg[0], rows = p.arg[1];
+    if (K4 < 4 || K4 % 4 || (rows != 16 && rows != 32) || !p.in[0] || !p.in[1] || p.n < rows * K4 || p.n < 32 * K4 ||
+        p.out_n < rows * 32) {
+      *status = Status::Error("simd_probe", "int8_amx_tile: needs K4 a positive multiple of 4, rows 16 or 32, a, b of n >= rows K4 and 32 K4, out of rows 32");
+      return;
+    }
+    const int64_t ldq = (K4 + 63) / 64 * 64;
+    std::vector<uint8_t> xq(rows * ldq, 0);
+    std::vector<int8_t> q(K4 * 32);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < K4; ++k) xq[r * ldq + k] = static_cast<uint8_t>(p.in[0][r * K4 + k]);
+    for (int64_t i = 0; i < K4 * 32; ++i) q[i] = static_cast<int8_t>(p.in[1][i]);
+    alignas(64) int32_t acc[32 * 32];
+    alignas(64) int8_t tail[16 * kInt8GroupBytes];
+    amx_tail(q.data(), K4, tail);
+    amx_configure();
+    if (rows == 32) amx_sums<2>(xq.data(), ldq, q.data(), tail, K4, acc);
+    else amx_sums<1>(xq.data(), ldq, q.data(), tail, K4, acc);
+    _tile_release();
+    for (int64_t i = 0; i < rows * 32; ++i) p.out[i] = static_cast<float>(acc[i]);
+    return;
+  }
+#endif
   if (fn == "int8_quantize") {
     const int64_t rows = p.arg[0], K = p.arg[1], K4 = (K + 3) / 4 * 4;
     if (rows < 1 || K < 1 || !p.in[0] || p.n < rows * K || p.out_n < rows * (K4 + 2)) {
@@ -394,7 +519,12 @@ void tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
 }  // namespace
 
 void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-  with_act(c.act, [&](auto a) { tiles<decltype(a)::value>(c, m0, m1, p0, p1); });
+  with_act(c.act, [&](auto a) {
+#if NF_AMX
+    if (c.amx) return amx_tiles<decltype(a)::value>(c, m0, m1, p0, p1);
+#endif
+    tiles<decltype(a)::value>(c, m0, m1, p0, p1);
+  });
 }
 
 }  // namespace nf::cpu::NF_INT8_NS
@@ -406,15 +536,31 @@ namespace nf::cpu {
 namespace {
 
 constexpr int64_t kRowPad = 12;              // every variant's MR divides it
+constexpr int64_t kAmxRowPad = 16;           // the AMX tiles' rows
 constexpr int64_t kRowBlockBytes = 192 << 10;  // xq rows of one row block
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-bool int8_vnni() {
+Int8Kernels int8_kernels(Isa isa) {
   static const bool vnni = cpu_has_avx512_vnni();
-  return vnni;
+  static const bool amx = vnni && [] {
+    const char* env = std::getenv("NF_AMX");
+    return !(env && std::string(env) == "0") && cpu_has_amx_int8();
+  }();
+  if (!NF_X86 || isa == Isa::scalar) return Int8Kernels::scalar;
+  if (isa_rank(isa) < isa_rank(Isa::avx512) || !vnni) return Int8Kernels::avx2;
+  return amx ? Int8Kernels::amx : Int8Kernels::vnni;
+}
+
+const char* int8_kernels_name(Int8Kernels kernels) {
+  switch (kernels) {
+    case Int8Kernels::amx: return "amx";
+    case Int8Kernels::vnni: return "vnni";
+    case Int8Kernels::avx2: return "avx2";
+    default: return "scalar";
+  }
 }
 
 Int8Weights int8_weights(const float* packed, int64_t N, int64_t K) {
@@ -475,11 +621,14 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
     w = int8_weights(own, N, K);
   }
   // Which kernels: x86 only has the avx2 and VNNI ones (another architecture's variants run the scalar ones).
-  const bool vnni = NF_X86 && isa_rank(isa) >= isa_rank(Isa::avx512) && int8_vnni(), widen = NF_X86 && !vnni && isa != Isa::scalar;
-  // The scratch: row scales, zero points, xq (int16 values on the avx2 kernels), and for those the
-  // weights widened to int16 pairs, 64-byte aligned.
-  const int64_t K4 = w.K4, Mp = ceil_div(M, kRowPad) * kRowPad, panels = ceil_div(N, 32);
-  const int64_t xq_row = K4 * (widen ? 2 : 1), xq_end = 8 * Mp + Mp * xq_row, wide_at = ceil_div(xq_end, 64) * 64;
+  const Int8Kernels kernels = int8_kernels(isa);
+  const bool amx = kernels == Int8Kernels::amx, vnni = amx || kernels == Int8Kernels::vnni, widen = kernels == Int8Kernels::avx2;
+  // The scratch: row scales, zero points, xq (int16 values on the avx2 kernels; rows of whole 64-byte
+  // tile rows and whole 16-row tiles for AMX), and for the avx2 kernels the weights widened to int16
+  // pairs, 64-byte aligned.
+  const int64_t K4 = w.K4, row_pad = amx ? kAmxRowPad : kRowPad, Mp = ceil_div(M, row_pad) * row_pad, panels = ceil_div(N, 32);
+  const int64_t ldq = amx ? ceil_div(K4, 64) * 64 : K4;
+  const int64_t xq_row = ldq * (widen ? 2 : 1), xq_end = 8 * Mp + Mp * xq_row, wide_at = ceil_div(xq_end, 64) * 64;
   auto* buffer = static_cast<char*>(
       thread_scratch(ScratchSlot::gemm_pack, widen ? wide_at + panels * K4 * 32 * 2 : xq_end));
   if (!buffer) {
@@ -493,11 +642,11 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
   parallel_for(Mp, 16, [&](int64_t r0, int64_t r1) {
     const int64_t e = std::min(r1, M);
 #if NF_X86
-    if (vnni) avx512_vnni::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
-    else if (widen) avx2::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+    if (vnni) avx512_vnni::int8_quantize(x, lda, K, ldq, r0, e, xq, scale, zero);
+    else if (widen) avx2::int8_quantize(x, lda, K, ldq, r0, e, xq, scale, zero);
     else
 #endif
-      scalar::int8_quantize(x, lda, K, K4, r0, e, xq, scale, zero);
+      scalar::int8_quantize(x, lda, K, ldq, r0, e, xq, scale, zero);
     for (int64_t r = std::max(r0, M); r < r1; ++r) {  // the padding rows: zeros
       std::memset(xq + r * xq_row, 0, xq_row);
       scale[r] = 0.0f;
@@ -507,8 +656,8 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
 #if NF_X86
   if (widen) parallel_for(panels, [&](int64_t p0, int64_t p1) { avx2::int8_widen(w, p0, p1, wide); });
 #endif
-  const Int8Call c{xq, scale, zero, w, wide, b, y, preact, M, N, ldc, act, round_out};
-  const int64_t mc = std::max<int64_t>(kRowPad, kRowBlockBytes / xq_row / kRowPad * kRowPad);
+  const Int8Call c{xq, ldq, scale, zero, w, wide, b, y, preact, M, N, ldc, act, round_out, amx};
+  const int64_t mc = std::max<int64_t>(row_pad, kRowBlockBytes / xq_row / row_pad * row_pad);
   const int64_t blocks = ceil_div(M, mc), tasks = blocks * panels;
   // Tasks (row block, panel), claimed in the pool's chunks of about tasks / (4 threads): a row block is
   // usually short at its end (2,320 rows = 3 x 768 + 16), so whole row blocks a chunk (the old grain of

@@ -52,16 +52,22 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
                const float* b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc, ops::Act act,
                bool round_out = false);
 
-// Whether the avx512 variant runs the VNNI kernels: CPUID reports AVX-512 VNNI (the caller's
-// variant being avx512, the CPU and OS run AVX-512 already).
-bool int8_vnni();
+// Which int8 kernels variant `isa` runs on this CPU: on x86 the avx512 variants the VNNI ones where
+// CPUID reports AVX-512 VNNI, and those hand the products to the AMX tiles (tdpbusd) where
+// cpu_has_amx_int8() holds and the environment does not set NF_AMX=0 (read once); otherwise the avx2
+// ones (avx2 and avx512 variants), else the scalar ones. All compute the same int32 sums.
+enum class Int8Kernels { scalar, avx2, vnni, amx };
+Int8Kernels int8_kernels(Isa isa);
+const char* int8_kernels_name(Int8Kernels kernels);  // "scalar", "avx2", "vnni", "amx"
 
-// The per-variant tile loops (gemm_int8.cpp): xq [Mp, K4] u8 rows (Mp a multiple of every MR; the
-// avx2 kernels store the values as int16) with row scales a and zero points z, y = epilogue(xq qᵀ)
-// for the 32-column panels [p0, p1) of w. wide: the avx2 kernels' copy of w's panels as int16, each
+// The per-variant tile loops (gemm_int8.cpp): xq [Mp, ldq] u8 rows (Mp a multiple of every MR, or of
+// 16 for AMX; ldq K4, or K4 rounded up to 64 for AMX, zeros past K; the avx2 kernels store the values
+// as int16) with row scales a and zero points z, y = epilogue(xq qᵀ) for the 32-column panels [p0, p1)
+// of w. wide: the avx2 kernels' copy of w's panels as int16, each
 // [K4 / 2][32][2] (k pairs; avx2::int8_widen), else null.
 struct Int8Call {
   const void* xq;
+  int64_t ldq;
   const float* a;
   const int32_t* z;
   Int8Weights w;
@@ -72,8 +78,10 @@ struct Int8Call {
   int64_t M, N, ldc;
   ops::Act act;
   bool round;  // y rounded to bf16 as stored
+  bool amx;    // the avx512_vnni tiles run on AMX (Int8Kernels::amx)
 };
-// And the per-variant activation quantization: rows [r0, r1) of x (lda apart) into xq, a, z.
+// And the per-variant activation quantization: rows [r0, r1) of x (lda apart) into xq (rows K4 long,
+// zeros past K), a, z.
 #define NF_INT8_VARIANT                                                                                          \
   void int8_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1);                            \
   void int8_quantize(const float* x, int64_t lda, int64_t K, int64_t K4, int64_t r0, int64_t r1, void* xq,      \

@@ -22,7 +22,8 @@
 //     neighbours (through pack_rows).
 //   first_nonfinite_range (finite.h): arg = {begin, end}; out[0] = the index found, or -1.
 //   int8_dot_tile, int8_quantize: the int8 kernels' (gemm_int8.cpp int8_probe; the avx512 variant's
-//     are the VNNI ones, which need AVX-512 VNNI).
+//     are the VNNI ones, which need AVX-512 VNNI); int8_amx_tile: the AMX block's sums (avx512 on an
+//     AMX-INT8 CPU only).
 #include "simd_probe.h"
 
 #include <algorithm>
@@ -276,9 +277,12 @@ Status simd_probe(Isa isa, const SimdProbe& p, int* width) {
            std::string("this CPU cannot run the ") + isa_name(isa) + " variant");
   Status status;
   if (std::string(p.fn).rfind("int8_", 0) == 0) {  // the int8 kernels' own (gemm_int8.cpp): avx512 means VNNI
+    const Int8Kernels kernels = int8_kernels(isa);
     const bool avx512 = NF_X86 && isa_rank(isa) >= isa_rank(Isa::avx512);  // avx512 or avx512bf16
-    NF_CHECK(!avx512 || int8_vnni(), "simd_probe",
+    NF_CHECK(!avx512 || kernels == Int8Kernels::vnni || kernels == Int8Kernels::amx, "simd_probe",
              "this CPU has no AVX-512 VNNI: its avx512 variants run the avx2 int8 kernels");
+    NF_CHECK(std::string(p.fn) != "int8_amx_tile" || kernels == Int8Kernels::amx, "simd_probe",
+             "int8_amx_tile runs on the avx512 variants of a CPU with AMX-INT8 (Linux, NF_AMX not 0) only");
 #if NF_X86
     if (avx512) avx512_vnni::int8_probe(p, &status);
     else if (isa == Isa::avx2) avx2::int8_probe(p, &status);
