@@ -16,6 +16,13 @@ const fmt = (x: number, digits = 1) => x.toLocaleString('en-US', { minimumFracti
 const sig = (x: number) => (Math.abs(x) >= 100 ? fmt(x, 0) : x.toPrecision(3));
 const mb = (kb: number | null | undefined) => (kb == null ? '—' : fmt(kb / 1024, 0));
 
+/** What our bf16 products ran on, for the bf16 table's heading. */
+function bf16KernelsText(res: Results): string {
+  if (res.bf16Kernels === 'amx') return 'AMX tiles (tdpbf16ps) for the GEMMs';
+  if (res.bf16Kernels === 'vdpbf16ps' || (!res.bf16Kernels && res.isa === 'avx512bf16')) return 'vdpbf16ps';
+  return 'the bf16 rounding emulated with fp32 FMA: this CPU has no avx512_bf16';
+}
+
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
@@ -188,7 +195,7 @@ export function render(res: Results): string {
         budgetTable(budget));
   }
   if (res.bf16?.length)
-    out.push('', `Precision bf16 (issue 25; median of the timed runs, ours with its threads sleeping; our bf16 runs ${res.isa === 'avx512bf16' ? 'vdpbf16ps' : 'the bf16 rounding emulated with fp32 FMA: this CPU has no avx512_bf16'}; PyTorch under torch.autocast('cpu', dtype=torch.bfloat16), its faster thread variant):`, '',
+    out.push('', `Precision bf16 (issue 25; median of the timed runs, ours with its threads sleeping; our bf16 runs ${bf16KernelsText(res)}; PyTorch under torch.autocast('cpu', dtype=torch.bfloat16), its faster thread variant):`, '',
       bf16Table(res.bf16));
   const checks = targetChecks(res);
   const count = (s: TargetCheck['status']) => checks.filter((c) => c.status === s).length;

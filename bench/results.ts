@@ -191,6 +191,8 @@ export interface Results {
   options: Record<string, unknown>;
   /** The ISA our kernels ran on (the active one: the best this CPU has unless NF_ISA says otherwise). */
   isa: string;
+  /** The kernels of our bf16 products there (isaInfo().bf16Kernels: amx, vdpbf16ps or fp32); absent in older results. */
+  bf16Kernels?: string;
   peaks: IsaPeak[];
   /** Each peer's version and what it runs on. */
   peers: Record<string, string>;

@@ -38,11 +38,11 @@ function describeOrt(threads: number): string {
 }
 
 /** The FP32 FMA peak of every ISA variant this CPU runs, and the ISA the measurements run on. */
-async function measurePeaks(o: Options): Promise<{ peaks: IsaPeak[]; isa: string }> {
+async function measurePeaks(o: Options): Promise<{ peaks: IsaPeak[]; isa: string; bf16Kernels: string }> {
   const r = await runWorker({ task: 'peak', threads: o.threads, minSeconds: o.quick ? 0.1 : 0.3 }, { timeoutS: 120 });
   const res = lastEvent(r, 'result');
   if (!res) throw new Error('the FMA peak measurement failed: is the addon built (npm run build:native)?');
-  return { peaks: res.peaks as IsaPeak[], isa: String(res.isa) };
+  return { peaks: res.peaks as IsaPeak[], isa: String(res.isa), bf16Kernels: String(res.bf16Kernels) };
 }
 
 async function main(): Promise<void> {
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     log(`note: the machine is busy (load average ${loadStart} on ${os.cpus().length} cores); figures will be noisy`);
 
   const python = await probePython(o.threads);
-  const { peaks, isa } = await measurePeaks(o);
+  const { peaks, isa, bf16Kernels } = await measurePeaks(o);
   const peers = {
     'onnxruntime-node': o.peers.includes('ort') ? describeOrt(o.threads) : 'not requested',
     PyTorch: o.peers.includes('torch') ? describeTorch(python) : 'not requested',
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
     command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
     machine: { cpu: cpuName(), cores: os.cpus().length, memoryGiB: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version,
       platform: `${process.platform}-${process.arch}`, loadStart, loadEnd: load(), seconds: (Date.now() - started.getTime()) / 1e3 },
-    options: { ...o }, isa, peaks, peers, models, ops, bf16,
+    options: { ...o }, isa, bf16Kernels, peaks, peers, models, ops, bf16,
   };
   console.log(render(results));
   writeJson(o.out, results);

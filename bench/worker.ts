@@ -84,7 +84,8 @@ async function main(q: WorkerRequest): Promise<void> {
         native.fmaPeak({ minSeconds: q.minSeconds, out });
         return { isa, gflops: out[0] / out[1] / 1e9, threads: out[2] };
       });
-      return emit('result', { peaks, isa: active });
+      native.setIsa(active);
+      return emit('result', { peaks, isa: active, bf16Kernels: native.isaInfo().bf16Kernels });
     }
     case 'ops':
       setup(q.threads);

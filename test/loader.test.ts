@@ -71,15 +71,22 @@ describe('one binary for every x86-64 CPU', () => {
       expect(() => native.setIsa(above)).toThrow(new RegExp(`cannot run the ${above} kernels`));
   });
 
-  it.runIf(info.detected === 'avx512bf16')('picks avx512 over avx512bf16 where the BF16 dot product loses to the FMA, unless NF_ISA names it', () => {
-    const load = (isa: string) => JSON.parse(execFileSync(process.execPath, ['-p',
-      `const i = require(${JSON.stringify(nativeAddonPath)}).isaInfo(); JSON.stringify({ active: i.active, ratio: i.bf16DotRatio })`],
-      { env: { ...process.env, NF_ISA: isa }, encoding: 'utf8' })) as { active: Isa; ratio: number };
-    const plain = load('');
-    console.log(`vdpbf16ps against the FMA on this CPU: ${plain.ratio.toFixed(2)}x the FLOP rate; the load picks ${plain.active}`);
+  it.runIf(info.detected === 'avx512bf16')('picks avx512 over avx512bf16 where the BF16 dot product loses to the FMA and no AMX-BF16 runs the bf16 GEMM, unless NF_ISA names it', () => {
+    // What a fresh process picks, its ratio, and the bf16 kernels avx512bf16 would run there.
+    const load = (env: Record<string, string>) => JSON.parse(execFileSync(process.execPath, ['-p',
+      `const n = require(${JSON.stringify(nativeAddonPath)}), i = n.isaInfo(); n.setIsa('avx512bf16'); ` +
+      'JSON.stringify({ active: i.active, ratio: i.bf16DotRatio, kernels: n.isaInfo().bf16Kernels })'],
+      { env: { ...process.env, NF_ISA: '', ...env }, encoding: 'utf8' })) as { active: Isa; ratio: number; kernels: string };
+    const plain = load({}), noAmx = load({ NF_AMX: '0' });
+    console.log(`vdpbf16ps against the FMA on this CPU: ${plain.ratio.toFixed(2)}x the FLOP rate; avx512bf16's bf16 GEMM: ${plain.kernels}; ` +
+      `the load picks ${plain.active} (${noAmx.active} with NF_AMX=0)`);
     expect(plain.ratio).toBeGreaterThan(0);
-    if (info.available.includes('avx512bf16')) expect(plain.active).toBe(plain.ratio > 1 ? 'avx512bf16' : 'avx512');
-    expect(load('avx512bf16').active).toBe(info.available.at(-1));
+    expect(noAmx.kernels).toBe('vdpbf16ps');
+    if (info.available.includes('avx512bf16')) {
+      expect(plain.active).toBe(plain.ratio > 1 || plain.kernels === 'amx' ? 'avx512bf16' : 'avx512');
+      expect(noAmx.active).toBe(noAmx.ratio > 1 ? 'avx512bf16' : 'avx512');
+    }
+    expect(load({ NF_ISA: 'avx512bf16', NF_AMX: '0' }).active).toBe(info.available.at(-1));
   });
 
   // objdump (binutils) comes with the compiler that builds the addon; the check reads the binary itself.

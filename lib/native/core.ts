@@ -33,6 +33,13 @@ export interface IsaInfo {
    * (int16 products) or 'scalar'. Every one computes the same int32 sums, so the same results.
    */
   int8Kernels: 'amx' | 'vnni' | 'avx2' | 'scalar';
+  /**
+   * The kernels of precision 'bf16''s matrix products on the active variant: 'amx' (tdpbf16ps tiles,
+   * avx512bf16 on an Intel CPU with AMX-BF16, Linux; NF_AMX=0 turns them off), 'vdpbf16ps'
+   * (avx512bf16 elsewhere) or 'fp32' (the other variants: the bf16 rounding with fp32 FMAs). The load
+   * picks avx512bf16 where it has AMX or its vdpbf16ps beats the FMA (bf16DotRatio above 1).
+   */
+  bf16Kernels: 'amx' | 'vdpbf16ps' | 'fp32';
   /** The variants setIsa accepts: those the CPU runs that passed the self-check. */
   available: Isa[];
   /** The variants in the binary, slowest first (scalar, avx2, avx512 on x64; scalar, neon on arm64). */

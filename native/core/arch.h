@@ -14,3 +14,12 @@
 #else
 #define NF_ARM64 0
 #endif
+
+// NF_AMX_BUILD: this build has the AMX kernels (GCC for x86-64 Linux: the int8 products in
+// native/cpu/gemm_int8.cpp's avx512 pass, the bf16 GEMM in gemm.cpp's avx512bf16 pass), so
+// cpu_has_amx_int8/bf16 may report the CPU's AMX. The clang (zig) builds have none.
+#if NF_X86 && defined(__linux__) && !defined(__clang__)
+#define NF_AMX_BUILD 1
+#else
+#define NF_AMX_BUILD 0
+#endif

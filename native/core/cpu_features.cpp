@@ -3,11 +3,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <iterator>
+#include <string>
 
 #if NF_X86
 #include <cpuid.h>
 #endif
-#if NF_X86 && defined(__linux__)
+#if NF_AMX_BUILD
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -61,20 +62,42 @@ bool cpu_has_avx512_vnni() {
 #endif
 }
 
-bool cpu_has_amx_int8() {
-#if NF_X86 && defined(__linux__)
+namespace {
+
+// Whether the AMX unit with CPUID.(7, 0):EDX bit `feature` (22 AMX-BF16, 25 AMX-INT8) may run: that
+// bit and AMX-TILE (bit 24), the OS saving the tile state (XCR0 bits 17 XTILECFG and 18 XTILEDATA),
+// the environment not setting NF_AMX=0, and Linux granting this process the tile data (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, asked once: without it the first tile instruction faults).
+bool amx_usable(int feature) {
+#if NF_AMX_BUILD
+  static const bool granted = [] {
+    const char* env = std::getenv("NF_AMX");
+    if (env && std::string(env) == "0") return false;
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv is there
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24))) return false;
+    if ((xgetbv0() & (3ull << 17)) != (3ull << 17)) return false;
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
   unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv is there
-  // AMX-TILE and AMX-INT8 (CPUID.(7, 0):EDX bits 24 and 25), the OS saving the tile state (XCR0 bits 17
-  // XTILECFG and 18 XTILEDATA), and Linux granting this process the tile data (arch_prctl
-  // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA: without it the first tile instruction faults).
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return false;
-  if ((xgetbv0() & (3ull << 17)) != (3ull << 17)) return false;
-  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  return granted && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << feature));
 #else
-  return false;  // (the kernels use AMX on Linux only)
+  (void)feature;
+  return false;  // (no AMX kernels in this build)
 #endif
+}
+
+}  // namespace
+
+bool cpu_has_amx_int8() {
+  static const bool amx = amx_usable(25);
+  return amx;
+}
+
+bool cpu_has_amx_bf16() {
+  static const bool amx = amx_usable(22);
+  return amx;
 }
 
 namespace {
@@ -88,14 +111,16 @@ Isa best_usable(Isa cap) {
 
 // The variant chosen at load: the best the CPU runs that passed the self-check, or the best such
 // one at or below NF_ISA (a name above what the CPU runs, or not a name, is ignored); avx512 rather
-// than avx512bf16 where the BF16 dot product loses to the FMA (bf16_dot_pays), unless NF_ISA names it.
+// than avx512bf16 where the BF16 dot product loses to the FMA (bf16_dot_pays) and no AMX-BF16 tiles
+// run the bf16 GEMM instead, unless NF_ISA names it.
 Isa initial_isa() {
   Isa cap = detected_isa();
   const char* env = std::getenv("NF_ISA");
   Isa forced = cap;
   const bool named = env && *env && parse_isa(env, &forced) && isa_rank(forced) >= 0;
   if (named && isa_rank(forced) < isa_rank(cap)) cap = forced;
-  if (cap == Isa::avx512bf16 && !(named && forced == Isa::avx512bf16) && !bf16_dot_pays()) cap = Isa::avx512;
+  if (cap == Isa::avx512bf16 && !(named && forced == Isa::avx512bf16) && !bf16_dot_pays() && !cpu_has_amx_bf16())
+    cap = Isa::avx512;
   return best_usable(cap);
 }
 

@@ -6,7 +6,7 @@
 // known-answer self-check runs every kernel family on a tiny fixed input under each variant the
 // CPU and OS support and under the scalar one, and rejects a variant that disagrees; the best
 // variant left is picked (avx512 before avx512bf16 where the BF16 dot product measures slower than
-// the FMA: bf16_dot_pays), NF_ISA=<variant> forces a lower one, and set_active_isa switches at run
+// the FMA, bf16_dot_pays, and no AMX-BF16 tiles run the bf16 GEMM), NF_ISA=<variant> forces a lower one, and set_active_isa switches at run
 // time (tests use it to run every variant). A variant the CPU lacks, or one the self-check
 // rejected, is never selected.
 #pragma once
@@ -51,11 +51,14 @@ Isa detected_isa();  // the best variant this CPU and OS can run
 // Whether CPUID reports AVX-512 VNNI (vpdpbusd; the int8 kernels' own variant, native/cpu/gemm_int8.cpp,
 // which runs where this holds and the avx512 variant is usable).
 bool cpu_has_avx512_vnni();
-// Whether the int8 kernels may use AMX (Intel Sapphire Rapids on: tdpbusd on 16 x 64-byte tiles, the
-// avx512 variant's int8 kernels where this holds, native/cpu/gemm_int8.cpp): CPUID reports AMX-TILE and
-// AMX-INT8, the OS saves the tile state, and (Linux, the only OS where it is used) the kernel granted
-// this process the tile data, which this call requests. False elsewhere.
+// Whether the kernels may use AMX tiles (Intel Sapphire Rapids on): AMX-INT8 (tdpbusd: the avx512
+// variants' int8 products, native/cpu/gemm_int8.cpp) and AMX-BF16 (tdpbf16ps: the avx512bf16 variant's
+// bf16 GEMM, native/cpu/gemm.cpp). True where CPUID reports AMX-TILE and the unit, the OS saves the
+// tile state, the environment does not set NF_AMX=0, and (Linux, the only OS where they are used) the
+// kernel granted this process the tile data, which the first call requests. False elsewhere, and in
+// a build without the AMX kernels (NF_AMX_BUILD 0: the clang builds).
 bool cpu_has_amx_int8();
+bool cpu_has_amx_bf16();
 Isa active_isa();    // the variant kernels dispatch to now
 bool isa_runs(Isa isa);  // compiled here, and this CPU runs it (whatever the self-check said)
 Status set_active_isa(Isa isa);  // refuses a variant the CPU lacks or the self-check rejected

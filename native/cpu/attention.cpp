@@ -14,12 +14,14 @@
 // inner (dQ rows accumulate). Causal tiles wholly above the diagonal are skipped. Every tile
 // product is one micro-kernel, O += P V on rows (tile_accumulate), with K and V tiles transposed
 // into scratch so keys lie along the vector lanes.
-// Precision 'bf16' (native/ops/precision.h; the core does the same at 'int8' on avx512bf16, whose
+// Precision 'bf16' (native/ops/precision.h; the core does the same at 'int8' where core_pairs holds, whose
 // projections are quantized instead): the projections' GEMMs take bf16-rounded inputs (gemm.cpp);
 // their epilogues store Q, K, V rounded to bf16 (the saved qkv, or q and kv, and a decoding step's
 // cache rows: as autocast's bf16 projections would give them), and the weights P ∘ Z are
 // rounded before the product with V, so QKᵀ and PV take bf16 inputs with fp32 accumulation; the
-// softmax, its sums and lse stay fp32. On avx512bf16 those two products run vdpbf16ps on bf16 pairs
+// softmax, its sums and lse stay fp32. On avx512bf16 where vdpbf16ps beats the FMA (bf16_dot_pays:
+// not on an Intel Xeon that runs avx512bf16 for its AMX GEMMs and issues vdpbf16ps at half the FMA's
+// rate; core_pairs) those two products run vdpbf16ps on bf16 pairs
 // (the key tile paired along the head dimension, unscaled, the scale applied in the softmax's
 // exponent; the value tile paired along the keys; query rows and weights as pairs of neighbours),
 // the other variants fp32 FMAs on the rounded values: the same function up to the order of fp32 sums.
@@ -51,6 +53,9 @@ namespace nf::cpu::NF_ISA_NS {
 #include "pack_inl.h"
 
 namespace {
+
+// Whether the core's bf16 products run vdpbf16ps on pairs (see the header).
+bool core_pairs() { return NF_BF16_DOT && bf16_dot_pays(); }
 
 constexpr int kBQ = 32;          // queries per tile
 // Keys per tile, a multiple of every W: 80 takes T = 65 (a 32² image in 4² patches and the class
@@ -353,7 +358,7 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
                    const AttentionMasks& m, const AttentionCoreDims& d, int64_t b, int64_t h, int64_t c0, int64_t R,
                    float* scratch, bool bf16_p) {
   const int64_t Dh = d.Dh, Tk = d.Tk, Dh2 = (Dh + 1) / 2;
-  const bool pairs = NF_BF16_DOT && bf16_p;
+  const bool pairs = core_pairs() && bf16_p;
   float* Kt = scratch;            // [Dh, kBK] the key tile, transposed and scaled (pairs: [Dh2, kBK], unscaled)
   float* S = Kt + Dh * kBK;       // [kBQ, kBK] scores, then weights
   float* z = S + kBQ * kBK;       // [kBK] dropout factors of one row
@@ -614,7 +619,7 @@ void attention_core_backward(float* dq, float* dk, float* dv, const float* dout,
     float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
     if (!scratch) return report_failure();  // (the op fails)
     for (int64_t t = t0; t < t1; ++t)
-      backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch, bf16, NF_BF16_DOT && bf16);
+      backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch, bf16, core_pairs() && bf16);
   });
 }
 
@@ -624,7 +629,7 @@ void attention_forward(const ops::AttentionForward<float>& p, const PackedB& qkv
   float *out = p.out, *weights = p.weights, *qkv = p.qkv, *q = p.q, *kv = p.kv, *ctx = p.ctx, *lse = p.lse;
   const float *x = p.x, *memory = p.memory, *qkv_weight = p.qkv_weight, *qkv_bias = p.qkv_bias, *proj_weight = p.proj_weight, *proj_bias = p.proj_bias;
   const int64_t D = d.D, rq = d.B * d.Tq, rk = d.B * d.Tk;
-  const bool cross = memory != nullptr, bf16 = ops::attention_core_bf16(p.precision, NF_BF16_DOT);
+  const bool cross = memory != nullptr, bf16 = ops::attention_core_bf16(p.precision, core_pairs());
   // With bf16, Q, K, V are rounded to bf16 as the projections' epilogues store them.
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1: packed columns from D)
     NF_ISA_NS::linear_forward(q, nullptr, x, qkv_weight, qkv_bias, {rq, D, D}, Act::none, qkv_p, p.precision, bf16);
@@ -648,7 +653,7 @@ void attention_decode(const ops::AttentionDecode<float>& p, const PackedB& qkv_p
   // The projected query (self-attention: q | k | v) [B, 3D], then the context [B, D].
   float* proj_in = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * B * 4 * D));
   float* ctx = proj_in + B * 3 * D;
-  const bool bf16 = ops::attention_core_bf16(p.precision, NF_BF16_DOT);
+  const bool bf16 = ops::attention_core_bf16(p.precision, core_pairs());
   NF_ISA_NS::linear_forward(proj_in, nullptr, x, qkv_weight, qkv_bias, {B, D, core.qkv_width}, Act::none, qkv_p,
                             p.precision, bf16);  // (cross-attention: kv was made at bf16)
   if (cache)

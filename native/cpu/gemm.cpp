@@ -55,6 +55,14 @@
 #include "../core/threadpool.h"
 #include "isa.h"
 
+// AMX-BF16 tiles for the bf16 pairs (see "Precision 'bf16' on AMX" below).
+#if NF_BF16_DOT && NF_AMX_BUILD
+#define NF_AMX_BF16 1
+#pragma GCC target("amx-tile,amx-bf16")
+#else
+#define NF_AMX_BF16 0
+#endif
+
 namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
 #include "activation_inl.h"
@@ -109,6 +117,9 @@ struct Plan {
     return sizeof(float) * (b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16) + kc * NR + 16);
   }
   int64_t panel_buffer_offset() const { return b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16); }
+  // Then (bf16 on AMX) the A block in the tiles' layout, the pairs it is made from, and a B tail.
+  int64_t amx_a_floats() const { return round_up(ceil_div(row_panels, nIC) * MR, 16) * round_up((kc + 1) / 2, 16); }
+  size_t amx_scratch_bytes() const { return scratch_bytes() + sizeof(float) * (2 * amx_a_floats() + 16 * NR); }
   int64_t first_block(int64_t range) const { return range * nKC / nKS; }  // k blocks of K range `range`
 };
 
@@ -313,13 +324,127 @@ void run_tile(int64_t kd, const float* a, const float* b, float* c, int mr, int 
   else micro_tile<MR, kPairs>(kd, a, b, c, mr, nr, e);
 }
 
+#if NF_AMX_BF16
+// Precision 'bf16' on AMX (the avx512bf16 variant where cpu_has_amx_bf16(): Intel Sapphire Rapids on,
+// Linux). C in blocks of 32 x 32 (one column panel), four 16 x 16 fp32 tiles (0-3: rows 0-15 / 16-31
+// by columns 0-15 / 16-31), one tdpbf16ps per tile and 16 pairs of k, each A and B tile used twice.
+//   B tiles (6, 7): 16 pair rows x 16 columns of a column panel as the GEMM packs it for the bf16
+//   pairs ([kd][NR = 32] words), 128 bytes a row, from its columns 0 and 16; a last group of fewer
+//   than 16 pair rows from a copy padded with zero rows (past it lie the next panel or the buffer's end).
+//   A tiles (4, 5): 16 rows x 16 pairs of the A block in the tiles' layout, [⌈kd / 16⌉][mc16][16]
+//   words (pack_amx_a; rows padded to 16 and pairs to 16 with zeros).
+// The sums go to memory and through store_tile 8 rows at a time: the micro-kernel's epilogue. The
+// products of bf16 pairs are exact in fp32 and summed in fp32 as vdpbf16ps sums them, in another
+// order (a tile's 16 pairs in turn per output, where the micro-kernel runs one chain per output too).
+// Tile state is per thread: gemm's chunks configure it (amx_configure) and release it.
+void amx_configure() {
+  struct {
+    uint8_t palette = 1, start_row = 0;
+    uint8_t reserved[14] = {};
+    uint16_t bytes_per_row[16] = {};
+    uint8_t rows[16] = {};
+  } config;
+  for (int t = 0; t < 8; ++t) config.bytes_per_row[t] = 64, config.rows[t] = 16;
+  _tile_loadconfig(&config);
+}
+
+// The A block, rows [0, mc) x depth [0, kc) of op(A) (row-major: element (i, k) at src[i * ld + k];
+// else src[k * ld + i]), into dst [⌈kd / 16⌉][mc16][16] words of bf16 pairs (k, k + 1 of a row), zeros
+// past mc and kd; tmp holds the pairs first ([mc][kd], or [kd][mc16] transposed into dst 16 pairs at
+// a time as floats).
+void pack_amx_a(float* dst, float* tmp, const float* src, int64_t ld, int64_t mc, int64_t kc, bool row_major) {
+  const int64_t kd = (kc + 1) / 2, mc16 = round_up(mc, 16), groups = ceil_div(kd, 16);
+  if (!row_major) {
+    pack_row_pairs(tmp, mc16, src, ld, kc, mc);
+    if (mc < mc16)
+      for (int64_t kk = 0; kk < kd; ++kk) std::fill(tmp + kk * mc16 + mc, tmp + (kk + 1) * mc16, 0.0f);
+    pack_transposed<16>(dst, tmp, mc16, kd, mc16);
+    return;
+  }
+  pack_rows(tmp, kd, src, ld, mc, kc);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t n = std::min<int64_t>(16, kd - 16 * g);
+    for (int64_t i = 0; i < mc16; ++i) {
+      float* d = dst + (g * mc16 + i) * 16;
+      if (i < mc) std::memcpy(d, tmp + i * kd + 16 * g, sizeof(float) * n);
+      std::fill(d + (i < mc ? n : 0), d + 16, 0.0f);
+    }
+  }
+}
+
+// out [32][32] (the first 16 rows: kRowTiles 1) = the rows at a (the A block's layout, groups gs
+// words apart) times the panel at b, kd pair rows; its last kd % 16 pair rows from tail [16][NR].
+template <int kRowTiles>
+void amx_sums(const float* a, int64_t gs, const float* b, const float* tail, int64_t kd, float* out) {
+  _tile_zero(0);
+  _tile_zero(1);
+  if constexpr (kRowTiles == 2) {
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  constexpr int64_t kRow = NR * sizeof(float);
+  for (int64_t g = 0; 16 * g < kd; ++g, a += gs) {
+    const float* bg = kd - 16 * g >= 16 ? b + 16 * g * NR : tail;
+    _tile_loadd(4, a, 64);
+    _tile_loadd(6, bg, kRow);
+    _tile_loadd(7, bg + 16, kRow);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    if constexpr (kRowTiles == 2) {
+      _tile_loadd(5, a + 16 * 16, 64);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, out, kRow);
+  _tile_stored(1, out + 16, kRow);
+  if constexpr (kRowTiles == 2) {
+    _tile_stored(2, out + 16 * NR, kRow);
+    _tile_stored(3, out + 16 * NR + 16, kRow);
+  }
+}
+
+// C[0:mc, 0:nc] of one k block from the A block at aq (pack_amx_a, mc rows) and the B block at b
+// ([nc / NR panels][kd][NR] words); epilogue(i, j) is the store's for rows from i, columns from j.
+template <class MakeEpilogue>
+void amx_block(const float* aq, const float* b, float* C, int64_t ldc, int64_t mc, int64_t nc, int64_t kd, float* tail,
+               MakeEpilogue&& epilogue) {
+  alignas(64) float out[32 * NR];
+  const int64_t gs = round_up(mc, 16) * 16;
+  for (int64_t j = 0; j < nc; j += NR) {
+    const float* bj = b + j * kd;
+    if (kd % 16) {
+      std::memcpy(tail, bj + kd / 16 * 16 * NR, sizeof(float) * (kd % 16) * NR);
+      std::fill(tail + (kd % 16) * NR, tail + 16 * NR, 0.0f);
+    }
+    const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
+    for (int64_t i = 0; i < mc; i += 32) {
+      const int64_t rows = std::min<int64_t>(32, mc - i);
+      if (rows > 16) amx_sums<2>(aq + i * 16, gs, bj, tail, kd, out);
+      else amx_sums<1>(aq + i * 16, gs, bj, tail, kd, out);
+      for (int64_t r = 0; r < rows; r += 8) {
+        vf acc[8][NV];
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; ++q)
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) acc[q][v] = vload(out + (r + q) * NR + v * W);
+        const int mr = static_cast<int>(std::min<int64_t>(8, rows - r));
+        float* c = C + (i + r) * ldc + j;
+        if (mr == 8 && nr == NR) store_tile<true>(acc, c, mr, nr, epilogue(i + r, j));
+        else store_tile<false>(acc, c, mr, nr, epilogue(i + r, j));
+      }
+    }
+  }
+}
+#endif
+
 // Row blocks [ic0, ic1) of column block jc of one batch entry, over k blocks [pc0, pc1) (all of K,
 // or one K range): for each k block, the B block is packed once into bp (or found in `packed`) and
 // reused by every row block, each packed in turn into ap (buf: the fp32 panel of a bf16 pair
-// conversion).
+// conversion; amx: the bf16 pairs on AMX tiles, ap then the AMX scratch, Plan::amx_scratch_bytes).
 void macro_tiles(float* C, float* preact, const float* A, const float* B, float* bp, float* ap, float* buf,
                  const float* bias, const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1,
-                 int64_t pc0, int64_t pc1, const PackedB& packed, Dot dot, bool round_out) {
+                 int64_t pc0, int64_t pc1, const PackedB& packed, Dot dot, bool round_out, bool amx) {
   const int64_t j0 = p.col(jc), nc = std::min(d.N, p.col(jc + 1)) - j0;
   const int64_t kstep = dot == Dot::bf16_pairs ? 2 : 1;  // k per panel row
   for (int64_t pc = pc0; pc < pc1; ++pc) {
@@ -332,11 +457,24 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
       pack_operand<NR>(bp, d.transB ? B + j0 * d.ldb + k0 : B + k0 * d.ldb + j0, d.ldb, nc, kc, d.transB, dot, buf);
     for (int64_t ic = ic0; ic < ic1; ++ic) {
       const int64_t i0 = p.row(ic), mc = std::min(d.M, p.row(ic + 1)) - i0;
-      pack_operand<MR>(ap, d.transA ? A + k0 * d.lda + i0 : A + i0 * d.lda + k0, d.lda, mc, kc, !d.transA, dot, buf);
+      const float* a_src = d.transA ? A + k0 * d.lda + i0 : A + i0 * d.lda + k0;
+      // The store of rows from i, columns from j of this row block.
+      const auto epilogue = [&](int64_t i, int64_t j) {
+        return Epilogue{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
+                        last && preact ? preact + (i0 + i) * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc,
+                        dot != Dot::fp32, last && round_out};
+      };
+#if NF_AMX_BF16
+      if (amx) {
+        float* aq = ap + p.amx_a_floats();
+        pack_amx_a(aq, ap, a_src, d.lda, mc, kc, !d.transA);
+        amx_block(aq, b, C + i0 * d.ldc + j0, d.ldc, mc, nc, kd, aq + p.amx_a_floats(), epilogue);
+        continue;
+      }
+#endif
+      pack_operand<MR>(ap, a_src, d.lda, mc, kc, !d.transA, dot, buf);
       for (int64_t j = 0; j < nc; j += NR) {
-        Epilogue e{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
-                   last && preact ? preact + i0 * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc,
-                   dot != Dot::fp32, last && round_out};
+        Epilogue e = epilogue(0, j);
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
         for (int64_t i = 0; i < mc; i += MR) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, mc - i));
@@ -384,6 +522,7 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
   if (d.M == 0 || d.N == 0) return;
   Plan p = make_plan(d, k_ranges(d, bias || preact || d.act != Act::none || round_out, packed));
   const Dot dot = dot_of(precision);
+  const bool amx = NF_AMX_BF16 && dot == Dot::bf16_pairs && cpu_has_amx_bf16();
   // A long-K product writes its K ranges' partial sums [nKS][M][N] into the calling thread's
   // `partials` slot (or, out of memory for them, runs uncut).
   float* partials = nullptr;
@@ -397,21 +536,30 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
   // contiguous chunks per thread (see the header), each packing its B blocks once for all its row blocks.
   const int64_t tiles = d.batch * p.nKS * p.nJC * p.nIC;
   parallel_for(tiles, ceil_div(tiles, 2 * num_threads()), [&](int64_t t0, int64_t t1) {
-    float* bp = static_cast<float*>(thread_scratch(ScratchSlot::gemm_pack, p.scratch_bytes()));
+    float* bp = static_cast<float*>(thread_scratch(ScratchSlot::gemm_pack, amx ? p.amx_scratch_bytes() : p.scratch_bytes()));
     if (!bp) return report_failure();  // (the op fails)
     float* ap = bp + p.b_block_floats();
     float* buf = bp + p.panel_buffer_offset();
+#if NF_AMX_BF16
+    if (amx) {
+      ap = buf + p.kc * NR + 16;  // (past the conversion panel: the AMX scratch)
+      amx_configure();
+    }
+#endif
     for (int64_t t = t0; t < t1;) {
       const int64_t group = t / p.nIC, e = group / p.nJC, jc = group % p.nJC;
       const int64_t ic0 = t % p.nIC, ic1 = std::min(p.nIC, ic0 + (t1 - t));
       if (partials)  // K range e
         macro_tiles(partials + e * d.M * d.N, nullptr, A, B, bp, ap, buf, nullptr, dk, p, jc, ic0, ic1,
-                    p.first_block(e), p.first_block(e + 1), packed, dot, false);
+                    p.first_block(e), p.first_block(e + 1), packed, dot, false, amx);
       else  // batch entry e
         macro_tiles(C + e * d.strideC, preact ? preact + e * d.strideC : nullptr, A + e * d.strideA,
-                    B + e * d.strideB, bp, ap, buf, bias, d, p, jc, ic0, ic1, 0, p.nKC, packed, dot, round_out);
+                    B + e * d.strideB, bp, ap, buf, bias, d, p, jc, ic0, ic1, 0, p.nKC, packed, dot, round_out, amx);
       t += ic1 - ic0;
     }
+#if NF_AMX_BF16
+    if (amx) _tile_release();
+#endif
   });
   if (partials) sum_partials(C, partials, d, p.nKS);
 }
@@ -448,6 +596,11 @@ namespace nf::cpu {
 
 // The packing scratch one thread needs for a call (per ISA; defined above).
 NF_KERNEL_DECL(void gemm_scratch_bytes(const GemmDims& d, size_t* bytes))
+
+const char* bf16_gemm_kernels(Isa isa) {
+  if (isa != Isa::avx512bf16) return "fp32";
+  return cpu_has_amx_bf16() ? "amx" : "vdpbf16ps";
+}
 
 Status run(const ops::Gemm<float>& p) {
   NF_TRY(ops::int8_inference_check("gemm", p.precision, "the general gemm op (linearForward runs int8)"));

@@ -58,6 +58,11 @@ NF_KERNEL_DECL(void gemm(float* C, float* preact, const float* A, const float* B
                          const GemmDims& d, const PackedB& packed = {},
                          ops::Precision precision = ops::Precision::fp32, bool round_out = false))
 
+// The kernels of precision 'bf16''s products on variant `isa`: "amx" (the avx512bf16 variant where
+// cpu_has_amx_bf16(): tdpbf16ps tiles), "vdpbf16ps" (avx512bf16 elsewhere) or "fp32" (the other
+// variants: the bf16 rounding with fp32 FMAs).
+const char* bf16_gemm_kernels(Isa isa);
+
 // The micro-kernel's panel width NR and the largest k block KC of each variant.
 NF_KERNEL_DECL(void gemm_panel_shape(int* nr, int64_t* kc_max))
 // Writes the panels of a packWeights buffer for this variant (everything after its header, see

@@ -36,7 +36,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -63,9 +62,9 @@
 #else
 #define NF_INT8_NS NF_ISA_NS
 #endif
-// The AMX tiles, in the VNNI pass: GCC builds for Linux (cpu_has_amx_int8); the clang (zig) builds run
-// the VNNI kernels on an AMX CPU too.
-#if NF_ISA == 2 && NF_X86 && defined(__linux__) && !defined(__clang__)
+// The AMX tiles, in the VNNI pass (NF_AMX_BUILD: not in the clang builds, which run the VNNI kernels
+// on an AMX CPU too).
+#if NF_ISA == 2 && NF_AMX_BUILD
 #define NF_AMX 1
 #pragma GCC target("amx-tile,amx-int8")
 #else
@@ -545,10 +544,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 Int8Kernels int8_kernels(Isa isa) {
   static const bool vnni = cpu_has_avx512_vnni();
-  static const bool amx = vnni && [] {
-    const char* env = std::getenv("NF_AMX");
-    return !(env && std::string(env) == "0") && cpu_has_amx_int8();
-  }();
+  static const bool amx = vnni && cpu_has_amx_int8();
   if (!NF_X86 || isa == Isa::scalar) return Int8Kernels::scalar;
   if (isa_rank(isa) < isa_rank(Isa::avx512) || !vnni) return Int8Kernels::avx2;
   return amx ? Int8Kernels::amx : Int8Kernels::vnni;

@@ -54,7 +54,7 @@ bool gemm_int8(Isa isa, float* y, float* preact, const float* x, const float* W,
 
 // Which int8 kernels variant `isa` runs on this CPU: on x86 the avx512 variants the VNNI ones where
 // CPUID reports AVX-512 VNNI, and those hand the products to the AMX tiles (tdpbusd) where
-// cpu_has_amx_int8() holds and the environment does not set NF_AMX=0 (read once); otherwise the avx2
+// cpu_has_amx_int8() holds (not with NF_AMX=0); otherwise the avx2
 // ones (avx2 and avx512 variants), else the scalar ones. All compute the same int32 sums.
 enum class Int8Kernels { scalar, avx2, vnni, amx };
 Int8Kernels int8_kernels(Isa isa);

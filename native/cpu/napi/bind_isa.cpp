@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../../core/cpu_features.h"
-#include "../gemm_int8.h"
+#include "../gemm.h"
 #include "../../napi/args.h"
 #include "../../napi/registry.h"
 
@@ -42,6 +42,7 @@ Napi::Value IsaInfo(const Napi::CallbackInfo& info) {
   o.Set("detected", isa_name(detected_isa()));
   o.Set("bf16DotRatio", bf16_dot_ratio());
   o.Set("int8Kernels", cpu::int8_kernels_name(cpu::int8_kernels(active_isa())));
+  o.Set("bf16Kernels", cpu::bf16_gemm_kernels(active_isa()));
   o.Set("available", isa_names(env, isa_usable));
   o.Set("compiled", isa_names(env, [](Isa) { return true; }));
   o.Set("rejected", isa_entries(env, check.rejected, "reason", &IsaRejection::reason));
