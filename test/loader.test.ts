@@ -113,12 +113,12 @@ describe('one binary for every x86-64 CPU', () => {
     return fs.readdirSync(objects, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.o')).map((f) => path.join(objects, f));
   }
 
-  it.runIf(objdump)('has AVX-512 instructions only inside nf::cpu::avx512(bf16|_vnni) code, BF16 ones only inside nf::cpu::avx512bf16, VNNI ones only inside nf::cpu::avx512_vnni', () => {
+  it.runIf(objdump)('has AVX-512 instructions only inside nf::cpu::avx512(bf16|_vnni) code, BF16 ones only inside nf::cpu::avx512bf16, VNNI ones only inside nf::cpu::avx512_vnni, AMX ones only in those two', () => {
     const files = binaries();
     expect(files.length).toBeGreaterThan(0);
     const dump = execFileSync('objdump', ['-d', '-C', ...files], { encoding: 'utf8', maxBuffer: 1 << 30 });
-    const offenders = new Set<string>(), bf16Offenders = new Set<string>(), vnniOffenders = new Set<string>();
-    let fn = '', evexFns = 0, bf16Fns = 0, vnniFns = 0;
+    const offenders = new Set<string>(), bf16Offenders = new Set<string>(), vnniOffenders = new Set<string>(), amxOffenders = new Set<string>();
+    let fn = '', evexFns = 0, bf16Fns = 0, vnniFns = 0, amxFns = 0;
     for (const line of dump.split('\n')) {
       const head = /^[0-9a-f]+ <(.*)>:$/.exec(line);
       if (/file format/.test(line)) fn = '';
@@ -134,6 +134,12 @@ describe('one binary for every x86-64 CPU', () => {
         if (fn.includes('nf::cpu::avx512_vnni::')) vnniFns++;
         else vnniOffenders.add(fn);
       }
+      // AMX (tile configuration, loads, stores, products: every one names a %tmm register or is
+      // ldtilecfg / tilerelease): only in the int8 and bf16 kernels that check cpu_has_amx_*.
+      if (/%tmm\d|^(ldtilecfg|sttilecfg|tilerelease)\b/.test(m[2])) {
+        if (/nf::cpu::(avx512_vnni|avx512bf16)::/.test(fn)) amxFns++;
+        else amxOffenders.add(fn);
+      }
       const evex = /^(6[67] )?62 /.test(m[1]) || /%zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2\d|3[01])\b/.test(m[2]);
       if (!evex) continue;
       if (/nf::cpu::avx512(bf16|_vnni)?::/.test(fn)) evexFns++;
@@ -148,5 +154,7 @@ describe('one binary for every x86-64 CPU', () => {
     expect(bf16Fns).toBeGreaterThan(0); // and the BF16 ones
     expect([...vnniOffenders]).toEqual([]);
     expect(vnniFns).toBeGreaterThan(0); // the int8 VNNI kernels are there
+    expect([...amxOffenders]).toEqual([]);
+    if (info.int8Kernels === 'amx') expect(amxFns).toBeGreaterThan(0); // the AMX kernels are there (this CPU runs them)
   });
 });

@@ -362,13 +362,12 @@ void pack_amx_a(float* dst, float* tmp, const float* src, int64_t ld, int64_t mc
     return;
   }
   pack_rows(tmp, kd, src, ld, mc, kc);
+  static_assert(W == 16, "a group of 16 pairs is one vector");
   for (int64_t g = 0; g < groups; ++g) {
-    const int64_t n = std::min<int64_t>(16, kd - 16 * g);
-    for (int64_t i = 0; i < mc16; ++i) {
-      float* d = dst + (g * mc16 + i) * 16;
-      if (i < mc) std::memcpy(d, tmp + i * kd + 16 * g, sizeof(float) * n);
-      std::fill(d + (i < mc ? n : 0), d + 16, 0.0f);
-    }
+    const int n = static_cast<int>(std::min<int64_t>(16, kd - 16 * g));
+    float* d = dst + g * mc16 * 16;
+    for (int64_t i = 0; i < mc; ++i) vstore(d + i * 16, vload_w(tmp + i * kd + 16 * g, n));
+    std::fill(d + mc * 16, d + mc16 * 16, 0.0f);
   }
 }
 
