@@ -37,14 +37,14 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * inputs rounded to TF32 (PyTorch's allow_tf32; on the CPU, which has no TF32 unit, exactly fp32);
  * 'bf16' mixed precision as torch.autocast(dtype=bfloat16): bf16 products with float32 accumulation
  * (on CUDA with bfloat16 activations, the design: native/cuda/bf16.cuh; on the CPU float32 tensors
- * with the products' inputs rounded to bfloat16: vdpbf16ps where the CPU has AVX512_BF16, the same
- * rounding emulated with fp32 FMA elsewhere, and the attention core's QKᵀ and PV with bf16 inputs
- * too); 'int8' CPU inference with dynamic
+ * with the products' inputs rounded to bfloat16: AMX tiles (tdpbf16ps) where the CPU has AMX-BF16,
+ * else vdpbf16ps where it has AVX512_BF16 and that beats its FMA, else the same rounding with fp32 FMA,
+ * and the attention core's QKᵀ and PV with bf16 inputs too); 'int8' CPU inference with dynamic
  * quantization (onnxruntime's and PyTorch's quantize_dynamic): the Linear-style products (Linear,
  * feed-forward, the attention projections, the patch embedding) take int8 weights quantized per
  * output channel once (the prepack cache) and u8 activations quantized per row, with int32 sums
- * (vpdpbusd on AVX-512 VNNI), the attention core's QKᵀ and PV with bf16 inputs as at 'bf16' on CPUs with
- * AVX512_BF16 (fp32 on the others); training throws ERR_NF_STATE and
+ * (AMX tiles on AMX-INT8 CPUs, vpdpbusd on AVX-512 VNNI), the attention core's QKᵀ and PV with bf16
+ * inputs as at 'bf16' where vdpbf16ps beats the FMA (fp32 elsewhere); training throws ERR_NF_STATE and
  * 'cuda' ERR_NF_DEVICE. Statistics, losses and the optimizer stay fp32; parameters, checkpoints and
  * state dicts are fp32 whatever the precision.
  */
