@@ -337,17 +337,18 @@ void run_tile(int64_t kd, const float* a, const float* b, float* c, int mr, int 
 // products of bf16 pairs are exact in fp32 and summed in fp32 as vdpbf16ps sums them, in another
 // order (a tile's 16 pairs in turn per output, where the micro-kernel runs one chain per output too).
 // Tile state is per thread: gemm's chunks configure it (amx_configure) and release it.
-void amx_configure() {
-  struct {
-    uint8_t palette = 1, start_row = 0;
-    uint8_t reserved[14] = {};
-    uint16_t bytes_per_row[16] = {};
-    uint8_t rows[16] = {};
-  } config;
-  for (int t = 0; t < 8; ++t) config.bytes_per_row[t] = 64, config.rows[t] = 16;
-  _tile_loadconfig(&config);
-}
+#include "amx_inl.h"
 
+struct Bf16Product {  // (amx_block_sums' products)
+  static void upper() {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+  }
+  static void lower() {
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+};
 // The A block, rows [0, mc) x depth [0, kc) of op(A) (row-major: element (i, k) at src[i * ld + k];
 // else src[k * ld + i]), into dst [⌈kd / 16⌉][mc16][16] words of bf16 pairs (k, k + 1 of a row), zeros
 // past mc and kd; tmp holds the pairs first ([mc][kd], or [kd][mc16] transposed into dst 16 pairs at
@@ -371,38 +372,6 @@ void pack_amx_a(float* dst, float* tmp, const float* src, int64_t ld, int64_t mc
   }
 }
 
-// out [32][32] (the first 16 rows: kRowTiles 1) = the rows at a (the A block's layout, groups gs
-// words apart) times the panel at b, kd pair rows; its last kd % 16 pair rows from tail [16][NR].
-template <int kRowTiles>
-void amx_sums(const float* a, int64_t gs, const float* b, const float* tail, int64_t kd, float* out) {
-  _tile_zero(0);
-  _tile_zero(1);
-  if constexpr (kRowTiles == 2) {
-    _tile_zero(2);
-    _tile_zero(3);
-  }
-  constexpr int64_t kRow = NR * sizeof(float);
-  for (int64_t g = 0; 16 * g < kd; ++g, a += gs) {
-    const float* bg = kd - 16 * g >= 16 ? b + 16 * g * NR : tail;
-    _tile_loadd(4, a, 64);
-    _tile_loadd(6, bg, kRow);
-    _tile_loadd(7, bg + 16, kRow);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    if constexpr (kRowTiles == 2) {
-      _tile_loadd(5, a + 16 * 16, 64);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
-    }
-  }
-  _tile_stored(0, out, kRow);
-  _tile_stored(1, out + 16, kRow);
-  if constexpr (kRowTiles == 2) {
-    _tile_stored(2, out + 16 * NR, kRow);
-    _tile_stored(3, out + 16 * NR + 16, kRow);
-  }
-}
-
 // C[0:mc, 0:nc] of one k block from the A block at aq (pack_amx_a, mc rows) and the B block at b
 // ([nc / NR panels][kd][NR] words); epilogue(i, j) is the store's for rows from i, columns from j.
 template <class MakeEpilogue>
@@ -419,8 +388,13 @@ void amx_block(const float* aq, const float* b, float* C, int64_t ldc, int64_t m
     const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
     for (int64_t i = 0; i < mc; i += 32) {
       const int64_t rows = std::min<int64_t>(32, mc - i);
-      if (rows > 16) amx_sums<2>(aq + i * 16, gs, bj, tail, kd, out);
-      else amx_sums<1>(aq + i * 16, gs, bj, tail, kd, out);
+      // Step g: 16 pairs of the A block's rows (gs words a group), and of the panel (its last
+      // kd % 16 pair rows from tail [16][NR], a copy padded with zero rows).
+      const auto a_at = [&](int64_t g) { return aq + i * 16 + g * gs; };
+      const auto b_at = [&](int64_t g) { return kd - 16 * g >= 16 ? bj + 16 * g * NR : tail; };
+      constexpr int64_t kRow = NR * sizeof(float);
+      if (rows > 16) amx_block_sums<2, Bf16Product>(ceil_div(kd, 16), a_at, 64, b_at, kRow, out, kRow);
+      else amx_block_sums<1, Bf16Product>(ceil_div(kd, 16), a_at, 64, b_at, kRow, out, kRow);
       for (int64_t r = 0; r < rows; r += 8) {
         vf acc[8][NV];
 #pragma GCC unroll 8

@@ -285,18 +285,18 @@ template <Act A, int R = MR, int V = NV>
 // packing's layout read 128 bytes a row, from the panel's column 0 and 16); one tdpbusd per C tile and
 // 64 k, each A and B tile used twice. The last 16 rows of a block of 16 use tiles 0, 1, 4 and 6 only.
 // Tile state is per thread: each call of amx_tiles configures it and releases it at the end.
-struct TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
+#include "amx_inl.h"
 
-void amx_configure() {
-  TileConfig config;
-  for (int t = 0; t < 8; ++t) config.bytes_per_row[t] = 64, config.rows[t] = 16;
-  _tile_loadconfig(&config);
-}
+struct Int8Product {  // (amx_block_sums' products)
+  static void upper() {
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+  }
+  static void lower() {
+    _tile_dpbusd(2, 5, 6);
+    _tile_dpbusd(3, 5, 7);
+  }
+};
 
 // out [32][32] (or its first 16 rows: kRowTiles 1) = Σ_k xq[r, k] q[k, n] over the rows at xq (ldq
 // apart, zero from K4 to the next multiple of 64) and the panel at q; its last k groups (K4 mod 64
@@ -304,32 +304,9 @@ void amx_configure() {
 // the next panel's, or past the packing's end).
 template <int kRowTiles>
 void amx_sums(const uint8_t* xq, int64_t ldq, const int8_t* q, const int8_t* tail, int64_t K4, int32_t* out) {
-  _tile_zero(0);
-  _tile_zero(1);
-  if constexpr (kRowTiles == 2) {
-    _tile_zero(2);
-    _tile_zero(3);
-  }
-  for (int64_t k = 0; k < K4; k += 64) {
-    const int8_t* b = K4 - k >= 64 ? q + k / 4 * kInt8GroupBytes : tail;
-    _tile_loadd(4, xq + k, ldq);
-    _tile_loadd(6, b, kInt8GroupBytes);
-    _tile_loadd(7, b + 64, kInt8GroupBytes);
-    _tile_dpbusd(0, 4, 6);
-    _tile_dpbusd(1, 4, 7);
-    if constexpr (kRowTiles == 2) {
-      _tile_loadd(5, xq + 16 * ldq + k, ldq);
-      _tile_dpbusd(2, 5, 6);
-      _tile_dpbusd(3, 5, 7);
-    }
-  }
-  constexpr int64_t kStride = 32 * sizeof(int32_t);
-  _tile_stored(0, out, kStride);
-  _tile_stored(1, out + 16, kStride);
-  if constexpr (kRowTiles == 2) {
-    _tile_stored(2, out + 16 * 32, kStride);
-    _tile_stored(3, out + 16 * 32 + 16, kStride);
-  }
+  const auto a_at = [&](int64_t s) { return xq + 64 * s; };
+  const auto b_at = [&](int64_t s) { return K4 - 64 * s >= 64 ? q + 16 * s * kInt8GroupBytes : tail; };
+  amx_block_sums<kRowTiles, Int8Product>((K4 + 63) / 64, a_at, ldq, b_at, kInt8GroupBytes, out, 32 * sizeof(int32_t));
 }
 
 // The panel's last K4 mod 64 bytes of k a row, as 16 whole groups (zeros past K4) into tail [16][128].
