@@ -70,18 +70,18 @@ namespace {
 // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, asked once: without it the first tile instruction faults).
 bool amx_usable(int feature) {
 #if NF_AMX_BUILD
-  static const bool granted = [] {
+  // CPUID.(7, 0):EDX where all of that holds, else 0.
+  static const unsigned features = [] {
     const char* env = std::getenv("NF_AMX");
-    if (env && std::string(env) == "0") return false;
+    if (env && std::string(env) == "0") return 0u;
     unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv is there
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24))) return false;
-    if ((xgetbv0() & (3ull << 17)) != (3ull << 17)) return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0u;  // OSXSAVE: xgetbv is there
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24))) return 0u;
+    if ((xgetbv0() & (3ull << 17)) != (3ull << 17)) return 0u;
     constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0 ? d : 0u;
   }();
-  unsigned a, b, c, d;
-  return granted && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << feature));
+  return features & (1u << feature);
 #else
   (void)feature;
   return false;  // (no AMX kernels in this build)

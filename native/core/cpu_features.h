@@ -38,9 +38,10 @@ bool parse_isa(const std::string& name, Isa* out);  // any variant's name, compi
 // The BF16 dot product's (vdpbf16ps, the avx512bf16 variant's products at precision 'bf16') FLOP
 // rate over the fp32 FMA's on this CPU, measured once on the first call (native/cpu/peak.cpp, about
 // a millisecond); 0 where the CPU lacks the variant. Zen 4 runs it at about twice the FMA's rate, an
-// Intel Xeon measured half. Where it is below 1 (bf16_dot_pays false) the avx512 variant is chosen at
-// load (its 'bf16' is the same rounding with fp32 FMAs: the same function) unless NF_ISA names
-// avx512bf16.
+// Intel Xeon measured half. Where it is below 1 (bf16_dot_pays false) and no AMX-BF16 tiles run the
+// bf16 GEMM (cpu_has_amx_bf16) the avx512 variant is chosen at load (its 'bf16' is the same rounding
+// with fp32 FMAs: the same function) unless NF_ISA names avx512bf16; the attention core's bf16
+// products take vdpbf16ps only where it pays.
 double bf16_dot_ratio();
 bool bf16_dot_pays();
 

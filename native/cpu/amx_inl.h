@@ -21,6 +21,17 @@ inline void amx_configure() {
   _tile_loadconfig(&config);
 }
 
+// A B operand's last rows % 16 rows (of `rows` in all, each 128 bytes: one 32-column panel) as a
+// whole step: tail [16][128 bytes], zero rows after them (past the operand lie the next panel or the
+// buffer's end). Nothing to do when rows is a multiple of 16.
+inline void amx_b_tail(const void* b, int64_t rows, void* tail) {
+  constexpr int64_t kRow = 128;
+  const int64_t full = rows / 16 * 16, left = rows - full;
+  if (left == 0) return;
+  std::memcpy(tail, static_cast<const char*>(b) + full * kRow, left * kRow);
+  std::memset(static_cast<char*>(tail) + left * kRow, 0, (16 - left) * kRow);
+}
+
 // out (32 or 16 rows of 32 sums, ldo apart) = Σ over steps s of A(s) B(s): the A rows at a_at(s)
 // (lda apart; the second row tile 16 rows on), the B rows at b_at(s) (ldb apart). Product's upper()
 // and lower() are the unit's tile products (tdpbusd, tdpbf16ps) into tiles 0, 1 from 4 and into 2, 3

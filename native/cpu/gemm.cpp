@@ -381,10 +381,8 @@ void amx_block(const float* aq, const float* b, float* C, int64_t ldc, int64_t m
   const int64_t gs = round_up(mc, 16) * 16;
   for (int64_t j = 0; j < nc; j += NR) {
     const float* bj = b + j * kd;
-    if (kd % 16) {
-      std::memcpy(tail, bj + kd / 16 * 16 * NR, sizeof(float) * (kd % 16) * NR);
-      std::fill(tail + (kd % 16) * NR, tail + 16 * NR, 0.0f);
-    }
+    static_assert(NR * sizeof(float) == 128, "a panel row is one B tile row pair: 128 bytes");
+    amx_b_tail(bj, kd, tail);  // (the panel's kd pair rows)
     const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
     for (int64_t i = 0; i < mc; i += 32) {
       const int64_t rows = std::min<int64_t>(32, mc - i);

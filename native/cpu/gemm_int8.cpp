@@ -309,13 +309,6 @@ void amx_sums(const uint8_t* xq, int64_t ldq, const int8_t* q, const int8_t* tai
   amx_block_sums<kRowTiles, Int8Product>((K4 + 63) / 64, a_at, ldq, b_at, kInt8GroupBytes, out, 32 * sizeof(int32_t));
 }
 
-// The panel's last K4 mod 64 bytes of k a row, as 16 whole groups (zeros past K4) into tail [16][128].
-void amx_tail(const int8_t* q, int64_t K4, int8_t* tail) {
-  const int64_t full = K4 / 64 * 64, groups = (K4 - full) / 4;
-  std::memset(tail, 0, 16 * kInt8GroupBytes);
-  std::memcpy(tail, q + full / 4 * kInt8GroupBytes, groups * kInt8GroupBytes);
-}
-
 // Rows [m0, m1) (16-row aligned, xq padded to whole 16 rows) and panels [p0, p1) of y.
 template <Act A>
 void amx_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
@@ -328,7 +321,7 @@ void amx_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1
     const int64_t j = 32 * p;
     const int nr = static_cast<int>(std::min<int64_t>(32, c.N - j));
     const int8_t* q = c.w.q + p * K4 * 32;
-    if (K4 % 64) amx_tail(q, K4, tail);
+    amx_b_tail(q, K4 / 4, tail);  // (the panel's K4 / 4 groups of 128 bytes)
     for (int64_t m = m0; m < m1; m += 32) {
       const int rows = static_cast<int>(std::min<int64_t>(32, m1 - m));
       if (rows > 16) amx_sums<2>(xq + m * c.ldq, c.ldq, q, tail, K4, acc);
@@ -445,7 +438,7 @@ void int8_probe(const SimdProbe& p, Status* status) {
     for (int64_t i = 0; i < K4 * 32; ++i) q[i] = static_cast<int8_t>(p.in[1][i]);
     alignas(64) int32_t acc[32 * 32];
     alignas(64) int8_t tail[16 * kInt8GroupBytes];
-    amx_tail(q.data(), K4, tail);
+    amx_b_tail(q.data(), K4 / 4, tail);
     amx_configure();
     if (rows == 32) amx_sums<2>(xq.data(), ldq, q.data(), tail, K4, acc);
     else amx_sums<1>(xq.data(), ldq, q.data(), tail, K4, acc);
