@@ -7,6 +7,7 @@
 # repository, so a change in a kernel's resources shows in review). Exits non-zero on any failure.
 #   npm run check:cuda            (nvcc from $NVCC, PATH, $CUDA_PATH/bin or /usr/local/cuda/bin)
 #   NF_PTXAS_REPORT=FILE writes the report there instead (the test suite does, to leave the tree clean).
+#   NF_CUDA_JOBS=N compiles N files at a time (default: one per CPU; 2 cores: 301 s, one at a time 464 s).
 #   bash scripts/check_cuda.sh density [--markdown]
 #                                 instead: the instructions per mma.sync of the tensor-core attention
 #                                 kernels' streamed-tile loops in their sm_90 PTX (scripts/mma_density.py;
@@ -298,30 +299,45 @@ fi
 
 report=${NF_PTXAS_REPORT:-native/cuda/ptxas-report.txt}
 log="$(mktemp)"
-trap 'rm -f "$log" "$log.o" "$log.ptx"' EXIT
+trap 'rm -rf "$log" "$log.d"' EXIT
+mkdir "$log.d"
 start=$(date +%s)
-for cu in native/cuda/*.cu native/cuda/tests/*.cu; do
+# The files compile NF_CUDA_JOBS at a time (default: one per CPU), the largest first (the slowest to
+# compile: so that no long file starts last), each into its own object and log in $log.d.
+compile_one() {
+  local cu="$1" name
+  name="$(basename "$cu")"
   "$NVCC" -std=c++17 -O3 --threads 2 \
     -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 \
     -gencode arch=compute_90,code='[sm_90,compute_90]' \
     -Werror all-warnings -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Werror -Xptxas -v \
-    -c "$cu" -o "$log.o" 2>&1 | sed "s|^|$(basename "$cu") |" >>"$log" || {
-    grep -v 'ptxas info' "$log" >&2
+    -c "$cu" -o "$log.d/$name.o" 2>&1 | sed "s|^|$name |" >"$log.d/$name.log" || {
+    grep -v 'ptxas info' "$log.d/$name.log" >&2
     echo "check_cuda: $cu does not compile cleanly" >&2
-    exit 1
+    return 255  # (xargs stops at the first failure)
   }
-done
+}
+export -f compile_one
+export NVCC log
+ls -S native/cuda/*.cu native/cuda/tests/*.cu | xargs -P "${NF_CUDA_JOBS:-$(nproc)}" -n 1 bash -o pipefail -c 'compile_one "$0"' || exit 1
+cat "$log.d"/*.log >"$log"
 
+# (The tensor-core files' PTX, both at once.)
 while read -r file instructions; do
   [ -n "$file" ] || continue
-  "$NVCC" -std=c++17 -O3 -arch=compute_80 --ptx "native/cuda/$file" -o "$log.ptx"
+  "$NVCC" -std=c++17 -O3 -arch=compute_80 --ptx "native/cuda/$file" -o "$log.d/$file.ptx" &
+done <<<"$TENSOR_CORE_PTX"
+wait
+while read -r file instructions; do
+  [ -n "$file" ] || continue
+  [ -s "$log.d/$file.ptx" ] || { echo "check_cuda: nvcc --ptx of native/cuda/$file failed" >&2; exit 1; }
   for instruction in $instructions; do
-    grep -qF "$instruction" "$log.ptx" || {
+    grep -qF "$instruction" "$log.d/$file.ptx" || {
       echo "check_cuda: nvcc --ptx of native/cuda/$file has no $instruction" >&2
       exit 1
     }
   done
-  echo "check_cuda: nvcc --ptx of native/cuda/$file has $(grep -cE '^\s*mma\.sync' "$log.ptx") mma.sync ($instructions)"
+  echo "check_cuda: nvcc --ptx of native/cuda/$file has $(grep -cE '^\s*mma\.sync' "$log.d/$file.ptx") mma.sync ($instructions)"
 done <<<"$TENSOR_CORE_PTX"
 
 # One row per (kernel, arch): file kernel arch registers spill-stores spill-loads stack smem.
