@@ -1,11 +1,12 @@
 /**
- * GEMM throughput of the fast float32 kernels: `npx tsx bench/gemm.ts [threads=2] [isa]`
- * (or `npx vite-node bench/gemm.ts`). Prints GFLOP/s, the best of several timed runs, for a square
+ * GEMM throughput of the fast kernels: `npx tsx bench/gemm.ts [threads=2] [isa] [precision=fp32] [act=none]`
+ * (or `npx vite-node bench/gemm.ts`; isa '' keeps the loaded one). Prints GFLOP/s, the best of several timed runs, for a square
  * case and the GEMMs of the seed ViT (batch 64, 65 tokens, D 128, F 512): forward qkv, fc1, fc2,
  * and the fc2 backward (dx and dW).
  */
 import { native } from '../lib/native/addon';
 import type { Isa } from '../lib/native/core';
+import type { Activation, Precision } from '../lib/native/ops.generated';
 
 type Shape = { name: string; M: number; N: number; K: number; transA?: boolean; transB?: boolean };
 const rows = 64 * 65;
@@ -21,13 +22,14 @@ const shapes: Shape[] = [
 const threads = Number(process.argv[2] ?? 2);
 native.setNumThreads(threads);
 if (process.argv[3]) native.setIsa(process.argv[3] as Isa);
-console.log(`isa ${native.isaInfo().active}, ${native.numThreads()} threads`);
+const precision = (process.argv[4] ?? 'fp32') as Precision, act = (process.argv[5] ?? 'none') as Activation;
+console.log(`isa ${native.isaInfo().active}, ${native.numThreads()} threads, precision ${precision}, act ${act}`);
 
 for (const s of shapes) {
   const A = new Float32Array(s.M * s.K).map(() => Math.random() - 0.5);
   const B = new Float32Array(s.K * s.N).map(() => Math.random() - 0.5);
   const C = new Float32Array(s.M * s.N);
-  const run = () => native.gemm({ ...s, A, B, C });
+  const run = () => native.gemm({ ...s, A, B, C, precision, act });
   run();
   let best = Infinity;
   for (let rep = 0; rep < 7; rep++) {
