@@ -562,9 +562,12 @@ void quantize_weights(float* packed, const float* W, int64_t N, int64_t K) {
         for (int64_t k = 0; k < K; ++k) m = std::max(m, std::abs(row[k]));
         const float s = m > 0.0f ? m / 127.0f : 1.0f;
         int32_t sum = 0;
+        int8_t* column = panel + (n % 32) * 4;
         for (int64_t k = 0; k < K; ++k) {
-          const int8_t v = static_cast<int8_t>(std::clamp(std::nearbyint(row[k] / s), -127.0f, 127.0f));
-          panel[k / 4 * kInt8GroupBytes + (n % 32) * 4 + k % 4] = v;
+          // round(W / s) to nearest even: lrint in the default rounding mode, one instruction
+          // (cvtss2si; std::nearbyint is a libm call on the baseline x86-64 this code is built for).
+          const int8_t v = static_cast<int8_t>(std::clamp<long>(std::lrint(row[k] / s), -127, 127));
+          column[k / 4 * kInt8GroupBytes + k % 4] = v;
           sum += v;
         }
         scale[n] = s;
