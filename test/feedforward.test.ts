@@ -80,6 +80,34 @@ describe.each(isas)('feedforward (%s)', (isa) => {
   });
 });
 
+// Without dropout the activation's backward runs in the epilogue of dh's product (gemm's act_grad);
+// it must give the bits of the product and a pass after it: linearBackward, activationBackward,
+// linearBackward.
+describe.each(isas)('feedforward backward, act\' fused into dh = dy W2 (%s)', (isa) => {
+  it.each(activations.flatMap((activation) => (['fp32', 'bf16'] as const).map((precision) => ({ activation, precision }))))(
+    '$activation $precision: the bits of the ops one after another', ({ activation, precision }) => {
+      const d = { rows: 197, D: 40, F: 72, activation, dropout: 0, seed: 1, offset: 0 };
+      const p = params(d, 5), r = rng(11), dy = f32(randn32(d.rows * d.D, r));
+      const x = f32(p.x), W1 = f32(p.W1), W2 = f32(p.W2);
+      withIsa(isa, () => {
+        const { h, a } = forward({ ...d, precision } as FeedForwardDims, p, (n) => new Float32Array(n));
+        const fused = { dx: new Float32Array(d.rows * d.D), dW1: new Float32Array(d.F * d.D), db1: new Float32Array(d.F),
+          dW2: new Float32Array(d.D * d.F), db2: new Float32Array(d.D) };
+        native.feedforwardBackward({ ...d, precision, ...fused, dy, x, h, a, W1, W2 });
+        const dh = new Float32Array(d.rows * d.F), dW2 = new Float32Array(d.D * d.F), db2 = new Float32Array(d.D);
+        native.linearBackward({ rows: d.rows, inFeatures: d.F, outFeatures: d.D, precision, dx: dh, dW: dW2, db: db2, dy, x: a, W: W2 });
+        native.activationBackward({ n: dh.length, act: activation, dx: dh, dy: dh, x: h });
+        const dx = new Float32Array(d.rows * d.D), dW1 = new Float32Array(d.F * d.D), db1 = new Float32Array(d.F);
+        native.linearBackward({ rows: d.rows, inFeatures: d.D, outFeatures: d.F, precision, dx, dW: dW1, db: db1, dy: dh, x, W: W1 });
+        expect(fused.dx).toEqual(dx);
+        expect(fused.dW1).toEqual(dW1);
+        expect(fused.db1).toEqual(db1);
+        expect(fused.dW2).toEqual(dW2);
+        expect(fused.db2).toEqual(db2);
+      });
+    });
+});
+
 describe('feedforward dropout', () => {
   const base: Dims = { rows: 65, D: 24, F: 200, activation: 'gelu', dropout: 0, seed: 42, offset: 5 };
   const p = params(base, 3);

@@ -255,6 +255,13 @@ describe('simd vocabulary: reductions and tails', () => {
     }
   });
 
+  it.each(ACTS)('act_derivative_tile (act %i) is act_derivative on every vector of the tile, bit for bit, in every variant', (act) => {
+    const [a] = unaryInputs();
+    for (const isa of cpuIsas) {
+      agree(`act_derivative_tile ${act} ${isa}`, probe(isa, 'act_derivative_tile', [a], { args: [act] }).out, probe(isa, 'act_derivative', [a], { args: [act] }).out, 'value', [a]);
+    }
+  });
+
   it.each(ACTS)('act_forward_n and act_backward_n (act %i) at every length up to 2W + 1, against the scalar variant', (act) => {
     const r = rng(act + 20);
     const sentinel = fromBits(0x7fc0beef);
@@ -526,7 +533,7 @@ describe('coverage', () => {
     vzero: 'vzero and vset1', vset1: 'vzero and vset1', vstore: 'every lane-wise case',
     vsum: 'vsum and vhmax', vhmax: 'vsum and vhmax',
     vload_n: 'vload_n and vstore_n', vstore_n: 'vload_n and vstore_n', tail_mask: 'vload_n and vstore_n',
-    vload_w: 'vload_w and vstore_w', vstore_w: 'vload_w and vstore_w', act_tile: 'act_tile', with_act: 'act_tile (its run-time form goes through with_act)', vround_bf16_n: 'vround_bf16_n',
+    vload_w: 'vload_w and vstore_w', vstore_w: 'vload_w and vstore_w', act_tile: 'act_tile', act_derivative_tile: 'act_derivative_tile', with_act: 'act_tile (its run-time form goes through with_act)', vround_bf16_n: 'vround_bf16_n',
     act_forward_n: 'act_forward_n and act_backward_n', act_backward_n: 'act_forward_n and act_backward_n',
     pack_k_major: 'pack_k_major and pack_transposed', pack_transposed: 'pack_k_major and pack_transposed',
     transpose_8x8: 'transpose_8x8', first_nonfinite_range: 'first_nonfinite_range',

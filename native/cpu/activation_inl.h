@@ -89,6 +89,18 @@ inline vf act_derivative(vf x, Act act) {
   }
 }
 
+// x = act'(x) on every vector of a register tile (act_tile's way: A known at compile time, the
+// tile's vectors independent).
+template <int R, int V>
+inline void act_derivative_tile(vf (&x)[R][V], Act act) {
+  with_act(act, [&](auto a) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v) x[r][v] = act_derivative(x[r][v], decltype(a)::value);
+  });
+}
+
 // y[i] = act(x[i]) over n values (x and y may alias).
 inline void act_forward_n(float* y, const float* x, int64_t n, Act act) {
   int64_t i = 0;

@@ -4,7 +4,8 @@
 //   Backward: da = dy W2; dW2 += dyᵀ a; db2 += Σ dy; dh = (da ∘ mask/(1-p)) ∘ act'(h);
 //   dx = dh W1; dW1 += dhᵀ x; db1 += Σ dh. The mask is regenerated from (seed, offset).
 // Layout: x, y, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
-// fc1's bias and activation run in the GEMM epilogue, which also writes h. The forward reads
+// fc1's bias and activation run in the GEMM epilogue, which also writes h; without dropout, act'(h)
+// runs in the epilogue of da's GEMM (gemm's act_grad: dh without a pass over da). The forward reads
 // prepacked weights (W1Packed, W2Packed from packWeights) instead of packing W1, W2 when given.
 // Backward keeps da/dh [rows, F] in the calling thread's scratch slot `layer`.
 // Dimension key: rows = B*T, D = model width, F = hidden width.
@@ -48,11 +49,17 @@ void feedforward_backward(const ops::FeedForwardBackward<float>& p) {
   const FeedForwardDims& d = p.d;
   const int64_t F = d.F;
   float* dh = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * d.rows * F));
-  NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D}, p.precision);  // dh holds da = dy W2
-  parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) {
-    if (d.dropout > 0.0f) apply_dropout(dh, r0 * F, r1 * F, d);
-    act_backward_n(dh + r0 * F, dh + r0 * F, p.h + r0 * F, (r1 - r0) * F, d.activation);
-  });
+  // dh = (dy W2 (∘ the dropout mask)) ∘ act'(h): without dropout act' in the product's epilogue, with
+  // it (the mask comes first) a pass after the product.
+  if (d.dropout == 0.0f) {
+    NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D}, p.precision, p.h, d.activation);
+  } else {
+    NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D}, p.precision);  // dh holds da = dy W2
+    parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) {
+      apply_dropout(dh, r0 * F, r1 * F, d);
+      act_backward_n(dh + r0 * F, dh + r0 * F, p.h + r0 * F, (r1 - r0) * F, d.activation);
+    });
+  }
   NF_ISA_NS::linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, {d.rows, d.D, F}, p.precision);
 }
 

@@ -8,7 +8,8 @@
 // computes a whole MR x NR tile (MR / 3 or 2 MR / 3 rows for a short last row panel), kept in
 // registers across the k loop. The tile is stored through the epilogue, in registers: alpha, beta
 // (first k block only; later blocks accumulate), and on the last k block the bias, the preact copy
-// and the activation (over the whole tile at once).
+// and the activation (over the whole tile at once), or instead of the activation its backward: the
+// product times act'(act_grad) elementwise (gemm.h).
 //   Packing (pack_inl.h): a k-major operand (op(A) when transA, op(B) when B is not transposed)
 // is copied one source row per k; a row-major one (op(A) when A is not transposed, and the weights
 // [N, K] of a Linear layer, transB) is transposed in registers 8 k by up to 8 rows at a time (AVX2
@@ -184,6 +185,7 @@ struct Epilogue {
   float alpha, beta;    // beta: the weight of the old C (0: C is not read)
   const float* bias;    // added on the last k block, else null
   float* preact;        // row-major like C (ldc), written on the last k block, else null
+  const float* act_grad;  // row-major like C (ldc): C ∘= act'(act_grad) instead of act(C), on the last k block, else null
   Act act;              // applied on the last k block, else Act::none
   int64_t ldc;
   bool reduced;         // bf16 products: GELU's Φ from vnormcdf_reduced (its 1e-6 far below bf16's rounding)
@@ -219,10 +221,10 @@ void accumulate_tile(vf (&acc)[R][NV], int64_t kd, const float* ap, const float*
   }
 }
 
-// The epilogue on the registers: x = alpha acc + beta C + bias, preact = x, C = act(x) (rounded to
-// bf16 with e.round), into C[0:mr, 0:nr]. The activation runs over the whole tile at once (R x NV
-// independent vectors, padding rows too), so its long dependency chains (GELU: a division and an
-// exponential) overlap. kFull: a whole tile (mr = R, nr = NR), every vector moved unmasked.
+// The epilogue on the registers: x = alpha acc + beta C + bias, preact = x, C = act(x) or, with
+// act_grad, C = x ∘ act'(act_grad) (rounded to bf16 with e.round), into C[0:mr, 0:nr]. The
+// activation (or its derivative) runs over the whole tile at once (R x NV independent vectors,
+// padding rows too), so its long dependency chains (GELU: a division and an exponential) overlap. kFull: a whole tile (mr = R, nr = NR), every vector moved unmasked.
 // Inlined, so that the tile stays in registers, and `e` taken by value, so that its fields are not
 // read again after each store to C (which the compiler must otherwise assume may alias them).
 template <bool kFull, int R>
@@ -242,7 +244,23 @@ template <bool kFull, int R>
       acc[r][v] = x;
     }
   }
-  if (e.act != Act::none) act_tile(acc, e.act, e.reduced);
+  if (e.act_grad) {  // acc ∘= act'(act_grad), the tile's derivatives at once (act_tile's interleaving)
+    vf g[R][NV];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const int n = width(r, v);
+        g[r][v] = n > 0 ? vload_w(e.act_grad + r * e.ldc + v * W, n) : vzero();
+      }
+    act_derivative_tile(g, e.act);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = vmul(acc[r][v], g[r][v]);
+  } else if (e.act != Act::none) {
+    act_tile(acc, e.act, e.reduced);
+  }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
@@ -413,8 +431,8 @@ void amx_block(const float* aq, const float* b, float* C, int64_t ldc, int64_t m
 // or one K range): for each k block, the B block is packed once into bp (or found in `packed`) and
 // reused by every row block, each packed in turn into ap (buf: the fp32 panel of a bf16 pair
 // conversion; amx: the bf16 pairs on AMX tiles, ap then the AMX scratch, Plan::amx_scratch_bytes).
-void macro_tiles(float* C, float* preact, const float* A, const float* B, float* bp, float* ap, float* buf,
-                 const float* bias, const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1,
+void macro_tiles(float* C, float* preact, const float* act_grad, const float* A, const float* B, float* bp, float* ap,
+                 float* buf, const float* bias, const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1,
                  int64_t pc0, int64_t pc1, const PackedB& packed, Dot dot, bool round_out, bool amx) {
   const int64_t j0 = p.col(jc), nc = std::min(d.N, p.col(jc + 1)) - j0;
   const int64_t kstep = dot == Dot::bf16_pairs ? 2 : 1;  // k per panel row
@@ -432,7 +450,8 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
       // The store of rows from i, columns from j of this row block.
       const auto epilogue = [&](int64_t i, int64_t j) {
         return Epilogue{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
-                        last && preact ? preact + (i0 + i) * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc,
+                        last && preact ? preact + (i0 + i) * d.ldc + j0 + j : nullptr,
+                        last && act_grad ? act_grad + (i0 + i) * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc,
                         dot != Dot::fp32, last && round_out};
       };
 #if NF_AMX_BF16
@@ -458,6 +477,7 @@ void macro_tiles(float* C, float* preact, const float* A, const float* B, float*
             run_tile<false>(kd, a, bj, c, mr, nr, e);
           }
           if (e.preact) e.preact += MR * d.ldc;
+          if (e.act_grad) e.act_grad += MR * d.ldc;
         }
       }
     }
@@ -489,9 +509,9 @@ void sum_partials(float* C, const float* partials, const GemmDims& d, int64_t nK
 void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) { *bytes = make_plan(d).scratch_bytes(); }
 
 void gemm(float* C, float* preact, const float* A, const float* B, const float* bias, const GemmDims& d,
-          const PackedB& packed, ops::Precision precision, bool round_out) {
+          const PackedB& packed, ops::Precision precision, bool round_out, const float* act_grad) {
   if (d.M == 0 || d.N == 0) return;
-  Plan p = make_plan(d, k_ranges(d, bias || preact || d.act != Act::none || round_out, packed));
+  Plan p = make_plan(d, k_ranges(d, bias || preact || act_grad || d.act != Act::none || round_out, packed));
   const Dot dot = dot_of(precision);
   const bool amx = NF_AMX_BF16 && dot == Dot::bf16_pairs && cpu_has_amx_bf16();
   // A long-K product writes its K ranges' partial sums [nKS][M][N] into the calling thread's
@@ -521,11 +541,12 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
       const int64_t group = t / p.nIC, e = group / p.nJC, jc = group % p.nJC;
       const int64_t ic0 = t % p.nIC, ic1 = std::min(p.nIC, ic0 + (t1 - t));
       if (partials)  // K range e
-        macro_tiles(partials + e * d.M * d.N, nullptr, A, B, bp, ap, buf, nullptr, dk, p, jc, ic0, ic1,
+        macro_tiles(partials + e * d.M * d.N, nullptr, nullptr, A, B, bp, ap, buf, nullptr, dk, p, jc, ic0, ic1,
                     p.first_block(e), p.first_block(e + 1), packed, dot, false, amx);
       else  // batch entry e
-        macro_tiles(C + e * d.strideC, preact ? preact + e * d.strideC : nullptr, A + e * d.strideA,
-                    B + e * d.strideB, bp, ap, buf, bias, d, p, jc, ic0, ic1, 0, p.nKC, packed, dot, round_out, amx);
+        macro_tiles(C + e * d.strideC, preact ? preact + e * d.strideC : nullptr,
+                    act_grad ? act_grad + e * d.strideC : nullptr, A + e * d.strideA, B + e * d.strideB, bp, ap, buf,
+                    bias, d, p, jc, ic0, ic1, 0, p.nKC, packed, dot, round_out, amx);
       t += ic1 - ic0;
     }
 #if NF_AMX_BF16

@@ -53,10 +53,14 @@ Status run(const ops::Gemm<float>& p);
 // inputs to bfloat16 and accumulates in fp32 (vdpbf16ps in the avx512bf16 variant, emulated with
 // fp32 FMA elsewhere; gemm.cpp). round_out: C rounded to bfloat16 as it is stored (vround_bf16 of
 // simd.h, after the activation; preact is not): for an output that bf16 products read without a
-// GEMM's packing (the attention core's Q, K, V).
+// GEMM's packing (the attention core's Q, K, V). act_grad (row-major like C, ldc; else null): an
+// activation's backward fused into the product that forms its output's gradient, C = (alpha op(A)
+// op(B) + beta C + bias) ∘ d.act'(act_grad) instead of d.act applied: the same values, bit for bit,
+// as the product stored and then act_backward_n (activation_inl.h), without the pass over C.
 NF_KERNEL_DECL(void gemm(float* C, float* preact, const float* A, const float* B, const float* bias,
                          const GemmDims& d, const PackedB& packed = {},
-                         ops::Precision precision = ops::Precision::fp32, bool round_out = false))
+                         ops::Precision precision = ops::Precision::fp32, bool round_out = false,
+                         const float* act_grad = nullptr))
 
 // The kernels of precision 'bf16''s products on variant `isa`: "amx" (the avx512bf16 variant where
 // cpu_has_amx_bf16(): tdpbf16ps tiles), "vdpbf16ps" (avx512bf16 elsewhere) or "fp32" (the other

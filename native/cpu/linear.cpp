@@ -61,12 +61,13 @@ void bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float*
 }
 
 void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-                     const LinearDims& d, ops::Precision precision) {
-  if (dx) {  // dx[rows,in] = dy[rows,out] W[out,in]
+                     const LinearDims& d, ops::Precision precision, const float* act_grad, Act act) {
+  if (dx) {  // dx[rows,in] = dy[rows,out] W[out,in] (∘ act'(act_grad))
     GemmDims g;
     g.M = d.rows, g.N = d.in_features, g.K = d.out_features;
     g.lda = d.out_features, g.ldb = d.in_features, g.ldc = d.in_features;
-    NF_ISA_NS::gemm(dx, nullptr, dy, W, nullptr, g, {}, precision);
+    g.act = act_grad ? act : Act::none;
+    NF_ISA_NS::gemm(dx, nullptr, dy, W, nullptr, g, {}, precision, false, act_grad);
   }
   {  // dW[out,in] += dyᵀ[out,rows] x[rows,in]
     GemmDims g;

@@ -26,9 +26,12 @@ Status run(const ops::LinearBackward<float>& p);
 NF_KERNEL_DECL(void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b,
                                    const LinearDims& d, Act act, const PackedB& Wp = {},
                                    ops::Precision precision = ops::Precision::fp32, bool round_out = false))
+// act_grad (optional): dx ∘= act'(act_grad), the backward of the activation `act` whose output x
+// is, with act_grad [rows, in] its input (gemm's act_grad: one pass over dx less).
 NF_KERNEL_DECL(void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x,
                                     const float* W, const LinearDims& d,
-                                    ops::Precision precision = ops::Precision::fp32))
+                                    ops::Precision precision = ops::Precision::fp32,
+                                    const float* act_grad = nullptr, Act act = Act::none))
 // db[n] += Σ_rows dy[row, n] for dy [rows, n]: the bias gradient of any row-broadcast bias; with x
 // [rows, n] (else null), db[n] += Σ_rows dy[row, n] · x[row, n]: a per-column scale's gradient.
 NF_KERNEL_DECL(void bias_grad(float* db, const float* dy, int64_t rows, int64_t n, const float* x))

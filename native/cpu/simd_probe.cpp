@@ -4,8 +4,8 @@
 //     vzero (no operand); vload (vstore(out, vload(a)), the two moving every lane); vset1
 //     (out[i] = lane i % W of vset1(a[i])); vabs vsqrt vround vpow2i vexp vnormcdf vnormcdf_exp (its e) vnormcdf_reduced vtanh vround_bf16 (a);
 //     vadd vsub vmul vdiv vmax vmin vcopysign (a, b); vfma vfnma vselect_pos (a, b, c);
-//     vselect_lt (a, b, c, d); act_forward, act_derivative (a; arg[0] = Act); act_tile (a; arg[0] =
-//     Act; the vectors in 2 x 2 tiles, the last n mod 4W in 1 x 1 tiles).
+//     vselect_lt (a, b, c, d); act_forward, act_derivative (a; arg[0] = Act); act_tile and
+//     act_derivative_tile (a; arg[0] = Act; the vectors in 2 x 2 tiles, the last n mod 4W in 1 x 1 tiles).
 //   reductions, n a multiple of W: out[g] = f(a[gW .. gW + W)) for g < n / W: vsum, vhmax.
 //   tails, n a multiple of W, for every group of W floats (arg[0] = t in [0, W]): vload_n (all W
 //     lanes of vload_n(a, t) stored), vstore_n (vstore_n(out, vload(a), t); out past t keeps what
@@ -148,18 +148,20 @@ Status run_act(const SimdProbe& p, const std::string& fn) {
   const Act act = static_cast<Act>(p.arg[0]);
   if (fn == "act_forward") return lanes<1>(p, [act](vf x) { return act_forward(x, act); });
   if (fn == "act_derivative") return lanes<1>(p, [act](vf x) { return act_derivative(x, act); });
-  if (fn == "act_tile") {
+  if (fn == "act_tile" || fn == "act_derivative_tile") {
     NF_TRY(shape(p, 1, true));
+    const bool derivative = fn == "act_derivative_tile";
+    const auto apply = [&](auto& t) { derivative ? act_derivative_tile(t, act) : act_tile(t, act); };
     int64_t i = 0;
     for (; i + 4 * W <= p.n; i += 4 * W) {
       vf t[2][2];
       for (int v = 0; v < 4; ++v) t[v / 2][v % 2] = vload(p.in[0] + i + v * W);
-      act_tile(t, act);
+      apply(t);
       for (int v = 0; v < 4; ++v) vstore(p.out + i + v * W, t[v / 2][v % 2]);
     }
     for (; i < p.n; i += W) {
       vf t[1][1] = {{vload(p.in[0] + i)}};
-      act_tile(t, act);
+      apply(t);
       vstore(p.out + i, t[0][0]);
     }
     return Status::Ok();
@@ -246,7 +248,8 @@ Status run(const SimdProbe& p) {
     vround_bf16_n(p.out, p.in[0], p.arg[0]);
     return Status::Ok();
   }
-  if (fn == "act_forward" || fn == "act_derivative" || fn == "act_tile" || fn == "act_forward_n" || fn == "act_backward_n")
+  if (fn == "act_forward" || fn == "act_derivative" || fn == "act_tile" || fn == "act_derivative_tile" ||
+      fn == "act_forward_n" || fn == "act_backward_n")
     return run_act(p, fn);
   if (fn == "pack_k_major" || fn == "pack_transposed") {
     NF_CHECK(arity(p) >= 1, kOp, fn + " takes 1 operand");
