@@ -26,8 +26,8 @@ Status run(const ops::LinearBackward<float>& p);
 NF_KERNEL_DECL(void linear_forward(float* y, float* preact, const float* x, const float* W, const float* b,
                                    const LinearDims& d, Act act, const PackedB& Wp = {},
                                    ops::Precision precision = ops::Precision::fp32, bool round_out = false))
-// act_grad (optional): dx ∘= act'(act_grad), the backward of the activation `act` whose output x
-// is, with act_grad [rows, in] its input (gemm's act_grad: one pass over dx less).
+// act_grad (optional, [rows, in]): where x = act(act_grad), dx ∘= act'(act_grad), the gradient carried
+// on through the activation in dx's GEMM epilogue (gemm's act_grad) instead of a pass over dx after it.
 NF_KERNEL_DECL(void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x,
                                     const float* W, const LinearDims& d,
                                     ops::Precision precision = ops::Precision::fp32,
