@@ -285,15 +285,21 @@ if [ -z "$NVCC" ]; then
   exit 2
 fi
 
-if [ "${1:-}" = density ]; then
-  dir="$(mktemp -d)"
-  trap 'rm -rf "$dir"' EXIT
-  pids=()
-  for cu in flash_attention_forward flash_attention_backward; do
-    "$NVCC" -std=c++17 -O3 -arch=sm_90 --ptx "native/cuda/$cu.cu" -o "$dir/$cu.ptx" &
+# nvcc --ptx (for `arch`) of each native/cuda file named, all at once, into dir/<file>.ptx; exits on a failure.
+ptx_all() {
+  local arch="$1" dir="$2" cu pid pids=()
+  shift 2
+  for cu in "$@"; do
+    "$NVCC" -std=c++17 -O3 -arch="$arch" --ptx "native/cuda/$cu" -o "$dir/$cu.ptx" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || { echo "check_cuda: nvcc --ptx failed" >&2; exit 1; }; done
+}
+
+if [ "${1:-}" = density ]; then
+  dir="$(mktemp -d)"
+  trap 'rm -rf "$dir"' EXIT
+  ptx_all sm_90 "$dir" flash_attention_forward.cu flash_attention_backward.cu
   exec python3 scripts/mma_density.py "$dir"/*.ptx --match '^flash_\w+<\w+, \w+, \w+, (64|128), false>$' "${@:2}"
 fi
 
@@ -322,15 +328,9 @@ export NVCC log
 ls -S native/cuda/*.cu native/cuda/tests/*.cu | xargs -P "${NF_CUDA_JOBS:-$(nproc)}" -n 1 bash -o pipefail -c 'compile_one "$0"' || exit 1
 cat "$log.d"/*.log >"$log"
 
-# (The tensor-core files' PTX, both at once.)
+ptx_all compute_80 "$log.d" $(awk 'NF { print $1 }' <<<"$TENSOR_CORE_PTX")
 while read -r file instructions; do
   [ -n "$file" ] || continue
-  "$NVCC" -std=c++17 -O3 -arch=compute_80 --ptx "native/cuda/$file" -o "$log.d/$file.ptx" &
-done <<<"$TENSOR_CORE_PTX"
-wait
-while read -r file instructions; do
-  [ -n "$file" ] || continue
-  [ -s "$log.d/$file.ptx" ] || { echo "check_cuda: nvcc --ptx of native/cuda/$file failed" >&2; exit 1; }
   for instruction in $instructions; do
     grep -qF "$instruction" "$log.d/$file.ptx" || {
       echo "check_cuda: nvcc --ptx of native/cuda/$file has no $instruction" >&2

@@ -50,16 +50,15 @@ void feedforward_backward(const ops::FeedForwardBackward<float>& p) {
   const int64_t F = d.F;
   float* dh = static_cast<float*>(thread_scratch(ScratchSlot::layer, sizeof(float) * d.rows * F));
   // dh = (dy W2 (∘ the dropout mask)) ∘ act'(h): without dropout act' in the product's epilogue, with
-  // it (the mask comes first) a pass after the product.
-  if (d.dropout == 0.0f) {
-    NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D}, p.precision, p.h, d.activation);
-  } else {
-    NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D}, p.precision);  // dh holds da = dy W2
+  // it (the mask comes first) a pass after the product (dh then holds da = dy W2).
+  const bool fused = d.dropout == 0.0f;
+  NF_ISA_NS::linear_backward(dh, p.dW2, p.db2, p.dy, p.a, p.W2, {d.rows, F, d.D}, p.precision, fused ? p.h : nullptr,
+                             d.activation);
+  if (!fused)
     parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) {
       apply_dropout(dh, r0 * F, r1 * F, d);
       act_backward_n(dh + r0 * F, dh + r0 * F, p.h + r0 * F, (r1 - r0) * F, d.activation);
     });
-  }
   NF_ISA_NS::linear_backward(p.dx, p.dW1, p.db1, dh, p.x, p.W1, {d.rows, d.D, F}, p.precision);
 }
 

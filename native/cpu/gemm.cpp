@@ -224,7 +224,8 @@ void accumulate_tile(vf (&acc)[R][NV], int64_t kd, const float* ap, const float*
 // The epilogue on the registers: x = alpha acc + beta C + bias, preact = x, C = act(x) or, with
 // act_grad, C = x ∘ act'(act_grad) (rounded to bf16 with e.round), into C[0:mr, 0:nr]. The
 // activation (or its derivative) runs over the whole tile at once (R x NV independent vectors,
-// padding rows too), so its long dependency chains (GELU: a division and an exponential) overlap. kFull: a whole tile (mr = R, nr = NR), every vector moved unmasked.
+// padding rows too), so its long dependency chains (GELU: a division and an exponential) overlap.
+// kFull: a whole tile (mr = R, nr = NR), every vector moved unmasked.
 // Inlined, so that the tile stays in registers, and `e` taken by value, so that its fields are not
 // read again after each store to C (which the compiler must otherwise assume may alias them).
 template <bool kFull, int R>
