@@ -153,6 +153,14 @@ const families: Family[] = [
         label: 'B 1, T 97, D 21, H 3 (head width 7), key padding, weights: two key tiles of the online softmax (its rescale)',
         args: { B: 1, Tq: 97, D: 21, H: 3 }, give: ['qkv', 'keyPaddingMask', 'weights'],
       },
+      {
+        label: 'B 1, T 37, D 200, H 2 (head width 100), causal: query blocks of 20 and 17 rows, 7 column tiles on AMX',
+        args: { B: 1, Tq: 37, D: 200, H: 2, causal: true }, give: ['qkv', 'qkvBias', 'dQkvBias'], fd: false,
+      },
+      {
+        label: 'B 2, T 83, D 64, H 2 (head width 32: whole 16-column tiles), key padding: two key tiles, three query blocks',
+        args: { B: 2, Tq: 83, D: 64, H: 2 }, give: ['qkv', 'keyPaddingMask', 'projBias', 'dProjBias'], fd: false,
+      },
     ],
   },
   {
@@ -388,6 +396,11 @@ function family(run: Runner, precision: 'f32' | 'f64', fam: Family, c: Case, giv
 interface Tolerance { fwd: number; bwd: number; fwdLog: ErrorLog; bwdLog: ErrorLog }
 const tolerance = (fwd: number, bwd: number): Tolerance => ({ fwd, bwd, fwdLog: new ErrorLog(fwd), bwdLog: new ErrorLog(bwd) });
 const fp32 = tolerance(1e-5, 1e-4), bf16 = tolerance(1e-2, 3e-2), bf16Paths = tolerance(1e-6, 1e-6);
+// The attention backward's paths differ by more than the order of sums alone: it rounds scale dS =
+// scale P ∘ (dP − Di) to bf16, where dP − Di cancels, so a dP one ulp apart (dO Vᵀ summed in another
+// order) can round an element of dS to the neighbouring bf16 value. Measured at 'B 2, T 83, D 64, H 2':
+// dx 3.0e-5 apart with vdpbf16ps, 4.1e-5 on AMX tiles (the other cases within 1e-6). Its forward keeps 1e-6.
+const bf16AttentionPaths = tolerance(1e-6, 1e-4);
 const fdLog = new ErrorLog(1e-5);
 afterAll(() => {
   fp32.fwdLog.report('op table parity, forward outputs, largest relative error');
@@ -396,6 +409,8 @@ afterAll(() => {
   bf16.bwdLog.report('op table parity at bf16, gradients, largest relative error');
   bf16Paths.fwdLog.report('bf16: avx512bf16 (vdpbf16ps) against avx512 (emulated), forward outputs');
   bf16Paths.bwdLog.report('bf16: avx512bf16 (vdpbf16ps) against avx512 (emulated), gradients');
+  bf16AttentionPaths.fwdLog.report('bf16: avx512bf16 (vdpbf16ps) against avx512 (emulated), attention forward outputs');
+  bf16AttentionPaths.bwdLog.report('bf16: avx512bf16 (vdpbf16ps) against avx512 (emulated), attention gradients');
   fdLog.report('reference gradients against finite differences, largest relative error');
 });
 
@@ -469,7 +484,7 @@ describe.runIf(isas.includes('avx512') && isas.includes('avx512bf16'))('bf16: vd
       // cancels in dS = P ∘ (dP − Di), so an O one ulp off (the forward's sums in another order) moves
       // dx by ~1e-5 relative at these small shapes, however close the backward's own products are.
       const paired = withIsa('avx512bf16', () => family(cpu, 'f32', fam, c, given, false, emulated.fwd));
-      compare('avx512bf16 against avx512', fam, paired, emulated, bf16Paths);
+      compare('avx512bf16 against avx512', fam, paired, emulated, fam.backward === 'attentionBackward' ? bf16AttentionPaths : bf16Paths);
     });
 });
 

@@ -19,14 +19,14 @@
 // their epilogues store Q, K, V rounded to bf16 (the saved qkv, or q and kv, and a decoding step's
 // cache rows: as autocast's bf16 projections would give them), and the weights P ∘ Z are
 // rounded before the product with V, so QKᵀ and PV take bf16 inputs with fp32 accumulation; the
-// softmax, its sums and lse stay fp32. On avx512bf16 where vdpbf16ps beats the FMA (bf16_dot_pays:
-// not on an Intel Xeon that runs avx512bf16 for its AMX GEMMs and issues vdpbf16ps at half the FMA's
-// rate; core_pairs) those two products run vdpbf16ps on bf16 pairs
+// softmax, its sums and lse stay fp32. On avx512bf16 with AMX-BF16 tiles (core_amx: an Intel Xeon,
+// which issues vdpbf16ps at half the FMA's rate) or where vdpbf16ps beats the FMA (bf16_dot_pays:
+// Zen 4) those products run on bf16 pairs (core_pairs; tdpbf16ps tiles, or vdpbf16ps)
 // (the key tile paired along the head dimension, unscaled, the scale applied in the softmax's
 // exponent; the value tile paired along the keys; query rows and weights as pairs of neighbours),
 // the other variants fp32 FMAs on the rounded values: the same function up to the order of fp32 sums.
-// The backward's products (dO Vᵀ, Pᵀ dO, dS K, dSᵀ Q) read the rounded Q, K, V and fp32 dO, P, dS,
-// its scores recomputed as the forward's were.
+// The backward's products (dO Vᵀ, Pᵀ dO, dS K, dSᵀ Q) read the rounded Q, K, V and dO, P, dS rounded
+// (pairs: paired along each product's contraction), its scores recomputed as the forward's were.
 // Projections: prepacked weights (qkvWeightPacked, projWeightPacked from packWeights), when given,
 // replace the weights in the projections' GEMMs (cross-attention's K|V product reads the packed
 // columns from D on when D starts a panel, else packs its rows of qkv_weight as without them).
@@ -48,20 +48,37 @@
 #include "packed.h"
 #include "isa.h"
 
+// AMX-BF16 tiles for the forward's bf16 pairs (see "The forward on AMX" below).
+#if NF_BF16_DOT && NF_AMX_BUILD
+#define NF_AMX_CORE 1
+#pragma GCC target("amx-tile,amx-bf16")
+#else
+#define NF_AMX_CORE 0
+#endif
+
 namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
 #include "pack_inl.h"
 
 namespace {
 
-// Whether the core's bf16 products run vdpbf16ps on pairs (see the header).
-bool core_pairs() { return NF_BF16_DOT && bf16_dot_pays(); }
+// Whether the core's bf16 products run on AMX-BF16 tiles (see the header).
+bool core_amx() { return NF_AMX_CORE && cpu_has_amx_bf16(); }
+// Whether the core's bf16 products multiply bf16 pairs: on AMX tiles, or by vdpbf16ps where it beats
+// the FMA (see the header).
+bool core_pairs() { return core_amx() || (NF_BF16_DOT && bf16_dot_pays()); }
 
 constexpr int kBQ = 32;          // queries per tile
 // Keys per tile, a multiple of every W: 80 takes T = 65 (a 32² image in 4² patches and the class
 // token) in one tile, 145 in two and 197 in three, each tile one pass of the online softmax.
 constexpr int kBK = 80;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Words of a row of bf16 pairs of Dh values in the forward's pair buffers (its query rows and key
+// tile): ⌈Dh / 2⌉ rounded up to whole AMX steps of 16 pairs, the words past ⌈Dh / 2⌉ zero.
+int64_t pair_words(int64_t Dh) { return ((Dh + 1) / 2 + 15) / 16 * 16; }
+// Rows of the forward's value tile as pairs, two keys to a row: kBK / 2, rounded up to an AMX step.
+constexpr int64_t kValuePairRows = (kBK / 2 + 15) / 16 * 16;
 
 // Vectors of a score-tile row that hold keys, for a tile of nk keys: only these are computed, so
 // a short last tile (T = 100: 80 + 20 keys) costs two vectors per row on AVX-512, not kBK / W.
@@ -75,12 +92,16 @@ float score_scale(const AttentionCoreDims& d, bool pairs) { return pairs ? d.sca
 // Per-thread scratch (slot `tile`) of the core, in floats (the forward's chunks have at most Tq rows).
 // (With bf16 pairs also the query rows (forward: a chunk's, backward: a block's), the value tile
 // as pairs, and a tile's rows as pairs on their way to load_key_tile's transpose.)
+// (With AMX 16 query rows more, 16 floats past the value tile and a block's P V: see forward_chunk.)
 int64_t forward_scratch_floats(int64_t Dh, int64_t Tq) {
-  return Dh * kBK + kBQ * kBK + kBK + 2 * Tq + Tq * ((Dh + 1) / 2) + kBK / 2 * Dh + kBK * ((Dh + 1) / 2);
+  const int64_t Dhp = pair_words(Dh);
+  return std::max(Dh, Dhp) * kBK + kBQ * kBK + kBK + 2 * Tq + (Tq + 16) * Dhp + kValuePairRows * Dh + 16 +
+         kBK * ((Dh + 1) / 2) + kBQ * ((Dh + 15) / 16 * 16);
 }
 int64_t backward_scratch_floats(int64_t Dh, int64_t Tq) {
-  return 2 * Dh * kBK + 2 * kBQ * kBK + kBK + Tq + kBQ * (Dh + 1) / 2 + kBQ * Dh + kBQ / 2 * kBK + kBK / 2 * Dh +
-         kBK * ((Dh + 1) / 2);
+  const int64_t Dhp = pair_words(Dh);
+  return 2 * std::max(Dh, Dhp) * kBK + 2 * kBQ * kBK + kBK + Tq + kBQ * Dhp + kBQ * Dh + kBQ / 2 * kBK +
+         kValuePairRows * Dh + 16 + kBK * ((Dh + 1) / 2) + kBK * 16 + kBK * ((Dh + 15) / 16 * 16);
 }
 // The backward's gradient buffer for the projections' outputs (slot `layer` of the calling thread):
 // self-attention dqkv [B, T, 3D]; cross-attention dq [B, Tq, D] then dkv [B, Tk, 2D].
@@ -192,10 +213,136 @@ void tile_accumulate(float* O, int64_t ldo, const float* P, int64_t prs, int64_t
   for (; r < rows; ++r) accumulate_columns<1, kSet, kPairs>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
 }
 
+#if NF_AMX_CORE
+// The forward on AMX (the avx512bf16 variant where cpu_has_amx_bf16: Intel Sapphire Rapids on, Linux):
+// its two products on the pairs the vdpbf16ps path uses, 16 rows at a time, in steps of 16 pairs of
+// the contraction (tdpbf16ps: products of bf16 pairs exact in fp32, summed in fp32 in another order).
+//   scores: A = the query rows as pairs along d (Qp, pair_words apart, zero past ⌈Dh / 2⌉), B = the
+//   key tile Kt [pair_words(Dh)][kBK] (rows past ⌈Dh / 2⌉ zero): one 16 x 16 tile per vector of keys.
+//   P V: A = the weights as pairs of neighbouring keys (softmax_step's rows, zeroed from ⌈nk / 2⌉ to
+//   the step), B = the value tile Vp [kValuePairRows][Dh] (pair rows past ⌈nk / 2⌉ zero), into a
+//   scratch block then added to O's rows.
+// A tile reads whole 16-row groups and 16-column tiles: rows past the block's (and columns past Dh)
+// compute on whatever lies there and land in rows (columns) of the output that nothing reads; the
+// scratch keeps room for those reads (forward_scratch_floats). Tile state is per thread: the core's
+// tasks configure it (amx_configure) and release it.
+#include "amx_inl.h"
+static_assert(W == 16, "a vector of keys is one 16-column tile");
+
+// op(T, B) for each C tile T < NT with the B tile it takes (6, 7 in turn): literals, as the AMX
+// intrinsics stringify tile numbers. (Inside amx_panel.)
+#define NF_AMX_C_TILES(op)          \
+  {                                 \
+    op(0, 6);                       \
+    if constexpr (NT > 1) op(1, 7); \
+    if constexpr (NT > 2) op(2, 6); \
+    if constexpr (NT > 3) op(3, 7); \
+    if constexpr (NT > 4) op(4, 6); \
+  }
+#define NF_AMX_ZERO(T, B) _tile_zero(T)
+#define NF_AMX_LOAD(T, B) _tile_loadd(T, out + 64 * T, ldo)
+#define NF_AMX_STORE(T, B) _tile_stored(T, out + 64 * T, ldo)
+#define NF_AMX_PRODUCT(T, B)           \
+  {                                    \
+    _tile_loadd(B, bs + 64 * T, ldb);  \
+    _tile_dpbf16ps(T, 5, B);           \
+  }
+
+// out [16][16 NT] (ldo bytes apart) = Σ_{s < steps} A(s) B(s) (kAdd: out += the sum): A(s) 16 rows of
+// 16 pairs at a + 64 s (lda bytes apart), B(s) 16 pair rows at b + 16 s ldb (ldb apart), its column
+// tile t at 64 t bytes. C tiles 0 .. NT-1, A tile 5, B tiles 6 and 7 in turn.
+template <int NT, bool kAdd>
+void amx_panel(char* out, int64_t ldo, const char* a, int64_t lda, const char* b, int64_t ldb, int64_t steps) {
+  static_assert(NT >= 1 && NT <= 5, "five C tiles at most");
+  if constexpr (kAdd) NF_AMX_C_TILES(NF_AMX_LOAD)
+  else NF_AMX_C_TILES(NF_AMX_ZERO)
+  for (int64_t s = 0; s < steps; ++s) {
+    const char* bs = b + 16 * s * ldb;
+    _tile_loadd(5, a + 64 * s, lda);
+    NF_AMX_C_TILES(NF_AMX_PRODUCT)
+  }
+  NF_AMX_C_TILES(NF_AMX_STORE)
+}
+#undef NF_AMX_C_TILES
+#undef NF_AMX_ZERO
+#undef NF_AMX_LOAD
+#undef NF_AMX_STORE
+#undef NF_AMX_PRODUCT
+
+// C[r, 0:16 nt] (ldc floats apart) = Σ_{p < 16 steps} A[r, p] B[p, 0:16 nt] (kAdd: C += the sums) for
+// the 16-row groups that cover r < rows: A rows of bf16 pairs lda floats apart, B rows of pairs ldb
+// floats apart.
+template <bool kAdd>
+void amx_product(float* C, int64_t ldc, const float* A, int64_t lda, int rows, const float* B, int64_t ldb,
+                 int64_t steps, int nt) {
+  for (int r = 0; r < rows; r += 16)
+    for (int t = 0; t < nt; t += 5) {
+      char* out = reinterpret_cast<char*>(C + r * ldc + 16 * t);
+      const char* a = reinterpret_cast<const char*>(A + r * lda);
+      const char* b = reinterpret_cast<const char*>(B + 16 * t);
+      const int64_t ldo = 4 * ldc, la = 4 * lda, lb = 4 * ldb;
+      switch (std::min(5, nt - t)) {
+        case 1: amx_panel<1, kAdd>(out, ldo, a, la, b, lb, steps); break;
+        case 2: amx_panel<2, kAdd>(out, ldo, a, la, b, lb, steps); break;
+        case 3: amx_panel<3, kAdd>(out, ldo, a, la, b, lb, steps); break;
+        case 4: amx_panel<4, kAdd>(out, ldo, a, la, b, lb, steps); break;
+        default: amx_panel<5, kAdd>(out, ldo, a, la, b, lb, steps); break;
+      }
+    }
+}
+
+// O[r, 0:Dh] += Σ_{p < 16 steps} A[r, p] B[p, 0:Dh] for r < rows (O ldo apart; A's rows and B's rows
+// of pairs lda and ldb apart): whole 16-row groups of O in the tiles when Dh is whole tiles, the rest
+// through the scratch block Oa [⌈rows / 16⌉ 16][⌈Dh / 16⌉ 16] (a tile must not write past O's rows and columns:
+// other tasks' rows, or the next head's columns).
+void amx_add_product(float* O, int64_t ldo, int rows, const float* A, int64_t lda, const float* B, int64_t ldb,
+                     int64_t steps, int64_t Dh, float* Oa) {
+  const int64_t width = (Dh + 15) / 16 * 16;
+  const int whole = Dh == width ? rows / 16 * 16 : 0;
+  if (whole > 0) amx_product<true>(O, ldo, A, lda, whole, B, ldb, steps, int(width / 16));
+  if (whole == rows) return;
+  amx_product<false>(Oa, width, A + whole * lda, lda, rows - whole, B, ldb, steps, int(width / 16));
+  for (int r = whole; r < rows; ++r) {
+    float* o = O + r * ldo;
+    const float* a = Oa + (r - whole) * width;
+    int64_t c = 0;
+    for (; c + W <= Dh; c += W) vstore(o + c, vadd(vload(o + c), vload(a + c)));
+    if (c < Dh) vstore_n(o + c, vadd(vload_n(o + c, int(Dh - c)), vload_n(a + c, int(Dh - c))), int(Dh - c));
+  }
+}
+
+// O[r, 0:Dh] += Σ_c P(r, c) V[c, 0:Dh] for r < nq, c < nk: P rows of bf16 pairs of neighbouring keys at
+// S (kBK apart: softmax_step's weights, the backward's scale dS), Vp the key tile's rows as pair rows
+// (Dh apart, kValuePairRows of them); the pairs past ⌈nk / 2⌉ zeroed here. Oa [32][⌈Dh / 16⌉ 16].
+void amx_weights_values(float* O, int64_t ldo, float* S, int nq, int nk, float* Vp, int64_t Dh, float* Oa) {
+  const int64_t np = (nk + 1) / 2, steps = (np + 15) / 16;
+  for (int r = 0; r < nq; ++r) std::fill(S + r * kBK + np, S + r * kBK + 16 * steps, 0.0f);
+  std::fill(Vp + np * Dh, Vp + 16 * steps * Dh, 0.0f);
+  amx_add_product(O, ldo, nq, S, kBK, Vp, Dh, steps, Dh, Oa);
+}
+
+// O[c, 0:Dh] += Σ_r P(r, c) X[r, 0:Dh] for c < nk, r < nq <= 32 (the backward's dV and dK): Pp the
+// block's P rows as pairs of neighbouring query rows [⌈nq / 2⌉][kBK] (pack_row_pairs), Xp its X rows so
+// paired [16][Dh] (the pair rows from ⌈nq / 2⌉ zeroed here); At [kBK][16] takes Pp transposed, one step
+// of 16 pairs. Oa [kBK][⌈Dh / 16⌉ 16].
+void amx_transposed_product(float* O, int64_t ldo, const float* Pp, int nq, int nk, float* Xp, int64_t Dh, float* At,
+                            float* Oa) {
+  const int nq2 = (nq + 1) / 2;
+  transpose(At, 16, Pp, kBK, nq2, nk, 1.0f);
+  std::fill(Xp + nq2 * Dh, Xp + 16 * Dh, 0.0f);
+  amx_add_product(O, ldo, nk, At, 16, Xp, Dh, 1, Dh, Oa);
+}
+#endif
+
 // S[r, 0:n] = Σ_d A[r*lda + d] Bt[d, 0:n] for r < rows, n = the tile_vectors(nk) vectors of keys:
 // rows of A against a transposed tile Bt [Dh, kBK] (keys along the vector lanes); with pairs, A's
-// rows and Bt as bf16 pairs along d (pack_inl.h), Bt [⌈Dh / 2⌉, kBK].
-void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* Bt, int64_t Dh, int nk, bool pairs = false) {
+// rows and Bt as bf16 pairs along d (pack_inl.h), Bt [⌈Dh / 2⌉, kBK]; with amx too, on AMX tiles (A's
+// rows and Bt pair_words(Dh) deep, zero past ⌈Dh / 2⌉; S rows up to the next 16 written).
+void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* Bt, int64_t Dh, int nk, bool pairs = false,
+                 [[maybe_unused]] bool amx = false) {
+#if NF_AMX_CORE
+  if (amx) return amx_product<false>(S, kBK, A, lda, rows, Bt, kBK, pair_words(Dh) / 16, tile_vectors(nk));
+#endif
 #if NF_BF16_DOT
   if (pairs) return tile_accumulate<true, true>(S, kBK, A, lda, 1, rows, int((Dh + 1) / 2), Bt, kBK, tile_vectors(nk) * W);
 #endif
@@ -207,8 +354,9 @@ void tile_scores(float* S, const float* A, int64_t lda, int rows, const float* B
 // the softmax applies the scale, see score_scale), or -inf where the pair is blocked and in the
 // padding columns c >= nk.
 void masked_scores(float* S, const float* qrows, int64_t ldq, const float* Kt, const AttentionMasks& m,
-                   const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk, bool pairs = false) {
-  tile_scores(S, qrows, ldq, nq, Kt, d.Dh, nk, pairs);
+                   const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk, bool pairs = false,
+                   bool amx = false) {
+  tile_scores(S, qrows, ldq, nq, Kt, d.Dh, nk, pairs, amx);
   for (int r = 0; r < nq; ++r) {
     const int64_t i = i0 + r;
     const uint8_t* kp = m.key_padding_mask ? m.key_padding_mask + b * d.Tk + j0 : nullptr;
@@ -241,16 +389,25 @@ void load_key_tile(float* Kt, [[maybe_unused]] float* Kr, const float* k, int64_
   transpose(Kt, kBK, k, ldk, nk, Dh, scale);
 }
 
+#if NF_BF16_DOT
+// Qp [rows, pair_words(Dh)] = the rows at q (ldq apart) as bf16 pairs along d, zero past ⌈Dh / 2⌉.
+void pack_query_pairs(float* Qp, const float* q, int64_t ldq, int64_t rows, int64_t Dh) {
+  const int64_t Dh2 = (Dh + 1) / 2, Dhp = pair_words(Dh);
+  pack_rows(Qp, Dhp, q, ldq, rows, Dh);
+  for (int64_t r = 0; r < rows; ++r) std::fill(Qp + r * Dhp + Dh2, Qp + (r + 1) * Dhp, 0.0f);
+}
+#endif
+
 // The backward's scores: masked_scores of the nq query rows at q (ldq apart) against a load_key_tile;
-// with pairs the rows go through Qp [nq, ⌈Dh / 2⌉] as bf16 pairs. The forward scores the same way
-// (its chunk's rows packed once for all key tiles), so the backward's P = exp(S − lse) is the forward's.
+// with pairs the rows go through Qp [nq, pair_words(Dh)] as bf16 pairs (amx: on AMX tiles). The forward
+// scores the same way (its chunk's rows packed once for all key tiles), so the backward's
+// P = exp(S − lse) is the forward's.
 void block_scores(float* S, float* Qp, const float* q, int64_t ldq, const float* Kt, const AttentionMasks& m,
-                  const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk, bool pairs) {
+                  const AttentionCoreDims& d, int64_t b, int64_t i0, int nq, int64_t j0, int nk, bool pairs, bool amx) {
 #if NF_BF16_DOT
   if (pairs) {
-    const int64_t Dh2 = (d.Dh + 1) / 2;
-    pack_rows(Qp, Dh2, q, ldq, nq, d.Dh);
-    return masked_scores(S, Qp, Dh2, Kt, m, d, b, i0, nq, j0, nk, true);
+    pack_query_pairs(Qp, q, ldq, nq, d.Dh);
+    return masked_scores(S, Qp, pair_words(d.Dh), Kt, m, d, b, i0, nq, j0, nk, true, amx);
   }
 #endif
   masked_scores(S, q, ldq, Kt, m, d, b, i0, nq, j0, nk);
@@ -357,16 +514,17 @@ void softmax_step(float* S, float sc, float* mrow, float* lrow, float* ob, int64
 void forward_chunk(float* o, float* lse, float* weights, const float* q, const float* k, const float* v,
                    const AttentionMasks& m, const AttentionCoreDims& d, int64_t b, int64_t h, int64_t c0, int64_t R,
                    float* scratch, bool bf16_p) {
-  const int64_t Dh = d.Dh, Tk = d.Tk, Dh2 = (Dh + 1) / 2;
-  const bool pairs = core_pairs() && bf16_p;
-  float* Kt = scratch;            // [Dh, kBK] the key tile, transposed and scaled (pairs: [Dh2, kBK], unscaled)
-  float* S = Kt + Dh * kBK;       // [kBQ, kBK] scores, then weights
+  const int64_t Dh = d.Dh, Tk = d.Tk, Dh2 = (Dh + 1) / 2, Dhp = pair_words(Dh);
+  const bool pairs = core_pairs() && bf16_p, amx = core_amx() && bf16_p;
+  float* Kt = scratch;            // [Dh, kBK] the key tile, transposed and scaled (pairs: [Dhp, kBK], unscaled)
+  float* S = Kt + std::max(Dh, Dhp) * kBK;  // [kBQ, kBK] scores, then weights
   float* z = S + kBQ * kBK;       // [kBK] dropout factors of one row
   float* mrow = z + kBK;          // [R] running max
   float* lrow = mrow + R;         // [R] running sum, then lse
-  float* Qp = lrow + R;           // [R, Dh2] (pairs) the chunk's query rows, two dimensions to a word
-  [[maybe_unused]] float* Vp = Qp + R * Dh2;  // [kBK / 2, Dh] (pairs) the value tile's rows, two keys to a word
-  float* Kr = Vp + kBK / 2 * Dh;  // [kBK, Dh2] (pairs) load_key_tile's rows
+  float* Qp = lrow + R;           // [R (+ 16 read by AMX), Dhp] (pairs) the chunk's query rows, two dimensions to a word
+  [[maybe_unused]] float* Vp = Qp + (R + 16) * Dhp;  // [kValuePairRows, Dh] (+ 16) (pairs) the value tile's rows, two keys to a word
+  float* Kr = Vp + kValuePairRows * Dh + 16;  // [kBK, Dh2] (pairs) load_key_tile's rows
+  [[maybe_unused]] float* Oa = Kr + kBK * Dh2;  // [kBQ, ⌈Dh / 16⌉ 16] (AMX) a query block's P V
   const float* qb = q + b * d.q.batch + h * d.q.head + c0 * d.q.row;
   const float* kb = k + b * d.k.batch + h * d.k.head;
   const float* vb = v + b * d.v.batch + h * d.v.head;
@@ -379,7 +537,7 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
   auto skipped = [&](int64_t j0, int64_t i, int nq) { return m.causal && j0 >= c0 + i + nq; };
   auto load_keys = [&](int64_t j0, int nk) { load_key_tile(Kt, Kr, kb + j0 * d.k.row, d.k.row, nk, Dh, d.scale, pairs); };
   auto scores = [&](int64_t i, int nq, int64_t j0, int nk) {  // S for queries c0+i .. c0+i+nq-1
-    if (pairs) masked_scores(S, Qp + i * Dh2, Dh2, Kt, m, d, b, c0 + i, nq, j0, nk, true);
+    if (pairs) masked_scores(S, Qp + i * Dhp, Dhp, Kt, m, d, b, c0 + i, nq, j0, nk, true, amx);
     else masked_scores(S, qb + i * d.q.row, d.q.row, Kt, m, d, b, c0 + i, nq, j0, nk);
   };
   const Weights weights_out = pairs ? Weights::pairs : bf16_p ? Weights::rounded : Weights::fp32;
@@ -397,7 +555,10 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
     }
   };
 #if NF_BF16_DOT
-  if (pairs) pack_rows(Qp, Dh2, qb, d.q.row, R, Dh);  // once for all the key tiles
+  if (pairs) {  // once for all the key tiles; Kt's rows past Dh2 zero
+    pack_query_pairs(Qp, qb, d.q.row, R, Dh);
+    std::fill(Kt + Dh2 * kBK, Kt + Dhp * kBK, 0.0f);
+  }
 #endif
 
   for (int64_t r = 0; r < R; ++r) {
@@ -419,6 +580,12 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
                    uint64_t((row0 + i) * Tk + j0), Tk, weights_out);
       if (j0 == 0)
         for (int r = 0; r < nq; ++r) prefetch_next(i + r);
+#if NF_AMX_CORE
+      if (amx) {
+        amx_weights_values(ob + i * d.o.row, d.o.row, S, nq, nk, Vp, Dh, Oa);
+        continue;
+      }
+#endif
 #if NF_BF16_DOT
       if (pairs) {
         tile_accumulate<false, true>(ob + i * d.o.row, d.o.row, S, kBK, 1, nq, (nk + 1) / 2, Vp, Dh, Dh);
@@ -467,19 +634,21 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
 // tile for dQ), the scores recomputed as the forward computed them (block_scores).
 void backward_head(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                    const float* v, const float* o, const float* lse, const AttentionMasks& m,
-                   const AttentionCoreDims& d, int64_t b, int64_t h, float* scratch, bool bf16, bool pairs) {
-  const int64_t Dh = d.Dh, Tq = d.Tq, Tk = d.Tk, Dh2 = (Dh + 1) / 2;
-  float* Kt = scratch;            // [Dh, kBK] key tile, transposed and scaled (load_key_tile)
-  float* Vt = Kt + Dh * kBK;      // [Dh, kBK] value tile, transposed (pairs: [Dh2, kBK])
-  float* S = Vt + Dh * kBK;       // [kBQ, kBK] scores, then scale dS
+                   const AttentionCoreDims& d, int64_t b, int64_t h, float* scratch, bool bf16, bool pairs, bool amx) {
+  const int64_t Dh = d.Dh, Tq = d.Tq, Tk = d.Tk, Dh2 = (Dh + 1) / 2, Dhp = pair_words(Dh);
+  float* Kt = scratch;            // [Dh, kBK] key tile, transposed and scaled (load_key_tile; pairs: [Dhp, kBK])
+  float* Vt = Kt + std::max(Dh, Dhp) * kBK;  // [Dh, kBK] value tile, transposed (pairs: [Dhp, kBK])
+  float* S = Vt + std::max(Dh, Dhp) * kBK;   // [kBQ, kBK] scores, then scale dS
   float* dP = S + kBQ * kBK;      // [kBQ, kBK] dO Vᵀ, then P ∘ Z
   float* z = dP + kBQ * kBK;      // [kBK] dropout factors of one row
   float* Di = z + kBK;            // [Tq] rowsum(dO ∘ O)
-  float* Qp = Di + Tq;            // [kBQ, Dh2] (pairs) a query block's rows, then its dO rows
-  float* R = Qp + kBQ * Dh2;      // [kBQ, Dh] bf16: the block's dO rounded; pairs: two rows to a word
+  float* Qp = Di + Tq;            // [kBQ, Dhp] (pairs) a query block's rows, then its dO rows
+  float* R = Qp + kBQ * Dhp;      // [kBQ, Dh] bf16: the block's dO rounded; pairs: two rows to a word
   float* dSt = R + kBQ * Dh;      // [kBQ / 2, kBK] (pairs) scale dS, two queries to a word
-  [[maybe_unused]] float* Kp = dSt + kBQ / 2 * kBK;  // [kBK / 2, Dh] (pairs) the key tile, two keys to a word
-  float* Kr = Kp + kBK / 2 * Dh;  // [kBK, Dh2] (pairs) load_key_tile's rows
+  [[maybe_unused]] float* Kp = dSt + kBQ / 2 * kBK;  // [kValuePairRows, Dh] (+ 16) (pairs) the key tile, two keys to a word
+  float* Kr = Kp + kValuePairRows * Dh + 16;  // [kBK, Dh2] (pairs) load_key_tile's rows
+  [[maybe_unused]] float* At = Kr + kBK * Dh2;  // [kBK, 16] (AMX) P ∘ Z or scale dS paired, transposed
+  [[maybe_unused]] float* Oa = At + kBK * 16;   // [kBK, ⌈Dh / 16⌉ 16] (AMX) a product before it is added
   const int64_t qo = b * d.q.batch + h * d.q.head, ko = b * d.k.batch + h * d.k.head;
   const int64_t vo = b * d.v.batch + h * d.v.head, oo = b * d.o.batch + h * d.o.head;
   const float* lb = lse + (b * d.H + h) * Tq;
@@ -510,6 +679,10 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
     std::memset(dk + ko + j * d.k.row, 0, sizeof(float) * Dh);
     std::memset(dv + vo + j * d.v.row, 0, sizeof(float) * Dh);
   }
+  if (pairs) {  // the key and value tiles' rows past Dh2 (load_key_tile writes the others)
+    std::fill(Kt + Dh2 * kBK, Kt + Dhp * kBK, 0.0f);
+    std::fill(Vt + Dh2 * kBK, Vt + Dhp * kBK, 0.0f);
+  }
   for (int64_t j0 = 0; j0 < Tk; j0 += kBK) {
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
     const int nv = tile_vectors(nk);
@@ -527,11 +700,11 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
       const float* qi = q + qo + i0 * d.q.row;
       const float* doi = dout + oo + i0 * d.o.row;
       int64_t ldo = d.o.row;
-      block_scores(S, Qp, qi, d.q.row, Kt, m, d, b, i0, nq, j0, nk, pairs);
+      block_scores(S, Qp, qi, d.q.row, Kt, m, d, b, i0, nq, j0, nk, pairs, amx);
 #if NF_BF16_DOT
       if (pairs) {
-        pack_rows(Qp, Dh2, doi, d.o.row, nq, Dh);
-        tile_scores(dP, Qp, Dh2, nq, Vt, Dh, nk, true);
+        pack_query_pairs(Qp, doi, d.o.row, nq, Dh);
+        tile_scores(dP, Qp, Dhp, nq, Vt, Dh, nk, true, amx);
       } else
 #endif
       {
@@ -569,6 +742,16 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
         pack_row_pairs(dP, kBK, dP, kBK, nq, nk);
         pack_row_pairs(dSt, kBK, S, kBK, nq, nk);
         pack_row_pairs(R, Dh, dout + oo + i0 * d.o.row, d.o.row, nq, Dh);
+#if NF_AMX_CORE
+        if (amx) {
+          amx_transposed_product(dvj, d.v.row, dP, nq, nk, R, Dh, At, Oa);  // dV += (P∘Z)ᵀ dO
+          pack_row_pairs(R, Dh, qi, d.q.row, nq, Dh);
+          amx_transposed_product(dkj, d.k.row, dSt, nq, nk, R, Dh, At, Oa);  // dK += scale dSᵀ Q
+          pack_rows(S, kBK, S, kBK, nq, nk);
+          amx_weights_values(dq + qo + i0 * d.q.row, d.q.row, S, nq, nk, Kp, Dh, Oa);  // dQ += scale dS K
+          continue;
+        }
+#endif
         tile_accumulate<false, true>(dvj, d.v.row, dP, 1, kBK, nk, nq2, R, Dh, Dh);  // dV += (P∘Z)ᵀ dO
         pack_row_pairs(R, Dh, qi, d.q.row, nq, Dh);
         tile_accumulate<false, true>(dkj, d.k.row, dSt, 1, kBK, nk, nq2, R, Dh, Dh);  // dK += scale dSᵀ Q
@@ -605,10 +788,17 @@ void attention_core_forward(float* o, float* lse, float* weights, const float* q
   parallel_for(d.B * d.H * chunks, [&](int64_t t0, int64_t t1) {
     float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * forward_scratch_floats(d.Dh, d.Tq)));
     if (!scratch) return report_failure();  // (the op fails)
+#if NF_AMX_CORE
+    const bool amx = core_amx() && bf16_p;
+    if (amx) amx_configure();
+#endif
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t bh = t / chunks, c0 = t % chunks * rows;
       forward_chunk(o, lse, weights, q, k, v, masks, d, bh / d.H, bh % d.H, c0, std::min(rows, d.Tq - c0), scratch, bf16_p);
     }
+#if NF_AMX_CORE
+    if (amx) _tile_release();
+#endif
   });
 }
 
@@ -618,8 +808,15 @@ void attention_core_backward(float* dq, float* dk, float* dv, const float* dout,
   parallel_for(d.B * d.H, [&](int64_t t0, int64_t t1) {
     float* scratch = static_cast<float*>(thread_scratch(ScratchSlot::tile, sizeof(float) * backward_scratch_floats(d.Dh, d.Tq)));
     if (!scratch) return report_failure();  // (the op fails)
+    const bool amx = core_amx() && bf16;
+#if NF_AMX_CORE
+    if (amx) amx_configure();
+#endif
     for (int64_t t = t0; t < t1; ++t)
-      backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch, bf16, core_pairs() && bf16);
+      backward_head(dq, dk, dv, dout, q, k, v, o, lse, masks, d, t / d.H, t % d.H, scratch, bf16, core_pairs() && bf16, amx);
+#if NF_AMX_CORE
+    if (amx) _tile_release();
+#endif
   });
 }
 

@@ -19,9 +19,11 @@
 // attention core's products (QKᵀ, PV and the backward's) follow it on CUDA (tensor cores) and on the
 // CPU at 'bf16' (bf16-rounded inputs, fp32 accumulation; native/cpu/attention.cpp, attentionDecode's
 // one-row core too); on CUDA attentionDecode's one-row core stays fp32. At 'int8' the CPU core takes
-// bf16 inputs as at 'bf16' where the CPU multiplies bf16 pairs (vdpbf16ps, the avx512bf16 variant:
-// 15% off seed-stl10's attention op) and stays fp32 elsewhere, where rounding would only cost (3-10%
-// of the op on avx2) (attention_core_bf16); onnxruntime's quantize_dynamic runs those products in int8.
+// bf16 inputs as at 'bf16' where the CPU multiplies bf16 pairs (the avx512bf16 variant on AMX-BF16
+// tiles, 22% off ViT-B/16's attention op at batch 1 on an Intel Xeon, or by vdpbf16ps where it beats
+// the FMA, 15% off seed-stl10's on Zen 4) and stays fp32 elsewhere, where rounding would only cost
+// (3-10% of the op on avx2) (attention_core_bf16); onnxruntime's quantize_dynamic runs those products
+// in int8.
 #pragma once
 #include <string>
 
