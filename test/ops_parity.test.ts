@@ -7,8 +7,10 @@
  * differences of its forward. The ops that run matrix products at a `precision` run again at 'bf16' on
  * every variant against the same (exact) float64 reference with bf16's own tolerances, < 1e-2 forward
  * and < 3e-2 for gradients (an input rounded to bf16 moves by up to 2^-9 relative, a product of two by
- * about 2^-8); and the avx512bf16 variant's vdpbf16ps against the emulation of the same rounding in
- * avx512, which differ only in the order of fp32 sums.
+ * about 2^-8); and the avx512bf16 variant's bf16 products (vdpbf16ps, or AMX-BF16 tiles where the CPU
+ * has them) against the emulation of the same rounding in avx512, which differ only in the order of
+ * fp32 sums (< 1e-6; the attention backward < 1e-4, where that order can round an element of dS to
+ * its neighbouring bf16 value: see bf16AttentionPaths).
  *
  * What each op needs beyond its schema lives in `families` below: the dims of a few awkward cases
  * (odd T, head widths 6, 12, 20, 40, widths that are no multiple of a vector), which optional fields
