@@ -4,7 +4,7 @@
 // bytes, the block's rows 0-15 and 16-31) and two B tiles (6, 7: 16 rows of 64 bytes, its columns
 // 0-15 and 16-31, 64 bytes apart in each B row), each used twice; every load before the products.
 // Tile state is per thread: amx_configure before a kernel's first tile instruction, _tile_release()
-// after its last.
+// after its last. (The attention core, attention.cpp, takes only amx_configure: its tiles are its own.)
 // Dimension key: lda, ldb, ldo row strides in bytes of the A, B and output rows.
 // Include inside the kernel namespace of a pass whose target has amx-tile and the product's unit.
 #pragma once

@@ -74,10 +74,12 @@ constexpr int kBQ = 32;          // queries per tile
 constexpr int kBK = 80;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Words of a row of bf16 pairs of Dh values in the forward's pair buffers (its query rows and key
-// tile): ⌈Dh / 2⌉ rounded up to whole AMX steps of 16 pairs, the words past ⌈Dh / 2⌉ zero.
+// Words of a row of bf16 pairs of Dh values in the core's buffers paired along d (query and dO rows;
+// the key and value tiles' rows): ⌈Dh / 2⌉ rounded up to whole AMX steps of 16 pairs, the words past
+// ⌈Dh / 2⌉ zero.
 int64_t pair_words(int64_t Dh) { return ((Dh + 1) / 2 + 15) / 16 * 16; }
-// Rows of the forward's value tile as pairs, two keys to a row: kBK / 2, rounded up to an AMX step.
+// Rows of a key or value tile paired along the keys (the forward's Vp, the backward's Kp): kBK / 2,
+// rounded up to an AMX step.
 constexpr int64_t kValuePairRows = (kBK / 2 + 15) / 16 * 16;
 
 // Vectors of a score-tile row that hold keys, for a tile of nk keys: only these are computed, so
