@@ -314,12 +314,11 @@ void amx_add_product(float* O, int64_t ldo, int rows, const float* A, int64_t ld
 }
 
 // O[r, 0:Dh] += Σ_c P(r, c) V[c, 0:Dh] for r < nq, c < nk: P rows of bf16 pairs of neighbouring keys at
-// S (kBK apart: softmax_step's weights, the backward's scale dS), Vp the key tile's rows as pair rows
-// (Dh apart, kValuePairRows of them); the pairs past ⌈nk / 2⌉ zeroed here. Oa [32][⌈Dh / 16⌉ 16].
-void amx_weights_values(float* O, int64_t ldo, float* S, int nq, int nk, float* Vp, int64_t Dh, float* Oa) {
+// S (kBK apart: softmax_step's weights, the backward's scale dS; the pairs past ⌈nk / 2⌉ zeroed here),
+// Vp the key tile's rows as pair rows (pack_tile_pairs). Oa [32][⌈Dh / 16⌉ 16].
+void amx_weights_values(float* O, int64_t ldo, float* S, int nq, int nk, const float* Vp, int64_t Dh, float* Oa) {
   const int64_t np = (nk + 1) / 2, steps = (np + 15) / 16;
   for (int r = 0; r < nq; ++r) std::fill(S + r * kBK + np, S + r * kBK + 16 * steps, 0.0f);
-  std::fill(Vp + np * Dh, Vp + 16 * steps * Dh, 0.0f);
   amx_add_product(O, ldo, nq, S, kBK, Vp, Dh, steps, Dh, Oa);
 }
 
@@ -397,6 +396,15 @@ void pack_query_pairs(float* Qp, const float* q, int64_t ldq, int64_t rows, int6
   const int64_t Dh2 = (Dh + 1) / 2, Dhp = pair_words(Dh);
   pack_rows(Qp, Dhp, q, ldq, rows, Dh);
   for (int64_t r = 0; r < rows; ++r) std::fill(Qp + r * Dhp + Dh2, Qp + (r + 1) * Dhp, 0.0f);
+}
+
+// Tp [kValuePairRows, Dh] = the nk rows at t (ldt apart: a key or value tile) paired along the keys, two
+// keys to a row (pack_row_pairs), the pair rows from ⌈nk / 2⌉ to the next AMX step zero: once per tile,
+// for every query block's product with it.
+void pack_tile_pairs(float* Tp, const float* t, int64_t ldt, int nk, int64_t Dh) {
+  const int64_t np = (nk + 1) / 2;
+  pack_row_pairs(Tp, Dh, t, ldt, nk, Dh);
+  std::fill(Tp + np * Dh, Tp + (np + 15) / 16 * 16 * Dh, 0.0f);
 }
 #endif
 
@@ -572,7 +580,7 @@ void forward_chunk(float* o, float* lse, float* weights, const float* q, const f
     const int nk = int(std::min<int64_t>(kBK, Tk - j0));
     load_keys(j0, nk);
 #if NF_BF16_DOT
-    if (pairs) pack_row_pairs(Vp, Dh, vb + j0 * d.v.row, d.v.row, nk, Dh);
+    if (pairs) pack_tile_pairs(Vp, vb + j0 * d.v.row, d.v.row, nk, Dh);
 #endif
     for (int64_t i = 0; i < R; i += bq) {
       const int nq = int(std::min<int64_t>(bq, R - i));
@@ -694,7 +702,7 @@ void backward_head(float* dq, float* dk, float* dv, const float* dout, const flo
     load_key_tile(Kt, Kr, kj, d.k.row, nk, Dh, d.scale, pairs);
     load_key_tile(Vt, Kr, v + vo + j0 * d.v.row, d.v.row, nk, Dh, 1.0f, pairs);
 #if NF_BF16_DOT
-    if (pairs) pack_row_pairs(Kp, Dh, kj, d.k.row, nk, Dh);
+    if (pairs) pack_tile_pairs(Kp, kj, d.k.row, nk, Dh);
 #endif
     // Causal: query blocks ending before key j0 see none of this tile.
     for (int64_t i0 = m.causal ? j0 / bq * bq : 0; i0 < Tq; i0 += bq) {
