@@ -116,12 +116,16 @@ describe.skipIf(reason !== null)("device 'cuda' on the SIMT emulator", () => {
   }, 120_000);
 
   it("has a CUDA kernel for every op of the CPU addon but the host-only ones, under the CPU addon's schema", () => {
-    type Entry = { name: string; hostOnly: boolean; reference?: boolean };
+    type Entry = { name: string; hostOnly: boolean; reference?: boolean; bf16: boolean };
     const cpuOps = JSON.parse(native.opSchema()) as Entry[], cudaOps = JSON.parse(cuda().opSchema()) as Entry[];
     expect(cpuOps.filter((o) => o.hostOnly).map((o) => o.name)).toEqual([...HOST_ONLY_OPS]);
     expect(cudaOps.map((o) => o.name)).toEqual(cpuOps.filter((o) => !o.hostOnly).map((o) => o.name));
-    // The same entries (fields, docs), less the CPU addon's note of a float64 twin.
-    expect(cudaOps).toEqual(cpuOps.filter((o) => !o.hostOnly).map(({ reference: _, ...o }) => o));
+    // The same entries (fields, docs), less the CPU addon's note of a float64 twin and each addon's own
+    // note of a kernel for bfloat16 activations (CUDA: the layers' ops; the CPU: fewer, none CUDA lacks).
+    expect(cudaOps.map(({ bf16: _, ...o }) => o)).toEqual(cpuOps.filter((o) => !o.hostOnly).map(({ reference: _, bf16: __, ...o }) => o));
+    const bf16 = (ops: Entry[]) => ops.filter((o) => o.bf16).map((o) => o.name);
+    expect(bf16(cudaOps)).toEqual(expect.arrayContaining(['layernormForward', 'attentionForward', 'feedforwardForward', 'adamwMultiStep']));
+    expect(bf16(cudaOps)).toEqual(expect.arrayContaining(bf16(cpuOps)));
     for (const op of HOST_ONLY_OPS) expect(supports(op, 'cuda'), op).toBe(false);
   });
 

@@ -36,10 +36,11 @@ export const DEVICES: readonly Device[] = ['cpu', 'cuda'];
  * every device; README, Devices): 'fp32' (the default) float32; 'tf32' float32 tensors with the GEMMs'
  * inputs rounded to TF32 (PyTorch's allow_tf32; on the CPU, which has no TF32 unit, exactly fp32);
  * 'bf16' mixed precision as torch.autocast(dtype=bfloat16): bf16 products with float32 accumulation
- * (on CUDA with bfloat16 activations, the design: native/cuda/bf16.cuh; on the CPU float32 tensors
- * with the products' inputs rounded to bfloat16: AMX tiles (tdpbf16ps) where the CPU has AMX-BF16,
- * else vdpbf16ps where it has AVX512_BF16 and that beats its FMA, else the same rounding with fp32 FMA,
- * and the attention core's QKᵀ and PV with bf16 inputs too); 'int8' CPU inference with dynamic
+ * (on CUDA with bfloat16 activations, the design: native/cuda/bf16.cuh; on the CPU the products'
+ * inputs rounded to bfloat16: AMX tiles (tdpbf16ps) where the CPU has AMX-BF16, else vdpbf16ps where it
+ * has AVX512_BF16 and that beats its FMA, else the same rounding with fp32 FMA, the attention core's QKᵀ
+ * and PV with bf16 inputs too; in training, bfloat16 activations in the layers whose ops have a CPU
+ * bf16 kernel, FeedForward and Linear so far (supportsBf16), float32 in the others); 'int8' CPU inference with dynamic
  * quantization (onnxruntime's and PyTorch's quantize_dynamic): the Linear-style products (Linear,
  * feed-forward, the attention projections, the patch embedding) take int8 weights quantized per
  * output channel once (the prepack cache) and u8 activations quantized per row, with int32 sums
@@ -303,13 +304,13 @@ export function checkDevice(name: string, device: unknown): Device {
   return device as Device;
 }
 
-/** The names of the ops an addon reports in its op schema. */
-function opNames(addon: OpSchemaExport): ReadonlySet<string> {
-  return new Set((JSON.parse(addon.opSchema()) as { name: string }[]).map((o) => o.name));
+/** The ops an addon reports in its op schema: each name, and whether it has a kernel for bfloat16 activations. */
+function opNames(addon: OpSchemaExport): ReadonlyMap<string, boolean> {
+  return new Map((JSON.parse(addon.opSchema()) as { name: string; bf16?: boolean }[]).map((o) => [o.name, o.bf16 === true]));
 }
 
-let cpuOps: ReadonlySet<string> | null = null;
-let cudaOps: ReadonlySet<string> | null = null;
+let cpuOps: ReadonlyMap<string, boolean> | null = null;
+let cudaOps: ReadonlyMap<string, boolean> | null = null;
 
 /**
  * The ops `device` runs: the CPU addon's, or the CUDA addon's (none when there is no CUDA backend).
@@ -317,20 +318,33 @@ let cudaOps: ReadonlySet<string> | null = null;
  * register every op with a kernel), so there is no list to keep by hand.
  */
 export function supportedOps(device: Device): ReadonlySet<string> {
+  return new Set(opKernels(device).keys());
+}
+
+/** The ops `device` runs, each with whether it has a kernel for bfloat16 activations. */
+function opKernels(device: Device): ReadonlyMap<string, boolean> {
   if (device === 'cpu') return (cpuOps ??= opNames(native));
   if (cudaOps) return cudaOps;
   let addon: CudaBinding;
   try {
     addon = cuda();
   } catch {
-    return new Set();
+    return new Map();
   }
   return (cudaOps = opNames(addon));
 }
 
 /** Whether `device` has a kernel for op `op` (e.g. supports('tokenPosForward', 'cuda')). */
 export function supports(op: string, device: Device): boolean {
-  return supportedOps(device).has(op);
+  return opKernels(device).has(op);
+}
+
+/**
+ * Whether `device` runs op `op` on bfloat16 activations (precision 'bf16''s storage; its addon's opSchema()
+ * says so per op: on the CPU the feed-forward and Linear ops so far, on CUDA most).
+ */
+export function supportsBf16(op: string, device: Device): boolean {
+  return opKernels(device).get(op) === true;
 }
 
 /**

@@ -9,7 +9,8 @@
  * module, so backward follows the forward it belongs to.
  */
 import {
-  checkDevice, checkDeviceOps, checkPrecision, int8OnCuda, int8Training, type Device, type PlacementConfig, type Precision,
+  checkDevice, checkDeviceOps, checkPrecision, int8OnCuda, int8Training, supportsBf16, type Device, type PlacementConfig,
+  type Precision,
 } from './device';
 import { invalidArg, NodeformerError } from '../validation/errors';
 import { OptionKeys } from '../validation/options';
@@ -499,8 +500,34 @@ export abstract class Module {
    * `scope` owns (default: this module's activations, freed by the next forward).
    */
   protected asActivation(x: Tensor, scope: Scope = this.activations): Tensor<'float32'> {
-    const dtype = this.activationDType;
+    return this.asDType(x, this.activationDType, scope);
+  }
+
+  /**
+   * The dtype `ops` (the module's ops over its activations; default: every op its class declares) run
+   * on: its activation dtype, or bfloat16 under precision 'bf16' where the forward saves activations for
+   * a backward and the device runs bf16 activations in each of them (supportsBf16: on the CPU the
+   * feed-forward and Linear ops), so that what waits for the backward takes half the bytes, as under
+   * torch.autocast. Such a module converts at its boundary (its input in, its output back to the
+   * activation dtype: asDType, toActivation); without a backward to wait for, those conversions cost
+   * what the halved bytes save (CPU inference measured level), so it stays in its activation dtype.
+   */
+  protected opsDType(ops: readonly OpName[] = (this.constructor as typeof Module).ops): FloatDType {
+    if (this.activationDType === 'bfloat16' || this.prec !== 'bf16' || !this.savesActivations) return this.activationDType;
+    return ops.length > 0 && ops.every((op) => supportsBf16(op, this.home)) ? 'bfloat16' : 'float32';
+  }
+
+  /** `x` in `dtype`: x itself, or a converted copy that `scope` owns. */
+  protected asDType(x: Tensor, dtype: FloatDType, scope: Scope = this.activations): Tensor<'float32'> {
     return (x.dtype === dtype ? x : scope.add(x.cast(dtype))) as Tensor<'float32'>;
+  }
+
+  /** An output of this module's ops in its activation dtype: y itself, or (y freed) a converted copy. */
+  protected toActivation(y: Tensor<'float32'>): Tensor<'float32'> {
+    if (y.dtype === this.activationDType) return y;
+    const out = y.cast(this.activationDType as 'float32');
+    y.dispose();
+    return out;
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
  * Tensor: a dense, row-major array with a shape, a dtype and a device. float32 for values, int32
  * for token ids and labels, bool (Uint8Array, 1 = True) for masks, bfloat16 for the activations of
- * precision 'bf16' on 'cuda' (2 bytes: the upper half of a float32's bits; its host array is the
+ * precision 'bf16' (2 bytes: the upper half of a float32's bits; its host array is the
  * raw bits, a Uint16Array, and hostValues()/toArray() give float32 values; cast() converts). On 'cpu' (the default) the
  * values live in an ordinary ArrayBuffer, viewed from its first 64-byte aligned address, that
  * `data` exposes; on 'cuda' they are a block of device memory from the CUDA addon's caching
@@ -49,18 +49,8 @@ function view(buffer: ArrayBuffer, dtype: DType, length: number, offset = 0): An
 
 /** bfloat16 bits → float32 values (exact). */
 function bf16ToFloat32(bits: Uint16Array): Float32Array {
-  const u = new Uint32Array(bits.length);
-  for (let i = 0; i < bits.length; i++) u[i] = bits[i] << 16;
-  return new Float32Array(u.buffer);
-}
-
-/** float32 values → bfloat16 bits, rounded to nearest even (NaN stays NaN), as the CUDA kernels round. */
-function float32ToBf16(values: Float32Array): Uint16Array {
-  const u = new Uint32Array(values.buffer, values.byteOffset, values.length), out = new Uint16Array(values.length);
-  for (let i = 0; i < u.length; i++) {
-    const x = u[i];
-    out[i] = (x & 0x7fffffff) > 0x7f800000 ? (x >>> 16) | 0x40 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
-  }
+  const out = new Float32Array(bits.length);
+  native.castBf16(bits, out);
   return out;
 }
 
@@ -277,8 +267,9 @@ export class Tensor<D extends DType = DType> {
   /**
    * This tensor's values as `dtype`, float32 ↔ bfloat16 (bfloat16 rounds to nearest even, back is
    * exact): the tensor itself when it has that dtype already, else a new tensor on the same device
-   * (on 'cuda' one conversion kernel), or `out` (a tensor of that dtype, shape and device) written in
-   * place. Other dtypes throw ERR_NF_INVALID_ARG.
+   * (on 'cuda' one conversion kernel; on 'cpu' the addon's castBf16, which rounds as the CPU kernels
+   * store bf16: float32 denormals become zeros), or `out` (a tensor of that dtype, shape and device)
+   * written in place. Other dtypes throw ERR_NF_INVALID_ARG.
    */
   cast<F extends FloatDType>(dtype: F, out?: Tensor<F>): Tensor<F> {
     if ((dtype as DType) === this.dtype && !out) return this as unknown as Tensor<F>;
@@ -289,7 +280,7 @@ export class Tensor<D extends DType = DType> {
       invalidArg('out', `a ${dtype} tensor of ${this.size} elements on ${this.device}`, out);
     const t = out ?? new Tensor(dtype, this.shape, this.size, this.device, true);
     if (this.deviceBuffer) cuda().cast(t.deviceBuffer!, this.deviceBuffer);
-    else t.host().set(dtype === 'bfloat16' ? float32ToBf16(this.host() as Float32Array) : bf16ToFloat32(this.host() as Uint16Array));
+    else native.castBf16(this.host() as Float32Array | Uint16Array, t.host() as Uint16Array | Float32Array);
     t.writes++;
     return t;
   }

@@ -34,8 +34,10 @@ const FEEDFORWARD_CONFIG = new OptionKeys<FeedForwardConfig>('FeedForward config
 /**
  * y = fc2(dropout(act(fc1(x)))). Parameters: fc1.weight [F, D], fc1.bias [F], fc2.weight [D, F], fc2.bias [D]
  * (the biases only with `bias`: without, the ops get zeros and their bias gradients are dropped).
- * Under precision 'bf16' on 'cuda', x, y and the saved hidden activations h, a are bfloat16 and the
- * products read the weights' bf16 copies (Parameter.storageFor); parameters and gradients stay float32.
+ * Under precision 'bf16', x, y and the saved hidden activations h, a are bfloat16 and the products read
+ * the weights' bf16 copies (Parameter.storageFor); parameters and gradients stay float32. (On the CPU
+ * only in training, where it saves them for the backward; its other layers keeping float32
+ * activations, x is converted on the way in and y on the way out: Module.opsDType.)
  */
 export class FeedForward extends Module {
   /** The ops it runs (Module.ops). */
@@ -81,7 +83,7 @@ export class FeedForward extends Module {
     // (Under CUDA graph capture the seed is a step value, drawn again at every replay.)
     const { value: seed, fields: seedFields } = p > 0 ? stepValue('seedAt', () => this.dropRng.seed(), 0) : { value: 0, fields: {} };
     this.activations.close();
-    const xa = this.asActivation(x), dt = xa.dtype as 'float32', y = emptyLike(xa);
+    const xa = this.asDType(x, this.opsDType()), dt = xa.dtype as 'float32', y = emptyLike(xa);
     const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], dt, x.device)).storage : null;
     const a = this.activations.add(Tensor.empty([rows * this.config.dFF], dt, x.device)).storage;
     const W1Packed = yield* this.fc1.packedWeight(), W2Packed = yield* this.fc2.packedWeight();
@@ -89,7 +91,7 @@ export class FeedForward extends Module {
       W1: this.fc1.weight.storageFor(dt), b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storageFor(dt),
       b2: this.biasOf(this.fc2, x, false), W1Packed, W2Packed });
     this.saved = { x: xa, h, a, seed, seedFields, p };
-    return y;
+    return this.toActivation(y);
   }
 
   /** dy [..., D] → dx [..., D]; accumulates the parameter gradients. */
@@ -102,7 +104,7 @@ export class FeedForward extends Module {
       db2: this.biasOf(this.fc2, s.x, true), dy: dya.storage, x: s.x.storage, h: requireSaved(s.h, 'FeedForward'), a: s.a,
       W1: this.fc1.weight.storageFor(dt), W2: this.fc2.weight.storageFor(dt) });
     tmp.close();
-    return dx;
+    return this.toActivation(dx);
   }
 }
 registerModelClass(FeedForward);

@@ -23,8 +23,10 @@ const LINEAR_CONFIG = new OptionKeys<LinearConfig>('Linear config', { inFeatures
 
 /**
  * y = x Wᵀ + b. Parameters: weight [out, in], bias [out] (torch.nn.Linear's layout and initialisation).
- * Under precision 'bf16' on 'cuda', x and y are bfloat16 and the product reads the weight's bf16 copy
- * (Parameter.storageFor); the weight, the bias and their gradients stay float32.
+ * Under precision 'bf16', x and y are bfloat16 and the product reads the weight's bf16 copy
+ * (Parameter.storageFor); the weight, the bias and their gradients stay float32. (On the CPU
+ * only in training, where it saves them for the backward; its other layers keeping float32
+ * activations, x is converted on the way in and y on the way out: Module.opsDType.)
  * In eval mode on the CPU it keeps its weight prepacked for the kernels (about the weight's size
  * again; lib/core/prepack.ts, setWeightPrepacking), rebuilt when the weight changes, freed by train().
  */
@@ -69,12 +71,12 @@ export class Linear extends Module {
   *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.inFeatures, 1);
     this.activations.close();
-    const xa = this.asActivation(x), y = emptyLike(xa, this.config.outFeatures);
+    const xa = this.asDType(x, this.opsDType(['linearForward', 'linearBackward'])), y = emptyLike(xa, this.config.outFeatures);
     const WPacked = yield* this.packedWeight();
     yield* op('linearForward', { y: y.storage, x: xa.storage, W: this.weight.storageFor(xa.dtype), b: this.bias?.storage ?? null, rows,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, WPacked, precision: this.precision });
     this.saved = xa;
-    return y;
+    return this.toActivation(y);
   }
 
   /** dy [..., out] → dx [..., in]; accumulates weight.grad (and bias.grad). */
@@ -86,7 +88,7 @@ export class Linear extends Module {
       dy: dya.storage, x: x.storage, W: this.weight.storageFor(x.dtype as 'float32'), rows: x.size / this.config.inFeatures,
       inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, precision: this.precision });
     tmp.close();
-    return dx;
+    return this.toActivation(dx);
   }
 }
 registerModelClass(Linear);

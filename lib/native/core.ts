@@ -83,6 +83,12 @@ export interface CoreOps {
    */
   release(buffer: ArrayBuffer): void;
   /**
+   * dst = src converted between float32 and bfloat16 storage: a Float32Array rounded into a Uint16Array
+   * of bf16 bits (to nearest even, denormals to zero, as the kernels round), or bits widened back
+   * (exactly); the same length. On the thread pool.
+   */
+  castBf16(src: Float32Array | Uint16Array, dst: Uint16Array | Float32Array): void;
+  /**
    * The malloc settings the addon applied at load so freed tensor memory is reused rather than
    * returned to the system and faulted in again (glibc only; NF_MALLOC_TUNING=0 skips it).
    */

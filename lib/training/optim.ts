@@ -3,7 +3,7 @@
  * updating each parameter from its `grad` in native code, and gradient-norm clipping.
  */
 import { OptimizerArenas } from './arena';
-import { checkDeviceOps, cuda, type DeviceBuffer } from '../core/device';
+import { checkDeviceOps, cuda, supportsBf16, type DeviceBuffer } from '../core/device';
 import { graphCapturing, GraphRunner, objectId, onReplay, stepValue, uncapturable, type StepValueFields } from '../core/graph';
 import { invalidArg, NodeformerError, objectArg } from '../validation/errors';
 import { checkFiniteArgs } from '../core/finite';
@@ -245,7 +245,8 @@ export abstract class Optimizer<O extends object = object> {
       return t;
     }, next);
     const lr = stepValue('lrAt', () => (this.groupOptions(g) as O & { lr: number }).lr, o.lr);
-    const copies = ps.map((p) => (this.writesCopies ? p.bf16CopyTarget() : null));
+    // (A device without a bf16 kernel of the update leaves the copies stale, recast when next read.)
+    const w = this.writesCopiesWith, copies = ps.map((p) => (w && supportsBf16(w, p.device) ? p.bf16CopyTarget() : null));
     yield* this.updateList(ps.map((p, k) => ({ n: p.size, param: p.storage, grad: p.grad!.storage,
       buffers: this.buffers[list[k]].map((b) => b.storage), copy: copies[k] })), step.value, { ...o, lr: lr.value }, { ...step.fields, ...lr.fields });
     const written = () => ps.forEach((p, k) => {
@@ -262,10 +263,11 @@ export abstract class Optimizer<O extends object = object> {
   }
 
   /**
-   * Whether updateList writes the parameters' bf16 copies it is given (AdamW): otherwise they are
-   * left stale, to be recast when next read.
+   * The op with which updateList writes the parameters' bf16 copies it is given (AdamW's
+   * adamwMultiStep), where the device has its bf16 kernel; otherwise (null, or no such kernel: the
+   * CPU) they are left stale, to be recast when next read.
    */
-  protected readonly writesCopies: boolean = false;
+  protected readonly writesCopiesWith: OpName | null = null;
 
   /**
    * The program updating a list of parameters (one group, one step): by default update() on each;
@@ -370,7 +372,7 @@ function adamwOptions(raw: AdamWOptions, prefix: string): Required<AdamWOptions>
 export class AdamW extends Optimizer<Required<AdamWOptions>> {
   /** The ops it runs (Optimizer.ops). */
   static override readonly ops: readonly OpName[] = ['adamwStep', 'adamwMultiStep'];
-  protected override readonly writesCopies = true;
+  protected override readonly writesCopiesWith: OpName = 'adamwMultiStep';
   constructor(params: Parameter[] | ParamGroup<AdamWOptions>[], options: AdamWOptions = {}) {
     super(params, adamwOptions(options, 'options'), 2);
   }

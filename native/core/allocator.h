@@ -34,8 +34,11 @@ enum class ScratchSlot : int {
   // The attention core's per-thread tiles (taken inside the core, on every pool thread), and the
   // patch embedding's patch gradient (held across linear_backward, which never reaches the core).
   tile = 3,
+  // gemm's float32 product behind a bfloat16 C over more than one k block (its running sums, which a
+  // bf16 C would round at every block), held across its inner product and epilogue pass.
+  bf16_sums = 4,
 };
-constexpr int kScratchSlots = 4;
+constexpr int kScratchSlots = 5;
 
 // A per-thread, per-slot scratch buffer of at least `bytes`, 64-byte aligned, grown on demand
 // and kept for the thread's lifetime. Returns nullptr if the allocation fails: a kernel whose

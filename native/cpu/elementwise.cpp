@@ -1,4 +1,5 @@
-// Elementwise ops: add, accumulate, zero, dropout, the activations, the per-channel scale.
+// Elementwise ops: add, accumulate, zero, dropout, the activations, the per-channel scale; and the
+// conversion between float32 and bfloat16 storage (Tensor.cast on the CPU).
 // Math: add: out = a + b; accumulate: y += x (the same kernel with out = a = y); zero: x = 0;
 //   dropout: out_i = x_i m_i, m_i = 1/(1-p) if Philox keeps element i of stream (seed, offset),
 //   else 0; its backward is the same map applied to dout (the mask is regenerated, never stored);
@@ -29,6 +30,16 @@ namespace nf::cpu::NF_ISA_NS {
 
 // Chunks of elementwise work worth a thread (~64 KB of floats).
 constexpr int64_t kGrain = 1 << 14;
+
+void convert_bf16(void* dst, const void* src, int64_t n, bool to_bf16) {
+  parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i += W) {
+      const int w = static_cast<int>(std::min<int64_t>(W, i1 - i));
+      if (to_bf16) vstore_bf16_w(static_cast<uint16_t*>(dst) + i, vload_w(static_cast<const float*>(src) + i, w), w);
+      else vstore_w(static_cast<float*>(dst) + i, vload_bf16_w(static_cast<const uint16_t*>(src) + i, w), w);
+    }
+  });
+}
 
 void add(float* out, const float* a, const float* b, int64_t n) {
   parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
@@ -85,6 +96,10 @@ void dropout(float* out, const float* x, const DropoutDims& d) {
 
 #ifdef NF_ISA_PRIMARY
 namespace nf::cpu {
+
+void convert_bf16_storage(void* dst, const void* src, int64_t n, bool to_bf16) {
+  NF_DISPATCH(convert_bf16, dst, src, n, to_bf16);
+}
 
 Status run(const ops::Add<float>& p) {
   NF_CHECK(p.n >= 0, "add", "n must be non-negative");

@@ -34,6 +34,11 @@ Status run(const ops::ChannelScaleBackward<float>& p);
 // dst[dst_offset + r*dst_stride + c] = src[src_offset + r*src_stride + c], r < rows, c < cols.
 Status run(const ops::CopyRows<float>& p);
 
+// dst[n] = src converted between float32 and bfloat16 storage (ops::bf16 bits): to_bf16 rounds as
+// vround_bf16 (to nearest even, denormals to zero as vcvtneps2bf16 does), else widens exactly. The
+// public one runs the active variant (Tensor.cast on the CPU, through the core binding's castBf16).
+void convert_bf16_storage(void* dst, const void* src, int64_t n, bool to_bf16);
+NF_KERNEL_DECL(void convert_bf16(void* dst, const void* src, int64_t n, bool to_bf16))
 NF_KERNEL_DECL(void add(float* out, const float* a, const float* b, int64_t n))
 // out = x * keep_i / (1 - p), the forward and the backward alike (p > 0).
 NF_KERNEL_DECL(void dropout(float* out, const float* x, const DropoutDims& d))

@@ -19,9 +19,16 @@ Status run(const ops::FeedForwardForward<float>& p);
 // dW2 += dyᵀ a; db2 += Σ dy. The dropout mask is regenerated from (seed, offset).
 Status run(const ops::FeedForwardBackward<float>& p);
 
+// The same with bf16 activations (precision 'bf16'; native/cpu/feedforward.cpp says what is bf16).
+Status run(const ops::FeedForwardForward<ops::bf16>& p);
+Status run(const ops::FeedForwardBackward<ops::bf16>& p);
+
 // W1p, W2p: the op's W1Packed, W2Packed, checked (empty: not given).
 NF_KERNEL_DECL(void feedforward_forward(const ops::FeedForwardForward<float>& p, const PackedB& W1p = {},
                                         const PackedB& W2p = {}))
+NF_KERNEL_DECL(void feedforward_forward_bf16(const ops::FeedForwardForward<ops::bf16>& p, const PackedB& W1p = {},
+                                             const PackedB& W2p = {}))
 NF_KERNEL_DECL(void feedforward_backward(const ops::FeedForwardBackward<float>& p))
+NF_KERNEL_DECL(void feedforward_backward_bf16(const ops::FeedForwardBackward<ops::bf16>& p))
 
 }  // namespace nf::cpu

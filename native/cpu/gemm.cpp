@@ -28,7 +28,8 @@
 // core hands its second chunk to the others (+7-19% with one busy neighbour on 2 cores, no cost
 // on a quiet machine). Inside a parallel region it runs on the calling thread alone.
 // Scratch: ScratchSlot::gemm_pack of the running thread holds the packed B block followed by the packed A block;
-// ScratchSlot::partials of the calling thread the partial sums of a long K's ranges.
+// ScratchSlot::partials of the calling thread the partial sums of a long K's ranges, ScratchSlot::bf16_sums
+// the fp32 sums behind a bf16 C over several k blocks.
 // Prepacked B (PackedB, a weight packed once by pack_weights for the packWeights op): op(B) whole in
 // the same panels, k block after k block (native/ops/packed.h), so a column block of a k block is
 // a contiguous run of panels that macro_tiles reads in place instead of packing; pack_weights packs
@@ -46,6 +47,13 @@
 //   fp32 micro-kernel: the products of bf16 values are exact in fp32, so only the order of the sums
 //   differs from the avx512bf16 form.
 // K is cut into blocks of an even kc (all but the last), so a pair never straddles two blocks.
+// bf16 storage (GemmStorage: the activations of precision 'bf16' as bfloat16 bits): an A or B source
+// of bf16 values is paired from its bits as they lie (avx512bf16: pack_rows_bf16, pack_bf16_pair_rows_bf16)
+// or widened a panel at a time into fp32 (`wide`, the other variants) and packed as a float source: the
+// panels, so the products, are those of the float call on the same values. A bf16 C (with preact and
+// act_grad) is read widened and stored rounded by the epilogue (store_tile's k16); over more than one k
+// block its running sums stay fp32 in a scratch [M][N] (a bf16 C would round each block's), and the
+// epilogue runs from them afterwards (store_bf16_sums), as the float call's last block would.
 #include "gemm.h"
 
 #include <algorithm>
@@ -102,6 +110,13 @@ constexpr int64_t kMaxBlockFloats = int64_t(1) << 20;  // packed B block (kc x n
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
+// Element `i` of a matrix whose storage is float or (b16) bf16 (GemmStorage), as the GEMM's float pointer.
+template <class F>
+F* at(F* p, int64_t i, bool b16) {
+  using U = std::conditional_t<std::is_const_v<F>, const uint16_t, uint16_t>;
+  return b16 ? reinterpret_cast<F*>(reinterpret_cast<U*>(p) + i) : p + i;
+}
+
 // How a call is cut into blocks: K into nKC blocks of kc (grouped into nKS ranges of a long-K
 // product, else one); the MR-row panels of M into nIC row blocks and the NR-column panels of N into
 // nJC column blocks, as evenly as whole panels allow.
@@ -113,11 +128,12 @@ struct Plan {
   // Packing scratch: one B block (kc x the widest column block), then one A block (the tallest
   // row block x kc). Never empty, so that thread_scratch never sees a request for 0 bytes.
   int64_t b_block_floats() const { return round_up(ceil_div(col_panels, nJC) * NR * kc, 16); }
-  // Then (bf16 pairs) one fp32 panel of the widest packer, kc rows deep, before its conversion.
-  size_t scratch_bytes() const {
-    return sizeof(float) * (b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16) + kc * NR + 16);
-  }
+  // Then (bf16 pairs) one fp32 panel of the widest packer, kc rows deep, before its conversion, and
+  // (bf16 storage) a panel's source widened to floats (pack_operand), as large.
+  size_t scratch_bytes() const { return sizeof(float) * amx_offset(); }
   int64_t panel_buffer_offset() const { return b_block_floats() + round_up(ceil_div(row_panels, nIC) * MR * kc, 16); }
+  int64_t wide_offset() const { return panel_buffer_offset() + round_up(kc * NR, 16); }
+  int64_t amx_offset() const { return wide_offset() + round_up(kc * NR, 16) + 16; }
   // Then (bf16 on AMX) the A block in the tiles' layout, the pairs it is made from, and a B tail.
   int64_t amx_a_floats() const { return round_up(ceil_div(row_panels, nIC) * MR, 16) * round_up((kc + 1) / 2, 16); }
   size_t amx_scratch_bytes() const { return scratch_bytes() + sizeof(float) * (2 * amx_a_floats() + 16 * NR); }
@@ -221,6 +237,18 @@ void accumulate_tile(vf (&acc)[R][NV], int64_t kd, const float* ap, const float*
   }
 }
 
+// The first n <= W values from element i of C (or preact, act_grad), stored as floats or (k16) bf16.
+template <bool k16>
+inline vf load_c(const float* p, int64_t i, int n) {
+  if constexpr (k16) return vload_bf16_w(reinterpret_cast<const uint16_t*>(p) + i, n);
+  else return vload_w(p + i, n);
+}
+template <bool k16>
+inline void store_c(float* p, int64_t i, vf x, int n) {
+  if constexpr (k16) vstore_bf16_w(reinterpret_cast<uint16_t*>(p) + i, x, n);
+  else vstore_w(p + i, x, n);
+}
+
 // The epilogue on the registers: x = alpha acc + beta C + bias, preact = x, C = act(x) or, with
 // act_grad, C = x ∘ act'(act_grad) (rounded to bf16 with e.round), into C[0:mr, 0:nr]. The
 // activation (or its derivative) runs over the whole tile at once (R x NV independent vectors,
@@ -228,20 +256,20 @@ void accumulate_tile(vf (&acc)[R][NV], int64_t kd, const float* ap, const float*
 // kFull: a whole tile (mr = R, nr = NR), every vector moved unmasked.
 // Inlined, so that the tile stays in registers, and `e` taken by value, so that its fields are not
 // read again after each store to C (which the compiler must otherwise assume may alias them).
-template <bool kFull, int R>
+// k16: C, preact and act_grad hold bf16 (GemmStorage::C; C and preact rounded as stored).
+template <bool kFull, bool k16 = false, int R>
 [[gnu::always_inline]] inline void store_tile(vf (&acc)[R][NV], float* C, int mr, int nr, const Epilogue e) {
   const auto width = [&](int r, int v) { return kFull ? W : r < mr ? std::max(0, std::min(nr - v * W, W)) : 0; };
   const vf alpha = vset1(e.alpha), beta = vset1(e.beta);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    const float* c = C + r * e.ldc;
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
       const int n = width(r, v);
       vf x = vmul(alpha, acc[r][v]);
-      if (e.beta != 0.0f && n > 0) x = vfma(beta, vload_w(c + v * W, n), x);
+      if (e.beta != 0.0f && n > 0) x = vfma(beta, load_c<k16>(C, r * e.ldc + v * W, n), x);
       if (e.bias && n > 0) x = vadd(x, vload_w(e.bias + v * W, n));
-      if (e.preact && n > 0) vstore_w(e.preact + r * e.ldc + v * W, x, n);
+      if (e.preact && n > 0) store_c<k16>(e.preact, r * e.ldc + v * W, x, n);
       acc[r][v] = x;
     }
   }
@@ -252,7 +280,7 @@ template <bool kFull, int R>
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         const int n = width(r, v);
-        g[r][v] = n > 0 ? vload_w(e.act_grad + r * e.ldc + v * W, n) : vzero();
+        g[r][v] = n > 0 ? load_c<k16>(e.act_grad, r * e.ldc + v * W, n) : vzero();
       }
     act_derivative_tile(g, e.act);
 #pragma GCC unroll 16
@@ -267,7 +295,7 @@ template <bool kFull, int R>
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
       const int n = width(r, v);
-      if (n > 0) vstore_w(C + r * e.ldc + v * W, e.round ? vround_bf16(acc[r][v]) : acc[r][v], n);
+      if (n > 0) store_c<k16>(C, r * e.ldc + v * W, e.round ? vround_bf16(acc[r][v]) : acc[r][v], n);
     }
   }
 }
@@ -275,7 +303,7 @@ template <bool kFull, int R>
 // One R x NR tile (R = MR; fewer rows for a short last row panel, whose padding rows are then not
 // computed): acc = ap * bp over kd panel rows (accumulate_tile), then C[0:mr, 0:nr] = epilogue(acc),
 // mr <= R.
-template <int R, bool kPairs>
+template <int R, bool kPairs, bool k16>
 void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, int nr, const Epilogue& e) {
   vf acc[R][NV];
 #pragma GCC unroll 16
@@ -283,52 +311,78 @@ void micro_tile(int64_t kd, const float* ap, const float* bp, float* C, int mr, 
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = vzero();
     if (r < mr) {  // the tile of C, on its way to L1 while the k loop runs
-      __builtin_prefetch(C + r * e.ldc, 1);
-      __builtin_prefetch(C + r * e.ldc + NR - 1, 1);
+      __builtin_prefetch(at(C, r * e.ldc, k16), 1);
+      __builtin_prefetch(at(C, r * e.ldc + NR - 1, k16), 1);
     }
   }
   accumulate_tile<R, kPairs>(acc, kd, ap, bp);
-  if (mr == R && nr == NR) store_tile<true>(acc, C, mr, nr, e);
-  else store_tile<false>(acc, C, mr, nr, e);
+  if (mr == R && nr == NR) store_tile<true, k16>(acc, C, mr, nr, e);
+  else store_tile<false, k16>(acc, C, mr, nr, e);
 }
 
-// Packs rows [0, n) x depth [0, kc) of op(A) or op(B) into P-row panels for `dot`: row-major
-// (element (i, k) at src[i * ld + k]) or k-major (src[k * ld + i]) as pack_inl.h says; bf16_rounded
-// rounds the panels' values; bf16_pairs makes the pairs in one pass from the source: a row-major
-// panel's rows become their bf16 arrays in `buf` (P x ⌈kc / 2⌉ words: pairs of neighbours), whose
-// words are then transposed as floats; a k-major panel pairs source rows k and k + 1 directly.
-template <int P>
-void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t kc, bool row_major, Dot dot, float* buf) {
 #if NF_BF16_DOT
-  if (dot == Dot::bf16_pairs) {
-    const int64_t kd = (kc + 1) / 2;
-    if (row_major) {
-      for (int64_t i = 0; i < n; i += P, dst += kd * P) {
-        const int64_t rows = std::min<int64_t>(P, n - i);
-        pack_rows(buf, kd, src + i * ld, ld, rows, kc);
-        pack_transposed<P>(dst, buf, kd, rows, kd);
-      }
-      return;
-    }
-    constexpr int64_t kAhead = 4;  // pairs of source rows prefetched ahead of the conversion
-    for (int64_t kk = 0; kk < kd; ++kk) {  // (source rows outer, as pack_k_major: each is read once)
-      const float* s = src + 2 * kk * ld;
-      if (2 * (kk + kAhead) + 1 < kc)
-        for (int64_t i = 0; i < n; i += 16) {
-          __builtin_prefetch(s + 2 * kAhead * ld + i);
-          __builtin_prefetch(s + (2 * kAhead + 1) * ld + i);
-        }
-      const float* hi = 2 * kk + 1 < kc ? s + ld : nullptr;
-      for (int64_t i = 0; i < n; i += P) {
-        const int64_t rows = std::min<int64_t>(P, n - i);
-        float* d = dst + i / P * kd * P + kk * P;
-        pack_bf16_pair_rows(d, s + i, hi ? hi + i : nullptr, rows);
-        std::fill(d + rows, d + P, 0.0f);
-      }
+// pack_operand's bf16 pairs from a float source (E = float: converted) or a bf16 one (E = uint16_t, bf16
+// storage: paired from its bits as they lie).
+template <int P, class E>
+void pack_pairs(float* dst, const E* src, int64_t ld, int64_t n, int64_t kc, bool row_major, float* buf) {
+  constexpr bool b16 = std::is_same_v<E, uint16_t>;
+  const int64_t kd = (kc + 1) / 2;
+  if (row_major) {
+    for (int64_t i = 0; i < n; i += P, dst += kd * P) {
+      const int64_t rows = std::min<int64_t>(P, n - i);
+      if constexpr (b16) pack_rows_bf16(buf, kd, src + i * ld, ld, rows, kc);
+      else pack_rows(buf, kd, src + i * ld, ld, rows, kc);
+      pack_transposed<P>(dst, buf, kd, rows, kd);
     }
     return;
   }
+  constexpr int64_t kAhead = 4;  // pairs of source rows prefetched ahead of the conversion
+  for (int64_t kk = 0; kk < kd; ++kk) {  // (source rows outer, as pack_k_major: each is read once)
+    const E* s = src + 2 * kk * ld;
+    if (2 * (kk + kAhead) + 1 < kc)
+      for (int64_t i = 0; i < n; i += 16) {
+        __builtin_prefetch(s + 2 * kAhead * ld + i);
+        __builtin_prefetch(s + (2 * kAhead + 1) * ld + i);
+      }
+    const E* hi = 2 * kk + 1 < kc ? s + ld : nullptr;
+    for (int64_t i = 0; i < n; i += P) {
+      const int64_t rows = std::min<int64_t>(P, n - i);
+      float* d = dst + i / P * kd * P + kk * P;
+      if constexpr (b16) pack_bf16_pair_rows_bf16(d, s + i, hi ? hi + i : nullptr, rows);
+      else pack_bf16_pair_rows(d, s + i, hi ? hi + i : nullptr, rows);
+      std::fill(d + rows, d + P, 0.0f);
+    }
+  }
+}
 #endif
+
+// Packs rows [0, n) x depth [0, kc) of op(A) or op(B) into P-row panels for `dot`: row-major
+// (element (i, k) at src[i * ld + k]) or k-major (src[k * ld + i]) as pack_inl.h says; bf16_rounded
+// rounds the panels' values; bf16_pairs makes the pairs in one pass from the source (pack_pairs): a
+// row-major panel's rows become their bf16 arrays in `buf` (P x ⌈kc / 2⌉ words: pairs of neighbours),
+// whose words are then transposed as floats; a k-major panel pairs source rows k and k + 1 directly.
+// src16 (bf16 storage, GemmStorage): src holds bf16 values; the pairs come from its bits as they lie,
+// the other forms widen each panel's source into `wide` (P x kc floats) first.
+template <int P>
+void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t kc, bool row_major, Dot dot, float* buf,
+                  bool src16 = false, float* wide = nullptr) {
+  const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src);
+#if NF_BF16_DOT
+  if (dot == Dot::bf16_pairs) {
+    if (src16) pack_pairs<P>(dst, s16, ld, n, kc, row_major, buf);
+    else pack_pairs<P>(dst, src, ld, n, kc, row_major, buf);
+    return;
+  }
+#endif
+  if (src16) {  // panel by panel: its source widened, then packed as a float source
+    for (int64_t i = 0; i < n; i += P, dst += panel_depth(kc, dot) * P) {
+      const int64_t rows = std::min<int64_t>(P, n - i);
+      if (row_major) widen_bf16(wide, kc, s16 + i * ld, ld, rows, kc);
+      else widen_bf16(wide, P, s16 + i, ld, kc, rows);
+      pack_operand<P>(dst, wide, row_major ? kc : P, rows, kc, row_major, dot, buf);
+    }
+    return;
+  }
   if (row_major) pack_transposed<P>(dst, src, ld, n, kc);
   else pack_k_major<P>(dst, src, ld, n, kc);
   if (dot == Dot::bf16_rounded) vround_bf16_n(dst, dst, ceil_div(n, P) * P * kc);
@@ -336,11 +390,11 @@ void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t k
 
 // One tile of the row panel at `a` (mr rows) and the column panel at `b` (nr columns), kd panel rows
 // deep. A short last row panel (M % MR rows) runs a narrower tile: MR / 3 or 2 MR / 3 rows.
-template <bool kPairs>
+template <bool kPairs, bool k16>
 void run_tile(int64_t kd, const float* a, const float* b, float* c, int mr, int nr, const Epilogue& e) {
-  if (mr <= MR / 3) micro_tile<MR / 3, kPairs>(kd, a, b, c, mr, nr, e);
-  else if (mr <= 2 * MR / 3) micro_tile<2 * MR / 3, kPairs>(kd, a, b, c, mr, nr, e);
-  else micro_tile<MR, kPairs>(kd, a, b, c, mr, nr, e);
+  if (mr <= MR / 3) micro_tile<MR / 3, kPairs, k16>(kd, a, b, c, mr, nr, e);
+  else if (mr <= 2 * MR / 3) micro_tile<2 * MR / 3, kPairs, k16>(kd, a, b, c, mr, nr, e);
+  else micro_tile<MR, kPairs, k16>(kd, a, b, c, mr, nr, e);
 }
 
 #if NF_AMX_BF16
@@ -372,16 +426,20 @@ struct Bf16Product {  // (amx_block_sums' products)
 // else src[k * ld + i]), into dst [⌈kd / 16⌉][mc16][16] words of bf16 pairs (k, k + 1 of a row), zeros
 // past mc and kd; tmp holds the pairs first ([mc][kd], or [kd][mc16] transposed into dst 16 pairs at
 // a time as floats).
-void pack_amx_a(float* dst, float* tmp, const float* src, int64_t ld, int64_t mc, int64_t kc, bool row_major) {
+// src16: src holds bf16 values (bf16 storage), paired from their bits.
+void pack_amx_a(float* dst, float* tmp, const float* src, int64_t ld, int64_t mc, int64_t kc, bool row_major, bool src16) {
   const int64_t kd = (kc + 1) / 2, mc16 = round_up(mc, 16), groups = ceil_div(kd, 16);
+  const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src);
   if (!row_major) {
-    pack_row_pairs(tmp, mc16, src, ld, kc, mc);
+    if (src16) pack_row_pairs_bf16(tmp, mc16, s16, ld, kc, mc);
+    else pack_row_pairs(tmp, mc16, src, ld, kc, mc);
     if (mc < mc16)
       for (int64_t kk = 0; kk < kd; ++kk) std::fill(tmp + kk * mc16 + mc, tmp + (kk + 1) * mc16, 0.0f);
     pack_transposed<16>(dst, tmp, mc16, kd, mc16);
     return;
   }
-  pack_rows(tmp, kd, src, ld, mc, kc);
+  if (src16) pack_rows_bf16(tmp, kd, s16, ld, mc, kc);
+  else pack_rows(tmp, kd, src, ld, mc, kc);
   static_assert(W == 16, "a group of 16 pairs is one vector");
   for (int64_t g = 0; g < groups; ++g) {
     const int n = static_cast<int>(std::min<int64_t>(16, kd - 16 * g));
@@ -393,7 +451,7 @@ void pack_amx_a(float* dst, float* tmp, const float* src, int64_t ld, int64_t mc
 
 // C[0:mc, 0:nc] of one k block from the A block at aq (pack_amx_a, mc rows) and the B block at b
 // ([nc / NR panels][kd][NR] words); epilogue(i, j) is the store's for rows from i, columns from j.
-template <class MakeEpilogue>
+template <bool k16, class MakeEpilogue>
 void amx_block(const float* aq, const float* b, float* C, int64_t ldc, int64_t mc, int64_t nc, int64_t kd, float* tail,
                MakeEpilogue&& epilogue) {
   alignas(64) float out[32 * NR];
@@ -419,9 +477,9 @@ void amx_block(const float* aq, const float* b, float* C, int64_t ldc, int64_t m
 #pragma GCC unroll 4
           for (int v = 0; v < NV; ++v) acc[q][v] = vload(out + (r + q) * NR + v * W);
         const int mr = static_cast<int>(std::min<int64_t>(8, rows - r));
-        float* c = C + (i + r) * ldc + j;
-        if (mr == 8 && nr == NR) store_tile<true>(acc, c, mr, nr, epilogue(i + r, j));
-        else store_tile<false>(acc, c, mr, nr, epilogue(i + r, j));
+        float* c = at(C, (i + r) * ldc + j, k16);
+        if (mr == 8 && nr == NR) store_tile<true, k16>(acc, c, mr, nr, epilogue(i + r, j));
+        else store_tile<false, k16>(acc, c, mr, nr, epilogue(i + r, j));
       }
     }
   }
@@ -432,9 +490,11 @@ void amx_block(const float* aq, const float* b, float* C, int64_t ldc, int64_t m
 // or one K range): for each k block, the B block is packed once into bp (or found in `packed`) and
 // reused by every row block, each packed in turn into ap (buf: the fp32 panel of a bf16 pair
 // conversion; amx: the bf16 pairs on AMX tiles, ap then the AMX scratch, Plan::amx_scratch_bytes).
+// wide: the widening buffer of bf16 storage (Plan::wide_offset); st: which matrices are bf16.
 void macro_tiles(float* C, float* preact, const float* act_grad, const float* A, const float* B, float* bp, float* ap,
-                 float* buf, const float* bias, const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0, int64_t ic1,
-                 int64_t pc0, int64_t pc1, const PackedB& packed, Dot dot, bool round_out, bool amx) {
+                 float* buf, float* wide, const float* bias, const GemmDims& d, const Plan& p, int64_t jc, int64_t ic0,
+                 int64_t ic1, int64_t pc0, int64_t pc1, const PackedB& packed, Dot dot, bool round_out, bool amx,
+                 GemmStorage st) {
   const int64_t j0 = p.col(jc), nc = std::min(d.N, p.col(jc + 1)) - j0;
   const int64_t kstep = dot == Dot::bf16_pairs ? 2 : 1;  // k per panel row
   for (int64_t pc = pc0; pc < pc1; ++pc) {
@@ -444,41 +504,41 @@ void macro_tiles(float* C, float* preact, const float* act_grad, const float* A,
     if (packed)
       b = packed.panels + k0 / kstep * packed.ld + (packed.col0 + j0) * kd;
     else
-      pack_operand<NR>(bp, d.transB ? B + j0 * d.ldb + k0 : B + k0 * d.ldb + j0, d.ldb, nc, kc, d.transB, dot, buf);
+      pack_operand<NR>(bp, at(B, d.transB ? j0 * d.ldb + k0 : k0 * d.ldb + j0, st.B), d.ldb, nc, kc, d.transB, dot, buf,
+                       st.B, wide);
     for (int64_t ic = ic0; ic < ic1; ++ic) {
       const int64_t i0 = p.row(ic), mc = std::min(d.M, p.row(ic + 1)) - i0;
-      const float* a_src = d.transA ? A + k0 * d.lda + i0 : A + i0 * d.lda + k0;
+      const float* a_src = at(A, d.transA ? k0 * d.lda + i0 : i0 * d.lda + k0, st.A);
       // The store of rows from i, columns from j of this row block.
       const auto epilogue = [&](int64_t i, int64_t j) {
         return Epilogue{d.alpha, first ? d.beta : 1.0f, last && bias ? bias + j0 + j : nullptr,
-                        last && preact ? preact + (i0 + i) * d.ldc + j0 + j : nullptr,
-                        last && act_grad ? act_grad + (i0 + i) * d.ldc + j0 + j : nullptr, last ? d.act : Act::none, d.ldc,
+                        last && preact ? at(preact, (i0 + i) * d.ldc + j0 + j, st.C) : nullptr,
+                        last && act_grad ? at(act_grad, (i0 + i) * d.ldc + j0 + j, st.C) : nullptr, last ? d.act : Act::none, d.ldc,
                         dot != Dot::fp32, last && round_out};
       };
 #if NF_AMX_BF16
       if (amx) {
         float* aq = ap + p.amx_a_floats();
-        pack_amx_a(aq, ap, a_src, d.lda, mc, kc, !d.transA);
-        amx_block(aq, b, C + i0 * d.ldc + j0, d.ldc, mc, nc, kd, aq + p.amx_a_floats(), epilogue);
+        pack_amx_a(aq, ap, a_src, d.lda, mc, kc, !d.transA, st.A);
+        float* c = at(C, i0 * d.ldc + j0, st.C);
+        if (st.C) amx_block<true>(aq, b, c, d.ldc, mc, nc, kd, aq + p.amx_a_floats(), epilogue);
+        else amx_block<false>(aq, b, c, d.ldc, mc, nc, kd, aq + p.amx_a_floats(), epilogue);
         continue;
       }
 #endif
-      pack_operand<MR>(ap, a_src, d.lda, mc, kc, !d.transA, dot, buf);
+      pack_operand<MR>(ap, a_src, d.lda, mc, kc, !d.transA, dot, buf, st.A, wide);
       for (int64_t j = 0; j < nc; j += NR) {
         Epilogue e = epilogue(0, j);
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
         for (int64_t i = 0; i < mc; i += MR) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, mc - i));
           const float *a = ap + i * kd, *bj = b + j * kd;
-          float* c = C + (i0 + i) * d.ldc + j0 + j;
-          if constexpr (NF_BF16_DOT) {
-            if (dot == Dot::bf16_pairs) run_tile<true>(kd, a, bj, c, mr, nr, e);
-            else run_tile<false>(kd, a, bj, c, mr, nr, e);
-          } else {
-            run_tile<false>(kd, a, bj, c, mr, nr, e);
-          }
-          if (e.preact) e.preact += MR * d.ldc;
-          if (e.act_grad) e.act_grad += MR * d.ldc;
+          float* c = at(C, (i0 + i) * d.ldc + j0 + j, st.C);
+          const bool pairs = NF_BF16_DOT && dot == Dot::bf16_pairs;
+          if (st.C) pairs ? run_tile<NF_BF16_DOT, true>(kd, a, bj, c, mr, nr, e) : run_tile<false, true>(kd, a, bj, c, mr, nr, e);
+          else pairs ? run_tile<NF_BF16_DOT, false>(kd, a, bj, c, mr, nr, e) : run_tile<false, false>(kd, a, bj, c, mr, nr, e);
+          if (e.preact) e.preact = at(e.preact, MR * d.ldc, st.C);
+          if (e.act_grad) e.act_grad = at(e.act_grad, MR * d.ldc, st.C);
         }
       }
     }
@@ -505,14 +565,52 @@ void sum_partials(float* C, const float* partials, const GemmDims& d, int64_t nK
   });
 }
 
+// C (bf16) = the epilogue (alpha 1, d's beta, bias, preact, act or act_grad) of the float32 sums
+// [batch][M][N] of a product: the second half of a bf16 C over more than one k block (see gemm).
+void store_bf16_sums(float* C, float* preact, const float* act_grad, const float* sums, const float* bias, const GemmDims& d,
+                     bool reduced) {
+  constexpr int R = 8;
+  const int64_t groups = ceil_div(d.M, R);
+  parallel_for(d.batch * groups, std::max<int64_t>(1, 2048 / std::max<int64_t>(1, d.N)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t e = t / groups, i = t % groups * R;
+      const int mr = static_cast<int>(std::min<int64_t>(R, d.M - i));
+      for (int64_t j = 0; j < d.N; j += NR) {
+        const int nr = static_cast<int>(std::min<int64_t>(NR, d.N - j));
+        vf acc[R][NV];
+        for (int r = 0; r < R; ++r)
+          for (int v = 0; v < NV; ++v) {
+            const int n = r < mr ? std::max(0, std::min(nr - v * W, W)) : 0;
+            acc[r][v] = n > 0 ? vload_w(sums + (e * d.M + i + r) * d.N + j + v * W, n) : vzero();
+          }
+        const int64_t c = e * d.strideC + i * d.ldc + j;
+        store_tile<false, true>(acc, at(C, c, true), mr, nr,
+                                Epilogue{1.0f, d.beta, bias ? bias + j : nullptr, preact ? at(preact, c, true) : nullptr,
+                                         act_grad ? at(act_grad, c, true) : nullptr, d.act, d.ldc, reduced, false});
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void gemm_scratch_bytes(const GemmDims& d, size_t* bytes) { *bytes = make_plan(d).scratch_bytes(); }
 
 void gemm(float* C, float* preact, const float* A, const float* B, const float* bias, const GemmDims& d,
-          const PackedB& packed, ops::Precision precision, bool round_out, const float* act_grad) {
+          const PackedB& packed, ops::Precision precision, bool round_out, const float* act_grad, GemmStorage st) {
   if (d.M == 0 || d.N == 0) return;
-  Plan p = make_plan(d, k_ranges(d, bias || preact || act_grad || d.act != Act::none || round_out, packed));
+  // A bf16 C over more than one k block: the blocks' running sums in float32 (a bf16 C would round each),
+  // in the calling thread's bf16_sums slot, the product's epilogue then from them (store_bf16_sums).
+  if (st.C && make_plan(d).nKC > 1) {
+    float* sums = static_cast<float*>(thread_scratch(ScratchSlot::bf16_sums, sizeof(float) * d.batch * d.M * d.N));
+    if (!sums) return report_failure();  // (the op fails)
+    GemmDims ds = d;
+    ds.beta = 0.0f, ds.act = Act::none, ds.ldc = d.N, ds.strideC = d.M * d.N;
+    gemm(sums, nullptr, A, B, nullptr, ds, packed, precision, false, nullptr, {st.A, st.B, false});
+    store_bf16_sums(C, preact, act_grad, sums, bias, d, dot_of(precision) != Dot::fp32);
+    return;
+  }
+  Plan p = make_plan(d, k_ranges(d, bias || preact || act_grad || d.act != Act::none || round_out || st.C, packed));
   const Dot dot = dot_of(precision);
   const bool amx = NF_AMX_BF16 && dot == Dot::bf16_pairs && cpu_has_amx_bf16();
   // A long-K product writes its K ranges' partial sums [nKS][M][N] into the calling thread's
@@ -532,9 +630,10 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
     if (!bp) return report_failure();  // (the op fails)
     float* ap = bp + p.b_block_floats();
     float* buf = bp + p.panel_buffer_offset();
+    float* wide = bp + p.wide_offset();
 #if NF_AMX_BF16
     if (amx) {
-      ap = buf + p.kc * NR + 16;  // (past the conversion panel: the AMX scratch)
+      ap = bp + p.amx_offset();  // (past the conversion panels: the AMX scratch)
       amx_configure();
     }
 #endif
@@ -542,12 +641,13 @@ void gemm(float* C, float* preact, const float* A, const float* B, const float* 
       const int64_t group = t / p.nIC, e = group / p.nJC, jc = group % p.nJC;
       const int64_t ic0 = t % p.nIC, ic1 = std::min(p.nIC, ic0 + (t1 - t));
       if (partials)  // K range e
-        macro_tiles(partials + e * d.M * d.N, nullptr, nullptr, A, B, bp, ap, buf, nullptr, dk, p, jc, ic0, ic1,
-                    p.first_block(e), p.first_block(e + 1), packed, dot, false, amx);
+        macro_tiles(partials + e * d.M * d.N, nullptr, nullptr, A, B, bp, ap, buf, wide, nullptr, dk, p, jc, ic0, ic1,
+                    p.first_block(e), p.first_block(e + 1), packed, dot, false, amx, {st.A, st.B, false});
       else  // batch entry e
-        macro_tiles(C + e * d.strideC, preact ? preact + e * d.strideC : nullptr,
-                    act_grad ? act_grad + e * d.strideC : nullptr, A + e * d.strideA, B + e * d.strideB, bp, ap, buf,
-                    bias, d, p, jc, ic0, ic1, 0, p.nKC, packed, dot, round_out, amx);
+        macro_tiles(at(C, e * d.strideC, st.C), preact ? at(preact, e * d.strideC, st.C) : nullptr,
+                    act_grad ? at(act_grad, e * d.strideC, st.C) : nullptr, at(A, e * d.strideA, st.A),
+                    at(B, e * d.strideB, st.B), bp, ap, buf, wide, bias, d, p, jc, ic0, ic1, 0, p.nKC, packed, dot,
+                    round_out, amx, st);
       t += ic1 - ic0;
     }
 #if NF_AMX_BF16

@@ -44,6 +44,22 @@ struct PackedB {
   }
 };
 
+// Which of a product's matrices hold bfloat16 (ops::bf16, native/ops/schema.h: the activations of
+// precision 'bf16' on the CPU) instead of float: A, B, and C (with preact and act_grad, laid out like
+// C). Their pointers then point at bf16 values (storage_ptr): the GEMM reads them widened (exactly)
+// and stores C and preact rounded to nearest even (vround_bf16), offsets counted in bf16 elements.
+// Only at precision 'bf16', whose products take bf16-rounded inputs anyway, so the products are
+// those of the float call on the same values.
+struct GemmStorage {
+  bool A = false, B = false, C = false;
+};
+
+// A tensor's storage as the GEMM's float pointer (bf16 storage says so in GemmStorage).
+inline float* storage_ptr(float* p) { return p; }
+inline const float* storage_ptr(const float* p) { return p; }
+inline float* storage_ptr(ops::bf16* p) { return reinterpret_cast<float*>(p); }
+inline const float* storage_ptr(const ops::bf16* p) { return reinterpret_cast<const float*>(p); }
+
 // The gemm op: the public, ISA-dispatched entry point (validates, then runs on the thread pool).
 Status run(const ops::Gemm<float>& p);
 
@@ -57,10 +73,11 @@ Status run(const ops::Gemm<float>& p);
 // activation's backward fused into the product that forms its output's gradient, C = (alpha op(A)
 // op(B) + beta C + bias) ∘ d.act'(act_grad) instead of d.act applied: the same values, bit for bit,
 // as the product stored and then act_backward_n (activation_inl.h), without the pass over C.
+// storage: which matrices are bf16 (GemmStorage; C bf16 rounds C as round_out does).
 NF_KERNEL_DECL(void gemm(float* C, float* preact, const float* A, const float* B, const float* bias,
                          const GemmDims& d, const PackedB& packed = {},
                          ops::Precision precision = ops::Precision::fp32, bool round_out = false,
-                         const float* act_grad = nullptr))
+                         const float* act_grad = nullptr, GemmStorage storage = {}))
 
 // The kernels of precision 'bf16''s products on variant `isa`: "amx" (the avx512bf16 variant where
 // cpu_has_amx_bf16(): tdpbf16ps tiles), "vdpbf16ps" (avx512bf16 elsewhere) or "fp32" (the other

@@ -184,4 +184,39 @@ inline void pack_row_pairs(float* dst, int64_t ldd, const float* src, int64_t ld
 inline void pack_rows(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r) pack_bf16_row(dst + r * ldd, src + r * lds, n);
 }
+
+// The same three from bfloat16 storage (ops::bf16 bits; the values are bf16 already, so pairing is
+// copying): pack_rows_bf16 as pack_rows (a row's bits as they lie, the high half of an odd n's last
+// word zeroed), pack_bf16_pair_rows_bf16 as pack_bf16_pair_rows (word j = lo[j] | hi[j] << 16),
+// pack_row_pairs_bf16 as pack_row_pairs.
+inline void pack_rows_bf16(float* dst, int64_t ldd, const uint16_t* src, int64_t lds, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * ldd);
+    std::memcpy(d, src + r * lds, sizeof(uint16_t) * n);
+    if (n % 2) d[n] = 0;
+  }
+}
+inline void pack_bf16_pair_rows_bf16(float* dst, const uint16_t* lo, const uint16_t* hi, int64_t n) {
+  const auto pair = [&](int64_t j, __mmask16 m) {
+    const __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + j));
+    const __m512i h = hi ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi + j)), 16) : _mm512_setzero_si512();
+    return _mm512_or_si512(l, h);
+  };
+  int64_t j = 0;
+  for (; j + W <= n; j += W) _mm512_storeu_si512(dst + j, pair(j, 0xffff));
+  if (j < n) _mm512_mask_storeu_epi32(dst + j, tail_mask(int(n - j)), pair(j, tail_mask(int(n - j))));
+}
+inline void pack_row_pairs_bf16(float* dst, int64_t ldd, const uint16_t* src, int64_t lds, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; r += 2)
+    pack_bf16_pair_rows_bf16(dst + r / 2 * ldd, src + r * lds, r + 1 < rows ? src + (r + 1) * lds : nullptr, n);
+}
 #endif
+
+// dst[r * ldd + c] = the bf16 value src[r * lds + c] widened to a float (exactly), r < rows, c < n.
+inline void widen_bf16(float* dst, int64_t ldd, const uint16_t* src, int64_t lds, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; c += W) {
+      const int w = static_cast<int>(std::min<int64_t>(W, n - c));
+      vstore_w(dst + r * ldd + c, vload_bf16_w(src + r * lds + c, w), w);
+    }
+}

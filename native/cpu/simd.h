@@ -273,6 +273,62 @@ inline void vstore_w(float* p, vf x, int n) {
   else vstore_n(p, x, n);
 }
 
+// bfloat16 storage (ops::bf16: the upper 16 bits of a float, native/ops/schema.h; the activations of
+// precision 'bf16'): vload_bf16_w widens the first n <= W values at p to floats (exactly; lanes past n
+// zero), vstore_bf16_w stores the first n lanes of x rounded by vround_bf16 as bf16.
+#if NF_AVX512
+inline vf vload_bf16_w(const uint16_t* p, int n) {
+  const __m256i h = n == W ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)) : _mm256_maskz_loadu_epi16(tail_mask(n), p);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+inline void vstore_bf16_w(uint16_t* p, vf x, int n) {
+  const __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(vround_bf16(x)), 16));
+  if (n == W) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
+  else _mm256_mask_storeu_epi16(p, tail_mask(n), h);
+}
+#elif NF_ISA == 1
+inline vf vload_bf16_w(const uint16_t* p, int n) {
+  __m128i h;
+  if (n == W) {
+    h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  } else {
+    uint16_t t[W] = {};
+    std::memcpy(t, p, sizeof(uint16_t) * static_cast<size_t>(n));
+    h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t));
+  }
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline void vstore_bf16_w(uint16_t* p, vf x, int n) {
+  const __m256i top = _mm256_srli_epi32(_mm256_castps_si256(vround_bf16(x)), 16);  // (each fits 16 bits: no saturation)
+  const __m128i h = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(top, top), 0x08));
+  if (n == W) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), h);
+  } else {
+    uint16_t t[W];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(t), h);
+    std::memcpy(p, t, sizeof(uint16_t) * static_cast<size_t>(n));
+  }
+}
+#else
+inline vf vload_bf16_w(const uint16_t* p, int n) {
+  float t[W] = {};
+  for (int i = 0; i < n && i < W; ++i) {
+    const uint32_t bits = uint32_t(p[i]) << 16;
+    std::memcpy(t + i, &bits, sizeof bits);
+  }
+  return vload(t);
+}
+inline void vstore_bf16_w(uint16_t* p, vf x, int n) {
+  float t[W];
+  vstore(t, vround_bf16(x));
+  for (int i = 0; i < n && i < W; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, t + i, sizeof bits);
+    p[i] = static_cast<uint16_t>(bits >> 16);
+  }
+}
+#endif
+
 // dst[0:n] = vround_bf16(src[0:n]) (dst may be src).
 inline void vround_bf16_n(float* dst, const float* src, int64_t n) {
   int64_t i = 0;

@@ -7,6 +7,7 @@
 #include <exception>
 #include <type_traits>
 
+#include "../ops/schema.h"
 #include "allocations.h"
 #include "registry.h"
 
@@ -131,6 +132,15 @@ bool Args::is_f64(const char* name) {
   return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_float64_array;
 }
 
+bool Args::any_bf16() const {
+  const Napi::Array keys = obj_.GetPropertyNames();
+  for (uint32_t i = 0; i < keys.Length(); ++i) {
+    const Napi::Value v = obj_.Get(keys.Get(i));
+    if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint16_array) return true;
+  }
+  return false;
+}
+
 int64_t Args::length(const char* name) {
   Napi::Value v = field(name);
   return v.IsTypedArray() ? static_cast<int64_t>(v.As<Napi::TypedArray>().ElementLength()) : -1;
@@ -178,13 +188,15 @@ E* Args::array(const char* name, int64_t len, bool optional) {
   if constexpr (std::is_same_v<E, float>) type = napi_float32_array;
   else if constexpr (std::is_same_v<E, double>) type = napi_float64_array;
   else if constexpr (std::is_same_v<E, int32_t>) type = napi_int32_array;
-  else static_assert(std::is_same_v<E, uint8_t>, "typed arrays of float, double, int32_t or uint8_t");
+  else if constexpr (std::is_same_v<E, ops::bf16>) type = napi_uint16_array;
+  else static_assert(std::is_same_v<E, uint8_t>, "typed arrays of float, double, int32_t, bf16 or uint8_t");
   return static_cast<E*>(typed(name, len, type, optional));
 }
 template float* Args::array<float>(const char*, int64_t, bool);
 template double* Args::array<double>(const char*, int64_t, bool);
 template int32_t* Args::array<int32_t>(const char*, int64_t, bool);
 template uint8_t* Args::array<uint8_t>(const char*, int64_t, bool);
+template ops::bf16* Args::array<ops::bf16>(const char*, int64_t, bool);
 
 void check(Napi::Env env, const Status& s) {
   if (!s.ok()) throw_error(env, s.code ? s.code : "ERR_NF_KERNEL", s.op + ": " + s.message);

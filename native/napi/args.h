@@ -34,6 +34,8 @@ class Args {
 
   // True when the float tensors of this call are Float64Array (decided by field `name`).
   bool is_f64(const char* name);
+  // Whether any field of the options is a Uint16Array (bfloat16 storage: the call's T is ops::bf16).
+  bool any_bf16() const;
   // The element count of typed array `name`, or -1 when the field is not a typed array.
   int64_t length(const char* name);
   // Whether field `name` is present (neither undefined nor null).
@@ -48,7 +50,7 @@ class Args {
   int64_t count(const int64_t* dims, size_t n);
 
   // A typed array of E (float: Float32Array, double: Float64Array, int32_t: Int32Array, uint8_t:
-  // Uint8Array) of exactly `len` elements; with `optional`, nullptr for null/undefined.
+  // Uint8Array, ops::bf16: Uint16Array) of exactly `len` elements; with `optional`, nullptr for null/undefined.
   template <class E>
   E* array(const char* name, int64_t len, bool optional = false);
 

@@ -80,8 +80,8 @@ struct FeedForwardForward {
   const Acc<T>* b1 = nullptr;
   const T* W2 = nullptr;
   const Acc<T>* b2 = nullptr;
-  const T* W1_packed = nullptr;
-  const T* W2_packed = nullptr;
+  const Acc<T>* W1_packed = nullptr;  // (float words whatever the activations)
+  const Acc<T>* W2_packed = nullptr;
 
   template <class R>
   static void fields(R& r, FeedForwardForward& p) {

@@ -137,7 +137,7 @@ struct LinearForward {
   const T* x = nullptr;
   const T* W = nullptr;
   const Acc<T>* b = nullptr;
-  const T* W_packed = nullptr;
+  const Acc<T>* W_packed = nullptr;  // (float words whatever the activations)
 
   template <class R>
   static void fields(R& r, LinearForward& p) {

@@ -58,4 +58,12 @@ inline Status int8_inference_check(const char* op, Precision p, const char* what
                                     what + ": use 'fp32' (or 'bf16') for training");
 }
 
+// bfloat16 activations (an op's T = bf16) are precision 'bf16''s storage: what the CPU kernels of such
+// a call check first (bf16 says whether the call's activations are bf16).
+inline Status bf16_storage_check(const char* op, Precision p, bool bf16) {
+  if (!bf16 || p == Precision::bf16) return Status::Ok();
+  return Status::InvalidArg(op, "bfloat16 activations (Uint16Array) run at precision 'bf16' only: pass precision 'bf16', "
+                                "or float32 activations");
+}
+
 }  // namespace nf::ops

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../../core/malloc_policy.h"
+#include "../elementwise.h"
 #include "../../core/threadpool.h"
 #include "../../napi/allocations.h"
 #include "../../napi/args.h"
@@ -61,6 +62,24 @@ Napi::Value Release(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// castBf16(src, dst): dst = src converted between float32 and bfloat16 storage (a Float32Array into a
+// Uint16Array of bf16 bits, or back; the same length), on the thread pool (cpu::convert_bf16_storage).
+Napi::Value CastBf16(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const auto kind = [&](size_t i) {
+    return info.Length() > i && info[i].IsTypedArray() ? info[i].As<Napi::TypedArray>().TypedArrayType() : napi_int8_array;
+  };
+  const bool to_bf16 = kind(0) == napi_float32_array && kind(1) == napi_uint16_array;
+  if (!to_bf16 && !(kind(0) == napi_uint16_array && kind(1) == napi_float32_array))
+    throw_error(env, "ERR_NF_INVALID_ARG", "castBf16: expected (Float32Array, Uint16Array) or (Uint16Array, Float32Array)");
+  const Napi::TypedArray src = info[0].As<Napi::TypedArray>(), dst = info[1].As<Napi::TypedArray>();
+  if (src.ElementLength() != dst.ElementLength())
+    throw_error(env, "ERR_NF_INVALID_ARG", "castBf16: expected src and dst of the same length");
+  const auto data = [](const Napi::TypedArray& t) { return static_cast<uint8_t*>(t.ArrayBuffer().Data()) + t.ByteOffset(); };
+  cpu::convert_bf16_storage(data(dst), data(src), static_cast<int64_t>(src.ElementLength()), to_bf16);
+  return env.Undefined();
+}
+
 // mallocPolicy(): whether the addon tuned malloc for tensor memory, and to what (core/malloc_policy.h).
 Napi::Value MallocPolicyInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -82,6 +101,7 @@ NF_REGISTER_OPS(core) {
   exports.Set("setThreadSpin", Napi::Function::New(env, SetThreadSpin, "setThreadSpin"));
   exports.Set("alignedOffset", Napi::Function::New(env, AlignedOffset, "alignedOffset"));
   exports.Set("release", Napi::Function::New(env, Release, "release"));
+  exports.Set("castBf16", Napi::Function::New(env, CastBf16, "castBf16"));
   exports.Set("mallocPolicy", Napi::Function::New(env, MallocPolicyInfo, "mallocPolicy"));
 }
 

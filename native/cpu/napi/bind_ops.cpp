@@ -4,7 +4,10 @@
 //   - the ISA-dispatched kernel cpu::run(const Op<float>&) when the float tensors are Float32Array,
 //   - the float64 reference twin ref::run(const Op<double>&) when they are Float64Array (most of
 //     the float tensors every call gives decide, see is_f64_call); ops without a twin take
-//     Float32Array only.
+//     Float32Array only;
+//   - cpu::run(const Op<bf16>&) when any of its arrays is a Uint16Array (bfloat16 activations, for
+//     the ops with such a kernel: the op's fields say which arrays are then bf16 (T) and which float32
+//     (Acc<T>)); an op without one reads a Uint16Array as an invalid argument naming the field.
 // Also exports opSchema(): the JSON of every op's fields (native/ops/recorder.h) with, per op,
 // whether it has a reference twin: what scripts/gen_native_types.js turns into the TypeScript
 // interface, and what lib/core/device.ts's supports(op, 'cpu') reads.
@@ -24,6 +27,12 @@
 
 namespace nf::napi {
 namespace {
+
+// Whether the CPU backend has a kernel for params type P (Op<bf16>: bfloat16 activations).
+template <class P, class = void>
+struct has_cpu : std::false_type {};
+template <class P>
+struct has_cpu<P, std::void_t<decltype(cpu::run(std::declval<const P&>()))>> : std::true_type {};
 
 // Whether the reference backend has a twin for params type P.
 template <class P, class = void>
@@ -80,6 +89,8 @@ Job read(Args& a) {
 
 template <template <class> class Op>
 Job parse(Args& a) {
+  if constexpr (has_cpu<Op<ops::bf16>>::value)
+    if (a.any_bf16()) return read<ops::bf16, Op>(a);
   if constexpr (has_ref<Op<double>>::value) {
     static const std::vector<std::string> fields = precision_fields<Op>();
     if (is_f64_call(a, fields)) return read<double, Op>(a);
@@ -87,14 +98,16 @@ Job parse(Args& a) {
   return read<float, Op>(a);
 }
 
-// Registers op Op; its schema entry also says whether it has a reference twin.
+// Registers op Op; its schema entry also says whether it has a reference twin and a kernel for
+// bfloat16 activations.
 struct Register {
   Napi::Env env;
   Napi::Object exports;
   template <template <class> class Op>
   std::optional<std::string> operator()() {
     register_op(env, exports, Op<float>::name, parse<Op>);
-    return std::string(", \"reference\": ") + (has_ref<Op<double>>::value ? "true" : "false");
+    return std::string(", \"reference\": ") + (has_ref<Op<double>>::value ? "true" : "false") +
+           ", \"bf16\": " + (has_cpu<Op<ops::bf16>>::value ? "true" : "false");
   }
 };
 

@@ -75,7 +75,7 @@ struct RegisterDevice {
       return std::nullopt;
     } else {
       register_device_op(env, exports, Op<float>::name, parse_device<Op>);
-      return "";
+      return std::string(", \"bf16\": ") + (has_cuda<Op<ops::bf16>>::value ? "true" : "false");
     }
   }
 };
