@@ -11,7 +11,7 @@ export { assertFinite, checkFiniteEnabled, setCheckFinite } from './core/finite'
 export type { ErrorCode } from './validation/errors';
 export { Tensor } from './core/tensor';
 export type { DType } from './core/tensor';
-export { cudaEmptyCache, cudaMemoryStats, supportedOps, supports } from './core/device';
+export { cudaEmptyCache, cudaMemoryStats, supportedOps, supports, supportsBf16 } from './core/device';
 export { cudaGraphsEnabled, cudaGraphStats, setCudaGraphs } from './core/graph';
 export type { CudaGraphStats } from './core/graph';
 export type { CudaBinding, CudaGemmInfo, CudaMemoryStats, Device, DeviceBuffer, PlacementConfig, Precision } from './core/device';

@@ -197,14 +197,20 @@ inline void pack_rows_bf16(float* dst, int64_t ldd, const uint16_t* src, int64_t
   }
 }
 inline void pack_bf16_pair_rows_bf16(float* dst, const uint16_t* lo, const uint16_t* hi, int64_t n) {
-  const auto pair = [&](int64_t j, __mmask16 m) {
-    const __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + j));
-    const __m512i h = hi ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi + j)), 16) : _mm512_setzero_si512();
-    return _mm512_or_si512(l, h);
+  const auto pair = [&](__m256i l, __m256i h) {  // word j = l_j | h_j << 16
+    return _mm512_or_si512(_mm512_cvtepu16_epi32(l), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   };
   int64_t j = 0;
-  for (; j + W <= n; j += W) _mm512_storeu_si512(dst + j, pair(j, 0xffff));
-  if (j < n) _mm512_mask_storeu_epi32(dst + j, tail_mask(int(n - j)), pair(j, tail_mask(int(n - j))));
+  for (; j + W <= n; j += W) {  // (whole vectors unmasked: masked moves are slow on AMD Zen)
+    const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo + j));
+    const __m256i h = hi ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi + j)) : _mm256_setzero_si256();
+    _mm512_storeu_si512(dst + j, pair(l, h));
+  }
+  if (j < n) {  // the last, partial vector
+    const __mmask16 m = tail_mask(int(n - j));
+    const __m256i h = hi ? _mm256_maskz_loadu_epi16(m, hi + j) : _mm256_setzero_si256();
+    _mm512_mask_storeu_epi32(dst + j, m, pair(_mm256_maskz_loadu_epi16(m, lo + j), h));
+  }
 }
 inline void pack_row_pairs_bf16(float* dst, int64_t ldd, const uint16_t* src, int64_t lds, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; r += 2)
