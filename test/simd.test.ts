@@ -540,11 +540,11 @@ describe('coverage', () => {
     vdot_bf16: 'vdot_bf16', pack_bf16_pair_rows: 'pack_bf16_pair_rows', pack_bf16_row: 'pack_bf16_row',
     pack_row_pairs: 'pack_bf16_pair_rows (the probe packs through it)', pack_rows: 'pack_bf16_row (the probe packs through it)',
     vdot_step: 'vdot_bf16 (and every GEMM test: the float GEMM\'s products)',
-    // bfloat16 storage: test/bf16_storage.test.ts holds castBf16 (convert_bf16: vload_bf16_w, vstore_bf16_w over
-    // whole vectors and a tail) to the scalar rounding rule on every variant, and the ops on bf16 activations
+    // bfloat16 storage: test/bf16_storage.test.ts holds castBf16 (convert_bf16: widen_bf16_n, narrow_bf16_n,
+    // vload_bf16_w, vstore_bf16_w over whole vectors and a tail) to the scalar rounding rule on every variant, and the ops on bf16 activations
     // (the GEMM packing from bf16 sources) bit for bit to the same ops on float32 storage.
     vload_bf16_w: 'castBf16 in test/bf16_storage.test.ts', vstore_bf16_w: 'castBf16 in test/bf16_storage.test.ts',
-    widen_bf16: 'the ops on bf16 activations in test/bf16_storage.test.ts (the emulated variants)',
+    widen_bf16_n: 'castBf16 in test/bf16_storage.test.ts', narrow_bf16_n: 'castBf16 in test/bf16_storage.test.ts',
     pack_rows_bf16: 'the ops on bf16 activations in test/bf16_storage.test.ts (avx512bf16)',
     pack_bf16_pair_rows_bf16: 'the ops on bf16 activations in test/bf16_storage.test.ts (avx512bf16)',
     pack_row_pairs_bf16: 'the ops on bf16 activations in test/bf16_storage.test.ts (avx512bf16)',

@@ -305,7 +305,7 @@ export function checkDevice(name: string, device: unknown): Device {
 }
 
 /** The ops an addon reports in its op schema: each name, and whether it has a kernel for bfloat16 activations. */
-function opNames(addon: OpSchemaExport): ReadonlyMap<string, boolean> {
+function schemaOps(addon: OpSchemaExport): ReadonlyMap<string, boolean> {
   return new Map((JSON.parse(addon.opSchema()) as { name: string; bf16?: boolean }[]).map((o) => [o.name, o.bf16 === true]));
 }
 
@@ -323,7 +323,7 @@ export function supportedOps(device: Device): ReadonlySet<string> {
 
 /** The ops `device` runs, each with whether it has a kernel for bfloat16 activations. */
 function opKernels(device: Device): ReadonlyMap<string, boolean> {
-  if (device === 'cpu') return (cpuOps ??= opNames(native));
+  if (device === 'cpu') return (cpuOps ??= schemaOps(native));
   if (cudaOps) return cudaOps;
   let addon: CudaBinding;
   try {
@@ -331,7 +331,7 @@ function opKernels(device: Device): ReadonlyMap<string, boolean> {
   } catch {
     return new Map();
   }
-  return (cudaOps = opNames(addon));
+  return (cudaOps = schemaOps(addon));
 }
 
 /** Whether `device` has a kernel for op `op` (e.g. supports('tokenPosForward', 'cuda')). */

@@ -33,11 +33,8 @@ constexpr int64_t kGrain = 1 << 14;
 
 void convert_bf16(void* dst, const void* src, int64_t n, bool to_bf16) {
   parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; i += W) {
-      const int w = static_cast<int>(std::min<int64_t>(W, i1 - i));
-      if (to_bf16) vstore_bf16_w(static_cast<uint16_t*>(dst) + i, vload_w(static_cast<const float*>(src) + i, w), w);
-      else vstore_w(static_cast<float*>(dst) + i, vload_bf16_w(static_cast<const uint16_t*>(src) + i, w), w);
-    }
+    if (to_bf16) narrow_bf16_n(static_cast<uint16_t*>(dst) + i0, static_cast<const float*>(src) + i0, i1 - i0);
+    else widen_bf16_n(static_cast<float*>(dst) + i0, static_cast<const uint16_t*>(src) + i0, i1 - i0);
   });
 }
 

@@ -17,8 +17,6 @@
 // Dimension key: rows = B*T, D = model width, F = hidden width.
 #include "feedforward.h"
 
-#include <algorithm>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -32,7 +30,6 @@
 namespace nf::cpu::NF_ISA_NS {
 #include "simd.h"
 #include "activation_inl.h"
-#include "pack_inl.h"
 
 namespace {
 
@@ -53,12 +50,9 @@ void on_bf16_rows(ops::bf16* v, int64_t r0, int64_t r1, int64_t width, F&& f) {
   std::vector<float> row(static_cast<size_t>(width));
   uint16_t* bits = reinterpret_cast<uint16_t*>(v);
   for (int64_t r = r0; r < r1; ++r) {
-    widen_bf16(row.data(), width, bits + r * width, width, 1, width);
+    widen_bf16_n(row.data(), bits + r * width, width);
     f(row.data(), r);
-    for (int64_t c = 0; c < width; c += W) {
-      const int n = static_cast<int>(std::min<int64_t>(W, width - c));
-      vstore_bf16_w(bits + r * width + c, vload_w(row.data() + c, n), n);
-    }
+    narrow_bf16_n(bits + r * width, row.data(), width);
   }
 }
 
@@ -95,7 +89,7 @@ void backward(const ops::FeedForwardBackward<T>& p) {
         std::vector<float> h(static_cast<size_t>(F));
         on_bf16_rows(dh, r0, r1, F, [&](float* row, int64_t r) {
           apply_dropout(row, r * F, F, d);
-          widen_bf16(h.data(), F, reinterpret_cast<const uint16_t*>(p.h) + r * F, F, 1, F);
+          widen_bf16_n(h.data(), reinterpret_cast<const uint16_t*>(p.h) + r * F, F);
           act_backward_n(row, row, h.data(), F, d.activation);
         });
       } else {

@@ -377,8 +377,10 @@ void pack_operand(float* dst, const float* src, int64_t ld, int64_t n, int64_t k
   if (src16) {  // panel by panel: its source widened, then packed as a float source
     for (int64_t i = 0; i < n; i += P, dst += panel_depth(kc, dot) * P) {
       const int64_t rows = std::min<int64_t>(P, n - i);
-      if (row_major) widen_bf16(wide, kc, s16 + i * ld, ld, rows, kc);
-      else widen_bf16(wide, P, s16 + i, ld, kc, rows);
+      if (row_major)
+        for (int64_t r = 0; r < rows; ++r) widen_bf16_n(wide + r * kc, s16 + (i + r) * ld, kc);
+      else
+        for (int64_t k = 0; k < kc; ++k) widen_bf16_n(wide + k * P, s16 + k * ld + i, rows);
       pack_operand<P>(dst, wide, row_major ? kc : P, rows, kc, row_major, dot, buf);
     }
     return;

@@ -218,11 +218,3 @@ inline void pack_row_pairs_bf16(float* dst, int64_t ldd, const uint16_t* src, in
 }
 #endif
 
-// dst[r * ldd + c] = the bf16 value src[r * lds + c] widened to a float (exactly), r < rows, c < n.
-inline void widen_bf16(float* dst, int64_t ldd, const uint16_t* src, int64_t lds, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < n; c += W) {
-      const int w = static_cast<int>(std::min<int64_t>(W, n - c));
-      vstore_w(dst + r * ldd + c, vload_bf16_w(src + r * lds + c, w), w);
-    }
-}

@@ -329,6 +329,21 @@ inline void vstore_bf16_w(uint16_t* p, vf x, int n) {
 }
 #endif
 
+// dst[0:n] = the bf16 values src[0:n] widened to floats (exactly), and src[0:n] stored as bf16 (rounded
+// by vstore_bf16_w): rows of bf16 storage of any length.
+inline void widen_bf16_n(float* dst, const uint16_t* src, int64_t n) {
+  for (int64_t i = 0; i < n; i += W) {
+    const int w = static_cast<int>(n - i < W ? n - i : W);
+    vstore_w(dst + i, vload_bf16_w(src + i, w), w);
+  }
+}
+inline void narrow_bf16_n(uint16_t* dst, const float* src, int64_t n) {
+  for (int64_t i = 0; i < n; i += W) {
+    const int w = static_cast<int>(n - i < W ? n - i : W);
+    vstore_bf16_w(dst + i, vload_w(src + i, w), w);
+  }
+}
+
 // dst[0:n] = vround_bf16(src[0:n]) (dst may be src).
 inline void vround_bf16_n(float* dst, const float* src, int64_t n) {
   int64_t i = 0;
