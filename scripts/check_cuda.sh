@@ -185,40 +185,73 @@ flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 1
 flash_forward_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true> 255  0
 # flash_dkdv_kernel (flash_attention_backward.cu): two 16 x DP fp32 accumulators (dK and dV, DP registers)
 # plus the 16 x R tiles of S and dP (R): up to the 255 of 2 CTAs per SM (at DP 128 R is 16 to stay there)
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 128, true, false> 255  0
 # flash_dkdv_kernel at precision fp32 (Fp32Mma, 3xTF32): the tf32 kernel with fragments of big and small halves (twice the operand registers)
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, true>  255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 128, true, false> 255  0
 # flash_dkdv_kernel on bf16 storage: as on float storage
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false, false> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true, false> 255  0
+# flash_dkdv_kernel with atomic dQ (NF_CUDA_ATTENTION_DQ=atomic): dS K in 16 x 32 units after the dK and dV products
+# (16 more accumulators while S and dP are dead); fp32 storage with tf32 operands at DP 128 is not instantiated (its dS tile does not fit)
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false, true> 255  0
+flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true, true> 255  0
+# flash_dq_store_kernel (atomic dQ): dq = scale acc_dq, one element a thread
+flash_dq_store_kernel<float>                 40   0
+flash_dq_store_kernel<unsigned short>        40   0
 # flash_dq_kernel: one 16 x DP accumulator (dQ) and the 16 x R tiles of S and dP (about 200), 2 CTAs per SM;
 # at head width 64 with dropout compiled in, the Philox state too: 224 on sm_80 and sm_89 (under the 255 of 2 CTAs)
 flash_dq_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, false>   208  0
@@ -300,7 +333,7 @@ if [ "${1:-}" = density ]; then
   dir="$(mktemp -d)"
   trap 'rm -rf "$dir"' EXIT
   ptx_all sm_90 "$dir" flash_attention_forward.cu flash_attention_backward.cu
-  exec python3 scripts/mma_density.py "$dir"/*.ptx --match '^flash_\w+<\w+, \w+, \w+, (64|128), false>$' "${@:2}"
+  exec python3 scripts/mma_density.py "$dir"/*.ptx --match '^flash_\w+<\w+, \w+, \w+, (64|128), false(, \w+)?>$' "${@:2}"
 fi
 
 report=${NF_PTXAS_REPORT:-native/cuda/ptxas-report.txt}

@@ -149,7 +149,7 @@ if [ $dry = 0 ]; then
     echo "== SASS instructions per mma (cuobjdump -sass -arch sm_90, scripts/mma_density.py)" >> "$OUT/profile.txt"
     "$cuobjdump" -sass -arch sm_90 "$bin/nf_cuda_attention_bench" > "$sass" &&
       python3 "$here/scripts/mma_density.py" "$sass" --markdown \
-        --match '^flash_\w+<\w+, \w+, \w+, (64|128), false>$' >> "$OUT/profile.txt"
+        --match '^flash_\w+<\w+, \w+, \w+, (64|128), false(, \w+)?>$' >> "$OUT/profile.txt"
   }
   # The bench's arguments at a ViT shape for ncu: the bf16 kernels on bf16 storage (the layer's), T 197,
   # head 64, one call.

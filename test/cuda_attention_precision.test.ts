@@ -16,6 +16,9 @@
  * (the tensor-core path ran); and the GPU
  * attention benchmark (native/cuda/bench/attention_bench.cu) builds over the emulator and runs its
  * --tiny shapes, printing the JSON lines bench/gpu/attention_table.py reads (its timings mean nothing).
+ * And NF_CUDA_ATTENTION_DQ (read once per process: a child each, test/support/cuda_attention_dq_child.ts):
+ * 'atomic' (dQ by atomic adds from the dK/dV kernel) gives the recompute pass's gradients, a misspelled
+ * value fails the backward with ERR_NF_INVALID_ARG naming it and leaves the module usable.
  */
 import path from 'node:path';
 
@@ -23,7 +26,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 import { MultiHeadAttention, Tensor, type Precision } from '../lib/index';
 import { randn32, relErr, rng } from './helpers';
-import { emuBuildDir, emulatorSkipReason, run, useEmulator } from './support/cuda_emu_build';
+import { emuBuildDir, emulatorSkipReason, run, runEmulatedChild, useEmulator } from './support/cuda_emu_build';
 
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the attention precision emulator tests: ${reason}`);
@@ -117,17 +120,41 @@ describe.skipIf(reason !== null)("MultiHeadAttention at 'bf16' and 'tf32' on 'cu
     }
   }, 600_000);
 
+  it('NF_CUDA_ATTENTION_DQ=atomic: dQ by atomic adds gives the recompute pass\'s gradients; another value is ERR_NF_INVALID_ARG', async () => {
+    type Grads = { out: number[]; dx: number[]; grads: Record<string, number[]> };
+    type Failure = { code: string; message: string; forwardAfter: boolean };
+    const child = async (dq: string | null) =>
+      (await runEmulatedChild<Record<string, Grads | Failure>>('cuda_attention_dq_child.ts',
+        { NF_TEST_PRECISIONS: 'fp32,bf16', ...(dq === null ? {} : { NF_CUDA_ATTENTION_DQ: dq }) })).report;
+    const [recompute, atomic] = [await child(null), await child('atomic')];
+    const ref = recompute.fp32 as Grads;
+    // fp32: both ways are 3xTF32 products summed in another order (the atomic adds' is the arrival order)
+    // bf16: against fp32 at bf16's backward tolerance, as the recompute pass is held to
+    for (const [precision, tol] of [['fp32', 1e-5], ['bf16', TOL.bf16.bwd]] as const) {
+      const got = atomic[precision] as Grads;
+      const errors: Record<string, number> = { out: relErr(got.out, ref.out), dx: relErr(got.dx, ref.dx) };
+      for (const name of Object.keys(ref.grads)) errors[name] = relErr(got.grads[name], ref.grads[name]);
+      console.log(`atomic dQ, ${precision} vs the recompute pass at fp32: ${Object.entries(errors).map(([k, e]) => `${k} ${e.toExponential(2)}`).join(', ')}`);
+      for (const [k, e] of Object.entries(errors)) expect(e, `${precision} ${k}`).toBeLessThan(tol);
+    }
+    expect(relErr((atomic.fp32 as Grads).dx, ref.dx), 'the atomic path ran (its sums differ in order)').toBeGreaterThan(0);
+    const bad = (await child('sideways')).fp32 as Failure;
+    expect(bad).toMatchObject({ code: 'ERR_NF_INVALID_ARG', forwardAfter: true });
+    expect(bad.message).toMatch(/NF_CUDA_ATTENTION_DQ must be 'atomic' or 'recompute', not 'sideways'/);
+  }, 600_000);
+
   it('nf_cuda_emu_attention_bench --tiny prints one JSON line per precision, shape and pass', async () => {
     const build = await run('cmake', ['--build', emuBuildDir, '--target', 'nf_cuda_emu_attention_bench', '-j', '2']);
     expect(build.ok, build.out).toBe(true);
     const bench = await run(path.join(emuBuildDir, 'nf_cuda_emu_attention_bench'), ['--tiny']);
     expect(bench.ok, bench.out).toBe(true);
     const rows = bench.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(rows).toHaveLength(3 * 2 * 2);  // bf16, tf32, fp32 x causal or not x fwd, bwd
+    expect(rows).toHaveLength(3 * 2 * 3);  // bf16, tf32, fp32 x causal or not x fwd, bwd (dQ recomputed), bwd (dQ atomic)
     for (const r of rows) {
       expect(r).toMatchObject({ impl: 'nodeformer', device: 'SIMT emulator', B: 1, H: 1, T: 65, Dh: 64 });
+      expect(r.dq).toBe(r.pass === 'fwd' ? '' : r.dq === 'atomic' ? 'atomic' : 'recompute');
       expect(r.ms).toBeGreaterThan(0);
     }
-    expect(new Set(rows.map((r) => `${r.precision} ${r.causal} ${r.pass}`)).size).toBe(12);
+    expect(new Set(rows.map((r) => `${r.precision} ${r.causal} ${r.pass} ${r.dq}`)).size).toBe(18);
   }, 600_000);
 });

@@ -108,6 +108,8 @@ struct Bf16Mma {
   __device__ static void a_tile(uint32_t (&a)[4], const Op* T, int ld, int lane) {
     ldmatrix<4>(a, T + (lane % 16) * ld + (lane / 16) * 8);
   }
+  // A from a row-major operand tile with k in b_kn's order (a_acc's): for m16n8k16 the plain order.
+  __device__ static void a_tile_kn(uint32_t (&a)[4], const Op* T, int ld, int lane) { a_tile(a, T, ld, lane); }
   // A from fp32 accumulators: c[0], c[1] the n8 tiles of columns k 0-7 and 8-15.
   __device__ static void a_acc(uint32_t (&a)[4], const float (*c)[4]) {
     a[0] = pack_bf16x2(c[0][0], c[0][1]);
@@ -156,6 +158,13 @@ struct TfMma {
     const int g = lane >> 2, t = lane & 3;
     set<4>(a, 0, T[g * ld + t]), set<4>(a, 1, T[(g + 8) * ld + t]);
     set<4>(a, 2, T[g * ld + t + 4]), set<4>(a, 3, T[(g + 8) * ld + t + 4]);
+  }
+  // A from a row-major operand tile with k in b_kn's order: the mma's k = t is column 2t, k = t + 4
+  // column 2t + 1 (as a_acc).
+  __device__ static void a_tile_kn(uint32_t (&a)[kA], const Op* T, int ld, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    set<4>(a, 0, T[g * ld + 2 * t]), set<4>(a, 1, T[(g + 8) * ld + 2 * t]);
+    set<4>(a, 2, T[g * ld + 2 * t + 1]), set<4>(a, 3, T[(g + 8) * ld + 2 * t + 1]);
   }
   // k = t is accumulator column 2t, k = t + 4 column 2t + 1 (b_kn reads B in that order).
   __device__ static void a_acc(uint32_t (&a)[kA], const float (*c)[4]) {
@@ -254,6 +263,25 @@ __device__ __forceinline__ void mma_pb(float (&acc)[MB][DP / 8][4], const float 
         Mma::mma(acc[m][n], a[m], b[0]);
         Mma::mma(acc[m][n + 1], a[m], b[1]);
       }
+    }
+  }
+}
+
+// acc[n][.] += A B: A the warp's 16-row block of a [.][lda] operand tile (its first K columns), B a [K][ldb]
+// operand tile whose rows are k (its first 8N columns). (dQ += dS K from a shared dS tile: flash_dkdv_kernel.)
+template <class Mma, int K, int N>
+__device__ __forceinline__ void mma_ab(float (&acc)[N][4], const typename Mma::Op* A, int lda,
+                                       const typename Mma::Op* B, int ldb, int lane) {
+#pragma unroll
+  for (int k = 0; k < K; k += Mma::kK) {
+    uint32_t a[Mma::kA];
+    Mma::a_tile_kn(a, A + k, lda, lane);
+#pragma unroll
+    for (int n = 0; n < N; n += 2) {
+      uint32_t b[2][Mma::kB];
+      Mma::b_kn(b, B + k * ldb + n * 8, ldb, lane);
+      Mma::mma(acc[n], a, b[0]);
+      Mma::mma(acc[n + 1], a, b[1]);
     }
   }
 }
@@ -395,19 +423,21 @@ __host__ __device__ constexpr size_t stream_bytes(int R) {
 // up to DP 64, 32 past it (no spills with nvcc 13 on sm_80/89/90: check_cuda.sh).
 __host__ __device__ constexpr int widest_stream(int DP) { return DP <= 64 ? 64 : 32; }
 
-// The stream's tile rows for a kernel with `stationary` rows of operand tiles: the largest of
-// widest_stream(DP), half that, ... down to 16 whose shared memory fits kSmemMax.
+// The stream's tile rows for a kernel with `stationary` rows of operand tiles (and `per_row` bytes more
+// for each stream row: dK/dV's dS tile with atomic dQ): the largest of widest_stream(DP), half that, ...
+// down to 16 whose shared memory fits kSmemMax.
 template <class Mma, class S, int DP>
-__host__ __device__ constexpr int stream_rows(int stationary) {
+__host__ __device__ constexpr int stream_rows(int stationary, size_t per_row = 0) {
   const size_t fixed = tile_bytes<typename Mma::Op, DP>(stationary);
   for (int R = widest_stream(DP); R > 16; R /= 2)
-    if (fixed + stream_bytes<Mma, S, DP>(R) <= kSmemMax) return R;
+    if (fixed + stream_bytes<Mma, S, DP>(R) + per_row * size_t(R) <= kSmemMax) return R;
   return 16;
 }
 
 template <class Mma, class S, int DP>
-__host__ __device__ constexpr size_t kernel_smem(int stationary) {
-  return tile_bytes<typename Mma::Op, DP>(stationary) + stream_bytes<Mma, S, DP>(stream_rows<Mma, S, DP>(stationary));
+__host__ __device__ constexpr size_t kernel_smem(int stationary, size_t per_row = 0) {
+  const int R = stream_rows<Mma, S, DP>(stationary, per_row);
+  return tile_bytes<typename Mma::Op, DP>(stationary) + stream_bytes<Mma, S, DP>(R) + per_row * size_t(R);
 }
 
 // Two [T, Dh] head views (x and y: K and V, or Q and dO) streamed as [R][DP] operand tiles.

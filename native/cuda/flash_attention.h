@@ -17,6 +17,15 @@ Status flash_attention_forward(float* o, float* lse, const CoreArgs& a, ops::Pre
 Status flash_attention_forward(uint16_t* o, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                                const CoreArgs& a, cudaStream_t s);
 
+// How the backward forms dQ (flash_attention_backward.cu): a second pass that recomputes S and dP
+// (deterministic; the default), or FlashAttention-2's atomic adds from the dK/dV kernel (fewer
+// products, results that may differ in the last bits between runs). attention_dq gives the process's
+// choice: NF_CUDA_ATTENTION_DQ ('atomic' or 'recompute', read at first use; another value makes every
+// backward fail with ERR_NF_INVALID_ARG naming it) until set_attention_dq.
+enum class AttentionDq { recompute, atomic };
+Status attention_dq(AttentionDq* mode);
+void set_attention_dq(AttentionDq mode);
+
 // dq (layout a.lq), dk (ldk), dv (ldv), overwritten, from dout (layout a.lo), the forward's lse and
 // di = rowsum(dout ∘ o) [B, H, Tq].
 Status flash_attention_backward(float* dq, float* dk, float* dv, const ops::AttentionLayout& ldk,

@@ -1,6 +1,8 @@
 // GPU benchmark of the attention core (issue 23's attention table): attention_core_forward and
 // attention_core_backward (its Di pass included) at each precision, timed with CUDA events on the
-// backend's stream after warm-up calls; one JSON line per (precision, shape, pass) on stdout. The
+// backend's stream after warm-up calls; one JSON line per (precision, shape, pass) on stdout, the
+// backward's twice: dQ by the recompute pass and by atomic adds ("dq"; flash_attention.h; fp32
+// storage at tf32 and fp32 with Dh 128 runs the recompute pass in both). The
 // peer is bench/gpu/attention_torch.py (PyTorch's scaled_dot_product_attention on the same shapes);
 // bench/gpu/attention_table.py joins the two files into the table (FLOPs, TFLOP/s, ratio).
 //   nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--storage fp32|bf16] [--T 65,197,1024,4096] [--reps N]
@@ -21,16 +23,22 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../attention.h"
 #include "../common.cuh"
 #include "../device.h"
+#include "../flash_attention.h"
 
 namespace {
 
 using nf::Status;
 using nf::ops::Precision;
+
+// The backward is timed both ways of forming dQ (flash_attention.h), each line saying which ("dq").
+const std::pair<nf::cuda::AttentionDq, const char*> kDqModes[] = {{nf::cuda::AttentionDq::recompute, "recompute"},
+                                                                  {nf::cuda::AttentionDq::atomic, "atomic"}};
 
 struct Shape {
   int64_t B, H, T, Dh;
@@ -145,18 +153,23 @@ void run_shape(const Shape& sh, const Buffers<S>& buf, const std::vector<Precisi
   d.scale = 1.0f / std::sqrt(float(sh.Dh));
   nf::ops::AttentionMasks m;
   m.causal = sh.causal;
+  const auto line = [&](Precision p, const char* pass, const char* dq_mode, double ms) {
+    std::printf(
+        "{\"impl\": \"nodeformer\", \"device\": \"%s\", \"precision\": \"%s\", \"B\": %lld, \"H\": %lld, \"T\": %lld, "
+        "\"Dh\": %lld, \"causal\": %s, \"pass\": \"%s\", \"storage\": \"%s\", \"dq\": \"%s\", \"ms\": %.6f}\n",
+        device.c_str(), precision_name(p), (long long)sh.B, (long long)sh.H, (long long)sh.T, (long long)sh.Dh,
+        sh.causal ? "true" : "false", pass, storage, dq_mode, ms);
+    std::fflush(stdout);
+  };
   for (Precision p : precisions) {
     const auto fwd = [&] { return nf::cuda::attention_core_forward(o, lse, nullptr, q, k, v, m, d, p); };
     const auto bwd = [&] { return nf::cuda::attention_core_backward(dq, dk, dv, dout, q, k, v, o, lse, m, d, p); };
     check(fwd(), "forward");  // o and lse for the backward
-    const double ms[2] = {time_ms(fwd, warmup, reps), time_ms(bwd, warmup, reps)};
-    for (int pass = 0; pass < 2; ++pass)
-      std::printf(
-          "{\"impl\": \"nodeformer\", \"device\": \"%s\", \"precision\": \"%s\", \"B\": %lld, \"H\": %lld, \"T\": %lld, "
-          "\"Dh\": %lld, \"causal\": %s, \"pass\": \"%s\", \"storage\": \"%s\", \"ms\": %.6f}\n",
-          device.c_str(), precision_name(p), (long long)sh.B, (long long)sh.H, (long long)sh.T, (long long)sh.Dh,
-          sh.causal ? "true" : "false", pass ? "bwd" : "fwd", storage, ms[pass]);
-    std::fflush(stdout);
+    line(p, "fwd", "", time_ms(fwd, warmup, reps));
+    for (const auto& [mode, name] : kDqModes) {
+      nf::cuda::set_attention_dq(mode);
+      line(p, "bwd", name, time_ms(bwd, warmup, reps));
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "../../cpu/ref/attention.h"
 #include "../attention.h"
+#include "../flash_attention.h"
 #include "bf16_parity.h"
 
 namespace {
@@ -179,8 +180,8 @@ NF_TEST(cuda_attention_parity) {
 // The tensor-core kernels at every precision: every native head width (32, 64, 96, 128), padded
 // ones (12, 20, 40; 59, whose unaligned rows take the plain-load path instead of cp.async), every mask
 // kind, fully blocked rows, dropout, odd lengths (7, 33, 65, 197), cross-attention with Tk != Tq.
-NF_TEST(cuda_attention_tensor_core_parity) {
-  Case cases[] = {
+const std::vector<Case>& tensor_core_cases() {
+  static const std::vector<Case> cases = {
       {1, 197, 197, 64, 1},                                                  // Dh 64, T 197
       {2, 65, 65, 256, 2, false, true, false, false, false, 0.1f},          // Dh 128, causal, dropout
       {1, 7, 7, 192, 2, false, false, true, true},                          // Dh 96, key padding, shared mask
@@ -191,16 +192,19 @@ NF_TEST(cuda_attention_tensor_core_parity) {
       {2, 65, 130, 24, 2, true, false, true},                               // Dh 12, cross, Tk 130
       {1, 197, 197, 128, 1, false, true, true},                             // Dh 128, T 197, causal, padding
   };
+  return cases;
+}
+NF_TEST(cuda_attention_tensor_core_parity) {
   for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32, nf::ops::Precision::fp32})
-    for (const Case& c : cases) run_case(c, p);
+    for (const Case& c : tensor_core_cases()) run_case(c, p);
 }
 
 // The layer with bf16 storage (precision 'bf16'): self- and cross-attention, causal, key padding and
 // attention masks, a fully blocked row, dropout, the weights output; head widths 12, 20, 64 (and 32,
 // 96, 128: cp.async of 8 bf16 a chunk where Dh is a multiple of 8, plain loads for 12 and 20; at 96 a
 // row is 12 chunks, so 8 of the 128 threads idle in the copies); odd T.
-NF_TEST(cuda_attention_bf16_storage_parity) {
-  Case cases[] = {
+const std::vector<Case>& bf16_storage_cases() {
+  static const std::vector<Case> cases = {
       {2, 7, 7, 24, 2},                                                      // Dh 12, T 7
       {1, 197, 197, 64, 1, false, false, true},                              // Dh 64, T 197, key padding
       {2, 65, 65, 40, 2, false, true, false, false, false, 0.1f, true},      // Dh 20, causal, dropout, weights
@@ -210,7 +214,23 @@ NF_TEST(cuda_attention_bf16_storage_parity) {
       {1, 65, 65, 256, 2, false, false, false, false, false, 0.2f},          // Dh 128, dropout
       {1, 33, 33, 192, 2, false, true, true},                                // Dh 96, causal, key padding
   };
-  for (const Case& c : cases) run_case<bf16>(c, nf::ops::Precision::bf16);
+  return cases;
+}
+NF_TEST(cuda_attention_bf16_storage_parity) {
+  for (const Case& c : bf16_storage_cases()) run_case<bf16>(c, nf::ops::Precision::bf16);
+}
+
+// dQ by FlashAttention-2's atomic adds from the dK/dV kernel (NF_CUDA_ATTENTION_DQ=atomic) instead of
+// the recompute pass: the suites above again, at every precision and at bf16 storage (fp32 storage
+// with tf32 operands at head width 128 keeps the recompute pass: its dS tile does not fit).
+NF_TEST(cuda_attention_atomic_dq_parity) {
+  nf::cuda::AttentionDq before;
+  NF_ASSERT_OK(nf::cuda::attention_dq(&before));
+  nf::cuda::set_attention_dq(nf::cuda::AttentionDq::atomic);
+  for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32, nf::ops::Precision::fp32})
+    for (const Case& c : tensor_core_cases()) run_case(c, p);
+  for (const Case& c : bf16_storage_cases()) run_case<bf16>(c, nf::ops::Precision::bf16);
+  nf::cuda::set_attention_dq(before);
 }
 
 // The attention core on views the layer never makes: Q, K and V side by side in rows an odd number of

@@ -36,7 +36,8 @@ NF_TEST(emulator_every_barrier_is_needed) {
   const char* suites[] = {"cuda_layernorm_parity",      "cuda_gemm_parity",           "cuda_linear_parity",
                           "cuda_bias_act_parity",       "cuda_cross_entropy_parity",  "cuda_attention_parity",
                           "cuda_token_pos_parity",      "cuda_clip_grad_norm_parity", "cuda_first_nonfinite_parity",
-                          "cuda_mma_gemm_bf16",         "cuda_cp_async_copies",       "cuda_attention_tensor_core_parity"};
+                          "cuda_mma_gemm_bf16",         "cuda_cp_async_copies",       "cuda_attention_tensor_core_parity",
+                          "cuda_attention_atomic_dq_parity"};
   const nf::emu::Options saved = nf::emu::options();
   nf::emu::options().os_threads = false;
   std::vector<std::string> proven;  // barriers of kernels shared by several suites are removed once
