@@ -37,7 +37,8 @@
 #      `check_cuda.sh density` is its CPU-side twin), then ncu (profile.txt): those kernels' detailed
 #      sections at a ViT shape, and GPU time per kernel over two eager bf16 ViT-B/16 B8 training steps;
 #   7. nf_cuda_gpu_tests with NF_CUBLASLT=0 (the own GEMM kernels), then its bf16 tests under
-#      compute-sanitizer memcheck (the 16-byte vector loads and tails).
+#      compute-sanitizer memcheck (the 16-byte vector loads and tails), and its attention tests with
+#      dQ by atomic adds (NF_CUDA_ATTENTION_DQ=atomic's kernels: their atomics into the fp32 buffer).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/gpu-out}
@@ -223,6 +224,7 @@ PY
   step profile 75 profile "$plan"
   step kernels 60 env NF_CUBLASLT=0 bash -c gpu_tests
   step memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/nf_cuda_gpu_tests" bf16 >> "$log" 2>&1
+  step memcheck:atomic_dq 60 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/nf_cuda_gpu_tests" atomic_dq >> "$log" 2>&1
 fi
 
 head -1 "$log"
