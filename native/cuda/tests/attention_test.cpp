@@ -239,7 +239,7 @@ NF_TEST(cuda_attention_atomic_dq_parity) {
 // (store_rows), the gradients dQ, dK, dV in the rows of Q, K, V. 'bf16' and 'tf32' against 'fp32'
 // (the same kernels with 3xTF32 products, checked against float64 by the suites above) on the same views, without and with causality (the band
 // masking of mask_tile, the idle warps), and the column past each row's heads left as it was: no
-// store reaches past a head.
+// store reaches past a head. Both ways of forming dQ (flash_attention.h: the recompute pass, atomic adds).
 NF_TEST(cuda_attention_core_strided_views) {
   const int64_t B = 2, H = 2, T = 37, Dh = 20, D = H * Dh, rs = 3 * D + 1, os = D + 1;
   const float kGap = 7.0f;  // every buffer's initial value; the gap columns must keep it
@@ -260,7 +260,11 @@ NF_TEST(cuda_attention_core_strided_views) {
         if ((c >= at && c < at + D) == inside) out.push_back(a[size_t(r * row + c)]);
     return out;
   };
+  nf::cuda::AttentionDq before;
+  NF_ASSERT_OK(nf::cuda::attention_dq(&before));
+  for (const auto dq : {nf::cuda::AttentionDq::recompute, nf::cuda::AttentionDq::atomic})
   for (bool causal : {false, true}) {
+    nf::cuda::set_attention_dq(dq);
     nf::ops::AttentionMasks masks;
     masks.causal = causal;
     const auto run = [&](nf::ops::Precision p, std::vector<float>* o, std::vector<float>* grads) {
@@ -275,7 +279,8 @@ NF_TEST(cuda_attention_core_strided_views) {
     run(nf::ops::Precision::fp32, &o32, &g32);
     const auto as_ref = [](const std::vector<float>& a) { return Vec(a.begin(), a.end()); };
     for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32}) {
-      const std::string name = std::string(p == nf::ops::Precision::bf16 ? "bf16" : "tf32") + (causal ? " causal" : "");
+      const std::string name = std::string(p == nf::ops::Precision::bf16 ? "bf16" : "tf32") + (causal ? " causal" : "") +
+                               (dq == nf::cuda::AttentionDq::atomic ? " atomic dQ" : "");
       std::vector<float> o, g;
       run(p, &o, &g);
       check_close("attention strided o", name, heads(o, os, 0, true), as_ref(heads(o32, os, 0, true)), tolerance(p).fwd);
@@ -287,6 +292,7 @@ NF_TEST(cuda_attention_core_strided_views) {
         NF_EXPECT(g[size_t(r * rs + 3 * D)] == kGap, name + ": a store past the gradients' heads");
     }
   }
+  nf::cuda::set_attention_dq(before);
 }
 
 NF_TEST(cuda_attention_bad_dims) {
