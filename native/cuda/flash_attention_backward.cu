@@ -171,7 +171,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   BackwardTiles<Mma, S, R, DP> kv(smem, head_rows(k, a.lk, b, h), a.lk.row, head_rows(v, a.lv, b, h), a.lv.row, j0,
                                   a.Tk, a.Dh, vec);
   PairStream<Mma, S, R, DP>& qdo = kv.stream;
-  Op* ds = reinterpret_cast<Op*>(smem + 2 * tile_bytes<Op, DP>(kBlockRows) + stream_bytes<Mma, S, DP>(R));  // (kAtomicDq)
+  // (kAtomicDq) the dS tile, past the stream
+  Op* ds = reinterpret_cast<Op*>(smem + 2 * tile_bytes<Op, DP>(kBlockRows) + stream_bytes<Mma, S, DP>(R));
   const S* qh = head_rows(q, a.lq, b, h);
   const S* gh = head_rows(dout, a.lo, b, h);
   const int i_start = a.causal ? j0 : 0;  // earlier queries see none of these keys

@@ -223,14 +223,22 @@ NF_TEST(cuda_attention_bf16_storage_parity) {
 // dQ by FlashAttention-2's atomic adds from the dK/dV kernel (NF_CUDA_ATTENTION_DQ=atomic) instead of
 // the recompute pass: the suites above again, at every precision and at bf16 storage (fp32 storage
 // with tf32 operands at head width 128 keeps the recompute pass: its dS tile does not fit).
+// How the backward forms dQ for the scope's life; the process's choice again after it, also when an
+// assertion throws.
+struct DqScope {
+  nf::cuda::AttentionDq before = nf::cuda::AttentionDq::recompute;
+  explicit DqScope(nf::cuda::AttentionDq mode) {
+    (void)nf::cuda::attention_dq(&before);  // (a bad NF_CUDA_ATTENTION_DQ: back to the default after)
+    nf::cuda::set_attention_dq(mode);
+  }
+  ~DqScope() { nf::cuda::set_attention_dq(before); }
+};
+
 NF_TEST(cuda_attention_atomic_dq_parity) {
-  nf::cuda::AttentionDq before;
-  NF_ASSERT_OK(nf::cuda::attention_dq(&before));
-  nf::cuda::set_attention_dq(nf::cuda::AttentionDq::atomic);
+  const DqScope atomic(nf::cuda::AttentionDq::atomic);
   for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32, nf::ops::Precision::fp32})
     for (const Case& c : tensor_core_cases()) run_case(c, p);
   for (const Case& c : bf16_storage_cases()) run_case<bf16>(c, nf::ops::Precision::bf16);
-  nf::cuda::set_attention_dq(before);
 }
 
 // The attention core on views the layer never makes: Q, K and V side by side in rows an odd number of
@@ -260,39 +268,37 @@ NF_TEST(cuda_attention_core_strided_views) {
         if ((c >= at && c < at + D) == inside) out.push_back(a[size_t(r * row + c)]);
     return out;
   };
-  nf::cuda::AttentionDq before;
-  NF_ASSERT_OK(nf::cuda::attention_dq(&before));
-  for (const auto dq : {nf::cuda::AttentionDq::recompute, nf::cuda::AttentionDq::atomic})
-  for (bool causal : {false, true}) {
-    nf::cuda::set_attention_dq(dq);
-    nf::ops::AttentionMasks masks;
-    masks.causal = causal;
-    const auto run = [&](nf::ops::Precision p, std::vector<float>* o, std::vector<float>* grads) {
-      DeviceF d_o(std::vector<float>(size_t(B * T * os), kGap)), d_lse(size_t(B * H * T));
-      DeviceF d_g(std::vector<float>(size_t(B * T * rs), kGap));  // dQ | dK | dV in Q, K, V's rows
-      NF_ASSERT_OK(nf::cuda::attention_core_forward(d_o, d_lse, nullptr, q, k, v, masks, d, p));
-      NF_ASSERT_OK(nf::cuda::attention_core_backward(d_g, d_g.get() + D, d_g.get() + 2 * D, d_dout, q, k, v, d_o,
-                                                     d_lse, masks, d, p));
-      *o = d_o.download(), *grads = d_g.download();
-    };
-    std::vector<float> o32, g32;
-    run(nf::ops::Precision::fp32, &o32, &g32);
-    const auto as_ref = [](const std::vector<float>& a) { return Vec(a.begin(), a.end()); };
-    for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32}) {
-      const std::string name = std::string(p == nf::ops::Precision::bf16 ? "bf16" : "tf32") + (causal ? " causal" : "") +
-                               (dq == nf::cuda::AttentionDq::atomic ? " atomic dQ" : "");
-      std::vector<float> o, g;
-      run(p, &o, &g);
-      check_close("attention strided o", name, heads(o, os, 0, true), as_ref(heads(o32, os, 0, true)), tolerance(p).fwd);
-      for (int64_t at : {int64_t(0), D, 2 * D})
-        check_close("attention strided dq|dk|dv", name + " at column " + std::to_string(at), heads(g, rs, at, true),
-                    as_ref(heads(g32, rs, at, true)), tolerance(p).bwd);
-      for (const float gap : heads(o, os, 0, false)) NF_EXPECT(gap == kGap, name + ": a store past O's heads");
-      for (int64_t r = 0; r < B * T; ++r)
-        NF_EXPECT(g[size_t(r * rs + 3 * D)] == kGap, name + ": a store past the gradients' heads");
+  for (const auto dq : {nf::cuda::AttentionDq::recompute, nf::cuda::AttentionDq::atomic}) {
+    for (bool causal : {false, true}) {
+      const DqScope scope(dq);
+      nf::ops::AttentionMasks masks;
+      masks.causal = causal;
+      const auto run = [&](nf::ops::Precision p, std::vector<float>* o, std::vector<float>* grads) {
+        DeviceF d_o(std::vector<float>(size_t(B * T * os), kGap)), d_lse(size_t(B * H * T));
+        DeviceF d_g(std::vector<float>(size_t(B * T * rs), kGap));  // dQ | dK | dV in Q, K, V's rows
+        NF_ASSERT_OK(nf::cuda::attention_core_forward(d_o, d_lse, nullptr, q, k, v, masks, d, p));
+        NF_ASSERT_OK(nf::cuda::attention_core_backward(d_g, d_g.get() + D, d_g.get() + 2 * D, d_dout, q, k, v, d_o,
+                                                       d_lse, masks, d, p));
+        *o = d_o.download(), *grads = d_g.download();
+      };
+      std::vector<float> o32, g32;
+      run(nf::ops::Precision::fp32, &o32, &g32);
+      const auto as_ref = [](const std::vector<float>& a) { return Vec(a.begin(), a.end()); };
+      for (nf::ops::Precision p : {nf::ops::Precision::bf16, nf::ops::Precision::tf32}) {
+        const std::string name = std::string(p == nf::ops::Precision::bf16 ? "bf16" : "tf32") + (causal ? " causal" : "") +
+                                 (dq == nf::cuda::AttentionDq::atomic ? " atomic dQ" : "");
+        std::vector<float> o, g;
+        run(p, &o, &g);
+        check_close("attention strided o", name, heads(o, os, 0, true), as_ref(heads(o32, os, 0, true)), tolerance(p).fwd);
+        for (int64_t at : {int64_t(0), D, 2 * D})
+          check_close("attention strided dq|dk|dv", name + " at column " + std::to_string(at), heads(g, rs, at, true),
+                      as_ref(heads(g32, rs, at, true)), tolerance(p).bwd);
+        for (const float gap : heads(o, os, 0, false)) NF_EXPECT(gap == kGap, name + ": a store past O's heads");
+        for (int64_t r = 0; r < B * T; ++r)
+          NF_EXPECT(g[size_t(r * rs + 3 * D)] == kGap, name + ": a store past the gradients' heads");
+      }
     }
   }
-  nf::cuda::set_attention_dq(before);
 }
 
 NF_TEST(cuda_attention_bad_dims) {
