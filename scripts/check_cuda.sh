@@ -219,36 +219,22 @@ flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, 
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true, false> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false, false> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true, false> 255  0
-# flash_dkdv_kernel with atomic dQ (NF_CUDA_ATTENTION_DQ=atomic): dS K in 16 x 32 units after the dK and dV products
-# (16 more accumulators while S and dP are dead); fp32 storage with tf32 operands at DP 128 is not instantiated (its dS tile does not fit)
+# flash_dkdv_kernel with atomic dQ (NF_CUDA_ATTENTION_DQ=atomic; flash_attention_dq_atomic.cu): dS K in 16 x 32 units after the dK and dV products
+# (16 more accumulators while S and dP are dead); without dropout only, and not for fp32 storage with tf32 operands at DP 128 (its dS tile does not fit)
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 32, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 64, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 96, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, float, float, 128, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 32, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 64, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Tf32Mma, float, float, 96, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 32, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 64, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Fp32Mma, float, float, 96, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 32, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 64, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 96, true, true> 255  0
 flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, false, true> 255  0
-flash_dkdv_kernel<nf::cuda::flash::Bf16Mma, unsigned short, unsigned short, 128, true, true> 255  0
 # flash_dq_store_kernel (atomic dQ): dq = scale acc_dq, one element a thread
 flash_dq_store_kernel<float>                 40   0
 flash_dq_store_kernel<unsigned short>        40   0
@@ -332,7 +318,7 @@ ptx_all() {
 if [ "${1:-}" = density ]; then
   dir="$(mktemp -d)"
   trap 'rm -rf "$dir"' EXIT
-  ptx_all sm_90 "$dir" flash_attention_forward.cu flash_attention_backward.cu
+  ptx_all sm_90 "$dir" flash_attention_forward.cu flash_attention_backward.cu flash_attention_dq_atomic.cu
   exec python3 scripts/mma_density.py "$dir"/*.ptx --match '^flash_\w+<\w+, \w+, \w+, (64|128), false(, \w+)?>$' "${@:2}"
 fi
 

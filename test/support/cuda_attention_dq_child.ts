@@ -1,7 +1,8 @@
 /**
  * Child process of test/cuda_attention_precision.test.ts (tsx, NF_CUDA_BACKEND naming the emulated addon,
  * NF_CUDA_ATTENTION_DQ as the case sets it: the backend reads it once per process). A causal
- * MultiHeadAttention with key padding and dropout (head width 40, T 70: two key blocks) on 'cuda', forward and backward at
+ * MultiHeadAttention with key padding (head width 40, T 70: two key blocks; no attention dropout, which
+ * keeps the recompute pass) on 'cuda', forward and backward at
  * each precision of NF_TEST_PRECISIONS; prints one JSON line: per precision the output, dx and the
  * gradients as plain arrays, or the error's code and message (then a second forward must still run:
  * the process and the module stay usable).
@@ -16,7 +17,7 @@ type Outcome = { out: number[]; dx: number[]; grads: Record<string, number[]> } 
 
 const results: Record<string, Outcome> = {};
 for (const precision of (process.env.NF_TEST_PRECISIONS ?? 'fp32').split(',') as Precision[]) {
-  const m = new MultiHeadAttention({ dModel: 80, numHeads: 2, dropout: 0.1, seed: 4, device: 'cuda', precision });
+  const m = new MultiHeadAttention({ dModel: 80, numHeads: 2, seed: 4, device: 'cuda', precision });
   m.train();
   const x = floats([2, 70, 80], 10), dy = floats([2, 70, 80], 11);
   const mask = Tensor.from(Uint8Array.from({ length: 2 * 70 }, (_, i) => (i >= 70 + 61 ? 1 : 0)), [2, 70]).to('cuda');

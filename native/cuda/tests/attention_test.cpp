@@ -221,8 +221,8 @@ NF_TEST(cuda_attention_bf16_storage_parity) {
 }
 
 // dQ by FlashAttention-2's atomic adds from the dK/dV kernel (NF_CUDA_ATTENTION_DQ=atomic) instead of
-// the recompute pass: the suites above again, at every precision and at bf16 storage (fp32 storage
-// with tf32 operands at head width 128 keeps the recompute pass: its dS tile does not fit).
+// the recompute pass: the suites above again, at every precision and at bf16 storage (their cases with
+// attention dropout, and fp32 storage with tf32 operands at head width 128, keep the recompute pass).
 // How the backward forms dQ for the scope's life; the process's choice again after it, also when an
 // assertion throws.
 struct DqScope {
