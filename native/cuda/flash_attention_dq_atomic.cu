@@ -2,7 +2,8 @@
 // instantiated with the dQ product (flash_attention_backward.cuh: add_dq_tile), its fp32 buffer and the
 // store pass into dQ's view. Without attention dropout only (each instantiation costs minutes of nvcc
 // time on the CI's two cores; ViT training rarely drops attention weights): with dropout, and where the
-// dS tile does not fit, launch_atomic_dq launches nothing and the recompute pass runs. Math: dQ = scale Σ_key-blocks dS K, each block's share added by atomicAdd.
+// dS tile does not fit, launch_atomic_dq launches nothing and the recompute pass runs.
+// Math: dQ = scale Σ over key blocks of dS K, each block's share added by atomicAdd.
 // Layout: the buffer [B, H, Tq, Dh] fp32 (workspace slot 1), dQ the view a.lq.
 // Dimension key: B batch, H heads, Tq queries, Dh head width, DP padded width.
 #include <algorithm>

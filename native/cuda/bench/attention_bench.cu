@@ -2,7 +2,7 @@
 // attention_core_backward (its Di pass included) at each precision, timed with CUDA events on the
 // backend's stream after warm-up calls; one JSON line per (precision, shape, pass) on stdout, the
 // backward's twice: dQ by the recompute pass and by atomic adds ("dq"; flash_attention.h; fp32
-// storage at tf32 and fp32 with Dh 128 runs the recompute pass in both). The
+// storage at tf32 and fp32 with Dh 128, and attention dropout, run the recompute pass in both). The
 // peer is bench/gpu/attention_torch.py (PyTorch's scaled_dot_product_attention on the same shapes);
 // bench/gpu/attention_table.py joins the two files into the table (FLOPs, TFLOP/s, ratio).
 //   nf_cuda_attention_bench [--precisions bf16,tf32,fp32] [--storage fp32|bf16] [--T 65,197,1024,4096] [--reps N]
