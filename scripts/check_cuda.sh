@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Compiles every native/cuda/*.cu, and the kernels only the tests launch (native/cuda/tests/*.cu), with
-# nvcc for sm_80, sm_89 and sm_90 (plus compute_90 PTX; sm_89 from compute_80's PTX, as CMakeLists.txt
-# builds it) with warnings as errors, and checks ptxas's resource report (-Xptxas -v) against the budgets below:
+# nvcc for sm_80, sm_89 and sm_90 (plus PTX), all three from compute_80's PTX as CMakeLists.txt builds them,
+# with warnings as errors, and checks ptxas's resource report (-Xptxas -v) against the budgets below:
 # no kernel may spill or use a stack frame, and each kernel's registers and static shared memory
 # must stay within its budget. The report is written to native/cuda/ptxas-report.txt (kept in the
 # repository, so a change in a kernel's resources shows in review). Exits non-zero on any failure.
 #   npm run check:cuda            (nvcc from $NVCC, PATH, $CUDA_PATH/bin or /usr/local/cuda/bin)
 #   NF_PTXAS_REPORT=FILE writes the report there instead (the test suite does, to leave the tree clean).
-#   NF_CUDA_JOBS=N compiles N files at a time (default: one per CPU; 248 s on a 2-core Xeon, nvcc 13).
+#   NF_CUDA_JOBS=N compiles N files at a time (default: one per CPU; 197 s on a 2-core Xeon, nvcc 13).
 #   bash scripts/check_cuda.sh density [--markdown]
 #                                 instead: the instructions per mma.sync of the tensor-core attention
 #                                 kernels' streamed-tile loops in their sm_90 PTX (scripts/mma_density.py;
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The tensor-core kernels must reach the tensor cores: `nvcc --ptx` (compute_80) of each file below
+# The tensor-core kernels must reach the tensor cores: the PTX (compute_80) of each file below
 # must contain each instruction named after it (mma.sync for bf16 and tf32, ldmatrix, cp.async).
 TENSOR_CORE_PTX='
 flash_attention_forward.cu   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ldmatrix.sync.aligned.m8n8.x4.shared.b16 ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 cp.async.cg.shared.global
@@ -328,34 +328,37 @@ trap 'rm -rf "$log" "$log.d"' EXIT
 mkdir "$log.d"
 start=$(date +%s)
 # The files compile NF_CUDA_JOBS at a time (default: one per CPU), the largest first (the slowest to
-# compile: so that no long file starts last), each into its own object and log in $log.d.
+# compile: so that no long file starts last), each into its own object, log and PTX (kept from nvcc's
+# intermediate files, for the tensor-core check below) in $log.d.
 compile_one() {
   local cu="$1" name
   name="$(basename "$cu")"
+  mkdir "$log.d/$name.keep"
   "$NVCC" -std=c++17 -O3 --threads 2 \
-    -gencode arch=compute_80,code='[sm_80,sm_89]' -gencode arch=compute_90,code='[sm_90,compute_90]' \
+    -gencode arch=compute_80,code='[sm_80,sm_89,sm_90,compute_80]' \
     -Werror all-warnings -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Werror -Xptxas -v \
-    -c "$cu" -o "$log.d/$name.o" 2>&1 | sed "s|^|$name |" >"$log.d/$name.log" || {
+    --keep --keep-dir "$log.d/$name.keep" -c "$cu" -o "$log.d/$name.o" 2>&1 | sed "s|^|$name |" >"$log.d/$name.log" || {
     grep -v 'ptxas info' "$log.d/$name.log" >&2
     echo "check_cuda: $cu does not compile cleanly" >&2
     return 255  # (xargs stops at the first failure)
   }
+  mv "$log.d/$name.keep/${name%.cu}.ptx" "$log.d/$name.ptx"
+  rm -rf "$log.d/$name.keep"
 }
 export -f compile_one
 export NVCC log
 ls -S native/cuda/*.cu native/cuda/tests/*.cu | xargs -P "${NF_CUDA_JOBS:-$(nproc)}" -n 1 bash -o pipefail -c 'compile_one "$0"' || exit 1
 cat "$log.d"/*.log >"$log"
 
-ptx_all compute_80 "$log.d" $(awk 'NF { print $1 }' <<<"$TENSOR_CORE_PTX")
 while read -r file instructions; do
   [ -n "$file" ] || continue
   for instruction in $instructions; do
     grep -qF "$instruction" "$log.d/$file.ptx" || {
-      echo "check_cuda: nvcc --ptx of native/cuda/$file has no $instruction" >&2
+      echo "check_cuda: the PTX of native/cuda/$file has no $instruction" >&2
       exit 1
     }
   done
-  echo "check_cuda: nvcc --ptx of native/cuda/$file has $(grep -cE '^\s*mma\.sync' "$log.d/$file.ptx") mma.sync ($instructions)"
+  echo "check_cuda: the PTX of native/cuda/$file has $(grep -cE '^\s*mma\.sync' "$log.d/$file.ptx") mma.sync ($instructions)"
 done <<<"$TENSOR_CORE_PTX"
 
 # One row per (kernel, arch): file kernel arch registers spill-stores spill-loads stack smem.

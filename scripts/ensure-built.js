@@ -42,12 +42,17 @@ const cpuSources = Math.max(...['core', 'cpu', 'napi', 'ops'].map((d) => newest(
 // This machine's release build (`npm run build:platforms`, which `.ci/run` runs before the tests:
 // the same sources with binding.gyp's flags, the addon users install) stands in for node-gyp's when
 // it is newer than the sources, rather than compiling everything a second time (~2 min on 2 cores).
+// It is stripped: build/Release/obj links to the objects it was linked from, which keep their
+// symbols (test/loader.test.ts disassembles them).
 const libc = process.platform === 'linux' ? (require('detect-libc').familySync() === 'musl' ? '-musl' : '-gnu') : '';
 const released = at('build', 'platforms', `${process.platform}-${process.arch}${libc}`, 'nodeformer.node');
 if (mtime(addon) < cpuSources && mtime(released) >= cpuSources) {
   console.log(`ensure-built: the CPU addon from npm run build:platforms (${path.relative(root, released)}), copied to build/Release`);
   fs.mkdirSync(path.dirname(addon), { recursive: true });
   fs.copyFileSync(released, addon);
+  const objects = path.join(path.dirname(addon), 'obj');
+  fs.rmSync(objects, { recursive: true, force: true });
+  fs.symlinkSync(path.relative(path.dirname(addon), path.join(path.dirname(released), 'obj')), objects, 'dir');
 }
 if (mtime(addon) < cpuSources) {
   console.log('ensure-built: building the CPU addon (build/Release/nodeformer.node)');

@@ -24,13 +24,17 @@ describe.skipIf(reason !== null)('CUDA backend on the SIMT emulator', () => {
     const build = await buildEmulated();
     expect(build.ok, build.out).toBe(true);
     expect(build.out).not.toMatch(/warning:/);
-    // Twice: the products on the backend's own kernel (no cuBLASLt: one warning), then through
-    // cuBLASLt's path with the CPU stand-in (the kernel still checked on the GEMM cases).
+    // Twice, at the same time (one process per core): the products on the backend's own kernel (no
+    // cuBLASLt: one warning), and through cuBLASLt's path with the CPU stand-in (the kernel still
+    // checked on the GEMM cases).
     const env = { ...process.env };
     delete env.NF_CUBLASLT_PATH;
     delete env.NF_CUBLASLT;
-    for (const standIn of [false, true]) {
-      const tests = await run(exe, [], standIn ? { ...env, NF_CUBLASLT_PATH: path.join(emuBuildDir, 'emulated', 'libnf_cublaslt_standin.so') } : env);
+    const standIns = [false, true];
+    const runs = await Promise.all(standIns.map((standIn) =>
+      run(exe, [], standIn ? { ...env, NF_CUBLASLT_PATH: path.join(emuBuildDir, 'emulated', 'libnf_cublaslt_standin.so') } : env)));
+    for (const [i, tests] of runs.entries()) {
+      const standIn = standIns[i];
       // The executable prints a line per test, the largest relative errors per output, a summary.
       console.log(tests.out);
       expect(tests.ok, tests.out).toBe(true);

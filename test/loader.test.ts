@@ -102,8 +102,9 @@ describe('one binary for every x86-64 CPU', () => {
   /**
    * What to disassemble: the loaded addon when it has its symbol table; a stripped one (a platform
    * package's, as `npm run build:platforms` leaves it in build/platforms/<platform>/ with its
-   * objects in obj/ beside it; else the clone's build/Release) through the object files it was
-   * linked from, which keep their symbols.
+   * objects in obj/ beside it, as also build/Release's copy of it made by scripts/ensure-built.js;
+   * else the clone's build/Release/obj.target) through the object files it was linked from, which
+   * keep their symbols.
    */
   function binaries(): string[] {
     if (!/no symbols/.test(execFileSync('objdump', ['-t', nativeAddonPath], { encoding: 'utf8', maxBuffer: 1 << 28 })))
