@@ -142,14 +142,20 @@ void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t r
   }
 }
 
-// Vectors of O a pass of accumulate_rows covers: the 4 x kMaxV accumulators, kMaxV loads and a
-// broadcast stay in registers (AVX-512: 20 + 5 + 1 of 32 zmm, so a score row of kBK = 80 keys is
-// one pass; AVX2 and NEON 8 + 2 + 1, scalar likewise).
+// Vectors of O a pass of accumulate_rows covers: R x NVec accumulators, NVec loads and a broadcast
+// stay in registers (AVX-512: up to 24 + 5 + 1 of 32 zmm, so a score row of kBK = 80 keys is one
+// pass; AVX2 and NEON 8 + 2 + 1, scalar likewise).
 #if NF_AVX512
 constexpr int kMaxV = 5;
 #else
 constexpr int kMaxV = 2;
 #endif
+// Rows of a pass of NVec vectors. AVX-512: 12, 8 or 4, the most that keep R x NVec <= 24 (a narrow O,
+// such as a head of 32 columns in P V, dV, dK and dQ, would otherwise share each broadcast of P among
+// 2 vectors and keep too few multiply-adds in flight; 12 leaves 8 rows of a 32-query block or of an
+// 80-key tile to two passes of 4). The other variants: 4 (not measured otherwise).
+template <int NVec>
+constexpr int kPassRows = NF_AVX512 ? (12 * NVec <= 24 ? 12 : 8 * NVec <= 24 ? 8 : 4) : 4;
 
 // O[r*ldo + 0:n] += Σ_{c < cols} P(r, c) V[c*ldv + 0:n] for r < R and the V vectors of columns from
 // 0, the last wl <= W lanes wide (loaded and stored masked when short), P(r, c) = P[r*prs + c*pcs]
@@ -162,7 +168,7 @@ void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t
   // (Every loop over r and v unrolled: an accumulator array indexed by a loop variable stays in
   // memory, and GCC then stores all of it on every pass of the c loop.)
   vf a[R][NVec];
-#pragma GCC unroll 4
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 5
     for (int v = 0; v < NVec; ++v) a[r][v] = kSet ? vzero() : vload_w(O + r * ldo + v * W, v == NVec - 1 ? wl : W);
@@ -170,23 +176,39 @@ void accumulate_rows(float* O, int64_t ldo, const float* P, int64_t prs, int64_t
     vf b[NVec];
 #pragma GCC unroll 5
     for (int v = 0; v < NVec; ++v) b[v] = vload_w(V + c * ldv + v * W, v == NVec - 1 ? wl : W);
-#pragma GCC unroll 4
+#pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       const vf p = vset1(P[r * prs + c * pcs]);
 #pragma GCC unroll 5
       for (int v = 0; v < NVec; ++v) a[r][v] = vdot_step<kPairs>(p, b[v], a[r][v]);
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 5
     for (int v = 0; v < NVec; ++v) vstore_w(O + r * ldo + v * W, a[r][v], v == NVec - 1 ? wl : W);
 }
 
-// accumulate_rows over all n columns of O: passes of kMaxV vectors, then one of the rest.
-template <int R, bool kSet, bool kPairs>
-void accumulate_columns(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int cols, const float* V,
-                        int64_t ldv, int64_t n) {
+// accumulate_rows of one pass of NVec vectors over all `rows` rows: kPassRows<NVec> at a time, then
+// 4, then 1.
+template <int NVec, bool kSet, bool kPairs>
+void accumulate_pass(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int rows, int cols, const float* V,
+                     int64_t ldv, int wl) {
+  constexpr int R = kPassRows<NVec>;
+  int r = 0;
+  for (; r + R <= rows; r += R) accumulate_rows<R, NVec, kSet, kPairs>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, wl);
+  if constexpr (R > 4)
+    for (; r + 4 <= rows; r += 4) accumulate_rows<4, NVec, kSet, kPairs>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, wl);
+  for (; r < rows; ++r) accumulate_rows<1, NVec, kSet, kPairs>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, wl);
+}
+
+// O[r*ldo + 0:n] += Σ_{c < cols} P[r*prs + c*pcs] V[c*ldv + 0:n] for r < rows (kSet: O = the
+// sum; kPairs: bf16 pairs, c counting them): the one micro-kernel of every product in the core,
+// in passes of kMaxV vectors of O's columns, then one of the rest. Each element of O is one chain
+// of multiply-adds over c in order, however the rows and columns are grouped.
+template <bool kSet = false, bool kPairs = false>
+void tile_accumulate(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int rows, int cols,
+                     const float* V, int64_t ldv, int64_t n) {
   for (int64_t d = 0; d < n; d += kMaxV * W) {
     const int64_t left = n - d;
     const int nvec = int(std::min<int64_t>(kMaxV, (left + W - 1) / W));
@@ -194,25 +216,15 @@ void accumulate_columns(float* O, int64_t ldo, const float* P, int64_t prs, int6
     float* o = O + d;
     const float* v = V + d;
     switch (nvec) {
-      case 1: accumulate_rows<R, 1, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
-      case 2: accumulate_rows<R, 2, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 1: accumulate_pass<1, kSet, kPairs>(o, ldo, P, prs, pcs, rows, cols, v, ldv, wl); break;
+      case 2: accumulate_pass<2, kSet, kPairs>(o, ldo, P, prs, pcs, rows, cols, v, ldv, wl); break;
 #if NF_AVX512
-      case 3: accumulate_rows<R, 3, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
-      case 4: accumulate_rows<R, 4, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
-      case 5: accumulate_rows<R, 5, kSet, kPairs>(o, ldo, P, prs, pcs, cols, v, ldv, wl); break;
+      case 3: accumulate_pass<3, kSet, kPairs>(o, ldo, P, prs, pcs, rows, cols, v, ldv, wl); break;
+      case 4: accumulate_pass<4, kSet, kPairs>(o, ldo, P, prs, pcs, rows, cols, v, ldv, wl); break;
+      case 5: accumulate_pass<5, kSet, kPairs>(o, ldo, P, prs, pcs, rows, cols, v, ldv, wl); break;
 #endif
     }
   }
-}
-
-// O[r*ldo + 0:n] += Σ_{c < cols} P[r*prs + c*pcs] V[c*ldv + 0:n] for r < rows (kSet: O = the
-// sum; kPairs: bf16 pairs, c counting them): the one micro-kernel of every product in the core.
-template <bool kSet = false, bool kPairs = false>
-void tile_accumulate(float* O, int64_t ldo, const float* P, int64_t prs, int64_t pcs, int rows, int cols,
-                     const float* V, int64_t ldv, int64_t n) {
-  int r = 0;
-  for (; r + 4 <= rows; r += 4) accumulate_columns<4, kSet, kPairs>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
-  for (; r < rows; ++r) accumulate_columns<1, kSet, kPairs>(O + r * ldo, ldo, P + r * prs, prs, pcs, cols, V, ldv, n);
 }
 
 #if NF_AMX_CORE
