@@ -1,0 +1,41 @@
+/**
+ * The cases `bench/ab.ts` times, as written on its command line:
+ *   gemm:MxNxK[:flags]        native.gemm, C[M,N] = op(A) op(B) over K; flags: A (transA), B (transB),
+ *                             g (the GELU epilogue)
+ *   attention:BxTxDxH[:flags] native.attentionForward (flag f, the default) or attentionBackward (b):
+ *                             self-attention of B sequences of T tokens, width D, H heads; c: causal
+ * and a precision for all of them (fp32 unless --precision says otherwise).
+ */
+import type { Activation, Precision } from '../lib/native/ops.generated';
+
+export type AbCase =
+  | { kind: 'gemm'; M: number; N: number; K: number; transA: boolean; transB: boolean; act: Activation; precision: Precision }
+  | { kind: 'attention'; B: number; T: number; D: number; H: number; pass: 'forward' | 'backward'; causal: boolean; precision: Precision };
+
+export const CASE_SYNTAX = 'gemm:MxNxK[:AB g] or attention:BxTxDxH[:f|b c], optionally @precision (fp32, tf32, bf16)';
+
+/** The case `text` names (see the header), or an Error saying what is wrong with it. */
+export function parseCase(text: string): AbCase {
+  const [body, precision = 'fp32'] = text.split('@');
+  const [kind, dims = '', flags = ''] = body.split(':');
+  const n = dims.split('x').map(Number);
+  const fail = (why: string) => new Error(`case '${text}': ${why} (expected ${CASE_SYNTAX})`);
+  if (!['fp32', 'tf32', 'bf16'].includes(precision)) throw fail(`unknown precision '${precision}'`);
+  if (n.some((v) => !Number.isInteger(v) || v < 1)) throw fail('dimensions must be positive integers');
+  const unknown = [...flags].find((f) => !(kind === 'gemm' ? 'ABg' : 'fbc').includes(f));
+  if (unknown) throw fail(`unknown flag '${unknown}'`);
+  const p = precision as Precision;
+  if (kind === 'gemm' && n.length === 3)
+    return { kind, M: n[0], N: n[1], K: n[2], transA: flags.includes('A'), transB: flags.includes('B'), act: flags.includes('g') ? 'gelu' : 'none', precision: p };
+  if (kind === 'attention' && n.length === 4) {
+    if (n[2] % n[3] !== 0) throw fail('D must be a multiple of H');
+    if (flags.includes('f') && flags.includes('b')) throw fail('f and b both given');
+    return { kind, B: n[0], T: n[1], D: n[2], H: n[3], pass: flags.includes('b') ? 'backward' : 'forward', causal: flags.includes('c'), precision: p };
+  }
+  throw fail(kind === 'gemm' || kind === 'attention' ? `${kind} takes ${kind === 'gemm' ? 3 : 4} dimensions` : `unknown kind '${kind}'`);
+}
+
+/** The case's FLOPs a run (the GEMM's 2MNK), or null where ab.ts reports milliseconds only. */
+export function caseFlops(c: AbCase): number | null {
+  return c.kind === 'gemm' ? 2 * c.M * c.N * c.K : null;
+}
