@@ -46,10 +46,10 @@ function startWorker(spec: string, threads: number): Worker {
       process.exit(1);
     }
   });
-  let ready: Promise<unknown> | null = new Promise((res) => waiting.push(res));  // {"ready": true}
+  const ready = new Promise((res) => waiting.push(res));  // its first line, {"ready": true}
   return {
     ask: async (q) => {
-      if (ready) await ready, (ready = null);
+      await ready;
       return new Promise((res) => {
         waiting.push(res);
         child.stdin!.write(`${JSON.stringify(q)}\n`);
