@@ -4,15 +4,18 @@
  *                             g (the GELU epilogue)
  *   attention:BxTxDxH[:flags] native.attentionForward (flag f, the default) or attentionBackward (b):
  *                             self-attention of B sequences of T tokens, width D, H heads; c: causal
- * and a precision for all of them (fp32 unless --precision says otherwise).
+ * each optionally @precision (fp32 without it): fp32, tf32 or bf16.
  */
-import type { Activation, Precision } from '../lib/native/ops.generated';
+import { Precisions, type Activation, type Precision } from '../lib/native/ops.generated';
+
+/** The precisions a case may name: the project's but int8 (eval-only Linear layers, not these raw ops). */
+const CASE_PRECISIONS = Precisions.filter((p) => p !== 'int8');
 
 export type AbCase =
   | { kind: 'gemm'; M: number; N: number; K: number; transA: boolean; transB: boolean; act: Activation; precision: Precision }
   | { kind: 'attention'; B: number; T: number; D: number; H: number; pass: 'forward' | 'backward'; causal: boolean; precision: Precision };
 
-export const CASE_SYNTAX = 'gemm:MxNxK[:AB g] or attention:BxTxDxH[:f|b c], optionally @precision (fp32, tf32, bf16)';
+export const CASE_SYNTAX = `gemm:MxNxK[:AB g] or attention:BxTxDxH[:f|b c], optionally @precision (${CASE_PRECISIONS.join(', ')})`;
 
 /** The case `text` names (see the header), or an Error saying what is wrong with it. */
 export function parseCase(text: string): AbCase {
@@ -20,7 +23,7 @@ export function parseCase(text: string): AbCase {
   const [kind, dims = '', flags = ''] = body.split(':');
   const n = dims.split('x').map(Number);
   const fail = (why: string) => new Error(`case '${text}': ${why} (expected ${CASE_SYNTAX})`);
-  if (!['fp32', 'tf32', 'bf16'].includes(precision)) throw fail(`unknown precision '${precision}'`);
+  if (!(CASE_PRECISIONS as readonly string[]).includes(precision)) throw fail(`unknown precision '${precision}'`);
   if (n.some((v) => !Number.isInteger(v) || v < 1)) throw fail('dimensions must be positive integers');
   const unknown = [...flags].find((f) => !(kind === 'gemm' ? 'ABg' : 'fbc').includes(f));
   if (unknown) throw fail(`unknown flag '${unknown}'`);

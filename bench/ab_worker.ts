@@ -4,38 +4,30 @@
  *   {"case": "<case>", "reps": n}  runs the case n times → {"ms": mean ms a run}
  *   {"peak": true}                  the FMA peak now, as fmaPeak measures it → {"gflops": x}
  * It writes {"ready": true} once loaded. Cases are parsed by ab_cases.ts; their buffers are made on
- * first use (random values) and kept for the later requests.
+ * first use (seeded random values, op_measure.ts's) and kept for the later requests.
  */
 import * as readline from 'node:readline';
 
 import { native } from '../lib/native/addon';
+import { Random } from '../lib/core/random';
 import { parseCase, type AbCase } from './ab_cases';
+import { attentionLayer, randomArray } from './op_measure';
 
 const THREADS = Number(process.env.NF_AB_THREADS ?? 2);
 native.setNumThreads(THREADS);
 
-const random = (n: number, scale: number) => Float32Array.from({ length: n }, () => (Math.random() - 0.5) * scale);
-
-/** A function running the case once, its buffers allocated here. */
+/** A function running the case once, its operands drawn here (op_measure.ts's, as the operator table's). */
 function makeRun(c: AbCase): () => void {
+  const rng = new Random(11);
   if (c.kind === 'gemm') {
     const { M, N, K } = c;
-    const args = { M, N, K, A: random(M * K, 1), B: random(K * N, 1), C: new Float32Array(M * N),
+    const args = { M, N, K, A: randomArray(M * K, rng), B: randomArray(K * N, rng), C: new Float32Array(M * N),
       transA: c.transA, transB: c.transB, act: c.act, precision: c.precision };
     return () => native.gemm(args);
   }
-  const { B, T, D, H } = c;
-  const x = random(B * T * D, 2), qkvWeight = random(3 * D * D, 0.1), projWeight = random(D * D, 0.1);
-  const qkv = new Float32Array(B * T * 3 * D), ctx = new Float32Array(B * T * D), lse = new Float32Array(B * H * T);
-  const dims = { B, Tq: T, D, H, causal: c.causal, precision: c.precision };
-  const forward = { ...dims, x, qkvWeight, qkvBias: random(3 * D, 1), projWeight, projBias: random(D, 1),
-    out: new Float32Array(B * T * D), qkv, ctx, lse };
-  native.attentionForward(forward);  // (the backward reads what it saves)
-  if (c.pass === 'forward') return () => native.attentionForward(forward);
-  const backward = { ...dims, x, qkvWeight, projWeight, qkv, ctx, lse, dout: random(B * T * D, 1),
-    dx: new Float32Array(B * T * D), dQkvWeight: new Float32Array(3 * D * D), dQkvBias: new Float32Array(3 * D),
-    dProjWeight: new Float32Array(D * D), dProjBias: new Float32Array(D) };
-  return () => native.attentionBackward(backward);
+  const layer = attentionLayer({ B: c.B, Tq: c.T, Tk: c.T, D: c.D, H: c.H, cross: false, causal: c.causal, keyPadding: false }, rng, c.precision);
+  layer.forward();  // (the backward reads what it saves)
+  return c.pass === 'forward' ? layer.forward : layer.backward;
 }
 
 const runs = new Map<string, () => void>();

@@ -7,11 +7,13 @@
  */
 import { native } from '../lib';
 import { Random } from '../lib/core/random';
+import type { Precision } from '../lib/native/ops.generated';
 import type { AttentionCase, AdamWCase, CaseSamples, FeedForwardCase, LayerNormCase, LinearCase, OpCase } from './op_cases';
 import type { Repeat } from './protocol';
 import { repeat, repeatPaired } from './sampling';
 
-function randomArray(n: number, rng: Random, scale = 1): Float32Array {
+/** n seeded normal values times scale. */
+export function randomArray(n: number, rng: Random, scale = 1): Float32Array {
   const a = new Float32Array(n);
   for (let i = 0; i < n; i++) a[i] = scale * rng.normal();
   return a;
@@ -47,25 +49,37 @@ async function withLinears(layer: { forward: () => void; backward: () => void },
   return { forward: forward.a, linearsForward: forward.b, backward: backward.a, linearsBackward: backward.b };
 }
 
-async function attention(c: AttentionCase, r: Repeat): Promise<CaseSamples> {
-  const { B, Tq, Tk, D, H } = c, rng = new Random(11);
+/**
+ * A self- or cross-attention layer's operands, drawn from rng, and its forward and backward raw op
+ * calls (the backward reads what the last forward saved); precision as the layer's (default fp32).
+ * Also bench/ab_worker.ts's attention case.
+ */
+export function attentionLayer(c: Omit<AttentionCase, 'op' | 'label'>, rng: Random, precision?: Precision): { forward: () => void; backward: () => void } {
+  const { B, Tq, Tk, D, H } = c;
   const x = randomArray(B * Tq * D, rng), memory = c.cross ? randomArray(B * Tk * D, rng) : null;
   const w = { qkvWeight: randomArray(3 * D * D, rng, 1 / Math.sqrt(D)), qkvBias: randomArray(3 * D, rng, 0.1),
     projWeight: randomArray(D * D, rng, 1 / Math.sqrt(D)), projBias: randomArray(D, rng, 0.1) };
-  const common = { B, Tq, Tk, D, H, causal: c.causal, memory, keyPaddingMask: c.keyPadding ? new Uint8Array(B * Tk) : null };
+  const common = { B, Tq, Tk, D, H, causal: c.causal, memory, keyPaddingMask: c.keyPadding ? new Uint8Array(B * Tk) : null,
+    ...(precision ? { precision } : {}) };
   const saved = c.cross
     ? { q: new Float32Array(B * Tq * D), kv: new Float32Array(B * Tk * 2 * D), ctx: new Float32Array(B * Tq * D), lse: new Float32Array(B * H * Tq) }
     : { qkv: new Float32Array(B * Tq * 3 * D), ctx: new Float32Array(B * Tq * D), lse: new Float32Array(B * H * Tq) };
   const out = new Float32Array(B * Tq * D), dout = randomArray(B * Tq * D, rng);
   const grads = { dx: new Float32Array(B * Tq * D), dMemory: c.cross ? new Float32Array(B * Tk * D) : null,
     dQkvWeight: new Float32Array(3 * D * D), dQkvBias: new Float32Array(3 * D), dProjWeight: new Float32Array(D * D), dProjBias: new Float32Array(D) };
+  return {
+    forward: () => native.attentionForward({ ...common, ...w, ...saved, out, x }),
+    backward: () => native.attentionBackward({ ...common, ...saved, ...grads, dout, x, qkvWeight: w.qkvWeight, projWeight: w.projWeight }),
+  };
+}
+
+async function attention(c: AttentionCase, r: Repeat): Promise<CaseSamples> {
+  const { B, Tq, Tk, D } = c, rng = new Random(11);
+  const layer = attentionLayer(c, rng);
   const projections: [number, number, number][] = c.cross
     ? [[B * Tq, D, D], [B * Tk, D, 2 * D], [B * Tq, D, D]]
     : [[B * Tq, D, 3 * D], [B * Tq, D, D]];
-  return withLinears({
-    forward: () => native.attentionForward({ ...common, ...w, ...saved, out, x }),
-    backward: () => native.attentionBackward({ ...common, ...saved, ...grads, dout, x, qkvWeight: w.qkvWeight, projWeight: w.projWeight }),
-  }, projections, r, rng);
+  return withLinears(layer, projections, r, rng);
 }
 
 async function feedforward(c: FeedForwardCase, r: Repeat): Promise<CaseSamples> {
