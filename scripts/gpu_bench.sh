@@ -14,7 +14,8 @@
 #                                       steps for a rerun (ours:fp32, ours:checks, ... one
 #                                       part of a step);
 #                                       NF_ATTENTION_ARGS goes to bench/gpu/attention_run.sh;
-#                                       NF_PROFILE_BATCH the profile step's batch (default 8)
+#                                       NF_PROFILE_BATCH the profile step's training batch (default 8;
+#                                       its profile:infer part times inference at batch 64)
 #   bash scripts/gpu_bench.sh --dry     here: the same steps at tiny shapes on the emulator
 #                                       (npm run build:cuda:emu first), PyTorch's side only --help'd
 #                                       unless torch is importable; proves the script before a GPU is lent
@@ -200,12 +201,12 @@ PY
   step attention_sass 60 attention_sass
   # GPU time per kernel, summed by name, over two eager bf16 ViT-B/16 training steps at batch
   # NF_PROFILE_BATCH (default 8; the second step is the steady state, the first adds one-time casts and
-  # cuBLASLt's heuristics).
+  # cuBLASLt's heuristics); then (profile:infer) over two inference calls at batch 64.
   profile() {
     local csv; csv=$(mktemp -p "$scratch")
     (cd "$hdir" && NF_CUDA_GRAPHS=0 ncu --metrics gpu__time_duration.sum --csv --print-units base \
       --print-kernel-base function $hcmd profile "$1") > "$csv" 2>> "$OUT/errors.log"
-    python3 - "$csv" "${NF_PROFILE_BATCH:-8}" >> "$OUT/profile.txt" <<'PY'
+    python3 - "$csv" "${NF_PROFILE_BATCH:-8}" "${NF_PROFILE_MODE:-train}" >> "$OUT/profile.txt" <<'PY'
 import csv, sys, collections
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
 head, body = rows[0], rows[1:]
@@ -215,13 +216,15 @@ for r in body:
     total[r[name]] += float(r[value].replace(",", "")) / 1e6
     count[r[name]] += 1
 all_ms = sum(total.values())
-print(f"GPU time per kernel over 2 eager bf16 ViT-B/16 B{sys.argv[2]} training steps: {all_ms:.2f} ms in {sum(count.values())} launches")
+what = "training steps" if sys.argv[3] == "train" else "inference calls"
+print(f"GPU time per kernel over 2 eager bf16 ViT-B/16 B{sys.argv[2]} {what}: {all_ms:.2f} ms in {sum(count.values())} launches")
 for k, ms in total.most_common(40):
     print(f"{ms:9.3f} ms {100 * ms / all_ms:5.1f}% {count[k]:5d}x  {k[:110]}")
 PY
   }
   export -f profile
   step profile 75 profile "$plan"
+  NF_PROFILE_MODE=infer NF_PROFILE_BATCH=64 step profile:infer 60 profile "$plan"
   step kernels 60 env NF_CUBLASLT=0 bash -c gpu_tests
   step memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/nf_cuda_gpu_tests" bf16 >> "$log" 2>&1
   step memcheck:atomic_dq 60 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/nf_cuda_gpu_tests" atomic_dq >> "$log" 2>&1

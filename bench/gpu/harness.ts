@@ -18,7 +18,8 @@
  *                                steps), and the device bytes one training forward of that model keeps
  *                                for backward at fp32 and at bf16 (cudaMemoryStats().requestedBytes;
  *                                bf16 must keep fewer)
- *   profile PLAN                 two eager training steps (graphs off) of ViT-B/16 B8 (NF_PROFILE_BATCH) at bf16, for
+ *   profile PLAN                 two eager training steps (graphs off) of ViT-B/16 B8 (NF_PROFILE_BATCH) at bf16, or
+ *                                two inference calls with NF_PROFILE_MODE=infer, for
  *                                ncu to time kernel by kernel (scripts/gpu_bench.sh sums them per kernel)
  *   report PLAN OURS TORCH OUT   joins both sides' lines into rows (ms, ratio = PyTorch ms / ours,
  *                                MFU = FLOPs / time / the precision's H100 peak), writes OUT (JSON)
@@ -234,17 +235,19 @@ function checks(planFile: string): void {
 }
 
 /**
- * Two eager training steps of the plan's largest model in bf16 (ncu times each kernel): batch 8, or
- * NF_PROFILE_BATCH.
+ * Two eager training steps (or, with NF_PROFILE_MODE=infer, two inference calls) of the plan's largest
+ * model in bf16 (ncu times each kernel): batch 8, or NF_PROFILE_BATCH.
  */
 function profile(planFile: string): void {
   const plan = JSON.parse(fs.readFileSync(planFile, 'utf8')) as Plan;
-  const row = plan.rows.find((r) => r.mode === 'train' && r.precision === 'bf16' && r.id === (plan.dry ? 'tiny' : 'vit-b16'))!;
+  const mode = process.env.NF_PROFILE_MODE ?? 'train';
+  if (mode !== 'train' && mode !== 'infer') throw new Error(`NF_PROFILE_MODE must be train or infer, got ${mode}`);
+  const row = plan.rows.find((r) => r.mode === mode && r.precision === 'bf16' && r.id === (plan.dry ? 'tiny' : 'vit-b16'))!;
   const batch = plan.dry ? 2 : Number(process.env.NF_PROFILE_BATCH ?? 8);
   if (!Number.isInteger(batch) || batch < 1) throw new Error(`NF_PROFILE_BATCH must be a positive integer, got ${process.env.NF_PROFILE_BATCH}`);
   setCudaGraphs(false);
   const ms = timeRow({ ...row, batch, warmup: 1, reps: 1 });
-  console.log(JSON.stringify({ side: 'ours', profile: `${row.id} B${batch} train bf16, eager`, ...ms }));
+  console.log(JSON.stringify({ side: 'ours', profile: `${row.id} B${batch} ${mode} bf16, eager`, ...ms }));
 }
 
 const rowKey = (r: { id: string; batch: number; mode: string; precision: string }) => `${r.id}|${r.batch}|${r.mode}|${r.precision}`;
