@@ -86,9 +86,10 @@ ce_mean_kernel                           40   256
 # adamw_multi_kernel<C> (the multi-tensor AdamW, C the type of the weight copy it writes: float or bf16): the
 # step factors (double pow, from arguments or step values) at the top of each block, then 4 elements of 4 arrays
 # per 16-byte vector step and a scalar tail; its table of 36 tensors and 320 blocks is a kernel argument
-# (about 3.4 KB of the 4 KB of parameter space, in constant bank 0)
+# (about 3.4 KB of the 4 KB of parameter space, in constant bank 0); the bf16 copy rounded by cvt.rn.bf16x2
+# (2026-11-28: 40 registers with the integer rounding, 44-45 with the instruction, as many as the float kernel)
 adamw_multi_kernel<float>                44   0
-adamw_multi_kernel<nf::ops::bf16>        40   0
+adamw_multi_kernel<nf::ops::bf16>        45   0
 # attention_weights_kernel, attention_di_kernel: templated on the storage of q, k (dO, O): float or bf16;
 # attention_di_kernel also on the elements a lane loads at a time (a 16-byte vector, or 1)
 attention_weights_kernel<float>          72   0

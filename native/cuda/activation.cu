@@ -42,7 +42,8 @@ __device__ __forceinline__ void with_act(Act act, F f) {
 }
 
 // 16-byte vectors (bf16.cuh Pack) when the arrays are aligned and a row is a whole number of vectors
-// (a vector then never straddles two rows and takes bias[c .. c + V)); element by element otherwise.
+// (a vector then never straddles two rows and takes bias[c .. c + V), as vectors too: load_floats);
+// element by element otherwise.
 // A thread's column c advances by its stride modulo n (one compare, no 64-bit division per vector).
 template <class S>
 __global__ void __launch_bounds__(kThreads)
@@ -50,15 +51,17 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int V = kPack<S>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x, first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   with_act(act_of_call, [&](Act act) {
-    if (n % V == 0 && aligned16(y, preact, x)) {
+    if (n % V == 0 && aligned16(y, preact, x, bias)) {
       const int advance = int(step * V % n);
       int c = int(first * V % n);
       for (int64_t i = first * V; i < total; i += step * V) {
         float h[V];
         load_pack(x, i, h);
         if (bias) {
+          float bv[V];
+          load_floats<V>(bias, c, bv);
 #pragma unroll
-          for (int j = 0; j < V; ++j) h[j] += bias[c + j];
+          for (int j = 0; j < V; ++j) h[j] += bv[j];
         }
         if (preact) {
 #pragma unroll

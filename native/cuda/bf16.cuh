@@ -38,8 +38,8 @@
 //   pooling, drop path), mse, embeddings, token positions, decoding.
 //
 // A kernel templated on its storage type S (float or ops::bf16) reads with load(p) (a float) and
-// writes with store(p, v) (rounded to nearest even for bf16, NaN kept a quiet NaN); the same source
-// serves both precisions, and with S = float it compiles to the plain loads and stores it had.
+// writes with store(p, v) (rounded to nearest even for bf16, a NaN stays NaN: mma.cuh bf16_bits); the
+// same source serves both precisions, and with S = float it compiles to the plain loads and stores it had.
 // Vectors of 16 bytes (kPack<S> elements: 4 floats, 8 bf16) move with Pack<S>: load_pack/store_pack
 // at an element index that is a multiple of kPack<S> from a 16-byte aligned base (the caller checks
 // both; the caching allocator's blocks are 256-byte aligned), the bulk of a memory-bound kernel, the
@@ -47,6 +47,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../ops/schema.h"
 #include "gemm.h"
@@ -60,7 +61,7 @@ using ops::bf16;
 __host__ __device__ __forceinline__ float load(const float* p) { return *p; }
 __host__ __device__ __forceinline__ float load(const bf16* p) { return bf16_value(p->bits); }
 
-// float → bf16, round to nearest even (what __float2bfloat16_rn does; a NaN stays a quiet NaN).
+// float → bf16, round to nearest even (what __float2bfloat16_rn does; a NaN stays NaN).
 __host__ __device__ __forceinline__ bf16 to_bf16(float v) { return bf16{bf16_bits(v)}; }
 
 __host__ __device__ __forceinline__ void store(float* p, float v) { *p = v; }
@@ -88,11 +89,19 @@ __host__ __device__ __forceinline__ void load_pack(const S* p, int64_t i, float 
 }
 template <class S>
 __host__ __device__ __forceinline__ void store_pack(S* p, int64_t i, const float (&in)[kPack<S>]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<S, bf16>) {  // two values a conversion (cvt.rn.bf16x2.f32), same bits
+    const uint4 w{pack_bf16x2(in[0], in[1]), pack_bf16x2(in[2], in[3]), pack_bf16x2(in[4], in[5]),
+                  pack_bf16x2(in[6], in[7])};
+    *reinterpret_cast<uint4*>(p + i) = w;
+  } else {
+    Pack<S> k;
+    for (int j = 0; j < kPack<S>; ++j) store(&k.v[j], in[j]);
+    *reinterpret_cast<Pack<S>*>(p + i) = k;
+  }
+#else
   Pack<S> k;
   for (int j = 0; j < kPack<S>; ++j) store(&k.v[j], in[j]);
-#if defined(__CUDA_ARCH__)
-  *reinterpret_cast<Pack<S>*>(p + i) = k;
-#else
   std::memcpy(p + i, &k, sizeof k);
 #endif
 }
@@ -109,6 +118,23 @@ template <int W, class S>
 __host__ __device__ __forceinline__ void store_cols(S* p, int64_t c, const float (&v)[W]) {
   if constexpr (W == 1) store(p + c, v[0]);
   else store_pack(p, c, v);
+}
+
+// W consecutive floats p[c .. c + W) (the γ, β or bias beside a chunk of W columns): 16-byte vectors
+// when W is a multiple of 4 (p + c aligned), else one by one. A warp whose lanes own chunks of W
+// columns reads them either way as 32 chunks W floats apart (8 cache lines a load at W = 8): W / 4
+// such loads instead of W, a quarter of the L1 wavefronts; the same values.
+template <int W>
+__host__ __device__ __forceinline__ void load_floats(const float* p, int64_t c, float (&v)[W]) {
+  if constexpr (W % kPack<float> == 0) {
+    for (int q = 0; q < W; q += kPack<float>) {
+      float t[kPack<float>];
+      load_pack(p, c + q, t);
+      for (int j = 0; j < kPack<float>; ++j) v[q + j] = t[j];
+    }
+  } else {
+    for (int j = 0; j < W; ++j) v[j] = p[c + j];
+  }
 }
 
 // Whether every pointer given is 16-byte aligned (null counts as aligned).

@@ -71,8 +71,11 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
   }
   S* o = out + row * D;
   for (int c = lane * W; c < D; c += kWarp * W) {
+    float g[W], bt[W];
     load_cols<W>(xr, c, v);
-    for (int j = 0; j < W; ++j) v[j] = fmaf((v[j] - m) * rs, gamma[c + j], beta[c + j]);
+    load_floats<W>(gamma, c, g);
+    load_floats<W>(beta, c, bt);
+    for (int j = 0; j < W; ++j) v[j] = fmaf((v[j] - m) * rs, g[j], bt[j]);
     store_cols<W>(o, c, v);
   }
 }
@@ -125,9 +128,12 @@ __global__ void __launch_bounds__(kBackwardThreads)
     const float m = mean[row], rs = rstd[row];
     float a1 = 0.0f, a2 = 0.0f;  // Σ dout γ, Σ dout γ xhat
     for_chunks<K, W, T>(t, D, [&](int k, int c) {
+      float gv[W];  // (a block per row, T > kWarp, reads γ one by one: 8 more live registers spilled it)
+      if constexpr (T == kWarp) load_floats<W>(gamma, c, gv);
+      else for (int j = 0; j < W; ++j) gv[j] = gamma[c + j];
 #pragma unroll
       for (int j = 0; j < W; ++j) {
-        const float h = (xh[k][j] - m) * rs, go = gg[k][j], gm = go * gamma[c + j];
+        const float h = (xh[k][j] - m) * rs, go = gg[k][j], gm = go * gv[j];
         a1 += gm;
         a2 = fmaf(gm, h, a2);
         pg[k][j] = fmaf(go, h, pg[k][j]);
@@ -211,8 +217,9 @@ int backward_warps(int64_t D) {
 }
 
 // Whether the kernels take 16-byte vectors (W = kPack<S>): bf16 rows of a multiple of 8 values from
-// aligned arrays. float keeps one column per step (W = 1: the order of the sums, hence every result,
-// is what it always was).
+// aligned arrays (γ and β too: their 8 floats beside a chunk come as two vectors, load_floats).
+// float keeps one column per step (W = 1: the order of the sums, hence every result, is what it
+// always was).
 template <class S, class... P>
 bool vectors(int64_t D, const P*... arrays) {
   return std::is_same_v<S, bf16> && D % kPack<S> == 0 && aligned16(arrays...);
@@ -230,8 +237,8 @@ Status forward(const ops::LayerNormForward<S>& p) {
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   const dim3 grid(unsigned(ceil_div(p.rows, kRowsPerBlock))), block(kRowsPerBlock * kWarp);
-  const auto kernel = vectors<S>(p.D, p.out, p.sum, p.x, p.residual) ? layernorm_forward_kernel<S, kVectorColumns<S>>
-                                                                  : layernorm_forward_kernel<S, 1>;
+  const bool vec = vectors<S>(p.D, p.out, p.sum, p.x, p.residual, p.gamma, p.beta);
+  const auto kernel = vec ? layernorm_forward_kernel<S, kVectorColumns<S>> : layernorm_forward_kernel<S, 1>;
   NF_CUDA_TRY(op, launch(kernel, grid, block, 0, s, p.out, p.sum, p.mean, p.rstd, p.x, p.residual, p.gamma, p.beta,
                          p.rows, int(p.D), float(p.eps)));
   return Status::Ok();
@@ -278,8 +285,8 @@ Status backward(const ops::LayerNormBackward<S>& p) {
   NF_TRY(workspace(0, sizeof(float) * size_t(blocks) * 2 * size_t(D), &partial));
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  const auto kernel = vectors<S>(p.D, p.dx, p.dout, p.dadd, p.x) ? backward_kernel<S, kVectorColumns<S>>(D)
-                                                              : backward_kernel<S, 1>(D);
+  const bool vec = vectors<S>(p.D, p.dx, p.dout, p.dadd, p.x, p.gamma);
+  const auto kernel = vec ? backward_kernel<S, kVectorColumns<S>>(D) : backward_kernel<S, 1>(D);
   const unsigned threads = unsigned(warp_rows ? per_block * kWarp : kBackwardThreads);
   const size_t smem = sizeof(float) * (warp_rows ? size_t(per_block) * 2 * size_t(D) : size_t(kWarp));
   NF_CUDA_TRY(op, launch(kernel, dim3(unsigned(blocks)), dim3(threads), smem, s, p.dx, static_cast<float*>(partial),

@@ -77,14 +77,11 @@ __device__ __forceinline__ void adamw_update(float& param, float& exp_avg, float
 // Four copy elements c[i .. i + 4) from floats (c + i aligned: 16 bytes for float, 8 for bf16).
 __device__ __forceinline__ void store4(float* c, int64_t i, const float (&v)[4]) { store_pack(c, i, v); }
 __device__ __forceinline__ void store4(bf16* c, int64_t i, const float (&v)[4]) {
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<uint2*>(c + i) = make_uint2(pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]));
+#else
   uint16_t bits[4];
   for (int j = 0; j < 4; ++j) bits[j] = to_bf16(v[j]).bits;
-#if defined(__CUDA_ARCH__)
-  uint2 w;
-  w.x = uint32_t(bits[0]) | uint32_t(bits[1]) << 16;
-  w.y = uint32_t(bits[2]) | uint32_t(bits[3]) << 16;
-  *reinterpret_cast<uint2*>(c + i) = w;
-#else
   std::memcpy(c + i, bits, sizeof bits);
 #endif
 }

@@ -8,7 +8,8 @@
 //   K = C·P·P, D width.
 // Storage: images and dimages float (the caller's pixels); X, dX, out, dout and the weight S (float,
 // or bf16 under precision 'bf16' with the weight the master's bf16 copy); bias and gradients float.
-// im2col and col2im are gathers, one thread per written element (grid-stride), no barriers.
+// im2col and col2im are gathers, a block per written row (a patch row of X, an image row of dimages;
+// grid-stride over rows), its threads over the row, no barriers.
 #include "patch_embed.h"
 
 #include "bf16.cuh"
@@ -22,36 +23,40 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 4096;
 
-// X[r, k] for every r < B·N, k < K.
+// X[r, k] for every r < B·N, k < K: a block per patch row r (grid-stride over the rows), its threads over
+// k, so that the 64-bit division locating r's image and patch happens once a row, not per element.
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-    im2col_kernel(S* X, const float* images, int64_t total, int C, int H, int W, int P) {
+    im2col_kernel(S* X, const float* images, int64_t rows, int C, int H, int W, int P) {
   const int Gw = W / P, N = (H / P) * Gw, K = C * P * P;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = i / K, b = r / N;
-    const int n = int(r % N), k = int(i % K);
-    const int c = k / (P * P), py = (k / P) % P, px = k % P;
-    store(X + i, images[((b * C + c) * H + (n / Gw) * P + py) * int64_t(W) + (n % Gw) * P + px]);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t b = r / N;
+    const int n = int(r - b * N);
+    const float* patch = images + b * C * int64_t(H) * W + int64_t(n / Gw) * P * W + (n % Gw) * P;  // (c, py, px) = 0
+    for (int k = int(threadIdx.x); k < K; k += blockDim.x) {
+      const int c = k / (P * P), py = k / P % P, px = k % P;
+      store(X + r * K + k, patch[(int64_t(c) * H + py) * W + px]);
+    }
   }
 }
 
-// dimages[b, c, y, x] = dX[b·N + n, k] for every image element.
+// dimages[b, c, y, x] = dX[b·N + n, k] for every image element: a block per image row (b, c, y), its
+// threads over x (the row's coordinates once a row, as im2col_kernel).
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-    col2im_kernel(float* dimages, const S* dX, int64_t total, int C, int H, int W, int P) {
+    col2im_kernel(float* dimages, const S* dX, int64_t image_rows, int C, int H, int W, int P) {
   const int Gw = W / P, N = (H / P) * Gw, K = C * P * P;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int x = int(i % W), y = int((i / W) % H), c = int((i / (int64_t(W) * H)) % C);
-    const int64_t b = i / (int64_t(W) * H * C);
-    const int n = (y / P) * Gw + x / P, k = (c * P + y % P) * P + x % P;
-    dimages[i] = load(dX + (b * N + n) * K + k);
+  for (int64_t t = blockIdx.x; t < image_rows; t += gridDim.x) {  // t = (b·C + c)·H + y
+    const int64_t bc = t / H, b = bc / C;
+    const int y = int(t - bc * H), c = int(bc - b * C);
+    const S* src = dX + (b * N + int64_t(y / P) * Gw) * K + (c * P + y % P) * P;  // + (x / P)·K + x % P
+    float* dst = dimages + t * W;
+    for (int x = int(threadIdx.x); x < W; x += blockDim.x) dst[x] = load(src + int64_t(x / P) * K + x % P);
   }
 }
 
-dim3 blocks_for(int64_t total) {
-  const int64_t b = ceil_div(total, kThreads);
-  return dim3(unsigned(b < kMaxBlocks ? b : kMaxBlocks));
-}
+// A block per row, at most kMaxBlocks (grid-stride past them).
+dim3 blocks_for(int64_t rows) { return dim3(unsigned(rows < kMaxBlocks ? rows : kMaxBlocks)); }
 
 Status check(const char* op, const PatchEmbedDims& d) {
   NF_TRY(ops::patch_embed_check(op, d));  // the checks every backend shares
@@ -64,8 +69,8 @@ template <class S>
 Status im2col(const char* op, S** X, const float* images, const PatchEmbedDims& d, cudaStream_t s) {
   const int64_t rows = d.B * (d.H / d.P) * (d.W / d.P), K = d.C * d.P * d.P;
   NF_TRY(workspace_array(2, rows * K, X));
-  NF_CUDA_TRY(op, launch(im2col_kernel<S>, blocks_for(rows * K), dim3(kThreads), 0, s, *X, images, rows * K, int(d.C),
-                         int(d.H), int(d.W), int(d.P)));
+  NF_CUDA_TRY(op, launch(im2col_kernel<S>, blocks_for(rows), dim3(kThreads), 0, s, *X, images, rows, int(d.C), int(d.H),
+                         int(d.W), int(d.P)));
   return Status::Ok();
 }
 
@@ -98,9 +103,9 @@ Status backward(const ops::PatchEmbedBackward<S>& p) {
   if (p.dimages) NF_TRY(workspace_array(3, ld.rows * ld.in_features, &dX));
   NF_TRY(cuda::linear_backward(dX, p.dweight, p.dbias, p.dout, X, p.weight, ld, compute_of(p.precision)));
   if (!p.dimages) return Status::Ok();
-  const int64_t total = d.B * d.C * d.H * d.W;
-  NF_CUDA_TRY(op, launch(col2im_kernel<S>, blocks_for(total), dim3(kThreads), 0, s, p.dimages, static_cast<const S*>(dX),
-                         total, int(d.C), int(d.H), int(d.W), int(d.P)));
+  const int64_t image_rows = d.B * d.C * d.H;
+  NF_CUDA_TRY(op, launch(col2im_kernel<S>, blocks_for(image_rows), dim3(kThreads), 0, s, p.dimages,
+                         static_cast<const S*>(dX), image_rows, int(d.C), int(d.H), int(d.W), int(d.P)));
   return Status::Ok();
 }
 

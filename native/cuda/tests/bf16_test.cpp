@@ -63,16 +63,18 @@ NF_TEST(cuda_bf16_convert) {
 NF_TEST(cuda_bf16_layernorm_parity) {
   struct Case {
     int64_t rows, D;
-    bool residual, dadd;
+    bool residual, dadd, odd_params = false;
   };
   // Widths for each backward instantiation: 16-byte vectors (D a multiple of 8) with 1, 2, 3, 4
   // chunks a lane (D up to 256, 512, 768, 1,024) and a block per row (2,000); single columns at 20
-  // and, a block per row, 1,030.
+  // and, a block per row, 1,030; γ and β one float past an aligned address (odd_params: the rows
+  // could take vectors, the parameters cannot, so single columns run).
   const Case cases[] = {{1, 24, false, false}, {7, 40, true, false},   {65, 20, false, true}, {197 * 2, 40, true, true},
                         {50, 384, false, true}, {100, 768, true, true}, {33, 1024, false, false},
-                        {20, 2000, false, true}, {17, 1030, true, false}};
+                        {20, 2000, false, true}, {17, 1030, true, false}, {30, 768, true, true, true}};
   for (const Case& c : cases) {
-    const std::string name = dims({{"rows", c.rows}, {"D", c.D}, {"residual", c.residual}, {"dadd", c.dadd}});
+    const std::string name = dims({{"rows", c.rows}, {"D", c.D}, {"residual", c.residual}, {"dadd", c.dadd},
+                                   {"odd_params", c.odd_params}});
     const size_t n = size_t(c.rows * c.D);
     const Vec x = randb(n, 2.0), res = c.residual ? randb(n) : Vec(), gamma = randn(size_t(c.D)),
               beta = randn(size_t(c.D)), dout = randb(n), dadd = c.dadd ? randb(n) : Vec();
@@ -97,8 +99,15 @@ NF_TEST(cuda_bf16_layernorm_parity) {
 
     DeviceB d_x(bits(x)), d_res(bits(res)), d_out(n), d_sum(sum.size()), d_dout(bits(dout)), d_dadd(bits(dadd)),
         d_dx(n);
-    DeviceF d_gamma(gamma), d_beta(beta), d_mean(size_t(c.rows)), d_rstd(size_t(c.rows)),
+    const auto padded = [&](const Vec& v) {  // v after one float when odd_params
+      std::vector<float> out(c.odd_params ? 1 : 0, 0.0f);
+      for (double e : v) out.push_back(float(e));
+      return out;
+    };
+    DeviceF d_gamma_store(padded(gamma)), d_beta_store(padded(beta)), d_mean(size_t(c.rows)), d_rstd(size_t(c.rows)),
         d_dgamma(std::vector<float>(size_t(c.D), 0.5f)), d_dbeta(std::vector<float>(size_t(c.D), -0.25f));
+    float* d_gamma = d_gamma_store.get() + (c.odd_params ? 1 : 0);
+    float* d_beta = d_beta_store.get() + (c.odd_params ? 1 : 0);
     nf::ops::LayerNormForward<bf16> f;
     f.rows = c.rows, f.D = c.D, f.out = d_out, f.sum = c.residual ? d_sum.get() : nullptr, f.mean = d_mean;
     f.rstd = d_rstd, f.x = d_x, f.residual = c.residual ? d_res.get() : nullptr, f.gamma = d_gamma, f.beta = d_beta;
