@@ -6,7 +6,8 @@
  * other model (Transformer with generation, ViTDecoder, BertModel, ViT variants) likewise; and, in a
  * child process with the cuBLASLt stand-in (test/support/bf16_child.ts), 40 AdamW steps at bf16 on
  * 'cuda' tracking the fp32 CPU loss curve within 2%, the bytes a training forward keeps at bf16
- * against fp32, and what stays float32 (parameters, gradients, optimizer state, stateDict). The
+ * against fp32, what stays float32 (parameters, gradients, optimizer state, stateDict), and that the bf16
+ * copies the products read (weights, biases) are current after AdamW steps. The
  * kernels' own parity with the float64 references is the C++ suite's (native/cuda/tests/bf16_test.cpp).
  * No GPU has run any of it: the 300-step seed-cifar check is in bench/gpu/bf16_check.ts.
  */
@@ -74,7 +75,9 @@ const floats = (n: number, seed: number, shape: number[], device: 'cpu' | 'cuda'
 const grads = (m: { parameters(): { grad: Tensor | null }[] }) => Float32Array.from(m.parameters().flatMap((p) => [...p.grad!.toArray()]));
 
 type Memory = { bytes: number; logits: string; params: string[]; grads: string[]; stateDict: string[]; optimizerState: string };
-type Report = { curve: { fp32: number[]; bf16: number[] }; calls: Record<string, number>; memory: { fp32: Memory; bf16: Memory } };
+type Report = {
+  curve: { fp32: number[]; bf16: number[] }; calls: Record<string, number>; memory: { fp32: Memory; bf16: Memory }; copiesFresh: boolean;
+};
 
 describe.skipIf(reason !== null)("precision 'bf16' on CUDA (SIMT emulator)", () => {
   beforeAll(async () => {
@@ -177,5 +180,8 @@ describe.skipIf(reason !== null)("precision 'bf16' on CUDA (SIMT emulator)", () 
     expect(ratio).toBeLessThan(0.55); // about half: everything a backward reads is bfloat16 but the statistics (mean, rstd, lse)
     expect(m16).toMatchObject({ logits: 'bfloat16', params: ['float32'], grads: ['float32'], stateDict: ['float32'], optimizerState: 'float32' });
     expect(m32.logits).toBe('float32');
+    // AdamW keeps the bf16 copies current (the weights' and the biases' the products' epilogues read): the
+    // trained model's eval logits are those of a fresh model loaded from its stateDict, bit for bit.
+    expect(report.copiesFresh).toBe(true);
   }, 900_000);
 });

@@ -517,6 +517,15 @@ export abstract class Module {
     return ops.length > 0 && ops.every((op) => supportsBf16(op, this.home)) ? 'bfloat16' : 'float32';
   }
 
+  /**
+   * What a product's `<bias>Rounded` input takes for `bias` over activations of `dtype`: on 'cuda' under
+   * bf16 activations the bias's bf16 copy (Parameter.storageFor, which AdamW keeps current), read by the
+   * product's epilogue instead of rounding the bias again on every call (native/ops/precision.h); else null.
+   */
+  protected roundedBias(bias: Parameter | null, dtype: FloatDType): Storage<'float32'> | null {
+    return bias && dtype === 'bfloat16' && this.home === 'cuda' ? bias.storageFor(dtype) : null;
+  }
+
   /** `x` in `dtype`: x itself, or a converted copy that `scope` owns. */
   protected asDType(x: Tensor, dtype: FloatDType, scope: Scope = this.activations): Tensor<'float32'> {
     return (x.dtype === dtype ? x : scope.add(x.cast(dtype))) as Tensor<'float32'>;

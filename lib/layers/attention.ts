@@ -216,7 +216,8 @@ export class MultiHeadAttention extends Module {
       out: out.storage, weights: weights?.storage ?? null, x: (wide ? wide.x : xt).storage,
       qkvWeight: wide ? wide.qkvWeight.storage : this.qkv.weight.storageFor(dt), qkvBias: (wide ? wide.qkvBias : this.qkv.bias)?.storage ?? null,
       projWeight: wide ? wide.projWeight.storage : this.proj.weight.storageFor(dt),
-      projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null });
+      projBias: (wide ? wide.projBias : this.proj.bias)?.storage ?? null,
+      qkvBiasRounded: wide ? null : this.roundedBias(this.qkv.bias, dt), projBiasRounded: wide ? null : this.roundedBias(this.proj.bias, dt) });
     this.saved = { x: xt, memory, dims, masks, drop, buffers };
     const y = this.asOutput(yield* narrowRows(out, D));
     return weights ? { output: y, weights } : y;

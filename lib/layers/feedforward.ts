@@ -89,7 +89,8 @@ export class FeedForward extends Module {
     const W1Packed = yield* this.fc1.packedWeight(), W2Packed = yield* this.fc2.packedWeight();
     yield* op('feedforwardForward', { ...this.dims(rows, p, seed, seedFields), y: y.storage, h, a, x: xa.storage,
       W1: this.fc1.weight.storageFor(dt), b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storageFor(dt),
-      b2: this.biasOf(this.fc2, x, false), W1Packed, W2Packed });
+      b2: this.biasOf(this.fc2, x, false), W1Packed, W2Packed,
+      b1Rounded: this.roundedBias(this.fc1.bias, dt), b2Rounded: this.roundedBias(this.fc2.bias, dt) });
     this.saved = { x: xa, h, a, seed, seedFields, p };
     return this.toActivation(y);
   }

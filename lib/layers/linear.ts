@@ -74,7 +74,8 @@ export class Linear extends Module {
     const xa = this.asDType(x, this.opsDType(['linearForward', 'linearBackward'])), y = emptyLike(xa, this.config.outFeatures);
     const WPacked = yield* this.packedWeight();
     yield* op('linearForward', { y: y.storage, x: xa.storage, W: this.weight.storageFor(xa.dtype), b: this.bias?.storage ?? null, rows,
-      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, WPacked, precision: this.precision });
+      inFeatures: this.config.inFeatures, outFeatures: this.config.outFeatures, WPacked, precision: this.precision,
+      bRounded: this.roundedBias(this.bias, xa.dtype) });
     this.saved = xa;
     return this.toActivation(y);
   }

@@ -87,7 +87,8 @@ export class PatchEmbedding extends Module {
     const dt = this.activationDType as 'float32';
     const out = Tensor.empty([B, (H / P) * (W / P), D], dt, x.device);
     const dims = { B, C, H, W, P, D, precision: this.precision };
-    yield* op('patchEmbedForward', { ...dims, out: out.storage, images: x.storage, weight: this.weight.storageFor(dt), bias: this.bias.storage });
+    yield* op('patchEmbedForward', { ...dims, out: out.storage, images: x.storage, weight: this.weight.storageFor(dt), bias: this.bias.storage,
+      biasRounded: this.roundedBias(this.bias, dt) });
     this.saved = { images: x, dims, dtype: dt };
     return out;
   }

@@ -144,6 +144,12 @@ export interface LinearForwardArgs<Buffer = never> {
    * kernels)
    */
   WPacked?: FloatArray | Buffer | null;
+  /**
+   * [outFeatures]. (the bias rounded to the activations' type (under precision 'bf16' its bf16 copy), which
+   * the CUDA products' epilogue reads instead of rounding it on every call (the same values; the CPU reads
+   * the float32 bias))
+   */
+  bRounded?: FloatArray | Buffer | null;
 }
 
 /** The options of linearBackward. */
@@ -213,6 +219,18 @@ export interface FeedforwardForwardArgs<Buffer = never> {
    * packWeights (N = D, K = F))
    */
   W2Packed?: FloatArray | Buffer | null;
+  /**
+   * [F]. (the bias rounded to the activations' type (under precision 'bf16' its bf16 copy), which the CUDA
+   * products' epilogue reads instead of rounding it on every call (the same values; the CPU reads the float32
+   * bias))
+   */
+  b1Rounded?: FloatArray | Buffer | null;
+  /**
+   * [D]. (the bias rounded to the activations' type (under precision 'bf16' its bf16 copy), which the CUDA
+   * products' epilogue reads instead of rounding it on every call (the same values; the CPU reads the float32
+   * bias))
+   */
+  b2Rounded?: FloatArray | Buffer | null;
 }
 
 /** The options of feedforwardBackward. */
@@ -331,6 +349,18 @@ export interface AttentionForwardArgs<Buffer = never> {
    * by packWeights (N = K = D))
    */
   projWeightPacked?: FloatArray | Buffer | null;
+  /**
+   * [3 * D]. (the bias rounded to the activations' type (under precision 'bf16' its bf16 copy), which the
+   * CUDA products' epilogue reads instead of rounding it on every call (the same values; the CPU reads the
+   * float32 bias))
+   */
+  qkvBiasRounded?: FloatArray | Buffer | null;
+  /**
+   * [D]. (the bias rounded to the activations' type (under precision 'bf16' its bf16 copy), which the CUDA
+   * products' epilogue reads instead of rounding it on every call (the same values; the CPU reads the float32
+   * bias))
+   */
+  projBiasRounded?: FloatArray | Buffer | null;
 }
 
 /** The options of attentionBackward. */
@@ -472,6 +502,12 @@ export interface PatchEmbedForwardArgs<Buffer = never> {
   weight: FloatArray | Buffer;
   /** [D]. */
   bias: FloatArray | Buffer;
+  /**
+   * [D]. (the bias rounded to the activations' type (under precision 'bf16' its bf16 copy), which the CUDA
+   * products' epilogue reads instead of rounding it on every call (the same values; the CPU reads the float32
+   * bias))
+   */
+  biasRounded?: FloatArray | Buffer | null;
 }
 
 /** The options of patchEmbedBackward. */

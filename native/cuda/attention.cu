@@ -236,16 +236,21 @@ Status forward(const ops::AttentionForward<T>& p) {
   NF_TRY(layer_check("attention_forward", d, cross, p.qkv, p.q, p.kv));
   const int64_t D = d.D;
   const float* bk = p.qkv_bias ? p.qkv_bias + D : nullptr;
+  const T* bk_rounded = p.qkv_bias_rounded ? p.qkv_bias_rounded + D : nullptr;
   if (cross) {  // Q from x (weight rows 0..D-1), K | V from memory (rows D..3D-1)
-    NF_TRY(linear_forward(p.q, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, D}, Act::none, mode));
-    NF_TRY(linear_forward(p.kv, nullptr, p.memory, p.qkv_weight + D * D, bk, {d.B * d.Tk, D, 2 * D}, Act::none, mode));
+    NF_TRY(linear_forward(p.q, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, D}, Act::none, mode,
+                          p.qkv_bias_rounded));
+    NF_TRY(linear_forward(p.kv, nullptr, p.memory, p.qkv_weight + D * D, bk, {d.B * d.Tk, D, 2 * D}, Act::none, mode,
+                          bk_rounded));
   } else {
-    NF_TRY(linear_forward(p.qkv, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, 3 * D}, Act::none, mode));
+    NF_TRY(linear_forward(p.qkv, nullptr, p.x, p.qkv_weight, p.qkv_bias, {d.B * d.Tq, D, 3 * D}, Act::none, mode,
+                          p.qkv_bias_rounded));
   }
   const T* Q = cross ? p.q : p.qkv;
   const T* K = cross ? p.kv : p.qkv + D;
   NF_TRY(attention_core_forward(p.ctx, p.lse, p.weights, Q, K, K + D, p.m, core_dims(d, cross), p.precision));
-  return linear_forward(p.out, nullptr, p.ctx, p.proj_weight, p.proj_bias, {d.B * d.Tq, D, D}, Act::none, mode);
+  return linear_forward(p.out, nullptr, p.ctx, p.proj_weight, p.proj_bias, {d.B * d.Tq, D, D}, Act::none, mode,
+                        p.proj_bias_rounded);
 }
 
 template <class T>

@@ -21,11 +21,12 @@
 //   patch embedding, the ViT CLS + positions start, Scale, float↔bf16 conversion (bf16.cu).
 // - Products: gemm.h's GemmCallOf<TA, TC>: bf16 A and B (activations and the weight's bf16 copy)
 //   into bf16 C, or into a float weight gradient (beta = 1 over the fp32 master's gradient);
-//   cuBLASLt with CUDA_R_16BF operands, CUBLAS_COMPUTE_32F and a float bias (BIAS_DATA_TYPE), its
-//   CPU stand-in the same; the own kernel converts on load. The bf16 weight copy is the
-//   Parameter's (Parameter.storageFor): AdamW writes it with the master (adamwMultiStep, optim.cu),
-//   anything else that changes the parameter (a load, SGD) has it cast again at its next read:
-//   2 bytes a weight, as autocast's cast cache.
+//   cuBLASLt with CUDA_R_16BF operands, CUBLAS_COMPUTE_32F and a bf16 bias in the epilogue (D's
+//   type, BIAS_DATA_TYPE), its CPU stand-in the same; the own kernel converts on load. The bf16
+//   weight copy is the Parameter's (Parameter.storageFor), and so is the bias's the epilogue adds
+//   (the ops' <bias>Rounded inputs, ops/precision.h): AdamW writes them with the master
+//   (adamwMultiStep, optim.cu), anything else that changes the parameter (a load, SGD) has them
+//   cast again at their next read: 2 bytes a weight, as autocast's cast cache.
 // - The optimizer, gradient norms and clipping run on the fp32 masters and gradients unchanged;
 //   stateDict and checkpoints are fp32. The CPU keeps fp32 storage (a CPU layer given a bf16
 //   tensor computes it as float32).

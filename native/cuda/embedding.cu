@@ -96,14 +96,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// A block per output row (b, t) (grid-stride over the B (N + 1) rows), its threads over the D columns:
+// the row's coordinates once a row, not three 64-bit divisions an element.
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-    cls_pos_forward_kernel(S* out, const float* cls, const S* patches, const float* pos, int64_t total, int64_t N,
+    cls_pos_forward_kernel(S* out, const float* cls, const S* patches, const float* pos, int64_t rows, int64_t N,
                            int D) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t row = i / D, b = row / (N + 1), t = row % (N + 1);
-    const int c = int(i % D);
-    store(out + i, (t == 0 ? cls[c] : load(patches + (b * N + t - 1) * D + c)) + pos[t * D + c]);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t b = row / (N + 1), t = row - b * (N + 1);
+    const S* patch = t > 0 ? patches + (b * N + t - 1) * D : nullptr;
+    const float* p = pos + t * D;
+    S* o = out + row * D;
+    for (int c = int(threadIdx.x); c < D; c += blockDim.x) store(o + c, (t == 0 ? cls[c] : load(patch + c)) + p[c]);
   }
 }
 
@@ -206,9 +210,9 @@ Status cls_pos_forward(const ops::ClsPosForward<S>& p) {
   if (B == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  const int64_t total = B * (N + 1) * D;
-  NF_CUDA_TRY(op, launch(cls_pos_forward_kernel<S>, blocks_for(total), dim3(kThreads), 0, s, p.out, p.cls, p.patches,
-                         p.pos, total, N, int(D)));
+  const int64_t rows = B * (N + 1);
+  NF_CUDA_TRY(op, launch(cls_pos_forward_kernel<S>, dim3(unsigned(rows < kMaxBlocks ? rows : kMaxBlocks)), dim3(kThreads),
+                         0, s, p.out, p.cls, p.patches, p.pos, rows, N, int(D)));
   return Status::Ok();
 }
 

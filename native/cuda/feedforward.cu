@@ -36,9 +36,9 @@ Status forward(const ops::FeedForwardForward<S>& p) {
   const Compute mode = compute_of(p.precision);
   NF_TRY(check("feedforward_forward", d));
   if (d.rows == 0) return Status::Ok();
-  NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation, mode));
+  NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation, mode, p.b1_rounded));
   if (d.dropout > 0.0f) NF_TRY(dropout(p.a, p.a, d.rows * d.F, d.dropout, d.seed, d.offset, seed_from(d)));
-  return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D}, Act::none, mode);
+  return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D}, Act::none, mode, p.b2_rounded);
 }
 
 template <class S>

@@ -319,16 +319,19 @@ lt::Product column_major(const GemmCallOf<TA, TC>& c, const GemmDims& d) {
 }
 
 // c.bias as cuBLASLt's BIAS epilogues take it, in C's type (cublasLt.h: the bias vector has D's type but
-// for int8 and fp8 kernels; an fp32 bias with a bf16 D gets no algorithm): itself for float C, for bf16
-// C a copy rounded to bf16 in scratch slot 4 (as torch.autocast rounds a Linear's bias).
-template <class TC>
-Status epilogue_bias(const float* bias, int64_t n, const void** out) {
+// for int8 and fp8 kernels; an fp32 bias with a bf16 D gets no algorithm): itself for float C; for bf16
+// C the caller's rounded copy (c.bias_rounded), else a copy rounded to bf16 in scratch slot 4 (as
+// torch.autocast rounds a Linear's bias).
+template <class TA, class TC>
+Status epilogue_bias(const GemmCallOf<TA, TC>& c, int64_t n, const void** out) {
   if constexpr (std::is_same<TC, float>::value) {
-    *out = bias;
+    *out = c.bias;
+  } else if (c.bias_rounded) {
+    *out = c.bias_rounded;
   } else {
     TC* copy = nullptr;
     NF_TRY(workspace_array(4, n, &copy));
-    NF_TRY(convert(copy, bias, n));
+    NF_TRY(convert(copy, c.bias, n));
     *out = copy;
   }
   return Status::Ok();
@@ -408,7 +411,7 @@ Status gemm(const GemmCallOf<TA, TC>& c) {
     lt::Product p = column_major(c, d);
     uint32_t tried = 0;
     const void* bias = nullptr;
-    if (c.bias) NF_TRY(epilogue_bias<TC>(c.bias, d.N, &bias));
+    if (c.bias) NF_TRY(epilogue_bias(c, d.N, &bias));
     if (fused_epilogue(c, d, bias, &p)) {
       float* grad = nullptr;
       if (c.dbias) NF_TRY(workspace_array(0, d.M, &grad));  // BGRADB overwrites: a scratch, then +=

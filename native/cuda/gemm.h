@@ -63,6 +63,7 @@ struct GemmCallOf {
   const TA* A = nullptr;
   const TA* B = nullptr;
   const float* bias = nullptr;
+  const TC* bias_rounded = nullptr;  // bias in C's type, for a bf16 C's epilogue (null: rounded per call)
   TC* preact = nullptr;
   const TC* dact_input = nullptr;
   Act dact = Act::none;

@@ -76,12 +76,14 @@ Status column_sums(float* db, const S* dy, int64_t rows, int64_t n, const S* x) 
 }
 
 template <class S>
-Status forward(S* y, S* preact, const S* x, const S* W, const float* b, LinearDims d, Act act, Compute mode) {
+Status forward(S* y, S* preact, const S* x, const S* W, const float* b, LinearDims d, Act act, Compute mode,
+               const S* b_rounded) {
   NF_TRY(ops::linear_check("linear_forward", d));
   if (d.rows == 0) return Status::Ok();
-  GemmDims g;
-  g.M = d.rows, g.N = d.out_features, g.K = d.in_features, g.transB = true, g.act = act;
-  return cuda::gemm<S, S>(y, preact, x, W, b, g, mode);
+  GemmCallOf<S, S> c;
+  c.d.M = d.rows, c.d.N = d.out_features, c.d.K = d.in_features, c.d.transB = true, c.d.act = act;
+  c.C = y, c.preact = preact, c.A = x, c.B = W, c.bias = b, c.bias_rounded = b_rounded, c.mode = mode;
+  return cuda::gemm(c);
 }
 
 template <class S>
@@ -123,12 +125,12 @@ Status bias_grad(float* db, const bf16* dy, int64_t rows, int64_t n, const bf16*
   return column_sums(db, dy, rows, n, x);
 }
 Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d, Act act,
-                      Compute mode) {
-  return forward(y, preact, x, W, b, d, act, mode);
+                      Compute mode, const float* b_rounded) {
+  return forward(y, preact, x, W, b, d, act, mode, b_rounded);
 }
 Status linear_forward(bf16* y, bf16* preact, const bf16* x, const bf16* W, const float* b, LinearDims d, Act act,
-                      Compute mode) {
-  return forward(y, preact, x, W, b, d, act, mode);
+                      Compute mode, const bf16* b_rounded) {
+  return forward(y, preact, x, W, b, d, act, mode, b_rounded);
 }
 Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W, LinearDims d,
                        Compute mode) {
@@ -154,10 +156,10 @@ Status linear_backward_weight(float* dW, float* db, const bf16* dy, const bf16* 
 }
 
 Status run(const ops::LinearForward<float>& p) {
-  return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act, compute_of(p.precision));
+  return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act, compute_of(p.precision), p.b_rounded);
 }
 Status run(const ops::LinearForward<bf16>& p) {
-  return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act, compute_of(p.precision));
+  return linear_forward(p.y, p.preact, p.x, p.W, p.b, p.d, p.act, compute_of(p.precision), p.b_rounded);
 }
 
 Status run(const ops::LinearBackward<float>& p) {

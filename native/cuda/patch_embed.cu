@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(kThreads)
     const int n = int(r - b * N);
     const float* patch = images + b * C * int64_t(H) * W + int64_t(n / Gw) * P * W + (n % Gw) * P;  // (c, py, px) = 0
     for (int k = int(threadIdx.x); k < K; k += blockDim.x) {
-      const int c = k / (P * P), py = k / P % P, px = k % P;
+      const int q = k / P, px = k - q * P, c = q / P, py = q - c * P;  // k = (c P + py) P + px
       store(X + r * K + k, patch[(int64_t(c) * H + py) * W + px]);
     }
   }
@@ -85,7 +85,7 @@ Status forward(const ops::PatchEmbedForward<S>& p) {
   S* X = nullptr;
   NF_TRY(im2col(op, &X, p.images, d, s));
   return linear_forward(p.out, nullptr, X, p.weight, p.bias, {d.B * (d.H / d.P) * (d.W / d.P), d.C * d.P * d.P, d.D},
-                        Act::none, compute_of(p.precision));
+                        Act::none, compute_of(p.precision), p.bias_rounded);
 }
 
 template <class S>

@@ -182,6 +182,8 @@ struct AttentionForward : AttentionParams<T, T*, Acc<T>*> {
   const Acc<T>* proj_bias = nullptr;
   const T* qkv_weight_packed = nullptr;
   const T* proj_weight_packed = nullptr;
+  const T* qkv_bias_rounded = nullptr;
+  const T* proj_bias_rounded = nullptr;
 
   template <class R>
   static void fields(R& r, AttentionForward& p) {
@@ -198,6 +200,8 @@ struct AttentionForward : AttentionParams<T, T*, Acc<T>*> {
     r.in(p.proj_weight, "projWeight", NF_SHAPE(d.D, d.D));
     r.in(p.proj_bias, "projBias", NF_SHAPE(d.D), optional);
     attention_packed(r, d.D, p.precision, p.qkv_weight_packed, p.proj_weight_packed);
+    r.in(p.qkv_bias_rounded, "qkvBiasRounded", NF_SHAPE(3 * d.D), optional, doc(kRoundedBiasDoc));
+    r.in(p.proj_bias_rounded, "projBiasRounded", NF_SHAPE(d.D), optional, doc(kRoundedBiasDoc));
   }
 };
 

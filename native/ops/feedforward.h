@@ -82,6 +82,8 @@ struct FeedForwardForward {
   const Acc<T>* b2 = nullptr;
   const Acc<T>* W1_packed = nullptr;  // (float words whatever the activations)
   const Acc<T>* W2_packed = nullptr;
+  const T* b1_rounded = nullptr;
+  const T* b2_rounded = nullptr;
 
   template <class R>
   static void fields(R& r, FeedForwardForward& p) {
@@ -98,6 +100,8 @@ struct FeedForwardForward {
     r.in(p.b2, "b2", NF_SHAPE(d.D));
     r.in(p.W1_packed, "W1Packed", NF_PACKED_SHAPE(p.precision, d.F, d.D, "F", "D"), optional, doc("W1 prepacked by packWeights (N = F, K = D)"));
     r.in(p.W2_packed, "W2Packed", NF_PACKED_SHAPE(p.precision, d.D, d.F, "D", "F"), optional, doc("W2 prepacked by packWeights (N = D, K = F)"));
+    r.in(p.b1_rounded, "b1Rounded", NF_SHAPE(d.F), optional, doc(kRoundedBiasDoc));
+    r.in(p.b2_rounded, "b2Rounded", NF_SHAPE(d.D), optional, doc(kRoundedBiasDoc));
   }
 };
 

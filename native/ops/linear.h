@@ -138,6 +138,7 @@ struct LinearForward {
   const T* W = nullptr;
   const Acc<T>* b = nullptr;
   const Acc<T>* W_packed = nullptr;  // (float words whatever the activations)
+  const T* b_rounded = nullptr;
 
   template <class R>
   static void fields(R& r, LinearForward& p) {
@@ -153,6 +154,7 @@ struct LinearForward {
     r.in(p.b, "b", Shape("[outFeatures]", p.d.out_features), optional);
     r.in(p.W_packed, "WPacked", NF_PACKED_SHAPE(p.precision, p.d.out_features, p.d.in_features, "outFeatures", "inFeatures"), optional,
          doc("W prepacked by packWeights (N = outFeatures, K = inFeatures) for the active CPU kernels"));
+    r.in(p.b_rounded, "bRounded", Shape("[outFeatures]", p.d.out_features), optional, doc(kRoundedBiasDoc));
   }
 };
 

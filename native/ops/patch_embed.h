@@ -63,6 +63,7 @@ struct PatchEmbedForward {
   const Acc<T>* images = nullptr;
   const T* weight = nullptr;
   const Acc<T>* bias = nullptr;
+  const T* bias_rounded = nullptr;
 
   template <class R>
   static void fields(R& r, PatchEmbedForward& p) {
@@ -73,6 +74,7 @@ struct PatchEmbedForward {
     r.in(p.images, "images", NF_SHAPE(d.B, d.C, d.H, d.W));
     r.in(p.weight, "weight", NF_SHAPE(d.D, d.C, d.P, d.P));
     r.in(p.bias, "bias", NF_SHAPE(d.D));
+    r.in(p.bias_rounded, "biasRounded", NF_SHAPE(d.D), optional, doc(kRoundedBiasDoc));
   }
 };
 

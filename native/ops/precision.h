@@ -38,6 +38,16 @@ inline constexpr Choice<Precision> kPrecisionList[] = {
     {"fp32", Precision::fp32}, {"tf32", Precision::tf32}, {"bf16", Precision::bf16}, {"int8", Precision::int8}};
 inline constexpr Choices<Precision> kPrecisions{"Precision", kPrecisionList};
 
+// The doc of the `<bias>Rounded` inputs of the ops whose products add a bias in their epilogue: the
+// float32 bias rounded to the activations' type, beside it. Under precision 'bf16' the layers pass the
+// bias's bf16 copy (Parameter.storageFor, which AdamW keeps current), and the CUDA products' epilogue
+// reads it instead of rounding the bias again on every call (one conversion launch a product: 50 in a
+// ViT-B/16 forward). Optional: without it the products round the bias themselves, to the same values;
+// the CPU kernels read the float32 bias.
+inline constexpr const char* kRoundedBiasDoc =
+    "the bias rounded to the activations' type (under precision 'bf16' its bf16 copy), which the CUDA products' "
+    "epilogue reads instead of rounding it on every call (the same values; the CPU reads the float32 bias)";
+
 // The `precision` field of an op that runs GEMMs (read after its dims).
 template <class R>
 void precision_field(R& r, Precision& v) {

@@ -9,7 +9,10 @@
  *     gradient, the optimizer state and the bf16 weight copies, and an eval forward freed that step's
  *     activations) at 'fp32' and at 'bf16' on 'cuda';
  *   - dtypes: what a bf16 forward returns and what the model keeps (parameters, gradients, the
- *     optimizer's state, stateDict) and the GEMM counters of the bf16 run.
+ *     optimizer's state, stateDict) and the GEMM counters of the bf16 run;
+ *   - copiesFresh: after 3 steps at 'bf16' on 'cuda' (AdamW writing the bf16 copies the products read, the
+ *     biases' that their epilogues add included), whether an eval forward gives the bits of the same model
+ *     loaded from its stateDict into a fresh one (every copy cast anew): false if any copy were stale.
  * The issue's 300-step seed-cifar version is the GPU check's (bench/gpu/bf16_check.ts), not run here.
  */
 import { AdamW, Tensor, trainStep, ViTClassifier, type Precision, type ViTClassifierConfig } from '../../lib/index';
@@ -57,6 +60,18 @@ function forwardBytes(precision: Precision) {
   return out;
 }
 
+function copiesFresh(): boolean {
+  const { model, opt, x, t } = setup('cuda', 'bf16');
+  for (let i = 0; i < 3; i++) trainStep(model, opt, x, t);
+  const trained = model.eval().forward(x);
+  const fresh = new ViTClassifier({ ...CONFIG, device: 'cuda', precision: 'bf16' });
+  fresh.loadStateDict(model.stateDict());
+  const loaded = fresh.eval().forward(x);
+  const a = trained.toArray(), b = loaded.toArray();
+  for (const d of [trained, loaded, model, fresh]) d.dispose();
+  return a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
+}
+
 const before = cuda().backendInfo().gemm.calls;
 const bf16 = curve('cuda', 'bf16');
 const after = cuda().backendInfo().gemm.calls;
@@ -65,5 +80,6 @@ const result = {
   curve: { fp32: curve('cpu', 'fp32'), bf16 },
   calls,
   memory: { fp32: forwardBytes('fp32'), bf16: forwardBytes('bf16') },
+  copiesFresh: copiesFresh(),
 };
 console.log(JSON.stringify(result));

@@ -165,6 +165,23 @@ NF_TEST(cuda_bf16_linear_parity) {
       if (after.cublaslt.stand_in) NF_EXPECT(fused == 1 && after.kernel == before.kernel, name + ": bias not fused");
       else std::printf("    %s: cuBLASLt products with a fused epilogue: %lld of 1\n", name.c_str(), fused);
     }
+    // bRounded, the bias's bf16 copy that the layers pass: the same bits of y; and where cuBLASLt runs,
+    // its epilogue reads that copy (given zeros instead, y is the product without the bias).
+    if (c.bias) {
+      DeviceB d_rounded(bits(b)), d_zeros(std::vector<bf16>(size_t(c.out))), d_y2(ny);
+      auto f = forward(d_y2.get(), d_x.get(), d_W.get(), d_b.get());
+      f.b_rounded = d_rounded.get();
+      NF_ASSERT_OK(nf::cuda::run(f));
+      NF_EXPECT(floats(d_y2) == floats(d_y), name + ": y with bRounded differs from y without it");
+      if (after.cublaslt.loaded) {
+        auto unbiased = forward(d_y.get(), d_x.get(), d_W.get(), d_b.get());
+        unbiased.b = nullptr;
+        f.b_rounded = d_zeros.get();
+        NF_ASSERT_OK(nf::cuda::run(f));
+        NF_ASSERT_OK(nf::cuda::run(unbiased));
+        NF_EXPECT(floats(d_y2) == floats(d_y), name + ": the epilogue did not read bRounded");
+      }
+    }
     NF_ASSERT_OK(nf::cuda::run(backward(d_dx.get(), d_dW.get(), d_db.get(), d_dy.get(), d_x.get(), d_W.get())));
     check_close("bf16 linear dx", name, floats(d_dx), dx, kBf16Bwd);
     check_close("bf16 linear dW", name, d_dW.download(), dW, kBf16Bwd);
