@@ -59,7 +59,8 @@ layernorm_backward_kernel<nf::ops::bf16, 8, 2, 32>     112  0
 layernorm_backward_kernel<nf::ops::bf16, 8, 3, 32>     136  0
 layernorm_backward_kernel<nf::ops::bf16, 8, 4, 32>     176  0
 layernorm_backward_kernel<nf::ops::bf16, 8, 3, 256>    144  0
-layernorm_param_grad_kernel              40   0
+# layernorm_param_grad_kernel: 8 warps a block, their 32 column sums met in 1 KB of shared memory
+layernorm_param_grad_kernel              40   1024
 # gemm_kernel<tile, TA, TC>: A, B of TA and C of TC (gemm.h GemmCallOf), converted to float on load
 gemm_kernel<64, 64, 16, 4, 4, float, float>                  85   17408
 gemm_kernel<64, 64, 16, 4, 4, nf::ops::bf16, float>          85   17408

@@ -30,7 +30,7 @@ namespace {
 
 constexpr int kRowsPerBlock = 4;         // forward: warps (rows) per block
 constexpr int kMaxBackwardBlocks = 256;  // backward: blocks of the dx kernel = rows of partials
-constexpr int kReduceThreads = 256;
+constexpr int kParamGradWarps = 8;      // the dγ, dβ sum: warps a block, each over an eighth of the partial rows
 constexpr int kParamGradBatch = 16;     // partial rows each thread of the dγ, dβ sum loads at once
 
 template <class S, int W>
@@ -182,24 +182,38 @@ __global__ void __launch_bounds__(kBackwardThreads)
   }
 }
 
-// dγ[i] += Σ_b partial[b][0][i]; dβ[i] += Σ_b partial[b][1][i].
-__global__ void __launch_bounds__(kReduceThreads)
+// dγ[i] += Σ_b partial[b][0][i]; dβ[i] += Σ_b partial[b][1][i]: a block per 32 of the 2D columns (a lane
+// a column), its kParamGradWarps warps each summing a contiguous share of the partial rows in order
+// (loads in batches), then warp 0 adding the warps' sums in warp order: a fixed order, so the same bits
+// on every run. (A thread a column over all the rows left 2D threads, 6 blocks at ViT-B's D 768, each
+// waiting on 16 rounds of L2 loads.)
+__global__ void __launch_bounds__(kParamGradWarps * kWarp)
     layernorm_param_grad_kernel(float* dgamma, float* dbeta, const float* partial, int blocks, int D) {
-  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= 2 * D) return;
-  const float* p = partial + i;
+  __shared__ float sums[kParamGradWarps][kWarp];
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
+  const int i = int(blockIdx.x) * kWarp + lane;
+  const int share = (blocks + kParamGradWarps - 1) / kParamGradWarps, first = warp * share;
+  const int end = first + share < blocks ? first + share : blocks;
   float s = 0.0f;
-  int b = 0;
-  for (; b + kParamGradBatch <= blocks; b += kParamGradBatch) {  // a batch of loads in flight, added in order
-    float v[kParamGradBatch];
+  if (i < 2 * D) {
+    const float* p = partial + i;
+    int b = first;
+    for (; b + kParamGradBatch <= end; b += kParamGradBatch) {  // a batch of loads in flight, added in order
+      float v[kParamGradBatch];
 #pragma unroll
-    for (int j = 0; j < kParamGradBatch; ++j) v[j] = p[int64_t(b + j) * 2 * D];
+      for (int j = 0; j < kParamGradBatch; ++j) v[j] = p[int64_t(b + j) * 2 * D];
 #pragma unroll
-    for (int j = 0; j < kParamGradBatch; ++j) s += v[j];
+      for (int j = 0; j < kParamGradBatch; ++j) s += v[j];
+    }
+    for (; b < end; ++b) s += p[int64_t(b) * 2 * D];
   }
-  for (; b < blocks; ++b) s += p[int64_t(b) * 2 * D];
-  if (i < D) dgamma[i] += s;
-  else dbeta[i - D] += s;
+  sums[warp][lane] = s;
+  __syncthreads();
+  if (warp > 0 || i >= 2 * D) return;
+  float t = 0.0f;
+  for (int w = 0; w < kParamGradWarps; ++w) t += sums[w][lane];
+  if (i < D) dgamma[i] += t;
+  else dbeta[i - D] += t;
 }
 
 template <class P>
@@ -291,8 +305,8 @@ Status backward(const ops::LayerNormBackward<S>& p) {
   const size_t smem = sizeof(float) * (warp_rows ? size_t(per_block) * 2 * size_t(D) : size_t(kWarp));
   NF_CUDA_TRY(op, launch(kernel, dim3(unsigned(blocks)), dim3(threads), smem, s, p.dx, static_cast<float*>(partial),
                          p.dout, p.dadd, p.x, p.mean, p.rstd, p.gamma, p.rows, D));
-  NF_CUDA_TRY(op, launch(layernorm_param_grad_kernel, dim3(unsigned(ceil_div(2 * D, kReduceThreads))),
-                         dim3(kReduceThreads), 0, s, p.dgamma, p.dbeta, static_cast<const float*>(partial), blocks,
+  NF_CUDA_TRY(op, launch(layernorm_param_grad_kernel, dim3(unsigned(ceil_div(2 * D, kWarp))),
+                         dim3(kParamGradWarps * kWarp), 0, s, p.dgamma, p.dbeta, static_cast<const float*>(partial), blocks,
                          D));
   return Status::Ok();
 }
