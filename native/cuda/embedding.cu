@@ -211,8 +211,9 @@ Status cls_pos_forward(const ops::ClsPosForward<S>& p) {
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   const int64_t rows = B * (N + 1);
-  NF_CUDA_TRY(op, launch(cls_pos_forward_kernel<S>, dim3(unsigned(rows < kMaxBlocks ? rows : kMaxBlocks)), dim3(kThreads),
-                         0, s, p.out, p.cls, p.patches, p.pos, rows, N, int(D)));
+  const dim3 grid(unsigned(rows < kMaxBlocks ? rows : kMaxBlocks));  // a block a row (grid-stride past kMaxBlocks)
+  NF_CUDA_TRY(op, launch(cls_pos_forward_kernel<S>, grid, dim3(kThreads), 0, s, p.out, p.cls, p.patches, p.pos, rows, N,
+                         int(D)));
   return Status::Ok();
 }
 

@@ -306,8 +306,8 @@ Status backward(const ops::LayerNormBackward<S>& p) {
   NF_CUDA_TRY(op, launch(kernel, dim3(unsigned(blocks)), dim3(threads), smem, s, p.dx, static_cast<float*>(partial),
                          p.dout, p.dadd, p.x, p.mean, p.rstd, p.gamma, p.rows, D));
   NF_CUDA_TRY(op, launch(layernorm_param_grad_kernel, dim3(unsigned(ceil_div(2 * D, kWarp))),
-                         dim3(kParamGradWarps * kWarp), 0, s, p.dgamma, p.dbeta, static_cast<const float*>(partial), blocks,
-                         D));
+                         dim3(kParamGradWarps * kWarp), 0, s, p.dgamma, p.dbeta, static_cast<const float*>(partial),
+                         blocks, D));
   return Status::Ok();
 }
 
