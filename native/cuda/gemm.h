@@ -80,11 +80,12 @@ Status gemm_check(GemmDims* d);
 template <class TA, class TC>
 Status gemm(const GemmCallOf<TA, TC>& call);
 
-// gemm() for a forward product.
+// gemm() for a forward product (bias_rounded: GemmCallOf's).
 template <class TA, class TC>
-Status gemm(TC* C, TC* preact, const TA* A, const TA* B, const float* bias, GemmDims d, Compute mode = Compute::fp32) {
+Status gemm(TC* C, TC* preact, const TA* A, const TA* B, const float* bias, GemmDims d, Compute mode = Compute::fp32,
+            const TC* bias_rounded = nullptr) {
   GemmCallOf<TA, TC> c;
-  c.d = d, c.C = C, c.preact = preact, c.A = A, c.B = B, c.bias = bias, c.mode = mode;
+  c.d = d, c.C = C, c.preact = preact, c.A = A, c.B = B, c.bias = bias, c.bias_rounded = bias_rounded, c.mode = mode;
   return gemm(c);
 }
 inline Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d,

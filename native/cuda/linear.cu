@@ -80,10 +80,9 @@ Status forward(S* y, S* preact, const S* x, const S* W, const float* b, LinearDi
                const S* b_rounded) {
   NF_TRY(ops::linear_check("linear_forward", d));
   if (d.rows == 0) return Status::Ok();
-  GemmCallOf<S, S> c;
-  c.d.M = d.rows, c.d.N = d.out_features, c.d.K = d.in_features, c.d.transB = true, c.d.act = act;
-  c.C = y, c.preact = preact, c.A = x, c.B = W, c.bias = b, c.bias_rounded = b_rounded, c.mode = mode;
-  return cuda::gemm(c);
+  GemmDims g;
+  g.M = d.rows, g.N = d.out_features, g.K = d.in_features, g.transB = true, g.act = act;
+  return cuda::gemm<S, S>(y, preact, x, W, b, g, mode, b_rounded);
 }
 
 template <class S>
