@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 
 import { CASE_SYNTAX, caseFlops, parseCase } from './ab_cases';
 import { REPO_ROOT } from './child';
+import { median } from './sampling';
 
 const USAGE = `usage: npm run bench:ab -- [--pairs N] [--seconds S] [--threads T] [--peak] SIDE_A SIDE_B CASE...
   SIDE  an addon file or 'default', optionally @threads
@@ -58,8 +59,6 @@ function startWorker(spec: string, threads: number): Worker {
     close: () => child.kill(),
   };
 }
-
-const median = (x: number[]) => [...x].sort((a, b) => a - b)[x.length >> 1];
 
 async function main(): Promise<void> {
   const { values: v, positionals } = parseArgs({

@@ -41,6 +41,7 @@ import { forwardFlops, trainFlops } from '../flops';
 import {
   curveComparisons, CURVE_LIMIT, CURVE_WINDOW, patternBatch, trainCurve, vitConfig, windowRelDiffs, writeCurveFiles,
 } from '../loss_curve';
+import { median } from '../sampling';
 import { MODELS, type ModelSpec, type ViTArch } from '../specs';
 
 /** The GPU's precisions ('int8' is CPU inference only). */
@@ -100,8 +101,6 @@ function data(arch: ViTArch, B: number, salt: number): { x: Float32Array; y: Int
   });
   return { x, y };
 }
-
-const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 
 /** Times one row; returns its JSON line's fields. */
 function timeRow(r: Row): Record<string, unknown> {
