@@ -1,6 +1,7 @@
 // Bias + activation on the GPU, forward and backward; the activation ops are the same without a bias.
 // Math: h = x + b (per column); y = act(h). Backward: dh = dy act'(h); db += Σ_rows dh.
-//   act ∈ {none, relu, gelu (erf), gelu_tanh, silu, tanh}; formulas in activation.cuh.
+//   act ∈ {none, relu, gelu (erf), gelu_tanh, silu, tanh}; formulas in activation.cuh. After a product of
+//   bf16 inputs (BiasActDims::reduced) GELU's Φ is normcdf_reduced's, as the CPU's bf16 products' GELU.
 // Layout: x, y, preact, dy, dx are [rows, n] row-major; b, db [n].
 // Dimension key: rows = B*T, n = features.
 // Storage: x, y, preact, dy, dx are S (float, or bf16 under precision 'bf16'; bf16.cuh), b and db
@@ -40,6 +41,12 @@ __device__ __forceinline__ void with_act(Act act, F f) {
   if (act == Act::gelu) f(Act::gelu);
   else f(act);
 }
+// with_act for the forward, f(act, reduced): a third copy for the GELU of normcdf_reduced's Φ.
+template <class F>
+__device__ __forceinline__ void with_act(Act act, bool reduced, F f) {
+  if (act == Act::gelu && reduced) f(Act::gelu, true);
+  else with_act(act, [&](Act a) { f(a, false); });
+}
 
 // 16-byte vectors (bf16.cuh Pack) when the arrays are aligned and a row is a whole number of vectors
 // (a vector then never straddles two rows and takes bias[c .. c + V), as vectors too: load_floats);
@@ -47,10 +54,11 @@ __device__ __forceinline__ void with_act(Act act, F f) {
 // A thread's column c advances by its stride modulo n (one compare, no 64-bit division per vector).
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-    bias_act_forward_kernel(S* y, S* preact, const S* x, const float* bias, int64_t total, int n, Act act_of_call) {
+    bias_act_forward_kernel(S* y, S* preact, const S* x, const float* bias, int64_t total, int n, Act act_of_call,
+                            bool reduced_of_call) {
   constexpr int V = kPack<S>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x, first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  with_act(act_of_call, [&](Act act) {
+  with_act(act_of_call, reduced_of_call, [&](Act act, bool reduced) {
     if (n % V == 0 && aligned16(y, preact, x, bias)) {
       const int advance = int(step * V % n);
       int c = int(first * V % n);
@@ -69,7 +77,7 @@ __global__ void __launch_bounds__(kThreads)
           store_pack(preact, i, h);
         }
 #pragma unroll
-        for (int j = 0; j < V; ++j) h[j] = act_forward(h[j], act);
+        for (int j = 0; j < V; ++j) h[j] = act_forward(h[j], act, reduced);
         store_pack(y, i, h);
         c += advance;
         if (c >= n) c -= n;
@@ -82,7 +90,7 @@ __global__ void __launch_bounds__(kThreads)
         h = as_stored<S>(h);
         store(preact + i, h);
       }
-      store(y + i, act_forward(h, act));
+      store(y + i, act_forward(h, act, reduced));
     }
   });
 }
@@ -127,7 +135,7 @@ Status forward(S* y, S* preact, const S* x, const float* bias, BiasActDims d) {
   NF_TRY(backend_stream(&s));
   NF_CUDA_TRY("bias_act_forward", launch(bias_act_forward_kernel<S>, blocks_for(ceil_div(total, kPack<S>)),
                                          dim3(kThreads), 0, s, y,
-                                         preact, x, bias, total, int(d.n), d.act));
+                                         preact, x, bias, total, int(d.n), d.act, d.reduced));
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@ struct BiasActDims {
   int64_t rows = 0;  // B*T
   int64_t n = 0;     // features (bias length)
   Act act = Act::gelu;
+  bool reduced = false;  // GELU's Φ from normcdf_reduced (activation.cuh): after a product of bf16 inputs
 };
 
 // One overload per storage of the activations, float or bf16 (bias and its gradient float):

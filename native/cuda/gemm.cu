@@ -64,6 +64,7 @@ struct GemmArgs {
   int64_t lda, ldb, ldc, strideA, strideB, strideC;
   float alpha, beta;
   Act act;
+  bool reduced;  // GELU's Φ from normcdf_reduced: the operands are bf16 (bf16_products below)
 };
 
 template <int BM, int BN, int BK, int TM, int TN>
@@ -192,7 +193,7 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, TM, TN>::kThreads, Tile<BM, B
         store(P + at, v);
         v = load(P + at);  // act of the value saved (as bias_act_forward_kernel)
       }
-      store(C + at, act_forward(v, g.act));
+      store(C + at, act_forward(v, g.act, g.reduced));
     }
   }
 }
@@ -215,7 +216,7 @@ __global__ void __launch_bounds__(kReduceThreads) gemm_splitk_reduce_kernel(Gemm
       store(g.preact + at, v);
       v = load(g.preact + at);
     }
-    store(g.C + at, act_forward(v, g.act));
+    store(g.C + at, act_forward(v, g.act, g.reduced));
   }
 }
 
@@ -254,7 +255,7 @@ Status gemm_kernel_only(TC* C, TC* preact, const TA* A, const TA* B, const float
   NF_TRY(backend_stream(&s));
   GemmArgs<TA, TC> g{nullptr,  d.batch,  int(d.K), C,     preact, A,     B,         bias,      int(d.M),  int(d.N),
                      int(d.K), d.transA, d.transB, d.lda, d.ldb,  d.ldc, d.strideA, d.strideB, d.strideC, d.alpha,
-                     d.beta,   d.act};
+                     d.beta,   d.act,    std::is_same_v<TA, bf16>};
   if (ceil_div(d.M, 128) * ceil_div(d.N, 128) * d.batch >= kWaveTiles) {
     NF_CUDA_TRY("gemm", launch_gemm<128, 128, 8, 8, 8>(g, 1, s));
     return Status::Ok();
@@ -316,6 +317,15 @@ lt::Product column_major(const GemmCallOf<TA, TC>& c, const GemmDims& d) {
   p.alpha = d.alpha, p.beta = d.beta;
   p.compute = compute_type<TA>(c.mode);
   return p;
+}
+
+// Whether the call's products multiply bf16 values (bf16 operands, or float ones under Compute::bf16,
+// cuBLASLt's FAST_16BF): its GELU then takes normcdf_reduced's Φ (activation.cuh), as the CPU's GELU fused
+// into its bf16 products does. (The own kernel computes float operands in fp32: gemm_kernel_only
+// decides by the operands' type alone.)
+template <class TA, class TC>
+bool bf16_products(const GemmCallOf<TA, TC>& c) {
+  return std::is_same_v<TA, bf16> || c.mode == Compute::bf16;
 }
 
 // c.bias as cuBLASLt's BIAS epilogues take it, in C's type (cublasLt.h: the bias vector has D's type but
@@ -433,7 +443,7 @@ Status gemm(const GemmCallOf<TA, TC>& c) {
         if (bias_in_epilogue) p.epilogue = NF_CUBLASLT_EPILOGUE_BIAS, p.bias = bias;
         NF_TRY(lt::matmul(p, &ran));
         if (!ran) continue;
-        const BiasActDims e{rows, d.N, d.act};
+        const BiasActDims e{rows, d.N, d.act, bf16_products(c)};
         if (out != c.C) NF_TRY(bias_act_forward(c.C, pending ? c.preact : nullptr, out, pending, e));
         else if (pending || d.act != Act::none || c.preact) NF_TRY(bias_act_forward(c.C, c.preact, c.C, pending, e));
         if (c.dact_input) NF_TRY(bias_act_backward(c.C, nullptr, c.C, c.dact_input, {rows, d.N, c.dact}));

@@ -8,13 +8,15 @@
 // on the same cases as well; without it, the kernel runs them. Also: which backend ran (and that
 // the fused epilogues did run there), the compute modes (tf32, bf16: their own tolerances against
 // the float64 reference), and the fallbacks when cuBLASLt offers no algorithm.
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 
 #include "../../cpu/ref/linear.h"
+#include "../activation.cuh"
 #include "../activation.h"
 #include "../linear.h"
-#include "parity.h"
+#include "bf16_parity.h"
 
 namespace {
 
@@ -214,6 +216,61 @@ NF_TEST(cuda_bias_act_parity) {
       check_close("bias_act dx", name, d_dy.download(), dx, kBwdTol);
       check_close("bias_act dbias", name, d_db.download(), db, kBwdTol);
     }
+}
+
+// GELU after a product of bf16 inputs takes Φ from normcdf_reduced (activation.cuh, the CPU's Φ for the
+// GELU fused into its bf16 products): within 1e-6 of Φ everywhere; the elementwise pass takes it with
+// BiasActDims::reduced, and a product of bf16 operands (or of float ones at Compute::bf16 through
+// cuBLASLt) applies it to its pre-activation, bit for bit; fp32 products keep erff's (which differs).
+NF_TEST(cuda_gelu_reduced) {
+  using nf::cuda::Compute;
+  double worst = 0.0;
+  for (int i = -120000; i <= 120000; ++i) {  // x in [-12, 12]
+    const float x = float(i * 1e-4);
+    worst = std::max(worst, std::abs(double(nf::cuda::normcdf_reduced(x)) - 0.5 * std::erfc(-double(x) / std::sqrt(2.0))));
+  }
+  std::printf("    normcdf_reduced: max |error| %.2e on [-12, 12]\n", worst);
+  NF_EXPECT(worst < 1e-6, "normcdf_reduced is off by " + std::to_string(worst));
+  // Reduced: every output is x·normcdf_reduced(x) of its stored pre-activation x, bit for bit (the same
+  // operations on host and device); else (erff's, whose bits may differ between the device's and the
+  // host's libm) within 1e-6·|x| of it and not equal to it everywhere.
+  const auto check_gelu = [](const std::string& what, const std::vector<float>& y, const std::vector<float>& pre, bool reduced) {
+    size_t equal = 0, far = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      const float r = nf::cuda::act_forward(pre[i], Act::gelu, true);
+      equal += y[i] == r;
+      far += std::abs(double(y[i]) - r) > 1e-6 * std::abs(pre[i]) + 1e-30;
+    }
+    if (reduced) NF_EXPECT(equal == y.size(), what + ": " + std::to_string(y.size() - equal) + " outputs not the reduced GELU's");
+    else NF_EXPECT(far == 0 && equal < y.size(), what + ": " + std::to_string(far) + " outputs far from GELU, " +
+                   std::to_string(equal) + " of " + std::to_string(y.size()) + " the reduced one's");
+  };
+  const int64_t M = 65, N = 72, K = 40;
+  const Vec x = randn(size_t(M * N), 3.0);
+  for (bool reduced : {false, true}) {
+    DeviceF d_x(x), d_y(x.size());
+    NF_ASSERT_OK(nf::cuda::bias_act_forward(d_y, nullptr, d_x, nullptr, {M, N, Act::gelu, reduced}));
+    std::vector<float> xf;
+    for (double v : x) xf.push_back(float(v));
+    check_gelu(std::string("bias_act_forward reduced=") + (reduced ? "1" : "0"), d_y.download(), xf, reduced);
+  }
+  nf::cuda::GemmDims d;
+  d.M = M, d.N = N, d.K = K, d.transB = true, d.act = Act::gelu;
+  const Vec a = randb(size_t(M * K)), b = randb(size_t(N * K), 0.3), bias = randn(size_t(N));
+  DeviceF d_bias(bias);
+  {  // bf16 operands (the layers' precision 'bf16'), float C
+    DeviceB dA(bits(a)), dB(bits(b));
+    DeviceF dC(size_t(M * N)), dP(size_t(M * N));
+    NF_ASSERT_OK(nf::cuda::gemm(dC.get(), dP.get(), dA.get(), dB.get(), d_bias.get(), d, Compute::bf16));
+    check_gelu("gemm, bf16 operands", dC.download(), dP.download(), true);
+  }
+  for (Compute mode : {Compute::fp32, Compute::bf16}) {  // float operands
+    DeviceF dA(a), dB(b), dC(size_t(M * N)), dP(size_t(M * N));
+    NF_ASSERT_OK(nf::cuda::gemm(dC.get(), dP.get(), dA.get(), dB.get(), d_bias.get(), d, mode));
+    // (the own kernel computes float operands in fp32 whatever the mode)
+    check_gelu(std::string("gemm, float operands, ") + nf::cuda::compute_name(mode), dC.download(), dP.download(),
+               mode == Compute::bf16 && cublaslt_loaded());
+  }
 }
 
 // Which backend runs the products. Emulated build: cuBLASLt (the CPU stand-in) exactly when
