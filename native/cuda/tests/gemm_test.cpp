@@ -227,21 +227,24 @@ NF_TEST(cuda_gelu_reduced) {
   double worst = 0.0;
   for (int i = -120000; i <= 120000; ++i) {  // x in [-12, 12]
     const float x = float(i * 1e-4);
-    worst = std::max(worst, std::abs(double(nf::cuda::normcdf_reduced(x)) - 0.5 * std::erfc(-double(x) / std::sqrt(2.0))));
+    const double exact = 0.5 * std::erfc(-double(x) / std::sqrt(2.0));
+    worst = std::max(worst, std::abs(double(nf::cuda::normcdf_reduced(x)) - exact));
   }
   std::printf("    normcdf_reduced: max |error| %.2e on [-12, 12]\n", worst);
   NF_EXPECT(worst < 1e-6, "normcdf_reduced is off by " + std::to_string(worst));
   // Reduced: every output is x·normcdf_reduced(x) of its stored pre-activation x, bit for bit (the same
   // operations on host and device); else (erff's, whose bits may differ between the device's and the
   // host's libm) within 1e-6·|x| of it and not equal to it everywhere.
-  const auto check_gelu = [](const std::string& what, const std::vector<float>& y, const std::vector<float>& pre, bool reduced) {
+  const auto check_gelu = [](const std::string& what, const std::vector<float>& y, const std::vector<float>& pre,
+                             bool reduced) {
     size_t equal = 0, far = 0;
     for (size_t i = 0; i < y.size(); ++i) {
       const float r = nf::cuda::act_forward(pre[i], Act::gelu, true);
       equal += y[i] == r;
       far += std::abs(double(y[i]) - r) > 1e-6 * std::abs(pre[i]) + 1e-30;
     }
-    if (reduced) NF_EXPECT(equal == y.size(), what + ": " + std::to_string(y.size() - equal) + " outputs not the reduced GELU's");
+    if (reduced)
+      NF_EXPECT(equal == y.size(), what + ": " + std::to_string(y.size() - equal) + " outputs not the reduced GELU's");
     else NF_EXPECT(far == 0 && equal < y.size(), what + ": " + std::to_string(far) + " outputs far from GELU, " +
                    std::to_string(equal) + " of " + std::to_string(y.size()) + " the reduced one's");
   };
