@@ -6,9 +6,10 @@ machine: scripts/gpu_bench.sh's sass_density step) and prints, for each selected
 instructions of its streamed-tile loop: the loop (a backward branch and the code from its target up to
 it) holding the most mma instructions, the outermost of equals. Two counts:
   path    the instructions on the shortest way from the loop's head to its back edge that issues a
-          global-to-shared copy and the tile's products: a tile that streams the next one and skips
-          every optional branch (the per-pair mask tests, dropout, the plain-load fallback for unaligned
-          views, and the skip of an idle warp, which issues no mma). Back edges are
+          global-to-shared copy and the most mma instructions: a whole tile that streams the next one
+          and skips every optional branch (the per-pair mask tests, dropout, the plain-load fallback
+          for unaligned views, the skip of an idle warp, which issues no mma, and the short last tile,
+          kShortTile, which issues fewer); the mma column counts that path's. Back edges are
           dropped, so a loop inside the tile loop counts its body once, or not at all where it may run
           zero times (a copy loop over c = tid, tid + 128, ... does: the path then undercounts it);
   static  every instruction of the loop body once, cold paths included.
@@ -156,15 +157,16 @@ def is_copy(op):
 
 def min_path(body, start, end, category):
     """The instructions (indices into body) on the shortest path from the loop's head (body[start]) to
-    its back edge (body[end]) that issues a global-to-shared copy and an mma: a tile that streams the
-    next one, computes, and takes no optional branch (no mask test, no dropout, no fallback copy).
-    Back edges are dropped, so an inner loop counts its body once (or not at all where it may run zero
-    times). None when the loop issues no copy."""
-    INF = (float('inf'), None)
-    # best[i][c]: (fewest instructions from `start` to just before body[i], predecessor state),
-    # c: bit 0 a copy was issued on the way, bit 1 an mma.
-    best = [[INF] * 4 for _ in range(end + 2)]
-    best[start][0] = (0, None)
+    its back edge (body[end]) that issues a global-to-shared copy and the most mma instructions of any
+    such path: a whole tile that streams the next one, computes, and takes no optional branch (no mask
+    test, no dropout, no fallback copy, not the short last tile). Back edges are dropped, so an inner
+    loop counts its body once (or not at all where it may run zero times). None when the loop issues no
+    copy or no mma."""
+    INF = ((float('inf'), float('inf')), None)
+    # best[i][c]: ((-mma, instructions) from `start` to just before body[i], the fewest for the most
+    # mma; predecessor state), c: 1 once a copy was issued on the way.
+    best = [[INF] * 2 for _ in range(end + 2)]
+    best[start][0] = ((0, 0), None)
     index = {value: i for i, (kind, value, _, _) in enumerate(body) if kind == 'label' and start <= i <= end}
 
     def relax(j, c, d, pred):
@@ -172,24 +174,25 @@ def min_path(body, start, end, category):
             best[j][c] = (d, pred)
     for i in range(start, end + 1):
         kind, target, op, uncond = body[i]
-        for c in range(4):
+        for c in range(2):
             d = best[i][c][0]
             if d == INF[0]:
                 continue
             if kind == 'label':
                 relax(i + 1, c, d, (i, c))
                 continue
-            cc = c | int(is_copy(op)) | (2 if category(op) == 'mma' else 0)
+            cc = c | int(is_copy(op))
+            dd = (d[0] - (category(op) == 'mma'), d[1] + 1)
             if i == end:
-                relax(end + 1, cc, d + 1, (i, c))
+                relax(end + 1, cc, dd, (i, c))
                 continue
             if target is not None and target in index and index[target] > i:
-                relax(index[target], cc, d + 1, (i, c))
+                relax(index[target], cc, dd, (i, c))
             if not uncond:
-                relax(i + 1, cc, d + 1, (i, c))
-    if best[end + 1][3][0] == INF[0]:
+                relax(i + 1, cc, dd, (i, c))
+    if best[end + 1][1][0] == INF[0] or best[end + 1][1][0][0] == 0:
         return None
-    path, state = [], best[end + 1][3][1]
+    path, state = [], best[end + 1][1][1]
     while state is not None:
         i, c = state
         if body[i][0] == 'inst':
@@ -209,7 +212,9 @@ def analyse(body, category):
     static = sum(1 for k, _, _, _ in body[start:end + 1] if k == 'inst')
     path = min_path(body, start, end, category) or []
     counts = Counter(category(body[i][2]) for i in path)
-    return dict(counts, path=len(path), mma=mma, path_per_mma=len(path) / mma, insts=static, per_mma=static / mma)
+    on_path = counts.get('mma', 0) or mma
+    return dict(counts, path=len(path), mma=on_path, path_per_mma=len(path) / on_path, insts=static,
+                per_mma=static / mma)
 
 
 def short_name(mangled):

@@ -49,6 +49,9 @@ constexpr int kWarpRows = 16;                    // rows of an mma (M): a warp o
 constexpr int kBlockRows = kWarps * kWarpRows;   // the backward CTAs' stationary rows (1 block a warp)
 constexpr size_t kSmemMax = 99 * 1024;           // dynamic shared memory of the smallest target (sm_89)
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+// A last streamed tile whose live rows fit in kShortTile (an mma's 16) takes the products of those rows
+// only: T = 64k + 1 (a ViT's class token: T 65, 197, 257, 577) leaves 1 or 5 live rows of a 64-row tile.
+constexpr int kShortTile = 16;
 
 __host__ __device__ constexpr int padded_width(int Dh) { return Dh <= 32 ? 32 : Dh <= 64 ? 64 : Dh <= 96 ? 96 : 128; }
 

@@ -18,6 +18,8 @@
 //     the CTA's first key are not visited.
 //   dQ: a CTA per 64 queries (Q, dO stationary), streaming K and V: S = Q Kᵀ, dP = dO Vᵀ, dS, and
 //     dQ += dS K, written once.
+//   Both: a last streamed tile whose live rows fit in kShortTile (T = 64k + 1 and the like) takes the
+//   products of its first 16 rows only (dkdv_tile, dq_tile at that width; not with atomic dQ).
 // dQ, two ways (attention_dq(): NF_CUDA_ATTENTION_DQ, default 'recompute'):
 //   recompute (the default): the dQ kernel above, a second pass that recomputes S and dP: 7 products
 //     per (query, key) tile pair instead of FlashAttention-2's 5, i.e. 1.4x the backward's tensor
@@ -51,13 +53,43 @@ namespace {
 // (8-20 bytes on sm_80/89) and keep 2.
 __host__ __device__ constexpr int dq_ctas_per_sm(bool dropout) { return dropout ? 2 : 3; }
 
+// One streamed tile of R keys from j0 (K tile kt, V tile vt; with R = kShortTile their first rows) for the
+// warp's queries iw.. (Q rows qw, dO rows gw; L, Di its rows' lse2 and Di): S, dP, P, dS, and acc += dS K.
+template <class Mma, int R, int DP, bool kDropout>
+__device__ __forceinline__ void dq_tile(float (&acc)[1][DP / 8][4], const typename Mma::Op* qw,
+                                        const typename Mma::Op* gw, const typename Mma::Op* kt,
+                                        const typename Mma::Op* vt, const float (&L)[2], const float (&Di)[2],
+                                        const CoreArgs& a, int64_t b, int64_t h, int lane, int iw, int j0) {
+  constexpr int N = R / 8;
+  const float c = a.scale * kLog2e;
+  float s[1][N][4] = {}, dp[1][N][4] = {};
+  mma_abt<Mma, 1, R, DP>(s, qw, kt, lane);
+  mma_abt<Mma, 1, R, DP>(dp, gw, vt, lane);
+#pragma unroll
+  for (int t = 0; t < N; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[0][t][e] = exp2_ftz(s[0][t][e] * c - L[e >> 1]);  // P
+  if (tile_check(a, iw, iw + kWarpRows, j0, j0 + R))  // else no pair of the tile is blocked
+    mask_tile<false>(s, a, b, lane, iw, j0, 0.0f);
+#pragma unroll
+  for (int t = 0; t < N; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = iw + acc_row(lane, e), j = j0 + acc_col(lane, t, e);
+      const float p = s[0][t][e];
+      const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
+      s[0][t][e] = p * (z * dp[0][t][e] - Di[e >> 1]);  // dS
+    }
+  mma_pb<Mma, 1, R, DP>(acc, s, kt, lane);
+}
+
 template <class Mma, class S, class O, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, dq_ctas_per_sm(kDropout))
     flash_dq_kernel(O* dq, const S* q, const S* k, const S* v, const S* dout, const float* lse, const float* di,
                     CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
   constexpr int R = stream_rows<Mma, S, DP>(2 * kBlockRows);
-  constexpr int N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int DT = DP / 8, ld = ld_of<Op, DP>();
   NF_DYNAMIC_SHARED(unsigned char, smem);
   const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
   const int64_t b = blockIdx.z, h = blockIdx.y, row0 = (b * a.H + h) * a.Tq;
@@ -70,7 +102,6 @@ __global__ void __launch_bounds__(kThreads, dq_ctas_per_sm(kDropout))
   const int key_end = a.causal && i0 + kBlockRows < a.Tk ? i0 + kBlockRows : a.Tk;
   if (key_end > 0) kv.issue(0, kh, a.lk.row, vh, a.lv.row, 0, a.Tk, a.Dh, vec);
 
-  const float c = a.scale * kLog2e;
   float L[2], Di[2], acc[1][DT][4] = {};
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -78,29 +109,24 @@ __global__ void __launch_bounds__(kThreads, dq_ctas_per_sm(kDropout))
     L[r] = lse2(lse, row0, i, a.Tq);
     Di[r] = i < a.Tq ? di[row0 + i] : 0.0f;
   }
-  for (int n = 0, j0 = 0; j0 < key_end; ++n, j0 += R) {
+  // Whole tiles, then (short) a last tile whose live keys all lie in its first kShortTile rows.
+  const Op *qw = qdo.x + warp * kWarpRows * ld, *gw = qdo.y + warp * kWarpRows * ld;
+  constexpr bool kShort = R > kShortTile && DP < 128;
+  const bool short_last = kShort && key_end > 0 && (key_end - 1) % R < kShortTile;
+  const int whole_end = short_last ? key_end - 1 - (key_end - 1) % R : key_end;
+  int n = 0, j0 = 0;
+  for (; j0 < whole_end; ++n, j0 += R) {
     kv.land(n);
     if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
     if (idle(a, iw, iw + kWarpRows, j0)) continue;
-    float s[1][N][4] = {}, dp[1][N][4] = {};
-    mma_abt<Mma, 1, R, DP>(s, qdo.x + warp * kWarpRows * ld, kv.tile(n, 0), lane);
-    mma_abt<Mma, 1, R, DP>(dp, qdo.y + warp * kWarpRows * ld, kv.tile(n, 1), lane);
-#pragma unroll
-    for (int t = 0; t < N; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[0][t][e] = exp2_ftz(s[0][t][e] * c - L[e >> 1]);  // P
-    if (tile_check(a, iw, iw + kWarpRows, j0, j0 + R))  // else no pair of the tile is blocked
-      mask_tile<false>(s, a, b, lane, iw, j0, 0.0f);
-#pragma unroll
-    for (int t = 0; t < N; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = iw + acc_row(lane, e), j = j0 + acc_col(lane, t, e);
-        const float p = s[0][t][e];
-        const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
-        s[0][t][e] = p * (z * dp[0][t][e] - Di[e >> 1]);  // dS
-      }
-    mma_pb<Mma, 1, R, DP>(acc, s, kv.tile(n, 0), lane);
+    dq_tile<Mma, R, DP, kDropout>(acc, qw, gw, kv.tile(n, 0), kv.tile(n, 1), L, Di, a, b, h, lane, iw, j0);
+  }
+  if constexpr (kShort) {
+    if (short_last) {
+      kv.land(n);
+      if (!idle(a, iw, iw + kWarpRows, j0))
+        dq_tile<Mma, kShortTile, DP, kDropout>(acc, qw, gw, kv.tile(n, 0), kv.tile(n, 1), L, Di, a, b, h, lane, iw, j0);
+    }
   }
   const float scale[1][2] = {{a.scale, a.scale}};
   store_rows(acc, scale, lane, a.Dh, head_rows(dq, a.lq, b, h), a.lq.row, iw, a.Tq);

@@ -133,6 +133,44 @@ __device__ __forceinline__ void add_dq_tile(float* acc_dq, const typename Mma::O
   }
 }
 
+// One streamed tile of R queries from i0 (Q tile qt, dO tile gt; with R = kShortTile < RS, the stream's
+// rows, their first rows) for the warp's keys jw.. (K rows kw, V rows vw; the tile's lse2 and Di in stats):
+// Sᵀ, dPᵀ, Pᵀ and dSᵀ (left in dp), dV += (P ∘ Z)ᵀ dO and dK += dSᵀ Q.
+template <class Mma, class S, int R, int RS, int DP, bool kDropout>
+__device__ __forceinline__ void dkdv_tile(float (&dp)[1][R / 8][4], float (&acc_k)[1][DP / 8][4],
+                                          float (&acc_v)[1][DP / 8][4], const typename Mma::Op* kw,
+                                          const typename Mma::Op* vw, const typename Mma::Op* qt,
+                                          const typename Mma::Op* gt, const StreamedRowStats<Mma, S, RS, DP>& stats,
+                                          int n, const CoreArgs& a, int64_t b, int64_t h, int lane, int jw, int i0) {
+  constexpr int N = R / 8;
+  const float c = a.scale * kLog2e;
+  float s[1][N][4] = {};  // Sᵀ, then Pᵀ
+  mma_abt<Mma, 1, R, DP>(s, kw, qt, lane);
+  mma_abt<Mma, 1, R, DP>(dp, vw, gt, lane);
+#pragma unroll
+  for (int t = 0; t < N; ++t) {
+    const float2 L = stats.lse2_at(n, t);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[0][t][e] = exp2_ftz(s[0][t][e] * c - (e & 1 ? L.y : L.x));  // P
+  }
+  if (tile_check(a, i0, i0 + R, jw, jw + kWarpRows))  // else no pair of the tile is blocked
+    mask_tile<true>(s, a, b, lane, jw, i0, 0.0f);
+#pragma unroll
+  for (int t = 0; t < N; ++t) {
+    const float2 D = stats.di_at(n, t);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = i0 + acc_col(lane, t, e), j = jw + acc_row(lane, e);
+      const float p = s[0][t][e], Di = e & 1 ? D.y : D.x;
+      const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
+      s[0][t][e] = p * z;
+      dp[0][t][e] = p * (z * dp[0][t][e] - Di);
+    }
+  }
+  mma_pb<Mma, 1, R, DP>(acc_v, s, gt, lane);
+  mma_pb<Mma, 1, R, DP>(acc_k, dp, qt, lane);
+}
+
 template <class Mma, class S, class O, int DP, bool kDropout, bool kAtomicDq>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dkdv_kernel(O* dk, O* dv, float* acc_dq, ops::AttentionLayout ldk, ops::AttentionLayout ldv, const S* q,
@@ -158,9 +196,15 @@ __global__ void __launch_bounds__(kThreads, 2)
     stats.fetch(lse, di, row0, i_start, a.Tq);
   }
 
-  const float c = a.scale * kLog2e;
   float acc_k[1][DT][4] = {}, acc_v[1][DT][4] = {};
-  for (int n = 0, i0 = i_start; i0 < a.Tq; ++n, i0 += R) {
+  // Whole tiles, then (short, not with atomic dQ) a last tile whose live queries all lie in its first
+  // kShortTile rows.
+  const Op *kw = kv.x + warp * kWarpRows * ld, *vw = kv.y + warp * kWarpRows * ld;
+  constexpr bool kShort = R > kShortTile && DP < 128 && !kAtomicDq;
+  const bool short_last = kShort && i_start < a.Tq && (a.Tq - 1 - i_start) % R < kShortTile;
+  const int whole_end = short_last ? a.Tq - 1 - (a.Tq - 1 - i_start) % R : a.Tq;
+  int n = 0, i0 = i_start;
+  for (; i0 < whole_end; ++n, i0 += R) {
     stats.put(kv, n);
     qdo.land(n);
     if (i0 + R < a.Tq) {
@@ -170,37 +214,23 @@ __global__ void __launch_bounds__(kThreads, 2)
     // A warp whose keys are all padding only helps with the copies (and, with atomic dQ, gives zeros
     // for its dS columns and takes its units of the dQ product).
     float dp[1][N][4] = {};  // dPᵀ, then dSᵀ: the warp's 16 keys x R queries
-    if (jw < a.Tk) {
-      float s[1][N][4] = {};  // Sᵀ, then Pᵀ
-      mma_abt<Mma, 1, R, DP>(s, kv.x + warp * kWarpRows * ld, qdo.tile(n, 0), lane);
-      mma_abt<Mma, 1, R, DP>(dp, kv.y + warp * kWarpRows * ld, qdo.tile(n, 1), lane);
-#pragma unroll
-      for (int t = 0; t < N; ++t) {
-        const float2 L = stats.lse2_at(n, t);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[0][t][e] = exp2_ftz(s[0][t][e] * c - (e & 1 ? L.y : L.x));  // P
-      }
-      if (tile_check(a, i0, i0 + R, jw, jw + kWarpRows))  // else no pair of the tile is blocked
-        mask_tile<true>(s, a, b, lane, jw, i0, 0.0f);
-#pragma unroll
-      for (int t = 0; t < N; ++t) {
-        const float2 D = stats.di_at(n, t);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = i0 + acc_col(lane, t, e), j = jw + acc_row(lane, e);
-          const float p = s[0][t][e], Di = e & 1 ? D.y : D.x;
-          const float z = kDropout && p != 0.0f ? keep_scale(a, b, h, i, j) : 1.0f;
-          s[0][t][e] = p * z;
-          dp[0][t][e] = p * (z * dp[0][t][e] - Di);
-        }
-      }
-      mma_pb<Mma, 1, R, DP>(acc_v, s, qdo.tile(n, 1), lane);
-      mma_pb<Mma, 1, R, DP>(acc_k, dp, qdo.tile(n, 0), lane);
-    }
+    if (jw < a.Tk)
+      dkdv_tile<Mma, S, R, R, DP, kDropout>(dp, acc_k, acc_v, kw, vw, qdo.tile(n, 0), qdo.tile(n, 1), stats, n, a, b, h,
+                                            lane, jw, i0);
     if constexpr (kAtomicDq) {  // dSᵀ into the dS tile as dS (query rows), then dQ += dS K
       for_each_acc(dp, lane, [&](float x, int r, int col) { ds[col * lds + warp * kWarpRows + r] = operand<Op>(x); });
       __syncthreads();  // the tile's dS is complete (the next tile's writes come after its land barrier)
       add_dq_tile<Mma, R, DP>(acc_dq + row0 * a.Dh, ds, kv.x, i0, a.Tq, a.Dh, warp, lane);
+    }
+  }
+  if constexpr (kShort) {
+    if (short_last) {
+      stats.put(kv, n);
+      qdo.land(n);
+      float dp[1][kShortTile / 8][4] = {};
+      if (jw < a.Tk)
+        dkdv_tile<Mma, S, kShortTile, R, DP, kDropout>(dp, acc_k, acc_v, kw, vw, qdo.tile(n, 0), qdo.tile(n, 1), stats,
+                                                       n, a, b, h, lane, jw, i0);
     }
   }
   const float scale[1][2] = {{a.scale, a.scale}}, one[1][2] = {{1.0f, 1.0f}};

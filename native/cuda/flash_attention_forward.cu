@@ -17,7 +17,8 @@
 // score; the accumulated O is rescaled by 2^(m_old − m_new)),
 // applies dropout to P (l sums P before dropout) and adds P V with mma_pb from P's registers. l is
 // kept per lane and summed over the row's 4 lanes at the end; lse = (m + log2 l)·ln 2. Causal: key
-// tiles past the CTA's last query are not visited.
+// tiles past the CTA's last query are not visited. A last tile whose live keys fit in kShortTile
+// (T = 64k + 1 and the like) runs forward_tile at that width: the products of its first 16 keys only.
 #include "flash_attention.h"
 
 #include "flash_attention.cuh"
@@ -31,11 +32,53 @@ using namespace flash;
 // Query rows per CTA: 4 warps x kBlocks 16-row blocks.
 constexpr int kBlocks = 2, kQueries = kWarps * kBlocks * kWarpRows;
 
+// One streamed tile of R keys from j0 (K tile kt, V tile vt: R rows of the shared operand tiles; with
+// R = kShortTile only their first rows) for the warp's queries iw.. (its operand rows at qw): the scores,
+// their mask, the online softmax step (the running max mx and sum l of each row, acc rescaled) and
+// acc += P V. See the header.
+template <class Mma, int R, int DP, bool kDropout>
+__device__ __forceinline__ void forward_tile(float (&acc)[kBlocks][DP / 8][4], float (&mx)[kBlocks][2],
+                                             float (&l)[kBlocks][2], const typename Mma::Op* qw,
+                                             const typename Mma::Op* kt, const typename Mma::Op* vt, const CoreArgs& a,
+                                             int64_t b, int64_t h, int lane, int iw, int j0) {
+  constexpr int N = R / 8, DT = DP / 8, kWarpQueries = kBlocks * kWarpRows;
+  const float c = a.scale * kLog2e;
+  float s[kBlocks][N][4] = {};
+  mma_abt<Mma, kBlocks, R, DP>(s, qw, kt, lane);
+  if (tile_check(a, iw, iw + kWarpQueries, j0, j0 + R))  // else no pair of the tile is blocked
+    mask_tile<false>(s, a, b, lane, iw, j0, -INFINITY);
+#pragma unroll
+  for (int m = 0; m < kBlocks; ++m) {
+    const int im = iw + m * kWarpRows;
+    float top[2], base[2];  // the tile's largest raw scores (blocked: -inf), then scaled
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      top[r] = fmaxf(mx[m][r], quad_max(lane_row_max(s[m], r)) * c);  // (c > 0: the max of the scaled scores)
+      base[r] = top[r] == -INFINITY ? 0.0f : top[r];  // a row blocked so far: every p is 0
+      const float alpha = exp2_ftz(mx[m][r] - base[r]);
+      mx[m][r] = top[r];
+      l[m][r] *= alpha;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) acc[m][dt][2 * r] *= alpha, acc[m][dt][2 * r + 1] *= alpha;
+    }
+#pragma unroll
+    for (int t = 0; t < N; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float p = exp2_ftz(fmaf(s[m][t][e], c, -base[e >> 1]));  // the scale in the exponent's FMA
+        l[m][e >> 1] += p;
+        if (kDropout && p != 0.0f) p *= keep_scale(a, b, h, im + acc_row(lane, e), j0 + acc_col(lane, t, e));
+        s[m][t][e] = p;
+      }
+  }
+  mma_pb<Mma, kBlocks, R, DP>(acc, s, vt, lane);
+}
+
 template <class Mma, class S, class O, int DP, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_forward_kernel(O* o, float* lse, const S* q, const S* k, const S* v, CoreArgs a, bool vec) {
   using Op = typename Mma::Op;
-  constexpr int R = stream_rows<Mma, S, DP>(kQueries), N = R / 8, DT = DP / 8, ld = ld_of<Op, DP>();
+  constexpr int R = stream_rows<Mma, S, DP>(kQueries), DT = DP / 8, ld = ld_of<Op, DP>();
   constexpr int kWarpQueries = kBlocks * kWarpRows;
   NF_DYNAMIC_SHARED(unsigned char, smem);
   Op* Qs = reinterpret_cast<Op*>(smem);
@@ -50,43 +93,28 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (key_end > 0) kv.issue(0, kh, a.lk.row, vh, a.lv.row, 0, a.Tk, a.Dh, vec);  // (and Q's copy, if any)
 
   // Row (m, r) of the lane: query iw + 16 m + g + 8 r; its running max m_ (log2 domain) and partial sum l.
-  const float c = a.scale * kLog2e;
   float acc[kBlocks][DT][4] = {}, mx[kBlocks][2], l[kBlocks][2] = {};
 #pragma unroll
   for (int m = 0; m < kBlocks; ++m) mx[m][0] = mx[m][1] = -INFINITY;
-  for (int n = 0, j0 = 0; j0 < key_end; ++n, j0 += R) {
+  // Whole tiles, then (short) a last tile whose live keys all lie in its first kShortTile rows.
+  const Op* qw = Qs + warp * kWarpQueries * ld;
+  constexpr bool kShort = R > kShortTile && DP < 128;  // (at head width 128 a second copy of the tile spilled)
+  const bool short_last = kShort && key_end > 0 && (key_end - 1) % R < kShortTile;
+  const int whole_end = short_last ? key_end - 1 - (key_end - 1) % R : key_end;
+  int n = 0, j0 = 0;
+  for (; j0 < whole_end; ++n, j0 += R) {
     kv.land(n);
     if (j0 + R < key_end) kv.issue(n + 1, kh, a.lk.row, vh, a.lv.row, j0 + R, a.Tk, a.Dh, vec);
     if (idle(a, iw, iw + kWarpQueries, j0)) continue;
-    float s[kBlocks][N][4] = {};
-    mma_abt<Mma, kBlocks, R, DP>(s, Qs + warp * kWarpQueries * ld, kv.tile(n, 0), lane);
-    if (tile_check(a, iw, iw + kWarpQueries, j0, j0 + R))  // else no pair of the tile is blocked
-      mask_tile<false>(s, a, b, lane, iw, j0, -INFINITY);
-#pragma unroll
-    for (int m = 0; m < kBlocks; ++m) {
-      const int im = iw + m * kWarpRows;
-      float top[2], base[2];  // the tile's largest raw scores (blocked: -inf), then scaled
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        top[r] = fmaxf(mx[m][r], quad_max(lane_row_max(s[m], r)) * c);  // (c > 0: the max of the scaled scores)
-        base[r] = top[r] == -INFINITY ? 0.0f : top[r];  // a row blocked so far: every p is 0
-        const float alpha = exp2_ftz(mx[m][r] - base[r]);
-        mx[m][r] = top[r];
-        l[m][r] *= alpha;
-#pragma unroll
-        for (int dt = 0; dt < DT; ++dt) acc[m][dt][2 * r] *= alpha, acc[m][dt][2 * r + 1] *= alpha;
-      }
-#pragma unroll
-      for (int t = 0; t < N; ++t)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float p = exp2_ftz(fmaf(s[m][t][e], c, -base[e >> 1]));  // the scale in the exponent's FMA
-          l[m][e >> 1] += p;
-          if (kDropout && p != 0.0f) p *= keep_scale(a, b, h, im + acc_row(lane, e), j0 + acc_col(lane, t, e));
-          s[m][t][e] = p;
-        }
+    forward_tile<Mma, R, DP, kDropout>(acc, mx, l, qw, kv.tile(n, 0), kv.tile(n, 1), a, b, h, lane, iw, j0);
+  }
+  if constexpr (kShort) {
+    if (short_last) {
+      kv.land(n);
+      if (!idle(a, iw, iw + kWarpQueries, j0))
+        forward_tile<Mma, kShortTile, DP, kDropout>(acc, mx, l, qw, kv.tile(n, 0), kv.tile(n, 1), a, b, h, lane, iw,
+                                                    j0);
     }
-    mma_pb<Mma, kBlocks, R, DP>(acc, s, kv.tile(n, 1), lane);
   }
   float f[kBlocks][2];  // O = acc / l (0 for a row whose keys are all blocked)
 #pragma unroll
