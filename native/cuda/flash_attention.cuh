@@ -51,7 +51,12 @@ constexpr size_t kSmemMax = 99 * 1024;           // dynamic shared memory of the
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 // A last streamed tile whose live rows fit in kShortTile (an mma's 16) takes the products of those rows
 // only: T = 64k + 1 (a ViT's class token: T 65, 197, 257, 577) leaves 1 or 5 live rows of a 64-row tile.
+// Not where the head is 128 wide (a second copy of the forward's tile spilled there on sm_90).
 constexpr int kShortTile = 16;
+template <int R, int DP>
+__host__ __device__ constexpr bool has_short_tile() {
+  return R > kShortTile && DP < 128;
+}
 
 __host__ __device__ constexpr int padded_width(int Dh) { return Dh <= 32 ? 32 : Dh <= 64 ? 64 : Dh <= 96 ? 96 : 128; }
 
@@ -491,6 +496,14 @@ __device__ __forceinline__ bool tile_check(const CoreArgs& a, int q0, int q1, in
 // each query: P = 0, the tile adds nothing). It still takes part in the tile's copies and barriers.
 __device__ __forceinline__ bool idle(const CoreArgs& a, int q0, int q1, int k0) {
   return q0 >= a.Tq || (a.causal && k0 > q1 - 1);
+}
+
+// Where a stream's whole tiles end: of its tiles of R rows from `first` up to `end`, the start of the last
+// one when its live rows fit in kShortTile (it runs short, after the loop of whole tiles), else `end`.
+template <int R>
+__device__ __forceinline__ int whole_tiles_end(int first, int end) {
+  const int last = end - 1 - (end - 1 - first) % R;
+  return end > first && end - last <= kShortTile ? last : end;
 }
 
 // Blocks the pairs of a tile that tile_check flagged: s[m][t][e], of row r (0 .. 16 MB - 1) and column c

@@ -111,9 +111,8 @@ __global__ void __launch_bounds__(kThreads, dq_ctas_per_sm(kDropout))
   }
   // Whole tiles, then (short) a last tile whose live keys all lie in its first kShortTile rows.
   const Op *qw = qdo.x + warp * kWarpRows * ld, *gw = qdo.y + warp * kWarpRows * ld;
-  constexpr bool kShort = R > kShortTile && DP < 128;
-  const bool short_last = kShort && key_end > 0 && (key_end - 1) % R < kShortTile;
-  const int whole_end = short_last ? key_end - 1 - (key_end - 1) % R : key_end;
+  constexpr bool kShort = has_short_tile<R, DP>();
+  const int whole_end = kShort ? whole_tiles_end<R>(0, key_end) : key_end;
   int n = 0, j0 = 0;
   for (; j0 < whole_end; ++n, j0 += R) {
     kv.land(n);
@@ -122,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, dq_ctas_per_sm(kDropout))
     dq_tile<Mma, R, DP, kDropout>(acc, qw, gw, kv.tile(n, 0), kv.tile(n, 1), L, Di, a, b, h, lane, iw, j0);
   }
   if constexpr (kShort) {
-    if (short_last) {
+    if (j0 < key_end) {
       kv.land(n);
       if (!idle(a, iw, iw + kWarpRows, j0))
         dq_tile<Mma, kShortTile, DP, kDropout>(acc, qw, gw, kv.tile(n, 0), kv.tile(n, 1), L, Di, a, b, h, lane, iw, j0);

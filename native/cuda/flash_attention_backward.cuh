@@ -200,9 +200,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Whole tiles, then (short, not with atomic dQ) a last tile whose live queries all lie in its first
   // kShortTile rows.
   const Op *kw = kv.x + warp * kWarpRows * ld, *vw = kv.y + warp * kWarpRows * ld;
-  constexpr bool kShort = R > kShortTile && DP < 128 && !kAtomicDq;
-  const bool short_last = kShort && i_start < a.Tq && (a.Tq - 1 - i_start) % R < kShortTile;
-  const int whole_end = short_last ? a.Tq - 1 - (a.Tq - 1 - i_start) % R : a.Tq;
+  constexpr bool kShort = has_short_tile<R, DP>() && !kAtomicDq;
+  const int whole_end = kShort ? whole_tiles_end<R>(i_start, a.Tq) : a.Tq;
   int n = 0, i0 = i_start;
   for (; i0 < whole_end; ++n, i0 += R) {
     stats.put(kv, n);
@@ -224,7 +223,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   }
   if constexpr (kShort) {
-    if (short_last) {
+    if (i0 < a.Tq) {
       stats.put(kv, n);
       qdo.land(n);
       float dp[1][kShortTile / 8][4] = {};

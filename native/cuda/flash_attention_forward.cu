@@ -98,9 +98,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int m = 0; m < kBlocks; ++m) mx[m][0] = mx[m][1] = -INFINITY;
   // Whole tiles, then (short) a last tile whose live keys all lie in its first kShortTile rows.
   const Op* qw = Qs + warp * kWarpQueries * ld;
-  constexpr bool kShort = R > kShortTile && DP < 128;  // (at head width 128 a second copy of the tile spilled)
-  const bool short_last = kShort && key_end > 0 && (key_end - 1) % R < kShortTile;
-  const int whole_end = short_last ? key_end - 1 - (key_end - 1) % R : key_end;
+  constexpr bool kShort = has_short_tile<R, DP>();
+  const int whole_end = kShort ? whole_tiles_end<R>(0, key_end) : key_end;
   int n = 0, j0 = 0;
   for (; j0 < whole_end; ++n, j0 += R) {
     kv.land(n);
@@ -109,7 +108,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     forward_tile<Mma, R, DP, kDropout>(acc, mx, l, qw, kv.tile(n, 0), kv.tile(n, 1), a, b, h, lane, iw, j0);
   }
   if constexpr (kShort) {
-    if (short_last) {
+    if (j0 < key_end) {
       kv.land(n);
       if (!idle(a, iw, iw + kWarpQueries, j0))
         forward_tile<Mma, kShortTile, DP, kDropout>(acc, mx, l, qw, kv.tile(n, 0), kv.tile(n, 1), a, b, h, lane, iw,
