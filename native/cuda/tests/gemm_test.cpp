@@ -221,7 +221,7 @@ NF_TEST(cuda_bias_act_parity) {
 // GELU after a product of bf16 inputs takes Φ from normcdf_reduced (activation.cuh, the CPU's Φ for the
 // GELU fused into its bf16 products): within 1e-6 of Φ everywhere; the elementwise pass takes it with
 // BiasActDims::reduced, and a product of bf16 operands (or of float ones at Compute::bf16 through
-// cuBLASLt) applies it to its pre-activation, bit for bit; fp32 products keep erff's (which differs).
+// cuBLASLt) applies it to its pre-activation; fp32 products keep erff's.
 NF_TEST(cuda_gelu_reduced) {
   using nf::cuda::Compute;
   double worst = 0.0;
@@ -232,21 +232,20 @@ NF_TEST(cuda_gelu_reduced) {
   }
   std::printf("    normcdf_reduced: max |error| %.2e on [-12, 12]\n", worst);
   NF_EXPECT(worst < 1e-6, "normcdf_reduced is off by " + std::to_string(worst));
-  // Reduced: every output is x·normcdf_reduced(x) of its stored pre-activation x, bit for bit (the same
-  // operations on host and device); else (erff's, whose bits may differ between the device's and the
-  // host's libm) within 1e-6·|x| of it and not equal to it everywhere.
+  // Which GELU each output is, where the two differ by more than float rounding (host and device may
+  // round erff, or a fused multiply-add, differently): every such output is nearer the expected one.
   const auto check_gelu = [](const std::string& what, const std::vector<float>& y, const std::vector<float>& pre,
                              bool reduced) {
-    size_t equal = 0, far = 0;
+    size_t decisive = 0, wrong = 0;
     for (size_t i = 0; i < y.size(); ++i) {
-      const float r = nf::cuda::act_forward(pre[i], Act::gelu, true);
-      equal += y[i] == r;
-      far += std::abs(double(y[i]) - r) > 1e-6 * std::abs(pre[i]) + 1e-30;
+      const double r = nf::cuda::act_forward(pre[i], Act::gelu, true);
+      const double e = nf::cuda::act_forward(pre[i], Act::gelu, false);
+      if (std::abs(r - e) <= 1e-6 * std::abs(e) + 1e-30) continue;  // (8 float roundings apart or less)
+      ++decisive;
+      wrong += (std::abs(y[i] - r) < std::abs(y[i] - e)) != reduced;
     }
-    if (reduced)
-      NF_EXPECT(equal == y.size(), what + ": " + std::to_string(y.size() - equal) + " outputs not the reduced GELU's");
-    else NF_EXPECT(far == 0 && equal < y.size(), what + ": " + std::to_string(far) + " outputs far from GELU, " +
-                   std::to_string(equal) + " of " + std::to_string(y.size()) + " the reduced one's");
+    NF_EXPECT(decisive > 0 && wrong == 0, what + ": " + std::to_string(wrong) + " of " + std::to_string(decisive) +
+                                              " outputs nearer the " + (reduced ? "erff" : "reduced") + " GELU");
   };
   const int64_t M = 65, N = 72, K = 40;
   const Vec x = randn(size_t(M * N), 3.0);
