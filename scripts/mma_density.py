@@ -8,8 +8,8 @@ it) holding the most mma instructions, the outermost of equals. Two counts:
   path    the instructions on the shortest way from the loop's head to its back edge that issues a
           global-to-shared copy and the most mma instructions: a whole tile that streams the next one
           and skips every optional branch (the per-pair mask tests, dropout, the plain-load fallback
-          for unaligned views, the skip of an idle warp, which issues no mma, and the short last tile,
-          kShortTile, which issues fewer); the mma column counts that path's. Back edges are
+          for unaligned views, the skip of an idle warp, which issues no mma, and any branch that
+          issues fewer); the mma column counts that path's. Back edges are
           dropped, so a loop inside the tile loop counts its body once, or not at all where it may run
           zero times (a copy loop over c = tid, tid + 128, ... does: the path then undercounts it);
   static  every instruction of the loop body once, cold paths included.
@@ -159,7 +159,7 @@ def min_path(body, start, end, category):
     """The instructions (indices into body) on the shortest path from the loop's head (body[start]) to
     its back edge (body[end]) that issues a global-to-shared copy and the most mma instructions of any
     such path: a whole tile that streams the next one, computes, and takes no optional branch (no mask
-    test, no dropout, no fallback copy, not the short last tile). Back edges are dropped, so an inner
+    test, no dropout, no fallback copy, no branch with fewer products). Back edges are dropped, so an inner
     loop counts its body once (or not at all where it may run zero times). None when the loop issues no
     copy or no mma."""
     INF = ((float('inf'), float('inf')), None)
