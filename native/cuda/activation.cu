@@ -121,10 +121,7 @@ Status check(const char* op, const BiasActDims& d) {
   return Status::Ok();
 }
 
-dim3 blocks_for(int64_t total) {
-  const int64_t b = ceil_div(total, kThreads);
-  return dim3(unsigned(b < kMaxBlocks ? b : kMaxBlocks));
-}
+dim3 blocks_for(int64_t total) { return capped_grid(ceil_div(total, kThreads), kMaxBlocks); }
 
 template <class S>
 Status forward(S* y, S* preact, const S* x, const float* bias, BiasActDims d) {

@@ -44,8 +44,7 @@ Status run_convert(D* dst, const S* src, int64_t n) {
   if (n == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  const int64_t blocks = ceil_div(ceil_div(n, 4), kThreads);
-  NF_CUDA_TRY("cast", launch(convert_kernel<D, S>, dim3(unsigned(blocks < kMaxBlocks ? blocks : kMaxBlocks)),
+  NF_CUDA_TRY("cast", launch(convert_kernel<D, S>, capped_grid(ceil_div(ceil_div(n, 4), kThreads), kMaxBlocks),
                              dim3(kThreads), 0, s, dst, src, n));
   return Status::Ok();
 }

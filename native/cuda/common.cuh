@@ -35,6 +35,11 @@ Status workspace_array(int slot, int64_t count, T** ptr) {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The grid of a grid-stride kernel that wants `blocks` blocks: at most max_blocks (the stride does the rest).
+inline dim3 capped_grid(int64_t blocks, int64_t max_blocks) {
+  return dim3(unsigned(blocks < max_blocks ? blocks : max_blocks));
+}
+
 // The grid of a grid-stride reduction over n elements that leaves one partial per block:
 // ⌈n / threads⌉ blocks, at least 1 (n = 0 still gives a result) and at most max_blocks.
 inline int64_t reduction_blocks(int64_t n, int threads, int64_t max_blocks) {

@@ -81,10 +81,7 @@ __global__ void __launch_bounds__(kThreads)
     store(y + i, load(x + i) * gamma[i % cols]);
 }
 
-dim3 blocks_for(int64_t total) {
-  const int64_t b = ceil_div(total, kThreads);
-  return dim3(unsigned(b < kMaxBlocks ? b : kMaxBlocks));
-}
+dim3 blocks_for(int64_t total) { return capped_grid(ceil_div(total, kThreads), kMaxBlocks); }
 
 }  // namespace
 

@@ -131,10 +131,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-dim3 blocks_for(int64_t total) {
-  const int64_t b = ceil_div(total, kThreads);
-  return dim3(unsigned(b < kMaxBlocks ? b : kMaxBlocks));
-}
+dim3 blocks_for(int64_t total) { return capped_grid(ceil_div(total, kThreads), kMaxBlocks); }
 
 Status check_dims(const char* op, const EmbeddingDims& d) {
   NF_CHECK(d.B >= 0 && d.T >= 0 && d.B * d.T < (int64_t(1) << 31), op, "B and T must be non-negative, B*T < 2^31");
@@ -211,9 +208,8 @@ Status cls_pos_forward(const ops::ClsPosForward<S>& p) {
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   const int64_t rows = B * (N + 1);
-  const dim3 grid(unsigned(rows < kMaxBlocks ? rows : kMaxBlocks));  // a block a row (grid-stride past kMaxBlocks)
-  NF_CUDA_TRY(op, launch(cls_pos_forward_kernel<S>, grid, dim3(kThreads), 0, s, p.out, p.cls, p.patches, p.pos, rows, N,
-                         int(D)));
+  NF_CUDA_TRY(op, launch(cls_pos_forward_kernel<S>, capped_grid(rows, kMaxBlocks), dim3(kThreads), 0, s, p.out, p.cls,
+                         p.patches, p.pos, rows, N, int(D)));  // (a block a row)
   return Status::Ok();
 }
 

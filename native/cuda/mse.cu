@@ -67,7 +67,7 @@ Status mse(float* loss, float* dpred, const float* pred, const float* target, co
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
   const int64_t total = d.rows * d.cols;
-  const int64_t blocks = total == 0 ? 1 : (ceil_div(total, kThreads) < kMaxBlocks ? ceil_div(total, kThreads) : kMaxBlocks);
+  const int64_t blocks = reduction_blocks(total, kThreads, kMaxBlocks);
   void* p = nullptr;
   NF_TRY(workspace(0, sizeof(double) * size_t(blocks + 1), &p));
   long long* selected = static_cast<long long*>(p);

@@ -55,9 +55,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// A block per row, at most kMaxBlocks (grid-stride past them).
-dim3 blocks_for(int64_t rows) { return dim3(unsigned(rows < kMaxBlocks ? rows : kMaxBlocks)); }
-
 Status check(const char* op, const PatchEmbedDims& d) {
   NF_TRY(ops::patch_embed_check(op, d));  // the checks every backend shares
   NF_CHECK(d.C * d.H * d.W < (int64_t(1) << 31), op, "an image must have fewer than 2^31 elements");
@@ -69,8 +66,8 @@ template <class S>
 Status im2col(const char* op, S** X, const float* images, const PatchEmbedDims& d, cudaStream_t s) {
   const int64_t rows = d.B * (d.H / d.P) * (d.W / d.P), K = d.C * d.P * d.P;
   NF_TRY(workspace_array(2, rows * K, X));
-  NF_CUDA_TRY(op, launch(im2col_kernel<S>, blocks_for(rows), dim3(kThreads), 0, s, *X, images, rows, int(d.C), int(d.H),
-                         int(d.W), int(d.P)));
+  NF_CUDA_TRY(op, launch(im2col_kernel<S>, capped_grid(rows, kMaxBlocks), dim3(kThreads), 0, s, *X, images, rows,
+                         int(d.C), int(d.H), int(d.W), int(d.P)));
   return Status::Ok();
 }
 
@@ -104,7 +101,7 @@ Status backward(const ops::PatchEmbedBackward<S>& p) {
   NF_TRY(cuda::linear_backward(dX, p.dweight, p.dbias, p.dout, X, p.weight, ld, compute_of(p.precision)));
   if (!p.dimages) return Status::Ok();
   const int64_t image_rows = d.B * d.C * d.H;
-  NF_CUDA_TRY(op, launch(col2im_kernel<S>, blocks_for(image_rows), dim3(kThreads), 0, s, p.dimages,
+  NF_CUDA_TRY(op, launch(col2im_kernel<S>, capped_grid(image_rows, kMaxBlocks), dim3(kThreads), 0, s, p.dimages,
                          static_cast<const S*>(dX), image_rows, int(d.C), int(d.H), int(d.W), int(d.P)));
   return Status::Ok();
 }

@@ -38,8 +38,7 @@ Status sgd_step(float* param, float* momentum_buf, const float* grad, int64_t n,
   if (n == 0) return Status::Ok();
   cudaStream_t s;
   NF_TRY(backend_stream(&s));
-  const int64_t blocks = ceil_div(n, kThreads) < kMaxBlocks ? ceil_div(n, kThreads) : kMaxBlocks;
-  NF_CUDA_TRY(op, launch(sgd_kernel, dim3(unsigned(blocks)), dim3(kThreads), 0, s, param,
+  NF_CUDA_TRY(op, launch(sgd_kernel, capped_grid(ceil_div(n, kThreads), kMaxBlocks), dim3(kThreads), 0, s, param,
                          p.momentum != 0 ? momentum_buf : nullptr, grad, n, float(p.weight_decay), float(p.momentum),
                          float(1 - p.dampening), float(-p.lr), p.step == 1, p.nesterov));
   return Status::Ok();
