@@ -23,15 +23,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 4096;
 
-// preact, when kept, holds h as stored (rounded to S), and y = act of that same value, so backward's
-// act'(preact) is the derivative at the point the forward used.
-template <class S>
-__device__ __forceinline__ float as_stored(float h) {
-  S t;
-  store(&t, h);
-  return load(&t);
-}
-
 // Runs f(act), inlined twice: with the constant Act::gelu (the erf GELU, the transformer's feed-forward
 // activation: that copy of the loop has its switch folded away, none per element) and with the
 // runtime value for the rest. (A copy per activation made ptxas spill the float forward kernel on
@@ -71,7 +62,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int j = 0; j < V; ++j) h[j] += bv[j];
         }
-        if (preact) {
+        if (preact) {  // preact holds h as stored, and y = act of that value: backward's act'(preact) is then
+                       // the derivative at the point the forward used
 #pragma unroll
           for (int j = 0; j < V; ++j) h[j] = as_stored<S>(h[j]);
           store_pack(preact, i, h);

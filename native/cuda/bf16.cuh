@@ -68,6 +68,14 @@ __host__ __device__ __forceinline__ bf16 to_bf16(float v) { return bf16{bf16_bit
 __host__ __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __host__ __device__ __forceinline__ void store(bf16* p, float v) { *p = to_bf16(v); }
 
+// v as store(p, v) would leave it in storage S (rounded to bf16, or v itself): what a later load reads.
+template <class S>
+__host__ __device__ __forceinline__ float as_stored(float v) {
+  S t;
+  store(&t, v);
+  return load(&t);
+}
+
 // Elements of S per 16-byte vector.
 template <class S>
 inline constexpr int kPack = int(16 / sizeof(S));

@@ -9,8 +9,9 @@
 // bf16 rows of a multiple of 8 values move as 16-byte vectors: lane l then owns the chunks of 8
 // columns starting at 8l, 8(l + 32), ... instead of the columns l, l + 32, ... (W in the kernels).
 // Dimension key: rows = B*T, D = model width; backward: T threads per row, K chunks of W columns each.
-// Parallelism: forward, one warp per row; lane l handles columns l, l+32, ... and the warp reduces
-// with butterfly shuffles (two passes: mean, then the centred variance). Backward: a warp per row
+// Parallelism: forward, one warp per row; lane l reads its columns l, l+32, ... (or chunks) once into
+// registers (up to D 1,024; further columns are re-read) and the warp reduces with butterfly shuffles
+// (two passes over the registers: mean, then the centred variance). Backward: a warp per row
 // (D ≤ 1,024; a block of 256 threads per row above, up to 6,144); thread t of a row owns the K chunks
 // starting at W (t + kT), reads its columns of x and dout once into registers for both the row sums
 // and dx, and keeps its columns' dγ, dβ partial sums in registers over the rows it walks (grid-stride).
@@ -32,37 +33,60 @@ constexpr int kRowsPerBlock = 4;         // forward: warps (rows) per block
 constexpr int kMaxBackwardBlocks = 256;  // backward: blocks of the dx kernel = rows of partials
 constexpr int kParamGradWarps = 8;      // the dγ, dβ sum: warps a block, each over an eighth of the partial rows
 constexpr int kParamGradBatch = 16;     // partial rows each thread of the dγ, dβ sum loads at once
+constexpr int kCachedColumns = 1024;     // forward: the columns of a row a warp holds in registers
 
+// A warp per row; lane l keeps the row's chunks of W columns starting at W (l + k kWarp), k < K, in
+// registers, so a row of up to kCachedColumns is read from memory once (the chunks past D are skipped);
+// a wider row's further columns are re-read in each pass.
 template <class S, int W>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     layernorm_forward_kernel(S* out, S* sum, float* mean, float* rstd, const S* x, const S* residual,
                              const float* gamma, const float* beta, int64_t rows, int D, float eps) {
+  constexpr int K = kCachedColumns / (kWarp * W);
   const int lane = int(threadIdx.x) % kWarp;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= rows) return;
   const S* xr = x + row * D;
-  float v[W];
-  if (residual) {  // each lane re-reads only the columns it wrote, so no barrier is needed
-    S* sr = sum + row * D;
-    for (int c = lane * W; c < D; c += kWarp * W) {
+  S* sr = residual ? sum + row * D : nullptr;
+  // The row's chunk at column c: x, or the sum x + residual, stored and taken as stored (rounded to S).
+  // The lane's first K chunks are read once, all loads issued before the first sum, and stay in
+  // `cached`; any further chunk is read here in the first pass and re-read (from the sum) in the others.
+  auto read = [&](int c, float (&v)[W]) {
+    load_cols<W>(xr, c, v);
+    if (residual) {
       float r[W];
-      load_cols<W>(xr, c, v);
       load_cols<W>(residual + row * D, c, r);
-      for (int j = 0; j < W; ++j) v[j] += r[j];
+      for (int j = 0; j < W; ++j) v[j] = as_stored<S>(v[j] + r[j]);
       store_cols<W>(sr, c, v);
     }
-    xr = sr;
-  }
-  float s = 0.0f;
-  for (int c = lane * W; c < D; c += kWarp * W) {
-    load_cols<W>(xr, c, v);
+  };
+  float cached[K][W];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    if ((lane + k * kWarp) * W < D) read((lane + k * kWarp) * W, cached[k]);
+  float s = 0.0f;  // the lane's columns summed in column order, as every pass visits them
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    if ((lane + k * kWarp) * W < D)
+      for (int j = 0; j < W; ++j) s += cached[k][j];
+  for (int c = (lane + K * kWarp) * W; c < D; c += kWarp * W) {
+    float v[W];
+    read(c, v);
     for (int j = 0; j < W; ++j) s += v[j];
   }
+  if (residual) xr = sr;  // each lane re-reads only the columns it wrote, so no barrier is needed
   const float m = warp_sum(s) / float(D);
   float q = 0.0f;
-  for (int c = lane * W; c < D; c += kWarp * W) {
-    load_cols<W>(xr, c, v);
+  const auto centred = [&](const float (&v)[W]) {
     for (int j = 0; j < W; ++j) q = fmaf(v[j] - m, v[j] - m, q);
+  };
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    if ((lane + k * kWarp) * W < D) centred(cached[k]);
+  for (int c = (lane + K * kWarp) * W; c < D; c += kWarp * W) {
+    float v[W];
+    load_cols<W>(xr, c, v);
+    centred(v);
   }
   const float rs = rsqrtf(warp_sum(q) / float(D) + eps);
   if (lane == 0) {
@@ -70,13 +94,20 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     rstd[row] = rs;
   }
   S* o = out + row * D;
-  for (int c = lane * W; c < D; c += kWarp * W) {
-    float g[W], bt[W];
-    load_cols<W>(xr, c, v);
+  const auto normalise = [&](int c, const float (&v)[W]) {
+    float g[W], bt[W], y[W];
     load_floats<W>(gamma, c, g);
     load_floats<W>(beta, c, bt);
-    for (int j = 0; j < W; ++j) v[j] = fmaf((v[j] - m) * rs, g[j], bt[j]);
-    store_cols<W>(o, c, v);
+    for (int j = 0; j < W; ++j) y[j] = fmaf((v[j] - m) * rs, g[j], bt[j]);
+    store_cols<W>(o, c, y);
+  };
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    if ((lane + k * kWarp) * W < D) normalise((lane + k * kWarp) * W, cached[k]);
+  for (int c = (lane + K * kWarp) * W; c < D; c += kWarp * W) {
+    float v[W];
+    load_cols<W>(xr, c, v);
+    normalise(c, v);
   }
 }
 
