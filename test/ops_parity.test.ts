@@ -120,6 +120,7 @@ const families: Family[] = [
     values: { W1: scaled(0.3), W2: scaled(0.3), stepValues: stepTable },
     cases: [
       { label: 'rows 1, D 24, F 72, gelu', args: { rows: 1, D: 24, F: 72, activation: 'gelu' }, give: ['h'] },
+      { label: 'rows 13, D 40, F 36, gelu, residual', args: { rows: 13, D: 40, F: 36, activation: 'gelu' }, give: ['h', 'residual'] },
       { label: 'rows 7, D 40, F 20, gelu_tanh, dropout 0.1', args: { rows: 7, D: 40, F: 20, activation: 'gelu_tanh', dropout: 0.1, seed: 9, offset: 4 }, give: ['h'] },
       { label: 'rows 30, D 12, F 48, relu', args: { rows: 30, D: 12, F: 48, activation: 'relu' }, give: ['h'], fd: false },
       { label: 'rows 9, D 20, F 33, silu, dropout 0.2', args: { rows: 9, D: 20, F: 33, activation: 'silu', dropout: 0.2, seed: 2, offset: 5 }, give: ['h'] },

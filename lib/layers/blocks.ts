@@ -177,6 +177,11 @@ export class EncoderBlock extends Module {
       const a = yield* this.branch(this.ls1, this.drop1, this.path1, yield* this.attend(keep.add(yield* this.norm1.forwardOps(xt)), options));
       const { out: h, sum: x1 } = yield* this.norm2.forwardResidualSum(a, xt, keep);
       a.recycle(); // backward needs nothing of a (norm2 saves the sum)
+      // A branch that LayerScale, dropout and drop path leave as it is (no LayerScale; eval, or their
+      // p 0) takes x1 as the feed-forward's residual input (on the GPU its add rides on fc2's product).
+      // Their backward then passes the gradient through as after any forward in which they did nothing.
+      if (!this.ls2 && !(this.training && (this.drop2.p > 0 || this.path2.p > 0)))
+        return yield* this.mlp.forwardOps(keep.add(h), x1);
       const m = yield* this.branch(this.ls2, this.drop2, this.path2, yield* this.mlp.forwardOps(keep.add(h)));
       return yield* accumulate(m, x1);
     }

@@ -9,6 +9,7 @@ import { Scope } from '../core/scope';
 import { checkActivation, emptyLike, Tensor, type Storage } from '../core/tensor';
 import type { PlacementConfig } from '../core/device';
 import { bool, oneOf, positiveInt, probability, seedOf, type Settings } from '../validation/values';
+import { accumulate } from './dropout';
 import { Linear } from './linear';
 
 export type Activation = FeedForwardActivation;
@@ -76,9 +77,13 @@ export class FeedForward extends Module {
       ...seedFields, precision: this.precision };
   }
 
-  /** x [..., D] → y [..., D]. */
-  *forwardProgram(x: Tensor): Program<Tensor<'float32'>> {
+  /**
+   * x [..., D] → y [..., D]; with `residual` (x's shape) y = fc2(...) + residual, a pre-LN block's
+   * residual add: on the GPU it rides on fc2's product (cuBLASLt's C), no pass of its own.
+   */
+  *forwardProgram(x: Tensor, residual?: Tensor): Program<Tensor<'float32'>> {
     const [rows] = rowsOf('x', x, this.config.dModel, 1);
+    const r = residual === undefined ? null : checkActivation('residual', residual, x.shape);
     const p = this.training ? this.config.dropout : 0;
     // (Under CUDA graph capture the seed is a step value, drawn again at every replay.)
     const { value: seed, fields: seedFields } = p > 0 ? stepValue('seedAt', () => this.dropRng.seed(), 0) : { value: 0, fields: {} };
@@ -87,12 +92,15 @@ export class FeedForward extends Module {
     const h = this.savesActivations ? this.activations.add(Tensor.empty([rows * this.config.dFF], dt, x.device)).storage : null;
     const a = this.activations.add(Tensor.empty([rows * this.config.dFF], dt, x.device)).storage;
     const W1Packed = yield* this.fc1.packedWeight(), W2Packed = yield* this.fc2.packedWeight();
+    const fused = r !== null && r.dtype === dt;  // (else added after y's conversion to the activation dtype)
     yield* op('feedforwardForward', { ...this.dims(rows, p, seed, seedFields), y: y.storage, h, a, x: xa.storage,
       W1: this.fc1.weight.storageFor(dt), b1: this.biasOf(this.fc1, x, false), W2: this.fc2.weight.storageFor(dt),
       b2: this.biasOf(this.fc2, x, false), W1Packed, W2Packed,
-      b1Rounded: this.roundedBias(this.fc1.bias, dt), b2Rounded: this.roundedBias(this.fc2.bias, dt) });
+      b1Rounded: this.roundedBias(this.fc1.bias, dt), b2Rounded: this.roundedBias(this.fc2.bias, dt),
+      residual: fused ? r.storage : null });
     this.saved = { x: xa, h, a, seed, seedFields, p };
-    return this.toActivation(y);
+    const out = this.toActivation(y);
+    return r !== null && !fused ? yield* accumulate(out, r) : out;
   }
 
   /** dy [..., D] → dx [..., D]; accumulates the parameter gradients. */

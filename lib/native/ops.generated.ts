@@ -231,6 +231,8 @@ export interface FeedforwardForwardArgs<Buffer = never> {
    * bias))
    */
   b2Rounded?: FloatArray | Buffer | null;
+  /** [rows, D]. (added to y (a residual stream; not y itself)) */
+  residual?: FloatArray | Buffer | null;
 }
 
 /** The options of feedforwardBackward. */
@@ -1049,7 +1051,8 @@ export interface NativeOps<Buffer = never> {
    * dropout(act(h)), the fc2 input. Dropout (probability `dropout`, default 0) on the hidden activation keeps
    * element row*F + f by the Philox stream (seed, offset), scaling kept values by 1/(1 − dropout); backward
    * must get the same values. W1Packed, W2Packed (optional): the weights prepacked by packWeights, read by
-   * the CPU kernels instead of packing W1, W2 (same result, bit for bit).
+   * the CPU kernels instead of packing W1, W2 (same result, bit for bit). residual (optional): y = fc2(...) +
+   * b2 + residual, a pre-LN block's residual add (in fc2's epilogue on the GPU).
    */
   feedforwardForward(a: FeedforwardForwardArgs<Buffer>): void;
   /**

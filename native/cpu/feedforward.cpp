@@ -1,9 +1,10 @@
 // Feed-forward network, forward and backward, as one layer-level op on top of the Linear layer.
-// Math: h = x W1ᵀ + b1; a = dropout(act(h)); y = a W2ᵀ + b2. Dropout keeps element i = row*F + f
+// Math: h = x W1ᵀ + b1; a = dropout(act(h)); y = a W2ᵀ + b2 (+ residual). Dropout keeps element i = row*F + f
 //   when nf::dropout_keep(seed, offset, i, p), scaling it by 1/(1-p) (torch's nn.Dropout).
 //   Backward: da = dy W2; dW2 += dyᵀ a; db2 += Σ dy; dh = (da ∘ mask/(1-p)) ∘ act'(h);
 //   dx = dh W1; dW1 += dhᵀ x; db1 += Σ dh. The mask is regenerated from (seed, offset).
-// Layout: x, y, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
+// With a residual input (a pre-LN block's residual stream) y += residual after fc2, the accumulate op's add.
+// Layout: x, y, residual, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
 // fc1's bias and activation run in the GEMM epilogue, which also writes h; without dropout, act'(h)
 // runs in the epilogue of da's GEMM (gemm's act_grad: dh without a pass over da). The forward reads
 // prepacked weights (W1Packed, W2Packed from packWeights) instead of packing W1, W2 when given.
@@ -23,6 +24,7 @@
 #include "../core/allocator.h"
 #include "../core/philox.h"
 #include "../core/threadpool.h"
+#include "elementwise.h"
 #include "linear.h"
 #include "packed.h"
 #include "isa.h"
@@ -70,6 +72,18 @@ void forward(const ops::FeedForwardForward<T>& p, const PackedB& W1p, const Pack
     });
   NF_ISA_NS::linear_forward(storage_ptr(p.y), nullptr, storage_ptr(p.a), storage_ptr(p.W2), p.b2, {d.rows, F, d.D},
                             Act::none, W2p, p.precision, false, b16);
+  if (!p.residual) return;  // y += residual: the accumulate op's add (bf16: on rows widened, stored rounded)
+  if constexpr (b16) {
+    parallel_for(d.rows, 4, [&](int64_t r0, int64_t r1) {
+      std::vector<float> res(static_cast<size_t>(d.D));
+      on_bf16_rows(p.y, r0, r1, d.D, [&](float* row, int64_t r) {
+        widen_bf16_n(res.data(), reinterpret_cast<const uint16_t*>(p.residual) + r * d.D, d.D);
+        for (int64_t c = 0; c < d.D; ++c) row[c] += res[static_cast<size_t>(c)];
+      });
+    });
+  } else {
+    NF_ISA_NS::add(p.y, p.y, p.residual, d.rows * d.D);
+  }
 }
 
 template <class T>
@@ -123,7 +137,7 @@ Status run_forward(const ops::FeedForwardForward<T>& params) {
   const char* op = "feedforward_forward";
   ops::FeedForwardForward<T> p = params;
   p.d = ops::with_step_values(params.d);
-  NF_TRY(ops::feedforward_check(op, p.d));
+  NF_TRY(ops::feedforward_forward_check(op, p));
   NF_TRY(ops::bf16_storage_check(op, p.precision, std::is_same_v<T, ops::bf16>));
   const Isa isa = active_isa();
   PackedB W1p, W2p;

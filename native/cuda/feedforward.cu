@@ -1,5 +1,5 @@
 // The feed-forward network on the GPU, composed of the Linear, bias + activation and dropout ops.
-// Math: h = x W1ᵀ + b1; a = dropout(act(h)); y = a W2ᵀ + b2.
+// Math: h = x W1ᵀ + b1; a = dropout(act(h)); y = a W2ᵀ + b2 (+ residual: fc2's C, beta 1).
 //   Backward: da = dy W2, dW2 += dyᵀ a, db2 += Σ dy; dh = da ∘ mask/(1−p) ∘ act'(h);
 //   dx = dh W1, dW1 += dhᵀ x, db1 += Σ dh. The mask is regenerated from (seed, offset).
 // Layout: x, y, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
@@ -35,10 +35,11 @@ Status forward(const ops::FeedForwardForward<S>& p) {
   const FeedForwardDims& d = p.d;
   const Compute mode = compute_of(p.precision);
   NF_TRY(check("feedforward_forward", d));
+  NF_TRY(ops::feedforward_forward_check("feedforward_forward", p));
   if (d.rows == 0) return Status::Ok();
   NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation, mode, p.b1_rounded));
   if (d.dropout > 0.0f) NF_TRY(dropout(p.a, p.a, d.rows * d.F, d.dropout, d.seed, d.offset, seed_from(d)));
-  return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D}, Act::none, mode, p.b2_rounded);
+  return linear_forward(p.y, nullptr, p.a, p.W2, p.b2, {d.rows, d.F, d.D}, Act::none, mode, p.b2_rounded, p.residual);
 }
 
 template <class S>

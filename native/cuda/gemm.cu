@@ -39,6 +39,7 @@
 #include "common.cuh"
 #include "cublaslt.h"
 #include "cublaslt_api.h"
+#include "device.h"
 #include "elementwise.h"
 #include "linear.h"
 
@@ -313,7 +314,7 @@ lt::Product column_major(const GemmCallOf<TA, TC>& c, const GemmDims& d) {
   p.m = d.N, p.n = d.M, p.k = d.K, p.batch = d.batch;
   p.transa = d.transB, p.A = c.B, p.lda = d.ldb, p.strideA = d.strideB;
   p.transb = d.transA, p.B = c.A, p.ldb = d.lda, p.strideB = d.strideA;
-  p.C = c.C, p.D = c.C, p.ldc = d.ldc, p.strideC = d.strideC;
+  p.C = c.C_in ? c.C_in : c.C, p.D = c.C, p.ldc = d.ldc, p.strideC = d.strideC;
   p.alpha = d.alpha, p.beta = d.beta;
   p.compute = compute_type<TA>(c.mode);
   return p;
@@ -362,7 +363,9 @@ bool fused_epilogue(const GemmCallOf<TA, TC>& c, const GemmDims& d, const void* 
     p->aux = const_cast<TC*>(c.dact_input), p->aux_ld = d.ldc, p->aux_stride = d.strideC;
     return true;
   }
-  if (d.beta != 0.0f && (c.bias || d.act != Act::none)) return false;  // epilogues see alpha·AB + beta·C: fuse from 0 only
+  // The epilogues apply to alpha·AB + beta·C: the bias epilogue gives ours (a residual riding on a product as
+  // its C); an activation after beta·C is left to the passes.
+  if (d.beta != 0.0f && d.act != Act::none) return false;
   p->bias = bias;
   switch (d.act) {
     case Act::none:
@@ -408,6 +411,7 @@ Status gemm(const GemmCallOf<TA, TC>& c) {
              "an activation's backward takes beta 0, no bias, no preact and act 'none'");
     NF_CHECK(packed_c(d), "gemm", "an activation's backward needs C packed");
   }
+  NF_CHECK(!c.C_in || (packed_c(d) && !c.dact_input && !c.dbias), "gemm", "C_in needs C packed and a forward product");
   if (c.dbias)
     NF_CHECK(d.transA && d.lda == d.M && d.batch == 1 && !c.dact_input && !c.bias && !c.preact && d.act == Act::none,
              "gemm", "the bias gradient rides on a plain weight-gradient product: transA, A packed, batch 1");
@@ -452,8 +456,9 @@ Status gemm(const GemmCallOf<TA, TC>& c) {
       }
     }
   }
-  // 3. The backend's own kernel.
+  // 3. The backend's own kernel (beta·C read from C: C_in copied there first).
   ++g_kernel_products;
+  if (c.C_in && d.beta != 0.0f) NF_TRY(copy_on_device(c.C, c.C_in, sizeof(TC) * size_t(rows * d.N)));
   NF_TRY(gemm_kernel_only(c.C, c.preact, c.A, c.B, c.bias, d));
   if (c.dact_input) NF_TRY(bias_act_backward(c.C, nullptr, c.C, c.dact_input, {rows, d.N, c.dact}));
   if (c.dbias) NF_TRY(bias_grad(c.dbias, c.A, d.K, d.M, nullptr));

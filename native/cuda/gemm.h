@@ -60,6 +60,7 @@ template <class TA, class TC>
 struct GemmCallOf {
   GemmDims d;
   TC* C = nullptr;
+  const TC* C_in = nullptr;  // beta's C read from here instead of C (laid out as C, packed; C then only written)
   const TA* A = nullptr;
   const TA* B = nullptr;
   const float* bias = nullptr;
@@ -80,12 +81,13 @@ Status gemm_check(GemmDims* d);
 template <class TA, class TC>
 Status gemm(const GemmCallOf<TA, TC>& call);
 
-// gemm() for a forward product (bias_rounded: GemmCallOf's).
+// gemm() for a forward product (bias_rounded, C_in: GemmCallOf's).
 template <class TA, class TC>
 Status gemm(TC* C, TC* preact, const TA* A, const TA* B, const float* bias, GemmDims d, Compute mode = Compute::fp32,
-            const TC* bias_rounded = nullptr) {
+            const TC* bias_rounded = nullptr, const TC* C_in = nullptr) {
   GemmCallOf<TA, TC> c;
   c.d = d, c.C = C, c.preact = preact, c.A = A, c.B = B, c.bias = bias, c.bias_rounded = bias_rounded, c.mode = mode;
+  c.C_in = C_in;
   return gemm(c);
 }
 inline Status gemm(float* C, float* preact, const float* A, const float* B, const float* bias, GemmDims d,

@@ -77,12 +77,15 @@ Status column_sums(float* db, const S* dy, int64_t rows, int64_t n, const S* x) 
 
 template <class S>
 Status forward(S* y, S* preact, const S* x, const S* W, const float* b, LinearDims d, Act act, Compute mode,
-               const S* b_rounded) {
+               const S* b_rounded, const S* residual) {
   NF_TRY(ops::linear_check("linear_forward", d));
+  NF_CHECK(!residual || (act == Act::none && residual != y), "linear_forward",
+           "a residual input takes act 'none' and is not y itself");
   if (d.rows == 0) return Status::Ok();
   GemmDims g;
   g.M = d.rows, g.N = d.out_features, g.K = d.in_features, g.transB = true, g.act = act;
-  return cuda::gemm<S, S>(y, preact, x, W, b, g, mode, b_rounded);
+  if (residual) g.beta = 1.0f;
+  return cuda::gemm<S, S>(y, preact, x, W, b, g, mode, b_rounded, residual);
 }
 
 template <class S>
@@ -124,12 +127,12 @@ Status bias_grad(float* db, const bf16* dy, int64_t rows, int64_t n, const bf16*
   return column_sums(db, dy, rows, n, x);
 }
 Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d, Act act,
-                      Compute mode, const float* b_rounded) {
-  return forward(y, preact, x, W, b, d, act, mode, b_rounded);
+                      Compute mode, const float* b_rounded, const float* residual) {
+  return forward(y, preact, x, W, b, d, act, mode, b_rounded, residual);
 }
 Status linear_forward(bf16* y, bf16* preact, const bf16* x, const bf16* W, const float* b, LinearDims d, Act act,
-                      Compute mode, const bf16* b_rounded) {
-  return forward(y, preact, x, W, b, d, act, mode, b_rounded);
+                      Compute mode, const bf16* b_rounded, const bf16* residual) {
+  return forward(y, preact, x, W, b, d, act, mode, b_rounded, residual);
 }
 Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W, LinearDims d,
                        Compute mode) {

@@ -23,11 +23,14 @@ Status run(const ops::LinearBackward<ops::bf16>& p);
 // y[rows,out] = act(x[rows,in] W[out,in]ᵀ + b[out]); b optional; preact (optional) receives the
 // value before the activation. `mode`: the product's compute mode (gemm.h). b_rounded (optional): b
 // in y's type, which a bf16 product's epilogue reads instead of rounding b again (ops/precision.h
-// kRoundedBiasDoc; the float overload has b itself).
+// kRoundedBiasDoc; the float overload has b itself). residual (optional, act none, not y): y = x Wᵀ + b
+// + residual, the add in the product's epilogue (cuBLASLt's C with beta 1).
 Status linear_forward(float* y, float* preact, const float* x, const float* W, const float* b, LinearDims d,
-                      Act act = Act::none, Compute mode = Compute::fp32, const float* b_rounded = nullptr);
+                      Act act = Act::none, Compute mode = Compute::fp32, const float* b_rounded = nullptr,
+                      const float* residual = nullptr);
 Status linear_forward(bf16* y, bf16* preact, const bf16* x, const bf16* W, const float* b, LinearDims d,
-                      Act act = Act::none, Compute mode = Compute::fp32, const bf16* b_rounded = nullptr);
+                      Act act = Act::none, Compute mode = Compute::fp32, const bf16* b_rounded = nullptr,
+                      const bf16* residual = nullptr);
 
 // dx[rows,in] = dy W (overwritten; skipped when dx is null); dW += dyᵀ x; db += Σ_rows dy (when db).
 Status linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,

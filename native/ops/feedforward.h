@@ -1,8 +1,9 @@
 // The feed-forward network (the Transformer MLP, reference/torch_reference.py FeedForward):
-//   y = fc2(dropout(act(fc1(x)))) = dropout(act(x W1ᵀ + b1)) W2ᵀ + b2.
+//   y = fc2(dropout(act(fc1(x)))) = dropout(act(x W1ᵀ + b1)) W2ᵀ + b2 (+ r, an optional residual input:
+//   a pre-LN block's x + mlp(norm(x)), its add riding on fc2's product; backward unchanged, dr = dy).
 //   Backward: da = dy W2, dW2 += dyᵀ a, db2 += Σ dy; dh = da ∘ mask/(1−p) ∘ act'(h);
 //   dx = dh W1 (overwritten), dW1 += dhᵀ x, db1 += Σ dh. The mask is regenerated from (seed, offset).
-// Layout: x, y, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
+// Layout: x, y, r, dy, dx [rows, D]; h, a [rows, F]; W1 [F, D], b1 [F], W2 [D, F], b2 [D], row-major.
 // Dimension key: rows = B*T (every row transformed independently), D = model width, F = hidden width.
 #pragma once
 #include <cstdint>
@@ -69,7 +70,8 @@ struct FeedForwardForward {
       "dropout(act(h)), the fc2 input. Dropout (probability `dropout`, default 0) on the hidden activation keeps "
       "element row*F + f by the Philox stream (seed, offset), scaling kept values by 1/(1 − dropout); backward "
       "must get the same values. W1Packed, W2Packed (optional): the weights prepacked by packWeights, read by "
-      "the CPU kernels instead of packing W1, W2 (same result, bit for bit).";
+      "the CPU kernels instead of packing W1, W2 (same result, bit for bit). residual (optional): y = fc2(...) + "
+      "b2 + residual, a pre-LN block's residual add (in fc2's epilogue on the GPU).";
   FeedForwardDims d;
   Precision precision = Precision::fp32;
   T* y = nullptr;
@@ -84,6 +86,7 @@ struct FeedForwardForward {
   const Acc<T>* W2_packed = nullptr;
   const T* b1_rounded = nullptr;
   const T* b2_rounded = nullptr;
+  const T* residual = nullptr;
 
   template <class R>
   static void fields(R& r, FeedForwardForward& p) {
@@ -102,8 +105,18 @@ struct FeedForwardForward {
     r.in(p.W2_packed, "W2Packed", NF_PACKED_SHAPE(p.precision, d.D, d.F, "D", "F"), optional, doc("W2 prepacked by packWeights (N = D, K = F)"));
     r.in(p.b1_rounded, "b1Rounded", NF_SHAPE(d.F), optional, doc(kRoundedBiasDoc));
     r.in(p.b2_rounded, "b2Rounded", NF_SHAPE(d.D), optional, doc(kRoundedBiasDoc));
+    r.in(p.residual, "residual", NF_SHAPE(d.rows, d.D), optional, doc("added to y (a residual stream; not y itself)"));
   }
 };
+
+// The forward's checks every backend runs: the dims, and a residual input that is not y itself (y is
+// written before the residual is read).
+template <class T>
+Status feedforward_forward_check(const char* op, const FeedForwardForward<T>& p) {
+  NF_TRY(feedforward_check(op, p.d));
+  NF_CHECK(!p.residual || p.residual != p.y, op, "residual must not be y itself");
+  return Status::Ok();
+}
 
 template <class T>
 struct FeedForwardBackward {

@@ -31,9 +31,12 @@ const values = (n: number, seed: number, s = 1) => Float32Array.from(randn32(n, 
 
 export type Result = { errors: Record<string, number>; exact: Record<string, boolean> };
 
-export type FeedForwardCase = { name: string; rows: number; D: number; F: number; activation: FeedForwardActivation; dropout: number };
+export type FeedForwardCase = { name: string; rows: number; D: number; F: number; activation: FeedForwardActivation; dropout: number;
+  /** With a residual input (y = fc2(...) + residual). */
+  residual?: boolean };
 export const feedForwardCases: FeedForwardCase[] = [
   { name: 'rows 37, D 20, F 52, gelu', rows: 37, D: 20, F: 52, activation: 'gelu', dropout: 0 },
+  { name: 'rows 13, D 24, F 40, gelu, residual', rows: 13, D: 24, F: 40, activation: 'gelu', dropout: 0, residual: true },
   { name: 'rows 7, D 12, F 33, silu, dropout 0.1', rows: 7, D: 12, F: 33, activation: 'silu', dropout: 0.1 },
   { name: 'rows 65, D 40, F 72, relu, dropout 0.25', rows: 65, D: 40, F: 72, activation: 'relu', dropout: 0.25 },
   // dW's products cut K = rows into ranges (K >= 4 max(M, N)); whole AMX tiles and k blocks.
@@ -44,30 +47,33 @@ export function feedForwardCase(c: FeedForwardCase): Result {
   const { rows, D, F } = c;
   const x = values(rows * D, 1, 2), W1 = values(F * D, 2, 0.3), W2 = values(D * F, 3, 0.3);
   const b1 = Float32Array.from(randn32(F, rng(4))), b2 = Float32Array.from(randn32(D, rng(5))), dy = values(rows * D, 6);
+  const r0 = c.residual ? values(rows * D, 7) : null;  // y = fc2(...) + residual
   const dims = { rows, D, F, activation: c.activation, dropout: c.dropout, seed: 9, offset: 3 };
   const at = { ...dims, precision: 'bf16' as const };
   // bf16 storage
   const y16 = new Uint16Array(rows * D), h16 = new Uint16Array(rows * F), a16 = new Uint16Array(rows * F);
-  native.feedforwardForward({ ...at, y: y16, h: h16, a: a16, x: bits(x), W1: bits(W1), b1, W2: bits(W2), b2 } as never);
+  native.feedforwardForward({ ...at, y: y16, h: h16, a: a16, x: bits(x), W1: bits(W1), b1, W2: bits(W2), b2,
+    residual: r0 && bits(r0) } as never);
   const g16 = { dx: new Uint16Array(rows * D), dW1: new Float32Array(F * D), db1: new Float32Array(F), dW2: new Float32Array(D * F), db2: new Float32Array(D) };
   native.feedforwardBackward({ ...at, ...g16, dy: bits(dy), x: bits(x), h: h16, a: a16, W1: bits(W1), W2: bits(W2) } as never);
   // float32 storage of the same values (the backward fed the bf16 run's saved h and a)
   const y = new Float32Array(rows * D), h = new Float32Array(rows * F), a = new Float32Array(rows * F);
-  native.feedforwardForward({ ...at, y, h, a, x, W1, b1, W2, b2 });
+  native.feedforwardForward({ ...at, y, h, a, x, W1, b1, W2, b2, residual: r0 });
   const g = { dx: new Float32Array(rows * D), dW1: new Float32Array(F * D), db1: new Float32Array(F), dW2: new Float32Array(D * F), db2: new Float32Array(D) };
   native.feedforwardBackward({ ...at, ...g, dy, x, h: widen(h16), a: widen(a16), W1, W2 });
   // the float64 reference on the bf16 values (its backward on the bf16 run's saved h and a as well)
   const r = { y: new Float64Array(rows * D), h: new Float64Array(rows * F), a: new Float64Array(rows * F) };
-  native.feedforwardForward({ ...dims, ...r, x: f64(x), W1: f64(W1), b1: f64(b1), W2: f64(W2), b2: f64(b2) });
+  native.feedforwardForward({ ...dims, ...r, x: f64(x), W1: f64(W1), b1: f64(b1), W2: f64(W2), b2: f64(b2), residual: r0 && f64(r0) });
   const rg = { dx: new Float64Array(rows * D), dW1: new Float64Array(F * D), db1: new Float64Array(F), dW2: new Float64Array(D * F), db2: new Float64Array(D) };
   native.feedforwardBackward({ ...dims, ...rg, dy: f64(dy), x: f64(x), h: f64(widen(h16)), a: f64(widen(a16)), W1: f64(W1), W2: f64(W2) });
   return {
     errors: { h: relErr(widen(h16), r.h), a: relErr(widen(a16), r.a), y: relErr(widen(y16), r.y), dx: relErr(widen(g16.dx), rg.dx),
       dW1: relErr(g16.dW1, rg.dW1), db1: relErr(g16.db1, rg.db1), dW2: relErr(g16.dW2, rg.dW2), db2: relErr(g16.db2, rg.db2) },
-    // Without dropout a is act(h) rounded once either way, so y too; dW2 and db2 read the same dy and a.
+    // Without dropout a is act(h) rounded once either way, so y too (not with a residual: the bf16 y is fc2's
+    // output rounded, then the sum rounded again); dW2 and db2 read the same dy and a.
     // (With dropout the bf16 a is rounded before the mask's scaling too; dh is stored rounded, so dW1's and
     // dx's products see the same bf16 dh as the float run's packing, but db1 sums the rounded values.)
-    exact: { h: sameBits(h16, h), a: c.dropout > 0 || sameBits(a16, a), y: c.dropout > 0 || sameBits(y16, y),
+    exact: { h: sameBits(h16, h), a: c.dropout > 0 || sameBits(a16, a), y: c.dropout > 0 || c.residual === true || sameBits(y16, y),
       dW2: same(g16.dW2, g.dW2), db2: same(g16.db2, g.db2), dW1: c.dropout > 0 || same(g16.dW1, g.dW1) },
   };
 }

@@ -18,7 +18,7 @@ inline double dropout_factor(uint64_t seed, uint64_t offset, int64_t i, float p)
   return dropout_keep(seed, offset, static_cast<uint64_t>(i), p) ? 1.0 / (1.0 - double(p)) : 0.0;
 }
 
-// y = fc2(dropout(act(x W1ᵀ + b1))); saves h (pre-activation, optional) and a (the fc2 input).
+// y = fc2(dropout(act(x W1ᵀ + b1))) (+ residual); saves h (pre-activation, optional) and a (the fc2 input).
 template <class T>
 void run(const ops::FeedForwardForward<T>& p) {
   const ops::FeedForwardDims d = ops::with_step_values(p.d);
@@ -26,6 +26,8 @@ void run(const ops::FeedForwardForward<T>& p) {
   gemm<T>(p.a, p.h, p.x, p.W1, p.b1, rows, F, D, false, true, 1.0, 0.0, d.activation);
   for (int64_t i = 0; i < rows * F; ++i) p.a[i] = static_cast<T>(p.a[i] * dropout_factor(d.seed, d.offset, i, d.dropout));
   linear_forward<T>(p.y, p.a, p.W2, p.b2, rows, F, D);
+  if (p.residual)
+    for (int64_t i = 0; i < rows * D; ++i) p.y[i] = static_cast<T>(p.y[i] + p.residual[i]);
 }
 
 // dx = dh W1 with dh = (dy W2 ∘ mask/(1-p)) ∘ act'(h); dW1 += dhᵀ x; db1 += Σ dh; dW2 += dyᵀ a; db2 += Σ dy.

@@ -194,18 +194,22 @@ NF_TEST(cuda_bf16_feedforward_parity) {
     int64_t rows, D, F;
     Act act;
     float p;
+    bool residual = false;  // y = fc2(...) + b2 + r (fc2's C, beta 1)
   };
-  const Case cases[] = {{30, 48, 72, Act::gelu, 0.0f}, {65, 40, 96, Act::relu, 0.25f}, {7, 20, 24, Act::gelu_tanh, 0.1f}};
+  const Case cases[] = {{30, 48, 72, Act::gelu, 0.0f, true}, {65, 40, 96, Act::relu, 0.25f},
+                        {7, 20, 24, Act::gelu_tanh, 0.1f}};
   for (const Case& c : cases) {
-    const std::string name = dims({{"rows", c.rows}, {"D", c.D}, {"F", c.F}, {"act", int(c.act)}});
+    const std::string name =
+        dims({{"rows", c.rows}, {"D", c.D}, {"F", c.F}, {"act", int(c.act)}, {"residual", c.residual}});
     const size_t nx = size_t(c.rows * c.D), nh = size_t(c.rows * c.F), nw = size_t(c.D * c.F);
     const Vec x = randb(nx), W1 = randb(nw, 0.2), b1 = randn(size_t(c.F)), W2 = randb(nw, 0.2), b2 = randn(size_t(c.D)),
-              dy = randb(nx);
+              dy = randb(nx), r = c.residual ? randb(nx) : Vec(1);
     const nf::ops::FeedForwardDims d{c.rows, c.D, c.F, c.act, c.p, 42, 7};
-    const auto forward = [&d](auto* y, auto* h, auto* a, const auto* xp, const auto* w1, const auto* bb1,
-                              const auto* w2, const auto* bb2) {
+    const auto forward = [&d, &c](auto* y, auto* h, auto* a, const auto* xp, const auto* w1, const auto* bb1,
+                                  const auto* w2, const auto* bb2, const auto* rp) {
       nf::ops::FeedForwardForward<std::remove_pointer_t<decltype(y)>> f;
       f.d = d, f.y = y, f.h = h, f.a = a, f.x = xp, f.W1 = w1, f.b1 = bb1, f.W2 = w2, f.b2 = bb2;
+      if (c.residual) f.residual = rp;
       return f;
     };
     const auto backward = [&d](auto* dx, auto* dW1, auto* db1, auto* dW2, auto* db2, const auto* dyp, const auto* xp,
@@ -216,12 +220,12 @@ NF_TEST(cuda_bf16_feedforward_parity) {
       return b;
     };
     Vec y(nx), h(nh), a(nh), dx(nx), dW1(nw, 0.5), db1(size_t(c.F), 0.5), dW2(nw, -0.5), db2(size_t(c.D), -0.5);
-    nf::ref::run(forward(y.data(), h.data(), a.data(), x.data(), W1.data(), b1.data(), W2.data(), b2.data()));
-    DeviceB d_x(bits(x)), d_W1(bits(W1)), d_W2(bits(W2)), d_dy(bits(dy)), d_y(nx), d_h(nh), d_a(nh), d_dx(nx);
+    nf::ref::run(forward(y.data(), h.data(), a.data(), x.data(), W1.data(), b1.data(), W2.data(), b2.data(), r.data()));
+    DeviceB d_r(bits(r)), d_x(bits(x)), d_W1(bits(W1)), d_W2(bits(W2)), d_dy(bits(dy)), d_y(nx), d_h(nh), d_a(nh), d_dx(nx);
     DeviceF d_b1(b1), d_b2(b2), d_dW1(std::vector<float>(nw, 0.5f)), d_db1(std::vector<float>(size_t(c.F), 0.5f)),
         d_dW2(std::vector<float>(nw, -0.5f)), d_db2(std::vector<float>(size_t(c.D), -0.5f));
     NF_ASSERT_OK(nf::cuda::run(forward(d_y.get(), d_h.get(), d_a.get(), d_x.get(), d_W1.get(), d_b1.get(), d_W2.get(),
-                                       d_b2.get())));
+                                       d_b2.get(), d_r.get())));
     check_close("bf16 feedforward y", name, floats(d_y), y, kBf16Fwd);
     check_close("bf16 feedforward h", name, floats(d_h), h, kBf16Fwd);
     check_close("bf16 feedforward a", name, floats(d_a), a, kBf16Fwd);
