@@ -298,6 +298,7 @@ export class DecoderBlock extends Module {
       yield* d2.forwardInPlace(c, t);
       const n3 = yield* this.norm3.forwardResidualSum(c, n2.sum, keep);
       c.recycle();
+      if (!(t && d3.p > 0)) return yield* this.mlp.forwardOps(keep.add(n3.out), n3.sum);  // (as EncoderBlock's)
       const m = yield* this.mlp.forwardOps(keep.add(n3.out));
       yield* d3.forwardInPlace(m, t);
       return yield* accumulate(m, n3.sum);
@@ -379,7 +380,7 @@ export class DecoderBlock extends Module {
     if (this.config.normFirst) {  // (the residual sums from the next norm's fused add, as in forwardProgram)
       const n2 = yield* this.norm2.forwardResidualSum(tmp.add(yield* self(tmp.add(yield* this.norm1.forwardOps(x)))), x, tmp);
       const n3 = yield* this.norm3.forwardResidualSum(tmp.add(yield* cross(tmp.add(n2.out))), n2.sum, tmp);
-      y = yield* accumulate(yield* this.mlp.forwardOps(tmp.add(n3.out)), n3.sum);
+      y = yield* this.mlp.forwardOps(tmp.add(n3.out), n3.sum);
     } else {
       const x1 = tmp.add(yield* this.norm1.forwardResidual(tmp.add(yield* self(x)), x));
       const x2 = tmp.add(yield* this.norm2.forwardResidual(tmp.add(yield* cross(x1)), x1));
