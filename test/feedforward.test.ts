@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { native } from '../lib/native/addon';
 import { FeedForward, Tensor } from '../lib/index';
 import { FeedForwardActivations, type FeedforwardForwardArgs, type FeedForwardActivation, type FloatArray } from '../lib/native/ops.generated';
-import { dot, ErrorLog, f32, finiteDiffErr, isas, randn32, relErr, rng, withIsa } from './helpers';
+import { dot, ErrorLog, f32, failure, finiteDiffErr, isas, randn32, relErr, rng, withIsa } from './helpers';
 
 /** The dims, activation and dropout of a feed-forward call. */
 type FeedForwardDims = Pick<FeedforwardForwardArgs, 'rows' | 'D' | 'F' | 'activation' | 'dropout' | 'seed' | 'offset'>;
@@ -178,6 +178,26 @@ describe('the FeedForward layer', () => {
     native.feedforwardForward({ rows: 4, D: 6, F: 10, activation, y: ref, a: new Float64Array(40), x: Float64Array.from(x),
       W1: w(m.fc1.weight), b1: w(m.fc1.bias!), W2: w(m.fc2.weight), b2: w(m.fc2.bias!) });
     expect(relErr(y, ref)).toBeLessThan(1e-5);
+  });
+
+  it('forward(x, residual) adds the residual: the same values as forward(x) plus it, at bf16 on the CPU too', () => {
+    const x = Tensor.from(Float32Array.from(randn32(5 * 8, rng(9))), [5, 8]);
+    const r = Tensor.from(Float32Array.from(randn32(5 * 8, rng(10))), [5, 8]);
+    for (const precision of ['fp32', 'bf16'] as const) {
+      for (const training of [false, true]) {  // (bf16 training: the ops on bf16, r float32: added after)
+        const m = new FeedForward({ dModel: 8, dFF: 12, seed: 4 }).setPrecision(precision);
+        if (!training) m.eval();
+        const plain = m.forward(x).toArray() as Float32Array, y = m.forward(x, r).toArray() as Float32Array;
+        const want = plain.map((v, i) => v + (r.data as Float32Array)[i]);
+        expect(y, `${precision} ${training ? 'train' : 'eval'}`).toEqual(want);
+      }
+    }
+    const m = new FeedForward({ dModel: 8, dFF: 12, seed: 4 });
+    const e = failure(() => m.forward(x, Tensor.zeros([5, 7])));
+    expect([e?.code, e?.message]).toEqual(['ERR_NF_INVALID_ARG', expect.stringMatching(/residual/)]);
+    const ok = { rows: 2, D: 3, F: 4, y: new Float32Array(6), a: new Float32Array(8), x: new Float32Array(6),
+      W1: new Float32Array(12), b1: new Float32Array(4), W2: new Float32Array(12), b2: new Float32Array(3) };
+    expect(() => native.feedforwardForward({ ...ok, residual: ok.y })).toThrow(/residual must not be y itself/);
   });
 });
 

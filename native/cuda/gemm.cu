@@ -2,10 +2,11 @@
 // dispatch (at the end of this file) and the backend's own kernel.
 // The dispatch, in order: (1) one cuBLASLt product whose epilogue does everything asked (BIAS,
 // RELU[_BIAS], GELU[_AUX][_BIAS] for the tanh GELU, DGELU for its backward, BGRADB for a weight
-// gradient's bias gradient; activation epilogues only from beta = 0); (2) the product through
-// cuBLASLt (with the bias in its epilogue when it can be), then the elementwise kernels of
-// activation.cu / linear.cu for what remains (the erf GELU, SiLU, tanh; a ReLU whose input is
-// saved; beta·C with a bias or activation); (3) the kernel below, when cuBLASLt is not loaded, offers
+// gradient's bias gradient; activation epilogues only from beta = 0; beta·C may come from another
+// array, C_in: a residual added by the product); (2) the product through cuBLASLt (with the bias in
+// its epilogue when it can be), then the elementwise kernels of activation.cu / linear.cu for what
+// remains (the erf GELU, SiLU, tanh; a ReLU whose input is saved; beta·C with an activation); (3) the
+// kernel below (C_in copied into C first), when cuBLASLt is not loaded, offers
 // no algorithm, or K = 0, or the elementwise kernels cannot run over C (strided C). cuBLASLt is
 // column-major: our row-major C = op(A) op(B) is its Cᵀ = op(B)ᵀ op(A)ᵀ (column_major() below).
 // The kernel:
