@@ -34,10 +34,11 @@ BUDGETS='
 # Kernels templated on the storage of the activations (float, or bf16 under precision bf16: native/cuda/bf16.cuh)
 # have one budget per instantiation; the bf16 LayerNorm backward holds the conversions of its bf16 loads too
 # (LayerNorm: the second parameter is the columns a lane takes per step, 8 for 16-byte bf16 vectors)
-# (the forward holds the columns of a lane in a row up to D 1024 in registers: 32 floats at W 1, 4 chunks of 8 at W 8)
-layernorm_forward_kernel<float, 1>            96   0
-layernorm_forward_kernel<nf::ops::bf16, 1>    120  0
-layernorm_forward_kernel<nf::ops::bf16, 8>    64   0
+# (the forward holds the columns of a lane in a row up to D 1024 in registers: 32 floats at W 1, 4 chunks of 8 at W 8,
+# and as many of the residual while the first loads are in flight)
+layernorm_forward_kernel<float, 1>            128  0
+layernorm_forward_kernel<nf::ops::bf16, 1>    152  0
+layernorm_forward_kernel<nf::ops::bf16, 8>    88   0
 # layernorm_backward_kernel<S, W, K, T>: T threads per row (32, a warp, up to D 1024; 256, the block, above),
 # each holding K chunks of W columns of a row (x then xhat, dout then dout gamma) and their dgamma, dbeta sums
 # in registers: about 4 K W registers plus addresses. No cap from __launch_bounds__ (a cap of 128 for two

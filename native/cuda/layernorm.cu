@@ -47,23 +47,33 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= rows) return;
   const S* xr = x + row * D;
+  const S* rr = residual ? residual + row * D : nullptr;
   S* sr = residual ? sum + row * D : nullptr;
-  // The row's chunk at column c: x, or the sum x + residual, stored and taken as stored (rounded to S).
-  // The lane's first K chunks are read once, all loads issued before the first sum, and stay in
-  // `cached`; any further chunk is read here in the first pass and re-read (from the sum) in the others.
-  auto read = [&](int c, float (&v)[W]) {
-    load_cols<W>(xr, c, v);
-    if (residual) {
-      float r[W];
-      load_cols<W>(residual + row * D, c, r);
-      for (int j = 0; j < W; ++j) v[j] = as_stored<S>(v[j] + r[j]);
-      store_cols<W>(sr, c, v);
-    }
+  // The row: x, or the sum x + residual, stored and taken as stored (rounded to S). The lane's first K
+  // chunks are read once, every load issued before the first add (and before any store of the sum,
+  // which the compiler could not otherwise move a load across), and stay in `cached`; any further chunk
+  // is read in the first pass and re-read (from the sum) in the others.
+  const auto add_residual = [&](int c, float (&v)[W], const float (&r)[W]) {
+    for (int j = 0; j < W; ++j) v[j] = as_stored<S>(v[j] + r[j]);
+    store_cols<W>(sr, c, v);
   };
   float cached[K][W];
+  if (residual) {
+    float r[K][W];
 #pragma unroll
-  for (int k = 0; k < K; ++k)
-    if ((lane + k * kWarp) * W < D) read((lane + k * kWarp) * W, cached[k]);
+    for (int k = 0; k < K; ++k)
+      if ((lane + k * kWarp) * W < D) {
+        load_cols<W>(xr, (lane + k * kWarp) * W, cached[k]);
+        load_cols<W>(rr, (lane + k * kWarp) * W, r[k]);
+      }
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if ((lane + k * kWarp) * W < D) add_residual((lane + k * kWarp) * W, cached[k], r[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if ((lane + k * kWarp) * W < D) load_cols<W>(xr, (lane + k * kWarp) * W, cached[k]);
+  }
   float s = 0.0f;  // the lane's columns summed in column order, as every pass visits them
 #pragma unroll
   for (int k = 0; k < K; ++k)
@@ -71,7 +81,12 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
       for (int j = 0; j < W; ++j) s += cached[k][j];
   for (int c = (lane + K * kWarp) * W; c < D; c += kWarp * W) {
     float v[W];
-    read(c, v);
+    load_cols<W>(xr, c, v);
+    if (residual) {
+      float r[W];
+      load_cols<W>(rr, c, r);
+      add_residual(c, v, r);
+    }
     for (int j = 0; j < W; ++j) s += v[j];
   }
   if (residual) xr = sr;  // each lane re-reads only the columns it wrote, so no barrier is needed
