@@ -35,6 +35,14 @@ constexpr int kParamGradWarps = 8;      // the dγ, dβ sum: warps a block, each
 constexpr int kParamGradBatch = 16;     // partial rows each thread of the dγ, dβ sum loads at once
 constexpr int kCachedColumns = 1024;     // forward: the columns of a row a warp holds in registers
 
+// f(k, c) for each chunk k < K of thread t of a row whose first column, c = W (t + kT), is in the row.
+template <int K, int W, int T, class F>
+__device__ __forceinline__ void for_chunks(int t, int D, F&& f) {
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    if ((t + k * T) * W < D) f(k, (t + k * T) * W);
+}
+
 // A warp per row; lane l keeps the row's chunks of W columns starting at W (l + k kWarp), k < K, in
 // registers, so a row of up to kCachedColumns is read from memory once (the chunks past D are skipped);
 // a wider row's further columns are re-read in each pass.
@@ -60,25 +68,18 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
   float cached[K][W];
   if (residual) {
     float r[K][W];
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if ((lane + k * kWarp) * W < D) {
-        load_cols<W>(xr, (lane + k * kWarp) * W, cached[k]);
-        load_cols<W>(rr, (lane + k * kWarp) * W, r[k]);
-      }
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if ((lane + k * kWarp) * W < D) add_residual((lane + k * kWarp) * W, cached[k], r[k]);
+    for_chunks<K, W, kWarp>(lane, D, [&](int k, int c) {
+      load_cols<W>(xr, c, cached[k]);
+      load_cols<W>(rr, c, r[k]);
+    });
+    for_chunks<K, W, kWarp>(lane, D, [&](int k, int c) { add_residual(c, cached[k], r[k]); });
   } else {
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if ((lane + k * kWarp) * W < D) load_cols<W>(xr, (lane + k * kWarp) * W, cached[k]);
+    for_chunks<K, W, kWarp>(lane, D, [&](int k, int c) { load_cols<W>(xr, c, cached[k]); });
   }
   float s = 0.0f;  // the lane's columns summed in column order, as every pass visits them
-#pragma unroll
-  for (int k = 0; k < K; ++k)
-    if ((lane + k * kWarp) * W < D)
-      for (int j = 0; j < W; ++j) s += cached[k][j];
+  for_chunks<K, W, kWarp>(lane, D, [&](int k, int) {
+    for (int j = 0; j < W; ++j) s += cached[k][j];
+  });
   for (int c = (lane + K * kWarp) * W; c < D; c += kWarp * W) {
     float v[W];
     load_cols<W>(xr, c, v);
@@ -95,9 +96,7 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
   const auto centred = [&](const float (&v)[W]) {
     for (int j = 0; j < W; ++j) q = fmaf(v[j] - m, v[j] - m, q);
   };
-#pragma unroll
-  for (int k = 0; k < K; ++k)
-    if ((lane + k * kWarp) * W < D) centred(cached[k]);
+  for_chunks<K, W, kWarp>(lane, D, [&](int k, int) { centred(cached[k]); });
   for (int c = (lane + K * kWarp) * W; c < D; c += kWarp * W) {
     float v[W];
     load_cols<W>(xr, c, v);
@@ -116,9 +115,7 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     for (int j = 0; j < W; ++j) y[j] = fmaf((v[j] - m) * rs, g[j], bt[j]);
     store_cols<W>(o, c, y);
   };
-#pragma unroll
-  for (int k = 0; k < K; ++k)
-    if ((lane + k * kWarp) * W < D) normalise((lane + k * kWarp) * W, cached[k]);
+  for_chunks<K, W, kWarp>(lane, D, [&](int k, int c) { normalise(c, cached[k]); });
   for (int c = (lane + K * kWarp) * W; c < D; c += kWarp * W) {
     float v[W];
     load_cols<W>(xr, c, v);
@@ -139,14 +136,6 @@ template <int T>
 __device__ __forceinline__ float row_sum(float v, float* scratch) {
   if constexpr (T == kWarp) return warp_sum(v);
   else return block_reduce(v, SumOp{}, 0.0f, scratch);
-}
-
-// f(k, c) for each chunk k < K of thread t of a row whose first column, c = W (t + kT), is in the row.
-template <int K, int W, int T, class F>
-__device__ __forceinline__ void for_chunks(int t, int D, F&& f) {
-#pragma unroll
-  for (int k = 0; k < K; ++k)
-    if ((t + k * T) * W < D) f(k, (t + k * T) * W);
 }
 
 // dx for the rows of this block's row groups of T threads (grid-stride), and the block's dγ | dβ
