@@ -21,8 +21,9 @@ namespace nf::cuda {
 
 namespace {
 
-Status check(const char* op, const FeedForwardDims& d) {
-  NF_TRY(ops::feedforward_check(op, d));  // the checks every backend shares
+// This backend's own check, after the ones every backend shares (ops::feedforward_check, and the forward's
+// ops::feedforward_forward_check, which includes it).
+Status check_dropout(const char* op, const FeedForwardDims& d) {
   NF_CHECK(d.dropout < 1.0f, op, "dropout must be in [0, 1)");
   return Status::Ok();
 }
@@ -34,8 +35,8 @@ template <class S>
 Status forward(const ops::FeedForwardForward<S>& p) {
   const FeedForwardDims& d = p.d;
   const Compute mode = compute_of(p.precision);
-  NF_TRY(check("feedforward_forward", d));
   NF_TRY(ops::feedforward_forward_check("feedforward_forward", p));
+  NF_TRY(check_dropout("feedforward_forward", d));
   if (d.rows == 0) return Status::Ok();
   NF_TRY(cuda::linear_forward(p.a, p.h, p.x, p.W1, p.b1, {d.rows, d.D, d.F}, d.activation, mode, p.b1_rounded));
   if (d.dropout > 0.0f) NF_TRY(dropout(p.a, p.a, d.rows * d.F, d.dropout, d.seed, d.offset, seed_from(d)));
@@ -46,7 +47,8 @@ template <class S>
 Status backward(const ops::FeedForwardBackward<S>& p) {
   const FeedForwardDims& d = p.d;
   const Compute mode = compute_of(p.precision);
-  NF_TRY(check("feedforward_backward", d));
+  NF_TRY(ops::feedforward_check("feedforward_backward", d));
+  NF_TRY(check_dropout("feedforward_backward", d));
   NF_CHECK(p.h && p.a, "feedforward_backward", "needs the pre-activation h and activation a saved by forward");
   if (d.rows == 0) return Status::Ok();
   S* dh = nullptr;
