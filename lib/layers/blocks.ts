@@ -180,7 +180,7 @@ export class EncoderBlock extends Module {
       // A branch that LayerScale, dropout and drop path leave as it is (no LayerScale; eval, or their
       // p 0) takes x1 as the feed-forward's residual input (on the GPU its add rides on fc2's product).
       // Their backward then passes the gradient through as after any forward in which they did nothing.
-      if (!this.ls2 && !(this.training && (this.drop2.p > 0 || this.path2.p > 0)))
+      if (!this.ls2 && !this.drop2.activeIn(this.training) && !this.path2.activeIn(this.training))
         return yield* this.mlp.forwardOps(keep.add(h), x1);
       const m = yield* this.branch(this.ls2, this.drop2, this.path2, yield* this.mlp.forwardOps(keep.add(h)));
       return yield* accumulate(m, x1);
@@ -298,7 +298,7 @@ export class DecoderBlock extends Module {
       yield* d2.forwardInPlace(c, t);
       const n3 = yield* this.norm3.forwardResidualSum(c, n2.sum, keep);
       c.recycle();
-      if (!(t && d3.p > 0)) return yield* this.mlp.forwardOps(keep.add(n3.out), n3.sum);  // (as EncoderBlock's)
+      if (!d3.activeIn(t)) return yield* this.mlp.forwardOps(keep.add(n3.out), n3.sum);  // (as EncoderBlock's)
       const m = yield* this.mlp.forwardOps(keep.add(n3.out));
       yield* d3.forwardInPlace(m, t);
       return yield* accumulate(m, n3.sum);

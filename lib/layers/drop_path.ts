@@ -15,10 +15,15 @@ export class DropPathSite {
 
   constructor(readonly p: number, private readonly rng: Random) {}
 
+  /** Whether a forward in this mode drops anything (training with p > 0); else it returns x itself. */
+  activeIn(training: boolean): boolean {
+    return training && this.p > 0;
+  }
+
   /** x [B, ...] → a new tensor of the branch as kept or dropped per sample; `x` itself when inactive. The factors go to `scope`. */
   *forward(x: Tensor<'float32'>, training: boolean, scope: Scope): Program<Tensor<'float32'>> {
     this.scales = null;
-    if (!training || this.p === 0) return x;
+    if (!this.activeIn(training)) return x;
     uncapturable("drop path (each step's per-sample factors are uploaded from the host)");
     const B = x.shape[0], keep = 1 / (1 - this.p);
     this.scales = scope.add(Tensor.from(Float32Array.from({ length: B }, () => (this.rng.uniform() >= this.p ? keep : 0)), [B], x.device));

@@ -17,9 +17,14 @@ export class DropoutSite {
 
   constructor(readonly p: number, private readonly rng: Random) {}
 
+  /** Whether a forward in this mode drops anything (training with p > 0); else it leaves x as it is. */
+  activeIn(training: boolean): boolean {
+    return training && this.p > 0;
+  }
+
   /** In place on a tensor the caller owns: x = dropout(x) with a fresh mask (a no-op outside training or with p = 0). */
   *forwardInPlace(x: Tensor<'float32'>, training: boolean): Program<void> {
-    this.active = training && this.p > 0;
+    this.active = this.activeIn(training);
     if (!this.active) return;
     ({ value: this.seed, fields: this.seedFields } = stepValue('seedAt', () => this.rng.seed(), 0));
     yield* op('dropoutForward', { n: x.size, p: this.p, seed: this.seed, offset: 0, ...this.seedFields, out: x.storage, x: x.storage });
