@@ -4,7 +4,8 @@
  *   npm run bench:ab -- [--pairs 12] [--seconds 0.25] [--threads 2] [--peak] SIDE_A SIDE_B CASE...
  *
  * SIDE: an addon file (a .node; `default` for the one lib/ loads), optionally @threads (e.g.
- * /tmp/old.node@1). CASE: see ab_cases.ts (gemm:1576x3072x768:B, attention:16x145x256x8:b@bf16, ...).
+ * /tmp/old.node@1). CASE: see ab_cases.ts (gemm:1576x3072x768:B, linear:197x2304x768@int8,
+ * attention:16x145x256x8:b@bf16, ...).
  * Each side runs in a worker process of its own (ab_worker.ts) that keeps its buffers; per case both
  * warm up, then take turns, A B then B A, `pairs` times, each turn the case repeated for about
  * `seconds`. The machine's load drifts over seconds and minutes, so a pair's two turns see nearly the

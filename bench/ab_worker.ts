@@ -9,6 +9,7 @@
 import * as readline from 'node:readline';
 
 import { native } from '../lib/native/addon';
+import { packedSize } from '../lib/core/prepack';
 import { Random } from '../lib/core/random';
 import { parseCase, type AbCase } from './ab_cases';
 import { attentionLayer, randomArray } from './op_measure';
@@ -24,6 +25,14 @@ function makeRun(c: AbCase): () => void {
     const args = { M, N, K, A: randomArray(M * K, rng), B: randomArray(K * N, rng), C: new Float32Array(M * N),
       transA: c.transA, transB: c.transB, act: c.act, precision: c.precision };
     return () => native.gemm(args);
+  }
+  if (c.kind === 'linear') {  // as a Linear layer runs it: W prepacked once for the precision
+    const { M, N, K, precision } = c;
+    const W = randomArray(N * K, rng), packed = new Float32Array(packedSize(N, K, precision));
+    native.packWeights({ N, K, precision, packed, W });
+    const args = { rows: M, inFeatures: K, outFeatures: N, act: c.act, precision, y: new Float32Array(M * N),
+      x: randomArray(M * K, rng), W, b: randomArray(N, rng), WPacked: packed };
+    return () => native.linearForward(args);
   }
   const layer = attentionLayer({ B: c.B, Tq: c.T, Tk: c.T, D: c.D, H: c.H, cross: false, causal: c.causal, keyPadding: false }, rng, c.precision);
   layer.forward();  // (the backward reads what it saves)
