@@ -239,20 +239,22 @@ inline void store_xq(xq_t* p, vf q, int n) {
 // GEMM's epilogue: dequantize (the exact int32 correction, then one float product by a_m · s_n), bias,
 // preact, then the activation over the whole tile at once (GELU with vnormcdf_reduced's Φ, its error far
 // below int8's), store (rounded to bf16 with c.round). Every one of the R rows is computed (rows past
-// mr are the next rows of xq, or its zero padding: m + R <= Mp).
-template <Act A, int R = MR, int V = NV>
+// mr are the next rows of xq, or its zero padding: m + R <= Mp). kFull: a whole tile (mr = R, nr = V · W)
+// without preact, every vector moved unmasked and no test per vector (3-4% faster products at K 256).
+template <Act A, int R = MR, int V = NV, bool kFull = false>
 [[gnu::noinline]] void epilogue(const Int8Call& c, const int32_t* acc, int64_t m, int64_t n0, int mr, int nr) {
   const float* a = c.a + m;
   const int32_t* z = c.z + m;
   const float* s = c.w.scale + n0;  // scale and colsum are padded to whole panels: W lanes are readable
   const int32_t* colsum = c.w.colsum + n0;
   float* y = c.y + m * c.ldc + n0;
-  float* pre = c.preact ? c.preact + m * c.ldc + n0 : nullptr;
+  float* pre = !kFull && c.preact ? c.preact + m * c.ldc + n0 : nullptr;
+  const bool round = c.round;
   int width[V];
   vf bias[V], scale[V];
   vi cs[V];
   for (int v = 0; v < V; ++v) {  // (columns past the tile's nr, and their sums, are not read)
-    width[v] = std::clamp(nr - v * W, 0, W);
+    width[v] = kFull ? W : std::clamp(nr - v * W, 0, W);
     bias[v] = c.b && width[v] > 0 ? vload_w(c.b + n0 + v * W, width[v]) : vzero();
     scale[v] = width[v] > 0 ? vload(s + v * W) : vzero();
     cs[v] = width[v] > 0 ? vi_load(colsum + v * W) : vi_load(colsum);
@@ -273,9 +275,19 @@ template <Act A, int R = MR, int V = NV>
   for (int r = 0; r < R; ++r) {
     if (r >= mr) break;
 #pragma GCC unroll 8
-    for (int v = 0; v < V; ++v)
-      if (width[v] > 0) vstore_w(y + r * c.ldc + v * W, c.round ? vround_bf16(x[r][v]) : x[r][v], width[v]);
+    for (int v = 0; v < V; ++v) {
+      const vf out = round ? vround_bf16(x[r][v]) : x[r][v];
+      if (kFull) vstore(y + r * c.ldc + v * W, out);
+      else if (width[v] > 0) vstore_w(y + r * c.ldc + v * W, out, width[v]);
+    }
   }
+}
+
+// The epilogue of a tile of R rows and V vectors, in its kFull form where that applies.
+template <Act A, int R = MR, int V = NV>
+inline void store_sums(const Int8Call& c, const int32_t* acc, int64_t m, int64_t n0, int mr, int nr) {
+  if (mr == R && nr == V * W && !c.preact) epilogue<A, R, V, true>(c, acc, m, n0, mr, nr);
+  else epilogue<A, R, V>(c, acc, m, n0, mr, nr);
 }
 
 #if NF_AMX
@@ -327,7 +339,7 @@ void amx_tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1
       if (rows > 16) amx_sums<2>(xq + m * c.ldq, c.ldq, q, tail, K4, acc);
       else amx_sums<1>(xq + m * c.ldq, c.ldq, q, tail, K4, acc);
       for (int r = 0; r < rows; r += 8)
-        epilogue<A, 8, 2>(c, acc + r * 32, m + r, j, std::min(8, rows - r), nr);
+        store_sums<A, 8, 2>(c, acc + r * 32, m + r, j, std::min(8, rows - r), nr);
     }
   }
   _tile_release();
@@ -480,7 +492,7 @@ void tiles(const Int8Call& c, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
         __builtin_prefetch(c.y + (m + r) * c.ldc + j + nr - 1, 1);
       }
       dot_tile(c, xq + m * K4, j, jend, acc);
-      epilogue<A>(c, acc, m, j, mr, nr);
+      store_sums<A>(c, acc, m, j, mr, nr);
     }
   }
 }
