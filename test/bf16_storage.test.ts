@@ -1,6 +1,7 @@
 /**
  * bfloat16 activations on the CPU: precision 'bf16''s storage (half the bytes of float32), for the ops
- * with a CPU bf16 kernel (opSchema's `bf16`): feedforwardForward/Backward and linearForward/Backward.
+ * with a CPU bf16 kernel (opSchema's `bf16`): feedforwardForward/Backward and linearForward/Backward
+ * (and adamwMultiStep, whose bf16 arrays are the weight copies it writes: test/optim_multi.test.ts).
  * - Tensor.cast and castBf16: float32 → bf16 rounds as the kernels' stores do (vround_bf16: to nearest
  *   even, denormals to signed zero, NaN kept quiet, ±inf kept), bf16 → float32 widens exactly; on every
  *   variant (this is also the lane test of simd.h's vload_bf16_w / vstore_bf16_w, which it runs).
@@ -60,8 +61,10 @@ describe('castBf16 (Tensor.cast on the CPU)', () => {
 
 describe('the ops on bf16 activations', () => {
   it('opSchema says which ops have a bf16 kernel on the CPU', () => {
-    for (const op of ['feedforwardForward', 'feedforwardBackward', 'linearForward', 'linearBackward']) expect(supportsBf16(op, 'cpu'), op).toBe(true);
-    for (const op of ['add', 'layernormForward', 'attentionForward', 'adamwMultiStep']) expect(supportsBf16(op, 'cpu'), op).toBe(false);
+    // (adamwMultiStep: fp32 masters, its bf16 `copy` outputs the weight copies: test/optim_multi.test.ts)
+    for (const op of ['feedforwardForward', 'feedforwardBackward', 'linearForward', 'linearBackward', 'adamwMultiStep'])
+      expect(supportsBf16(op, 'cpu'), op).toBe(true);
+    for (const op of ['add', 'layernormForward', 'attentionForward', 'adamwStep']) expect(supportsBf16(op, 'cpu'), op).toBe(false);
   });
 
   for (const isa of isas) {

@@ -1,7 +1,9 @@
 /**
  * The multi-tensor AdamW (adamwMultiStep: native/ops/optim.h, native/cuda/optim.cu) and what the
  * optimizer does with it: on the CPU, the op equals adamwStep on each entry bit for bit (every ISA)
- * and its float64 twin; its list fields are checked entry by entry. On the emulated CUDA backend: the
+ * and its float64 twin, and its bf16 copies are the new masters rounded as castBf16 rounds; under
+ * precision 'bf16' AdamW writes the weights' copies in its step (no recast before the next forward),
+ * with the weights the arena update gives; its list fields are checked entry by entry. On the emulated CUDA backend: the
  * op equals adamwStep per tensor bit for bit, the bf16 copies it writes are the new masters rounded
  * to nearest even; AdamW steps each parameter group with one op (a few launches, not one per
  * parameter) and, under precision 'bf16', leaves the weights' bf16 copies fresh so no recast runs
@@ -17,6 +19,8 @@ import { f32, isas, randn32, relErr, rng, withIsa } from './helpers';
 import { cublasltStandIn, emulatorSkipReason, useEmulator } from './support/cuda_emu_build';
 
 const SIZES = [1, 7, 4097, 0, 33, 70_001];
+/** A typed array's own bytes (not the rest of its ArrayBuffer). */
+const bytes = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 const HYPER = { lr: 3e-3, beta1: 0.8, beta2: 0.99, eps: 1e-6, weightDecay: 0.05 };
 
 /** Random param, grad and moment lists of SIZES (exp_avg_sq non-negative). */
@@ -47,6 +51,59 @@ describe.each(isas)('adamwMultiStep on the CPU (%s)', (isa) => {
       });
     copy.forEach((c, i) => c && expect(c).toEqual(many.param[i]));
   });
+
+  it('writes bf16 copies (Uint16Array): the new masters rounded as castBf16 rounds, the masters as without them', () => {
+    const l = lists(4);
+    const plain = { param: l.param.map(f32), grad: l.grad.map(f32), expAvg: l.expAvg.map(f32), expAvgSq: l.expAvgSq.map(f32) };
+    const many = { param: l.param.map(f32), grad: l.grad.map(f32), expAvg: l.expAvg.map(f32), expAvgSq: l.expAvgSq.map(f32) };
+    const copy = SIZES.map((n, i) => (i === 1 ? null : new Uint16Array(n))) as unknown as (Float32Array | null)[]; // (bf16 storage)
+    withIsa(isa, () => {
+      for (let step = 1; step <= 2; step++) {
+        native.adamwMultiStep({ ...HYPER, sizes: SIZES, step, ...plain });
+        native.adamwMultiStep({ ...HYPER, sizes: SIZES, step, ...many, copy });
+      }
+    });
+    for (const k of ['param', 'expAvg', 'expAvgSq'] as const)
+      SIZES.forEach((_, i) => expect(Buffer.from(many[k][i].buffer).equals(Buffer.from(plain[k][i].buffer)), `${k}[${i}]`).toBe(true));
+    copy.forEach((c, i) => {
+      if (!c) return;
+      const want = new Uint16Array(SIZES[i]);
+      native.castBf16(many.param[i], want);
+      expect(bytes(c).equals(bytes(want)), `copy[${i}]`).toBe(true);
+    });
+  });
+});
+
+describe("AdamW under 'bf16' on the CPU", () => {
+  it('writes the bf16 weight copies in its step: no recast before the next forward, the same weights as fp32 copies would give', () => {
+    const config = { ...CONFIG, device: 'cpu' as const, precision: 'bf16' as const };
+    const cpuBatch = (seed: number) => {
+      const r = rng(seed);
+      return { images: Tensor.from(Float32Array.from(randn32(2 * 3 * 8 * 8, r)), [2, 3, 8, 8]),
+        targets: Tensor.from(Int32Array.from({ length: 2 }, (_, i) => (i * 3 + seed) % 5), [2]) };
+    };
+    const model = new ViTClassifier(config), opt = new AdamW(model.parameters(), { lr: 1e-2 });
+    const ps = model.parameters();
+    const step = (seed: number) => countingCasts(ps, [], () => {
+      const { images, targets } = cpuBatch(seed);
+      return trainStep(model, opt, images, targets);
+    }).calls.cast;
+    expect(step(0)).toBeGreaterThan(0); // the first forward casts every weight a bf16 product reads
+    expect(step(1)).toBe(0); // the copies came from the step
+    const withCopy = ps.filter(hasCopy);
+    expect(withCopy.length).toBeGreaterThan(3);
+    for (const p of withCopy) expect(bytes(p.storageFor('bfloat16') as unknown as Uint16Array).equals(bytes(rounded(p)))).toBe(true);
+    // The same steps where the copies are recast instead (the arena update writes none): equal weights and losses.
+    const other = new ViTClassifier(config), otherOpt = new AdamW(other.parameters(), { lr: 1e-2 });
+    (otherOpt as unknown as { writesCopiesWith: null }).writesCopiesWith = null;
+    for (const seed of [0, 1]) {
+      const { images, targets } = cpuBatch(seed);
+      trainStep(other, otherOpt, images, targets);
+    }
+    ps.forEach((p, i) => expect(bytes(p.toArray()).equals(bytes(other.parameters()[i].toArray())), `parameter ${i}`).toBe(true));
+    for (const m of [model, other]) m.dispose();
+    for (const o of [opt, otherOpt]) o.dispose();
+  });
 });
 
 describe('adamwMultiStep arguments', () => {
@@ -69,8 +126,9 @@ describe('adamwMultiStep arguments', () => {
 const reason = emulatorSkipReason();
 if (reason) console.log(`skipping the emulated CUDA adamwMultiStep tests: ${reason}`);
 
-/** Counts the CUDA addon's calls of `names` while `fn` runs. */
+/** Counts the CUDA addon's calls of `names` while `fn` runs (none given: the CUDA addon is not loaded). */
 function counting<T>(names: string[], fn: () => T): { result: T; calls: Record<string, number> } {
+  if (names.length === 0) return { result: fn(), calls: {} };
   const addon = cuda() as unknown as Record<string, (...a: unknown[]) => unknown>;
   const calls: Record<string, number> = Object.fromEntries(names.map((k) => [k, 0]));
   const saved = names.map((k) => addon[k]);

@@ -341,7 +341,8 @@ export function supports(op: string, device: Device): boolean {
 
 /**
  * Whether `device` runs op `op` on bfloat16 activations (precision 'bf16''s storage; its addon's opSchema()
- * says so per op: on the CPU the feed-forward and Linear ops so far, on CUDA most).
+ * says so per op: on the CPU the feed-forward and Linear ops so far, and adamwMultiStep's weight copies; on
+ * CUDA most).
  */
 export function supportsBf16(op: string, device: Device): boolean {
   return opKernels(device).get(op) === true;

@@ -201,7 +201,9 @@ export abstract class Optimizer<O extends object = object> {
       checkFiniteArgs({ [`the gradient of optimizer parameter ${i}`]: this.params[i].grad });
     }
     const live = this.trainable(), flat = this.flat(live);
-    if (flat && live.every((i) => this.steps[i] === this.steps[live[0]])) {
+    // The arenas take one update per group, which writes no bf16 weight copy: where a parameter has one
+    // that the update op can write (precision 'bf16' on the CPU), the per-parameter lists below run instead.
+    if (flat && live.every((i) => this.steps[i] === this.steps[live[0]]) && !live.some((i) => this.writesCopy(this.params[i]))) {
       const step = this.steps[live[0]] + 1;
       for (const i of live) this.steps[i] = step;
       // Each group's trainable parameters are one contiguous range of the arenas (live is in group order).
@@ -216,8 +218,8 @@ export abstract class Optimizer<O extends object = object> {
       for (const i of live) this.params[i].markWritten(); // (what is derived from them, such as prepacked weights, is stale)
       return;
     }
-    // Off the arenas (on 'cuda'): one updateList per group and step count (the parameters of a group
-    // normally share one) and device.
+    // Off the arenas (on 'cuda', or with bf16 copies to write): one updateList per group and step count
+    // (the parameters of a group normally share one) and device.
     const isLive = new Set(live);
     for (const g of this.groups) {
       const lists = new Map<string, number[]>();
@@ -246,7 +248,7 @@ export abstract class Optimizer<O extends object = object> {
     }, next);
     const lr = stepValue('lrAt', () => (this.groupOptions(g) as O & { lr: number }).lr, o.lr);
     // (A device without a bf16 kernel of the update leaves the copies stale, recast when next read.)
-    const w = this.writesCopiesWith, copies = ps.map((p) => (w && supportsBf16(w, p.device) ? p.bf16CopyTarget() : null));
+    const copies = ps.map((p) => (this.writesCopy(p) ? p.bf16CopyTarget() : null));
     yield* this.updateList(ps.map((p, k) => ({ n: p.size, param: p.storage, grad: p.grad!.storage,
       buffers: this.buffers[list[k]].map((b) => b.storage), copy: copies[k] })), step.value, { ...o, lr: lr.value }, { ...step.fields, ...lr.fields });
     const written = () => ps.forEach((p, k) => {
@@ -264,10 +266,16 @@ export abstract class Optimizer<O extends object = object> {
 
   /**
    * The op with which updateList writes the parameters' bf16 copies it is given (AdamW's
-   * adamwMultiStep), where the device has its bf16 kernel; otherwise (null, or no such kernel: the
-   * CPU) they are left stale, to be recast when next read.
+   * adamwMultiStep), where the device has its bf16 kernel (CUDA and the CPU); otherwise (null, or no
+   * such kernel) they are left stale, to be recast when next read.
    */
   protected readonly writesCopiesWith: OpName | null = null;
+
+  /** Whether this optimizer's update writes p's bf16 copy (p has one, and the device's update op a bf16 kernel). */
+  private writesCopy(p: Parameter): boolean {
+    const w = this.writesCopiesWith;
+    return w !== null && p.bf16CopyTarget() !== null && supportsBf16(w, p.device);
+  }
 
   /**
    * The program updating a list of parameters (one group, one step): by default update() on each;

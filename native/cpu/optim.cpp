@@ -5,6 +5,8 @@
 //   m = lerp(m, g, w), w = 1 − β1: fma(w, g − m, m) for w < 0.5, else fma(w − 1, g − m, g)
 //   v = v·β2;  v = v + ((1 − β2)·g)·g
 //   denom = sqrt(v) / sqrt(1 − β2^t) + eps;  p = p + (−lr / (1 − β1^t))·m / denom
+//   over a list of tensors in one parallel_for (adamw_multi_step; adamwStep is a list of one), and
+//   under precision 'bf16' the new p rounded to bf16 into the weight's copy in the same pass.
 // SGD (torch.optim.SGD): d = fma(p, wd, g); buf = d at step 1, else buf = fma(d, 1 − dampening,
 //   buf·momentum); d = fma(buf, momentum, d) (nesterov) or buf; p = fma(d, −lr, p).
 // sum_squares: Σ x², float vector sums flushed into double every 1024 elements, fixed chunks of
@@ -14,6 +16,7 @@
 #include "optim.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "../core/allocator.h"
 #include "../core/threadpool.h"
@@ -54,8 +57,7 @@ double sum_squares_serial(const float* x, int64_t n) {
 
 }  // namespace
 
-void adamw_step(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
-                const AdamWParams& p) {
+void adamw_multi_step(const AdamWList& list, const AdamWParams& p) {
   const double t = static_cast<double>(p.step);
   const double bc1 = 1 - std::pow(p.beta1, t), bc2 = 1 - std::pow(p.beta2, t);
   const float w = static_cast<float>(1 - p.beta1);
@@ -65,18 +67,30 @@ void adamw_step(float* param, float* exp_avg, float* exp_avg_sq, const float* gr
   const vf b2 = vset1(static_cast<float>(p.beta2)), a2 = vset1(static_cast<float>(1 - p.beta2));
   const vf bc2_sqrt = vset1(static_cast<float>(std::sqrt(bc2))), eps = vset1(static_cast<float>(p.eps));
   const vf neg_step = vset1(static_cast<float>(-(p.lr / bc1)));
-  for_blocks(n, [&](int64_t i, int len) {
-    const vf g = vload_w(grad + i, len);
-    vf x = vmul(vload_w(param + i, len), decay);
-    vf m = vload_w(exp_avg + i, len);
-    m = vfma(coeff, vsub(g, m), small ? m : g);
-    vf v = vmul(vload_w(exp_avg_sq + i, len), b2);
-    v = vadd(v, vmul(vmul(a2, g), g));
-    const vf denom = vadd(vdiv(vsqrt(v), bc2_sqrt), eps);
-    x = vadd(x, vdiv(vmul(neg_step, m), denom));
-    vstore_w(param + i, x, len);
-    vstore_w(exp_avg + i, m, len);
-    vstore_w(exp_avg_sq + i, v, len);
+  // Entry e's blocks of W elements are [first[e], first[e + 1]) of one range that a single parallel_for
+  // covers (a list of many small tensors then wakes the pool once, not once per tensor).
+  std::vector<int64_t> first(list.count + 1, 0);
+  for (int64_t e = 0; e < list.count; ++e) first[e + 1] = first[e] + (list.sizes[e] + W - 1) / W;
+  parallel_for(first[list.count], kGrain / W, [&](int64_t b0, int64_t b1) {
+    int64_t e = std::upper_bound(first.begin(), first.end(), b0) - first.begin() - 1;
+    for (int64_t b = b0; b < b1; ++b) {
+      while (b >= first[e + 1]) ++e;  // (skips empty entries)
+      const int64_t i = (b - first[e]) * W;
+      const int len = static_cast<int>(std::min<int64_t>(W, list.sizes[e] - i));
+      float *param = list.param[e] + i, *exp_avg = list.exp_avg[e] + i, *exp_avg_sq = list.exp_avg_sq[e] + i;
+      const vf g = vload_w(list.grad[e] + i, len);
+      vf x = vmul(vload_w(param, len), decay);
+      vf m = vload_w(exp_avg, len);
+      m = vfma(coeff, vsub(g, m), small ? m : g);
+      vf v = vmul(vload_w(exp_avg_sq, len), b2);
+      v = vadd(v, vmul(vmul(a2, g), g));
+      const vf denom = vadd(vdiv(vsqrt(v), bc2_sqrt), eps);
+      x = vadd(x, vdiv(vmul(neg_step, m), denom));
+      vstore_w(param, x, len);
+      vstore_w(exp_avg, m, len);
+      vstore_w(exp_avg_sq, v, len);
+      if (list.copy && list.copy[e]) vstore_bf16_w(list.copy[e] + i, x, len);
+    }
   });
 }
 
@@ -121,18 +135,39 @@ namespace nf::cpu {
 Status run(const ops::AdamWStep<float>& p) {
   const AdamWParams h = ops::with_step_values(p.h);
   NF_TRY(ops::adamw_check("adamw_step", p.n, h));
-  NF_DISPATCH(adamw_step, p.param, p.exp_avg, p.exp_avg_sq, p.grad, p.n, h);
+  float* param = p.param;
+  float* exp_avg = p.exp_avg;
+  float* exp_avg_sq = p.exp_avg_sq;
+  const float* grad = p.grad;
+  NF_DISPATCH(adamw_multi_step, AdamWList{1, &p.n, &param, &exp_avg, &exp_avg_sq, &grad, nullptr}, h);
   return Status::Ok();
 }
 
-Status run(const ops::AdamWMultiStep<float>& p) {
+namespace {
+
+// adamw_multi_step over an op's lists, with the copies `copy` (bf16 bits) where given.
+template <class T>
+Status adamw_multi(const ops::AdamWMultiStep<T>& p, uint16_t* const* copy) {
   const AdamWParams h = ops::with_step_values(p.h);
   for (size_t i = 0; i < p.sizes.size(); ++i) NF_TRY(ops::adamw_check("adamw_step", p.sizes[i], h));
-  for (size_t i = 0; i < p.sizes.size(); ++i) {
-    NF_DISPATCH(adamw_step, p.param[i], p.exp_avg[i], p.exp_avg_sq[i], p.grad[i], p.sizes[i], h);
-    if (p.copy[i]) std::copy(p.param[i], p.param[i] + p.sizes[i], p.copy[i]);
-  }
+  NF_DISPATCH(adamw_multi_step, AdamWList{static_cast<int64_t>(p.sizes.size()), p.sizes.data(), p.param.data(),
+                                          p.exp_avg.data(), p.exp_avg_sq.data(), p.grad.data(), copy}, h);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status run(const ops::AdamWMultiStep<float>& p) {
+  NF_TRY(adamw_multi(p, nullptr));
+  for (size_t i = 0; i < p.sizes.size(); ++i)
+    if (p.copy[i]) std::copy(p.param[i], p.param[i] + p.sizes[i], p.copy[i]);
+  return Status::Ok();
+}
+
+Status run(const ops::AdamWMultiStep<ops::bf16>& p) {
+  std::vector<uint16_t*> copy(p.copy.size());
+  for (size_t i = 0; i < copy.size(); ++i) copy[i] = reinterpret_cast<uint16_t*>(p.copy[i]);
+  return adamw_multi(p, copy.data());
 }
 
 Status run(const ops::SgdStep<float>& p) {

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -209,8 +210,17 @@ Outputs adamw_family(Isa isa) {
   p.lr = 1e-2, p.step = 3;
   Floats param = fixed(n, 70), m = fixed(n, 71, 0.1f), v = fixed(n, 72, 0.01f), grad = fixed(n, 73);
   for (float& x : v) x = std::fabs(x);
-  NF_DISPATCH_TO(isa, adamw_step, param.data(), m.data(), v.data(), grad.data(), n, p);
-  return {{"adamw param", param}, {"adamw exp_avg", m}, {"adamw exp_avg_sq", v}};
+  std::vector<uint16_t> bits(n);  // (the bf16 weight copy of precision 'bf16', written in the same pass)
+  float *pp = param.data(), *pm = m.data(), *pv = v.data();
+  const float* pg = grad.data();
+  uint16_t* pc = bits.data();
+  NF_DISPATCH_TO(isa, adamw_multi_step, AdamWList{1, &n, &pp, &pm, &pv, &pg, &pc}, p);
+  Floats copy(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t word = uint32_t(bits[i]) << 16;
+    std::memcpy(&copy[i], &word, sizeof word);
+  }
+  return {{"adamw param", param}, {"adamw exp_avg", m}, {"adamw exp_avg_sq", v}, {"adamw bf16 copy", copy}};
 }
 
 // Every family's outputs under variant `isa`, in a fixed order.

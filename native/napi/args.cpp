@@ -133,10 +133,17 @@ bool Args::is_f64(const char* name) {
 }
 
 bool Args::any_bf16() const {
+  const auto bf16 = [](const Napi::Value& v) {
+    return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint16_array;
+  };
   const Napi::Array keys = obj_.GetPropertyNames();
   for (uint32_t i = 0; i < keys.Length(); ++i) {
     const Napi::Value v = obj_.Get(keys.Get(i));
-    if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint16_array) return true;
+    if (bf16(v)) return true;
+    if (!v.IsArray()) continue;
+    const Napi::Array list = v.As<Napi::Array>();  // a tensor list (null entries allowed)
+    for (uint32_t k = 0; k < list.Length(); ++k)
+      if (bf16(list.Get(k))) return true;
   }
   return false;
 }

@@ -34,7 +34,8 @@ class Args {
 
   // True when the float tensors of this call are Float64Array (decided by field `name`).
   bool is_f64(const char* name);
-  // Whether any field of the options is a Uint16Array (bfloat16 storage: the call's T is ops::bf16).
+  // Whether any field of the options, or entry of a tensor list, is a Uint16Array (bfloat16 storage:
+  // the call's T is ops::bf16).
   bool any_bf16() const;
   // The element count of typed array `name`, or -1 when the field is not a typed array.
   int64_t length(const char* name);
