@@ -16,7 +16,7 @@ using SgdParams = ops::SgdParams;
 // coef = max_norm / (total + 1e-6), g *= min(coef, 1) (NaN coef included, as torch's clamp);
 // total_norm[0] = total.
 Status run(const ops::AdamWStep<float>& p);
-Status run(const ops::AdamWMultiStep<float>& p);  // adamw_step on each entry in turn
+Status run(const ops::AdamWMultiStep<float>& p);  // adamw_multi_step over the list, float copies after it
 // The same with the bf16 weight copies of precision 'bf16' written in the step's pass (copy[i], where
 // given: param[i] rounded as castBf16 rounds), instead of a cast of each copy before the next forward.
 Status run(const ops::AdamWMultiStep<ops::bf16>& p);
