@@ -282,7 +282,11 @@ inline vf vload_bf16_w(const uint16_t* p, int n) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 inline void vstore_bf16_w(uint16_t* p, vf x, int n) {
+#if NF_BF16_DOT  // vround_bf16's bits as vcvtneps2bf16 leaves them, not widened and narrowed again
+  const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x));
+#else
   const __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(vround_bf16(x)), 16));
+#endif
   if (n == W) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
   else _mm256_mask_storeu_epi16(p, tail_mask(n), h);
 }
