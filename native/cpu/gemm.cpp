@@ -300,7 +300,7 @@ template <bool kFull, bool k16 = false, int R>
   if (e.bias) {
     vf bias[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bias[v] = vload_w(e.bias + v * W, kFull ? W : std::max(0, std::min(nr - v * W, W)));
+    for (int v = 0; v < NV; ++v) bias[v] = vload_w(e.bias + v * W, width(0, v));  // (row 0 is always stored: mr >= 1)
     each([&](int r, int v, int) { acc[r][v] = vadd(acc[r][v], bias[v]); });
   }
   if (e.preact) each([&](int r, int v, int n) { if (n > 0) store_c<k16>(e.preact, r * e.ldc + v * W, acc[r][v], n); });
